@@ -1,0 +1,61 @@
+//! The JSON API under `/api/v1`, described by an OpenAPI document generated from the
+//! handlers themselves (utoipa), so the document cannot drift from the code.
+
+use axum::Json;
+use serde::Serialize;
+use utoipa::openapi::security::{Http, HttpAuthScheme, SecurityScheme};
+use utoipa::{Modify, OpenApi, ToSchema};
+use utoipa_axum::router::OpenApiRouter;
+use utoipa_axum::routes;
+
+use crate::auth::ApiUser;
+use crate::state::AppState;
+
+#[derive(OpenApi)]
+#[openapi(
+    info(
+        title = "perfjournal API",
+        description = "Investigations, estimators and the journal for LLM serving performance. \
+                       Authenticate with `Authorization: Bearer <token>` (tokens are created on \
+                       the settings page)."
+    ),
+    modifiers(&BearerAuth),
+    security(("bearer" = []))
+)]
+struct ApiDoc;
+
+struct BearerAuth;
+
+impl Modify for BearerAuth {
+    fn modify(&self, openapi: &mut utoipa::openapi::OpenApi) {
+        let components = openapi.components.get_or_insert_with(Default::default);
+        components.add_security_scheme(
+            "bearer",
+            SecurityScheme::Http(Http::new(HttpAuthScheme::Bearer)),
+        );
+    }
+}
+
+/// All API routes (paths relative to `/api/v1`) and their OpenAPI description.
+pub fn router() -> OpenApiRouter<AppState> {
+    OpenApiRouter::with_openapi(ApiDoc::openapi()).routes(routes!(whoami))
+}
+
+#[derive(Serialize, ToSchema)]
+pub struct Me {
+    pub id: i64,
+    pub name: String,
+    /// viewer, editor or admin
+    pub role: String,
+}
+
+/// The account the token or session belongs to.
+#[utoipa::path(get, path = "/me", tag = "account",
+    responses((status = 200, body = Me), (status = 401, body = crate::error::ErrorBody)))]
+async fn whoami(ApiUser(user): ApiUser) -> Json<Me> {
+    Json(Me {
+        id: user.id,
+        name: user.name,
+        role: user.role.to_string(),
+    })
+}

@@ -1,0 +1,16 @@
+//! Accounts, roles, sessions, API tokens, CSRF and the login throttle.
+
+pub mod csrf;
+pub mod extract;
+pub mod password;
+pub mod throttle;
+pub mod tokens;
+pub mod users;
+
+pub use extract::{ApiUser, CurrentUser};
+pub use users::{Role, User};
+
+/// Session keys.
+pub(crate) const SESSION_USER: &str = "uid";
+pub(crate) const SESSION_AUTH_AT: &str = "auth_at";
+pub(crate) const SESSION_CSRF: &str = "csrf";

@@ -1,0 +1,168 @@
+//! The command line: `serve` (default), `migrate`, `user`, `token`.
+
+use std::io::{BufRead, IsTerminal};
+use std::process::ExitCode;
+
+use clap::{Parser, Subcommand};
+
+use crate::auth::users::{self, CreateError, Role};
+use crate::auth::{password, tokens};
+use crate::config::{Config, DbArgs, ServeArgs};
+use crate::db::Database;
+use crate::state::AppState;
+
+#[derive(Parser, Debug)]
+#[command(
+    name = "perfjournal",
+    version,
+    about = "Guided performance investigations for LLM serving, with a searchable journal",
+    long_about = "perfjournal walks an inference engineer through a performance investigation, \
+computes what each symptom should have cost, and keeps every diagnosis, change and result as \
+the team's searchable memory.\n\nWithout DATABASE_URL the app runs its own PostgreSQL cluster \
+under the data directory (PostgreSQL server binaries must be installed)."
+)]
+pub struct Cli {
+    #[command(flatten)]
+    pub db: DbArgs,
+
+    #[command(subcommand)]
+    pub command: Option<Command>,
+}
+
+#[derive(Subcommand, Debug)]
+pub enum Command {
+    /// Run the web server (the default).
+    Serve(ServeArgs),
+    /// Create the database if needed and apply migrations, then exit.
+    Migrate,
+    /// Manage accounts.
+    User {
+        #[command(subcommand)]
+        command: UserCommand,
+    },
+    /// Manage API tokens.
+    Token {
+        #[command(subcommand)]
+        command: TokenCommand,
+    },
+}
+
+#[derive(Subcommand, Debug)]
+pub enum UserCommand {
+    /// Add an account. The password is prompted for, or read from stdin when it is not a terminal.
+    Add {
+        name: String,
+        #[arg(long, default_value = "editor", value_parser = ["viewer", "editor", "admin"])]
+        role: String,
+    },
+}
+
+#[derive(Subcommand, Debug)]
+pub enum TokenCommand {
+    /// Create an API token for a user and print it (it is shown only this once).
+    Create {
+        #[arg(long)]
+        user: String,
+        #[arg(long, default_value = "command line")]
+        label: String,
+    },
+}
+
+pub fn init_logging(json: bool) {
+    let filter = tracing_subscriber::EnvFilter::try_from_default_env()
+        .unwrap_or_else(|_| "info,sqlx=warn,tower_sessions=warn".into());
+    let builder = tracing_subscriber::fmt().with_env_filter(filter);
+    let _ = if json {
+        builder.json().try_init()
+    } else {
+        builder.try_init()
+    };
+}
+
+pub async fn run(cli: Cli) -> ExitCode {
+    let command = cli
+        .command
+        .unwrap_or_else(|| Command::Serve(ServeArgs::parse_from_env()));
+    let log_json = matches!(&command, Command::Serve(a) if a.log_json);
+    init_logging(log_json);
+    match execute(&cli.db, command).await {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("error: {e:#}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+impl ServeArgs {
+    /// `perfjournal` with no subcommand: the serve flags from the environment only.
+    fn parse_from_env() -> ServeArgs {
+        #[derive(Parser)]
+        struct Only {
+            #[command(flatten)]
+            serve: ServeArgs,
+        }
+        Only::parse_from(["perfjournal"]).serve
+    }
+}
+
+async fn execute(db: &DbArgs, command: Command) -> anyhow::Result<()> {
+    let database = Database::open(db).await?;
+    let result = match command {
+        Command::Serve(args) => {
+            let state = AppState::new(database.pool.clone(), Config::from(&args));
+            crate::server::serve(state, &args.bind).await
+        }
+        Command::Migrate => {
+            println!("database is migrated");
+            Ok(())
+        }
+        Command::User {
+            command: UserCommand::Add { name, role },
+        } => add_user(&database, &name, &role).await,
+        Command::Token {
+            command: TokenCommand::Create { user, label },
+        } => create_token(&database, &user, &label).await,
+    };
+    database.close().await;
+    result
+}
+
+async fn add_user(database: &Database, name: &str, role: &str) -> anyhow::Result<()> {
+    let name = users::validate_name(name).map_err(|e| anyhow::anyhow!("{e}"))?;
+    let role = Role::parse(role).ok_or_else(|| anyhow::anyhow!("unknown role {role}"))?;
+    let secret = read_password()?;
+    users::validate_password(&secret).map_err(|e| anyhow::anyhow!("{e}"))?;
+    let hash = password::hash(secret).await?;
+    match users::create(&database.pool, &name, &hash, role, false).await {
+        Ok(u) => {
+            println!("added {} ({})", u.name, u.role);
+            Ok(())
+        }
+        Err(CreateError::Taken(n)) => Err(anyhow::anyhow!("a user named {n} already exists")),
+        Err(e) => Err(e.into()),
+    }
+}
+
+fn read_password() -> anyhow::Result<String> {
+    if std::io::stdin().is_terminal() {
+        let first = rpassword::prompt_password("Password: ")?;
+        let second = rpassword::prompt_password("Again: ")?;
+        anyhow::ensure!(first == second, "the two passwords differ");
+        Ok(first)
+    } else {
+        let mut line = String::new();
+        std::io::stdin().lock().read_line(&mut line)?;
+        Ok(line.trim_end_matches(['\r', '\n']).to_string())
+    }
+}
+
+async fn create_token(database: &Database, user: &str, label: &str) -> anyhow::Result<()> {
+    let (found, _) = users::credentials(&database.pool, user)
+        .await?
+        .ok_or_else(|| anyhow::anyhow!("no user named {user}"))?;
+    let (_, secret) = tokens::create(&database.pool, found.id, label).await?;
+    println!("{secret}");
+    eprintln!("This token is shown once; store it now. Revoke it on the settings page.");
+    Ok(())
+}

@@ -1,0 +1,99 @@
+//! Flags and environment → `Config`. Every knob has an environment variable so the
+//! same binary runs from a terminal, a unit file or a container.
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use clap::Args;
+
+/// Settings shared by every subcommand that touches the database.
+#[derive(Debug, Clone, Args)]
+pub struct DbArgs {
+    /// PostgreSQL server to use. Unset: the app runs its own private cluster under the data dir.
+    #[arg(long, env = "DATABASE_URL", global = true, hide_env_values = true)]
+    pub database_url: Option<String>,
+
+    /// Where the embedded cluster, uploaded files and backups live.
+    #[arg(
+        long,
+        env = "PERFJOURNAL_DATA_DIR",
+        default_value = "./data",
+        global = true
+    )]
+    pub data_dir: PathBuf,
+}
+
+/// Settings of the web server.
+#[derive(Debug, Clone, Args)]
+pub struct ServeArgs {
+    /// Address to listen on.
+    #[arg(long, env = "PERFJOURNAL_BIND", default_value = "127.0.0.1:8080")]
+    pub bind: String,
+
+    /// The address users reach the app by; an https:// URL marks session cookies Secure.
+    #[arg(long, env = "PERFJOURNAL_PUBLIC_URL")]
+    pub public_url: Option<String>,
+
+    /// Log as JSON lines instead of human-readable text.
+    #[arg(long, env = "PERFJOURNAL_LOG_JSON")]
+    pub log_json: bool,
+
+    /// Seconds before a request is answered with 408.
+    #[arg(long, env = "PERFJOURNAL_REQUEST_TIMEOUT", default_value_t = 30)]
+    pub request_timeout_secs: u64,
+
+    /// Largest accepted form or JSON body, in bytes (uploads have their own limit).
+    #[arg(long, env = "PERFJOURNAL_BODY_LIMIT", default_value_t = 2 * 1024 * 1024)]
+    pub body_limit: usize,
+
+    /// Minutes of inactivity after which a session ends.
+    #[arg(long, env = "PERFJOURNAL_SESSION_IDLE_MINUTES", default_value_t = 120)]
+    pub session_idle_minutes: i64,
+
+    /// Hours after login after which a session ends, active or not.
+    #[arg(long, env = "PERFJOURNAL_SESSION_MAX_HOURS", default_value_t = 24)]
+    pub session_max_hours: i64,
+}
+
+/// The resolved configuration the app state is built from.
+#[derive(Debug, Clone)]
+pub struct Config {
+    pub secure_cookies: bool,
+    pub request_timeout: Duration,
+    pub body_limit: usize,
+    pub session_idle: Duration,
+    pub session_max_age: chrono::Duration,
+    /// Failed-or-not login attempts allowed per minute for one username / one address.
+    pub login_per_minute_user: u32,
+    pub login_per_minute_ip: u32,
+}
+
+impl Default for Config {
+    fn default() -> Self {
+        Config {
+            secure_cookies: false,
+            request_timeout: Duration::from_secs(30),
+            body_limit: 2 * 1024 * 1024,
+            session_idle: Duration::from_secs(120 * 60),
+            session_max_age: chrono::Duration::hours(24),
+            login_per_minute_user: 5,
+            login_per_minute_ip: 20,
+        }
+    }
+}
+
+impl From<&ServeArgs> for Config {
+    fn from(a: &ServeArgs) -> Self {
+        Config {
+            secure_cookies: a
+                .public_url
+                .as_deref()
+                .is_some_and(|u| u.starts_with("https://")),
+            request_timeout: Duration::from_secs(a.request_timeout_secs.max(1)),
+            body_limit: a.body_limit,
+            session_idle: Duration::from_secs(a.session_idle_minutes.max(1) as u64 * 60),
+            session_max_age: chrono::Duration::hours(a.session_max_hours.max(1)),
+            ..Config::default()
+        }
+    }
+}

@@ -1,0 +1,475 @@
+//! Streaming analyzers for the performance artifacts perfjournal accepts.
+//!
+//! Everything here is pure: input is a `std::io::Read`, output is plain serde
+//! structs. No file system, network or environment access, so the web shell
+//! decides where bytes come from and where results go.
+//!
+//! Flow the shell is expected to follow:
+//! 1. read the first KiBs through [`decompressing_reader`] and call [`detect`];
+//! 2. call [`analyze`] with the detected [`Kind`] on a fresh reader over the
+//!    *raw* upload (gzip is undone inside, so progress counts raw bytes);
+//! 3. store the [`Analysis`] JSON next to [`Kind::analyzer_version`], so a newer
+//!    analyzer can recompute old uploads.
+//!
+//! Memory stays bounded by design: text formats are read line by line, JSON
+//! documents are walked with serde visitors that keep only what a result needs
+//! (see `crates.md`, "Large JSON").
+
+use serde::{Deserialize, Serialize};
+use std::fmt;
+use std::io::{self, Read};
+
+mod detect;
+mod readers;
+mod stats;
+
+pub mod gpu_telemetry;
+pub mod ncu;
+pub mod nsys;
+pub mod prometheus;
+pub mod pytorch_trace;
+pub mod request_log;
+pub mod vllm_bench;
+
+pub use detect::{detect, is_gzip, DETECT_HEAD_BYTES};
+pub use readers::{decompressing_reader, SizeCapExceeded};
+pub use stats::Summary;
+
+/// Default cap on decompressed bytes (64 GiB): far above any real trace, low
+/// enough that a gzip bomb stops long before it fills a disk or the clock.
+pub const DEFAULT_MAX_DECOMPRESSED_BYTES: u64 = 64 << 30;
+
+/// What an uploaded artifact is, decided from its content by [`detect`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Kind {
+    /// Per-request telemetry, one JSON object per line (methodology.md).
+    RequestLog,
+    /// `vllm bench serve --save-result` JSON / JSONL, GenAI-Perf and GuideLLM summaries.
+    VllmBench,
+    /// Prometheus text exposition from a serving engine's `/metrics`.
+    Prometheus,
+    /// PyTorch profiler (Kineto) Chrome trace JSON.
+    PytorchTrace,
+    /// Nsight Compute CSV (`--page details` or `--page raw`).
+    NcuCsv,
+    /// Nsight Systems `cuda_gpu_kern_sum` / `gpukernsum` CSV.
+    NsysKernSum,
+    /// `nvidia-smi dmon`, `nvidia-smi --query-gpu … --format=csv`, DCGM exporter text.
+    GpuTelemetry,
+    /// Anything else: stored, not analyzed.
+    Unknown,
+}
+
+impl Kind {
+    /// Every kind, in a stable order (for menus and tests).
+    pub const ALL: [Kind; 8] = [
+        Kind::RequestLog,
+        Kind::VllmBench,
+        Kind::Prometheus,
+        Kind::PytorchTrace,
+        Kind::NcuCsv,
+        Kind::NsysKernSum,
+        Kind::GpuTelemetry,
+        Kind::Unknown,
+    ];
+
+    /// Stable identifier stored in the database and used in URLs.
+    pub fn slug(self) -> &'static str {
+        match self {
+            Kind::RequestLog => "request_log",
+            Kind::VllmBench => "vllm_bench",
+            Kind::Prometheus => "prometheus",
+            Kind::PytorchTrace => "pytorch_trace",
+            Kind::NcuCsv => "ncu_csv",
+            Kind::NsysKernSum => "nsys_kern_sum",
+            Kind::GpuTelemetry => "gpu_telemetry",
+            Kind::Unknown => "unknown",
+        }
+    }
+
+    /// Inverse of [`Kind::slug`].
+    pub fn from_slug(s: &str) -> Option<Kind> {
+        Kind::ALL.into_iter().find(|k| k.slug() == s)
+    }
+
+    /// Version of the analyzer for this kind; bump it whenever the output of
+    /// that analyzer changes so stored results can be recomputed.
+    pub fn analyzer_version(self) -> u32 {
+        match self {
+            Kind::RequestLog => request_log::ANALYZER_VERSION,
+            Kind::VllmBench => vllm_bench::ANALYZER_VERSION,
+            Kind::Prometheus => prometheus::ANALYZER_VERSION,
+            Kind::PytorchTrace => pytorch_trace::ANALYZER_VERSION,
+            Kind::NcuCsv => ncu::ANALYZER_VERSION,
+            Kind::NsysKernSum => nsys::ANALYZER_VERSION,
+            Kind::GpuTelemetry => gpu_telemetry::ANALYZER_VERSION,
+            Kind::Unknown => 0,
+        }
+    }
+}
+
+impl fmt::Display for Kind {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.slug())
+    }
+}
+
+impl std::str::FromStr for Kind {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        Kind::from_slug(s).ok_or_else(|| format!("unknown artifact kind '{s}'"))
+    }
+}
+
+/// Knobs for [`analyze`]. `Default` gives the behaviour documented per field.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct Options {
+    /// request_log: keep only rows whose `tenant` equals this.
+    pub tenant: Option<String>,
+    /// request_log: keep only rows whose `model_version` equals this.
+    pub model_version: Option<String>,
+    /// request_log: keep rows with `arrival_ts >= arrival_from` (epoch seconds).
+    /// Rows without `arrival_ts` are excluded while a window is set.
+    pub arrival_from: Option<f64>,
+    /// request_log: keep rows with `arrival_ts < arrival_to` (epoch seconds).
+    pub arrival_to: Option<f64>,
+    /// pytorch_trace: HTA drops GPU work launched in the last `ProfilerStep#`
+    /// (often cut short when the profiler stops); `true` keeps it. Default
+    /// `false`, as HTA's `TraceAnalysis(include_last_profiler_step=False)`.
+    pub include_last_profiler_step: bool,
+    /// pytorch_trace: how many kernels (by total time) to list. Default 50.
+    pub top_kernels: usize,
+    /// Gzip-bomb guard: stop once more than this many decompressed bytes were
+    /// produced. Default [`DEFAULT_MAX_DECOMPRESSED_BYTES`].
+    pub max_decompressed_bytes: u64,
+}
+
+impl Default for Options {
+    fn default() -> Self {
+        Options {
+            tenant: None,
+            model_version: None,
+            arrival_from: None,
+            arrival_to: None,
+            include_last_profiler_step: false,
+            top_kernels: 50,
+            max_decompressed_bytes: DEFAULT_MAX_DECOMPRESSED_BYTES,
+        }
+    }
+}
+
+/// One analysis result. Serialized *untagged*: the JSON is exactly the
+/// per-kind shape (the shell stores the kind next to it).
+#[derive(Clone, Debug, Serialize)]
+#[serde(untagged)]
+pub enum Analysis {
+    RequestLog(request_log::RequestLogAnalysis),
+    VllmBench(vllm_bench::VllmBenchAnalysis),
+    Prometheus(prometheus::PrometheusAnalysis),
+    PytorchTrace(pytorch_trace::TraceAnalysis),
+    NcuCsv(ncu::NcuAnalysis),
+    NsysKernSum(nsys::NsysAnalysis),
+    GpuTelemetry(gpu_telemetry::GpuTelemetryAnalysis),
+}
+
+impl Analysis {
+    /// The kind this result belongs to.
+    pub fn kind(&self) -> Kind {
+        match self {
+            Analysis::RequestLog(_) => Kind::RequestLog,
+            Analysis::VllmBench(_) => Kind::VllmBench,
+            Analysis::Prometheus(_) => Kind::Prometheus,
+            Analysis::PytorchTrace(_) => Kind::PytorchTrace,
+            Analysis::NcuCsv(_) => Kind::NcuCsv,
+            Analysis::NsysKernSum(_) => Kind::NsysKernSum,
+            Analysis::GpuTelemetry(_) => Kind::GpuTelemetry,
+        }
+    }
+
+    /// The result as a JSON value (what the shell stores).
+    pub fn to_json(&self) -> serde_json::Value {
+        // Serializing plain structs of numbers/strings cannot fail.
+        serde_json::to_value(self).unwrap_or(serde_json::Value::Null)
+    }
+}
+
+/// Why an analysis failed. Messages name the line and/or byte and the problem.
+#[derive(Debug, thiserror::Error)]
+pub enum AnalyzeError {
+    /// The content is not what its kind promises (bad JSON, wrong columns …).
+    #[error("{}", malformed_text(*line, *byte, message))]
+    Malformed {
+        /// 1-based line of the decompressed content, when known.
+        line: Option<u64>,
+        /// 0-based byte offset in the decompressed content, when known.
+        byte: Option<u64>,
+        message: String,
+    },
+    /// Reading the input failed (including a truncated or corrupt gzip stream).
+    #[error("could not read the upload: {0}")]
+    Io(#[source] io::Error),
+    /// More decompressed bytes than `Options::max_decompressed_bytes`.
+    #[error("the content is larger than the allowed decompressed size (gzip-bomb guard)")]
+    TooLarge,
+    /// Kind `unknown`: the shell stores the file and shows "not analyzed".
+    #[error("not analyzed: the content matches no supported artifact kind")]
+    NotAnalyzed,
+}
+
+fn malformed_text(line: Option<u64>, byte: Option<u64>, message: &str) -> String {
+    match (line, byte) {
+        (Some(l), Some(b)) => format!("line {l} (byte {b}): {message}"),
+        (Some(l), None) => format!("line {l}: {message}"),
+        (None, Some(b)) => format!("byte {b}: {message}"),
+        (None, None) => message.to_string(),
+    }
+}
+
+impl AnalyzeError {
+    /// A `Malformed` error without position.
+    pub fn malformed(message: impl Into<String>) -> Self {
+        AnalyzeError::Malformed {
+            line: None,
+            byte: None,
+            message: message.into(),
+        }
+    }
+
+    /// A `Malformed` error at a 1-based line.
+    pub fn at_line(line: u64, message: impl Into<String>) -> Self {
+        AnalyzeError::Malformed {
+            line: Some(line),
+            byte: None,
+            message: message.into(),
+        }
+    }
+}
+
+impl From<io::Error> for AnalyzeError {
+    fn from(e: io::Error) -> Self {
+        readers::classify_io_error(e)
+    }
+}
+
+impl From<serde_json::Error> for AnalyzeError {
+    fn from(e: serde_json::Error) -> Self {
+        if e.is_io() {
+            return io::Error::from(e).into();
+        }
+        let line = (e.line() > 0).then_some(e.line() as u64);
+        let column = e.column();
+        // serde_json's Display repeats the position; keep only the reason.
+        let text = e.to_string();
+        let reason = text
+            .split(" at line ")
+            .next()
+            .unwrap_or(text.as_str())
+            .to_string();
+        let message = if line.is_some() {
+            format!("column {column}: invalid JSON: {reason}")
+        } else {
+            format!("invalid JSON: {reason}")
+        };
+        AnalyzeError::Malformed {
+            line,
+            byte: None,
+            message,
+        }
+    }
+}
+
+impl From<csv::Error> for AnalyzeError {
+    fn from(e: csv::Error) -> Self {
+        let pos = e.position().cloned();
+        match e.into_kind() {
+            csv::ErrorKind::Io(io) => io.into(),
+            other => {
+                let message = match other {
+                    csv::ErrorKind::Utf8 { err, .. } => format!("invalid UTF-8 in CSV: {err}"),
+                    csv::ErrorKind::UnequalLengths {
+                        expected_len, len, ..
+                    } => format!("CSV row has {len} fields, expected {expected_len}"),
+                    _ => "invalid CSV".to_string(),
+                };
+                AnalyzeError::Malformed {
+                    line: pos.as_ref().map(|p| p.line()),
+                    byte: pos.as_ref().map(|p| p.byte()),
+                    message,
+                }
+            }
+        }
+    }
+}
+
+/// Analyze one artifact of a known kind.
+///
+/// `reader` yields the upload as stored (gzip is detected by its magic bytes
+/// and undone here). `progress` is called with the number of raw (possibly
+/// compressed) bytes consumed so far, about every MiB and once at the end.
+pub fn analyze(
+    kind: Kind,
+    reader: impl Read,
+    opts: &Options,
+    progress: &dyn Fn(u64),
+) -> Result<Analysis, AnalyzeError> {
+    if kind == Kind::Unknown {
+        return Err(AnalyzeError::NotAnalyzed);
+    }
+    let counted = readers::CountingReader::new(reader, progress);
+    let input = decompressing_reader(counted, opts.max_decompressed_bytes);
+    Ok(match kind {
+        Kind::RequestLog => Analysis::RequestLog(request_log::analyze(input, opts)?),
+        Kind::VllmBench => Analysis::VllmBench(vllm_bench::analyze(input)?),
+        Kind::Prometheus => Analysis::Prometheus(prometheus::analyze(input)?),
+        Kind::PytorchTrace => Analysis::PytorchTrace(pytorch_trace::analyze(input, opts)?),
+        Kind::NcuCsv => Analysis::NcuCsv(ncu::analyze(input)?),
+        Kind::NsysKernSum => Analysis::NsysKernSum(nsys::analyze(input)?),
+        Kind::GpuTelemetry => Analysis::GpuTelemetry(gpu_telemetry::analyze(input)?),
+        Kind::Unknown => return Err(AnalyzeError::NotAnalyzed),
+    })
+}
+
+/// Shared helpers for tests that read the real fixtures.
+#[cfg(test)]
+pub(crate) mod test_support {
+    use std::path::PathBuf;
+
+    /// The folder of real fixtures, or `None` (after saying so) when the
+    /// `PERFJOURNAL_REAL_FIXTURES` variable is unset.
+    pub fn real_fixtures() -> Option<PathBuf> {
+        match std::env::var_os("PERFJOURNAL_REAL_FIXTURES") {
+            Some(p) => Some(PathBuf::from(p)),
+            None => {
+                println!("skipped: PERFJOURNAL_REAL_FIXTURES unset");
+                None
+            }
+        }
+    }
+
+    /// Open a fixture file under the real-fixtures folder.
+    pub fn open(root: &std::path::Path, rel: &str) -> std::fs::File {
+        let p = root.join(rel);
+        std::fs::File::open(&p).unwrap_or_else(|e| panic!("open {}: {e}", p.display()))
+    }
+
+    /// Gzip `data` in memory (for synthetic `.gz` inputs).
+    pub fn gzip(data: &[u8]) -> Vec<u8> {
+        use std::io::Write;
+        let mut enc = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
+        enc.write_all(data).unwrap();
+        enc.finish().unwrap()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::cell::Cell;
+
+    #[test]
+    fn slugs_round_trip_and_match_serde() {
+        let expected = [
+            "request_log",
+            "vllm_bench",
+            "prometheus",
+            "pytorch_trace",
+            "ncu_csv",
+            "nsys_kern_sum",
+            "gpu_telemetry",
+            "unknown",
+        ];
+        for (k, s) in Kind::ALL.iter().zip(expected) {
+            assert_eq!(k.slug(), s);
+            assert_eq!(Kind::from_slug(s), Some(*k));
+            assert_eq!(serde_json::to_value(k).unwrap(), serde_json::json!(s));
+            assert_eq!(s.parse::<Kind>().unwrap(), *k);
+        }
+        assert!(Kind::from_slug("nope").is_none());
+        for k in Kind::ALL {
+            if k != Kind::Unknown {
+                assert!(k.analyzer_version() >= 1);
+            }
+        }
+    }
+
+    #[test]
+    fn unknown_is_not_analyzed() {
+        let err = analyze(Kind::Unknown, &b"hello"[..], &Options::default(), &|_| {}).unwrap_err();
+        assert!(matches!(err, AnalyzeError::NotAnalyzed));
+        assert!(err.to_string().contains("not analyzed"));
+    }
+
+    #[test]
+    fn analyze_reports_progress_in_raw_bytes_and_gunzips() {
+        let mut text = String::new();
+        for i in 0..20_000 {
+            text.push_str(&format!(
+                "{{\"request_id\":\"r{i}\",\"queue_wait_ms\":{},\"first_token_ms\":{}}}\n",
+                i % 7,
+                10 + i % 7
+            ));
+        }
+        let gz = test_support::gzip(text.as_bytes());
+        let last = Cell::new(0u64);
+        let calls = Cell::new(0u32);
+        let progress = |n: u64| {
+            assert!(n >= last.get());
+            last.set(n);
+            calls.set(calls.get() + 1);
+        };
+        let a = analyze(Kind::RequestLog, &gz[..], &Options::default(), &progress).unwrap();
+        assert_eq!(last.get(), gz.len() as u64, "final progress = raw bytes");
+        assert!(calls.get() >= 1);
+        match a {
+            Analysis::RequestLog(r) => assert_eq!(r.rows, 20_000),
+            other => panic!("unexpected {:?}", other.kind()),
+        }
+    }
+
+    #[test]
+    fn gzip_bomb_guard_gives_too_large() {
+        let big = vec![b' '; 4 << 20];
+        let mut doc = b"{\"traceEvents\": [".to_vec();
+        doc.extend_from_slice(&big);
+        doc.extend_from_slice(b"]}");
+        let gz = test_support::gzip(&doc);
+        let opts = Options {
+            max_decompressed_bytes: 1 << 20,
+            ..Options::default()
+        };
+        let err = analyze(Kind::PytorchTrace, &gz[..], &opts, &|_| {}).unwrap_err();
+        assert!(matches!(err, AnalyzeError::TooLarge), "{err:?}");
+    }
+
+    #[test]
+    fn malformed_messages_name_positions() {
+        let e = AnalyzeError::Malformed {
+            line: Some(3),
+            byte: Some(40),
+            message: "bad".into(),
+        };
+        assert_eq!(e.to_string(), "line 3 (byte 40): bad");
+        assert_eq!(AnalyzeError::at_line(7, "x").to_string(), "line 7: x");
+        let j: serde_json::Error = serde_json::from_str::<serde_json::Value>("{\n\"a\": tru}").unwrap_err();
+        let e: AnalyzeError = j.into();
+        let s = e.to_string();
+        assert!(s.starts_with("line 2:"), "{s}");
+    }
+
+    #[test]
+    fn analysis_serializes_untagged() {
+        let a = analyze(
+            Kind::NsysKernSum,
+            &b"Time (%),Total Time (ns),Instances,Avg (ns),Med (ns),Min (ns),Max (ns),StdDev (ns),Name\n100.0,10,1,10,10,10,10,0,k\n"[..],
+            &Options::default(),
+            &|_| {},
+        )
+        .unwrap();
+        assert_eq!(a.kind(), Kind::NsysKernSum);
+        let v = a.to_json();
+        assert_eq!(v["total_ns"], serde_json::json!(10.0));
+        assert!(v.get("NsysKernSum").is_none());
+    }
+}

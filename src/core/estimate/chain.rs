@@ -1,0 +1,195 @@
+//! The worked result of an estimate, and a small builder the estimators share.
+
+use std::collections::BTreeMap;
+
+use serde::Serialize;
+use serde_json::Value;
+
+use super::fmt;
+
+/// One derived step: `label  formula = value unit`, where `formula` has the numbers
+/// substituted (e.g. `(16.06 GB + 34.36 GB) / 3.35 TB/s`) and `value` is in `unit`.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Line {
+    pub key: String,
+    pub label: String,
+    pub formula: String,
+    pub value: Value,
+    pub unit: String,
+}
+
+/// A worked estimate. JSON shape: `{estimator, inputs, results, lines, sanity}`.
+///
+/// `inputs` are the values actually used (given, defaulted or taken from a catalog);
+/// `results` is flat and each value is in the unit its key names (`*_bytes*` integers
+/// where exact, `*_ms` floats, ratios plain, booleans and band strings as such).
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Chain {
+    pub estimator: String,
+    pub inputs: BTreeMap<String, Value>,
+    pub results: BTreeMap<String, Value>,
+    pub lines: Vec<Line>,
+    pub sanity: String,
+}
+
+/// Formulas longer than this are not padded, so one long line does not push
+/// every `=` far to the right.
+const MAX_PAD: usize = 56;
+
+fn show(v: &Value) -> String {
+    match v {
+        Value::Number(n) => n.as_f64().map(fmt::num).unwrap_or_else(|| n.to_string()),
+        Value::String(s) => s.clone(),
+        other => other.to_string(),
+    }
+}
+
+fn show_input(v: &Value) -> String {
+    match v {
+        Value::Number(n) => n.as_f64().map(fmt::input).unwrap_or_else(|| n.to_string()),
+        other => show(other),
+    }
+}
+
+impl Chain {
+    /// Aligned plain text, like a worked example on paper: the inputs, each line as
+    /// `label  formula = value unit`, then the sanity sentence.
+    pub fn to_text(&self) -> String {
+        let mut out = String::new();
+        match super::find(&self.estimator) {
+            Some(info) => out.push_str(&format!("{}: {}\n", info.name, info.title)),
+            None => out.push_str(&format!("{}\n", self.estimator)),
+        }
+
+        out.push_str("\nInputs\n");
+        let key_w = self.inputs.keys().map(|k| k.chars().count()).max().unwrap_or(0);
+        for (k, v) in &self.inputs {
+            out.push_str(&format!("  {k:<key_w$}  {}\n", show_input(v)));
+        }
+
+        out.push_str("\nWorking\n");
+        let label_w = self.lines.iter().map(|l| l.label.chars().count()).max().unwrap_or(0);
+        let formula_w = self
+            .lines
+            .iter()
+            .map(|l| l.formula.chars().count())
+            .filter(|&w| w <= MAX_PAD)
+            .max()
+            .unwrap_or(0);
+        for l in &self.lines {
+            let value = show(&l.value);
+            let unit = if l.unit.is_empty() {
+                String::new()
+            } else {
+                format!(" {}", l.unit)
+            };
+            let line = format!(
+                "  {:<label_w$}  {:<formula_w$} = {value}{unit}",
+                l.label, l.formula
+            );
+            out.push_str(line.trim_end());
+            out.push('\n');
+        }
+
+        out.push_str("\nSanity\n  ");
+        out.push_str(&self.sanity);
+        out.push('\n');
+        out
+    }
+}
+
+/// Collects lines and results while an estimator works.
+#[derive(Debug, Default)]
+pub(crate) struct Work {
+    lines: Vec<Line>,
+    results: BTreeMap<String, Value>,
+}
+
+impl Work {
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// A display line; `value` is already in `unit`.
+    pub fn line(&mut self, key: &str, label: &str, formula: String, value: Value, unit: &str) {
+        self.lines.push(Line {
+            key: key.to_string(),
+            label: label.to_string(),
+            formula,
+            value,
+            unit: unit.to_string(),
+        });
+    }
+
+    /// A line showing a byte count in GB/MB/B, whichever reads best.
+    pub fn bytes_line(&mut self, key: &str, label: &str, formula: String, bytes: f64) {
+        let (v, unit) = fmt::bytes_scaled(bytes);
+        let value = if unit == "B" {
+            fmt::whole(v)
+        } else {
+            fmt::float(v)
+        };
+        self.line(key, label, formula, value, unit);
+    }
+
+    pub fn ms_line(&mut self, key: &str, label: &str, formula: String, ms: f64) {
+        self.line(key, label, formula, fmt::float(ms), "ms");
+    }
+
+    pub fn result(&mut self, key: &str, value: Value) {
+        self.results.insert(key.to_string(), value);
+    }
+
+    pub fn finish(self, estimator: &str, inputs: BTreeMap<String, Value>, sanity: String) -> Chain {
+        Chain {
+            estimator: estimator.to_string(),
+            inputs,
+            results: self.results,
+            lines: self.lines,
+            sanity,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::testutil::ok;
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn text_reads_like_a_worked_example() {
+        let chain = ok(
+            "decode-floor",
+            "model=llama-3.1-8b gpu=h100-sxm batch=64 context=4096 measured_itl_ms=24",
+        );
+        let text = chain.to_text();
+        assert!(text.starts_with("decode-floor: "), "{text}");
+        assert!(text.contains("(16.06 GB + 34.36 GB) / 3.35 TB/s"), "{text}");
+        assert!(text.contains("= 15.05 ms"), "{text}");
+        assert!(text.contains("bandwidth"), "{text}");
+        assert!(text.contains("3.35e12"), "{text}");
+        assert!(text.trim_end().ends_with(chain.sanity.as_str()));
+        // the '=' of short formulas line up
+        let cols: Vec<_> = text
+            .lines()
+            .filter(|l| l.contains(" = ") && l.len() < 100)
+            .map(|l| l.find(" = ").unwrap())
+            .collect();
+        assert!(cols.windows(2).all(|w| w[0] == w[1]), "{text}");
+    }
+
+    #[test]
+    fn work_collects_lines_and_results() {
+        let mut w = Work::new();
+        w.bytes_line("kv", "KV", "2 × 3".into(), 131072.0);
+        w.bytes_line("w", "W", "x".into(), 16.06e9);
+        w.result("r", json!(1));
+        let chain = w.finish("x", BTreeMap::new(), "s".into());
+        assert_eq!(chain.lines[0].value, json!(131072));
+        assert_eq!(chain.lines[0].unit, "B");
+        assert_eq!(chain.lines[1].unit, "GB");
+        assert_eq!(chain.results["r"], json!(1));
+        assert!(chain.to_text().starts_with("x\n"));
+    }
+}

@@ -1,0 +1,558 @@
+//! Step 1 — define the metric: one metric, one percentile, the observed value
+//! and the target, with units. "Slow" without a number is refused.
+
+use serde::{Deserialize, Serialize};
+
+use super::{format_number, FieldError};
+use crate::core::stats::Statistic;
+
+/// The metric an investigation is about.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Metric {
+    /// Time to first token.
+    Ttft,
+    /// Inter-token latency.
+    Itl,
+    /// Time per output token.
+    Tpot,
+    /// End-to-end request latency.
+    E2e,
+    /// Output tokens (or requests) per second.
+    Throughput,
+    /// Time from arrival to admission into the running batch.
+    QueueWait,
+    /// Serving cost per million tokens.
+    CostPerMillion,
+}
+
+impl Metric {
+    pub const ALL: [Metric; 7] = [
+        Metric::Ttft,
+        Metric::Itl,
+        Metric::Tpot,
+        Metric::E2e,
+        Metric::Throughput,
+        Metric::QueueWait,
+        Metric::CostPerMillion,
+    ];
+
+    pub fn slug(self) -> &'static str {
+        match self {
+            Metric::Ttft => "ttft",
+            Metric::Itl => "itl",
+            Metric::Tpot => "tpot",
+            Metric::E2e => "e2e",
+            Metric::Throughput => "throughput",
+            Metric::QueueWait => "queue_wait",
+            Metric::CostPerMillion => "cost_per_million",
+        }
+    }
+
+    pub fn from_slug(slug: &str) -> Option<Metric> {
+        let s = slug.trim().to_lowercase().replace(['-', ' '], "_");
+        Metric::ALL.into_iter().find(|m| m.slug() == s)
+    }
+
+    pub fn label(self) -> &'static str {
+        match self {
+            Metric::Ttft => "Time to first token (TTFT)",
+            Metric::Itl => "Inter-token latency (ITL)",
+            Metric::Tpot => "Time per output token (TPOT)",
+            Metric::E2e => "End-to-end latency",
+            Metric::Throughput => "Throughput",
+            Metric::QueueWait => "Queue wait",
+            Metric::CostPerMillion => "Cost per million tokens",
+        }
+    }
+
+    /// The name used inside sentences ("p95 TTFT").
+    pub fn short_label(self) -> &'static str {
+        match self {
+            Metric::Ttft => "TTFT",
+            Metric::Itl => "ITL",
+            Metric::Tpot => "TPOT",
+            Metric::E2e => "E2E latency",
+            Metric::Throughput => "throughput",
+            Metric::QueueWait => "queue wait",
+            Metric::CostPerMillion => "cost per 1M tokens",
+        }
+    }
+
+    pub fn default_unit(self) -> Unit {
+        match self {
+            Metric::Throughput => Unit::TokPerS,
+            Metric::CostPerMillion => Unit::Usd,
+            _ => Unit::Ms,
+        }
+    }
+
+    /// Only throughput improves upwards; latencies and cost improve downwards.
+    pub fn higher_is_better(self) -> bool {
+        matches!(self, Metric::Throughput)
+    }
+
+    /// Whether `unit` can express this metric.
+    pub fn accepts(self, unit: Unit) -> bool {
+        match self {
+            Metric::Throughput => matches!(unit, Unit::TokPerS | Unit::ReqPerS),
+            Metric::CostPerMillion => unit == Unit::Usd,
+            _ => matches!(unit, Unit::Ms | Unit::S),
+        }
+    }
+
+    /// Typical (observed, target) values used in help text.
+    fn example(self) -> (&'static str, &'static str) {
+        match self {
+            Metric::Ttft => ("3200", "800"),
+            Metric::Itl => ("145", "50"),
+            Metric::Tpot => ("60", "40"),
+            Metric::E2e => ("12000", "8000"),
+            Metric::Throughput => ("1800", "2500"),
+            Metric::QueueWait => ("2300", "200"),
+            Metric::CostPerMillion => ("1.20", "0.80"),
+        }
+    }
+}
+
+/// Units a metric may be given in. Seconds are converted to milliseconds.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub enum Unit {
+    #[serde(rename = "ms")]
+    Ms,
+    #[serde(rename = "s")]
+    S,
+    #[serde(rename = "tok/s")]
+    TokPerS,
+    #[serde(rename = "req/s")]
+    ReqPerS,
+    #[serde(rename = "usd")]
+    Usd,
+}
+
+impl Unit {
+    pub fn slug(self) -> &'static str {
+        match self {
+            Unit::Ms => "ms",
+            Unit::S => "s",
+            Unit::TokPerS => "tok/s",
+            Unit::ReqPerS => "req/s",
+            Unit::Usd => "usd",
+        }
+    }
+
+    /// Lenient reading: "ms", "sec", "seconds", "tokens/s", "rps", "$", …
+    pub fn parse(raw: &str) -> Option<Unit> {
+        let s = raw.trim().to_lowercase().replace(' ', "");
+        Some(match s.as_str() {
+            "ms" | "msec" | "millisecond" | "milliseconds" => Unit::Ms,
+            "s" | "sec" | "secs" | "second" | "seconds" => Unit::S,
+            "tok/s" | "tokens/s" | "token/s" | "tps" | "tok/sec" | "tokens/sec" => Unit::TokPerS,
+            "req/s" | "requests/s" | "request/s" | "rps" | "qps" | "req/sec" => Unit::ReqPerS,
+            "usd" | "$" | "dollars" | "usd/1m" | "$/1m" => Unit::Usd,
+            _ => return None,
+        })
+    }
+
+    /// `(value, unit)` in the unit values are stored in: seconds become ms.
+    fn canonical(self, value: f64) -> (f64, Unit) {
+        match self {
+            Unit::S => (value * 1000.0, Unit::Ms),
+            other => (value, other),
+        }
+    }
+}
+
+/// Percentile of the metric distribution the investigation targets.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Percentile {
+    P50,
+    P90,
+    P95,
+    P99,
+}
+
+impl Percentile {
+    pub const ALL: [Percentile; 4] = [
+        Percentile::P50,
+        Percentile::P90,
+        Percentile::P95,
+        Percentile::P99,
+    ];
+
+    pub fn slug(self) -> &'static str {
+        match self {
+            Percentile::P50 => "p50",
+            Percentile::P90 => "p90",
+            Percentile::P95 => "p95",
+            Percentile::P99 => "p99",
+        }
+    }
+
+    /// The probability, e.g. 0.95 for p95.
+    pub fn fraction(self) -> f64 {
+        match self {
+            Percentile::P50 => 0.50,
+            Percentile::P90 => 0.90,
+            Percentile::P95 => 0.95,
+            Percentile::P99 => 0.99,
+        }
+    }
+
+    pub fn statistic(self) -> Statistic {
+        Statistic::Quantile(self.fraction())
+    }
+
+    pub fn parse(raw: &str) -> Option<Percentile> {
+        match raw.trim().to_lowercase().as_str() {
+            "p50" | "50" | "median" => Some(Percentile::P50),
+            "p90" | "90" => Some(Percentile::P90),
+            "p95" | "95" => Some(Percentile::P95),
+            "p99" | "99" => Some(Percentile::P99),
+            _ => None,
+        }
+    }
+}
+
+/// "3,200 ms", "14.5 ms", "1,800 tok/s", "$1.20". Fewer decimals for larger
+/// numbers: three significant digits is what a reader compares.
+pub fn format_value(value: f64, unit: Unit) -> String {
+    if unit == Unit::Usd {
+        return format!("${}", format_number(value, 2));
+    }
+    let decimals = match value.abs() {
+        v if v >= 100.0 => 0,
+        v if v >= 10.0 => 1,
+        _ => 2,
+    };
+    format!("{} {}", format_number(value, decimals), unit.slug())
+}
+
+/// One measured value of a metric at a percentile ("p99 ITL 145 ms").
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct MetricReading {
+    pub metric: Metric,
+    pub percentile: Percentile,
+    pub value: f64,
+    pub unit: Unit,
+}
+
+impl MetricReading {
+    pub fn line(&self) -> String {
+        format!(
+            "{} {} {}",
+            self.percentile.slug(),
+            self.metric.short_label(),
+            format_value(self.value, self.unit)
+        )
+    }
+}
+
+/// The metric an investigation must move, and by how much.
+///
+/// Gap ratio `g = observed / target` for lower-is-better metrics and
+/// `g = target / observed` for throughput, so `g > 1` always means "worse
+/// than the target by a factor g".
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct MetricTarget {
+    pub metric: Metric,
+    pub percentile: Percentile,
+    pub observed: f64,
+    pub target: f64,
+    /// Unit of `observed` and `target` (never seconds: they are stored as ms).
+    pub unit: Unit,
+}
+
+/// Raw step-1 form fields as typed by the user.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct MetricForm {
+    pub metric: String,
+    pub percentile: String,
+    pub observed: String,
+    pub target: String,
+    /// Optional: defaults to the metric's unit; a unit typed after the number
+    /// ("3.2 s") is honoured too.
+    pub unit: String,
+}
+
+impl MetricTarget {
+    /// See the type's doc for the formula.
+    pub fn gap_ratio(&self) -> f64 {
+        if self.metric.higher_is_better() {
+            self.target / self.observed
+        } else {
+            self.observed / self.target
+        }
+    }
+
+    pub fn meets_target(&self) -> bool {
+        self.gap_ratio() <= 1.0
+    }
+
+    /// The observed value as a reading.
+    pub fn reading(&self) -> MetricReading {
+        MetricReading {
+            metric: self.metric,
+            percentile: self.percentile,
+            value: self.observed,
+            unit: self.unit,
+        }
+    }
+
+    /// "p95 TTFT 3,200 ms vs target 800 ms (4.0× over)".
+    pub fn symptom_line(&self) -> String {
+        let gap = self.gap_ratio();
+        let verdict = if gap <= 1.0 {
+            "meets target".to_string()
+        } else {
+            let digits = if gap < 1.1 { 2 } else { 1 };
+            let word = if self.metric.higher_is_better() { "short" } else { "over" };
+            format!("{gap:.digits$}× {word}")
+        };
+        format!(
+            "{} {} {} vs target {} ({verdict})",
+            self.percentile.slug(),
+            self.metric.short_label(),
+            format_value(self.observed, self.unit),
+            format_value(self.target, self.unit),
+        )
+    }
+
+    /// Parse the raw form. Every problem is reported against its field, with
+    /// what to type instead.
+    pub fn parse(form: &MetricForm) -> Result<MetricTarget, Vec<FieldError>> {
+        let mut errors = Vec::new();
+        let metric = Metric::from_slug(&form.metric);
+        if metric.is_none() {
+            let names: Vec<&str> = Metric::ALL.iter().map(|m| m.short_label()).collect();
+            errors.push(FieldError::new(
+                "metric",
+                format!("Choose one metric: {}", names.join(", ")),
+            ));
+        }
+        let percentile = Percentile::parse(&form.percentile);
+        if percentile.is_none() {
+            errors.push(FieldError::new(
+                "percentile",
+                "Choose the percentile the target is about: p50, p90, p95 or p99",
+            ));
+        }
+        let form_unit = if form.unit.trim().is_empty() {
+            None
+        } else {
+            let parsed = Unit::parse(&form.unit);
+            if parsed.is_none() {
+                errors.push(FieldError::new(
+                    "unit",
+                    format!("'{}' is not a unit: use ms, s, tok/s, req/s or usd", form.unit.trim()),
+                ));
+            }
+            parsed
+        };
+        if let (Some(m), Some(u)) = (metric, form_unit) {
+            if !m.accepts(u) {
+                errors.push(unit_mismatch("unit", m, u));
+            }
+        }
+
+        let unit = form_unit.or(metric.map(Metric::default_unit)).unwrap_or(Unit::Ms);
+        let pct = percentile.map_or("value", Percentile::slug);
+        let (ex_observed, ex_target) = metric.map_or(("3200", "800"), Metric::example);
+        let observed = parse_amount(&form.observed, "observed", metric, unit, pct, ex_observed, "a measurement");
+        let target = parse_amount(&form.target, "target", metric, unit, pct, ex_target, "a target");
+        let (observed, target) = match (observed, target) {
+            (Ok(o), Ok(t)) => (Some(o), Some(t)),
+            (o, t) => {
+                errors.extend(o.err());
+                errors.extend(t.err());
+                (None, None)
+            }
+        };
+        match (metric, percentile, observed, target) {
+            (Some(metric), Some(percentile), Some((observed, unit)), Some((target, _)))
+                if errors.is_empty() =>
+            {
+                Ok(MetricTarget {
+                    metric,
+                    percentile,
+                    observed,
+                    target,
+                    unit,
+                })
+            }
+            _ => Err(errors),
+        }
+    }
+}
+
+fn unit_mismatch(field: &str, metric: Metric, unit: Unit) -> FieldError {
+    let allowed = match metric {
+        Metric::Throughput => "tok/s or req/s",
+        Metric::CostPerMillion => "usd",
+        _ => "ms or s",
+    };
+    FieldError::new(
+        field,
+        format!(
+            "'{}' does not measure {}: use {allowed}",
+            unit.slug(),
+            metric.short_label()
+        ),
+    )
+}
+
+/// Read "3200", "3,200", "3.2 s" or "~3200ms" into a value in the canonical
+/// form of `unit`; returns `(value, canonical unit)`.
+fn parse_amount(
+    raw: &str,
+    field: &str,
+    metric: Option<Metric>,
+    unit: Unit,
+    pct: &str,
+    example: &str,
+    what: &str,
+) -> Result<(f64, Unit), FieldError> {
+    let text = raw.trim();
+    let hint = format!("give the {field} {pct} in {}, e.g. {example}", unit.slug());
+    if text.is_empty() {
+        return Err(FieldError::new(field, format!("A number is required: {hint}")));
+    }
+    let not_a_number = || FieldError::new(field, format!("'{text}' is not {what}: {hint}"));
+    let body = text.trim_start_matches(['~', '≈']).trim_start();
+    let body = body.strip_prefix('$').unwrap_or(body);
+    let split = body
+        .find(|c: char| !(c.is_ascii_digit() || matches!(c, '.' | ',' | '_' | '-' | '+')))
+        .unwrap_or(body.len());
+    let (number, suffix) = body.split_at(split);
+    let value: f64 = number
+        .replace([',', '_'], "")
+        .parse()
+        .map_err(|_| not_a_number())?;
+    let typed_unit = if suffix.trim().is_empty() {
+        unit
+    } else {
+        Unit::parse(suffix).ok_or_else(not_a_number)?
+    };
+    if let Some(m) = metric {
+        if !m.accepts(typed_unit) {
+            return Err(unit_mismatch(field, m, typed_unit));
+        }
+    }
+    if !value.is_finite() || value <= 0.0 {
+        return Err(FieldError::new(
+            field,
+            format!("The {field} value must be greater than 0: {hint}"),
+        ));
+    }
+    let (value, typed_canonical) = typed_unit.canonical(value);
+    let (_, wanted_canonical) = unit.canonical(1.0);
+    if typed_canonical != wanted_canonical {
+        // tok/s typed into a req/s form, say: these cannot be converted.
+        return Err(FieldError::new(
+            field,
+            format!(
+                "'{}' and '{}' cannot be converted: give both values in {}",
+                typed_unit.slug(),
+                unit.slug(),
+                unit.slug()
+            ),
+        ));
+    }
+    Ok((value, typed_canonical))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn form(metric: &str, pct: &str, observed: &str, target: &str, unit: &str) -> MetricForm {
+        MetricForm {
+            metric: metric.into(),
+            percentile: pct.into(),
+            observed: observed.into(),
+            target: target.into(),
+            unit: unit.into(),
+        }
+    }
+
+    #[test]
+    fn gap_ratio_latency_is_observed_over_target() {
+        let t = MetricTarget::parse(&form("ttft", "p95", "3,200", "800", "ms")).unwrap();
+        assert_eq!(t.gap_ratio(), 4.0);
+        assert!(!t.meets_target());
+        assert_eq!(t.symptom_line(), "p95 TTFT 3,200 ms vs target 800 ms (4.0× over)");
+    }
+
+    #[test]
+    fn gap_ratio_throughput_is_target_over_observed() {
+        let t = MetricTarget::parse(&form("throughput", "p50", "2000", "2500", "tok/s")).unwrap();
+        assert_eq!(t.gap_ratio(), 1.25);
+        assert_eq!(
+            t.symptom_line(),
+            "p50 throughput 2,000 tok/s vs target 2,500 tok/s (1.2× short)"
+        );
+        let ok = MetricTarget::parse(&form("throughput", "p50", "3000", "2500", "")).unwrap();
+        assert!(ok.meets_target());
+        assert!(ok.symptom_line().ends_with("(meets target)"));
+    }
+
+    #[test]
+    fn seconds_are_converted_to_ms() {
+        let t = MetricTarget::parse(&form("ttft", "p95", "3.2", "0.8", "s")).unwrap();
+        assert_eq!((t.observed, t.target, t.unit), (3200.0, 800.0, Unit::Ms));
+        let inline = MetricTarget::parse(&form("e2e", "p99", "12.5 s", "8000ms", "")).unwrap();
+        assert_eq!((inline.observed, inline.target), (12500.0, 8000.0));
+        let cost = MetricTarget::parse(&form("cost_per_million", "p50", "$1.20", "0.8", "")).unwrap();
+        assert_eq!((cost.unit, cost.observed), (Unit::Usd, 1.2));
+    }
+
+    #[test]
+    fn slow_is_not_a_measurement() {
+        let errors = MetricTarget::parse(&form("ttft", "p95", "slow", "800", "ms")).unwrap_err();
+        assert_eq!(errors.len(), 1);
+        assert_eq!(errors[0].field, "observed");
+        assert_eq!(
+            errors[0].message,
+            "'slow' is not a measurement: give the observed p95 in ms, e.g. 3200"
+        );
+        let errors = MetricTarget::parse(&form("ttft", "p95", "too slow", "fast", "")).unwrap_err();
+        assert_eq!(errors[0].message, "'too slow' is not a measurement: give the observed p95 in ms, e.g. 3200");
+        assert_eq!(errors[1].field, "target");
+        assert!(errors[1].message.starts_with("'fast' is not a target"));
+        let empty = MetricTarget::parse(&form("itl", "p99", " ", "50", "")).unwrap_err();
+        assert_eq!(empty[0].message, "A number is required: give the observed p99 in ms, e.g. 145");
+    }
+
+    #[test]
+    fn other_form_errors() {
+        let errors = MetricTarget::parse(&form("speed", "p97", "0", "-3", "furlongs")).unwrap_err();
+        let fields: Vec<&str> = errors.iter().map(|e| e.field.as_str()).collect();
+        assert_eq!(fields, ["metric", "percentile", "unit", "observed", "target"]);
+        let wrong_unit = MetricTarget::parse(&form("ttft", "p95", "3200", "800", "tok/s")).unwrap_err();
+        assert_eq!(wrong_unit[0].message, "'tok/s' does not measure TTFT: use ms or s");
+        let mixed = MetricTarget::parse(&form("throughput", "p50", "40 req/s", "2500", "tok/s")).unwrap_err();
+        assert_eq!(mixed[0].field, "observed");
+    }
+
+    #[test]
+    fn metric_properties() {
+        assert!(Metric::Throughput.higher_is_better());
+        assert!(!Metric::CostPerMillion.higher_is_better());
+        assert_eq!(Metric::from_slug("queue-wait"), Some(Metric::QueueWait));
+        assert_eq!(serde_json::to_string(&Unit::TokPerS).unwrap(), "\"tok/s\"");
+        assert_eq!(serde_json::to_string(&Metric::CostPerMillion).unwrap(), "\"cost_per_million\"");
+        for m in Metric::ALL {
+            assert_eq!(Metric::from_slug(m.slug()), Some(m));
+            assert!(m.accepts(m.default_unit()));
+        }
+        let r = MetricReading {
+            metric: Metric::Itl,
+            percentile: Percentile::P99,
+            value: 52.0,
+            unit: Unit::Ms,
+        };
+        assert_eq!(r.line(), "p99 ITL 52.0 ms");
+    }
+}

@@ -1,0 +1,235 @@
+//! Quantiles with linear interpolation (numpy's default `method="linear"`,
+//! Hyndman & Fan type 7) and the usual latency summary.
+
+use serde::{Deserialize, Serialize};
+
+use super::{check_finite, StatsError};
+
+/// Quantile `p` (0 ≤ p ≤ 1) of `values`, linear interpolation between order
+/// statistics:
+///
+/// `h = (n − 1)·p`, `Q(p) = x₍⌊h⌋₎ + (h − ⌊h⌋)·(x₍⌊h⌋+1₎ − x₍⌊h⌋₎)` on the sorted
+/// values (0-based), which is what `numpy.quantile(values, p)` returns.
+/// NaN and infinities are refused.
+pub fn quantile(values: &[f64], p: f64) -> Result<f64, StatsError> {
+    check_finite(values)?;
+    check_probability(p)?;
+    let mut sorted = values.to_vec();
+    sorted.sort_by(f64::total_cmp);
+    Ok(quantile_sorted(&sorted, p))
+}
+
+fn check_probability(p: f64) -> Result<(), StatsError> {
+    if (0.0..=1.0).contains(&p) {
+        Ok(())
+    } else {
+        Err(StatsError::BadProbability(p))
+    }
+}
+
+/// Same formula on already sorted, finite, non-empty values.
+pub(crate) fn quantile_sorted(sorted: &[f64], p: f64) -> f64 {
+    let h = (sorted.len() - 1) as f64 * p;
+    let lo = h.floor() as usize;
+    let hi = (lo + 1).min(sorted.len() - 1);
+    sorted[lo] + (h - lo as f64) * (sorted[hi] - sorted[lo])
+}
+
+/// Same formula on unsorted values, reordering `buf` in place. Selection is
+/// O(n) instead of a full sort, which matters inside the bootstrap loop.
+pub(crate) fn quantile_select(buf: &mut [f64], p: f64) -> f64 {
+    let h = (buf.len() - 1) as f64 * p;
+    let lo = h.floor() as usize;
+    let (_, &mut x_lo, upper) = buf.select_nth_unstable_by(lo, f64::total_cmp);
+    let frac = h - lo as f64;
+    if frac == 0.0 || upper.is_empty() {
+        return x_lo;
+    }
+    // The next order statistic is the smallest value above position `lo`.
+    let x_hi = upper.iter().copied().fold(f64::INFINITY, f64::min);
+    x_lo + frac * (x_hi - x_lo)
+}
+
+/// The number a comparison is about: a quantile or the arithmetic mean.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "kind", content = "p", rename_all = "snake_case")]
+pub enum Statistic {
+    /// `Q(p)` as defined by [`quantile`].
+    Quantile(f64),
+    /// `Σx / n`.
+    Mean,
+}
+
+impl Statistic {
+    pub const P50: Statistic = Statistic::Quantile(0.50);
+    pub const P90: Statistic = Statistic::Quantile(0.90);
+    pub const P95: Statistic = Statistic::Quantile(0.95);
+    pub const P99: Statistic = Statistic::Quantile(0.99);
+
+    /// The statistic of `values` (checked: non-empty, finite, p in [0, 1]).
+    pub fn of(self, values: &[f64]) -> Result<f64, StatsError> {
+        check_finite(values)?;
+        match self {
+            Statistic::Quantile(p) => quantile(values, p),
+            Statistic::Mean => Ok(mean(values)),
+        }
+    }
+
+    pub(crate) fn validate(self) -> Result<(), StatsError> {
+        match self {
+            Statistic::Quantile(p) => check_probability(p),
+            Statistic::Mean => Ok(()),
+        }
+    }
+
+    /// Unchecked evaluation on a scratch buffer (reordered).
+    pub(crate) fn eval_in_place(self, buf: &mut [f64]) -> f64 {
+        match self {
+            Statistic::Quantile(p) => quantile_select(buf, p),
+            Statistic::Mean => mean(buf),
+        }
+    }
+
+    /// "p95", "p99.9", "mean".
+    pub fn label(self) -> String {
+        match self {
+            Statistic::Mean => "mean".to_string(),
+            Statistic::Quantile(p) => format!("p{}", trim_float(p * 100.0)),
+        }
+    }
+}
+
+fn trim_float(v: f64) -> String {
+    // p = 0.95 gives 95.00000000000001; round to 6 decimals before printing.
+    let r = (v * 1e6).round() / 1e6;
+    format!("{r}")
+}
+
+fn mean(values: &[f64]) -> f64 {
+    values.iter().sum::<f64>() / values.len() as f64
+}
+
+/// Latency summary of one sample: count, mean, min, max and p50/p90/p95/p99
+/// (quantiles by the linear rule of [`quantile`]).
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct Summary {
+    pub count: usize,
+    pub mean: f64,
+    pub min: f64,
+    pub max: f64,
+    pub p50: f64,
+    pub p90: f64,
+    pub p95: f64,
+    pub p99: f64,
+}
+
+impl Summary {
+    pub fn of(values: &[f64]) -> Result<Summary, StatsError> {
+        check_finite(values)?;
+        let mut sorted = values.to_vec();
+        sorted.sort_by(f64::total_cmp);
+        Ok(Summary {
+            count: sorted.len(),
+            mean: mean(&sorted),
+            min: sorted[0],
+            max: sorted[sorted.len() - 1],
+            p50: quantile_sorted(&sorted, 0.50),
+            p90: quantile_sorted(&sorted, 0.90),
+            p95: quantile_sorted(&sorted, 0.95),
+            p99: quantile_sorted(&sorted, 0.99),
+        })
+    }
+
+    /// The summary's value for a statistic it holds (mean or p50/p90/p95/p99).
+    pub fn get(&self, statistic: Statistic) -> Option<f64> {
+        let close = |a: f64, b: f64| (a - b).abs() < 1e-9;
+        match statistic {
+            Statistic::Mean => Some(self.mean),
+            Statistic::Quantile(p) if close(p, 0.50) => Some(self.p50),
+            Statistic::Quantile(p) if close(p, 0.90) => Some(self.p90),
+            Statistic::Quantile(p) if close(p, 0.95) => Some(self.p95),
+            Statistic::Quantile(p) if close(p, 0.99) => Some(self.p99),
+            Statistic::Quantile(p) if close(p, 0.0) => Some(self.min),
+            Statistic::Quantile(p) if close(p, 1.0) => Some(self.max),
+            Statistic::Quantile(_) => None,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    // Reference: numpy 2.4.6, `np.quantile(DATA, p)` (default method "linear"),
+    // script /tmp/pj-method/ref/ref.py:
+    //   0.0 95.5 | 0.5 130.5 | 0.9 310.2 | 0.95 590.1 | 0.99 814.0200000000002
+    //   1.0 870.0 | mean 207.2818181818182 | [7.0] p95 7.0 | [1, 2] p95 1.95
+    const DATA: [f64; 11] = [
+        120.0, 95.5, 310.2, 150.0, 101.0, 99.9, 870.0, 130.5, 145.0, 160.0, 98.0,
+    ];
+
+    fn close(a: f64, b: f64) -> bool {
+        (a - b).abs() <= 1e-9 * b.abs().max(1.0)
+    }
+
+    #[test]
+    fn matches_numpy_linear() {
+        for (p, want) in [
+            (0.0, 95.5),
+            (0.5, 130.5),
+            (0.9, 310.2),
+            (0.95, 590.1),
+            (0.99, 814.0200000000002),
+            (1.0, 870.0),
+        ] {
+            let got = quantile(&DATA, p).unwrap();
+            assert!(close(got, want), "p={p}: {got} vs {want}");
+        }
+        assert_eq!(quantile(&[7.0], 0.95).unwrap(), 7.0);
+        assert!(close(quantile(&[1.0, 2.0], 0.95).unwrap(), 1.95));
+    }
+
+    #[test]
+    fn selection_agrees_with_sorting() {
+        for p in [0.0, 0.1, 0.5, 0.9, 0.95, 0.99, 1.0] {
+            let mut buf = DATA.to_vec();
+            assert!(close(
+                quantile_select(&mut buf, p),
+                quantile(&DATA, p).unwrap()
+            ));
+        }
+    }
+
+    #[test]
+    fn summary_matches_reference() {
+        let s = Summary::of(&DATA).unwrap();
+        assert_eq!(s.count, 11);
+        assert!(close(s.mean, 207.2818181818182));
+        assert_eq!((s.min, s.max), (95.5, 870.0));
+        assert!(close(s.p50, 130.5) && close(s.p90, 310.2));
+        assert!(close(s.p95, 590.1) && close(s.p99, 814.0200000000002));
+        assert_eq!(s.get(Statistic::P95), Some(s.p95));
+        assert_eq!(s.get(Statistic::Quantile(0.75)), None);
+    }
+
+    #[test]
+    fn refuses_nan_empty_and_bad_p() {
+        assert!(matches!(
+            quantile(&[1.0, f64::NAN], 0.5),
+            Err(StatsError::NotFinite { index: 1, .. })
+        ));
+        assert!(matches!(
+            Summary::of(&[f64::INFINITY]),
+            Err(StatsError::NotFinite { index: 0, .. })
+        ));
+        assert_eq!(quantile(&[], 0.5), Err(StatsError::Empty));
+        assert_eq!(quantile(&[1.0], 1.5), Err(StatsError::BadProbability(1.5)));
+    }
+
+    #[test]
+    fn statistic_labels() {
+        assert_eq!(Statistic::P95.label(), "p95");
+        assert_eq!(Statistic::Quantile(0.999).label(), "p99.9");
+        assert_eq!(Statistic::Mean.label(), "mean");
+    }
+}

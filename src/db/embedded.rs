@@ -1,0 +1,287 @@
+//! A private PostgreSQL cluster under the data directory, so `cargo run` needs no
+//! database set up by hand. It listens only on a Unix socket inside the data dir, so it
+//! never collides with a system server on port 5432.
+
+use std::ffi::CString;
+use std::os::unix::fs::PermissionsExt;
+use std::os::unix::process::CommandExt;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+use sha2::{Digest, Sha256};
+use sqlx::postgres::PgConnectOptions;
+
+/// The role the embedded cluster is created with (trust auth on its private socket).
+pub const SUPERUSER: &str = "perfjournal";
+
+#[derive(Debug, thiserror::Error)]
+pub enum ClusterError {
+    #[error(
+        "no PostgreSQL server binaries found (looked for initdb, pg_ctl and postgres on PATH and in \
+         /usr/lib/postgresql/*/bin). Either install PostgreSQL (e.g. `apt-get install postgresql`) \
+         or set DATABASE_URL to a server you already run."
+    )]
+    NoBinaries,
+    #[error(
+        "PostgreSQL refuses to run as root and there is no unprivileged `postgres` system user \
+         to run it as; create one, run perfjournal as a normal user, or set DATABASE_URL"
+    )]
+    NoUnprivilegedUser,
+    #[error("{what} failed: {detail}")]
+    Command { what: String, detail: String },
+    #[error("preparing {path}: {source}")]
+    Io {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+}
+
+/// A cluster directory plus what is needed to run and reach it.
+#[derive(Debug, Clone)]
+pub struct EmbeddedCluster {
+    bin: PathBuf,
+    cluster_dir: PathBuf,
+    socket_dir: PathBuf,
+    log_file: PathBuf,
+    run_as: Option<(u32, u32)>,
+    started_here: bool,
+}
+
+impl EmbeddedCluster {
+    /// Finds the server binaries: a directory on PATH holding `pg_ctl` (links resolved, so
+    /// Debian's wrappers lead to the real directory), else the newest `/usr/lib/postgresql/*/bin`.
+    pub fn find_binaries() -> Result<PathBuf, ClusterError> {
+        let complete = |dir: &Path| {
+            ["initdb", "pg_ctl", "postgres"]
+                .iter()
+                .all(|b| dir.join(b).is_file())
+        };
+        if let Some(path) = std::env::var_os("PATH") {
+            for dir in std::env::split_paths(&path) {
+                let Ok(real) = dir.join("pg_ctl").canonicalize() else {
+                    continue;
+                };
+                if let Some(parent) = real.parent() {
+                    if complete(parent) {
+                        return Ok(parent.to_path_buf());
+                    }
+                }
+            }
+        }
+        let mut versions: Vec<(u32, PathBuf)> = std::fs::read_dir("/usr/lib/postgresql")
+            .into_iter()
+            .flatten()
+            .flatten()
+            .filter_map(|e| {
+                let v = e.file_name().to_string_lossy().parse::<u32>().ok()?;
+                let bin = e.path().join("bin");
+                complete(&bin).then_some((v, bin))
+            })
+            .collect();
+        versions.sort();
+        versions
+            .pop()
+            .map(|(_, p)| p)
+            .ok_or(ClusterError::NoBinaries)
+    }
+
+    /// Initializes the cluster under `data_dir/postgres` on first use and starts it (or
+    /// adopts a server already running on that directory). Blocking: call from
+    /// `spawn_blocking` in async code.
+    pub fn start(data_dir: &Path) -> Result<Self, ClusterError> {
+        let bin = Self::find_binaries()?;
+        let run_as = unprivileged_user()?;
+        let io = |path: &Path| {
+            let path = path.to_path_buf();
+            move |source| ClusterError::Io { path, source }
+        };
+        std::fs::create_dir_all(data_dir).map_err(io(data_dir))?;
+        let data_dir = data_dir.canonicalize().map_err(io(data_dir))?;
+        let cluster_dir = data_dir.join("postgres");
+        let socket_dir = socket_dir_for(&data_dir);
+        let log_file = socket_dir.join("server.log");
+        for dir in [&cluster_dir, &socket_dir] {
+            std::fs::create_dir_all(dir).map_err(io(dir))?;
+        }
+        std::fs::set_permissions(&cluster_dir, std::fs::Permissions::from_mode(0o700))
+            .map_err(io(&cluster_dir))?;
+        std::fs::set_permissions(&socket_dir, std::fs::Permissions::from_mode(0o755))
+            .map_err(io(&socket_dir))?;
+        if let Some((uid, gid)) = run_as {
+            use std::os::unix::fs::MetadataExt;
+            // A walk over every file only when ownership is wrong (first run, or a copy).
+            let owner = std::fs::metadata(&cluster_dir)
+                .map_err(io(&cluster_dir))?
+                .uid();
+            if owner != uid {
+                chown_tree(&cluster_dir, uid, gid)?;
+            }
+            std::os::unix::fs::chown(&socket_dir, Some(uid), Some(gid)).map_err(io(&socket_dir))?;
+            if log_file.exists() {
+                std::os::unix::fs::chown(&log_file, Some(uid), Some(gid)).map_err(io(&log_file))?;
+            }
+        }
+        let mut cluster = EmbeddedCluster {
+            bin,
+            cluster_dir,
+            socket_dir,
+            log_file,
+            run_as,
+            started_here: false,
+        };
+        if !cluster.cluster_dir.join("PG_VERSION").exists() {
+            tracing::info!(dir = %cluster.cluster_dir.display(), "initializing the embedded PostgreSQL cluster");
+            let dir = cluster.cluster_dir.to_string_lossy().into_owned();
+            cluster.run(
+                "initdb",
+                &[
+                    "-D",
+                    &dir,
+                    "-U",
+                    SUPERUSER,
+                    "-A",
+                    "trust",
+                    "-E",
+                    "UTF8",
+                    "--locale=C",
+                    "--no-instructions",
+                ],
+            )?;
+        }
+        if cluster.is_running() {
+            tracing::info!("embedded PostgreSQL already running; reusing it");
+        } else {
+            let options = format!(
+                "-k '{}' -c listen_addresses='' -c max_connections=200",
+                cluster.socket_dir.display()
+            );
+            let dir = cluster.cluster_dir.to_string_lossy().into_owned();
+            let log = cluster.log_file.to_string_lossy().into_owned();
+            cluster.run(
+                "pg_ctl start",
+                &[
+                    "start", "-D", &dir, "-l", &log, "-w", "-t", "60", "-s", "-o", &options,
+                ],
+            )?;
+            cluster.started_here = true;
+            tracing::info!(socket = %cluster.socket_dir.display(), "embedded PostgreSQL started");
+        }
+        Ok(cluster)
+    }
+
+    /// Connection options for a database of this cluster, over its private socket.
+    pub fn connect_options(&self, database: &str) -> PgConnectOptions {
+        PgConnectOptions::new()
+            .socket(&self.socket_dir)
+            .username(SUPERUSER)
+            .database(database)
+    }
+
+    pub fn cluster_dir(&self) -> &Path {
+        &self.cluster_dir
+    }
+
+    /// Whether this process started the server (and so should stop it).
+    pub fn started_here(&self) -> bool {
+        self.started_here
+    }
+
+    pub fn is_running(&self) -> bool {
+        let dir = self.cluster_dir.to_string_lossy().into_owned();
+        self.command("pg_ctl", &["status", "-D", &dir])
+            .output()
+            .map(|o| o.status.success())
+            .unwrap_or(false)
+    }
+
+    /// Fast shutdown: open transactions are rolled back, data on disk stays consistent.
+    pub fn stop(&self) -> Result<(), ClusterError> {
+        let dir = self.cluster_dir.to_string_lossy().into_owned();
+        self.run(
+            "pg_ctl stop",
+            &["stop", "-D", &dir, "-m", "fast", "-w", "-s"],
+        )
+    }
+
+    fn command(&self, program: &str, args: &[&str]) -> Command {
+        let mut cmd = Command::new(self.bin.join(program));
+        cmd.args(args)
+            .env("LC_ALL", "C")
+            .current_dir(&self.socket_dir);
+        if let Some((uid, gid)) = self.run_as {
+            cmd.uid(uid).gid(gid);
+        }
+        cmd
+    }
+
+    fn run(&self, what: &str, args: &[&str]) -> Result<(), ClusterError> {
+        let program = what.split(' ').next().unwrap_or(what);
+        let out: Output =
+            self.command(program, args)
+                .output()
+                .map_err(|e| ClusterError::Command {
+                    what: what.to_string(),
+                    detail: e.to_string(),
+                })?;
+        if out.status.success() {
+            return Ok(());
+        }
+        let mut detail = String::from_utf8_lossy(&out.stderr).trim().to_string();
+        if let Ok(log) = std::fs::read_to_string(&self.log_file) {
+            let tail: Vec<&str> = log.lines().rev().take(5).collect();
+            if !tail.is_empty() {
+                detail.push_str("\nserver log: ");
+                detail.push_str(&tail.into_iter().rev().collect::<Vec<_>>().join("\n"));
+            }
+        }
+        Err(ClusterError::Command {
+            what: what.to_string(),
+            detail,
+        })
+    }
+}
+
+/// Unix sockets have a path limit of about 107 bytes; a deep data dir gets a short,
+/// stable directory under /tmp instead.
+fn socket_dir_for(data_dir: &Path) -> PathBuf {
+    let preferred = data_dir.join("run");
+    if preferred.as_os_str().len() + "/.s.PGSQL.5432".len() < 100 {
+        return preferred;
+    }
+    let digest = Sha256::digest(data_dir.as_os_str().as_encoded_bytes());
+    PathBuf::from(format!("/tmp/perfjournal-{}", &hex::encode(digest)[..16]))
+}
+
+/// When running as root, the uid/gid of the `postgres` system user to run the server as.
+fn unprivileged_user() -> Result<Option<(u32, u32)>, ClusterError> {
+    // SAFETY: geteuid has no preconditions.
+    if unsafe { libc::geteuid() } != 0 {
+        return Ok(None);
+    }
+    let name = CString::new("postgres").expect("no NUL in literal");
+    // SAFETY: getpwnam returns a pointer to static storage or null; we copy the ids out
+    // immediately and do not keep the pointer.
+    let entry = unsafe { libc::getpwnam(name.as_ptr()) };
+    if entry.is_null() {
+        return Err(ClusterError::NoUnprivilegedUser);
+    }
+    // SAFETY: non-null pointer from getpwnam, read before any other passwd call.
+    let (uid, gid) = unsafe { ((*entry).pw_uid, (*entry).pw_gid) };
+    Ok(Some((uid, gid)))
+}
+
+fn chown_tree(dir: &Path, uid: u32, gid: u32) -> Result<(), ClusterError> {
+    let err = |path: &Path| {
+        let path = path.to_path_buf();
+        move |source| ClusterError::Io { path, source }
+    };
+    std::os::unix::fs::lchown(dir, Some(uid), Some(gid)).map_err(err(dir))?;
+    if dir.is_dir() && !dir.is_symlink() {
+        for entry in std::fs::read_dir(dir).map_err(err(dir))? {
+            let path = entry.map_err(err(dir))?.path();
+            chown_tree(&path, uid, gid)?;
+        }
+    }
+    Ok(())
+}

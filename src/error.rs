@@ -1,0 +1,214 @@
+//! One error type for the whole shell. Pages render it as an HTML error page, the JSON
+//! API as `{"error": {...}}` (through [`ApiError`]); 5xx details are logged, never sent.
+
+use axum::http::{header, HeaderValue, StatusCode};
+use axum::response::{Html, IntoResponse, Redirect, Response};
+use axum::Json;
+use serde::Serialize;
+
+use crate::core::FieldError;
+
+pub type Result<T, E = AppError> = std::result::Result<T, E>;
+
+#[derive(Debug, thiserror::Error)]
+pub enum AppError {
+    #[error("{0}")]
+    NotFound(String),
+    /// No session (pages redirect to the login page; the API answers 401).
+    #[error("sign in to continue")]
+    LoginRequired { next: String },
+    #[error("{0}")]
+    Forbidden(String),
+    #[error("{0}")]
+    BadRequest(String),
+    #[error("{}", summarize(.0))]
+    Invalid(Vec<FieldError>),
+    #[error("{0}")]
+    Conflict(String),
+    #[error("too many attempts; try again in {retry_after} seconds")]
+    TooManyRequests { retry_after: u64 },
+    #[error("{0}")]
+    PayloadTooLarge(String),
+    #[error("the service is busy; try again shortly")]
+    Unavailable,
+    #[error("database error")]
+    Database(#[from] sqlx::Error),
+    #[error("template error")]
+    Render(#[from] askama::Error),
+    #[error("internal error")]
+    Internal(#[from] anyhow::Error),
+}
+
+fn summarize(errors: &[FieldError]) -> String {
+    let parts: Vec<String> = errors.iter().map(|e| e.to_string()).collect();
+    format!("invalid input: {}", parts.join("; "))
+}
+
+impl AppError {
+    pub fn not_found(what: impl Into<String>) -> Self {
+        AppError::NotFound(what.into())
+    }
+
+    pub fn field(field: &str, message: impl Into<String>) -> Self {
+        AppError::Invalid(vec![FieldError::new(field, message)])
+    }
+
+    pub fn status(&self) -> StatusCode {
+        match self {
+            AppError::NotFound(_) => StatusCode::NOT_FOUND,
+            AppError::LoginRequired { .. } => StatusCode::UNAUTHORIZED,
+            AppError::Forbidden(_) => StatusCode::FORBIDDEN,
+            AppError::BadRequest(_) => StatusCode::BAD_REQUEST,
+            AppError::Invalid(_) => StatusCode::UNPROCESSABLE_ENTITY,
+            AppError::Conflict(_) => StatusCode::CONFLICT,
+            AppError::TooManyRequests { .. } => StatusCode::TOO_MANY_REQUESTS,
+            AppError::PayloadTooLarge(_) => StatusCode::PAYLOAD_TOO_LARGE,
+            AppError::Unavailable => StatusCode::SERVICE_UNAVAILABLE,
+            AppError::Database(sqlx::Error::PoolTimedOut) => StatusCode::SERVICE_UNAVAILABLE,
+            AppError::Database(sqlx::Error::RowNotFound) => StatusCode::NOT_FOUND,
+            AppError::Database(_) | AppError::Render(_) | AppError::Internal(_) => {
+                StatusCode::INTERNAL_SERVER_ERROR
+            }
+        }
+    }
+
+    /// The text a user may see: for server errors, a generic sentence (details go to the log).
+    pub fn public_message(&self) -> String {
+        match self {
+            AppError::Database(sqlx::Error::RowNotFound) => "not found".into(),
+            AppError::Database(sqlx::Error::PoolTimedOut) => AppError::Unavailable.to_string(),
+            e if e.status().is_server_error() && !matches!(e, AppError::Unavailable) => {
+                "something went wrong on our side; the details are in the server log".into()
+            }
+            e => e.to_string(),
+        }
+    }
+
+    pub fn fields(&self) -> &[FieldError] {
+        match self {
+            AppError::Invalid(f) => f,
+            _ => &[],
+        }
+    }
+
+    fn log(&self) {
+        let status = self.status();
+        if status.is_server_error() {
+            tracing::error!(error = ?self, %status, "request failed");
+        }
+    }
+
+    fn extra_headers(&self, response: &mut Response) {
+        let retry = match self {
+            AppError::TooManyRequests { retry_after } => Some(*retry_after),
+            e if e.status() == StatusCode::SERVICE_UNAVAILABLE => Some(5),
+            _ => None,
+        };
+        if let Some(secs) = retry {
+            response
+                .headers_mut()
+                .insert(header::RETRY_AFTER, HeaderValue::from(secs));
+        }
+    }
+}
+
+#[derive(askama::Template)]
+#[template(path = "error.html")]
+struct ErrorPage<'a> {
+    status: u16,
+    reason: &'a str,
+    message: &'a str,
+    fields: &'a [FieldError],
+}
+
+impl IntoResponse for AppError {
+    fn into_response(self) -> Response {
+        self.log();
+        if let AppError::LoginRequired { next } = &self {
+            let target = format!("/login?next={}", urlencode(next));
+            return Redirect::to(&target).into_response();
+        }
+        let status = self.status();
+        let message = self.public_message();
+        let page = ErrorPage {
+            status: status.as_u16(),
+            reason: status.canonical_reason().unwrap_or("Error"),
+            message: &message,
+            fields: self.fields(),
+        };
+        let body = askama::Template::render(&page).unwrap_or_else(|e| {
+            tracing::error!(error = %e, "rendering the error page");
+            format!(
+                "{} {}",
+                status.as_u16(),
+                status.canonical_reason().unwrap_or("")
+            )
+        });
+        let mut response = (status, Html(body)).into_response();
+        self.extra_headers(&mut response);
+        response
+    }
+}
+
+/// The JSON face of [`AppError`], for `/api/v1/*` handlers.
+#[derive(Debug)]
+pub struct ApiError(pub AppError);
+
+pub type ApiResult<T> = std::result::Result<T, ApiError>;
+
+impl<E: Into<AppError>> From<E> for ApiError {
+    fn from(e: E) -> Self {
+        ApiError(e.into())
+    }
+}
+
+#[derive(Serialize, utoipa::ToSchema)]
+pub struct ErrorBody {
+    pub error: ErrorDetail,
+}
+
+#[derive(Serialize, utoipa::ToSchema)]
+pub struct ErrorDetail {
+    pub status: u16,
+    pub message: String,
+    #[schema(value_type = Vec<Object>)]
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub fields: Vec<FieldError>,
+}
+
+impl IntoResponse for ApiError {
+    fn into_response(self) -> Response {
+        let e = self.0;
+        e.log();
+        let status = e.status();
+        let body = ErrorBody {
+            error: ErrorDetail {
+                status: status.as_u16(),
+                message: match &e {
+                    AppError::LoginRequired { .. } => {
+                        "authentication required: send a bearer API token or a session cookie"
+                            .into()
+                    }
+                    other => other.public_message(),
+                },
+                fields: e.fields().to_vec(),
+            },
+        };
+        let mut response = (status, Json(body)).into_response();
+        e.extra_headers(&mut response);
+        if status == StatusCode::UNAUTHORIZED {
+            response.headers_mut().insert(
+                header::WWW_AUTHENTICATE,
+                HeaderValue::from_static("Bearer realm=\"perfjournal\""),
+            );
+        }
+        response
+    }
+}
+
+/// Percent-encodes a value for a query string.
+pub fn urlencode(s: &str) -> String {
+    serde_urlencoded::to_string([("", s)])
+        .map(|q| q.trim_start_matches('=').to_string())
+        .unwrap_or_default()
+}

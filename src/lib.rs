@@ -1,0 +1,13 @@
+//! perfjournal: guided performance investigations for LLM serving, with a journal.
+
+pub mod api;
+pub mod auth;
+pub mod cli;
+pub mod config;
+pub mod core;
+pub mod db;
+pub mod error;
+pub mod metrics;
+pub mod server;
+pub mod state;
+pub mod web;

@@ -1,0 +1,152 @@
+//! `app(state)` builds the whole router (tests drive it without a port); `serve` binds,
+//! runs, and shuts down gracefully.
+
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::time::Duration;
+
+use axum::extract::DefaultBodyLimit;
+use axum::http::{header, HeaderName, HeaderValue, StatusCode};
+use axum::middleware::from_fn_with_state;
+use axum::response::{IntoResponse, Response};
+use axum::routing::get;
+use axum::{Json, Router};
+use tower::ServiceBuilder;
+use tower_http::catch_panic::CatchPanicLayer;
+use tower_http::compression::CompressionLayer;
+use tower_http::set_header::SetResponseHeaderLayer;
+use tower_http::timeout::TimeoutLayer;
+use tower_http::trace::TraceLayer;
+use tower_sessions::cookie::SameSite;
+use tower_sessions::{Expiry, SessionManagerLayer};
+use tower_sessions_sqlx_store::PostgresStore;
+
+use crate::auth::extract::{require_api_user, require_login};
+use crate::error::{ApiError, AppError};
+use crate::state::AppState;
+
+/// The Content-Security-Policy: scripts and styles only from this origin, no inline code,
+/// no framing. htmx is configured (in base.html) so it needs neither eval nor inline style.
+pub const CSP: &str =
+    "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data:; \
+     font-src 'self'; connect-src 'self'; form-action 'self'; frame-ancestors 'none'; \
+     base-uri 'none'; object-src 'none'";
+
+pub fn app(state: AppState) -> Router {
+    let (api, openapi) = crate::api::router().split_for_parts();
+    let openapi = Arc::new(openapi);
+    let api = api
+        .route(
+            "/openapi.json",
+            get(move || {
+                let doc = openapi.clone();
+                async move { Json(doc.as_ref().clone()) }
+            }),
+        )
+        .fallback(|| async { ApiError(AppError::not_found("no such API route")) })
+        .layer(from_fn_with_state(state.clone(), require_api_user));
+
+    let private = crate::web::private_routes()
+        .fallback(|| async { AppError::not_found("there is no page at this address") })
+        .layer(from_fn_with_state(state.clone(), require_login));
+
+    let sessions = SessionManagerLayer::new(PostgresStore::new(state.pool.clone()))
+        .with_name("perfjournal_session")
+        .with_http_only(true)
+        .with_same_site(SameSite::Lax)
+        .with_secure(state.config.secure_cookies)
+        .with_expiry(Expiry::OnInactivity(
+            tower_sessions::cookie::time::Duration::seconds(
+                state.config.session_idle.as_secs() as i64
+            ),
+        ));
+
+    Router::new()
+        .nest("/api/v1", api)
+        .merge(crate::web::public_routes())
+        .merge(private)
+        .layer(from_fn_with_state(state.clone(), crate::metrics::record))
+        .layer(axum_htmx::AutoVaryLayer)
+        .layer(from_fn_with_state(state.clone(), crate::auth::csrf::verify))
+        .layer(sessions)
+        .route("/static/{*file}", get(crate::web::assets::serve))
+        .layer(DefaultBodyLimit::max(state.config.body_limit))
+        .layer(
+            ServiceBuilder::new()
+                .layer(header_layer(header::CONTENT_SECURITY_POLICY, CSP))
+                .layer(header_layer(header::X_CONTENT_TYPE_OPTIONS, "nosniff"))
+                .layer(header_layer(header::REFERRER_POLICY, "same-origin"))
+                .layer(header_layer(header::X_FRAME_OPTIONS, "DENY"))
+                .layer(CatchPanicLayer::custom(panic_response))
+                .layer(TraceLayer::new_for_http())
+                .layer(TimeoutLayer::with_status_code(
+                    StatusCode::REQUEST_TIMEOUT,
+                    state.config.request_timeout,
+                ))
+                .layer(CompressionLayer::new()),
+        )
+        .with_state(state)
+}
+
+fn header_layer(name: HeaderName, value: &'static str) -> SetResponseHeaderLayer<HeaderValue> {
+    SetResponseHeaderLayer::overriding(name, HeaderValue::from_static(value))
+}
+
+fn panic_response(_: Box<dyn std::any::Any + Send + 'static>) -> Response {
+    AppError::Internal(anyhow::anyhow!("a handler panicked")).into_response()
+}
+
+/// Binds, serves until SIGINT/SIGTERM, then lets in-flight requests finish.
+pub async fn serve(state: AppState, bind: &str) -> anyhow::Result<()> {
+    let listener = tokio::net::TcpListener::bind(bind)
+        .await
+        .map_err(|e| anyhow::anyhow!("cannot listen on {bind}: {e}"))?;
+    let addr = listener.local_addr()?;
+    tracing::info!("perfjournal listening on http://{addr}");
+
+    let store = PostgresStore::new(state.pool.clone());
+    let sweeper = tokio::spawn(
+        tower_sessions::session_store::ExpiredDeletion::continuously_delete_expired(
+            store,
+            Duration::from_secs(600),
+        ),
+    );
+    let throttle = state.throttle.clone();
+    let throttle_sweeper = tokio::spawn(async move {
+        let mut tick = tokio::time::interval(Duration::from_secs(300));
+        loop {
+            tick.tick().await;
+            throttle.sweep();
+        }
+    });
+
+    axum::serve(
+        listener,
+        app(state).into_make_service_with_connect_info::<SocketAddr>(),
+    )
+    .with_graceful_shutdown(shutdown_signal())
+    .await?;
+    sweeper.abort();
+    throttle_sweeper.abort();
+    tracing::info!("server stopped");
+    Ok(())
+}
+
+async fn shutdown_signal() {
+    let ctrl_c = async {
+        tokio::signal::ctrl_c().await.ok();
+    };
+    let terminate = async {
+        match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
+            Ok(mut s) => {
+                s.recv().await;
+            }
+            Err(_) => std::future::pending::<()>().await,
+        }
+    };
+    tokio::select! {
+        _ = ctrl_c => {},
+        _ = terminate => {},
+    }
+    tracing::info!("shutdown signal received; finishing in-flight requests");
+}

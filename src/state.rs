@@ -1,0 +1,38 @@
+//! What every handler can reach.
+
+use std::sync::Arc;
+
+use axum::extract::FromRef;
+use sqlx::PgPool;
+
+use crate::auth::throttle::LoginThrottle;
+use crate::config::Config;
+use crate::metrics::HttpMetrics;
+
+#[derive(Clone)]
+pub struct AppState {
+    pub pool: PgPool,
+    pub config: Arc<Config>,
+    pub throttle: Arc<LoginThrottle>,
+    pub metrics: Arc<HttpMetrics>,
+}
+
+impl AppState {
+    pub fn new(pool: PgPool, config: Config) -> Self {
+        AppState {
+            pool,
+            throttle: Arc::new(LoginThrottle::new(
+                config.login_per_minute_user,
+                config.login_per_minute_ip,
+            )),
+            config: Arc::new(config),
+            metrics: Arc::new(HttpMetrics::new()),
+        }
+    }
+}
+
+impl FromRef<AppState> for PgPool {
+    fn from_ref(state: &AppState) -> PgPool {
+        state.pool.clone()
+    }
+}

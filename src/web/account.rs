@@ -1,0 +1,476 @@
+//! Setup, login/logout, the user's settings (API tokens, password), and user admin.
+
+use std::net::SocketAddr;
+
+use askama::Template;
+use axum::extract::{ConnectInfo, Path, Query, State};
+use axum::http::StatusCode;
+use axum::response::{IntoResponse, Redirect, Response};
+use axum::routing::{get, post};
+use axum::{Extension, Form, Router};
+use serde::Deserialize;
+use tower_sessions::Session;
+
+use super::{render, FormErrors, PageCtx};
+use crate::auth::tokens::{self, TokenInfo};
+use crate::auth::users::{self, CreateError, Role, User};
+use crate::auth::{csrf, password, CurrentUser, SESSION_AUTH_AT, SESSION_USER};
+use crate::core::FieldError;
+use crate::error::{AppError, Result};
+use crate::state::AppState;
+
+pub fn public_routes() -> Router<AppState> {
+    Router::new()
+        .route("/setup", get(show_setup).post(create_admin))
+        .route("/login", get(show_login).post(log_in))
+        .route("/logout", post(log_out))
+}
+
+pub fn private_routes() -> Router<AppState> {
+    Router::new()
+        .route("/settings", get(show_settings))
+        .route("/settings/tokens", post(create_token))
+        .route("/settings/tokens/{id}/revoke", post(revoke_token))
+        .route("/settings/password", post(change_password))
+        .route("/admin/users", get(list_users).post(add_user))
+        .route("/admin/users/{id}/role", post(change_role))
+}
+
+// ---------- setup ----------
+
+#[derive(Template)]
+#[template(path = "auth/setup.html")]
+struct SetupPage {
+    ctx: PageCtx,
+    name: String,
+    errors: FormErrors,
+}
+
+#[derive(Deserialize)]
+pub struct SetupForm {
+    #[serde(default)]
+    name: String,
+    #[serde(default)]
+    password: String,
+    #[serde(default)]
+    confirm: String,
+}
+
+async fn show_setup(State(state): State<AppState>, ctx: PageCtx) -> Result<Response> {
+    if users::count(&state.pool).await? > 0 {
+        return Ok(Redirect::to("/login").into_response());
+    }
+    Ok(render(&SetupPage {
+        ctx,
+        name: String::new(),
+        errors: FormErrors::default(),
+    })?
+    .into_response())
+}
+
+async fn create_admin(
+    State(state): State<AppState>,
+    session: Session,
+    ctx: PageCtx,
+    Form(form): Form<SetupForm>,
+) -> Result<Response> {
+    if users::count(&state.pool).await? > 0 {
+        return Err(AppError::Forbidden(
+            "setup is done: an account already exists. Sign in instead.".into(),
+        ));
+    }
+    let mut errors = Vec::new();
+    let name = users::validate_name(&form.name)
+        .map_err(|e| errors.push(e))
+        .ok();
+    if let Err(e) = users::validate_password(&form.password) {
+        errors.push(e);
+    } else if form.password != form.confirm {
+        errors.push(FieldError::new("confirm", "the two passwords differ"));
+    }
+    let Some(name) = name.filter(|_| errors.is_empty()) else {
+        return rerender_setup(ctx, form.name, errors);
+    };
+    let hash = password::hash(form.password).await?;
+    let user = match users::create(&state.pool, &name, &hash, Role::Admin, true).await {
+        Ok(u) => u,
+        Err(CreateError::NotFirst) => {
+            return Err(AppError::Forbidden(
+                "setup is done: an account already exists. Sign in instead.".into(),
+            ))
+        }
+        Err(CreateError::Taken(n)) => {
+            return rerender_setup(
+                ctx,
+                form.name,
+                vec![FieldError::new("name", format!("{n} is taken"))],
+            )
+        }
+        Err(CreateError::Db(e)) => return Err(e.into()),
+    };
+    start_session(&session, &user).await?;
+    Ok(Redirect::to("/").into_response())
+}
+
+fn rerender_setup(ctx: PageCtx, name: String, errors: Vec<FieldError>) -> Result<Response> {
+    let page = SetupPage {
+        ctx,
+        name,
+        errors: errors.into(),
+    };
+    Ok((StatusCode::UNPROCESSABLE_ENTITY, render(&page)?).into_response())
+}
+
+// ---------- login ----------
+
+#[derive(Template)]
+#[template(path = "auth/login.html")]
+struct LoginPage {
+    ctx: PageCtx,
+    name: String,
+    next: String,
+    error: Option<String>,
+}
+
+#[derive(Deserialize)]
+pub struct NextQuery {
+    next: Option<String>,
+}
+
+#[derive(Deserialize)]
+pub struct LoginForm {
+    #[serde(default)]
+    name: String,
+    #[serde(default)]
+    password: String,
+    #[serde(default)]
+    next: String,
+}
+
+/// Only same-site paths are followed after login (no open redirect).
+fn safe_next(next: &str) -> String {
+    if next.starts_with('/') && !next.starts_with("//") && !next.starts_with("/\\") {
+        next.to_string()
+    } else {
+        "/".to_string()
+    }
+}
+
+async fn show_login(
+    State(state): State<AppState>,
+    ctx: PageCtx,
+    Query(q): Query<NextQuery>,
+) -> Result<Response> {
+    if users::count(&state.pool).await? == 0 {
+        return Ok(Redirect::to("/setup").into_response());
+    }
+    if ctx.user.is_some() {
+        return Ok(Redirect::to(&safe_next(q.next.as_deref().unwrap_or("/"))).into_response());
+    }
+    Ok(render(&LoginPage {
+        ctx,
+        name: String::new(),
+        next: safe_next(q.next.as_deref().unwrap_or("/")),
+        error: None,
+    })?
+    .into_response())
+}
+
+async fn log_in(
+    State(state): State<AppState>,
+    session: Session,
+    ctx: PageCtx,
+    connect: Option<Extension<ConnectInfo<SocketAddr>>>,
+    Form(form): Form<LoginForm>,
+) -> Result<Response> {
+    let ip = connect.map(|Extension(ConnectInfo(addr))| addr.ip());
+    if let Err(retry_after) = state.throttle.check(&form.name, ip) {
+        tracing::warn!(user = %form.name, ?ip, "login throttled");
+        return Err(AppError::TooManyRequests { retry_after });
+    }
+    let next = safe_next(&form.next);
+    let found = users::credentials(&state.pool, form.name.trim()).await?;
+    // Hash even for an unknown name, so timing does not tell which names exist.
+    let (user, stored) = match found {
+        Some((user, hash)) => (Some(user), hash),
+        None => (None, password::decoy_hash().to_string()),
+    };
+    let matches = password::verify(form.password, stored).await?;
+    let user = match user {
+        Some(user) if matches => user,
+        _ => {
+            let page = LoginPage {
+                ctx,
+                name: form.name,
+                next,
+                error: Some("that name and password do not match an account".into()),
+            };
+            return Ok((StatusCode::UNAUTHORIZED, render(&page)?).into_response());
+        }
+    };
+    start_session(&session, &user).await?;
+    Ok(Redirect::to(&next).into_response())
+}
+
+/// A new session id at login (no fixation), the user, the time, a fresh CSRF token.
+async fn start_session(session: &Session, user: &User) -> Result<()> {
+    let err = |e: tower_sessions::session::Error| AppError::Internal(e.into());
+    session.cycle_id().await.map_err(err)?;
+    session.insert(SESSION_USER, user.id).await.map_err(err)?;
+    session
+        .insert(SESSION_AUTH_AT, chrono::Utc::now().timestamp())
+        .await
+        .map_err(err)?;
+    csrf::rotate(session).await?;
+    tracing::info!(user = %user.name, "signed in");
+    Ok(())
+}
+
+async fn log_out(session: Session) -> Result<Redirect> {
+    session
+        .flush()
+        .await
+        .map_err(|e| AppError::Internal(e.into()))?;
+    Ok(Redirect::to("/login"))
+}
+
+// ---------- settings ----------
+
+#[derive(Template)]
+#[template(path = "auth/settings.html")]
+struct SettingsPage {
+    ctx: PageCtx,
+    tokens: Vec<TokenInfo>,
+    new_secret: Option<String>,
+    errors: FormErrors,
+    notice: Option<String>,
+}
+
+async fn settings_page(
+    state: &AppState,
+    ctx: PageCtx,
+    user: &User,
+    new_secret: Option<String>,
+    errors: Vec<FieldError>,
+    notice: Option<String>,
+) -> Result<Response> {
+    let status = if errors.is_empty() {
+        StatusCode::OK
+    } else {
+        StatusCode::UNPROCESSABLE_ENTITY
+    };
+    let page = SettingsPage {
+        ctx,
+        tokens: tokens::list(&state.pool, user.id).await?,
+        new_secret,
+        errors: errors.into(),
+        notice,
+    };
+    Ok((status, render(&page)?).into_response())
+}
+
+async fn show_settings(
+    State(state): State<AppState>,
+    CurrentUser(user): CurrentUser,
+    ctx: PageCtx,
+) -> Result<Response> {
+    settings_page(&state, ctx, &user, None, vec![], None).await
+}
+
+#[derive(Deserialize)]
+pub struct TokenForm {
+    #[serde(default)]
+    label: String,
+}
+
+async fn create_token(
+    State(state): State<AppState>,
+    CurrentUser(user): CurrentUser,
+    ctx: PageCtx,
+    Form(form): Form<TokenForm>,
+) -> Result<Response> {
+    let label = form.label.trim();
+    if label.is_empty() || label.len() > 100 {
+        let e = FieldError::new(
+            "label",
+            "name the token (1–100 characters), e.g. \"CI uploads\"",
+        );
+        return settings_page(&state, ctx, &user, None, vec![e], None).await;
+    }
+    let (_, secret) = tokens::create(&state.pool, user.id, label).await?;
+    settings_page(&state, ctx, &user, Some(secret), vec![], None).await
+}
+
+async fn revoke_token(
+    State(state): State<AppState>,
+    CurrentUser(user): CurrentUser,
+    Path(id): Path<i64>,
+) -> Result<Redirect> {
+    if !tokens::revoke(&state.pool, user.id, id).await? {
+        return Err(AppError::not_found(format!("no live token {id} of yours")));
+    }
+    Ok(Redirect::to("/settings"))
+}
+
+#[derive(Deserialize)]
+pub struct PasswordForm {
+    #[serde(default)]
+    current: String,
+    #[serde(default)]
+    password: String,
+    #[serde(default)]
+    confirm: String,
+}
+
+async fn change_password(
+    State(state): State<AppState>,
+    CurrentUser(user): CurrentUser,
+    ctx: PageCtx,
+    Form(form): Form<PasswordForm>,
+) -> Result<Response> {
+    let stored = users::credentials(&state.pool, &user.name)
+        .await?
+        .map(|(_, h)| h)
+        .ok_or_else(|| AppError::not_found("your account"))?;
+    let mut errors = Vec::new();
+    if !password::verify(form.current, stored).await? {
+        errors.push(FieldError::new(
+            "current",
+            "that is not your current password",
+        ));
+    }
+    if let Err(e) = users::validate_password(&form.password) {
+        errors.push(e);
+    } else if form.password != form.confirm {
+        errors.push(FieldError::new("confirm", "the two passwords differ"));
+    }
+    if !errors.is_empty() {
+        return settings_page(&state, ctx, &user, None, errors, None).await;
+    }
+    let hash = password::hash(form.password).await?;
+    users::set_password(&state.pool, user.id, &hash).await?;
+    settings_page(
+        &state,
+        ctx,
+        &user,
+        None,
+        vec![],
+        Some("Password changed.".into()),
+    )
+    .await
+}
+
+// ---------- user admin ----------
+
+#[derive(Template)]
+#[template(path = "admin/users.html")]
+struct UsersPage {
+    ctx: PageCtx,
+    users: Vec<User>,
+    roles: [Role; 3],
+    errors: FormErrors,
+    name: String,
+}
+
+async fn users_page(
+    state: &AppState,
+    ctx: PageCtx,
+    errors: Vec<FieldError>,
+    name: String,
+) -> Result<Response> {
+    let status = if errors.is_empty() {
+        StatusCode::OK
+    } else {
+        StatusCode::UNPROCESSABLE_ENTITY
+    };
+    let page = UsersPage {
+        ctx,
+        users: users::list(&state.pool).await?,
+        roles: Role::ALL,
+        errors: errors.into(),
+        name,
+    };
+    Ok((status, render(&page)?).into_response())
+}
+
+async fn list_users(
+    State(state): State<AppState>,
+    me: CurrentUser,
+    ctx: PageCtx,
+) -> Result<Response> {
+    me.require(Role::Admin)?;
+    users_page(&state, ctx, vec![], String::new()).await
+}
+
+#[derive(Deserialize)]
+pub struct AddUserForm {
+    #[serde(default)]
+    name: String,
+    #[serde(default)]
+    password: String,
+    #[serde(default)]
+    role: String,
+}
+
+async fn add_user(
+    State(state): State<AppState>,
+    me: CurrentUser,
+    ctx: PageCtx,
+    Form(form): Form<AddUserForm>,
+) -> Result<Response> {
+    me.require(Role::Admin)?;
+    let mut errors = Vec::new();
+    let name = users::validate_name(&form.name)
+        .map_err(|e| errors.push(e))
+        .ok();
+    if let Err(e) = users::validate_password(&form.password) {
+        errors.push(e);
+    }
+    let role = Role::parse(&form.role);
+    if role.is_none() {
+        errors.push(FieldError::new("role", "choose viewer, editor or admin"));
+    }
+    let (Some(name), Some(role), true) = (name, role, errors.is_empty()) else {
+        return users_page(&state, ctx, errors, form.name).await;
+    };
+    let hash = password::hash(form.password).await?;
+    match users::create(&state.pool, &name, &hash, role, false).await {
+        Ok(_) => Ok(Redirect::to("/admin/users").into_response()),
+        Err(CreateError::Taken(n)) => {
+            let e = FieldError::new("name", format!("a user named {n} already exists"));
+            users_page(&state, ctx, vec![e], form.name).await
+        }
+        Err(CreateError::Db(e)) => Err(e.into()),
+        Err(e @ CreateError::NotFirst) => Err(AppError::Internal(e.into())),
+    }
+}
+
+#[derive(Deserialize)]
+pub struct RoleForm {
+    #[serde(default)]
+    role: String,
+}
+
+async fn change_role(
+    State(state): State<AppState>,
+    me: CurrentUser,
+    Path(id): Path<i64>,
+    Form(form): Form<RoleForm>,
+) -> Result<Redirect> {
+    me.require(Role::Admin)?;
+    let role = Role::parse(&form.role)
+        .ok_or_else(|| AppError::field("role", "choose viewer, editor or admin"))?;
+    let target = users::by_id(&state.pool, id)
+        .await?
+        .ok_or_else(|| AppError::not_found(format!("no user {id}")))?;
+    if target.role == Role::Admin
+        && role != Role::Admin
+        && users::count_admins(&state.pool).await? <= 1
+    {
+        return Err(AppError::Conflict(
+            "this is the last admin; make another user admin first".into(),
+        ));
+    }
+    users::set_role(&state.pool, id, role).await?;
+    Ok(Redirect::to("/admin/users"))
+}

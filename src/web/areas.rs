@@ -1,0 +1,91 @@
+//! The home page and the areas that later work fills, each with an honest empty state.
+
+use askama::Template;
+use axum::response::Html;
+use axum::routing::get;
+use axum::Router;
+
+use super::{render, PageCtx};
+use crate::error::Result;
+use crate::state::AppState;
+
+pub fn routes() -> Router<AppState> {
+    Router::new()
+        .route("/", get(home))
+        .route("/investigations", get(investigations))
+        .route("/journal", get(journal))
+        .route("/proposals", get(proposals))
+        .route("/drills", get(drills))
+        .route("/search", get(search))
+}
+
+#[derive(Template)]
+#[template(path = "home.html")]
+struct HomePage {
+    ctx: PageCtx,
+}
+
+async fn home(ctx: PageCtx) -> Result<Html<String>> {
+    render(&HomePage { ctx })
+}
+
+/// An area with nothing in it yet: what it will hold, and what to do meanwhile.
+#[derive(Template)]
+#[template(path = "areas/empty.html")]
+struct EmptyArea {
+    ctx: PageCtx,
+    title: &'static str,
+    lead: &'static str,
+    empty: &'static str,
+    meanwhile: &'static str,
+}
+
+async fn investigations(ctx: PageCtx) -> Result<Html<String>> {
+    render(&EmptyArea {
+        ctx,
+        title: "Investigations",
+        lead: "An investigation walks one symptom through the eight steps, from reproducing it to changing one thing and measuring again.",
+        empty: "No investigations yet. Guided investigations are not available in this version of perfjournal.",
+        meanwhile: "Use the estimators to work out what a symptom should cost, and keep your numbers with the chain's shareable link.",
+    })
+}
+
+async fn journal(ctx: PageCtx) -> Result<Html<String>> {
+    render(&EmptyArea {
+        ctx,
+        title: "Journal",
+        lead: "The journal keeps every DIAGNOSIS, CHANGE and RESULT as the team's memory.",
+        empty: "No journal entries yet. Entries are written at the end of an investigation, which this version does not offer yet.",
+        meanwhile: "The estimators already produce the worked chains an entry cites.",
+    })
+}
+
+async fn proposals(ctx: PageCtx) -> Result<Html<String>> {
+    render(&EmptyArea {
+        ctx,
+        title: "Proposals",
+        lead: "Capacity proposals put a change of hardware, precision or parallelism next to the numbers that justify it.",
+        empty: "No proposals yet: reviewing proposals is not part of this version.",
+        meanwhile: "The memory-fit, kv-pages and cost estimators answer most capacity questions today.",
+    })
+}
+
+async fn drills(ctx: PageCtx) -> Result<Html<String>> {
+    render(&EmptyArea {
+        ctx,
+        title: "Drills",
+        lead: "Drills train new engineers to predict a number before looking it up: given a chain's inputs, compute the expected value, then compare with the worked chain.",
+        empty: "No drills yet: practice items are not part of this version.",
+        meanwhile: "Open an estimator, cover the result, and work the chain by hand.",
+    })
+}
+
+async fn search(ctx: PageCtx) -> Result<Html<String>> {
+    render(&EmptyArea {
+        ctx,
+        title: "Search",
+        lead: "Search finds past journals with the same symptom, so a repeat problem is recognised in minutes.",
+        empty: "Nothing to search yet: there are no journal entries or investigations in this instance.",
+        meanwhile: "Search opens up once the journal has entries.",
+    })
+}

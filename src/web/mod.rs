@@ -1,0 +1,36 @@
+//! The pages: one module per area, each owning its routes, handlers, forms and
+//! template structs.
+
+pub mod account;
+pub mod areas;
+pub mod assets;
+pub mod ctx;
+pub mod ops;
+
+use askama::Template;
+use axum::response::Html;
+use axum::Router;
+
+pub use ctx::{FormErrors, PageCtx};
+
+use crate::error::Result;
+use crate::state::AppState;
+
+/// Routes anyone may reach: login, setup, health, static files are added by the server.
+pub fn public_routes() -> Router<AppState> {
+    Router::new()
+        .merge(account::public_routes())
+        .merge(ops::public_routes())
+}
+
+/// Routes that need a signed-in user (the server wraps them in `require_login`).
+pub fn private_routes() -> Router<AppState> {
+    Router::new()
+        .merge(account::private_routes())
+        .merge(areas::routes())
+}
+
+/// Renders a template, turning a template failure into a logged 500.
+pub fn render(t: &impl Template) -> Result<Html<String>> {
+    Ok(Html(t.render()?))
+}
