@@ -178,6 +178,10 @@ impl EmbeddedCluster {
             .database(database)
     }
 
+    pub fn socket_dir(&self) -> &Path {
+        &self.socket_dir
+    }
+
     pub fn cluster_dir(&self) -> &Path {
         &self.cluster_dir
     }

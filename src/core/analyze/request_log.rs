@@ -1,0 +1,1074 @@
+//! Per-request telemetry (JSON Lines) with the fields of methodology.md:
+//! `request_id, arrival_ts, tokenize_ms, queue_wait_ms, prefill_ms,
+//! first_token_ms, decode_ms, itl_p50_ms, itl_p99_ms, detokenize_ms, total_ms,
+//! prompt_tokens, output_tokens, batch_size_at_admission, kv_blocks_used,
+//! prefix_cache_hit_tokens, model_version, tenant`.
+//!
+//! Any field may be missing; numbers may be integers or floats; unknown fields
+//! are kept in `extra`. Bare `NaN`/`Infinity` are rejected with the line number
+//! (never silently dropped). The file is read one line at a time.
+
+use super::readers::{read_line_bounded, Line};
+use super::stats::Summary;
+use super::{decompressing_reader, AnalyzeError, Options, DEFAULT_MAX_DECOMPRESSED_BYTES};
+use serde::{Deserialize, Serialize};
+use serde_json::{Map, Value};
+use std::collections::{BTreeMap, HashMap};
+use std::io::{BufReader, Read};
+
+/// Bump when the JSON output of [`analyze`] changes.
+pub const ANALYZER_VERSION: u32 = 1;
+
+/// Longest accepted line; one request never needs more.
+pub const MAX_LINE_BYTES: usize = 4 << 20;
+
+/// At most this many distinct tenants / model versions are tracked; the rest
+/// are counted under "(other)" so a high-cardinality field cannot grow memory.
+const MAX_FACETS: usize = 1000;
+
+/// Per-tenant breakdowns listed (largest tenants first).
+const MAX_TENANT_BREAKDOWNS: usize = 50;
+
+/// One request line. Known fields are typed; everything else is in `extra`.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct RequestRow {
+    /// 1-based line number in the (decompressed) file.
+    pub line: u64,
+    pub request_id: Option<String>,
+    /// Arrival time, seconds since the Unix epoch (numbers as given; RFC 3339
+    /// strings such as `2025-01-02T03:04:05.5Z` are converted).
+    pub arrival_ts: Option<f64>,
+    pub tokenize_ms: Option<f64>,
+    pub queue_wait_ms: Option<f64>,
+    pub prefill_ms: Option<f64>,
+    /// Time to first token = tokenize + queue + prefill + sampling (methodology.md).
+    pub first_token_ms: Option<f64>,
+    pub decode_ms: Option<f64>,
+    pub itl_p50_ms: Option<f64>,
+    pub itl_p99_ms: Option<f64>,
+    pub detokenize_ms: Option<f64>,
+    pub total_ms: Option<f64>,
+    pub prompt_tokens: Option<i64>,
+    pub output_tokens: Option<i64>,
+    pub batch_size_at_admission: Option<i64>,
+    pub kv_blocks_used: Option<i64>,
+    pub prefix_cache_hit_tokens: Option<i64>,
+    pub model_version: Option<String>,
+    pub tenant: Option<String>,
+    /// Fields not listed above, as given.
+    pub extra: Map<String, Value>,
+}
+
+/// Column order of [`RequestRow::write_copy_text`], for
+/// `COPY requests (<these columns>) FROM STDIN` (text format).
+/// Types: `request_id` text, `arrival_ts` float8 (epoch seconds), `*_ms`
+/// float8, token/batch/block counts int8, `model_version`/`tenant` text,
+/// `extra` jsonb (`{}` when empty).
+pub const COPY_COLUMNS: &[&str] = &[
+    "request_id",
+    "arrival_ts",
+    "tokenize_ms",
+    "queue_wait_ms",
+    "prefill_ms",
+    "first_token_ms",
+    "decode_ms",
+    "itl_p50_ms",
+    "itl_p99_ms",
+    "detokenize_ms",
+    "total_ms",
+    "prompt_tokens",
+    "output_tokens",
+    "batch_size_at_admission",
+    "kv_blocks_used",
+    "prefix_cache_hit_tokens",
+    "model_version",
+    "tenant",
+    "extra",
+];
+
+const FLOAT_FIELDS: [&str; 10] = [
+    "arrival_ts",
+    "tokenize_ms",
+    "queue_wait_ms",
+    "prefill_ms",
+    "first_token_ms",
+    "decode_ms",
+    "itl_p50_ms",
+    "itl_p99_ms",
+    "detokenize_ms",
+    "total_ms",
+];
+
+const INT_FIELDS: [&str; 5] = [
+    "prompt_tokens",
+    "output_tokens",
+    "batch_size_at_admission",
+    "kv_blocks_used",
+    "prefix_cache_hit_tokens",
+];
+
+impl RequestRow {
+    fn floats(&self) -> [Option<f64>; 10] {
+        [
+            self.arrival_ts,
+            self.tokenize_ms,
+            self.queue_wait_ms,
+            self.prefill_ms,
+            self.first_token_ms,
+            self.decode_ms,
+            self.itl_p50_ms,
+            self.itl_p99_ms,
+            self.detokenize_ms,
+            self.total_ms,
+        ]
+    }
+
+    fn ints(&self) -> [Option<i64>; 5] {
+        [
+            self.prompt_tokens,
+            self.output_tokens,
+            self.batch_size_at_admission,
+            self.kv_blocks_used,
+            self.prefix_cache_hit_tokens,
+        ]
+    }
+
+    /// Append this row as one line of PostgreSQL `COPY … FROM STDIN` text
+    /// format, columns in [`COPY_COLUMNS`] order: fields separated by tabs,
+    /// `\N` for null, and backslash, tab, newline and carriage return escaped
+    /// (PostgreSQL docs, "COPY", File Formats → Text Format).
+    pub fn write_copy_text(&self, out: &mut Vec<u8>) {
+        copy_text_field(out, self.request_id.as_deref());
+        for v in self.floats() {
+            out.push(b'\t');
+            match v {
+                Some(x) => out.extend_from_slice(format_f64(x).as_bytes()),
+                None => out.extend_from_slice(b"\\N"),
+            }
+        }
+        for v in self.ints() {
+            out.push(b'\t');
+            match v {
+                Some(x) => out.extend_from_slice(x.to_string().as_bytes()),
+                None => out.extend_from_slice(b"\\N"),
+            }
+        }
+        out.push(b'\t');
+        copy_text_field(out, self.model_version.as_deref());
+        out.push(b'\t');
+        copy_text_field(out, self.tenant.as_deref());
+        out.push(b'\t');
+        let extra = serde_json::to_string(&self.extra).unwrap_or_else(|_| "{}".to_string());
+        copy_text_field(out, Some(&extra));
+        out.push(b'\n');
+    }
+}
+
+/// Floats in a form PostgreSQL's float8 input accepts (Rust's `Display` never
+/// uses exponents and round-trips exactly).
+fn format_f64(x: f64) -> String {
+    format!("{x}")
+}
+
+fn copy_text_field(out: &mut Vec<u8>, v: Option<&str>) {
+    let Some(s) = v else {
+        out.extend_from_slice(b"\\N");
+        return;
+    };
+    for &b in s.as_bytes() {
+        match b {
+            b'\\' => out.extend_from_slice(b"\\\\"),
+            b'\t' => out.extend_from_slice(b"\\t"),
+            b'\n' => out.extend_from_slice(b"\\n"),
+            b'\r' => out.extend_from_slice(b"\\r"),
+            _ => out.push(b),
+        }
+    }
+}
+
+/// Stream every request line of `reader` (gzip is undone transparently) to
+/// `cb`, in file order. Empty lines are skipped; any malformed line stops the
+/// stream with a `Malformed` error naming it. Returns the number of rows.
+/// The callback's error type only needs `From<AnalyzeError>` (e.g. `anyhow::Error`).
+pub fn for_each_request<R: Read, E: From<AnalyzeError>>(
+    reader: R,
+    mut cb: impl FnMut(RequestRow) -> Result<(), E>,
+) -> Result<u64, E> {
+    let input = decompressing_reader(reader, DEFAULT_MAX_DECOMPRESSED_BYTES);
+    let mut r = BufReader::with_capacity(256 << 10, input);
+    let mut buf = Vec::with_capacity(4096);
+    let mut line_no = 0u64;
+    let mut rows = 0u64;
+    loop {
+        match read_line_bounded(&mut r, &mut buf, MAX_LINE_BYTES).map_err(AnalyzeError::from)? {
+            Line::Eof => break,
+            Line::TooLong => {
+                return Err(AnalyzeError::at_line(
+                    line_no + 1,
+                    format!("line is longer than {MAX_LINE_BYTES} bytes; is this really one request per line?"),
+                )
+                .into())
+            }
+            Line::Got => {}
+        }
+        line_no += 1;
+        let mut bytes: &[u8] = &buf;
+        if line_no == 1 {
+            bytes = bytes.strip_prefix(b"\xEF\xBB\xBF").unwrap_or(bytes);
+        }
+        if bytes.iter().all(u8::is_ascii_whitespace) {
+            continue;
+        }
+        let row = parse_row(bytes, line_no)?;
+        rows += 1;
+        cb(row)?;
+    }
+    Ok(rows)
+}
+
+/// Parse one JSON line into a [`RequestRow`].
+pub fn parse_row(bytes: &[u8], line_no: u64) -> Result<RequestRow, AnalyzeError> {
+    let value: Value = match serde_json::from_slice(bytes) {
+        Ok(v) => v,
+        Err(e) => return Err(line_error(bytes, line_no, &e)),
+    };
+    let Value::Object(mut map) = value else {
+        return Err(AnalyzeError::at_line(
+            line_no,
+            "expected a JSON object (one request per line)",
+        ));
+    };
+    let mut row = RequestRow {
+        line: line_no,
+        ..RequestRow::default()
+    };
+    row.request_id = take_text(&mut map, "request_id", line_no)?;
+    row.model_version = take_text(&mut map, "model_version", line_no)?;
+    row.tenant = take_text(&mut map, "tenant", line_no)?;
+    row.arrival_ts = take_timestamp(&mut map, "arrival_ts", line_no)?;
+    let floats = [
+        &mut row.tokenize_ms,
+        &mut row.queue_wait_ms,
+        &mut row.prefill_ms,
+        &mut row.first_token_ms,
+        &mut row.decode_ms,
+        &mut row.itl_p50_ms,
+        &mut row.itl_p99_ms,
+        &mut row.detokenize_ms,
+        &mut row.total_ms,
+    ];
+    for (slot, name) in floats.into_iter().zip(&FLOAT_FIELDS[1..]) {
+        *slot = take_float(&mut map, name, line_no)?;
+    }
+    let ints = [
+        &mut row.prompt_tokens,
+        &mut row.output_tokens,
+        &mut row.batch_size_at_admission,
+        &mut row.kv_blocks_used,
+        &mut row.prefix_cache_hit_tokens,
+    ];
+    for (slot, name) in ints.into_iter().zip(INT_FIELDS) {
+        *slot = take_int(&mut map, name, line_no)?;
+    }
+    row.extra = map;
+    Ok(row)
+}
+
+/// Explain a JSON error on a line, calling out Python's NaN/Infinity tokens.
+fn line_error(bytes: &[u8], line_no: u64, e: &serde_json::Error) -> AnalyzeError {
+    let col = e.column();
+    if let Some((token, field)) = find_non_finite(bytes) {
+        let field = field.map(|f| format!(" in field '{f}'")).unwrap_or_default();
+        return AnalyzeError::at_line(
+            line_no,
+            format!("{token}{field} is not valid JSON; write null for a missing value (column {col})"),
+        );
+    }
+    let text = e.to_string();
+    let reason = text.split(" at line ").next().unwrap_or(&text);
+    AnalyzeError::at_line(line_no, format!("invalid JSON at column {col}: {reason}"))
+}
+
+/// Find a bare NaN/Infinity token outside strings, with the key before it.
+fn find_non_finite(bytes: &[u8]) -> Option<(&'static str, Option<String>)> {
+    let mut in_str = false;
+    let mut esc = false;
+    let mut str_start = 0;
+    let mut last_string: Option<(usize, usize)> = None;
+    let mut i = 0;
+    while i < bytes.len() {
+        let b = bytes[i];
+        if in_str {
+            if esc {
+                esc = false;
+            } else if b == b'\\' {
+                esc = true;
+            } else if b == b'"' {
+                in_str = false;
+                last_string = Some((str_start, i));
+            }
+        } else if b == b'"' {
+            in_str = true;
+            str_start = i + 1;
+        } else {
+            let rest = &bytes[i..];
+            let token = if rest.starts_with(b"NaN") {
+                Some("NaN")
+            } else if rest.starts_with(b"-Infinity") {
+                Some("-Infinity")
+            } else if rest.starts_with(b"Infinity") {
+                Some("Infinity")
+            } else {
+                None
+            };
+            if let Some(t) = token {
+                let key = last_string.map(|(s, e)| String::from_utf8_lossy(&bytes[s..e]).into_owned());
+                return Some((t, key));
+            }
+        }
+        i += 1;
+    }
+    None
+}
+
+fn type_name(v: &Value) -> &'static str {
+    match v {
+        Value::Null => "null",
+        Value::Bool(_) => "a boolean",
+        Value::Number(_) => "a number",
+        Value::String(_) => "a string",
+        Value::Array(_) => "an array",
+        Value::Object(_) => "an object",
+    }
+}
+
+fn take_text(map: &mut Map<String, Value>, key: &str, line: u64) -> Result<Option<String>, AnalyzeError> {
+    match map.remove(key) {
+        None | Some(Value::Null) => Ok(None),
+        Some(Value::String(s)) => Ok(Some(s)),
+        Some(Value::Number(n)) => Ok(Some(n.to_string())),
+        Some(other) => Err(AnalyzeError::at_line(
+            line,
+            format!("field '{key}' must be a string, got {}", type_name(&other)),
+        )),
+    }
+}
+
+fn take_float(map: &mut Map<String, Value>, key: &str, line: u64) -> Result<Option<f64>, AnalyzeError> {
+    match map.remove(key) {
+        None | Some(Value::Null) => Ok(None),
+        Some(Value::Number(n)) => Ok(n.as_f64()),
+        // Some exporters quote numbers; accept them when they parse.
+        Some(Value::String(s)) => match s.trim().parse::<f64>() {
+            Ok(x) if x.is_finite() => Ok(Some(x)),
+            Ok(_) => Err(AnalyzeError::at_line(
+                line,
+                format!("field '{key}' is \"{s}\"; NaN/Infinity are not accepted, write null for a missing value"),
+            )),
+            Err(_) if s.trim().is_empty() => Ok(None),
+            Err(_) => Err(AnalyzeError::at_line(
+                line,
+                format!("field '{key}' must be a number, got the string \"{s}\""),
+            )),
+        },
+        Some(other) => Err(AnalyzeError::at_line(
+            line,
+            format!("field '{key}' must be a number, got {}", type_name(&other)),
+        )),
+    }
+}
+
+fn take_int(map: &mut Map<String, Value>, key: &str, line: u64) -> Result<Option<i64>, AnalyzeError> {
+    let v = take_float_or_int(map, key, line)?;
+    match v {
+        None => Ok(None),
+        Some(IntOrFloat::Int(i)) => Ok(Some(i)),
+        Some(IntOrFloat::Float(x)) if x.fract() == 0.0 && x.abs() < 9.0e15 => Ok(Some(x as i64)),
+        Some(IntOrFloat::Float(x)) => Err(AnalyzeError::at_line(
+            line,
+            format!("field '{key}' must be a whole number, got {x}"),
+        )),
+    }
+}
+
+enum IntOrFloat {
+    Int(i64),
+    Float(f64),
+}
+
+fn take_float_or_int(
+    map: &mut Map<String, Value>,
+    key: &str,
+    line: u64,
+) -> Result<Option<IntOrFloat>, AnalyzeError> {
+    match map.get(key) {
+        Some(Value::Number(n)) if n.is_i64() => {
+            let i = n.as_i64();
+            map.remove(key);
+            Ok(i.map(IntOrFloat::Int))
+        }
+        _ => Ok(take_float(map, key, line)?.map(IntOrFloat::Float)),
+    }
+}
+
+fn take_timestamp(map: &mut Map<String, Value>, key: &str, line: u64) -> Result<Option<f64>, AnalyzeError> {
+    if let Some(Value::String(s)) = map.get(key) {
+        if s.trim().parse::<f64>().is_err() && !s.trim().is_empty() {
+            let parsed = parse_rfc3339(s.trim());
+            return match parsed {
+                Some(t) => {
+                    map.remove(key);
+                    Ok(Some(t))
+                }
+                None => Err(AnalyzeError::at_line(
+                    line,
+                    format!("field '{key}' must be epoch seconds or an RFC 3339 time, got \"{s}\""),
+                )),
+            };
+        }
+    }
+    take_float(map, key, line)
+}
+
+/// Parse `YYYY-MM-DD[T ]HH:MM:SS[.frac][Z|±HH:MM]` (RFC 3339; a missing offset
+/// means UTC) into epoch seconds.
+pub(crate) fn parse_rfc3339(s: &str) -> Option<f64> {
+    let b = s.as_bytes();
+    if b.len() < 19 || b[4] != b'-' || b[7] != b'-' || !(b[10] == b'T' || b[10] == b't' || b[10] == b' ') {
+        return None;
+    }
+    let num = |r: std::ops::Range<usize>| -> Option<i64> { s.get(r)?.parse().ok() };
+    let (y, mo, d) = (num(0..4)?, num(5..7)?, num(8..10)?);
+    if b[13] != b':' || b[16] != b':' {
+        return None;
+    }
+    let (h, mi, sec) = (num(11..13)?, num(14..16)?, num(17..19)?);
+    if !(1..=12).contains(&mo) || !(1..=31).contains(&d) || h > 23 || mi > 59 || sec > 60 {
+        return None;
+    }
+    let mut rest = &s[19..];
+    let mut frac = 0.0;
+    if let Some(r) = rest.strip_prefix('.') {
+        let digits = r.bytes().take_while(u8::is_ascii_digit).count();
+        if digits == 0 {
+            return None;
+        }
+        frac = format!("0.{}", &r[..digits]).parse().ok()?;
+        rest = &r[digits..];
+    }
+    let offset = match rest {
+        "" | "Z" | "z" => 0,
+        o if o.len() == 6 && (o.starts_with('+') || o.starts_with('-')) && &o[3..4] == ":" => {
+            let hh: i64 = o[1..3].parse().ok()?;
+            let mm: i64 = o[4..6].parse().ok()?;
+            let v = hh * 3600 + mm * 60;
+            if o.starts_with('-') {
+                -v
+            } else {
+                v
+            }
+        }
+        _ => return None,
+    };
+    let days = days_from_civil(y, mo, d);
+    Some((days * 86_400 + h * 3600 + mi * 60 + sec - offset) as f64 + frac)
+}
+
+/// Days since 1970-01-01 of a proleptic Gregorian date (H. Hinnant's
+/// "days_from_civil" algorithm).
+pub(crate) fn days_from_civil(y: i64, m: i64, d: i64) -> i64 {
+    let y = if m <= 2 { y - 1 } else { y };
+    let era = if y >= 0 { y } else { y - 399 } / 400;
+    let yoe = y - era * 400;
+    let mp = (m + 9) % 12;
+    let doy = (153 * mp + 2) / 5 + d - 1;
+    let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
+    era * 146_097 + doe - 719_468
+}
+
+/// Count of rows per distinct tenant / model version.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Facet {
+    pub name: String,
+    /// Rows with this value in the whole file (before filters).
+    pub rows: u64,
+}
+
+/// Phase timings of one tenant (filters applied).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct TenantBreakdown {
+    pub tenant: String,
+    pub rows: u64,
+    pub first_token_ms: Summary,
+    pub total_ms: Summary,
+    pub share_of_ttft: BTreeMap<String, f64>,
+    pub dominant_phase: Option<String>,
+}
+
+/// Result of the request-log analyzer.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct RequestLogAnalysis {
+    /// Rows that passed the filters (and were analyzed).
+    pub rows: u64,
+    /// All rows in the file.
+    pub rows_total: u64,
+    /// Per phase field (`tokenize_ms`, `queue_wait_ms`, `prefill_ms`,
+    /// `first_token_ms`, `decode_ms`, `detokenize_ms`, `total_ms`, `itl_p50_ms`,
+    /// `itl_p99_ms`): distribution over rows that have it.
+    pub phases: BTreeMap<String, Summary>,
+    /// Σ phase / Σ first_token_ms over rows with both, for tokenize, queue
+    /// wait and prefill; `other_ms` is the unexplained rest (sampling, gaps).
+    pub share_of_ttft: BTreeMap<String, f64>,
+    /// Like `share_of_ttft` but of `total_ms`, adding decode and detokenize.
+    pub share_of_e2e: BTreeMap<String, f64>,
+    /// `share_of_ttft` over the slow tail only: rows whose first_token_ms is at
+    /// or above its p95 ("where does p95 TTFT go").
+    pub share_of_ttft_p95_tail: BTreeMap<String, f64>,
+    /// The phase with the largest share of TTFT (of E2E when TTFT is absent);
+    /// `other_ms` means the time is between the recorded phases.
+    pub dominant_phase: Option<String>,
+    pub dominant_share: Option<f64>,
+    /// The phase with the largest share of E2E latency.
+    pub dominant_phase_e2e: Option<String>,
+    pub tenants: Vec<Facet>,
+    pub model_versions: Vec<Facet>,
+    /// Per tenant (largest first, at most 50), filters applied.
+    pub by_tenant: Vec<TenantBreakdown>,
+    /// First and last `arrival_ts` among analyzed rows (epoch seconds).
+    pub arrival_first: Option<f64>,
+    pub arrival_last: Option<f64>,
+    pub notes: Vec<String>,
+}
+
+/// Column indices in the per-row store.
+const TOK: usize = 0;
+const QUEUE: usize = 1;
+const PREFILL: usize = 2;
+const FIRST: usize = 3;
+const DECODE: usize = 4;
+const DETOK: usize = 5;
+const TOTAL: usize = 6;
+const ITL50: usize = 7;
+const ITL99: usize = 8;
+const NCOLS: usize = 9;
+const COL_NAMES: [&str; NCOLS] = [
+    "tokenize_ms",
+    "queue_wait_ms",
+    "prefill_ms",
+    "first_token_ms",
+    "decode_ms",
+    "detokenize_ms",
+    "total_ms",
+    "itl_p50_ms",
+    "itl_p99_ms",
+];
+const TTFT_PARTS: [usize; 3] = [TOK, QUEUE, PREFILL];
+const E2E_PARTS: [usize; 5] = [TOK, QUEUE, PREFILL, DECODE, DETOK];
+
+/// Bounded-cardinality value counter.
+#[derive(Default)]
+struct Facets {
+    index: HashMap<String, u32>,
+    names: Vec<String>,
+    rows: Vec<u64>,
+    overflow_rows: u64,
+}
+
+/// Index used for "no value" and for values past the cardinality cap.
+const NO_FACET: u32 = u32::MAX;
+
+impl Facets {
+    fn add(&mut self, v: Option<&str>) -> u32 {
+        let Some(v) = v else { return NO_FACET };
+        if let Some(&i) = self.index.get(v) {
+            self.rows[i as usize] += 1;
+            return i;
+        }
+        if self.names.len() >= MAX_FACETS {
+            self.overflow_rows += 1;
+            return NO_FACET;
+        }
+        let i = self.names.len() as u32;
+        self.index.insert(v.to_string(), i);
+        self.names.push(v.to_string());
+        self.rows.push(1);
+        i
+    }
+
+    fn list(&self) -> Vec<Facet> {
+        let mut v: Vec<Facet> = self
+            .names
+            .iter()
+            .zip(&self.rows)
+            .map(|(n, &r)| Facet {
+                name: n.clone(),
+                rows: r,
+            })
+            .collect();
+        v.sort_by(|a, b| b.rows.cmp(&a.rows).then_with(|| a.name.cmp(&b.name)));
+        if self.overflow_rows > 0 {
+            v.push(Facet {
+                name: "(other)".into(),
+                rows: self.overflow_rows,
+            });
+        }
+        v
+    }
+}
+
+/// Analyze a request log: phase percentiles, shares of TTFT and E2E, the
+/// dominant phase, tenants and model versions. Filters from `opts` are
+/// applied while streaming. Columns are kept as one f64 per row per phase
+/// (NaN = missing), about 72 bytes per analyzed row.
+pub fn analyze<R: Read>(reader: R, opts: &Options) -> Result<RequestLogAnalysis, AnalyzeError> {
+    let mut cols: [Vec<f64>; NCOLS] = Default::default();
+    let mut tenant_of_row: Vec<u32> = Vec::new();
+    let mut tenants = Facets::default();
+    let mut models = Facets::default();
+    let mut rows_total = 0u64;
+    let mut arrival_first = f64::INFINITY;
+    let mut arrival_last = f64::NEG_INFINITY;
+    let mut negative_rows = 0u64;
+
+    for_each_request(reader, |row: RequestRow| -> Result<(), AnalyzeError> {
+        rows_total += 1;
+        let t = tenants.add(row.tenant.as_deref());
+        models.add(row.model_version.as_deref());
+        if let Some(want) = &opts.tenant {
+            if row.tenant.as_deref() != Some(want.as_str()) {
+                return Ok(());
+            }
+        }
+        if let Some(want) = &opts.model_version {
+            if row.model_version.as_deref() != Some(want.as_str()) {
+                return Ok(());
+            }
+        }
+        if opts.arrival_from.is_some() || opts.arrival_to.is_some() {
+            let Some(ts) = row.arrival_ts else { return Ok(()) };
+            if opts.arrival_from.is_some_and(|f| ts < f) || opts.arrival_to.is_some_and(|e| ts >= e) {
+                return Ok(());
+            }
+        }
+        if let Some(ts) = row.arrival_ts {
+            arrival_first = arrival_first.min(ts);
+            arrival_last = arrival_last.max(ts);
+        }
+        let vals = [
+            row.tokenize_ms,
+            row.queue_wait_ms,
+            row.prefill_ms,
+            row.first_token_ms,
+            row.decode_ms,
+            row.detokenize_ms,
+            row.total_ms,
+            row.itl_p50_ms,
+            row.itl_p99_ms,
+        ];
+        if vals.iter().flatten().any(|v| *v < 0.0) {
+            negative_rows += 1;
+        }
+        for (col, v) in cols.iter_mut().zip(vals) {
+            col.push(v.unwrap_or(f64::NAN));
+        }
+        tenant_of_row.push(t);
+        Ok(())
+    })?;
+
+    let rows = tenant_of_row.len() as u64;
+    let mut notes = Vec::new();
+    if rows_total == 0 {
+        notes.push("the file holds no request rows".to_string());
+    } else if rows == 0 {
+        notes.push(format!("no rows match the filters ({rows_total} rows in the file)"));
+    }
+    if negative_rows > 0 {
+        notes.push(format!(
+            "{negative_rows} rows have negative phase times (clock skew between components?)"
+        ));
+    }
+    if tenants.overflow_rows > 0 || models.overflow_rows > 0 {
+        notes.push(format!(
+            "more than {MAX_FACETS} distinct tenants or model versions; the rest are counted as \"(other)\""
+        ));
+    }
+
+    let all_rows: Vec<usize> = (0..tenant_of_row.len()).collect();
+    let share_of_ttft = shares(&cols, &all_rows, FIRST, &TTFT_PARTS, &mut notes, "TTFT");
+    let share_of_e2e = shares(&cols, &all_rows, TOTAL, &E2E_PARTS, &mut notes, "E2E");
+
+    let mut phases = BTreeMap::new();
+    for (i, col) in cols.iter().enumerate() {
+        let mut v = col.clone();
+        let s = Summary::from_values(&mut v);
+        if s.count > 0 {
+            phases.insert(COL_NAMES[i].to_string(), s);
+        }
+    }
+
+    let share_of_ttft_p95_tail = match phases.get("first_token_ms").and_then(|s| s.p95) {
+        Some(p95) => {
+            let tail: Vec<usize> = all_rows
+                .iter()
+                .copied()
+                .filter(|&r| cols[FIRST][r] >= p95)
+                .collect();
+            shares(&cols, &tail, FIRST, &TTFT_PARTS, &mut Vec::new(), "TTFT")
+        }
+        None => BTreeMap::new(),
+    };
+
+    let (dominant_phase, dominant_share) = if !share_of_ttft.is_empty() {
+        argmax(&share_of_ttft)
+    } else {
+        argmax(&share_of_e2e)
+    };
+    let (dominant_phase_e2e, _) = argmax(&share_of_e2e);
+    if dominant_phase.as_deref() == Some("other_ms") {
+        notes.push(
+            "most of the time is outside the recorded phases: check the measurement, or look at gaps between phases (step 3)"
+                .to_string(),
+        );
+    }
+
+    // Per tenant, largest first.
+    let mut by_tenant = Vec::new();
+    let mut tenant_rows: HashMap<u32, Vec<usize>> = HashMap::new();
+    for (r, &t) in tenant_of_row.iter().enumerate() {
+        if t != NO_FACET {
+            tenant_rows.entry(t).or_default().push(r);
+        }
+    }
+    let mut order: Vec<(u32, usize)> = tenant_rows.iter().map(|(&t, v)| (t, v.len())).collect();
+    order.sort_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(&b.0)));
+    for (t, _) in order.into_iter().take(MAX_TENANT_BREAKDOWNS) {
+        let idx = &tenant_rows[&t];
+        let pick = |c: usize| -> Summary {
+            let mut v: Vec<f64> = idx.iter().map(|&r| cols[c][r]).collect();
+            Summary::from_values(&mut v)
+        };
+        let share = shares(&cols, idx, FIRST, &TTFT_PARTS, &mut Vec::new(), "TTFT");
+        let (dom, _) = if share.is_empty() {
+            argmax(&shares(&cols, idx, TOTAL, &E2E_PARTS, &mut Vec::new(), "E2E"))
+        } else {
+            argmax(&share)
+        };
+        by_tenant.push(TenantBreakdown {
+            tenant: tenants.names[t as usize].clone(),
+            rows: idx.len() as u64,
+            first_token_ms: pick(FIRST),
+            total_ms: pick(TOTAL),
+            share_of_ttft: share,
+            dominant_phase: dom,
+        });
+    }
+
+    Ok(RequestLogAnalysis {
+        rows,
+        rows_total,
+        phases,
+        share_of_ttft,
+        share_of_e2e,
+        share_of_ttft_p95_tail,
+        dominant_phase,
+        dominant_share,
+        dominant_phase_e2e,
+        tenants: tenants.list(),
+        model_versions: models.list(),
+        by_tenant,
+        arrival_first: arrival_first.is_finite().then_some(arrival_first),
+        arrival_last: arrival_last.is_finite().then_some(arrival_last),
+        notes,
+    })
+}
+
+/// Shares of `target` explained by each of `parts`, over `rows` that have
+/// the target: Σ part / Σ target (a missing part counts as 0 for that row),
+/// plus `other_ms` = the unexplained rest (clamped at 0).
+fn shares(
+    cols: &[Vec<f64>; NCOLS],
+    rows: &[usize],
+    target: usize,
+    parts: &[usize],
+    notes: &mut Vec<String>,
+    label: &str,
+) -> BTreeMap<String, f64> {
+    let mut out = BTreeMap::new();
+    let mut total = 0.0;
+    let mut sums = vec![0.0; parts.len()];
+    let mut present = vec![false; parts.len()];
+    for &r in rows {
+        let t = cols[target][r];
+        if t.is_nan() {
+            continue;
+        }
+        total += t;
+        for (k, &p) in parts.iter().enumerate() {
+            let v = cols[p][r];
+            if !v.is_nan() {
+                sums[k] += v;
+                present[k] = true;
+            }
+        }
+    }
+    if total <= 0.0 || !present.iter().any(|&p| p) {
+        return out;
+    }
+    let mut explained = 0.0;
+    for (k, &p) in parts.iter().enumerate() {
+        if present[k] {
+            out.insert(COL_NAMES[p].to_string(), sums[k] / total);
+            explained += sums[k] / total;
+        }
+    }
+    if explained > 1.0 + 1e-9 {
+        notes.push(format!(
+            "the phases add up to {:.0}% of {label}: they overlap or {label} is measured differently",
+            explained * 100.0
+        ));
+    }
+    out.insert("other_ms".to_string(), (1.0 - explained).max(0.0));
+    out
+}
+
+fn argmax(m: &BTreeMap<String, f64>) -> (Option<String>, Option<f64>) {
+    m.iter()
+        .max_by(|a, b| a.1.total_cmp(b.1))
+        .map(|(k, v)| (Some(k.clone()), Some(*v)))
+        .unwrap_or((None, None))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::process::Command;
+
+    fn run(text: &str, opts: &Options) -> Result<RequestLogAnalysis, AnalyzeError> {
+        analyze(text.as_bytes(), opts)
+    }
+
+    /// A deterministic generator with the same shape as
+    /// shared/tools/gen_requests.py: queue wait dominates TTFT for tenant
+    /// "batch", prefill for tenant "chat".
+    fn synthetic(n: usize) -> String {
+        let mut s = String::new();
+        let mut x: u64 = 42;
+        let mut rnd = || {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            (x >> 11) as f64 / (1u64 << 53) as f64
+        };
+        for i in 0..n {
+            let tenant = if i % 3 == 0 { "batch" } else { "chat" };
+            let pt = 800.0 + rnd() * 2000.0;
+            let queue = if tenant == "batch" { 1800.0 * (0.5 + rnd()) } else { 40.0 * rnd() };
+            let prefill = pt * 0.045;
+            let tok = 0.2 + rnd() * 0.3;
+            let first = tok + queue + prefill + 0.5;
+            let decode = 200.0 * 21.0;
+            let total = first + decode + 2.0;
+            s.push_str(&format!(
+                "{{\"request_id\":\"r{i}\",\"arrival_ts\":{},\"tokenize_ms\":{tok},\"queue_wait_ms\":{queue},\"prefill_ms\":{prefill},\"first_token_ms\":{first},\"decode_ms\":{decode},\"detokenize_ms\":2,\"total_ms\":{total},\"prompt_tokens\":{},\"model_version\":\"m@rev{}\",\"tenant\":\"{tenant}\",\"gpu\":\"h100\"}}\n",
+                1_764_400_000.0 + i as f64 * 0.02,
+                pt as i64,
+                i % 2
+            ));
+        }
+        s
+    }
+
+    #[test]
+    fn dominant_phase_by_tenant() {
+        let text = synthetic(3000);
+        let a = run(&text, &Options::default()).unwrap();
+        assert_eq!(a.rows, 3000);
+        assert_eq!(a.rows_total, 3000);
+        let by: HashMap<_, _> = a.by_tenant.iter().map(|t| (t.tenant.as_str(), t)).collect();
+        assert_eq!(by["batch"].dominant_phase.as_deref(), Some("queue_wait_ms"));
+        assert_eq!(by["chat"].dominant_phase.as_deref(), Some("prefill_ms"));
+        assert_eq!(a.dominant_phase_e2e.as_deref(), Some("decode_ms"));
+        let batch = run(&text, &Options { tenant: Some("batch".into()), ..Options::default() }).unwrap();
+        assert_eq!(batch.rows, 1000);
+        assert_eq!(batch.dominant_phase.as_deref(), Some("queue_wait_ms"));
+        let chat = run(&text, &Options { tenant: Some("chat".into()), ..Options::default() }).unwrap();
+        assert_eq!(chat.dominant_phase.as_deref(), Some("prefill_ms"));
+        // Shares add up to 1 with the residual.
+        let sum: f64 = chat.share_of_ttft.values().sum();
+        assert!((sum - 1.0).abs() < 1e-9, "{sum}");
+        assert_eq!(a.tenants[0], Facet { name: "chat".into(), rows: 2000 });
+        assert_eq!(a.model_versions.len(), 2);
+        // The slow tail of the mix is batch traffic waiting in the queue.
+        let tail = &a.share_of_ttft_p95_tail;
+        assert!(tail["queue_wait_ms"] > 0.8, "{tail:?}");
+        let p = &a.phases["queue_wait_ms"];
+        assert_eq!(p.count, 3000);
+        assert!(p.p50.unwrap() < p.p95.unwrap());
+    }
+
+    #[test]
+    fn filters_by_model_and_time_window() {
+        let text = synthetic(100);
+        let opts = Options {
+            model_version: Some("m@rev1".into()),
+            arrival_from: Some(1_764_400_000.0 + 0.5),
+            arrival_to: Some(1_764_400_000.0 + 1.0),
+            ..Options::default()
+        };
+        let a = run(&text, &opts).unwrap();
+        // Rows 25..50 are in the window; half of them are rev1.
+        assert_eq!(a.rows, 12, "{a:?}");
+        assert!(a.arrival_first.unwrap() >= 1_764_400_000.5);
+        let none = run(&text, &Options { tenant: Some("nobody".into()), ..Options::default() }).unwrap();
+        assert_eq!(none.rows, 0);
+        assert!(none.notes[0].contains("no rows match"));
+        assert!(none.phases.is_empty());
+    }
+
+    #[test]
+    fn nan_and_infinity_are_rejected_with_line() {
+        let text = "{\"request_id\":\"a\",\"queue_wait_ms\":1}\n\n{\"request_id\":\"b\",\"queue_wait_ms\":NaN}\n";
+        let e = run(text, &Options::default()).unwrap_err();
+        let s = e.to_string();
+        assert!(matches!(e, AnalyzeError::Malformed { line: Some(3), .. }), "{s}");
+        assert!(s.contains("NaN") && s.contains("queue_wait_ms"), "{s}");
+        let e = run("{\"total_ms\": -Infinity}\n", &Options::default()).unwrap_err();
+        assert!(e.to_string().contains("-Infinity"), "{e}");
+        let e = run("{\"total_ms\": \"NaN\"}\n", &Options::default()).unwrap_err();
+        assert!(e.to_string().contains("line 1"), "{e}");
+        let e = run("{\"total_ms\": 1}\n{\"total_ms\": 2\n", &Options::default()).unwrap_err();
+        assert!(e.to_string().starts_with("line 2:"), "{e}");
+        let e = run("[1,2]\n", &Options::default()).unwrap_err();
+        assert!(e.to_string().contains("JSON object"), "{e}");
+        let e = run("{\"prompt_tokens\": 1.5}\n", &Options::default()).unwrap_err();
+        assert!(e.to_string().contains("whole number"), "{e}");
+        let e = run("{\"tenant\": [1]}\n", &Options::default()).unwrap_err();
+        assert!(e.to_string().contains("must be a string"), "{e}");
+    }
+
+    #[test]
+    fn rows_keep_unknown_fields_and_mixed_types() {
+        let text = "\u{feff}{\"request_id\": 7, \"arrival_ts\": \"2025-01-02T03:04:05.5Z\", \"prompt_tokens\": 12.0, \"queue_wait_ms\": \"3.5\", \"gpu\": {\"kind\": \"h100\"}, \"tenant\": null}\r\n";
+        let mut rows = Vec::new();
+        let n = for_each_request(text.as_bytes(), |r| -> Result<(), AnalyzeError> {
+            rows.push(r);
+            Ok(())
+        })
+        .unwrap();
+        assert_eq!(n, 1);
+        let r = &rows[0];
+        assert_eq!(r.request_id.as_deref(), Some("7"));
+        assert_eq!(r.prompt_tokens, Some(12));
+        assert_eq!(r.queue_wait_ms, Some(3.5));
+        assert_eq!(r.tenant, None);
+        assert_eq!(r.arrival_ts, Some(1_735_787_045.5));
+        assert_eq!(r.extra["gpu"]["kind"], "h100");
+        assert_eq!(r.line, 1);
+    }
+
+    #[test]
+    fn callback_errors_stop_the_stream() {
+        #[derive(Debug)]
+        enum MyErr {
+            Analyze(#[allow(dead_code)] AnalyzeError),
+            Stop,
+        }
+        impl From<AnalyzeError> for MyErr {
+            fn from(e: AnalyzeError) -> Self {
+                MyErr::Analyze(e)
+            }
+        }
+        let text = synthetic(10);
+        let mut seen = 0;
+        let r = for_each_request(text.as_bytes(), |_| {
+            seen += 1;
+            if seen == 3 {
+                Err(MyErr::Stop)
+            } else {
+                Ok(())
+            }
+        });
+        assert!(matches!(r, Err(MyErr::Stop)));
+        assert_eq!(seen, 3);
+        let r = for_each_request("{oops}\n".as_bytes(), |_| Ok::<(), MyErr>(()));
+        assert!(matches!(r, Err(MyErr::Analyze(AnalyzeError::Malformed { line: Some(1), .. }))));
+    }
+
+    #[test]
+    fn copy_text_format() {
+        let mut row = RequestRow {
+            request_id: Some("a\tb\\c\nd".into()),
+            arrival_ts: Some(1_764_400_000.02),
+            queue_wait_ms: Some(12.5),
+            prompt_tokens: Some(42),
+            tenant: Some("chat".into()),
+            ..RequestRow::default()
+        };
+        row.extra.insert("note".into(), Value::String("x\\y\tz".into()));
+        let mut out = Vec::new();
+        row.write_copy_text(&mut out);
+        let line = String::from_utf8(out).unwrap();
+        assert!(line.ends_with('\n'));
+        let fields: Vec<&str> = line.trim_end_matches('\n').split('\t').collect();
+        assert_eq!(fields.len(), COPY_COLUMNS.len());
+        assert_eq!(fields[0], "a\\tb\\\\c\\nd");
+        assert_eq!(fields[1], "1764400000.02");
+        assert_eq!(fields[2], "\\N");
+        assert_eq!(fields[3], "12.5");
+        assert_eq!(fields[11], "42");
+        assert_eq!(fields[16], "\\N");
+        assert_eq!(fields[17], "chat");
+        // JSON escapes are backslashes too, so they are doubled for COPY.
+        assert_eq!(fields[18], r#"{"note":"x\\\\y\\tz"}"#);
+        let mut out = Vec::new();
+        RequestRow::default().write_copy_text(&mut out);
+        assert!(String::from_utf8(out).unwrap().ends_with("\t{}\n"));
+    }
+
+    #[test]
+    fn rfc3339_parsing() {
+        assert_eq!(parse_rfc3339("1970-01-01T00:00:00Z"), Some(0.0));
+        assert_eq!(parse_rfc3339("2000-03-01 00:00:00"), Some(951_868_800.0));
+        assert_eq!(parse_rfc3339("2025-01-02T04:04:05+01:00"), Some(1_735_787_045.0));
+        assert_eq!(parse_rfc3339("yesterday"), None);
+        assert_eq!(parse_rfc3339("2025-13-02T04:04:05Z"), None);
+    }
+
+    #[test]
+    fn long_lines_are_refused() {
+        let mut text = String::from("{\"a\":\"");
+        text.push_str(&"x".repeat(MAX_LINE_BYTES + 10));
+        text.push_str("\"}\n");
+        let e = run(&text, &Options::default()).unwrap_err();
+        assert!(e.to_string().contains("longer than"), "{e}");
+    }
+
+    /// The shared generator, when python3 is available (it is on the dev
+    /// machines; the test says so and returns otherwise).
+    #[test]
+    fn shared_generator_shape() {
+        let script = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+            .ancestors()
+            .map(|p| p.join("shared/tools/gen_requests.py"))
+            .find(|p| p.exists())
+            .or_else(|| Some(std::path::PathBuf::from("/work/shared/tools/gen_requests.py")).filter(|p| p.exists()));
+        let Some(script) = script else {
+            println!("skipped: gen_requests.py not found");
+            return;
+        };
+        let out = std::env::temp_dir().join(format!("pj-gen-{}.jsonl", std::process::id()));
+        let status = Command::new("python3").arg(&script).arg("10000").arg(&out).status();
+        if !matches!(status, Ok(s) if s.success()) {
+            println!("skipped: python3 could not run gen_requests.py");
+            return;
+        }
+        let file = std::fs::File::open(&out).unwrap();
+        let a = analyze(file, &Options::default()).unwrap();
+        let _ = std::fs::remove_file(&out);
+        assert_eq!(a.rows, 10_000);
+        let by: HashMap<_, _> = a.by_tenant.iter().map(|t| (t.tenant.as_str(), t)).collect();
+        assert_eq!(by["batch"].dominant_phase.as_deref(), Some("queue_wait_ms"));
+        assert_eq!(by["chat"].dominant_phase.as_deref(), Some("prefill_ms"));
+        assert!(a.phases["first_token_ms"].p95.unwrap() > a.phases["first_token_ms"].p50.unwrap());
+    }
+}

@@ -1,0 +1,297 @@
+//! kv-pages: the paged KV-cache ledger, and whether running requests will be preempted.
+//!
+//! pool = ⌊(device × utilization − weights per GPU − other) / (page_tokens × KV bytes per token per GPU)⌋;
+//! a request needs ⌈tokens / page_tokens⌉ pages; preemption is expected when the pages the
+//! admitted requests need at full length (prompt + output) exceed the pool.
+
+use super::chain::Work;
+use super::fmt;
+use super::input::{Parser, Rule};
+use super::memory_fit::UTILIZATION;
+use super::setup::{self, need, opt, Setup};
+use super::{Chain, EstimatorInfo, FieldError, FieldSpec, Inputs};
+
+const NAME: &str = "kv-pages";
+
+const FIELDS: &[FieldSpec] = &[
+    setup::MODEL,
+    setup::CONFIG,
+    setup::GPU,
+    setup::TP,
+    setup::WEIGHT_DTYPE,
+    setup::KV_DTYPE,
+    opt(
+        "device_bytes",
+        "Device memory",
+        "B",
+        None,
+        "Memory of one GPU, e.g. 80e9; defaults to the GPU's memory (same as hbm_bytes).",
+    ),
+    UTILIZATION,
+    opt(
+        "other_bytes",
+        "Everything else",
+        "B",
+        Some("0"),
+        "Per-GPU memory that is neither weights nor KV: activations, CUDA graphs, context.",
+    ),
+    opt(
+        "page_tokens",
+        "Page size",
+        "tokens",
+        Some("16"),
+        "Tokens per KV-cache page (vLLM block_size).",
+    ),
+    need(
+        "requests",
+        "Requests",
+        "requests",
+        "Requests admitted together.",
+    ),
+    need(
+        "prompt_tokens",
+        "Prompt length",
+        "tokens",
+        "Prompt tokens per request.",
+    ),
+    need(
+        "output_tokens",
+        "Output length",
+        "tokens",
+        "Tokens each request will generate; their pages are owed too.",
+    ),
+    setup::PARAMS,
+    setup::LAYERS,
+    setup::KV_HEADS,
+    setup::HEAD_DIM,
+    setup::HBM_BYTES,
+];
+
+pub(super) const INFO: EstimatorInfo = EstimatorInfo {
+    name: NAME,
+    title: "KV page ledger",
+    summary: "KV-cache pages available versus pages the admitted requests need now and at full length.",
+    fields: FIELDS,
+    run,
+};
+
+fn run(inputs: &Inputs) -> Result<Chain, Vec<FieldError>> {
+    let mut p = Parser::new(inputs, FIELDS);
+    let setup = Setup::resolve(&mut p);
+    if p.given("device_bytes") && p.given("hbm_bytes") {
+        p.fail("device_bytes", "give device_bytes or hbm_bytes, not both");
+    }
+    let device = p.opt("device_bytes", Rule::Positive);
+    let util = p.or("gpu_memory_utilization", 0.92, Rule::Fraction);
+    let other = p.or("other_bytes", 0.0, Rule::NonNegative);
+    let page = p.or("page_tokens", 16.0, Rule::Count);
+    let requests = p.req("requests", Rule::Count);
+    let prompt = p.req("prompt_tokens", Rule::Count);
+    let output = p.req("output_tokens", Rule::CountOrZero);
+    let (Some(s), Some(util), Some(other), Some(page), Some(requests), Some(prompt), Some(output)) =
+        (setup, util, other, page, requests, prompt, output)
+    else {
+        return Err(p.into_errors());
+    };
+    let mut used = p.finish()?;
+    let device = match device {
+        Some(d) => {
+            // The catalog memory figure was not used; don't show it as if it were.
+            used.remove("hbm_bytes");
+            d
+        }
+        None => {
+            used.insert("device_bytes".into(), fmt::whole(s.gpu.hbm_bytes));
+            s.gpu.hbm_bytes
+        }
+    };
+
+    let mut w = Work::new();
+    let budget = device * util;
+    w.bytes_line(
+        "budget_bytes_per_gpu",
+        "Budget per GPU",
+        format!("{} × {}", fmt::bytes(device), fmt::num(util)),
+        budget,
+    );
+    let weights = s.weights_line(&mut w, "weight_bytes_per_gpu", "Weights per GPU", s.weight_dtype);
+    let pool_bytes = budget - weights - other;
+    w.bytes_line(
+        "pool_bytes",
+        "KV pool per GPU",
+        format!(
+            "{} − {} − {}",
+            fmt::bytes(budget),
+            fmt::bytes(weights),
+            fmt::bytes(other)
+        ),
+        pool_bytes,
+    );
+    let per_token = s.kv_token_line(&mut w);
+    let page_bytes = page * per_token;
+    w.bytes_line(
+        "page_bytes",
+        "Bytes per page",
+        format!("{} tokens × {}", fmt::num(page), fmt::bytes(per_token)),
+        page_bytes,
+    );
+    let pool_pages = (pool_bytes / page_bytes).floor().max(0.0);
+    w.line(
+        "pool_pages",
+        "Pages in the pool",
+        format!("⌊{} / {}⌋", fmt::bytes(pool_bytes), fmt::bytes(page_bytes)),
+        fmt::whole(pool_pages),
+        "pages",
+    );
+    let start_each = (prompt / page).ceil();
+    let pages_at_start = requests * start_each;
+    w.line(
+        "pages_at_start",
+        "Pages at admission",
+        format!(
+            "{} requests × ⌈{} / {}⌉ = {} × {}",
+            fmt::num(requests),
+            fmt::num(prompt),
+            fmt::num(page),
+            fmt::num(requests),
+            fmt::num(start_each)
+        ),
+        fmt::whole(pages_at_start),
+        "pages",
+    );
+    let finish_each = ((prompt + output) / page).ceil();
+    let pages_at_finish = requests * finish_each;
+    w.line(
+        "pages_at_finish",
+        "Pages at full length",
+        format!(
+            "{} requests × ⌈({} + {}) / {}⌉ = {} × {}",
+            fmt::num(requests),
+            fmt::num(prompt),
+            fmt::num(output),
+            fmt::num(page),
+            fmt::num(requests),
+            fmt::num(finish_each)
+        ),
+        fmt::whole(pages_at_finish),
+        "pages",
+    );
+    let max_full = (pool_pages / finish_each).floor();
+    w.line(
+        "max_full_length_requests",
+        "Requests that can reach full length together",
+        format!("⌊{} / {}⌋", fmt::num(pool_pages), fmt::num(finish_each)),
+        fmt::whole(max_full),
+        "requests",
+    );
+    let preempt = pages_at_finish > pool_pages;
+    w.line(
+        "preemption_expected",
+        "Preemption expected",
+        format!("{} > {}", fmt::num(pages_at_finish), fmt::num(pool_pages)),
+        preempt.into(),
+        "",
+    );
+
+    w.result("pool_pages", fmt::whole(pool_pages));
+    w.result("pages_at_start", fmt::whole(pages_at_start));
+    w.result("pages_at_finish", fmt::whole(pages_at_finish));
+    w.result("max_full_length_requests", fmt::whole(max_full));
+    w.result("preemption_expected", preempt.into());
+    w.result("kv_bytes_per_token_per_gpu", fmt::whole(per_token));
+
+    let sanity = if pool_pages == 0.0 {
+        format!(
+            "There is no KV pool: weights and other memory ({}) take the whole {} budget.",
+            fmt::bytes(weights + other),
+            fmt::bytes(budget)
+        )
+    } else if pages_at_start > pool_pages {
+        format!(
+            "The prompts alone need {} pages but the pool holds {}: not even all {} requests \
+             can be admitted, and only {} can reach full length together.",
+            fmt::num(pages_at_start),
+            fmt::num(pool_pages),
+            fmt::num(requests),
+            fmt::num(max_full)
+        )
+    } else if preempt {
+        format!(
+            "The prompts fit ({} of {} pages), but at full length the requests need {}: only \
+             {} of {} can finish together, so preemption is certain. Future output pages \
+             belong in the ledger.",
+            fmt::num(pages_at_start),
+            fmt::num(pool_pages),
+            fmt::num(pages_at_finish),
+            fmt::num(max_full),
+            fmt::num(requests)
+        )
+    } else {
+        format!(
+            "All {} requests fit even at full length ({} of {} pages): no preemption from KV \
+             pressure.",
+            fmt::num(requests),
+            fmt::num(pages_at_finish),
+            fmt::num(pool_pages)
+        )
+    };
+    Ok(w.finish(NAME, used, sanity))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::testutil::*;
+
+    const REF: &str = "model=llama-3.1-8b device_bytes=80e9 gpu_memory_utilization=0.92 \
+        other_bytes=2e9 page_tokens=16 requests=200 prompt_tokens=2048";
+
+    #[test]
+    fn reference_preemption_ledger() {
+        let c = ok("kv-pages", &format!("{REF} output_tokens=1024"));
+        assert_eq!(c.results["pool_pages"], serde_json::json!(26_483));
+        assert_eq!(c.results["pages_at_start"], serde_json::json!(25_600));
+        assert_eq!(c.results["pages_at_finish"], serde_json::json!(38_400));
+        assert_eq!(c.results["max_full_length_requests"], serde_json::json!(137));
+        assert_eq!(c.results["preemption_expected"], serde_json::json!(true));
+        assert!(c.sanity.contains("preemption is certain"));
+        assert!(!c.inputs.contains_key("hbm_bytes"));
+    }
+
+    #[test]
+    fn short_outputs_fit() {
+        let c = ok("kv-pages", &format!("{REF} output_tokens=16"));
+        assert_eq!(c.results["pages_at_finish"], serde_json::json!(200 * 129));
+        assert_eq!(c.results["preemption_expected"], serde_json::json!(false));
+    }
+
+    #[test]
+    fn device_defaults_to_the_gpu() {
+        let c = ok(
+            "kv-pages",
+            "model=llama-3.1-8b gpu=h100-sxm requests=1 prompt_tokens=1 output_tokens=0",
+        );
+        assert_eq!(c.inputs["device_bytes"], serde_json::json!(85_020_000_000u64));
+        let pool = ((0.92 * 85.02e9 - 16_060_522_496.0) / (16.0 * 131_072.0)).floor();
+        close(&c, "pool_pages", pool);
+        // partial pages round up
+        let c = ok(
+            "kv-pages",
+            "model=llama-3.1-8b requests=3 prompt_tokens=17 output_tokens=0",
+        );
+        assert_eq!(c.results["pages_at_start"], serde_json::json!(6));
+    }
+
+    #[test]
+    fn errors_name_fields() {
+        let e = errs(
+            "kv-pages",
+            "model=llama-3.1-8b device_bytes=80e9 hbm_bytes=80e9 page_tokens=0 requests=2.5",
+        );
+        has_err(&e, "device_bytes", "not both");
+        has_err(&e, "page_tokens", "at least 1");
+        has_err(&e, "requests", "whole number");
+        has_err(&e, "prompt_tokens", "required");
+        has_err(&e, "output_tokens", "required");
+        has_err(&errs("kv-pages", &format!("{REF} output_tokens=-1")), "output_tokens", "at least 0");
+    }
+}

@@ -1,0 +1,510 @@
+//! Step 2 — decompose by phase. Which phase holds the time decides what to
+//! check next; this step alone settles about half of all investigations.
+
+use serde::{Deserialize, Serialize};
+
+use super::metric::{Metric, MetricTarget, Percentile};
+use super::FieldError;
+use crate::core::stats::{StatsError, Summary};
+
+/// A phase of one request's life in the server.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Phase {
+    Tokenize,
+    QueueWait,
+    Prefill,
+    Decode,
+    Detokenize,
+    Network,
+}
+
+impl Phase {
+    pub const ALL: [Phase; 6] = [
+        Phase::Tokenize,
+        Phase::QueueWait,
+        Phase::Prefill,
+        Phase::Decode,
+        Phase::Detokenize,
+        Phase::Network,
+    ];
+
+    pub fn slug(self) -> &'static str {
+        match self {
+            Phase::Tokenize => "tokenize",
+            Phase::QueueWait => "queue_wait",
+            Phase::Prefill => "prefill",
+            Phase::Decode => "decode",
+            Phase::Detokenize => "detokenize",
+            Phase::Network => "network",
+        }
+    }
+
+    pub fn label(self) -> &'static str {
+        match self {
+            Phase::Tokenize => "Tokenize",
+            Phase::QueueWait => "Queue wait",
+            Phase::Prefill => "Prefill",
+            Phase::Decode => "Decode",
+            Phase::Detokenize => "Detokenize",
+            Phase::Network => "Network",
+        }
+    }
+
+    /// Phases that make up a metric:
+    /// TTFT = tokenize + queue wait + prefill (+ network when measured at the
+    /// client); ITL/TPOT = decode; queue wait = queue wait; E2E, throughput
+    /// and cost = every phase (a request's whole life is what they pay for).
+    pub fn counted_in(metric: Metric) -> &'static [Phase] {
+        match metric {
+            Metric::Ttft => &[Phase::Tokenize, Phase::QueueWait, Phase::Prefill, Phase::Network],
+            Metric::Itl | Metric::Tpot => &[Phase::Decode],
+            Metric::QueueWait => &[Phase::QueueWait],
+            Metric::E2e | Metric::Throughput | Metric::CostPerMillion => &Phase::ALL,
+        }
+    }
+}
+
+/// Percentiles of one phase's duration (ms) and, optionally, its share of
+/// the chosen metric (0..1) when the telemetry can attribute it exactly.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct PhaseRow {
+    pub phase: Phase,
+    pub p50: f64,
+    /// Needed only when the metric is a p90 target.
+    #[serde(default)]
+    pub p90: Option<f64>,
+    pub p95: f64,
+    pub p99: f64,
+    #[serde(default)]
+    pub share: Option<f64>,
+}
+
+impl PhaseRow {
+    pub fn at(&self, percentile: Percentile) -> Option<f64> {
+        match percentile {
+            Percentile::P50 => Some(self.p50),
+            Percentile::P90 => self.p90,
+            Percentile::P95 => Some(self.p95),
+            Percentile::P99 => Some(self.p99),
+        }
+    }
+}
+
+/// Per-phase percentiles for one investigation.
+///
+/// Share of phase *i* in the metric, when not given explicitly:
+/// `sᵢ = Qₚ(phaseᵢ) / observed`, the phase's value at the metric's
+/// percentile p over the metric's observed value. Percentiles do not add up
+/// (the p95 of a sum is not the sum of p95s), so these shares are an
+/// approximation and need not sum to 1; a sum far below 1 means time is
+/// spent between the recorded phases.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct PhaseTable {
+    pub rows: Vec<PhaseRow>,
+}
+
+impl PhaseTable {
+    /// Build rows from raw per-request durations of each phase (ms).
+    pub fn from_timings(timings: &[(Phase, Vec<f64>)]) -> Result<PhaseTable, StatsError> {
+        let rows = timings
+            .iter()
+            .map(|(phase, values)| {
+                let s = Summary::of(values)?;
+                Ok(PhaseRow {
+                    phase: *phase,
+                    p50: s.p50,
+                    p90: Some(s.p90),
+                    p95: s.p95,
+                    p99: s.p99,
+                    share: None,
+                })
+            })
+            .collect::<Result<Vec<_>, StatsError>>()?;
+        Ok(PhaseTable { rows })
+    }
+
+    /// Values must be finite and ≥ 0, percentiles ordered, shares in [0, 1],
+    /// each phase at most once.
+    pub fn validate(&self) -> Vec<FieldError> {
+        let mut errors = Vec::new();
+        for (i, row) in self.rows.iter().enumerate() {
+            let name = row.phase.slug();
+            let values = [Some(row.p50), row.p90, Some(row.p95), Some(row.p99)];
+            if values.iter().flatten().any(|v| !v.is_finite() || *v < 0.0) {
+                errors.push(FieldError::new(
+                    format!("phases[{i}]"),
+                    format!("{}: durations must be numbers of milliseconds ≥ 0", row.phase.label()),
+                ));
+            } else if !values.iter().flatten().is_sorted() {
+                errors.push(FieldError::new(
+                    format!("phases[{i}]"),
+                    format!("{}: percentiles must not decrease (p50 ≤ p90 ≤ p95 ≤ p99)", row.phase.label()),
+                ));
+            }
+            if let Some(s) = row.share.filter(|s| !(0.0..=1.0).contains(s)) {
+                errors.push(FieldError::new(
+                    format!("phases[{i}].share"),
+                    format!("{}: a share is a fraction between 0 and 1, got {s}", row.phase.label()),
+                ));
+            }
+            if self.rows[..i].iter().any(|r| r.phase == row.phase) {
+                errors.push(FieldError::new(
+                    format!("phases[{i}]"),
+                    format!("{} is listed twice ({name})", row.phase.label()),
+                ));
+            }
+        }
+        errors
+    }
+
+    /// Shares of the phases counted in the target's metric, largest first.
+    /// Phases without a usable value at the percentile are left out.
+    pub fn shares(&self, target: &MetricTarget) -> Vec<(Phase, f64)> {
+        let counted = Phase::counted_in(target.metric);
+        let mut shares: Vec<(Phase, f64)> = self
+            .rows
+            .iter()
+            .filter(|r| counted.contains(&r.phase))
+            .filter_map(|r| {
+                let share = match r.share {
+                    Some(s) => Some(s),
+                    None if target.observed > 0.0 => r.at(target.percentile).map(|v| v / target.observed),
+                    None => None,
+                };
+                share.filter(|s| s.is_finite()).map(|s| (r.phase, s))
+            })
+            .collect();
+        shares.sort_by(|a, b| b.1.total_cmp(&a.1));
+        shares
+    }
+}
+
+/// A phase dominates at share ≥ 0.5, or, failing that, when the largest share is ≥ 0.35 and at least twice the next.
+pub const DOMINANT_SHARE: f64 = 0.5;
+/// Second rule's floor on the largest share.
+pub const LEADING_SHARE: f64 = 0.35;
+/// Second rule's required lead over the runner-up.
+pub const LEAD_FACTOR: f64 = 2.0;
+
+/// Which phase holds the time, if any.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum Dominance {
+    Phase { phase: Phase, share: f64 },
+    Nothing { reason: String },
+}
+
+/// The dominant phase of the target's metric.
+///
+/// Rules, on the shares of [`PhaseTable::shares`]:
+/// 1. the largest share `s₁ ≥ 0.5` → that phase dominates;
+/// 2. otherwise `s₁ ≥ 0.35` and `s₁ ≥ 2·s₂` (s₂ the runner-up) → it dominates:
+///    it is the one clear place to look even though it is under half;
+/// 3. otherwise nothing dominates.
+///
+/// Per-token metrics (ITL, TPOT) live entirely inside decode, so decode is
+/// their dominant phase by definition when it was recorded.
+pub fn dominant(table: &PhaseTable, target: &MetricTarget) -> Dominance {
+    if matches!(target.metric, Metric::Itl | Metric::Tpot) {
+        return if table.rows.iter().any(|r| r.phase == Phase::Decode) {
+            Dominance::Phase {
+                phase: Phase::Decode,
+                share: 1.0,
+            }
+        } else {
+            Dominance::Nothing {
+                reason: format!(
+                    "{} is per-token decode time, but no decode timings were recorded",
+                    target.metric.short_label()
+                ),
+            }
+        };
+    }
+    let shares = table.shares(target);
+    let Some(&(top, s1)) = shares.first() else {
+        return Dominance::Nothing {
+            reason: "No phase timings counted in this metric were recorded.".into(),
+        };
+    };
+    let s2 = shares.get(1).map_or(0.0, |s| s.1);
+    if s1 >= DOMINANT_SHARE || (s1 >= LEADING_SHARE && s1 >= LEAD_FACTOR * s2) {
+        return Dominance::Phase { phase: top, share: s1 };
+    }
+    let total: f64 = shares.iter().map(|s| s.1).sum();
+    let reason = if total < DOMINANT_SHARE {
+        format!(
+            "The recorded phases explain only {:.0}% of the {} {}: the rest is between phases or the measurement is off.",
+            total * 100.0,
+            target.percentile.slug(),
+            target.metric.short_label()
+        )
+    } else {
+        let runner_up = shares.get(1).map_or("nothing", |s| s.0.label());
+        format!(
+            "No phase stands out: the largest is {} at {:.0}%, then {} at {:.0}%.",
+            top.label(),
+            s1 * 100.0,
+            runner_up,
+            s2 * 100.0
+        )
+    };
+    Dominance::Nothing { reason }
+}
+
+/// What to check next for a dominance finding (the step-2 decision table).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct NextChecks {
+    pub summary: &'static str,
+    /// In the order to do them: cheapest, most likely first.
+    pub checks: Vec<&'static str>,
+    /// Slug of the estimator that quantifies this case, if one applies.
+    pub estimator: Option<&'static str>,
+    /// The method step to continue with, when it is not the next one.
+    pub go_to_step: Option<u8>,
+}
+
+/// The step-2 decision table: dominant phase → next checks.
+pub fn next_checks(dominance: &Dominance) -> NextChecks {
+    let phase = match dominance {
+        Dominance::Phase { phase, .. } => *phase,
+        Dominance::Nothing { .. } => {
+            return NextChecks {
+                summary: "No phase holds the time: either the measurement is wrong or the time sits in gaps between phases.",
+                checks: vec![
+                    "Check that the phase timings add up to the end-to-end time of the same requests.",
+                    "Look for time between phases: waiting on locks, host-device syncs, RPC hops.",
+                    "Go to step 3 and compare GPU busy time, CPU busy time and wall-clock time.",
+                ],
+                estimator: None,
+                go_to_step: Some(3),
+            };
+        }
+    };
+    match phase {
+        Phase::QueueWait => NextChecks {
+            summary: "Requests wait before they run: a capacity or admission problem, which kernel work cannot fix.",
+            checks: vec![
+                "Compare the average running batch with its maximum (max_num_seqs).",
+                "Running batch well below the maximum: the limit is traffic or the scheduler — check max_num_seqs, KV-cache preemptions and admission rules.",
+                "Running batch near the maximum: the replica is at capacity — add replicas or make each step cheaper.",
+                "Check whether long prompts hold up the queue while they prefill; chunked prefill lets short requests through.",
+            ],
+            estimator: None,
+            go_to_step: None,
+        },
+        Phase::Prefill => NextChecks {
+            summary: "Prompt processing holds the time.",
+            checks: vec![
+                "First look at the prompt-length distribution: did prompts get longer?",
+                "Then the prefix-cache hit rate: shared prefixes that miss are recomputed.",
+                "Then whether prefill runs near the compute roofline (step 4).",
+                "Only then the prefill kernels (step 5).",
+            ],
+            estimator: Some("prefix-reuse"),
+            go_to_step: None,
+        },
+        Phase::Decode => NextChecks {
+            summary: "Token generation holds the time: compare it with the memory-bandwidth floor.",
+            checks: vec![
+                "Compute the floor: bytes read per decode step (weights + KV cache) / memory bandwidth.",
+                "Compare measured step time with the floor and read the band in step 4.",
+            ],
+            estimator: Some("decode-floor"),
+            go_to_step: Some(4),
+        },
+        Phase::Tokenize => NextChecks {
+            summary: "Turning text into tokens holds the time: a CPU-side problem.",
+            checks: vec![
+                "Check that the fast (Rust-backed) tokenizer is loaded, not a slow pure-Python fallback.",
+                "Check whether tokenization runs serially on the request path under load.",
+            ],
+            estimator: None,
+            go_to_step: None,
+        },
+        Phase::Detokenize => NextChecks {
+            summary: "Turning tokens back into text holds the time: a CPU-side problem.",
+            checks: vec![
+                "Check whether output is detokenized token by token, re-decoding the growing text each time.",
+                "Check that the fast tokenizer is used for decoding as well.",
+            ],
+            estimator: None,
+            go_to_step: None,
+        },
+        Phase::Network => NextChecks {
+            summary: "The time is between server and client (client TTFT far above server TTFT).",
+            checks: vec![
+                "Compare client-side and server-side TTFT for the same requests.",
+                "Look for a proxy, gateway or load balancer that buffers streamed responses, and turn buffering off.",
+            ],
+            estimator: None,
+            go_to_step: None,
+        },
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::core::method::metric::Unit;
+
+    fn row(phase: Phase, p95: f64) -> PhaseRow {
+        PhaseRow {
+            phase,
+            p50: p95 / 2.0,
+            p90: None,
+            p95,
+            p99: p95 * 1.2,
+            share: None,
+        }
+    }
+
+    fn ttft(observed: f64) -> MetricTarget {
+        MetricTarget {
+            metric: Metric::Ttft,
+            percentile: Percentile::P95,
+            observed,
+            target: 800.0,
+            unit: Unit::Ms,
+        }
+    }
+
+    #[test]
+    fn queue_wait_dominates_ttft() {
+        // Methodology example: p95 queue wait 2,300 ms of a 2,500 ms TTFT.
+        let table = PhaseTable {
+            rows: vec![
+                row(Phase::Tokenize, 20.0),
+                row(Phase::QueueWait, 2300.0),
+                row(Phase::Prefill, 180.0),
+                row(Phase::Decode, 9000.0), // not part of TTFT
+            ],
+        };
+        let d = dominant(&table, &ttft(2500.0));
+        assert_eq!(
+            d,
+            Dominance::Phase {
+                phase: Phase::QueueWait,
+                share: 0.92
+            }
+        );
+        let next = next_checks(&d);
+        assert!(next.checks[0].contains("running batch"));
+        assert!(next.checks.iter().any(|c| c.contains("chunked prefill")));
+        assert_eq!(next.estimator, None);
+    }
+
+    #[test]
+    fn second_rule_clear_leader_under_half() {
+        // 40% vs 18%: under half, but ≥ 0.35 and more than twice the next.
+        let table = PhaseTable {
+            rows: vec![
+                row(Phase::Prefill, 400.0),
+                row(Phase::QueueWait, 180.0),
+                row(Phase::Tokenize, 150.0),
+            ],
+        };
+        assert_eq!(
+            dominant(&table, &ttft(1000.0)),
+            Dominance::Phase {
+                phase: Phase::Prefill,
+                share: 0.4
+            }
+        );
+        // 40% vs 25%: no clear leader.
+        let close = PhaseTable {
+            rows: vec![row(Phase::Prefill, 400.0), row(Phase::QueueWait, 250.0), row(Phase::Tokenize, 200.0)],
+        };
+        match dominant(&close, &ttft(1000.0)) {
+            Dominance::Nothing { reason } => assert!(reason.contains("No phase stands out"), "{reason}"),
+            other => panic!("{other:?}"),
+        }
+    }
+
+    #[test]
+    fn nothing_when_phases_are_small() {
+        let table = PhaseTable {
+            rows: vec![row(Phase::QueueWait, 200.0), row(Phase::Prefill, 150.0), row(Phase::Tokenize, 100.0)],
+        };
+        let d = dominant(&table, &ttft(3000.0));
+        match &d {
+            Dominance::Nothing { reason } => assert!(reason.contains("only 15%"), "{reason}"),
+            other => panic!("{other:?}"),
+        }
+        let next = next_checks(&d);
+        assert_eq!(next.go_to_step, Some(3));
+        assert!(matches!(
+            dominant(&PhaseTable::default(), &ttft(3000.0)),
+            Dominance::Nothing { .. }
+        ));
+    }
+
+    #[test]
+    fn explicit_shares_win_over_percentiles() {
+        let mut prefill = row(Phase::Prefill, 100.0);
+        prefill.share = Some(0.7);
+        let table = PhaseTable {
+            rows: vec![prefill, row(Phase::QueueWait, 900.0)],
+        };
+        let shares = table.shares(&ttft(1000.0));
+        assert_eq!(shares, vec![(Phase::QueueWait, 0.9), (Phase::Prefill, 0.7)]);
+    }
+
+    #[test]
+    fn per_token_metrics_go_to_decode() {
+        let itl = MetricTarget {
+            metric: Metric::Itl,
+            percentile: Percentile::P99,
+            observed: 145.0,
+            target: 50.0,
+            unit: Unit::Ms,
+        };
+        let table = PhaseTable {
+            rows: vec![row(Phase::Decode, 30_000.0), row(Phase::QueueWait, 5.0)],
+        };
+        let d = dominant(&table, &itl);
+        assert_eq!(d, Dominance::Phase { phase: Phase::Decode, share: 1.0 });
+        let next = next_checks(&d);
+        assert_eq!(next.estimator, Some("decode-floor"));
+        assert!(next.checks[0].contains("bandwidth"));
+        assert!(matches!(dominant(&PhaseTable::default(), &itl), Dominance::Nothing { .. }));
+    }
+
+    #[test]
+    fn p90_needs_p90_values() {
+        let mut target = ttft(1000.0);
+        target.percentile = Percentile::P90;
+        let table = PhaseTable::from_timings(&[(Phase::QueueWait, (1..=100).map(|v| v as f64 * 10.0).collect())]).unwrap();
+        // numpy.quantile(range(10, 1010, 10), 0.9) = 901.0
+        assert_eq!(table.rows[0].p90, Some(901.0));
+        assert_eq!(table.shares(&target), vec![(Phase::QueueWait, 0.901)]);
+        let without = PhaseTable { rows: vec![row(Phase::QueueWait, 900.0)] };
+        assert!(without.shares(&target).is_empty());
+    }
+
+    #[test]
+    fn decision_table_entries() {
+        let next = |phase| next_checks(&Dominance::Phase { phase, share: 0.8 });
+        let prefill = next(Phase::Prefill);
+        assert!(prefill.checks[0].contains("prompt-length distribution"));
+        assert!(prefill.checks[1].contains("prefix-cache hit rate"));
+        assert_eq!(prefill.estimator, Some("prefix-reuse"));
+        assert!(next(Phase::Tokenize).checks[0].contains("tokenizer"));
+        assert!(next(Phase::Detokenize).checks[0].contains("token by token"));
+        assert!(next(Phase::Network).checks[1].contains("buffers"));
+    }
+
+    #[test]
+    fn validation_of_rows() {
+        let mut bad = row(Phase::Prefill, 100.0);
+        bad.p99 = 50.0;
+        let mut share = row(Phase::Decode, 10.0);
+        share.share = Some(1.5);
+        let table = PhaseTable {
+            rows: vec![bad, share, row(Phase::Prefill, 1.0)],
+        };
+        let fields: Vec<String> = table.validate().into_iter().map(|e| e.field).collect();
+        assert_eq!(fields, ["phases[0]", "phases[1].share", "phases[2]"]);
+        assert!(PhaseTable { rows: vec![row(Phase::Decode, 1.0)] }.validate().is_empty());
+    }
+}

@@ -1,0 +1,166 @@
+//! Step 3 — GPU, CPU or waiting. Compare busy time with wall-clock time over
+//! the same window: if neither processor is busy most of the time, the
+//! request is waiting on something, and neither kernels nor Python help.
+
+use serde::Serialize;
+
+use super::FieldError;
+
+/// A busy/wall ratio at or above this means "that processor is the limit".
+pub const BUSY_RATIO: f64 = 0.8;
+/// Busy time above wall by more than 5% cannot come from one timeline.
+pub const INCONSISTENT_RATIO: f64 = 1.05;
+
+/// What the window was bound by.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum Boundness {
+    GpuBound,
+    CpuBound,
+    /// Both processors mostly idle: the time goes to waiting. The suspects
+    /// are listed most common first.
+    Waiting { suspects: Vec<&'static str> },
+}
+
+/// Step-3 result.
+///
+/// `gpu_ratio = GPU kernel time / wall`, `cpu_ratio = CPU busy time / wall`.
+/// GPU-bound when `gpu_ratio ≥ 0.8` (checked first: when the GPU is that busy
+/// it is the critical resource whatever the host does); else CPU-bound when
+/// `cpu_ratio ≥ 0.8`; else waiting.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Classification {
+    pub bound: Boundness,
+    pub gpu_ratio: f64,
+    pub cpu_ratio: f64,
+    /// Ratios above 1.05: kernel time summed over several streams or GPUs,
+    /// CPU time summed over threads, or windows that do not match.
+    pub warnings: Vec<FieldError>,
+}
+
+impl Classification {
+    pub fn slug(&self) -> &'static str {
+        match self.bound {
+            Boundness::GpuBound => "gpu_bound",
+            Boundness::CpuBound => "cpu_bound",
+            Boundness::Waiting { .. } => "waiting",
+        }
+    }
+
+    /// "GPU-bound (GPU busy 92% of wall, CPU 31%)".
+    pub fn line(&self) -> String {
+        let what = match self.bound {
+            Boundness::GpuBound => "GPU-bound",
+            Boundness::CpuBound => "CPU-bound",
+            Boundness::Waiting { .. } => "waiting",
+        };
+        format!(
+            "{what} (GPU busy {:.0}% of wall, CPU {:.0}%)",
+            self.gpu_ratio * 100.0,
+            self.cpu_ratio * 100.0
+        )
+    }
+}
+
+/// Classify a window from summed GPU kernel time, CPU busy time and wall
+/// time (same unit for all three). Errors when wall ≤ 0 or a total is
+/// negative or not a number.
+pub fn classify(gpu_total: f64, cpu_total: f64, wall: f64) -> Result<Classification, Vec<FieldError>> {
+    let mut errors = Vec::new();
+    if !(wall.is_finite() && wall > 0.0) {
+        errors.push(FieldError::new("wall", "Wall-clock time must be a number greater than 0"));
+    }
+    for (field, value, what) in [("gpu_total", gpu_total, "GPU kernel time"), ("cpu_total", cpu_total, "CPU busy time")] {
+        if !(value.is_finite() && value >= 0.0) {
+            errors.push(FieldError::new(field, format!("{what} must be a number ≥ 0")));
+        }
+    }
+    if !errors.is_empty() {
+        return Err(errors);
+    }
+
+    let gpu_ratio = gpu_total / wall;
+    let cpu_ratio = cpu_total / wall;
+    let mut warnings = Vec::new();
+    if gpu_ratio > INCONSISTENT_RATIO {
+        warnings.push(FieldError::new(
+            "gpu_total",
+            format!(
+                "GPU kernel time is {:.0}% of wall: kernels on several streams or GPUs were summed, or the windows differ. Use one GPU's timeline over the same window.",
+                gpu_ratio * 100.0
+            ),
+        ));
+    }
+    if cpu_ratio > INCONSISTENT_RATIO {
+        warnings.push(FieldError::new(
+            "cpu_total",
+            format!(
+                "CPU busy time is {:.0}% of wall: time from several threads was summed, or the windows differ. Use the busiest thread on the request path.",
+                cpu_ratio * 100.0
+            ),
+        ));
+    }
+
+    let bound = if gpu_ratio >= BUSY_RATIO {
+        Boundness::GpuBound
+    } else if cpu_ratio >= BUSY_RATIO {
+        Boundness::CpuBound
+    } else {
+        Boundness::Waiting {
+            suspects: vec![
+                "insufficient offered load: the queue was empty while the GPU idled (replay at higher fixed concurrency)",
+                "lock contention on the request path",
+                "an implicit host-device sync such as .item(), .cpu() or a blocking copy",
+                "network or RPC waits between components",
+                "a collective (all-reduce, all-gather) waiting on a slower rank",
+            ],
+        }
+    };
+    Ok(Classification {
+        bound,
+        gpu_ratio,
+        cpu_ratio,
+        warnings,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn bands() {
+        let gpu = classify(92.0, 30.0, 100.0).unwrap();
+        assert_eq!(gpu.bound, Boundness::GpuBound);
+        assert_eq!(gpu.line(), "GPU-bound (GPU busy 92% of wall, CPU 30%)");
+        assert_eq!(classify(80.0, 0.0, 100.0).unwrap().bound, Boundness::GpuBound, "0.8 is the edge");
+        assert_eq!(classify(79.0, 85.0, 100.0).unwrap().bound, Boundness::CpuBound);
+        assert_eq!(classify(90.0, 95.0, 100.0).unwrap().slug(), "gpu_bound", "GPU checked first");
+        let waiting = classify(35.0, 20.0, 100.0).unwrap();
+        match &waiting.bound {
+            Boundness::Waiting { suspects } => {
+                assert!(suspects.iter().any(|s| s.contains(".item()")));
+                assert!(suspects.iter().any(|s| s.contains("collective")));
+                assert!(suspects.iter().any(|s| s.contains("lock")));
+            }
+            other => panic!("{other:?}"),
+        }
+        assert!(waiting.warnings.is_empty());
+    }
+
+    #[test]
+    fn inconsistent_ratios_are_flagged() {
+        let c = classify(210.0, 104.0, 100.0).unwrap();
+        assert_eq!(c.bound, Boundness::GpuBound);
+        assert_eq!(c.warnings.len(), 1, "1.04 is within tolerance");
+        assert_eq!(c.warnings[0].field, "gpu_total");
+        assert_eq!(classify(10.0, 106.0, 100.0).unwrap().warnings[0].field, "cpu_total");
+    }
+
+    #[test]
+    fn invalid_input() {
+        let errors = classify(-1.0, f64::NAN, 0.0).unwrap_err();
+        let fields: Vec<&str> = errors.iter().map(|e| e.field.as_str()).collect();
+        assert_eq!(fields, ["wall", "gpu_total", "cpu_total"]);
+    }
+}

@@ -1,0 +1,543 @@
+//! Step 7 — the verdict of a matched before/after comparison: did the one
+//! change move the metric beyond noise, and was the comparison fair at all?
+
+use serde::{Deserialize, Serialize};
+
+use super::metric::{format_value, Metric, Unit};
+use super::reproduce::SingleChangeCheck;
+use crate::core::stats::{DiffCi, RunSpread, Statistic, Summary};
+
+/// Significance level for the Mann–Whitney p-value.
+pub const ALPHA: f64 = 0.05;
+/// Failure rates (errors + cancellations) may differ by this much (absolute).
+pub const FAILURE_RATE_TOLERANCE: f64 = 0.01;
+/// Mean output tokens per request may differ by this fraction.
+pub const OUTPUT_TOKENS_TOLERANCE: f64 = 0.05;
+
+/// Outcome of a before/after comparison.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Verdict {
+    /// Moved beyond noise in the good direction, and the change removed the
+    /// cause the diagnosis proved.
+    Confirmed,
+    /// Moved beyond noise in the good direction; cause not proven.
+    Improved,
+    /// Within noise.
+    Inconclusive,
+    /// More than the declared variable differed, or the runs did different
+    /// work: no conclusion can be drawn.
+    InvalidComparison,
+    /// Moved beyond noise in the bad direction.
+    Regressed,
+}
+
+impl Verdict {
+    pub fn slug(self) -> &'static str {
+        match self {
+            Verdict::Confirmed => "confirmed",
+            Verdict::Improved => "improved",
+            Verdict::Inconclusive => "inconclusive",
+            Verdict::InvalidComparison => "invalid_comparison",
+            Verdict::Regressed => "regressed",
+        }
+    }
+
+    pub fn label(self) -> &'static str {
+        match self {
+            Verdict::Confirmed => "Confirmed",
+            Verdict::Improved => "Improved",
+            Verdict::Inconclusive => "Inconclusive",
+            Verdict::InvalidComparison => "Invalid comparison",
+            Verdict::Regressed => "Regressed",
+        }
+    }
+
+    pub fn from_slug(slug: &str) -> Option<Verdict> {
+        [
+            Verdict::Confirmed,
+            Verdict::Improved,
+            Verdict::Inconclusive,
+            Verdict::InvalidComparison,
+            Verdict::Regressed,
+        ]
+        .into_iter()
+        .find(|v| v.slug() == slug)
+    }
+}
+
+/// Everything known about one metric in a before/after comparison.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct MetricComparison {
+    pub metric: Metric,
+    pub unit: Unit,
+    /// The statistic compared, e.g. p95; `ci` must be of the same statistic.
+    pub statistic: Statistic,
+    pub before: Summary,
+    pub after: Summary,
+    /// Bootstrap CI of `T(after) − T(before)`.
+    pub ci: DiffCi,
+    /// Two-sided Mann–Whitney p-value of before vs after.
+    pub p_value: f64,
+    /// Per-run spread when each side was measured in several runs.
+    #[serde(default)]
+    pub before_runs: Option<RunSpread>,
+    #[serde(default)]
+    pub after_runs: Option<RunSpread>,
+    /// Why the comparison is not matched (see [`comparison_problems`]).
+    #[serde(default)]
+    pub invalid_reasons: Vec<String>,
+    /// The diagnosis proved the cause this change removes.
+    #[serde(default)]
+    pub cause_proven: bool,
+}
+
+/// The verdict on one metric, with the evidence behind it.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct MetricVerdict {
+    pub metric: Metric,
+    pub statistic: Statistic,
+    pub verdict: Verdict,
+    /// `T(after) − T(before)`.
+    pub observed_diff: f64,
+    /// `observed_diff / T(before) · 100`, when the summary holds T(before).
+    pub relative_change_pct: Option<f64>,
+    pub ci_low: f64,
+    pub ci_high: f64,
+    pub p_value: f64,
+    /// Why the verdict is what it is, one sentence each.
+    pub reasons: Vec<String>,
+    /// For an inconclusive result whose CI spans 0: roughly how many more
+    /// requests per side would resolve it; see [`judge`].
+    pub more_requests_per_side: Option<u64>,
+    /// One line for the report and the journal.
+    pub summary: String,
+}
+
+/// Judge one metric.
+///
+/// 1. Any invalid reason → InvalidComparison.
+/// 2. The CI of Δ = after − before lies entirely on the improving side of 0
+///    (below for latency and cost, above for throughput), p < 0.05, and, with
+///    several runs per side, |Δ| exceeds the run-to-run spread
+///    (`max(range_before, range_after)` of the per-run statistic) →
+///    Confirmed when the cause was proven, Improved otherwise.
+/// 3. The CI lies entirely on the worsening side and |Δ| exceeds the run
+///    spread → Regressed. No p-value is required: a possible regression is
+///    cheaper to re-check than to ship.
+/// 4. Otherwise Inconclusive. When the CI spans 0, the extra sample is
+///    estimated from the CI's `1/√n` scaling: the half-width w shrinks to |Δ|
+///    at `n' = n · (w / |Δ|)²`, so about `n' − n` more requests per side
+///    (n = mean of the two sample sizes). It assumes the true change equals
+///    the observed one — a rough guide, not a power calculation.
+pub fn judge(input: &MetricComparison) -> MetricVerdict {
+    let ci = &input.ci;
+    let d = ci.observed_diff;
+    let before_stat = input.before.get(input.statistic);
+    let relative_change_pct = before_stat.filter(|b| *b != 0.0).map(|b| d / b * 100.0);
+    let good_sign = if input.metric.higher_is_better() { 1.0 } else { -1.0 };
+    let improving = if good_sign > 0.0 { ci.low > 0.0 } else { ci.high < 0.0 };
+    let worsening = if good_sign > 0.0 { ci.high < 0.0 } else { ci.low > 0.0 };
+    let significant = input.p_value < ALPHA;
+    let spread = [&input.before_runs, &input.after_runs]
+        .into_iter()
+        .flatten()
+        .map(|s| s.range)
+        .fold(None, |acc: Option<f64>, r| Some(acc.map_or(r, |a| a.max(r))));
+    let beyond_spread = spread.is_none_or(|s| d.abs() > s);
+
+    let unit = input.unit;
+    let ci_text = format!(
+        "the {:.0}% CI of the change is [{}, {}]",
+        ci.confidence * 100.0,
+        signed(ci.low, unit),
+        signed(ci.high, unit)
+    );
+    let p_text = format!("p = {}", format_p(input.p_value));
+    let mut reasons = Vec::new();
+    let mut more_requests_per_side = None;
+
+    let verdict = if !input.invalid_reasons.is_empty() {
+        reasons.extend(input.invalid_reasons.iter().cloned());
+        Verdict::InvalidComparison
+    } else if improving && significant && beyond_spread {
+        reasons.push(format!("{ci_text}, entirely on the improving side, and {p_text}"));
+        if input.cause_proven {
+            reasons.push("The change removed the cause the diagnosis proved.".into());
+            Verdict::Confirmed
+        } else {
+            reasons.push("The diagnosis did not prove that this change removes the cause, so the gain is not yet explained.".into());
+            Verdict::Improved
+        }
+    } else if worsening && beyond_spread {
+        reasons.push(format!("{ci_text}, entirely on the worsening side ({p_text})"));
+        Verdict::Regressed
+    } else {
+        if improving || worsening {
+            reasons.push(format!("{ci_text}, excluding 0"));
+            if improving && !significant {
+                reasons.push(format!("but the rank test does not agree ({p_text} ≥ {ALPHA})"));
+            }
+        } else {
+            reasons.push(format!("{ci_text}, which includes 0 ({p_text})"));
+            let w = ci.half_width();
+            if d != 0.0 && w > 0.0 {
+                let n = (ci.n_before + ci.n_after) as f64 / 2.0;
+                let needed = n * (w / d.abs()).powi(2);
+                // Saturating float→int cast: absurd estimates stay finite.
+                more_requests_per_side = Some((needed - n).max(0.0).ceil() as u64);
+            }
+        }
+        if let Some(s) = spread.filter(|s| d.abs() <= *s) {
+            reasons.push(format!(
+                "the change ({}) is within the run-to-run spread ({}): repeat runs (A/B/B/A) before concluding",
+                signed(d, unit),
+                format_value(s, unit)
+            ));
+        }
+        Verdict::Inconclusive
+    };
+
+    let direction = match d.partial_cmp(&0.0) {
+        Some(std::cmp::Ordering::Less) => "fell",
+        Some(std::cmp::Ordering::Greater) => "rose",
+        _ => "stayed",
+    };
+    let after_stat = input.after.get(input.statistic);
+    let movement = match (before_stat, after_stat) {
+        (Some(b), Some(a)) => format!("{direction} from {} to {}", format_value(b, unit), format_value(a, unit)),
+        _ => format!("changed by {}", signed(d, unit)),
+    };
+    let pct = relative_change_pct.map_or(String::new(), |p| format!(" ({p:+.1}%)"));
+    let summary = format!(
+        "{}: {} {} {movement}{pct}; {ci_text}, {p_text}",
+        verdict.label(),
+        input.statistic.label(),
+        input.metric.short_label(),
+    );
+    MetricVerdict {
+        metric: input.metric,
+        statistic: input.statistic,
+        verdict,
+        observed_diff: d,
+        relative_change_pct,
+        ci_low: ci.low,
+        ci_high: ci.high,
+        p_value: input.p_value,
+        reasons,
+        more_requests_per_side,
+        summary,
+    }
+}
+
+fn signed(value: f64, unit: Unit) -> String {
+    let text = format_value(value, unit);
+    if value > 0.0 {
+        format!("+{text}")
+    } else {
+        text
+    }
+}
+
+fn format_p(p: f64) -> String {
+    if p < 0.001 {
+        "< 0.001".to_string()
+    } else {
+        format!("{p:.3}")
+    }
+}
+
+/// What one side of a comparison actually did; silent failures and early
+/// end-of-sequence make a run look faster without doing the same work.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RunHealth {
+    pub requests_sent: u64,
+    pub succeeded: u64,
+    pub errors: u64,
+    pub cancelled: u64,
+    /// Output tokens over the successful requests.
+    pub output_tokens: u64,
+    pub concurrency: Option<u64>,
+}
+
+/// Reasons a before/after pair is not a matched comparison: an undeclared
+/// configuration change, different concurrency, failure rates differing by
+/// more than 1 point, or mean output tokens per successful request differing
+/// by more than 5%.
+pub fn comparison_problems(check: &SingleChangeCheck, before: &RunHealth, after: &RunHealth) -> Vec<String> {
+    let mut problems = check.problems.clone();
+    if let (Some(b), Some(a)) = (before.concurrency, after.concurrency) {
+        if a != b {
+            problems.push(format!("Concurrency differs ({b} before, {a} after): compare distributions at a fixed concurrency."));
+        }
+    }
+    for (side, h) in [("before", before), ("after", after)] {
+        if h.succeeded == 0 {
+            problems.push(format!("No successful requests {side} the change."));
+        }
+    }
+    let failure_rate = |h: &RunHealth| {
+        if h.requests_sent == 0 {
+            0.0
+        } else {
+            (h.errors + h.cancelled) as f64 / h.requests_sent as f64
+        }
+    };
+    let (fb, fa) = (failure_rate(before), failure_rate(after));
+    if (fa - fb).abs() > FAILURE_RATE_TOLERANCE {
+        problems.push(format!(
+            "Errors and cancellations differ: {:.1}% of requests before, {:.1}% after. Failed requests are not faster requests.",
+            fb * 100.0,
+            fa * 100.0
+        ));
+    }
+    if before.succeeded > 0 && after.succeeded > 0 {
+        let tb = before.output_tokens as f64 / before.succeeded as f64;
+        let ta = after.output_tokens as f64 / after.succeeded as f64;
+        if tb > 0.0 && ((ta - tb) / tb).abs() > OUTPUT_TOKENS_TOLERANCE {
+            problems.push(format!(
+                "Mean output length changed from {tb:.0} to {ta:.0} tokens per request ({:+.0}%): early end-of-sequence or truncation changes the work, not the speed.",
+                (ta - tb) / tb * 100.0
+            ));
+        }
+    }
+    problems
+}
+
+/// Where an observed value fell relative to a predicted range.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum PredictionScore {
+    Inside,
+    Below,
+    Above,
+}
+
+/// Score a prediction `[low, high]` (bounds inclusive; given in either order)
+/// against the observed value.
+pub fn score_prediction(predicted_low: f64, predicted_high: f64, observed: f64) -> PredictionScore {
+    let (low, high) = if predicted_low <= predicted_high {
+        (predicted_low, predicted_high)
+    } else {
+        (predicted_high, predicted_low)
+    };
+    if observed < low {
+        PredictionScore::Below
+    } else if observed > high {
+        PredictionScore::Above
+    } else {
+        PredictionScore::Inside
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::core::method::reproduce::{check_single_change, FrozenConfig};
+    use crate::core::stats::{bootstrap_diff_ci, mann_whitney_u, run_spread, BootstrapConfig};
+
+    fn summary(p95: f64) -> Summary {
+        Summary {
+            count: 500,
+            mean: p95 * 0.6,
+            min: p95 * 0.2,
+            max: p95 * 1.5,
+            p50: p95 * 0.5,
+            p90: p95 * 0.9,
+            p95,
+            p99: p95 * 1.2,
+        }
+    }
+
+    fn ci(observed_diff: f64, low: f64, high: f64) -> DiffCi {
+        DiffCi {
+            statistic: Statistic::P95,
+            observed_diff,
+            low,
+            high,
+            confidence: 0.95,
+            resamples: 2000,
+            seed: 1,
+            n_before: 500,
+            n_after: 500,
+        }
+    }
+
+    fn comparison(metric: Metric, before: f64, after: f64, low: f64, high: f64, p: f64) -> MetricComparison {
+        MetricComparison {
+            metric,
+            unit: if metric == Metric::Throughput { Unit::TokPerS } else { Unit::Ms },
+            statistic: Statistic::P95,
+            before: summary(before),
+            after: summary(after),
+            ci: ci(after - before, low, high),
+            p_value: p,
+            before_runs: None,
+            after_runs: None,
+            invalid_reasons: vec![],
+            cause_proven: false,
+        }
+    }
+
+    #[test]
+    fn improved_and_confirmed() {
+        let mut c = comparison(Metric::Ttft, 3200.0, 780.0, -2600.0, -2250.0, 1e-6);
+        let v = judge(&c);
+        assert_eq!(v.verdict, Verdict::Improved);
+        assert_eq!(
+            v.summary,
+            "Improved: p95 TTFT fell from 3,200 ms to 780 ms (-75.6%); the 95% CI of the change is [-2,600 ms, -2,250 ms], p = < 0.001"
+        );
+        c.cause_proven = true;
+        assert_eq!(judge(&c).verdict, Verdict::Confirmed);
+    }
+
+    #[test]
+    fn throughput_improves_upwards() {
+        let up = comparison(Metric::Throughput, 2000.0, 2160.0, 90.0, 230.0, 0.001);
+        assert_eq!(judge(&up).verdict, Verdict::Improved);
+        let down = comparison(Metric::Throughput, 2000.0, 1800.0, -260.0, -140.0, 0.001);
+        assert_eq!(judge(&down).verdict, Verdict::Regressed);
+    }
+
+    #[test]
+    fn regressed_latency() {
+        let v = judge(&comparison(Metric::Itl, 50.0, 58.0, 4.0, 12.0, 0.2));
+        assert_eq!(v.verdict, Verdict::Regressed, "no p-value needed to flag a regression");
+        assert!(v.reasons[0].contains("worsening"));
+    }
+
+    #[test]
+    fn inconclusive_with_more_requests_estimate() {
+        // Δ = −20, CI [−60, +20] → w = 40, n' = 500 · (40/20)² = 2000 → 1500 more.
+        let v = judge(&comparison(Metric::Ttft, 800.0, 780.0, -60.0, 20.0, 0.3));
+        assert_eq!(v.verdict, Verdict::Inconclusive);
+        assert_eq!(v.more_requests_per_side, Some(1500));
+        assert!(v.reasons[0].contains("includes 0"));
+        // No observed difference: no estimate.
+        let flat = judge(&comparison(Metric::Ttft, 800.0, 800.0, -30.0, 30.0, 0.9));
+        assert_eq!((flat.verdict, flat.more_requests_per_side), (Verdict::Inconclusive, None));
+    }
+
+    #[test]
+    fn ci_and_rank_test_disagree() {
+        let v = judge(&comparison(Metric::Ttft, 800.0, 760.0, -70.0, -5.0, 0.08));
+        assert_eq!(v.verdict, Verdict::Inconclusive);
+        assert!(v.reasons.iter().any(|r| r.contains("rank test does not agree")));
+        assert_eq!(v.more_requests_per_side, None);
+    }
+
+    #[test]
+    fn invalid_comparison_wins() {
+        let mut c = comparison(Metric::Ttft, 3200.0, 780.0, -2600.0, -2250.0, 1e-6);
+        c.invalid_reasons = vec!["Also changed without being declared: Engine version.".into()];
+        c.cause_proven = true;
+        let v = judge(&c);
+        assert_eq!(v.verdict, Verdict::InvalidComparison);
+        assert_eq!(v.reasons, c.invalid_reasons);
+    }
+
+    #[test]
+    fn must_exceed_run_to_run_spread() {
+        let mut c = comparison(Metric::Ttft, 800.0, 760.0, -55.0, -25.0, 0.001);
+        let runs = |values: &[f64]| RunSpread {
+            statistic: Statistic::P95,
+            per_run: values.to_vec(),
+            min: values.iter().copied().fold(f64::INFINITY, f64::min),
+            max: values.iter().copied().fold(f64::NEG_INFINITY, f64::max),
+            range: values.iter().copied().fold(f64::NEG_INFINITY, f64::max) - values.iter().copied().fold(f64::INFINITY, f64::min),
+            mean: 0.0,
+            stdev: None,
+        };
+        c.before_runs = Some(runs(&[760.0, 800.0, 840.0])); // range 80 > |Δ| = 40
+        c.after_runs = Some(runs(&[750.0, 760.0, 770.0]));
+        let v = judge(&c);
+        assert_eq!(v.verdict, Verdict::Inconclusive);
+        assert!(v.reasons.iter().any(|r| r.contains("run-to-run spread")));
+        c.before_runs = Some(runs(&[795.0, 800.0, 805.0])); // range 10
+        assert_eq!(judge(&c).verdict, Verdict::Improved);
+    }
+
+    #[test]
+    fn end_to_end_with_real_statistics() {
+        // Before/after TTFT samples from the Mann–Whitney reference test
+        // (scipy p = 0.0021853274789521097).
+        let before = [812.0, 790.0, 845.0, 901.0, 770.0, 833.0, 860.0, 795.0, 880.0, 815.0];
+        let after = [760.0, 742.0, 801.0, 755.0, 790.0, 770.0, 748.0, 781.0, 765.0, 799.0];
+        let ci = bootstrap_diff_ci(&before, &after, Statistic::P50, &BootstrapConfig::default()).unwrap();
+        let mw = mann_whitney_u(&before, &after).unwrap();
+        let c = MetricComparison {
+            metric: Metric::Ttft,
+            unit: Unit::Ms,
+            statistic: Statistic::P50,
+            before: Summary::of(&before).unwrap(),
+            after: Summary::of(&after).unwrap(),
+            ci,
+            p_value: mw.p_value,
+            before_runs: Some(run_spread(&[&before[..5], &before[5..]], Statistic::P50).unwrap()),
+            after_runs: Some(run_spread(&[&after[..5], &after[5..]], Statistic::P50).unwrap()),
+            invalid_reasons: vec![],
+            cause_proven: true,
+        };
+        let v = judge(&c);
+        // Medians 824 → 768.5 (Δ = −55.5); run medians 812/833 and 760/781
+        // spread 21 each, so the change is beyond run noise.
+        assert_eq!(v.observed_diff, -55.5);
+        assert_eq!(v.verdict, Verdict::Confirmed, "{:?}", v.reasons);
+    }
+
+    #[test]
+    fn slugs() {
+        for (v, s) in [
+            (Verdict::Confirmed, "confirmed"),
+            (Verdict::Improved, "improved"),
+            (Verdict::Inconclusive, "inconclusive"),
+            (Verdict::InvalidComparison, "invalid_comparison"),
+            (Verdict::Regressed, "regressed"),
+        ] {
+            assert_eq!(v.slug(), s);
+            assert_eq!(serde_json::to_string(&v).unwrap(), format!("\"{s}\""));
+            assert_eq!(Verdict::from_slug(s), Some(v));
+        }
+    }
+
+    #[test]
+    fn comparison_problems_found() {
+        let mut before_cfg = FrozenConfig::default();
+        before_cfg.chunked_prefill = Some(false);
+        let mut after_cfg = before_cfg.clone();
+        after_cfg.chunked_prefill = Some(true);
+        let check = check_single_change(&before_cfg, &after_cfg, "chunked prefill");
+        let healthy = RunHealth {
+            requests_sent: 1000,
+            succeeded: 995,
+            errors: 5,
+            cancelled: 0,
+            output_tokens: 995 * 250,
+            concurrency: Some(64),
+        };
+        assert!(comparison_problems(&check, &healthy, &healthy).is_empty());
+        let degraded = RunHealth {
+            succeeded: 960,
+            errors: 40,
+            output_tokens: 960 * 200,
+            concurrency: Some(128),
+            ..healthy
+        };
+        let problems = comparison_problems(&check, &healthy, &degraded);
+        assert_eq!(problems.len(), 3, "{problems:?}");
+        assert!(problems[0].contains("Concurrency differs"));
+        assert!(problems[1].contains("0.5% of requests before, 4.0% after"));
+        assert!(problems[2].contains("250 to 200"));
+        let undeclared = check_single_change(&before_cfg, &after_cfg, "tp");
+        assert!(!comparison_problems(&undeclared, &healthy, &healthy).is_empty());
+    }
+
+    #[test]
+    fn prediction_scores() {
+        assert_eq!(score_prediction(700.0, 900.0, 780.0), PredictionScore::Inside);
+        assert_eq!(score_prediction(700.0, 900.0, 900.0), PredictionScore::Inside);
+        assert_eq!(score_prediction(900.0, 700.0, 650.0), PredictionScore::Below);
+        assert_eq!(score_prediction(700.0, 900.0, 950.0), PredictionScore::Above);
+    }
+}

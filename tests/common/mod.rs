@@ -1,0 +1,327 @@
+//! Test harness: a real PostgreSQL (DATABASE_URL, or the same embedded cluster code the
+//! app uses, in a temporary directory), a fresh database per test, and a small client
+//! that drives `app(state)` without a port, keeping cookies like a browser.
+#![allow(dead_code)]
+
+use std::str::FromStr;
+use std::sync::{Mutex, OnceLock};
+
+use axum::body::Body;
+use axum::http::{header, Request, StatusCode};
+use axum::Router;
+use http_body_util::BodyExt;
+use perfjournal::config::Config;
+use perfjournal::db::EmbeddedCluster;
+use perfjournal::state::AppState;
+use sqlx::postgres::PgConnectOptions;
+use sqlx::PgPool;
+use tower::ServiceExt;
+
+struct Server {
+    options: PgConnectOptions,
+    /// A URL form of the options, for running the CLI binary against the same server.
+    url_base: String,
+}
+
+static SERVER: OnceLock<Server> = OnceLock::new();
+static CREATED: Mutex<Vec<String>> = Mutex::new(Vec::new());
+static CLUSTER: Mutex<Option<(EmbeddedCluster, std::path::PathBuf)>> = Mutex::new(None);
+
+extern "C" fn cleanup_at_exit() {
+    let names: Vec<String> = CREATED
+        .lock()
+        .map(|mut v| std::mem::take(&mut *v))
+        .unwrap_or_default();
+    if let Ok(mut guard) = CLUSTER.lock() {
+        if let Some((cluster, dir)) = guard.take() {
+            let _ = cluster.stop();
+            let _ = std::fs::remove_dir_all(dir);
+            return;
+        }
+    }
+    let Some(server) = SERVER.get() else { return };
+    if names.is_empty() {
+        return;
+    }
+    let options = server.options.clone().database("postgres");
+    let Ok(rt) = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+    else {
+        return;
+    };
+    rt.block_on(async move {
+        use sqlx::Connection;
+        if let Ok(mut conn) = sqlx::PgConnection::connect_with(&options).await {
+            for name in names {
+                let _ = sqlx::query(&format!("DROP DATABASE IF EXISTS \"{name}\" WITH (FORCE)"))
+                    .execute(&mut conn)
+                    .await;
+            }
+        }
+    });
+}
+
+fn server() -> &'static Server {
+    SERVER.get_or_init(|| {
+        // SAFETY: registering a plain extern "C" function with no captured state.
+        unsafe { libc::atexit(cleanup_at_exit) };
+        if let Ok(url) = std::env::var("DATABASE_URL") {
+            let options = PgConnectOptions::from_str(&url).expect("DATABASE_URL parses");
+            let base = url.split('?').next().unwrap_or(&url);
+            let base = base
+                .rsplit_once('/')
+                .map(|(b, _)| b.to_string())
+                .unwrap_or(base.into());
+            return Server {
+                options,
+                url_base: base,
+            };
+        }
+        let dir = tempfile::Builder::new()
+            .prefix("pj-test-")
+            .tempdir()
+            .expect("temp dir")
+            .keep();
+        // The server runs as an unprivileged user when we are root: let it reach the dir.
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o755)).unwrap();
+        let cluster = EmbeddedCluster::start(&dir).expect(
+            "DATABASE_URL is unset, so the tests start a private PostgreSQL cluster; that failed",
+        );
+        let options = cluster.connect_options("postgres");
+        let socket = cluster.socket_dir().display().to_string();
+        let url_base = format!(
+            "postgres://{}@localhost",
+            perfjournal::db::embedded::SUPERUSER
+        );
+        *CLUSTER.lock().unwrap() = Some((cluster, dir));
+        Server {
+            options,
+            url_base: format!("{url_base}|{socket}"),
+        }
+    })
+}
+
+/// A fresh, migrated database for one test.
+pub async fn fresh_db() -> (PgPool, String) {
+    let server = server();
+    let name = format!("pjt_{}", uuid::Uuid::new_v4().simple());
+    CREATED.lock().unwrap().push(name.clone());
+    let pool = perfjournal::db::connect(server.options.clone().database(&name))
+        .await
+        .expect("create and migrate a test database");
+    let url = match server.url_base.split_once('|') {
+        Some((base, socket)) => format!("{base}/{name}?host={socket}"),
+        None => format!("{}/{name}", server.url_base),
+    };
+    (pool, url)
+}
+
+pub struct TestApp {
+    pub app: Router,
+    pub state: AppState,
+    pub pool: PgPool,
+    pub database_url: String,
+    cookie: Option<String>,
+}
+
+pub struct Reply {
+    pub status: StatusCode,
+    pub headers: axum::http::HeaderMap,
+    pub body: String,
+}
+
+impl Reply {
+    pub fn location(&self) -> Option<&str> {
+        self.headers
+            .get(header::LOCATION)
+            .and_then(|v| v.to_str().ok())
+    }
+
+    pub fn html(&self) -> scraper::Html {
+        scraper::Html::parse_document(&self.body)
+    }
+
+    /// Texts of the elements matching a CSS selector.
+    pub fn select(&self, css: &str) -> Vec<String> {
+        let sel = scraper::Selector::parse(css).expect("valid selector");
+        self.html()
+            .select(&sel)
+            .map(|e| e.text().collect::<String>().trim().to_string())
+            .collect()
+    }
+
+    pub fn json(&self) -> serde_json::Value {
+        serde_json::from_str(&self.body).unwrap_or_else(|e| panic!("not JSON ({e}): {}", self.body))
+    }
+}
+
+pub async fn spawn_app() -> TestApp {
+    spawn_app_with(Config::default()).await
+}
+
+pub async fn spawn_app_with(config: Config) -> TestApp {
+    let (pool, database_url) = fresh_db().await;
+    let state = AppState::new(pool.clone(), config);
+    TestApp {
+        app: perfjournal::server::app(state.clone()),
+        state,
+        pool,
+        database_url,
+        cookie: None,
+    }
+}
+
+impl TestApp {
+    /// Sends a request as this client (with its session cookie), keeping any new cookie.
+    pub async fn send(&mut self, mut req: Request<Body>) -> Reply {
+        if let Some(c) = &self.cookie {
+            if !req.headers().contains_key(header::COOKIE) {
+                req.headers_mut().insert(header::COOKIE, c.parse().unwrap());
+            }
+        }
+        let res = self
+            .app
+            .clone()
+            .oneshot(req)
+            .await
+            .expect("infallible router");
+        let status = res.status();
+        let headers = res.headers().clone();
+        for v in headers.get_all(header::SET_COOKIE) {
+            let v = v.to_str().unwrap();
+            let pair = v.split(';').next().unwrap().to_string();
+            if v.contains("Max-Age=0") || pair.ends_with('=') {
+                self.cookie = None;
+            } else {
+                self.cookie = Some(pair);
+            }
+        }
+        let bytes = res.into_body().collect().await.unwrap().to_bytes();
+        Reply {
+            status,
+            headers,
+            body: String::from_utf8_lossy(&bytes).into_owned(),
+        }
+    }
+
+    pub async fn get(&mut self, path: &str) -> Reply {
+        self.send(Request::get(path).body(Body::empty()).unwrap())
+            .await
+    }
+
+    /// The CSRF token of this client's session (from the hidden field of a page).
+    pub async fn csrf(&mut self) -> String {
+        let page = self.get("/login").await;
+        let page = match page.location() {
+            Some("/setup") => self.get("/setup").await,
+            Some(_) => self.get("/settings").await,
+            None => page,
+        };
+        let sel = scraper::Selector::parse("input[name=_csrf]").unwrap();
+        let html = page.html();
+        html.select(&sel)
+            .next()
+            .and_then(|e| e.value().attr("value"))
+            .map(str::to_string)
+            .unwrap_or_else(|| panic!("no CSRF field on the page: {}", page.body))
+    }
+
+    /// Posts a form with this session's CSRF token added.
+    pub async fn post_form(&mut self, path: &str, fields: &[(&str, &str)]) -> Reply {
+        let token = self.csrf().await;
+        let mut all: Vec<(&str, &str)> = fields.to_vec();
+        all.push(("_csrf", &token));
+        self.post_form_raw(path, &all).await
+    }
+
+    /// Posts exactly these fields (no CSRF token added).
+    pub async fn post_form_raw(&mut self, path: &str, fields: &[(&str, &str)]) -> Reply {
+        let body = serde_urlencoded::to_string(fields).unwrap();
+        let req = Request::post(path)
+            .header(header::CONTENT_TYPE, "application/x-www-form-urlencoded")
+            .body(Body::from(body))
+            .unwrap();
+        self.send(req).await
+    }
+
+    /// Creates the first admin through the setup page; the client is then signed in.
+    pub async fn setup_admin(&mut self, name: &str) {
+        let r = self
+            .post_form(
+                "/setup",
+                &[
+                    ("name", name),
+                    ("password", PASSWORD),
+                    ("confirm", PASSWORD),
+                ],
+            )
+            .await;
+        assert_eq!(r.status, StatusCode::SEE_OTHER, "setup failed: {}", r.body);
+    }
+
+    /// Adds a user directly (as an admin would) and returns its id.
+    pub async fn add_user(&self, name: &str, role: perfjournal::auth::Role) -> i64 {
+        let hash = perfjournal::auth::password::hash(PASSWORD.into())
+            .await
+            .unwrap();
+        perfjournal::auth::users::create(&self.pool, name, &hash, role, false)
+            .await
+            .unwrap()
+            .id
+    }
+
+    pub async fn login(&mut self, name: &str) -> Reply {
+        self.post_form("/login", &[("name", name), ("password", PASSWORD)])
+            .await
+    }
+
+    /// Another client (no cookies) on the same app and database.
+    pub fn new_client(&self) -> TestApp {
+        TestApp {
+            app: self.app.clone(),
+            state: self.state.clone(),
+            pool: self.pool.clone(),
+            database_url: self.database_url.clone(),
+            cookie: None,
+        }
+    }
+
+    pub async fn api_token(&self, user: &str) -> String {
+        let (u, _) = perfjournal::auth::users::credentials(&self.pool, user)
+            .await
+            .unwrap()
+            .unwrap();
+        perfjournal::auth::tokens::create(&self.pool, u.id, "test")
+            .await
+            .unwrap()
+            .1
+    }
+
+    pub async fn api(
+        &mut self,
+        method: &str,
+        path: &str,
+        token: &str,
+        body: Option<serde_json::Value>,
+    ) -> Reply {
+        let mut req = Request::builder()
+            .method(method)
+            .uri(path)
+            .header(header::AUTHORIZATION, format!("Bearer {token}"));
+        let body = match body {
+            Some(v) => {
+                req = req.header(header::CONTENT_TYPE, "application/json");
+                Body::from(v.to_string())
+            }
+            None => Body::empty(),
+        };
+        let saved = self.cookie.take();
+        let reply = self.send(req.body(body).unwrap()).await;
+        self.cookie = saved;
+        reply
+    }
+}
+
+pub const PASSWORD: &str = "correct horse battery";

@@ -1,0 +1,587 @@
+//! The foundation as a user meets it: setup, login, access rules, CSRF, throttling,
+//! headers, tokens, health and metrics — against a real PostgreSQL.
+
+mod common;
+
+use axum::body::Body;
+use axum::http::{header, Request, StatusCode};
+use common::{spawn_app, spawn_app_with, PASSWORD};
+use perfjournal::auth::Role;
+use perfjournal::config::Config;
+
+#[tokio::test]
+async fn first_visit_leads_to_setup_which_creates_the_admin_and_signs_in() {
+    let mut app = spawn_app().await;
+    let home = app.get("/").await;
+    assert_eq!(home.status, StatusCode::SEE_OTHER);
+    assert_eq!(home.location(), Some("/login?next=%2F"));
+    let login = app.get("/login").await;
+    assert_eq!(login.location(), Some("/setup"));
+    let setup = app.get("/setup").await;
+    assert_eq!(setup.status, StatusCode::OK);
+    assert_eq!(setup.select("h1"), vec!["Welcome to perfjournal"]);
+
+    app.setup_admin("ada").await;
+    let home = app.get("/").await;
+    assert_eq!(home.status, StatusCode::OK);
+    assert_eq!(home.select(".user-name"), vec!["ada"]);
+    assert_eq!(home.select(".topbar .badge"), vec!["admin"]);
+
+    // Setup is closed once an account exists, for everyone.
+    let mut other = app.new_client();
+    assert_eq!(other.get("/setup").await.location(), Some("/login"));
+    let again = other
+        .post_form(
+            "/setup",
+            &[
+                ("name", "eve"),
+                ("password", PASSWORD),
+                ("confirm", PASSWORD),
+            ],
+        )
+        .await;
+    assert_eq!(again.status, StatusCode::FORBIDDEN);
+    assert_eq!(perfjournal::auth::users::count(&app.pool).await.unwrap(), 1);
+}
+
+#[tokio::test]
+async fn setup_form_errors_name_the_field_and_create_nothing() {
+    let mut app = spawn_app().await;
+    let r = app
+        .post_form(
+            "/setup",
+            &[
+                ("name", "bad name!"),
+                ("password", "short"),
+                ("confirm", "short"),
+            ],
+        )
+        .await;
+    assert_eq!(r.status, StatusCode::UNPROCESSABLE_ENTITY);
+    let errors = r.select(".field-error");
+    assert_eq!(errors.len(), 2, "{errors:?}");
+    assert!(errors[0].contains("letters, digits"));
+    assert!(errors[1].contains("at least 10"));
+    let r = app
+        .post_form(
+            "/setup",
+            &[
+                ("name", "ada"),
+                ("password", PASSWORD),
+                ("confirm", "different one"),
+            ],
+        )
+        .await;
+    assert_eq!(r.select(".field-error"), vec!["the two passwords differ"]);
+    assert_eq!(perfjournal::auth::users::count(&app.pool).await.unwrap(), 0);
+}
+
+#[tokio::test]
+async fn login_follows_next_and_logout_ends_the_session() {
+    let mut admin = spawn_app().await;
+    admin.setup_admin("ada").await;
+    admin.add_user("bob", Role::Editor).await;
+
+    let mut bob = admin.new_client();
+    assert_eq!(
+        bob.get("/settings").await.location(),
+        Some("/login?next=%2Fsettings")
+    );
+    let token = bob.csrf().await;
+    let r = bob
+        .post_form_raw(
+            "/login",
+            &[
+                ("name", "bob"),
+                ("password", PASSWORD),
+                ("next", "/settings"),
+                ("_csrf", &token),
+            ],
+        )
+        .await;
+    assert_eq!(r.location(), Some("/settings"));
+    assert_eq!(bob.get("/settings").await.status, StatusCode::OK);
+
+    // An off-site "next" is not followed.
+    let mut eve = admin.new_client();
+    let token = eve.csrf().await;
+    let r = eve
+        .post_form_raw(
+            "/login",
+            &[
+                ("name", "bob"),
+                ("password", PASSWORD),
+                ("next", "//evil.example"),
+                ("_csrf", &token),
+            ],
+        )
+        .await;
+    assert_eq!(r.location(), Some("/"));
+
+    let r = bob.post_form("/logout", &[]).await;
+    assert_eq!(r.location(), Some("/login"));
+    assert_eq!(bob.get("/settings").await.status, StatusCode::SEE_OTHER);
+}
+
+#[tokio::test]
+async fn wrong_password_is_refused_with_the_same_message_as_an_unknown_name() {
+    let mut app = spawn_app().await;
+    app.setup_admin("ada").await;
+    let mut c = app.new_client();
+    let wrong = c
+        .post_form(
+            "/login",
+            &[("name", "ada"), ("password", "not the password")],
+        )
+        .await;
+    assert_eq!(wrong.status, StatusCode::UNAUTHORIZED);
+    let unknown = c
+        .post_form("/login", &[("name", "nobody"), ("password", "whatever123")])
+        .await;
+    assert_eq!(unknown.status, StatusCode::UNAUTHORIZED);
+    assert_eq!(wrong.select(".alert.error"), unknown.select(".alert.error"));
+}
+
+#[tokio::test]
+async fn anonymous_requests_to_private_routes_are_redirected_or_get_401() {
+    let mut app = spawn_app().await;
+    app.setup_admin("ada").await;
+    let mut anon = app.new_client();
+    for path in [
+        "/",
+        "/investigations",
+        "/journal",
+        "/estimators",
+        "/proposals",
+        "/drills",
+        "/search",
+        "/settings",
+        "/admin/users",
+        "/no/such/page",
+    ] {
+        let r = anon.get(path).await;
+        assert_eq!(r.status, StatusCode::SEE_OTHER, "{path}");
+        assert!(r.location().unwrap().starts_with("/login?next="), "{path}");
+    }
+    for path in [
+        "/api/v1/me",
+        "/api/v1/openapi.json",
+        "/api/v1/nothing",
+        "/metrics",
+    ] {
+        let r = anon.get(path).await;
+        assert_eq!(r.status, StatusCode::UNAUTHORIZED, "{path}");
+        assert!(
+            r.json()["error"]["message"]
+                .as_str()
+                .unwrap()
+                .contains("token"),
+            "{path}"
+        );
+    }
+    // Public routes stay public.
+    assert_eq!(anon.get("/healthz").await.status, StatusCode::OK);
+    assert_eq!(anon.get("/static/htmx.min.js").await.status, StatusCode::OK);
+    assert_eq!(anon.get("/login").await.status, StatusCode::OK);
+}
+
+#[tokio::test]
+async fn state_changes_without_the_csrf_token_are_refused_and_change_nothing() {
+    let mut app = spawn_app().await;
+    app.setup_admin("ada").await;
+
+    let r = app
+        .post_form_raw("/settings/tokens", &[("label", "sneaky")])
+        .await;
+    assert_eq!(r.status, StatusCode::FORBIDDEN);
+    assert!(r.select(".message")[0].contains("CSRF token is missing"));
+    let r = app
+        .post_form_raw(
+            "/settings/tokens",
+            &[("label", "sneaky"), ("_csrf", "0000")],
+        )
+        .await;
+    assert_eq!(r.status, StatusCode::FORBIDDEN);
+
+    // The right token from another site is refused too.
+    let token = app.csrf().await;
+    let body =
+        serde_urlencoded::to_string([("label", "sneaky"), ("_csrf", token.as_str())]).unwrap();
+    let cross = Request::post("/settings/tokens")
+        .header(header::CONTENT_TYPE, "application/x-www-form-urlencoded")
+        .header("sec-fetch-site", "cross-site")
+        .body(Body::from(body.clone()))
+        .unwrap();
+    assert_eq!(app.send(cross).await.status, StatusCode::FORBIDDEN);
+    let foreign_origin = Request::post("/settings/tokens")
+        .header(header::CONTENT_TYPE, "application/x-www-form-urlencoded")
+        .header(header::HOST, "perfjournal.local")
+        .header(header::ORIGIN, "https://evil.example")
+        .body(Body::from(body))
+        .unwrap();
+    assert_eq!(app.send(foreign_origin).await.status, StatusCode::FORBIDDEN);
+
+    let uid = perfjournal::auth::users::credentials(&app.pool, "ada")
+        .await
+        .unwrap()
+        .unwrap()
+        .0
+        .id;
+    assert!(perfjournal::auth::tokens::list(&app.pool, uid)
+        .await
+        .unwrap()
+        .is_empty());
+
+    // The header form (what htmx sends) works.
+    let token = app.csrf().await;
+    let ok = Request::post("/settings/tokens")
+        .header(header::CONTENT_TYPE, "application/x-www-form-urlencoded")
+        .header("x-csrf-token", token)
+        .body(Body::from("label=laptop"))
+        .unwrap();
+    let r = app.send(ok).await;
+    assert_eq!(r.status, StatusCode::OK);
+    assert_eq!(
+        perfjournal::auth::tokens::list(&app.pool, uid)
+            .await
+            .unwrap()
+            .len(),
+        1
+    );
+}
+
+#[tokio::test]
+async fn repeated_failed_logins_are_rate_limited_per_user() {
+    let mut app = spawn_app().await;
+    app.setup_admin("ada").await;
+    let mut attacker = app.new_client();
+    let mut statuses = Vec::new();
+    for _ in 0..7 {
+        let r = attacker
+            .post_form("/login", &[("name", "ada"), ("password", "guess-guess")])
+            .await;
+        statuses.push(r.status);
+    }
+    assert_eq!(statuses[0], StatusCode::UNAUTHORIZED);
+    let limited = attacker
+        .post_form("/login", &[("name", "ada"), ("password", PASSWORD)])
+        .await;
+    assert_eq!(
+        limited.status,
+        StatusCode::TOO_MANY_REQUESTS,
+        "{statuses:?}"
+    );
+    assert!(limited.headers.contains_key(header::RETRY_AFTER));
+    assert!(limited.select(".message")[0].contains("too many attempts"));
+}
+
+fn assert_security_headers(r: &common::Reply, what: &str) {
+    let csp = r
+        .headers
+        .get(header::CONTENT_SECURITY_POLICY)
+        .unwrap_or_else(|| panic!("CSP on {what}"));
+    let csp = csp.to_str().unwrap();
+    assert!(csp.contains("frame-ancestors 'none'"), "{what}: {csp}");
+    assert!(
+        !csp.contains("unsafe-inline") && !csp.contains("unsafe-eval"),
+        "{what}: {csp}"
+    );
+    assert_eq!(
+        r.headers.get(header::X_CONTENT_TYPE_OPTIONS).unwrap(),
+        "nosniff",
+        "{what}"
+    );
+    assert!(r.headers.contains_key(header::REFERRER_POLICY), "{what}");
+}
+
+#[tokio::test]
+async fn security_headers_are_on_200_404_and_500() {
+    let mut app = spawn_app().await;
+    app.setup_admin("ada").await;
+    let ok = app.get("/").await;
+    assert_eq!(ok.status, StatusCode::OK);
+    assert_security_headers(&ok, "200");
+    let missing = app.get("/no/such/page").await;
+    assert_eq!(missing.status, StatusCode::NOT_FOUND);
+    assert_eq!(missing.select("h1"), vec!["Not Found"]);
+    assert_security_headers(&missing, "404");
+
+    // With the database gone, a page that needs it fails as a 500 that leaks nothing.
+    app.pool.close().await;
+    let broken = app.get("/admin/users").await;
+    assert_eq!(broken.status, StatusCode::INTERNAL_SERVER_ERROR);
+    assert_security_headers(&broken, "500");
+    assert!(broken.body.contains("details are in the server log"));
+    assert!(!broken.body.to_lowercase().contains("pool"));
+    let health = app.get("/healthz").await;
+    assert_eq!(health.status, StatusCode::SERVICE_UNAVAILABLE);
+    assert_eq!(health.json()["status"], "unavailable");
+}
+
+#[tokio::test]
+async fn a_viewer_is_refused_writes_and_admin_pages() {
+    let mut admin = spawn_app().await;
+    admin.setup_admin("ada").await;
+    admin.add_user("vic", Role::Viewer).await;
+    let mut vic = admin.new_client();
+    assert_eq!(vic.login("vic").await.status, StatusCode::SEE_OTHER);
+    assert_eq!(vic.get("/admin/users").await.status, StatusCode::FORBIDDEN);
+    let r = vic
+        .post_form(
+            "/admin/users",
+            &[
+                ("name", "mallory"),
+                ("password", PASSWORD),
+                ("role", "admin"),
+            ],
+        )
+        .await;
+    assert_eq!(r.status, StatusCode::FORBIDDEN);
+    assert!(r.select(".message")[0].contains("admin role"));
+    assert!(
+        perfjournal::auth::users::credentials(&admin.pool, "mallory")
+            .await
+            .unwrap()
+            .is_none()
+    );
+}
+
+#[tokio::test]
+async fn admins_add_users_and_change_roles_but_keep_one_admin() {
+    let mut admin = spawn_app().await;
+    admin.setup_admin("ada").await;
+    let r = admin
+        .post_form(
+            "/admin/users",
+            &[("name", "bob"), ("password", PASSWORD), ("role", "viewer")],
+        )
+        .await;
+    assert_eq!(r.location(), Some("/admin/users"));
+    let dup = admin
+        .post_form(
+            "/admin/users",
+            &[("name", "BOB"), ("password", PASSWORD), ("role", "viewer")],
+        )
+        .await;
+    assert_eq!(dup.status, StatusCode::UNPROCESSABLE_ENTITY);
+    assert!(dup.select(".field-error")[0].contains("already exists"));
+
+    let list = admin.get("/admin/users").await;
+    assert_eq!(
+        list.select("#users tbody tr td:first-child"),
+        vec!["ada", "bob"]
+    );
+    let bob = perfjournal::auth::users::credentials(&admin.pool, "bob")
+        .await
+        .unwrap()
+        .unwrap()
+        .0;
+    let r = admin
+        .post_form(
+            &format!("/admin/users/{}/role", bob.id),
+            &[("role", "editor")],
+        )
+        .await;
+    assert_eq!(r.status, StatusCode::SEE_OTHER);
+    assert_eq!(
+        perfjournal::auth::users::by_id(&admin.pool, bob.id)
+            .await
+            .unwrap()
+            .unwrap()
+            .role,
+        Role::Editor
+    );
+
+    let ada = perfjournal::auth::users::credentials(&admin.pool, "ada")
+        .await
+        .unwrap()
+        .unwrap()
+        .0;
+    let r = admin
+        .post_form(
+            &format!("/admin/users/{}/role", ada.id),
+            &[("role", "viewer")],
+        )
+        .await;
+    assert_eq!(r.status, StatusCode::CONFLICT);
+}
+
+#[tokio::test]
+async fn api_tokens_authenticate_until_revoked() {
+    let mut app = spawn_app().await;
+    app.setup_admin("ada").await;
+    let r = app.post_form("/settings/tokens", &[("label", "ci")]).await;
+    let secret = r.select("#new-token")[0].clone();
+    assert!(secret.starts_with("pj_"));
+
+    let mut script = app.new_client();
+    let me = script.api("GET", "/api/v1/me", &secret, None).await;
+    assert_eq!(me.status, StatusCode::OK);
+    assert_eq!(me.json()["name"], "ada");
+    assert_eq!(me.json()["role"], "admin");
+    let bad = script
+        .api("GET", "/api/v1/me", "pj_nottherealtoken", None)
+        .await;
+    assert_eq!(bad.status, StatusCode::UNAUTHORIZED);
+
+    // The list shows a prefix, never the secret.
+    let page = app.get("/settings").await;
+    assert!(!page.body.contains(&secret));
+    let uid = me.json()["id"].as_i64().unwrap();
+    let id = perfjournal::auth::tokens::list(&app.pool, uid)
+        .await
+        .unwrap()[0]
+        .id;
+    let r = app
+        .post_form(&format!("/settings/tokens/{id}/revoke"), &[])
+        .await;
+    assert_eq!(r.location(), Some("/settings"));
+    let after = script.api("GET", "/api/v1/me", &secret, None).await;
+    assert_eq!(after.status, StatusCode::UNAUTHORIZED);
+}
+
+#[tokio::test]
+async fn openapi_document_describes_the_api() {
+    let mut app = spawn_app().await;
+    app.setup_admin("ada").await;
+    let token = app.api_token("ada").await;
+    let doc = app.api("GET", "/api/v1/openapi.json", &token, None).await;
+    assert_eq!(doc.status, StatusCode::OK);
+    let doc = doc.json();
+    assert!(doc["openapi"].as_str().unwrap().starts_with("3."));
+    assert!(doc["paths"]["/me"]["get"].is_object(), "{doc}");
+    assert!(doc["components"]["securitySchemes"]["bearer"].is_object());
+}
+
+#[tokio::test]
+async fn metrics_need_an_admin_or_a_token_and_count_requests_by_route() {
+    let mut admin = spawn_app().await;
+    admin.setup_admin("ada").await;
+    admin.add_user("vic", Role::Viewer).await;
+    admin.get("/settings").await;
+    let m = admin.get("/metrics").await;
+    assert_eq!(m.status, StatusCode::OK);
+    assert!(
+        m.body.contains(
+            "perfjournal_http_requests_total{method=\"GET\",route=\"/settings\",status=\"200\"}"
+        ),
+        "{}",
+        m.body
+    );
+    assert!(m
+        .body
+        .contains("perfjournal_http_request_duration_seconds_bucket"));
+
+    let mut vic = admin.new_client();
+    vic.login("vic").await;
+    assert_eq!(vic.get("/metrics").await.status, StatusCode::FORBIDDEN);
+    let token = admin.api_token("vic").await;
+    assert_eq!(
+        vic.new_client()
+            .api("GET", "/metrics", &token, None)
+            .await
+            .status,
+        StatusCode::OK
+    );
+}
+
+#[tokio::test]
+async fn sessions_end_after_their_absolute_lifetime() {
+    let config = Config {
+        session_max_age: chrono::Duration::seconds(1),
+        ..Config::default()
+    };
+    let mut app = spawn_app_with(config).await;
+    app.setup_admin("ada").await;
+    assert_eq!(app.get("/").await.status, StatusCode::OK);
+    tokio::time::sleep(std::time::Duration::from_millis(2100)).await;
+    assert_eq!(app.get("/").await.status, StatusCode::SEE_OTHER);
+}
+
+#[tokio::test]
+async fn session_cookie_is_http_only_lax_and_renewed_at_login() {
+    let mut app = spawn_app().await;
+    app.setup_admin("ada").await;
+    let mut c = app.new_client();
+    let page = c.get("/login").await;
+    let before = page
+        .headers
+        .get(header::SET_COOKIE)
+        .unwrap()
+        .to_str()
+        .unwrap()
+        .to_string();
+    assert!(
+        before.contains("HttpOnly") && before.contains("SameSite=Lax"),
+        "{before}"
+    );
+    assert!(!before.contains("Secure"));
+    let r = c.login("ada").await;
+    let after = r
+        .headers
+        .get(header::SET_COOKIE)
+        .unwrap()
+        .to_str()
+        .unwrap()
+        .to_string();
+    assert_ne!(
+        before.split(';').next(),
+        after.split(';').next(),
+        "session id must change at login"
+    );
+
+    let secure = spawn_app_with(Config {
+        secure_cookies: true,
+        ..Config::default()
+    })
+    .await;
+    let mut s = secure.new_client();
+    let page = s.get("/login").await;
+    assert!(page
+        .headers
+        .get(header::SET_COOKIE)
+        .unwrap()
+        .to_str()
+        .unwrap()
+        .contains("Secure"));
+}
+
+#[tokio::test]
+async fn password_change_needs_the_current_password() {
+    let mut app = spawn_app().await;
+    app.setup_admin("ada").await;
+    let r = app
+        .post_form(
+            "/settings/password",
+            &[
+                ("current", "wrong-wrong"),
+                ("password", "a new long password"),
+                ("confirm", "a new long password"),
+            ],
+        )
+        .await;
+    assert_eq!(r.status, StatusCode::UNPROCESSABLE_ENTITY);
+    assert_eq!(
+        r.select(".field-error"),
+        vec!["that is not your current password"]
+    );
+    let r = app
+        .post_form(
+            "/settings/password",
+            &[
+                ("current", PASSWORD),
+                ("password", "a new long password"),
+                ("confirm", "a new long password"),
+            ],
+        )
+        .await;
+    assert_eq!(r.select(".alert.ok"), vec!["Password changed."]);
+    let mut c = app.new_client();
+    let r = c
+        .post_form(
+            "/login",
+            &[("name", "ada"), ("password", "a new long password")],
+        )
+        .await;
+    assert_eq!(r.status, StatusCode::SEE_OTHER);
+}
