@@ -3,6 +3,8 @@
 //! that drives `app(state)` without a port, keeping cookies like a browser.
 #![allow(dead_code)]
 
+pub mod browser;
+
 use std::str::FromStr;
 use std::sync::{Mutex, OnceLock};
 

@@ -99,13 +99,22 @@ fn parse_items(p: &mut Parser, field: &str, text: &str, with_effort: bool) -> Op
         };
         if !share_ok {
             let range = if with_effort { "(0, 1]" } else { "[0, 1]" };
-            bad(format!("share must be in {range} (got {})", fmt::num(share)));
+            bad(format!(
+                "share must be in {range} (got {})",
+                fmt::num(share)
+            ));
         }
         if speedup <= 0.0 {
-            bad(format!("speedup must be greater than 0 (got {})", fmt::num(speedup)));
+            bad(format!(
+                "speedup must be greater than 0 (got {})",
+                fmt::num(speedup)
+            ));
         }
         if effort <= 0.0 {
-            bad(format!("effort_days must be greater than 0 (got {})", fmt::num(effort)));
+            bad(format!(
+                "effort_days must be greater than 0 (got {})",
+                fmt::num(effort)
+            ));
         }
         items.push(Item {
             name: parts[0].to_string(),
@@ -207,7 +216,10 @@ fn phases(items: Vec<Item>, used: std::collections::BTreeMap<String, serde_json:
     w.finish(NAME, used, sanity)
 }
 
-fn findings(items: Vec<Item>, used: std::collections::BTreeMap<String, serde_json::Value>) -> Chain {
+fn findings(
+    items: Vec<Item>,
+    used: std::collections::BTreeMap<String, serde_json::Value>,
+) -> Chain {
     let mut w = Work::new();
     let mut ranked = Vec::new();
     let mut small = Vec::new();
@@ -298,7 +310,10 @@ mod tests {
 
     #[test]
     fn findings_ranked_by_gain_per_day() {
-        let c = ok("amdahl", "findings=rmsnorm:0.09:3:2,sampler:0.03:2:0.5,attn:0.5:1.5:10");
+        let c = ok(
+            "amdahl",
+            "findings=rmsnorm:0.09:3:2,sampler:0.03:2:0.5,attn:0.5:1.5:10",
+        );
         let ranking = c.results["ranking"].as_array().unwrap();
         assert_eq!(ranking.len(), 3);
         let per_day: Vec<f64> = ranking
@@ -311,21 +326,52 @@ mod tests {
         assert!((rms["gain_percent"].as_f64().unwrap() - 6.383).abs() < 0.01);
         assert_eq!(c.results["best"], ranking[0]["name"]);
         // sampler touches 3%: warned
-        assert!(c.sanity.contains("sampler touches less than 5%"), "{}", c.sanity);
-        assert!(c.lines.iter().any(|l| l.label.contains("sampler (touches < 5%")));
+        assert!(
+            c.sanity.contains("sampler touches less than 5%"),
+            "{}",
+            c.sanity
+        );
+        assert!(c
+            .lines
+            .iter()
+            .any(|l| l.label.contains("sampler (touches < 5%")));
     }
 
     #[test]
     fn errors_name_fields() {
         has_err(&errs("amdahl", ""), "phases", "required");
-        has_err(&errs("amdahl", "phases=a:0.5:2,b:0.4:1"), "phases", "sum to 1");
-        has_err(&errs("amdahl", "phases=a:1:0"), "phases", "speedup must be greater than 0");
-        has_err(&errs("amdahl", "phases=a:1"), "phases", "name:share:speedup");
+        has_err(
+            &errs("amdahl", "phases=a:0.5:2,b:0.4:1"),
+            "phases",
+            "sum to 1",
+        );
+        has_err(
+            &errs("amdahl", "phases=a:1:0"),
+            "phases",
+            "speedup must be greater than 0",
+        );
+        has_err(
+            &errs("amdahl", "phases=a:1"),
+            "phases",
+            "name:share:speedup",
+        );
         has_err(&errs("amdahl", "phases=a:x:2"), "phases", "not a number");
         has_err(&errs("amdahl", "findings=a:0:2:1"), "findings", "(0, 1]");
-        has_err(&errs("amdahl", "findings=a:0.5:2:0"), "findings", "effort_days");
-        has_err(&errs("amdahl", "findings=a:0.5:2"), "findings", "effort_days");
-        has_err(&errs("amdahl", "phases=a:1:2 findings=a:1:2:1"), "findings", "not both");
+        has_err(
+            &errs("amdahl", "findings=a:0.5:2:0"),
+            "findings",
+            "effort_days",
+        );
+        has_err(
+            &errs("amdahl", "findings=a:0.5:2"),
+            "findings",
+            "effort_days",
+        );
+        has_err(
+            &errs("amdahl", "phases=a:1:2 findings=a:1:2:1"),
+            "findings",
+            "not both",
+        );
         // shares off by less than the tolerance are accepted
         ok("amdahl", "phases=a:0.3333:2,b:0.6667:1");
     }

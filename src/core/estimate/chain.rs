@@ -20,7 +20,10 @@ pub struct Line {
 
 /// A worked estimate. JSON shape: `{estimator, inputs, results, lines, sanity}`.
 ///
-/// `inputs` are the values actually used (given, defaulted or taken from a catalog);
+/// `inputs` are the values actually used (given, defaulted or taken from a catalog). It
+/// is a record for people, not a re-submittable input set: it also holds derived values
+/// (`active_params`, `kv_lora_rank`, …) and notes such as `h100-sxm (default)`.
+///
 /// `results` is flat and each value is in the unit its key names (`*_bytes*` integers
 /// where exact, `*_ms` floats, ratios plain, booleans and band strings as such).
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -62,13 +65,23 @@ impl Chain {
         }
 
         out.push_str("\nInputs\n");
-        let key_w = self.inputs.keys().map(|k| k.chars().count()).max().unwrap_or(0);
+        let key_w = self
+            .inputs
+            .keys()
+            .map(|k| k.chars().count())
+            .max()
+            .unwrap_or(0);
         for (k, v) in &self.inputs {
             out.push_str(&format!("  {k:<key_w$}  {}\n", show_input(v)));
         }
 
         out.push_str("\nWorking\n");
-        let label_w = self.lines.iter().map(|l| l.label.chars().count()).max().unwrap_or(0);
+        let label_w = self
+            .lines
+            .iter()
+            .map(|l| l.label.chars().count())
+            .max()
+            .unwrap_or(0);
         let formula_w = self
             .lines
             .iter()
@@ -173,8 +186,8 @@ mod tests {
         // the '=' of short formulas line up
         let cols: Vec<_> = text
             .lines()
-            .filter(|l| l.contains(" = ") && l.len() < 100)
-            .map(|l| l.find(" = ").unwrap())
+            .filter(|l| l.contains(" = ") && l.chars().count() < 100)
+            .map(|l| l.split(" = ").next().unwrap().chars().count())
             .collect();
         assert!(cols.windows(2).all(|w| w[0] == w[1]), "{text}");
     }

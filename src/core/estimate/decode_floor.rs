@@ -51,7 +51,8 @@ const FIELDS: &[FieldSpec] = &[
 pub(super) const INFO: EstimatorInfo = EstimatorInfo {
     name: NAME,
     title: "Decode step floor",
-    summary: "The bandwidth-bound minimum decode step time, and how far a measured ITL is above it.",
+    summary:
+        "The bandwidth-bound minimum decode step time, and how far a measured ITL is above it.",
     fields: FIELDS,
     run,
 };
@@ -83,14 +84,15 @@ fn run(inputs: &Inputs) -> Result<Chain, Vec<FieldError>> {
     w.result("weight_bytes_per_gpu", fmt::whole(floor.weight_bytes));
     w.result("kv_bytes_per_token_per_gpu", fmt::whole(floor.kv_per_token));
     w.result("kv_bytes_per_step", fmt::whole(floor.kv_per_step));
-    if floor.weights_read != floor.weight_bytes {
+    if s.model.routed.is_some() {
         w.result("weight_bytes_read_per_step", fmt::whole(floor.weights_read));
     }
     w.result("floor_ms", fmt::float(floor.ms));
 
     let mut sanity = format!(
-        "No decode step of this setup can take less than {}: each step streams {} per GPU \
-         from HBM ({} of it KV).",
+        "No decode step of this setup on {} can take less than {}: each step streams {} per \
+         GPU from HBM ({} of it KV).",
+        s.gpu.name,
         fmt::ms(floor.ms),
         fmt::bytes(floor.weights_read + floor.kv_per_step),
         fmt::bytes(floor.kv_per_step)
@@ -108,7 +110,11 @@ fn run(inputs: &Inputs) -> Result<Chain, Vec<FieldError>> {
         w.line(
             "band",
             "Band",
-            format!("{} in > 0.8 | 0.4–0.8 | < 0.4", fmt::num(ratio)),
+            match b {
+                "near-limit" => format!("{} > 0.8", fmt::num(ratio)),
+                "overhead" => format!("0.4 ≤ {} ≤ 0.8", fmt::num(ratio)),
+                _ => format!("{} < 0.4", fmt::num(ratio)),
+            },
             b.into(),
             "",
         );
@@ -156,9 +162,18 @@ mod tests {
     #[test]
     fn reference_llama_8b_h100() {
         let c = ok("decode-floor", &format!("{E} measured_itl_ms=24"));
-        assert_eq!(c.results["weight_bytes_per_gpu"], serde_json::json!(16_060_522_496u64));
-        assert_eq!(c.results["kv_bytes_per_token_per_gpu"], serde_json::json!(131_072));
-        assert_eq!(c.results["kv_bytes_per_step"], serde_json::json!(34_359_738_368u64));
+        assert_eq!(
+            c.results["weight_bytes_per_gpu"],
+            serde_json::json!(16_060_522_496u64)
+        );
+        assert_eq!(
+            c.results["kv_bytes_per_token_per_gpu"],
+            serde_json::json!(131_072)
+        );
+        assert_eq!(
+            c.results["kv_bytes_per_step"],
+            serde_json::json!(34_359_738_368u64)
+        );
         close(&c, "floor_ms", 15.05);
         close(&c, "floor_over_measured", 0.63);
         assert_eq!(c.results["band"], "overhead");
@@ -191,18 +206,32 @@ mod tests {
     #[test]
     fn fp8_kv_halves_kv_bytes() {
         let c = ok("decode-floor", &format!("{E} kv_dtype=fp8"));
-        assert_eq!(c.results["kv_bytes_per_token_per_gpu"], serde_json::json!(65_536));
-        close(&c, "floor_ms", (16.060522496e9 + 17.179869184e9) / 3.35e12 * 1e3);
+        assert_eq!(
+            c.results["kv_bytes_per_token_per_gpu"],
+            serde_json::json!(65_536)
+        );
+        close(
+            &c,
+            "floor_ms",
+            (16.060522496e9 + 17.179869184e9) / 3.35e12 * 1e3,
+        );
     }
 
     #[test]
     fn errors_name_fields() {
-        let e = errs("decode-floor", "model=llama-3.1-8b batch=0 context=-4 measured_itl_ms=0 contxt=1");
+        let e = errs(
+            "decode-floor",
+            "model=llama-3.1-8b batch=0 context=-4 measured_itl_ms=0 contxt=1",
+        );
         has_err(&e, "batch", "at least 1");
         has_err(&e, "context", "at least 1");
         has_err(&e, "measured_itl_ms", "greater than 0");
         has_err(&e, "contxt", "did you mean `context`");
         // mixed-step's knobs are not accepted here
-        has_err(&errs("decode-floor", &format!("{E} mfu=0.5")), "mfu", "unknown input");
+        has_err(
+            &errs("decode-floor", &format!("{E} mfu=0.5")),
+            "mfu",
+            "unknown input",
+        );
     }
 }

@@ -17,7 +17,13 @@ pub enum Dtype {
 }
 
 impl Dtype {
-    pub const ALL: [Dtype; 5] = [Dtype::Bf16, Dtype::Fp16, Dtype::Fp8, Dtype::Int8, Dtype::Int4];
+    pub const ALL: [Dtype; 5] = [
+        Dtype::Bf16,
+        Dtype::Fp16,
+        Dtype::Fp8,
+        Dtype::Int8,
+        Dtype::Int4,
+    ];
 
     pub fn name(self) -> &'static str {
         match self {

@@ -33,7 +33,7 @@ fn group(n: u64) -> String {
     let digits = n.to_string();
     let mut out = String::with_capacity(digits.len() + digits.len() / 3);
     for (i, c) in digits.chars().enumerate() {
-        if i > 0 && (digits.len() - i) % 3 == 0 {
+        if i > 0 && (digits.len() - i).is_multiple_of(3) {
             out.push(',');
         }
         out.push(c);
@@ -82,7 +82,7 @@ pub(crate) fn input(x: f64) -> String {
     let a = x.abs();
     if a >= 1e9 && (x - x.round()).abs() < 1e-3 && a < EXACT_LIMIT {
         let n = a.round() as u64;
-        if n % 1_000_000 == 0 {
+        if n.is_multiple_of(1_000_000) {
             let exp = ((a.log10().floor() as i32) / 3) * 3;
             let mantissa = x / 10f64.powi(exp);
             return format!("{}e{exp}", trim_zeros(format!("{mantissa:.4}")));
@@ -134,6 +134,19 @@ pub(crate) fn flops(x: f64) -> String {
     format!("{}/s", flop(x))
 }
 
+/// A fraction as a percentage for prose: `0.02352` → `2.4`, `0.6815` → `68`.
+pub(crate) fn pct(fraction: f64) -> String {
+    let x = fraction * 100.0;
+    let a = x.abs();
+    if a >= 10.0 {
+        format!("{x:.0}")
+    } else if a >= 1.0 {
+        trim_zeros(format!("{x:.1}"))
+    } else {
+        num(x)
+    }
+}
+
 pub(crate) fn ms(x: f64) -> String {
     format!("{} ms", num(x))
 }
@@ -169,6 +182,10 @@ mod tests {
         assert_eq!(flop(33.92e12), "33.92 TFLOP");
         assert_eq!(flops(494.5e12), "494.5 TFLOP/s");
         assert_eq!(ms(68.5945), "68.59 ms");
+        assert_eq!(pct(0.02352), "2.4");
+        assert_eq!(pct(0.6815), "68");
+        assert_eq!(pct(0.5), "50");
+        assert_eq!(pct(0.001234), "0.123");
     }
 
     #[test]

@@ -63,7 +63,8 @@ pub const GPUS: &[GpuSpec] = &[
         memory_bytes: Sourced {
             value: 85.02e9,
             provenance: Provenance::Driver,
-            note: "total memory as CUDA reports it (about 79.2 GiB), not the 80 GB of the datasheet",
+            note:
+                "total memory as CUDA reports it (about 79.2 GiB), not the 80 GB of the datasheet",
         },
         hbm_bandwidth: sheet(3.35e12, "HBM3, 3.35 TB/s"),
         bf16_flops: sheet(989e12, "dense BF16 tensor core, without sparsity"),
@@ -184,12 +185,20 @@ mod tests {
     #[test]
     fn every_figure_is_positive_and_sourced() {
         for g in GPUS {
-            for s in [g.memory_bytes, g.hbm_bandwidth, g.bf16_flops, g.link_bandwidth] {
+            for s in [
+                g.memory_bytes,
+                g.hbm_bandwidth,
+                g.bf16_flops,
+                g.link_bandwidth,
+            ] {
                 assert!(s.value > 0.0 && !s.note.is_empty(), "{}", g.name);
             }
         }
         let json = serde_json::to_value(find("h100-sxm").unwrap()).unwrap();
-        assert_eq!(json["memory_bytes"]["provenance"], "as reported by the driver");
+        assert_eq!(
+            json["memory_bytes"]["provenance"],
+            "as reported by the driver"
+        );
         assert_eq!(json["hbm_bandwidth"]["provenance"], "datasheet");
         assert_eq!(Provenance::Measured.describe(), "measured");
     }

@@ -32,8 +32,7 @@ pub(crate) enum Rule {
 pub fn parse_number(raw: &str) -> Result<f64, String> {
     let s = raw.trim();
     let plain = !s.is_empty()
-        && s
-            .chars()
+        && s.chars()
             .all(|c| c.is_ascii_digit() || matches!(c, '.' | 'e' | 'E' | '+' | '-'));
     match s.parse::<f64>() {
         Ok(v) if plain && v.is_finite() => Ok(v),
@@ -170,12 +169,14 @@ impl<'a> Parser<'a> {
     /// A required number; its absence is reported with the field's label.
     pub fn req(&mut self, key: &str, rule: Rule) -> Option<f64> {
         if !self.given(key) {
-            let label = self
-                .fields
-                .iter()
-                .find(|f| f.name == key)
-                .map_or(key, |f| f.label);
-            self.fail(key, format!("is required ({label})"));
+            let what = self.fields.iter().find(|f| f.name == key).map_or(key, |f| {
+                if f.help.is_empty() {
+                    f.label
+                } else {
+                    f.help
+                }
+            });
+            self.fail(key, format!("is required: {}", what.trim_end_matches('.')));
             return None;
         }
         self.opt(key, rule)

@@ -70,7 +70,8 @@ const FIELDS: &[FieldSpec] = &[
 pub(super) const INFO: EstimatorInfo = EstimatorInfo {
     name: NAME,
     title: "KV page ledger",
-    summary: "KV-cache pages available versus pages the admitted requests need now and at full length.",
+    summary:
+        "KV-cache pages available versus pages the admitted requests need now and at full length.",
     fields: FIELDS,
     run,
 };
@@ -114,7 +115,12 @@ fn run(inputs: &Inputs) -> Result<Chain, Vec<FieldError>> {
         format!("{} × {}", fmt::bytes(device), fmt::num(util)),
         budget,
     );
-    let weights = s.weights_line(&mut w, "weight_bytes_per_gpu", "Weights per GPU", s.weight_dtype);
+    let weights = s.weights_line(
+        &mut w,
+        "weight_bytes_per_gpu",
+        "Weights per GPU",
+        s.weight_dtype,
+    );
     let pool_bytes = budget - weights - other;
     w.bytes_line(
         "pool_bytes",
@@ -251,7 +257,10 @@ mod tests {
         assert_eq!(c.results["pool_pages"], serde_json::json!(26_483));
         assert_eq!(c.results["pages_at_start"], serde_json::json!(25_600));
         assert_eq!(c.results["pages_at_finish"], serde_json::json!(38_400));
-        assert_eq!(c.results["max_full_length_requests"], serde_json::json!(137));
+        assert_eq!(
+            c.results["max_full_length_requests"],
+            serde_json::json!(137)
+        );
         assert_eq!(c.results["preemption_expected"], serde_json::json!(true));
         assert!(c.sanity.contains("preemption is certain"));
         assert!(!c.inputs.contains_key("hbm_bytes"));
@@ -270,8 +279,11 @@ mod tests {
             "kv-pages",
             "model=llama-3.1-8b gpu=h100-sxm requests=1 prompt_tokens=1 output_tokens=0",
         );
-        assert_eq!(c.inputs["device_bytes"], serde_json::json!(85_020_000_000u64));
-        let pool = ((0.92 * 85.02e9 - 16_060_522_496.0) / (16.0 * 131_072.0)).floor();
+        assert_eq!(
+            c.inputs["device_bytes"],
+            serde_json::json!(85_020_000_000u64)
+        );
+        let pool = ((0.92_f64 * 85.02e9 - 16_060_522_496.0) / (16.0 * 131_072.0)).floor();
         close(&c, "pool_pages", pool);
         // partial pages round up
         let c = ok(
@@ -292,6 +304,10 @@ mod tests {
         has_err(&e, "requests", "whole number");
         has_err(&e, "prompt_tokens", "required");
         has_err(&e, "output_tokens", "required");
-        has_err(&errs("kv-pages", &format!("{REF} output_tokens=-1")), "output_tokens", "at least 0");
+        has_err(
+            &errs("kv-pages", &format!("{REF} output_tokens=-1")),
+            "output_tokens",
+            "at least 0",
+        );
     }
 }

@@ -58,7 +58,8 @@ const FIELDS: &[FieldSpec] = &[
 pub(super) const INFO: EstimatorInfo = EstimatorInfo {
     name: NAME,
     title: "Memory fit",
-    summary: "Whether weights, activations and one max-length sequence fit in each GPU's memory budget.",
+    summary:
+        "Whether weights, activations and one max-length sequence fit in each GPU's memory budget.",
     fields: FIELDS,
     run,
 };
@@ -78,7 +79,12 @@ fn run(inputs: &Inputs) -> Result<Chain, Vec<FieldError>> {
     let used = p.finish()?;
 
     let mut w = Work::new();
-    let weights = s.weights_line(&mut w, "weight_bytes_per_gpu", "Weights per GPU", s.weight_dtype);
+    let weights = s.weights_line(
+        &mut w,
+        "weight_bytes_per_gpu",
+        "Weights per GPU",
+        s.weight_dtype,
+    );
     let budget = util * s.gpu.hbm_bytes;
     w.bytes_line(
         "budget_bytes_per_gpu",
@@ -127,7 +133,13 @@ fn run(inputs: &Inputs) -> Result<Chain, Vec<FieldError>> {
     w.line(
         "max_kv_tokens",
         "KV capacity",
-        format!("⌊({} − {} − {}) / {}⌋", fmt::bytes(left), fmt::bytes(act), fmt::bytes(overhead), fmt::bytes(per_token)),
+        format!(
+            "⌊({} − {} − {}) / {}⌋",
+            fmt::bytes(left),
+            fmt::bytes(act),
+            fmt::bytes(overhead),
+            fmt::bytes(per_token)
+        ),
         fmt::whole(max_tokens),
         "tokens",
     );
@@ -174,18 +186,25 @@ fn run(inputs: &Inputs) -> Result<Chain, Vec<FieldError>> {
 mod tests {
     use super::super::testutil::*;
 
-    const BASE: &str = "model=llama-3.3-70b gpu=h100-sxm gpu_memory_utilization=0.92 max_model_len=131072";
+    const BASE: &str =
+        "model=llama-3.3-70b gpu=h100-sxm gpu_memory_utilization=0.92 max_model_len=131072";
 
     #[test]
     fn reference_70b_tp2_does_not_fit() {
         let c = ok("memory-fit", &format!("{BASE} tp=2"));
-        assert_eq!(c.results["weight_bytes_per_gpu"], serde_json::json!(70_553_706_496u64));
+        assert_eq!(
+            c.results["weight_bytes_per_gpu"],
+            serde_json::json!(70_553_706_496u64)
+        );
         close(&c, "budget_bytes_per_gpu", 78.22e9);
         close(&c, "left_bytes_per_gpu", 7.66e9);
-        assert_eq!(c.results["kv_bytes_one_seq_per_gpu"], serde_json::json!(21_474_836_480u64));
+        assert_eq!(
+            c.results["kv_bytes_one_seq_per_gpu"],
+            serde_json::json!(21_474_836_480u64)
+        );
         assert_eq!(c.results["fits"], serde_json::json!(false));
         // 7.66 GB / 163,840 B per token
-        let left = 0.92 * 85.02e9 - 70_553_706_496.0;
+        let left = 0.92_f64 * 85.02e9 - 70_553_706_496.0;
         assert_eq!(num(&c, "max_kv_tokens"), (left / 163_840.0).floor());
         assert!(c.sanity.contains("Does not fit"));
     }
@@ -206,7 +225,7 @@ mod tests {
             "memory-fit",
             "model=llama-3.1-8b max_model_len=8192 activation_bytes=2e9 overhead_bytes=1e9",
         );
-        let budget = 0.92 * 85.02e9;
+        let budget = 0.92_f64 * 85.02e9;
         let for_kv = budget - 16_060_522_496.0 - 3e9;
         close(&c, "max_kv_tokens", (for_kv / 131_072.0).floor());
         assert_eq!(c.results["fits"], serde_json::json!(true));

@@ -76,7 +76,8 @@ fn run(inputs: &Inputs) -> Result<Chain, Vec<FieldError>> {
         fmt::whole(step_tokens),
         "tokens",
     );
-    let (flop, compute_ms) = s.compute_lines(&mut w, step_tokens, mfu, "prefill_flops", "compute_ms");
+    let (flop, compute_ms) =
+        s.compute_lines(&mut w, step_tokens, mfu, "prefill_flops", "compute_ms");
     let per_token = s.kv_token_line(&mut w);
     let kv_bytes = s.kv_step_line(&mut w, batch, context, per_token);
     let kv_ms = kv_bytes / s.gpu.bandwidth * 1e3;
@@ -108,7 +109,7 @@ fn run(inputs: &Inputs) -> Result<Chain, Vec<FieldError>> {
         fmt::num(chunk),
         fmt::ms(step_ms),
         fmt::ms(compute_ms),
-        fmt::num(mfu * 100.0),
+        fmt::pct(mfu),
         fmt::ms(kv_ms)
     );
     Ok(w.finish(NAME, used, sanity))
@@ -146,7 +147,10 @@ mod tests {
 
     #[test]
     fn moe_compute_uses_active_params() {
-        let c = ok("mixed-step", "model=mixtral-8x7b tp=2 batch=1 context=1 chunk_tokens=999");
+        let c = ok(
+            "mixed-step",
+            "model=mixtral-8x7b tp=2 batch=1 context=1 chunk_tokens=999",
+        );
         let active = crate::core::estimate::models::find("mixtral-8x7b")
             .unwrap()
             .spec
@@ -157,11 +161,17 @@ mod tests {
 
     #[test]
     fn errors_name_fields() {
-        let e = errs("mixed-step", "model=llama-3.1-8b batch=64 context=4096 mfu=1.2");
+        let e = errs(
+            "mixed-step",
+            "model=llama-3.1-8b batch=64 context=4096 mfu=1.2",
+        );
         has_err(&e, "chunk_tokens", "required");
         has_err(&e, "mfu", "(0, 1]");
         has_err(
-            &errs("mixed-step", "model=llama-3.1-8b batch=64 context=4096 chunk_tokens=1 mfu=0"),
+            &errs(
+                "mixed-step",
+                "model=llama-3.1-8b batch=64 context=4096 chunk_tokens=1 mfu=0",
+            ),
             "mfu",
             "(0, 1]",
         );

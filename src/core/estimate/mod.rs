@@ -318,7 +318,12 @@ mod tests {
             let mut seen = std::collections::BTreeSet::new();
             for f in info.fields {
                 assert!(seen.insert(f.name), "{} lists {} twice", info.name, f.name);
-                assert!(!(f.required && f.default.is_some()), "{}.{}", info.name, f.name);
+                assert!(
+                    !(f.required && f.default.is_some()),
+                    "{}.{}",
+                    info.name,
+                    f.name
+                );
             }
         }
         assert!(find("decode-floor").is_some());
@@ -336,7 +341,9 @@ mod tests {
             "periodic-tail",
         ] {
             let fields: Vec<_> = find(name).unwrap().fields.iter().map(|f| f.name).collect();
-            for common in ["model", "config", "gpu", "tp", "kv_dtype", "params", "layers"] {
+            for common in [
+                "model", "config", "gpu", "tp", "kv_dtype", "params", "layers",
+            ] {
                 assert!(fields.contains(&common), "{name} lacks {common}");
             }
         }

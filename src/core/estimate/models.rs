@@ -56,8 +56,8 @@ pub struct Mla {
 ///  + Σ_layers [attention + 2 × hidden (RMSNorm) + MLP]`, with
 /// attention = `hidden × heads × head_dim (q) + 2 × hidden × kv_heads × head_dim (k, v)
 ///  + heads × head_dim × hidden (o)` (+ biases), a gated MLP = `3 × hidden × intermediate`,
-/// and an MoE layer = `experts × 3 × hidden × expert_intermediate + experts × hidden (router)`
-/// + shared experts. Other architectures (LayerNorm with biases, ungated MLPs) come out
+/// and an MoE layer = `experts × 3 × hidden × expert_intermediate + experts × hidden (router)
+///  + shared experts`. Other architectures (LayerNorm with biases, ungated MLPs) come out
 /// approximate; the `params` input overrides the count.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 pub struct ModelSpec {
@@ -121,7 +121,12 @@ impl KvLayout {
         match *self {
             KvLayout::Gqa {
                 layers, head_dim, ..
-            } => 2.0 * layers as f64 * self.heads_per_gpu(tp) as f64 * head_dim as f64 * dtype.bytes(),
+            } => {
+                2.0 * layers as f64
+                    * self.heads_per_gpu(tp) as f64
+                    * head_dim as f64
+                    * dtype.bytes()
+            }
             KvLayout::Mla {
                 layers,
                 kv_lora_rank,
@@ -295,10 +300,7 @@ impl ModelSpec {
             } else {
                 ""
             };
-            return Err(format!(
-                "config.json has no {}{where_}",
-                missing.join(", ")
-            ));
+            return Err(format!("config.json has no {}{where_}", missing.join(", ")));
         }
 
         let model_type = cfg.string("model_type").unwrap_or_default();
@@ -359,7 +361,8 @@ impl ModelSpec {
                     })?,
                 };
                 let qwen_shared = cfg.uint("shared_expert_intermediate_size")?.unwrap_or(0);
-                let deepseek_shared = cfg.uint("n_shared_experts")?.unwrap_or(0) * expert_intermediate;
+                let deepseek_shared =
+                    cfg.uint("n_shared_experts")?.unwrap_or(0) * expert_intermediate;
                 Some(Moe {
                     experts,
                     experts_per_tok,
@@ -425,7 +428,11 @@ impl Config<'_> {
             None => Ok(None),
             Some(v) => v
                 .as_u64()
-                .or_else(|| v.as_f64().filter(|f| f.fract() == 0.0 && *f >= 0.0).map(|f| f as u64))
+                .or_else(|| {
+                    v.as_f64()
+                        .filter(|f| f.fract() == 0.0 && *f >= 0.0)
+                        .map(|f| f as u64)
+                })
                 .map(Some)
                 .ok_or_else(|| format!("config.json: `{key}` must be a whole number, found {v}")),
         }
@@ -480,8 +487,22 @@ const fn llama(
     }
 }
 
-const fn qwen2(hidden: u64, layers: u64, heads: u64, kv_heads: u64, intermediate: u64) -> ModelSpec {
-    let mut spec = llama(hidden, layers, heads, kv_heads, intermediate, 152_064, false);
+const fn qwen2(
+    hidden: u64,
+    layers: u64,
+    heads: u64,
+    kv_heads: u64,
+    intermediate: u64,
+) -> ModelSpec {
+    let mut spec = llama(
+        hidden,
+        layers,
+        heads,
+        kv_heads,
+        intermediate,
+        152_064,
+        false,
+    );
     spec.attention_bias = AttentionBias::Qkv;
     spec
 }
@@ -585,7 +606,11 @@ pub fn find(name: &str) -> Option<&'static CatalogModel> {
 }
 
 pub(crate) fn names() -> String {
-    CATALOG.iter().map(|m| m.name).collect::<Vec<_>>().join(", ")
+    CATALOG
+        .iter()
+        .map(|m| m.name)
+        .collect::<Vec<_>>()
+        .join(", ")
 }
 
 /// What the models page shows for one model (TP 1).
@@ -682,7 +707,10 @@ mod tests {
         assert_eq!(kv70.bytes_per_token_per_gpu(Dtype::Bf16, 1), 327_680.0);
         assert_eq!(kv70.bytes_per_token_per_gpu(Dtype::Bf16, 2), 163_840.0);
         let ds = spec("deepseek-v3").kv_layout();
-        assert_eq!(ds.bytes_per_token_per_gpu(Dtype::Bf16, 1), 61.0 * 576.0 * 2.0);
+        assert_eq!(
+            ds.bytes_per_token_per_gpu(Dtype::Bf16, 1),
+            61.0 * 576.0 * 2.0
+        );
     }
 
     #[test]
@@ -782,12 +810,16 @@ mod tests {
             "num_attention_heads": 32, "num_hidden_layers": 32, "num_key_value_heads": 8,
             "num_local_experts": 8, "num_experts_per_tok": 2, "vocab_size": 32000,
             "tie_word_embeddings": false}"#;
-        assert_eq!(ModelSpec::from_config_json(cfg).unwrap(), spec("mixtral-8x7b"));
+        assert_eq!(
+            ModelSpec::from_config_json(cfg).unwrap(),
+            spec("mixtral-8x7b")
+        );
     }
 
     #[test]
     fn config_json_errors_say_where() {
-        let err = ModelSpec::from_config_json("{\n  \"hidden_size\": 4096,\n  oops\n}").unwrap_err();
+        let err =
+            ModelSpec::from_config_json("{\n  \"hidden_size\": 4096,\n  oops\n}").unwrap_err();
         assert!(err.contains("line 3 column 3"), "{err}");
         let err = ModelSpec::from_config_json(r#"{"hidden_size": 4096}"#).unwrap_err();
         assert!(err.contains("num_hidden_layers"), "{err}");
@@ -816,7 +848,10 @@ mod tests {
         }
         let s = summaries();
         let s8 = s.iter().find(|m| m.name == "llama-3.1-8b").unwrap();
-        assert_eq!(s8.weight_bytes["bf16"], serde_json::json!(16_060_522_496u64));
+        assert_eq!(
+            s8.weight_bytes["bf16"],
+            serde_json::json!(16_060_522_496u64)
+        );
         assert_eq!(s8.weight_bytes["int4"], serde_json::json!(4_015_130_624u64));
         assert_eq!(s8.kv_bytes_per_token["bf16"], serde_json::json!(131_072));
     }

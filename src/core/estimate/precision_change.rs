@@ -91,8 +91,18 @@ fn run(inputs: &Inputs) -> Result<Chain, Vec<FieldError>> {
     let used = p.finish()?;
 
     let mut w = Work::new();
-    let w_from = s.weights_line(&mut w, "weight_bytes_per_gpu_from", "Weights per GPU before", from);
-    let w_to = s.weights_line(&mut w, "weight_bytes_per_gpu_to", "Weights per GPU after", to);
+    let w_from = s.weights_line(
+        &mut w,
+        "weight_bytes_per_gpu_from",
+        "Weights per GPU before",
+        from,
+    );
+    let w_to = s.weights_line(
+        &mut w,
+        "weight_bytes_per_gpu_to",
+        "Weights per GPU after",
+        to,
+    );
     let per_token = s.kv_token_line(&mut w);
     let kv = s.kv_step_line(&mut w, batch, context, per_token);
     let read_from = s.weights_read(&mut w, from, batch, w_from, "_from");
@@ -123,7 +133,7 @@ fn run(inputs: &Inputs) -> Result<Chain, Vec<FieldError>> {
         fmt::num(speedup),
         fmt::ms(from_ms),
         fmt::ms(to_ms),
-        fmt::num(kv_share * 100.0)
+        fmt::pct(kv_share)
     );
     if let Some(c) = observed {
         let obs_ms = from_ms / (1.0 + c);
@@ -131,7 +141,11 @@ fn run(inputs: &Inputs) -> Result<Chain, Vec<FieldError>> {
         w.ms_line(
             "observed_step_ms",
             "Observed step (scaled)",
-            format!("{} / (1 + {})", fmt::ms(from_ms), fmt::num(c)),
+            if c < 0.0 {
+                format!("{} / (1 − {})", fmt::ms(from_ms), fmt::num(-c))
+            } else {
+                format!("{} / (1 + {})", fmt::ms(from_ms), fmt::num(c))
+            },
             obs_ms,
         );
         w.line(
@@ -184,33 +198,57 @@ mod tests {
 
     #[test]
     fn observed_loss_against_expected_gain() {
-        let c = ok("precision-change", &format!("{E} from=bf16 to=fp8 observed_change=-0.15"));
+        let c = ok(
+            "precision-change",
+            &format!("{E} from=bf16 to=fp8 observed_change=-0.15"),
+        );
         let from = num(&c, "step_ms_from");
         let to = num(&c, "step_ms_to");
         close(&c, "observed_step_ms", from / 0.85);
         close(&c, "observed_over_expected", from / 0.85 / to);
         assert!(c.sanity.contains("cost more"));
-        let c = ok("precision-change", &format!("{E} to=fp8 observed_change=0.19"));
+        let c = ok(
+            "precision-change",
+            &format!("{E} to=fp8 observed_change=0.19"),
+        );
         assert!(c.sanity.contains("matches"));
     }
 
     #[test]
     fn int4_weights() {
-        let c = ok("precision-change", "model=llama-3.1-8b batch=1 context=1 to=int4");
+        let c = ok(
+            "precision-change",
+            "model=llama-3.1-8b batch=1 context=1 to=int4",
+        );
         assert_eq!(
             c.results["weight_bytes_per_gpu_to"],
             serde_json::json!(4_015_130_624u64)
         );
-        let line = c.lines.iter().find(|l| l.key == "weight_bytes_per_gpu_to").unwrap();
-        assert!(line.formula.contains("group scales ignored"), "{}", line.formula);
+        let line = c
+            .lines
+            .iter()
+            .find(|l| l.key == "weight_bytes_per_gpu_to")
+            .unwrap();
+        assert!(
+            line.formula.contains("group scales ignored"),
+            "{}",
+            line.formula
+        );
     }
 
     #[test]
     fn errors_name_fields() {
-        let e = errs("precision-change", &format!("{E} from=fp4 observed_change=-1"));
+        let e = errs(
+            "precision-change",
+            &format!("{E} from=fp4 observed_change=-1"),
+        );
         has_err(&e, "from", "unknown dtype");
         has_err(&e, "to", "required");
         has_err(&e, "observed_change", "greater than -1");
-        has_err(&errs("precision-change", &format!("{E} to=fp8 weight_dtype=fp8")), "weight_dtype", "unknown input");
+        has_err(
+            &errs("precision-change", &format!("{E} to=fp8 weight_dtype=fp8")),
+            "weight_dtype",
+            "unknown input",
+        );
     }
 }

@@ -51,7 +51,8 @@ const FIELDS: &[FieldSpec] = &[
 pub(super) const INFO: EstimatorInfo = EstimatorInfo {
     name: NAME,
     title: "Prefix-cache reuse",
-    summary: "Prefill work per request before and after a change in how much of the prompt is cached.",
+    summary:
+        "Prefill work per request before and after a change in how much of the prompt is cached.",
     fields: FIELDS,
     run,
 };
@@ -69,7 +70,9 @@ fn run(inputs: &Inputs) -> Result<Chain, Vec<FieldError>> {
             );
             None
         }
-        (true, false) => p.opt("cached_tokens_before", Rule::NonNegative).map(|c| (c, None)),
+        (true, false) => p
+            .opt("cached_tokens_before", Rule::NonNegative)
+            .map(|c| (c, None)),
         (false, true) => {
             let shared = p.req("shared_prefix_tokens", Rule::NonNegative);
             let hit = p.req("hit_rate", Rule::Probability);
@@ -146,7 +149,11 @@ fn run(inputs: &Inputs) -> Result<Chain, Vec<FieldError>> {
     w.line(
         "prefill_ratio",
         "Prefill work after / before",
-        format!("{} / {}", fmt::num(computed_after), fmt::num(computed_before)),
+        format!(
+            "{} / {}",
+            fmt::num(computed_after),
+            fmt::num(computed_before)
+        ),
         fmt::float(ratio),
         "×",
     );
@@ -184,7 +191,10 @@ mod tests {
     #[test]
     fn reference_template_change() {
         // 243,200 cached tokens per 100 requests = 2,432 per request
-        let c = ok("prefix-reuse", "prompt_tokens=3000 cached_tokens_before=2432");
+        let c = ok(
+            "prefix-reuse",
+            "prompt_tokens=3000 cached_tokens_before=2432",
+        );
         close(&c, "computed_before", 568.0);
         close(&c, "computed_after", 3000.0);
         close(&c, "prefill_ratio", 5.28);
@@ -206,20 +216,37 @@ mod tests {
 
     #[test]
     fn errors_name_fields() {
-        has_err(&errs("prefix-reuse", "cached_tokens_before=1"), "prompt_tokens", "required");
-        has_err(&errs("prefix-reuse", "prompt_tokens=3000"), "cached_tokens_before", "required");
         has_err(
-            &errs("prefix-reuse", "prompt_tokens=3000 shared_prefix_tokens=2000"),
+            &errs("prefix-reuse", "cached_tokens_before=1"),
+            "prompt_tokens",
+            "required",
+        );
+        has_err(
+            &errs("prefix-reuse", "prompt_tokens=3000"),
+            "cached_tokens_before",
+            "required",
+        );
+        has_err(
+            &errs(
+                "prefix-reuse",
+                "prompt_tokens=3000 shared_prefix_tokens=2000",
+            ),
             "hit_rate",
             "required",
         );
         has_err(
-            &errs("prefix-reuse", "prompt_tokens=3000 shared_prefix_tokens=2000 hit_rate=1.5"),
+            &errs(
+                "prefix-reuse",
+                "prompt_tokens=3000 shared_prefix_tokens=2000 hit_rate=1.5",
+            ),
             "hit_rate",
             "[0, 1]",
         );
         has_err(
-            &errs("prefix-reuse", "prompt_tokens=3000 cached_tokens_before=3000"),
+            &errs(
+                "prefix-reuse",
+                "prompt_tokens=3000 cached_tokens_before=3000",
+            ),
             "cached_tokens_before",
             "fewer than prompt_tokens",
         );

@@ -472,7 +472,12 @@ impl Setup {
             fmt::num(context),
             fmt::bytes(per_token)
         );
-        w.bytes_line("kv_bytes_per_step", "KV read per step per GPU", formula, bytes);
+        w.bytes_line(
+            "kv_bytes_per_step",
+            "KV read per step per GPU",
+            formula,
+            bytes,
+        );
         bytes
     }
 
@@ -613,30 +618,30 @@ mod tests {
 
     #[test]
     fn unknown_model_gpu_dtype_list_valid_names() {
-        let errs = errs(
+        let e = errs(
             "decode-floor",
             "model=llama-9b gpu=h300 kv_dtype=fp4 batch=1 context=1",
         );
-        has_err(&errs, "model", "llama-3.1-8b");
-        has_err(&errs, "gpu", "h100-sxm");
-        has_err(&errs, "kv_dtype", "bf16, fp16, fp8, int8, int4");
+        has_err(&e, "model", "llama-3.1-8b");
+        has_err(&e, "gpu", "h100-sxm");
+        has_err(&e, "kv_dtype", "bf16, fp16, fp8, int8, int4");
     }
 
     #[test]
     fn model_or_config_or_overrides() {
-        let errs = errs("decode-floor", "batch=1 context=1 params=8e9 layers=32");
-        has_err(&errs, "model", "missing: kv_heads, head_dim");
+        let e = errs("decode-floor", "batch=1 context=1 params=8e9 layers=32");
+        has_err(&e, "model", "missing: kv_heads, head_dim");
         // all four overrides stand in for a model
         let chain = ok(
             "decode-floor",
             "batch=64 context=4096 params=8030261248 layers=32 kv_heads=8 head_dim=128",
         );
         close(&chain, "floor_ms", 15.05);
-        let errs = errs(
+        let e = errs(
             "decode-floor",
             "model=llama-3.1-8b config={} batch=1 context=1",
         );
-        has_err(&errs, "config", "not both");
+        has_err(&e, "config", "not both");
     }
 
     #[test]
@@ -646,7 +651,10 @@ mod tests {
         raw.insert("config".into(), cfg.into());
         let chain = crate::core::estimate::run("decode-floor", &raw).unwrap();
         close(&chain, "floor_ms", 15.05);
-        assert!(chain.inputs["config"].as_str().unwrap().starts_with("config.json"));
+        assert!(chain.inputs["config"]
+            .as_str()
+            .unwrap()
+            .starts_with("config.json"));
 
         raw.insert("config".into(), "{\"hidden_size\": 4096,,}".into());
         let err = crate::core::estimate::run("decode-floor", &raw).unwrap_err();
@@ -659,27 +667,45 @@ mod tests {
             "decode-floor",
             "model=llama-3.1-8b bandwidth=2e12 layers=16 batch=1 context=1",
         );
-        assert_eq!(chain.inputs["bandwidth"], serde_json::json!(2_000_000_000_000u64));
+        assert_eq!(
+            chain.inputs["bandwidth"],
+            serde_json::json!(2_000_000_000_000u64)
+        );
         assert_eq!(chain.inputs["layers"], serde_json::json!(16));
-        assert_eq!(chain.results["kv_bytes_per_token_per_gpu"], serde_json::json!(65536));
-        let errs = errs("decode-floor", "model=llama-3.1-8b bandwidth=0 batch=1 context=1");
-        has_err(&errs, "bandwidth", "greater than 0");
+        assert_eq!(
+            chain.results["kv_bytes_per_token_per_gpu"],
+            serde_json::json!(65536)
+        );
+        let e = errs(
+            "decode-floor",
+            "model=llama-3.1-8b bandwidth=0 batch=1 context=1",
+        );
+        has_err(&e, "bandwidth", "greater than 0");
     }
 
     #[test]
     fn tp_must_divide_heads() {
-        let errs = errs("decode-floor", "model=llama-3.1-8b tp=3 batch=1 context=1");
-        has_err(&errs, "tp", "32 attention heads");
-        let errs = errs("decode-floor", "model=llama-3.1-8b tp=0 batch=1 context=1");
-        has_err(&errs, "tp", "at least 1");
+        let e = errs("decode-floor", "model=llama-3.1-8b tp=3 batch=1 context=1");
+        has_err(&e, "tp", "32 attention heads");
+        let e = errs("decode-floor", "model=llama-3.1-8b tp=0 batch=1 context=1");
+        has_err(&e, "tp", "at least 1");
     }
 
     #[test]
     fn tp_beyond_kv_heads_replicates() {
         // 8 KV heads over 16 ranks: each keeps one head, like at TP 8
-        let at8 = ok("decode-floor", "model=llama-3.1-405b tp=8 batch=1 context=1");
-        let at16 = ok("decode-floor", "model=llama-3.1-405b tp=16 batch=1 context=1");
-        assert_eq!(num(&at8, "kv_bytes_per_token_per_gpu"), 2.0 * 126.0 * 128.0 * 2.0);
+        let at8 = ok(
+            "decode-floor",
+            "model=llama-3.1-405b tp=8 batch=1 context=1",
+        );
+        let at16 = ok(
+            "decode-floor",
+            "model=llama-3.1-405b tp=16 batch=1 context=1",
+        );
+        assert_eq!(
+            num(&at8, "kv_bytes_per_token_per_gpu"),
+            2.0 * 126.0 * 128.0 * 2.0
+        );
         assert_eq!(
             num(&at16, "kv_bytes_per_token_per_gpu"),
             num(&at8, "kv_bytes_per_token_per_gpu")
@@ -688,8 +714,14 @@ mod tests {
 
     #[test]
     fn moe_floor_reads_only_touched_experts() {
-        let one = ok("decode-floor", "model=deepseek-v3 gpu=h200 tp=8 weight_dtype=fp8 batch=1 context=1");
-        let many = ok("decode-floor", "model=deepseek-v3 gpu=h200 tp=8 weight_dtype=fp8 batch=4096 context=1");
+        let one = ok(
+            "decode-floor",
+            "model=deepseek-v3 gpu=h200 tp=8 weight_dtype=fp8 batch=1 context=1",
+        );
+        let many = ok(
+            "decode-floor",
+            "model=deepseek-v3 gpu=h200 tp=8 weight_dtype=fp8 batch=4096 context=1",
+        );
         // batch 1 reads about the active parameters; a big batch nearly all
         let active = num(&one, "weight_bytes_read_per_step") * 8.0;
         assert!((active / 37.5e9 - 1.0).abs() < 0.02, "{active}");
@@ -698,7 +730,10 @@ mod tests {
         // MLA latent is the same on every rank
         assert_eq!(num(&one, "kv_bytes_per_token_per_gpu"), 61.0 * 576.0 * 2.0);
         // a params override turns the model dense
-        let dense = ok("decode-floor", "model=deepseek-v3 params=671e9 batch=1 context=1 tp=8");
-        assert!(dense.results.get("weight_bytes_read_per_step").is_none());
+        let dense = ok(
+            "decode-floor",
+            "model=deepseek-v3 params=671e9 batch=1 context=1 tp=8",
+        );
+        assert!(!dense.results.contains_key("weight_bytes_read_per_step"));
     }
 }

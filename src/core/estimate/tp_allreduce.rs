@@ -49,7 +49,8 @@ const FIELDS: &[FieldSpec] = &[
 pub(super) const INFO: EstimatorInfo = EstimatorInfo {
     name: NAME,
     title: "Tensor-parallel all-reduce",
-    summary: "Bytes and time tensor parallelism all-reduces per decode step, on top of the decode floor.",
+    summary:
+        "Bytes and time tensor parallelism all-reduces per decode step, on top of the decode floor.",
     fields: FIELDS,
     run,
 };
@@ -64,7 +65,10 @@ fn run(inputs: &Inputs) -> Result<Chain, Vec<FieldError>> {
     let link_given = p.given("link_bandwidth");
     if let Some(s) = &setup {
         if s.model.hidden.is_none() {
-            p.fail("hidden", "is required when no model or config gives hidden_size");
+            p.fail(
+                "hidden",
+                "is required when no model or config gives hidden_size",
+            );
         }
     }
     let (Some(s), Some(batch), Some(context), Some(act)) = (setup, batch, context, act) else {
@@ -152,7 +156,7 @@ fn run(inputs: &Inputs) -> Result<Chain, Vec<FieldError>> {
             fmt::rate(link),
             fmt::ms(ar_ms),
             fmt::ms(floor.ms),
-            fmt::num(ar_ms / step_ms * 100.0),
+            fmt::pct(ar_ms / step_ms),
             fmt::num(2.0 * layers)
         )
     };
@@ -165,7 +169,10 @@ mod tests {
 
     #[test]
     fn formula_70b_tp4_nvlink() {
-        let c = ok("tp-allreduce", "model=llama-3.3-70b tp=4 batch=64 context=4096");
+        let c = ok(
+            "tp-allreduce",
+            "model=llama-3.3-70b tp=4 batch=64 context=4096",
+        );
         let per_token = 2.0 * 80.0 * 2.0 * 3.0 / 4.0 * 8192.0 * 2.0;
         assert_eq!(num(&c, "bytes_per_token_per_gpu"), per_token);
         assert_eq!(num(&c, "bytes_per_step_per_gpu"), per_token * 64.0);
@@ -173,14 +180,27 @@ mod tests {
         let base = (70_553_706_496.0 * 2.0 / 4.0 + 64.0 * 4096.0 * 81_920.0) / 3.35e12 * 1e3;
         close(&c, "base_step_ms", base);
         close(&c, "step_ms", base + per_token * 64.0 / 450e9 * 1e3);
-        assert_eq!(c.inputs["link_bandwidth"], serde_json::json!(450_000_000_000u64));
+        assert_eq!(
+            c.inputs["link_bandwidth"],
+            serde_json::json!(450_000_000_000u64)
+        );
     }
 
     #[test]
     fn pcie_is_slower_than_nvlink() {
-        let nv = ok("tp-allreduce", "model=llama-3.1-8b gpu=h100-sxm tp=2 batch=64 context=1024");
-        let pcie = ok("tp-allreduce", "model=llama-3.1-8b gpu=h100-pcie tp=2 batch=64 context=1024");
-        close(&pcie, "allreduce_ms", num(&nv, "allreduce_ms") * 450.0 / 64.0);
+        let nv = ok(
+            "tp-allreduce",
+            "model=llama-3.1-8b gpu=h100-sxm tp=2 batch=64 context=1024",
+        );
+        let pcie = ok(
+            "tp-allreduce",
+            "model=llama-3.1-8b gpu=h100-pcie tp=2 batch=64 context=1024",
+        );
+        close(
+            &pcie,
+            "allreduce_ms",
+            num(&nv, "allreduce_ms") * 450.0 / 64.0,
+        );
         let given = ok(
             "tp-allreduce",
             "model=llama-3.1-8b tp=2 batch=64 context=1024 link_bandwidth=100e9",

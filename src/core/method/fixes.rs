@@ -58,10 +58,19 @@ pub fn validate(candidates: &[Candidate]) -> Vec<FieldError> {
             ));
         }
         if !(c.speedup > 0.0 && c.speedup.is_finite()) {
-            errors.push(FieldError::new(at("speedup"), format!("The speedup must be greater than 0 (2 means twice as fast), got {}", c.speedup)));
+            errors.push(FieldError::new(
+                at("speedup"),
+                format!(
+                    "The speedup must be greater than 0 (2 means twice as fast), got {}",
+                    c.speedup
+                ),
+            ));
         }
         if !(c.effort_days > 0.0 && c.effort_days.is_finite()) {
-            errors.push(FieldError::new(at("effort_days"), format!("Effort must be more than 0 days, got {}", c.effort_days)));
+            errors.push(FieldError::new(
+                at("effort_days"),
+                format!("Effort must be more than 0 days, got {}", c.effort_days),
+            ));
         }
     }
     errors
@@ -137,8 +146,19 @@ mod tests {
             c("fuse rms_norm", 0.03, 2.0, 1.0),             // 1.52% / 1 d
         ])
         .unwrap();
-        let order: Vec<&str> = ranked.iter().map(|r| r.candidate.description.as_str()).collect();
-        assert_eq!(order, ["enable chunked prefill", "FP8 KV cache", "fuse rms_norm", "rewrite attention kernel"]);
+        let order: Vec<&str> = ranked
+            .iter()
+            .map(|r| r.candidate.description.as_str())
+            .collect();
+        assert_eq!(
+            order,
+            [
+                "enable chunked prefill",
+                "FP8 KV cache",
+                "fuse rms_norm",
+                "rewrite attention kernel"
+            ]
+        );
         assert_eq!(ranked[0].rank, 1);
         assert!((ranked[0].gain_percent - 11.1111).abs() < 1e-3);
         assert!((ranked[0].gain_per_day - 22.2222).abs() < 1e-3);
@@ -147,14 +167,23 @@ mod tests {
 
     #[test]
     fn small_share_warning() {
-        let ranked = rank(&[c("tweak tokenizer", 0.04, 10.0, 1.0), c("other", 0.05, 2.0, 1.0)]).unwrap();
+        let ranked = rank(&[
+            c("tweak tokenizer", 0.04, 10.0, 1.0),
+            c("other", 0.05, 2.0, 1.0),
+        ])
+        .unwrap();
         let small = ranked.iter().find(|r| r.candidate.share == 0.04).unwrap();
         // 1 / (1 − 0.04) − 1 = 4.1667%.
         assert_eq!(
             small.warning.as_deref(),
             Some("Touches under 5% of the time: at most 4.2% gain even if that part took no time at all.")
         );
-        assert!(ranked.iter().find(|r| r.candidate.share == 0.05).unwrap().warning.is_none());
+        assert!(ranked
+            .iter()
+            .find(|r| r.candidate.share == 0.05)
+            .unwrap()
+            .warning
+            .is_none());
     }
 
     #[test]
@@ -163,7 +192,13 @@ mod tests {
         let fields: Vec<&str> = errors.iter().map(|e| e.field.as_str()).collect();
         assert_eq!(
             fields,
-            ["candidates[0].description", "candidates[0].share", "candidates[0].speedup", "candidates[0].effort_days", "candidates[1].share"]
+            [
+                "candidates[0].description",
+                "candidates[0].share",
+                "candidates[0].speedup",
+                "candidates[0].effort_days",
+                "candidates[1].share"
+            ]
         );
         assert!(rank(&[c("x", 1.0, 2.0, 1.0)]).is_ok(), "share 1 is allowed");
     }

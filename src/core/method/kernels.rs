@@ -55,20 +55,35 @@ pub fn rank_with_total(
             errors.push(FieldError::new(at("name"), "Give the kernel's name"));
         }
         if let Some(s) = row.share.filter(|s| !(0.0..=1.0).contains(s)) {
-            errors.push(FieldError::new(at("share"), format!("A share is a fraction of the phase between 0 and 1, got {s}")));
+            errors.push(FieldError::new(
+                at("share"),
+                format!("A share is a fraction of the phase between 0 and 1, got {s}"),
+            ));
         }
         if let Some(t) = row.time_ms.filter(|t| !(t.is_finite() && *t >= 0.0)) {
-            errors.push(FieldError::new(at("time_ms"), format!("Time must be ≥ 0 ms, got {t}")));
+            errors.push(FieldError::new(
+                at("time_ms"),
+                format!("Time must be ≥ 0 ms, got {t}"),
+            ));
         }
         if let Some(o) = row.occupancy_pct.filter(|o| !(0.0..=100.0).contains(o)) {
-            errors.push(FieldError::new(at("occupancy_pct"), format!("Occupancy is a percentage between 0 and 100, got {o}")));
+            errors.push(FieldError::new(
+                at("occupancy_pct"),
+                format!("Occupancy is a percentage between 0 and 100, got {o}"),
+            ));
         }
         if row.share.is_none() && row.time_ms.is_none() {
-            errors.push(FieldError::new(at("share"), "Give the kernel's share of the phase or its time"));
+            errors.push(FieldError::new(
+                at("share"),
+                "Give the kernel's share of the phase or its time",
+            ));
         }
     }
     if let Some(t) = phase_total_ms.filter(|t| !(t.is_finite() && *t > 0.0)) {
-        errors.push(FieldError::new("phase_total_ms", format!("The phase total must be greater than 0 ms, got {t}")));
+        errors.push(FieldError::new(
+            "phase_total_ms",
+            format!("The phase total must be greater than 0 ms, got {t}"),
+        ));
     }
     if !errors.is_empty() {
         return Err(errors);
@@ -83,7 +98,11 @@ pub fn rank_with_total(
             name: r.name.trim().to_string(),
             share: r.share.unwrap_or_else(|| {
                 let t = r.time_ms.unwrap_or(0.0);
-                if denominator > 0.0 { t / denominator } else { 0.0 }
+                if denominator > 0.0 {
+                    t / denominator
+                } else {
+                    0.0
+                }
             }),
             cumulative_share: 0.0,
             time_ms: r.time_ms,
@@ -146,7 +165,10 @@ mod tests {
         let ranked = rank(&rows).unwrap();
         assert_eq!((ranked[0].share, ranked[1].share), (0.75, 0.25));
         let of_phase = rank_with_total(&rows, Some(80.0)).unwrap();
-        assert_eq!((of_phase[0].share, of_phase[1].cumulative_share), (0.375, 0.5));
+        assert_eq!(
+            (of_phase[0].share, of_phase[1].cumulative_share),
+            (0.375, 0.5)
+        );
     }
 
     #[test]
@@ -157,7 +179,13 @@ mod tests {
         let fields: Vec<&str> = errors.iter().map(|e| e.field.as_str()).collect();
         assert_eq!(
             fields,
-            ["kernels[0].name", "kernels[0].share", "kernels[0].time_ms", "kernels[0].occupancy_pct", "kernels[1].share"]
+            [
+                "kernels[0].name",
+                "kernels[0].share",
+                "kernels[0].time_ms",
+                "kernels[0].occupancy_pct",
+                "kernels[1].share"
+            ]
         );
         let over = rank(&[k("a", Some(0.7), None), k("b", Some(0.6), None)]).unwrap_err();
         assert!(over[0].message.contains("130%"));

@@ -308,7 +308,11 @@ impl MetricTarget {
             "meets target".to_string()
         } else {
             let digits = if gap < 1.1 { 2 } else { 1 };
-            let word = if self.metric.higher_is_better() { "short" } else { "over" };
+            let word = if self.metric.higher_is_better() {
+                "short"
+            } else {
+                "over"
+            };
             format!("{gap:.digits$}× {word}")
         };
         format!(
@@ -346,7 +350,10 @@ impl MetricTarget {
             if parsed.is_none() {
                 errors.push(FieldError::new(
                     "unit",
-                    format!("'{}' is not a unit: use ms, s, tok/s, req/s or usd", form.unit.trim()),
+                    format!(
+                        "'{}' is not a unit: use ms, s, tok/s, req/s or usd",
+                        form.unit.trim()
+                    ),
                 ));
             }
             parsed
@@ -357,11 +364,29 @@ impl MetricTarget {
             }
         }
 
-        let unit = form_unit.or(metric.map(Metric::default_unit)).unwrap_or(Unit::Ms);
+        let unit = form_unit
+            .or(metric.map(Metric::default_unit))
+            .unwrap_or(Unit::Ms);
         let pct = percentile.map_or("value", Percentile::slug);
         let (ex_observed, ex_target) = metric.map_or(("3200", "800"), Metric::example);
-        let observed = parse_amount(&form.observed, "observed", metric, unit, pct, ex_observed, "a measurement");
-        let target = parse_amount(&form.target, "target", metric, unit, pct, ex_target, "a target");
+        let observed = parse_amount(
+            &form.observed,
+            "observed",
+            metric,
+            unit,
+            pct,
+            ex_observed,
+            "a measurement",
+        );
+        let target = parse_amount(
+            &form.target,
+            "target",
+            metric,
+            unit,
+            pct,
+            ex_target,
+            "a target",
+        );
         let (observed, target) = match (observed, target) {
             (Ok(o), Ok(t)) => (Some(o), Some(t)),
             (o, t) => {
@@ -417,7 +442,10 @@ fn parse_amount(
     let text = raw.trim();
     let hint = format!("give the {field} {pct} in {}, e.g. {example}", unit.slug());
     if text.is_empty() {
-        return Err(FieldError::new(field, format!("A number is required: {hint}")));
+        return Err(FieldError::new(
+            field,
+            format!("A number is required: {hint}"),
+        ));
     }
     let not_a_number = || FieldError::new(field, format!("'{text}' is not {what}: {hint}"));
     let body = text.trim_start_matches(['~', '≈']).trim_start();
@@ -482,7 +510,10 @@ mod tests {
         let t = MetricTarget::parse(&form("ttft", "p95", "3,200", "800", "ms")).unwrap();
         assert_eq!(t.gap_ratio(), 4.0);
         assert!(!t.meets_target());
-        assert_eq!(t.symptom_line(), "p95 TTFT 3,200 ms vs target 800 ms (4.0× over)");
+        assert_eq!(
+            t.symptom_line(),
+            "p95 TTFT 3,200 ms vs target 800 ms (4.0× over)"
+        );
     }
 
     #[test]
@@ -504,7 +535,8 @@ mod tests {
         assert_eq!((t.observed, t.target, t.unit), (3200.0, 800.0, Unit::Ms));
         let inline = MetricTarget::parse(&form("e2e", "p99", "12.5 s", "8000ms", "")).unwrap();
         assert_eq!((inline.observed, inline.target), (12500.0, 8000.0));
-        let cost = MetricTarget::parse(&form("cost_per_million", "p50", "$1.20", "0.8", "")).unwrap();
+        let cost =
+            MetricTarget::parse(&form("cost_per_million", "p50", "$1.20", "0.8", "")).unwrap();
         assert_eq!((cost.unit, cost.observed), (Unit::Usd, 1.2));
     }
 
@@ -518,21 +550,35 @@ mod tests {
             "'slow' is not a measurement: give the observed p95 in ms, e.g. 3200"
         );
         let errors = MetricTarget::parse(&form("ttft", "p95", "too slow", "fast", "")).unwrap_err();
-        assert_eq!(errors[0].message, "'too slow' is not a measurement: give the observed p95 in ms, e.g. 3200");
+        assert_eq!(
+            errors[0].message,
+            "'too slow' is not a measurement: give the observed p95 in ms, e.g. 3200"
+        );
         assert_eq!(errors[1].field, "target");
         assert!(errors[1].message.starts_with("'fast' is not a target"));
         let empty = MetricTarget::parse(&form("itl", "p99", " ", "50", "")).unwrap_err();
-        assert_eq!(empty[0].message, "A number is required: give the observed p99 in ms, e.g. 145");
+        assert_eq!(
+            empty[0].message,
+            "A number is required: give the observed p99 in ms, e.g. 145"
+        );
     }
 
     #[test]
     fn other_form_errors() {
         let errors = MetricTarget::parse(&form("speed", "p97", "0", "-3", "furlongs")).unwrap_err();
         let fields: Vec<&str> = errors.iter().map(|e| e.field.as_str()).collect();
-        assert_eq!(fields, ["metric", "percentile", "unit", "observed", "target"]);
-        let wrong_unit = MetricTarget::parse(&form("ttft", "p95", "3200", "800", "tok/s")).unwrap_err();
-        assert_eq!(wrong_unit[0].message, "'tok/s' does not measure TTFT: use ms or s");
-        let mixed = MetricTarget::parse(&form("throughput", "p50", "40 req/s", "2500", "tok/s")).unwrap_err();
+        assert_eq!(
+            fields,
+            ["metric", "percentile", "unit", "observed", "target"]
+        );
+        let wrong_unit =
+            MetricTarget::parse(&form("ttft", "p95", "3200", "800", "tok/s")).unwrap_err();
+        assert_eq!(
+            wrong_unit[0].message,
+            "'tok/s' does not measure TTFT: use ms or s"
+        );
+        let mixed = MetricTarget::parse(&form("throughput", "p50", "40 req/s", "2500", "tok/s"))
+            .unwrap_err();
         assert_eq!(mixed[0].field, "observed");
     }
 
@@ -542,7 +588,10 @@ mod tests {
         assert!(!Metric::CostPerMillion.higher_is_better());
         assert_eq!(Metric::from_slug("queue-wait"), Some(Metric::QueueWait));
         assert_eq!(serde_json::to_string(&Unit::TokPerS).unwrap(), "\"tok/s\"");
-        assert_eq!(serde_json::to_string(&Metric::CostPerMillion).unwrap(), "\"cost_per_million\"");
+        assert_eq!(
+            serde_json::to_string(&Metric::CostPerMillion).unwrap(),
+            "\"cost_per_million\""
+        );
         for m in Metric::ALL {
             assert_eq!(Metric::from_slug(m.slug()), Some(m));
             assert!(m.accepts(m.default_unit()));

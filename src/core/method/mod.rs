@@ -28,8 +28,8 @@ pub use reproduce::{
 };
 pub use resources::{classify, Boundness, Classification};
 pub use verdict::{
-    comparison_problems, judge, score_prediction, MetricComparison, MetricVerdict,
-    PredictionScore, RunHealth, Verdict,
+    comparison_problems, judge, score_prediction, MetricComparison, MetricVerdict, PredictionScore,
+    RunHealth, Verdict,
 };
 
 /// A problem with one input, named by the form field it belongs to, so the

@@ -67,7 +67,9 @@ pub const STEPS: [StepInfo; 8] = [
 
 /// Steps before `target_step` that are not in `done_steps`.
 pub fn missing_before(target_step: u8, done_steps: &[u8]) -> Vec<u8> {
-    (0..target_step.min(8)).filter(|s| !done_steps.contains(s)).collect()
+    (0..target_step.min(8))
+        .filter(|s| !done_steps.contains(s))
+        .collect()
 }
 
 /// One sentence on why the order matters, when `target_step` is opened with

@@ -57,7 +57,12 @@ impl Phase {
     /// and cost = every phase (a request's whole life is what they pay for).
     pub fn counted_in(metric: Metric) -> &'static [Phase] {
         match metric {
-            Metric::Ttft => &[Phase::Tokenize, Phase::QueueWait, Phase::Prefill, Phase::Network],
+            Metric::Ttft => &[
+                Phase::Tokenize,
+                Phase::QueueWait,
+                Phase::Prefill,
+                Phase::Network,
+            ],
             Metric::Itl | Metric::Tpot => &[Phase::Decode],
             Metric::QueueWait => &[Phase::QueueWait],
             Metric::E2e | Metric::Throughput | Metric::CostPerMillion => &Phase::ALL,
@@ -134,18 +139,27 @@ impl PhaseTable {
             if values.iter().flatten().any(|v| !v.is_finite() || *v < 0.0) {
                 errors.push(FieldError::new(
                     format!("phases[{i}]"),
-                    format!("{}: durations must be numbers of milliseconds ≥ 0", row.phase.label()),
+                    format!(
+                        "{}: durations must be numbers of milliseconds ≥ 0",
+                        row.phase.label()
+                    ),
                 ));
             } else if !values.iter().flatten().is_sorted() {
                 errors.push(FieldError::new(
                     format!("phases[{i}]"),
-                    format!("{}: percentiles must not decrease (p50 ≤ p90 ≤ p95 ≤ p99)", row.phase.label()),
+                    format!(
+                        "{}: percentiles must not decrease (p50 ≤ p90 ≤ p95 ≤ p99)",
+                        row.phase.label()
+                    ),
                 ));
             }
             if let Some(s) = row.share.filter(|s| !(0.0..=1.0).contains(s)) {
                 errors.push(FieldError::new(
                     format!("phases[{i}].share"),
-                    format!("{}: a share is a fraction between 0 and 1, got {s}", row.phase.label()),
+                    format!(
+                        "{}: a share is a fraction between 0 and 1, got {s}",
+                        row.phase.label()
+                    ),
                 ));
             }
             if self.rows[..i].iter().any(|r| r.phase == row.phase) {
@@ -169,7 +183,9 @@ impl PhaseTable {
             .filter_map(|r| {
                 let share = match r.share {
                     Some(s) => Some(s),
-                    None if target.observed > 0.0 => r.at(target.percentile).map(|v| v / target.observed),
+                    None if target.observed > 0.0 => {
+                        r.at(target.percentile).map(|v| v / target.observed)
+                    }
                     None => None,
                 };
                 share.filter(|s| s.is_finite()).map(|s| (r.phase, s))
@@ -180,7 +196,7 @@ impl PhaseTable {
     }
 }
 
-/// A phase dominates at share ≥ 0.5, or, failing that, when the largest share is ≥ 0.35 and at least twice the next.
+/// A phase holding at least this share of the metric dominates.
 pub const DOMINANT_SHARE: f64 = 0.5;
 /// Second rule's floor on the largest share.
 pub const LEADING_SHARE: f64 = 0.35;
@@ -229,7 +245,10 @@ pub fn dominant(table: &PhaseTable, target: &MetricTarget) -> Dominance {
     };
     let s2 = shares.get(1).map_or(0.0, |s| s.1);
     if s1 >= DOMINANT_SHARE || (s1 >= LEADING_SHARE && s1 >= LEAD_FACTOR * s2) {
-        return Dominance::Phase { phase: top, share: s1 };
+        return Dominance::Phase {
+            phase: top,
+            share: s1,
+        };
     }
     let total: f64 = shares.iter().map(|s| s.1).sum();
     let reason = if total < DOMINANT_SHARE {
@@ -413,10 +432,16 @@ mod tests {
         );
         // 40% vs 25%: no clear leader.
         let close = PhaseTable {
-            rows: vec![row(Phase::Prefill, 400.0), row(Phase::QueueWait, 250.0), row(Phase::Tokenize, 200.0)],
+            rows: vec![
+                row(Phase::Prefill, 400.0),
+                row(Phase::QueueWait, 250.0),
+                row(Phase::Tokenize, 200.0),
+            ],
         };
         match dominant(&close, &ttft(1000.0)) {
-            Dominance::Nothing { reason } => assert!(reason.contains("No phase stands out"), "{reason}"),
+            Dominance::Nothing { reason } => {
+                assert!(reason.contains("No phase stands out"), "{reason}")
+            }
             other => panic!("{other:?}"),
         }
     }
@@ -424,7 +449,11 @@ mod tests {
     #[test]
     fn nothing_when_phases_are_small() {
         let table = PhaseTable {
-            rows: vec![row(Phase::QueueWait, 200.0), row(Phase::Prefill, 150.0), row(Phase::Tokenize, 100.0)],
+            rows: vec![
+                row(Phase::QueueWait, 200.0),
+                row(Phase::Prefill, 150.0),
+                row(Phase::Tokenize, 100.0),
+            ],
         };
         let d = dominant(&table, &ttft(3000.0));
         match &d {
@@ -463,22 +492,39 @@ mod tests {
             rows: vec![row(Phase::Decode, 30_000.0), row(Phase::QueueWait, 5.0)],
         };
         let d = dominant(&table, &itl);
-        assert_eq!(d, Dominance::Phase { phase: Phase::Decode, share: 1.0 });
+        assert_eq!(
+            d,
+            Dominance::Phase {
+                phase: Phase::Decode,
+                share: 1.0
+            }
+        );
         let next = next_checks(&d);
         assert_eq!(next.estimator, Some("decode-floor"));
         assert!(next.checks[0].contains("bandwidth"));
-        assert!(matches!(dominant(&PhaseTable::default(), &itl), Dominance::Nothing { .. }));
+        assert!(matches!(
+            dominant(&PhaseTable::default(), &itl),
+            Dominance::Nothing { .. }
+        ));
     }
 
     #[test]
     fn p90_needs_p90_values() {
         let mut target = ttft(1000.0);
         target.percentile = Percentile::P90;
-        let table = PhaseTable::from_timings(&[(Phase::QueueWait, (1..=100).map(|v| v as f64 * 10.0).collect())]).unwrap();
-        // numpy.quantile(range(10, 1010, 10), 0.9) = 901.0
-        assert_eq!(table.rows[0].p90, Some(901.0));
-        assert_eq!(table.shares(&target), vec![(Phase::QueueWait, 0.901)]);
-        let without = PhaseTable { rows: vec![row(Phase::QueueWait, 900.0)] };
+        let table = PhaseTable::from_timings(&[(
+            Phase::QueueWait,
+            (1..=100).map(|v| v as f64 * 10.0).collect(),
+        )])
+        .unwrap();
+        // numpy.quantile(range(10, 1010, 10), 0.9) = 901.0 (h = 89.1).
+        assert!((table.rows[0].p90.unwrap() - 901.0).abs() < 1e-9);
+        let shares = table.shares(&target);
+        assert_eq!(shares[0].0, Phase::QueueWait);
+        assert!((shares[0].1 - 0.901).abs() < 1e-12);
+        let without = PhaseTable {
+            rows: vec![row(Phase::QueueWait, 900.0)],
+        };
         assert!(without.shares(&target).is_empty());
     }
 
@@ -505,6 +551,10 @@ mod tests {
         };
         let fields: Vec<String> = table.validate().into_iter().map(|e| e.field).collect();
         assert_eq!(fields, ["phases[0]", "phases[1].share", "phases[2]"]);
-        assert!(PhaseTable { rows: vec![row(Phase::Decode, 1.0)] }.validate().is_empty());
+        assert!(PhaseTable {
+            rows: vec![row(Phase::Decode, 1.0)]
+        }
+        .validate()
+        .is_empty());
     }
 }

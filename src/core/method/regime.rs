@@ -43,7 +43,10 @@ impl Regime {
 
 fn check_pct(field: &str, value: f64, errors: &mut Vec<FieldError>) {
     if !(0.0..=100.0).contains(&value) {
-        errors.push(FieldError::new(field, format!("A throughput percentage is between 0 and 100, got {value}")));
+        errors.push(FieldError::new(
+            field,
+            format!("A throughput percentage is between 0 and 100, got {value}"),
+        ));
     }
 }
 
@@ -127,10 +130,16 @@ pub struct DecodeBand {
 pub fn decode_band(floor_ms: f64, measured_ms: f64) -> Result<DecodeBand, Vec<FieldError>> {
     let mut errors = Vec::new();
     if !(floor_ms.is_finite() && floor_ms > 0.0) {
-        errors.push(FieldError::new("floor_ms", "The bandwidth floor must be a time greater than 0 ms"));
+        errors.push(FieldError::new(
+            "floor_ms",
+            "The bandwidth floor must be a time greater than 0 ms",
+        ));
     }
     if !(measured_ms.is_finite() && measured_ms > 0.0) {
-        errors.push(FieldError::new("measured_ms", "The measured step time must be greater than 0 ms"));
+        errors.push(FieldError::new(
+            "measured_ms",
+            "The measured step time must be greater than 0 ms",
+        ));
     }
     if !errors.is_empty() {
         return Err(errors);
@@ -184,9 +193,15 @@ mod tests {
 
     #[test]
     fn helps_matches_regime() {
-        assert!(helps(Regime::MemoryBound).iter().any(|h| h.contains("quantize")));
-        assert!(helps(Regime::LatencyBound).iter().any(|h| h.contains("CUDA graphs")));
-        assert!(helps(Regime::ComputeBound).iter().any(|h| h.contains("FP8")));
+        assert!(helps(Regime::MemoryBound)
+            .iter()
+            .any(|h| h.contains("quantize")));
+        assert!(helps(Regime::LatencyBound)
+            .iter()
+            .any(|h| h.contains("CUDA graphs")));
+        assert!(helps(Regime::ComputeBound)
+            .iter()
+            .any(|h| h.contains("FP8")));
         assert!(!helps(Regime::Balanced).is_empty());
     }
 
@@ -196,8 +211,16 @@ mod tests {
         assert_eq!(near.band, Band::NearLimit);
         assert!(near.advice.contains("quantize"));
         assert_eq!(near.warning, None);
-        assert_eq!(decode_band(8.0, 10.0).unwrap().band, Band::Overhead, "0.8 is overhead");
-        assert_eq!(decode_band(4.0, 10.0).unwrap().band, Band::Overhead, "0.4 is overhead");
+        assert_eq!(
+            decode_band(8.0, 10.0).unwrap().band,
+            Band::Overhead,
+            "0.8 is overhead"
+        );
+        assert_eq!(
+            decode_band(4.0, 10.0).unwrap().band,
+            Band::Overhead,
+            "0.4 is overhead"
+        );
         let structural = decode_band(3.9, 10.0).unwrap();
         assert_eq!(structural.band, Band::Structural);
         assert!(structural.advice.contains("structural"));

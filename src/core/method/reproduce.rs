@@ -6,6 +6,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
 use super::FieldError;
+use FieldKind::{Decimal, Flag, Integer, Text};
 
 /// Can the slowdown be produced on demand?
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
@@ -137,39 +138,204 @@ const fn field(
     }
 }
 
-use FieldKind::{Decimal, Flag, Integer, Text};
-
 /// All comparable fields of [`FrozenConfig`], in form order (`reproducible`
 /// and `notes` are the step's answer, not configuration, and are not listed).
 pub const CONFIG_FIELDS: &[ConfigField] = &[
-    field("code_revision", "Code revision", "code", Text, &["commit", "git sha", "code"]),
-    field("container_image", "Container image", "code", Text, &["image", "docker image", "container"]),
+    field(
+        "code_revision",
+        "Code revision",
+        "code",
+        Text,
+        &["commit", "git sha", "code"],
+    ),
+    field(
+        "container_image",
+        "Container image",
+        "code",
+        Text,
+        &["image", "docker image", "container"],
+    ),
     field("engine", "Serving engine", "code", Text, &[]),
-    field("engine_version", "Engine version", "code", Text, &["engine upgrade", "vllm version", "sglang version"]),
+    field(
+        "engine_version",
+        "Engine version",
+        "code",
+        Text,
+        &["engine upgrade", "vllm version", "sglang version"],
+    ),
     field("model", "Model", "model", Text, &[]),
-    field("model_revision", "Model revision", "model", Text, &["checkpoint"]),
-    field("weight_dtype", "Weight precision", "model", Text, &["weight dtype", "weights dtype", "weight quantization", "quantization", "quantize weights"]),
-    field("kv_dtype", "KV-cache precision", "model", Text, &["kv dtype", "kv cache dtype", "kv cache quantization", "kv quantization"]),
-    field("activation_dtype", "Activation precision", "model", Text, &["activation dtype", "activations dtype"]),
-    field("gpu_type", "GPU type", "hardware", Text, &["gpu", "gpu model"]),
-    field("gpu_count", "GPU count", "hardware", Integer, &["number of gpus", "gpus"]),
-    field("interconnect", "Interconnect", "hardware", Text, &["nvlink", "pcie", "infiniband"]),
-    field("tp", "Tensor parallelism", "parallelism", Integer, &["tensor parallel", "tensor parallel size", "tp size"]),
-    field("pp", "Pipeline parallelism", "parallelism", Integer, &["pipeline parallel", "pipeline parallel size", "pp size"]),
-    field("dp", "Data parallelism", "parallelism", Integer, &["data parallel", "data parallel size", "dp size"]),
-    field("max_num_seqs", "Max concurrent sequences", "scheduler", Integer, &["max seqs", "max batch size", "batch size"]),
-    field("max_num_batched_tokens", "Max batched tokens per step", "scheduler", Integer, &["max batched tokens", "batched tokens", "token budget"]),
-    field("chunked_prefill", "Chunked prefill", "scheduler", Flag, &["enable chunked prefill"]),
-    field("prefix_caching", "Prefix caching", "scheduler", Flag, &["prefix cache", "automatic prefix caching"]),
-    field("gpu_memory_utilization", "GPU memory utilization", "scheduler", Decimal, &["gpu memory", "memory utilization"]),
-    field("block_size", "KV block size", "scheduler", Integer, &["block size", "page size"]),
-    field("prompt_len_dist", "Prompt length distribution", "workload", Text, &["prompt length", "prompt lengths", "input length"]),
-    field("output_len_dist", "Output length distribution", "workload", Text, &["output length", "output lengths", "max tokens"]),
-    field("concurrency", "Concurrency", "workload", Integer, &["concurrent requests"]),
-    field("arrival_rate", "Request arrival rate (req/s)", "workload", Decimal, &["arrival rate", "request rate", "qps", "rps"]),
-    field("sampling", "Sampling parameters", "workload", Text, &["temperature", "top p"]),
-    field("cache_state", "Cache state", "workload", Text, &["warm cache", "cold cache"]),
-    field("success_criteria", "Success criteria", "workload", Text, &["slo"]),
+    field(
+        "model_revision",
+        "Model revision",
+        "model",
+        Text,
+        &["checkpoint"],
+    ),
+    field(
+        "weight_dtype",
+        "Weight precision",
+        "model",
+        Text,
+        &[
+            "weight dtype",
+            "weights dtype",
+            "weight quantization",
+            "quantization",
+            "quantize weights",
+        ],
+    ),
+    field(
+        "kv_dtype",
+        "KV-cache precision",
+        "model",
+        Text,
+        &[
+            "kv dtype",
+            "kv cache dtype",
+            "kv cache quantization",
+            "kv quantization",
+        ],
+    ),
+    field(
+        "activation_dtype",
+        "Activation precision",
+        "model",
+        Text,
+        &["activation dtype", "activations dtype"],
+    ),
+    field(
+        "gpu_type",
+        "GPU type",
+        "hardware",
+        Text,
+        &["gpu", "gpu model"],
+    ),
+    field(
+        "gpu_count",
+        "GPU count",
+        "hardware",
+        Integer,
+        &["number of gpus", "gpus"],
+    ),
+    field(
+        "interconnect",
+        "Interconnect",
+        "hardware",
+        Text,
+        &["nvlink", "pcie", "infiniband"],
+    ),
+    field(
+        "tp",
+        "Tensor parallelism",
+        "parallelism",
+        Integer,
+        &["tensor parallel", "tensor parallel size", "tp size"],
+    ),
+    field(
+        "pp",
+        "Pipeline parallelism",
+        "parallelism",
+        Integer,
+        &["pipeline parallel", "pipeline parallel size", "pp size"],
+    ),
+    field(
+        "dp",
+        "Data parallelism",
+        "parallelism",
+        Integer,
+        &["data parallel", "data parallel size", "dp size"],
+    ),
+    field(
+        "max_num_seqs",
+        "Max concurrent sequences",
+        "scheduler",
+        Integer,
+        &["max seqs", "max batch size", "batch size"],
+    ),
+    field(
+        "max_num_batched_tokens",
+        "Max batched tokens per step",
+        "scheduler",
+        Integer,
+        &["max batched tokens", "batched tokens", "token budget"],
+    ),
+    field(
+        "chunked_prefill",
+        "Chunked prefill",
+        "scheduler",
+        Flag,
+        &["enable chunked prefill"],
+    ),
+    field(
+        "prefix_caching",
+        "Prefix caching",
+        "scheduler",
+        Flag,
+        &["prefix cache", "automatic prefix caching"],
+    ),
+    field(
+        "gpu_memory_utilization",
+        "GPU memory utilization",
+        "scheduler",
+        Decimal,
+        &["gpu memory", "memory utilization"],
+    ),
+    field(
+        "block_size",
+        "KV block size",
+        "scheduler",
+        Integer,
+        &["block size", "page size"],
+    ),
+    field(
+        "prompt_len_dist",
+        "Prompt length distribution",
+        "workload",
+        Text,
+        &["prompt length", "prompt lengths", "input length"],
+    ),
+    field(
+        "output_len_dist",
+        "Output length distribution",
+        "workload",
+        Text,
+        &["output length", "output lengths", "max tokens"],
+    ),
+    field(
+        "concurrency",
+        "Concurrency",
+        "workload",
+        Integer,
+        &["concurrent requests"],
+    ),
+    field(
+        "arrival_rate",
+        "Request arrival rate (req/s)",
+        "workload",
+        Decimal,
+        &["arrival rate", "request rate", "qps", "rps"],
+    ),
+    field(
+        "sampling",
+        "Sampling parameters",
+        "workload",
+        Text,
+        &["temperature", "top p"],
+    ),
+    field(
+        "cache_state",
+        "Cache state",
+        "workload",
+        Text,
+        &["warm cache", "cold cache"],
+    ),
+    field(
+        "success_criteria",
+        "Success criteria",
+        "workload",
+        Text,
+        &["slo"],
+    ),
 ];
 
 /// The descriptor of a field by its name.
@@ -203,7 +369,9 @@ impl FrozenConfig {
                     )),
                 },
                 _ => {
-                    let Some(desc) = config_field(name) else { continue };
+                    let Some(desc) = config_field(name) else {
+                        continue;
+                    };
                     if text.is_empty() {
                         continue;
                     }
@@ -413,7 +581,10 @@ pub fn check_single_change(
         ));
     }
     if changed.is_empty() {
-        problems.push("Nothing differs between the two configurations: record the setting that was changed.".into());
+        problems.push(
+            "Nothing differs between the two configurations: record the setting that was changed."
+                .into(),
+        );
     }
     if !unexpected.is_empty() {
         let names: Vec<&str> = unexpected.iter().map(|c| c.label).collect();
@@ -446,7 +617,9 @@ fn fields_named_in(declared: &str) -> Vec<&'static str> {
     // (field, start, end) of every whole-word occurrence.
     let mut hits: Vec<(&'static str, usize, usize)> = Vec::new();
     for f in CONFIG_FIELDS {
-        let phrases = [f.name, f.label].into_iter().chain(f.aliases.iter().copied());
+        let phrases = [f.name, f.label]
+            .into_iter()
+            .chain(f.aliases.iter().copied());
         for phrase in phrases {
             let needle = format!(" {} ", normalize(phrase));
             if needle.trim().is_empty() {
@@ -462,9 +635,9 @@ fn fields_named_in(declared: &str) -> Vec<&'static str> {
     }
     // Drop a hit lying inside a longer hit of another field.
     let kept = hits.iter().filter(|(name, s, e)| {
-        !hits.iter().any(|(other, os, oe)| {
-            other != name && os <= s && e <= oe && (oe - os) > (e - s)
-        })
+        !hits
+            .iter()
+            .any(|(other, os, oe)| other != name && os <= s && e <= oe && (oe - os) > (e - s))
     });
     let mut fields: Vec<&'static str> = Vec::new();
     for (name, _, _) in kept {
@@ -514,7 +687,11 @@ mod tests {
         let keys: Vec<&String> = value.as_object().unwrap().keys().collect();
         assert_eq!(keys.len(), CONFIG_FIELDS.len() + 2, "reproducible + notes");
         for f in CONFIG_FIELDS {
-            assert!(value.get(f.name).is_some(), "{} not a FrozenConfig field", f.name);
+            assert!(
+                value.get(f.name).is_some(),
+                "{} not a FrozenConfig field",
+                f.name
+            );
             assert!(CONFIG_GROUPS.contains(&f.group), "{}", f.group);
         }
     }
@@ -529,7 +706,11 @@ mod tests {
         let errors = validate(&c);
         let fields: Vec<&str> = errors.iter().map(|e| e.field.as_str()).collect();
         assert_eq!(fields, ["tp", "gpu_memory_utilization", "arrival_rate"]);
-        assert!(errors[1].message.contains("did you mean 0.9?"), "{}", errors[1].message);
+        assert!(
+            errors[1].message.contains("did you mean 0.9?"),
+            "{}",
+            errors[1].message
+        );
         c = baseline();
         c.gpu_memory_utilization = Some(1.0);
         assert!(validate(&c).is_empty(), "1.0 is allowed");
@@ -608,6 +789,11 @@ mod tests {
         );
         assert_eq!(changes[1].label, "Chunked prefill");
         assert_eq!(
+            after.display_value("chunked_prefill").as_deref(),
+            Some("on")
+        );
+        assert_eq!(after.display_value("interconnect"), None);
+        assert_eq!(
             (changes[1].before.as_deref(), changes[1].after.as_deref()),
             (Some("off"), Some("on"))
         );
@@ -622,7 +808,12 @@ mod tests {
         let before = baseline();
         let mut after = baseline();
         after.chunked_prefill = Some(true);
-        for declared in ["chunked_prefill", "Chunked prefill", "CHUNKED-PREFILL", "turn on chunked prefill"] {
+        for declared in [
+            "chunked_prefill",
+            "Chunked prefill",
+            "CHUNKED-PREFILL",
+            "turn on chunked prefill",
+        ] {
             let check = check_single_change(&before, &after, declared);
             assert!(check.ok, "{declared}: {:?}", check.problems);
             assert_eq!(check.declared_fields, ["chunked_prefill"]);
@@ -654,7 +845,10 @@ mod tests {
             &after,
             "Enable chunked prefill with a 4,096-token budget",
         );
-        assert_eq!(check.declared_fields, ["max_num_batched_tokens", "chunked_prefill"]);
+        assert_eq!(
+            check.declared_fields,
+            ["max_num_batched_tokens", "chunked_prefill"]
+        );
         assert!(check.ok, "{:?}", check.problems);
     }
 

@@ -19,7 +19,9 @@ pub enum Boundness {
     CpuBound,
     /// Both processors mostly idle: the time goes to waiting. The suspects
     /// are listed most common first.
-    Waiting { suspects: Vec<&'static str> },
+    Waiting {
+        suspects: Vec<&'static str>,
+    },
 }
 
 /// Step-3 result.
@@ -65,14 +67,27 @@ impl Classification {
 /// Classify a window from summed GPU kernel time, CPU busy time and wall
 /// time (same unit for all three). Errors when wall ≤ 0 or a total is
 /// negative or not a number.
-pub fn classify(gpu_total: f64, cpu_total: f64, wall: f64) -> Result<Classification, Vec<FieldError>> {
+pub fn classify(
+    gpu_total: f64,
+    cpu_total: f64,
+    wall: f64,
+) -> Result<Classification, Vec<FieldError>> {
     let mut errors = Vec::new();
     if !(wall.is_finite() && wall > 0.0) {
-        errors.push(FieldError::new("wall", "Wall-clock time must be a number greater than 0"));
+        errors.push(FieldError::new(
+            "wall",
+            "Wall-clock time must be a number greater than 0",
+        ));
     }
-    for (field, value, what) in [("gpu_total", gpu_total, "GPU kernel time"), ("cpu_total", cpu_total, "CPU busy time")] {
+    for (field, value, what) in [
+        ("gpu_total", gpu_total, "GPU kernel time"),
+        ("cpu_total", cpu_total, "CPU busy time"),
+    ] {
         if !(value.is_finite() && value >= 0.0) {
-            errors.push(FieldError::new(field, format!("{what} must be a number ≥ 0")));
+            errors.push(FieldError::new(
+                field,
+                format!("{what} must be a number ≥ 0"),
+            ));
         }
     }
     if !errors.is_empty() {
@@ -133,9 +148,20 @@ mod tests {
         let gpu = classify(92.0, 30.0, 100.0).unwrap();
         assert_eq!(gpu.bound, Boundness::GpuBound);
         assert_eq!(gpu.line(), "GPU-bound (GPU busy 92% of wall, CPU 30%)");
-        assert_eq!(classify(80.0, 0.0, 100.0).unwrap().bound, Boundness::GpuBound, "0.8 is the edge");
-        assert_eq!(classify(79.0, 85.0, 100.0).unwrap().bound, Boundness::CpuBound);
-        assert_eq!(classify(90.0, 95.0, 100.0).unwrap().slug(), "gpu_bound", "GPU checked first");
+        assert_eq!(
+            classify(80.0, 0.0, 100.0).unwrap().bound,
+            Boundness::GpuBound,
+            "0.8 is the edge"
+        );
+        assert_eq!(
+            classify(79.0, 85.0, 100.0).unwrap().bound,
+            Boundness::CpuBound
+        );
+        assert_eq!(
+            classify(90.0, 95.0, 100.0).unwrap().slug(),
+            "gpu_bound",
+            "GPU checked first"
+        );
         let waiting = classify(35.0, 20.0, 100.0).unwrap();
         match &waiting.bound {
             Boundness::Waiting { suspects } => {
@@ -154,7 +180,10 @@ mod tests {
         assert_eq!(c.bound, Boundness::GpuBound);
         assert_eq!(c.warnings.len(), 1, "1.04 is within tolerance");
         assert_eq!(c.warnings[0].field, "gpu_total");
-        assert_eq!(classify(10.0, 106.0, 100.0).unwrap().warnings[0].field, "cpu_total");
+        assert_eq!(
+            classify(10.0, 106.0, 100.0).unwrap().warnings[0].field,
+            "cpu_total"
+        );
     }
 
     #[test]

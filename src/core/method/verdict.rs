@@ -135,15 +135,29 @@ pub fn judge(input: &MetricComparison) -> MetricVerdict {
     let d = ci.observed_diff;
     let before_stat = input.before.get(input.statistic);
     let relative_change_pct = before_stat.filter(|b| *b != 0.0).map(|b| d / b * 100.0);
-    let good_sign = if input.metric.higher_is_better() { 1.0 } else { -1.0 };
-    let improving = if good_sign > 0.0 { ci.low > 0.0 } else { ci.high < 0.0 };
-    let worsening = if good_sign > 0.0 { ci.high < 0.0 } else { ci.low > 0.0 };
+    let good_sign = if input.metric.higher_is_better() {
+        1.0
+    } else {
+        -1.0
+    };
+    let improving = if good_sign > 0.0 {
+        ci.low > 0.0
+    } else {
+        ci.high < 0.0
+    };
+    let worsening = if good_sign > 0.0 {
+        ci.high < 0.0
+    } else {
+        ci.low > 0.0
+    };
     let significant = input.p_value < ALPHA;
     let spread = [&input.before_runs, &input.after_runs]
         .into_iter()
         .flatten()
         .map(|s| s.range)
-        .fold(None, |acc: Option<f64>, r| Some(acc.map_or(r, |a| a.max(r))));
+        .fold(None, |acc: Option<f64>, r| {
+            Some(acc.map_or(r, |a| a.max(r)))
+        });
     let beyond_spread = spread.is_none_or(|s| d.abs() > s);
 
     let unit = input.unit;
@@ -153,7 +167,7 @@ pub fn judge(input: &MetricComparison) -> MetricVerdict {
         signed(ci.low, unit),
         signed(ci.high, unit)
     );
-    let p_text = format!("p = {}", format_p(input.p_value));
+    let p_text = format_p(input.p_value);
     let mut reasons = Vec::new();
     let mut more_requests_per_side = None;
 
@@ -161,7 +175,9 @@ pub fn judge(input: &MetricComparison) -> MetricVerdict {
         reasons.extend(input.invalid_reasons.iter().cloned());
         Verdict::InvalidComparison
     } else if improving && significant && beyond_spread {
-        reasons.push(format!("{ci_text}, entirely on the improving side, and {p_text}"));
+        reasons.push(format!(
+            "{ci_text}, entirely on the improving side, and {p_text}"
+        ));
         if input.cause_proven {
             reasons.push("The change removed the cause the diagnosis proved.".into());
             Verdict::Confirmed
@@ -170,13 +186,17 @@ pub fn judge(input: &MetricComparison) -> MetricVerdict {
             Verdict::Improved
         }
     } else if worsening && beyond_spread {
-        reasons.push(format!("{ci_text}, entirely on the worsening side ({p_text})"));
+        reasons.push(format!(
+            "{ci_text}, entirely on the worsening side ({p_text})"
+        ));
         Verdict::Regressed
     } else {
         if improving || worsening {
             reasons.push(format!("{ci_text}, excluding 0"));
             if improving && !significant {
-                reasons.push(format!("but the rank test does not agree ({p_text} ≥ {ALPHA})"));
+                reasons.push(format!(
+                    "but the rank test does not agree ({p_text} ≥ {ALPHA})"
+                ));
             }
         } else {
             reasons.push(format!("{ci_text}, which includes 0 ({p_text})"));
@@ -205,7 +225,11 @@ pub fn judge(input: &MetricComparison) -> MetricVerdict {
     };
     let after_stat = input.after.get(input.statistic);
     let movement = match (before_stat, after_stat) {
-        (Some(b), Some(a)) => format!("{direction} from {} to {}", format_value(b, unit), format_value(a, unit)),
+        (Some(b), Some(a)) => format!(
+            "{direction} from {} to {}",
+            format_value(b, unit),
+            format_value(a, unit)
+        ),
         _ => format!("changed by {}", signed(d, unit)),
     };
     let pct = relative_change_pct.map_or(String::new(), |p| format!(" ({p:+.1}%)"));
@@ -239,11 +263,12 @@ fn signed(value: f64, unit: Unit) -> String {
     }
 }
 
+/// "p < 0.001" or "p = 0.218".
 fn format_p(p: f64) -> String {
     if p < 0.001 {
-        "< 0.001".to_string()
+        "p < 0.001".to_string()
     } else {
-        format!("{p:.3}")
+        format!("p = {p:.3}")
     }
 }
 
@@ -264,7 +289,11 @@ pub struct RunHealth {
 /// configuration change, different concurrency, failure rates differing by
 /// more than 1 point, or mean output tokens per successful request differing
 /// by more than 5%.
-pub fn comparison_problems(check: &SingleChangeCheck, before: &RunHealth, after: &RunHealth) -> Vec<String> {
+pub fn comparison_problems(
+    check: &SingleChangeCheck,
+    before: &RunHealth,
+    after: &RunHealth,
+) -> Vec<String> {
     let mut problems = check.problems.clone();
     if let (Some(b), Some(a)) = (before.concurrency, after.concurrency) {
         if a != b {
@@ -363,10 +392,21 @@ mod tests {
         }
     }
 
-    fn comparison(metric: Metric, before: f64, after: f64, low: f64, high: f64, p: f64) -> MetricComparison {
+    fn comparison(
+        metric: Metric,
+        before: f64,
+        after: f64,
+        low: f64,
+        high: f64,
+        p: f64,
+    ) -> MetricComparison {
         MetricComparison {
             metric,
-            unit: if metric == Metric::Throughput { Unit::TokPerS } else { Unit::Ms },
+            unit: if metric == Metric::Throughput {
+                Unit::TokPerS
+            } else {
+                Unit::Ms
+            },
             statistic: Statistic::P95,
             before: summary(before),
             after: summary(after),
@@ -386,7 +426,7 @@ mod tests {
         assert_eq!(v.verdict, Verdict::Improved);
         assert_eq!(
             v.summary,
-            "Improved: p95 TTFT fell from 3,200 ms to 780 ms (-75.6%); the 95% CI of the change is [-2,600 ms, -2,250 ms], p = < 0.001"
+            "Improved: p95 TTFT fell from 3,200 ms to 780 ms (-75.6%); the 95% CI of the change is [-2,600 ms, -2,250 ms], p < 0.001"
         );
         c.cause_proven = true;
         assert_eq!(judge(&c).verdict, Verdict::Confirmed);
@@ -403,7 +443,11 @@ mod tests {
     #[test]
     fn regressed_latency() {
         let v = judge(&comparison(Metric::Itl, 50.0, 58.0, 4.0, 12.0, 0.2));
-        assert_eq!(v.verdict, Verdict::Regressed, "no p-value needed to flag a regression");
+        assert_eq!(
+            v.verdict,
+            Verdict::Regressed,
+            "no p-value needed to flag a regression"
+        );
         assert!(v.reasons[0].contains("worsening"));
     }
 
@@ -416,14 +460,20 @@ mod tests {
         assert!(v.reasons[0].contains("includes 0"));
         // No observed difference: no estimate.
         let flat = judge(&comparison(Metric::Ttft, 800.0, 800.0, -30.0, 30.0, 0.9));
-        assert_eq!((flat.verdict, flat.more_requests_per_side), (Verdict::Inconclusive, None));
+        assert_eq!(
+            (flat.verdict, flat.more_requests_per_side),
+            (Verdict::Inconclusive, None)
+        );
     }
 
     #[test]
     fn ci_and_rank_test_disagree() {
         let v = judge(&comparison(Metric::Ttft, 800.0, 760.0, -70.0, -5.0, 0.08));
         assert_eq!(v.verdict, Verdict::Inconclusive);
-        assert!(v.reasons.iter().any(|r| r.contains("rank test does not agree")));
+        assert!(v
+            .reasons
+            .iter()
+            .any(|r| r.contains("rank test does not agree")));
         assert_eq!(v.more_requests_per_side, None);
     }
 
@@ -445,7 +495,8 @@ mod tests {
             per_run: values.to_vec(),
             min: values.iter().copied().fold(f64::INFINITY, f64::min),
             max: values.iter().copied().fold(f64::NEG_INFINITY, f64::max),
-            range: values.iter().copied().fold(f64::NEG_INFINITY, f64::max) - values.iter().copied().fold(f64::INFINITY, f64::min),
+            range: values.iter().copied().fold(f64::NEG_INFINITY, f64::max)
+                - values.iter().copied().fold(f64::INFINITY, f64::min),
             mean: 0.0,
             stdev: None,
         };
@@ -462,9 +513,14 @@ mod tests {
     fn end_to_end_with_real_statistics() {
         // Before/after TTFT samples from the Mann–Whitney reference test
         // (scipy p = 0.0021853274789521097).
-        let before = [812.0, 790.0, 845.0, 901.0, 770.0, 833.0, 860.0, 795.0, 880.0, 815.0];
-        let after = [760.0, 742.0, 801.0, 755.0, 790.0, 770.0, 748.0, 781.0, 765.0, 799.0];
-        let ci = bootstrap_diff_ci(&before, &after, Statistic::P50, &BootstrapConfig::default()).unwrap();
+        let before = [
+            812.0, 790.0, 845.0, 901.0, 770.0, 833.0, 860.0, 795.0, 880.0, 815.0,
+        ];
+        let after = [
+            760.0, 742.0, 801.0, 755.0, 790.0, 770.0, 748.0, 781.0, 765.0, 799.0,
+        ];
+        let ci = bootstrap_diff_ci(&before, &after, Statistic::P50, &BootstrapConfig::default())
+            .unwrap();
         let mw = mann_whitney_u(&before, &after).unwrap();
         let c = MetricComparison {
             metric: Metric::Ttft,
@@ -480,9 +536,9 @@ mod tests {
             cause_proven: true,
         };
         let v = judge(&c);
-        // Medians 824 → 768.5 (Δ = −55.5); run medians 812/833 and 760/781
-        // spread 21 each, so the change is beyond run noise.
-        assert_eq!(v.observed_diff, -55.5);
+        // Medians 824 → 767.5 (Δ = −56.5); run medians 812/833 and 760/770
+        // spread 21 and 10, so the change is beyond run noise.
+        assert_eq!(v.observed_diff, -56.5);
         assert_eq!(v.verdict, Verdict::Confirmed, "{:?}", v.reasons);
     }
 
@@ -503,8 +559,10 @@ mod tests {
 
     #[test]
     fn comparison_problems_found() {
-        let mut before_cfg = FrozenConfig::default();
-        before_cfg.chunked_prefill = Some(false);
+        let before_cfg = FrozenConfig {
+            chunked_prefill: Some(false),
+            ..FrozenConfig::default()
+        };
         let mut after_cfg = before_cfg.clone();
         after_cfg.chunked_prefill = Some(true);
         let check = check_single_change(&before_cfg, &after_cfg, "chunked prefill");
@@ -535,9 +593,21 @@ mod tests {
 
     #[test]
     fn prediction_scores() {
-        assert_eq!(score_prediction(700.0, 900.0, 780.0), PredictionScore::Inside);
-        assert_eq!(score_prediction(700.0, 900.0, 900.0), PredictionScore::Inside);
-        assert_eq!(score_prediction(900.0, 700.0, 650.0), PredictionScore::Below);
-        assert_eq!(score_prediction(700.0, 900.0, 950.0), PredictionScore::Above);
+        assert_eq!(
+            score_prediction(700.0, 900.0, 780.0),
+            PredictionScore::Inside
+        );
+        assert_eq!(
+            score_prediction(700.0, 900.0, 900.0),
+            PredictionScore::Inside
+        );
+        assert_eq!(
+            score_prediction(900.0, 700.0, 650.0),
+            PredictionScore::Below
+        );
+        assert_eq!(
+            score_prediction(700.0, 900.0, 950.0),
+            PredictionScore::Above
+        );
     }
 }

@@ -97,7 +97,9 @@ pub fn bootstrap_diff_ci(
     for _ in 0..config.resamples {
         resample_into(&mut rng, before, &mut before_buf);
         resample_into(&mut rng, after, &mut after_buf);
-        diffs.push(statistic.eval_in_place(&mut after_buf) - statistic.eval_in_place(&mut before_buf));
+        diffs.push(
+            statistic.eval_in_place(&mut after_buf) - statistic.eval_in_place(&mut before_buf),
+        );
     }
     diffs.sort_by(f64::total_cmp);
     let alpha = 1.0 - config.confidence;
@@ -272,7 +274,11 @@ mod tests {
 
     #[test]
     fn run_spread_per_run_statistic() {
-        let runs = vec![vec![1.0, 2.0, 3.0], vec![2.0, 4.0, 6.0], vec![3.0, 3.0, 3.0]];
+        let runs = vec![
+            vec![1.0, 2.0, 3.0],
+            vec![2.0, 4.0, 6.0],
+            vec![3.0, 3.0, 3.0],
+        ];
         let s = run_spread(&runs, Statistic::Mean).unwrap();
         assert_eq!(s.per_run, vec![2.0, 4.0, 3.0]);
         assert_eq!((s.min, s.max, s.range, s.mean), (2.0, 4.0, 2.0, 3.0));
@@ -280,6 +286,9 @@ mod tests {
         assert!((s.stdev.unwrap() - 1.0).abs() < 1e-12);
         let one = run_spread(&[[5.0, 7.0]], Statistic::P50).unwrap();
         assert_eq!((one.range, one.stdev), (0.0, None));
-        assert_eq!(run_spread::<Vec<f64>>(&[], Statistic::Mean), Err(StatsError::Empty));
+        assert_eq!(
+            run_spread::<Vec<f64>>(&[], Statistic::Mean),
+            Err(StatsError::Empty)
+        );
     }
 }

@@ -1,0 +1,238 @@
+//! periodic-tail: why a long prompt arriving every period makes a p99 spike with a flat p50.
+//!
+//! plain step = decode floor; chunk compute = 2 × params × chunk_tokens / TP / (peak × MFU);
+//! slow step = chunk compute + plain step; one long prompt makes ⌈long / chunk⌉ slow steps;
+//! normal steps per period = period / plain step; slow share = slow / (normal + slow).
+//! Every step hands each running request one token, so the share of steps is the share
+//! of ITL samples, and percentile q lands on slow steps when slow share > 1 − q.
+//! Counting the whole period as plain steps and adding the slow ones on top slightly
+//! understates the share (by at most slow steps × slow step / period); the simpler
+//! form keeps the arithmetic checkable by hand.
+
+use super::chain::Work;
+use super::decode_floor::{BATCH, CONTEXT};
+use super::fmt;
+use super::input::{Parser, Rule};
+use super::mixed_step::CHUNK;
+use super::setup::{self, need, opt, Setup};
+use super::{Chain, EstimatorInfo, FieldError, FieldSpec, Inputs};
+
+const NAME: &str = "periodic-tail";
+
+const FIELDS: &[FieldSpec] = &[
+    setup::MODEL,
+    setup::CONFIG,
+    setup::GPU,
+    setup::TP,
+    setup::WEIGHT_DTYPE,
+    setup::KV_DTYPE,
+    BATCH,
+    CONTEXT,
+    CHUNK,
+    need(
+        "long_prompt_tokens",
+        "Long prompt",
+        "tokens",
+        "Length of the periodic long prompt.",
+    ),
+    need("period_s", "Period", "s", "Seconds between long prompts."),
+    opt(
+        "mfu",
+        "MFU",
+        "",
+        Some("1.0"),
+        "Fraction of peak for the chunk's compute; 1.0 gives the bound at peak.",
+    ),
+    setup::PARAMS,
+    setup::LAYERS,
+    setup::KV_HEADS,
+    setup::HEAD_DIM,
+    setup::BANDWIDTH,
+    setup::PEAK_FLOPS,
+];
+
+pub(super) const INFO: EstimatorInfo = EstimatorInfo {
+    name: NAME,
+    title: "Periodic tail",
+    summary: "Whether a periodic long prompt's chunked prefill steps reach p50, p90 or p99 of ITL.",
+    fields: FIELDS,
+    run,
+};
+
+fn run(inputs: &Inputs) -> Result<Chain, Vec<FieldError>> {
+    let mut p = Parser::new(inputs, FIELDS);
+    let setup = Setup::resolve(&mut p);
+    let batch = p.req("batch", Rule::Count);
+    let context = p.req("context", Rule::Count);
+    let chunk = p.req("chunk_tokens", Rule::Count);
+    let long = p.req("long_prompt_tokens", Rule::Count);
+    let period = p.req("period_s", Rule::Positive);
+    let mfu = p.or("mfu", 1.0, Rule::Fraction);
+    let (Some(s), Some(batch), Some(context), Some(chunk), Some(long), Some(period), Some(mfu)) =
+        (setup, batch, context, chunk, long, period, mfu)
+    else {
+        return Err(p.into_errors());
+    };
+    let used = p.finish()?;
+
+    let mut w = Work::new();
+    let floor = s.decode_floor(&mut w, batch, context);
+    let plain = floor.ms;
+    let (_, chunk_ms) = s.compute_lines(&mut w, chunk, mfu, "chunk_flops", "chunk_compute_ms");
+    let slow = chunk_ms + plain;
+    w.ms_line(
+        "slow_step_ms",
+        "Step with a chunk",
+        format!("{} + {}", fmt::ms(chunk_ms), fmt::ms(plain)),
+        slow,
+    );
+    let ratio = slow / plain;
+    w.line(
+        "slow_over_plain",
+        "Slow / plain step",
+        format!("{} / {}", fmt::ms(slow), fmt::ms(plain)),
+        fmt::float(ratio),
+        "×",
+    );
+    let chunks = (long / chunk).ceil();
+    w.line(
+        "chunks_per_long_prompt",
+        "Slow steps per long prompt",
+        format!("⌈{} / {}⌉", fmt::num(long), fmt::num(chunk)),
+        fmt::whole(chunks),
+        "steps",
+    );
+    let normal = period * 1e3 / plain;
+    w.line(
+        "normal_steps_per_period",
+        "Plain steps per period",
+        format!("{} s / {}", fmt::num(period), fmt::ms(plain)),
+        fmt::float(normal),
+        "steps",
+    );
+    let share = chunks / (normal + chunks);
+    w.line(
+        "slow_step_share",
+        "Share of slow steps",
+        format!(
+            "{} / ({} + {})",
+            fmt::num(chunks),
+            fmt::num(normal),
+            fmt::num(chunks)
+        ),
+        fmt::float(share),
+        "",
+    );
+    let hits = |q: f64| share > 1.0 - q;
+    for (key, q) in [
+        ("p50_hits_slow", 0.5),
+        ("p90_hits_slow", 0.9),
+        ("p99_hits_slow", 0.99),
+    ] {
+        w.line(
+            key,
+            &format!("p{} lands on slow steps", fmt::num(q * 100.0)),
+            format!("{} > {}", fmt::num(share), fmt::num(1.0 - q)),
+            hits(q).into(),
+            "",
+        );
+        w.result(key, hits(q).into());
+    }
+
+    w.result("plain_step_ms", fmt::float(plain));
+    w.result("chunk_compute_ms", fmt::float(chunk_ms));
+    w.result("slow_step_ms", fmt::float(slow));
+    w.result("slow_over_plain", fmt::float(ratio));
+    w.result("chunks_per_long_prompt", fmt::whole(chunks));
+    w.result("normal_steps_per_period", fmt::float(normal));
+    w.result("slow_step_share", fmt::float(share));
+
+    let worst = if hits(0.5) {
+        "p50"
+    } else if hits(0.9) {
+        "p90"
+    } else if hits(0.99) {
+        "p99"
+    } else {
+        ""
+    };
+    let mut sanity = format!(
+        "Each long prompt turns {} steps into {} steps ({}× a plain {} step); they are {}% of \
+         all steps. ",
+        fmt::num(chunks),
+        fmt::ms(slow),
+        fmt::num(ratio),
+        fmt::ms(plain),
+        fmt::pct(share)
+    );
+    sanity.push_str(&match worst {
+        "" => {
+            "That is under 1%, so even p99 stays on plain steps: the spike shows only in the max."
+                .to_string()
+        }
+        "p50" => {
+            "More than half the steps are slow, so the median moves too: this is no longer a tail."
+                .to_string()
+        }
+        q => format!(
+            "So {q} and above land on the slow steps while p50 stays flat: a periodic tail, not \
+             a general slowdown. A smaller chunk lowers the spike and lengthens the prefill."
+        ),
+    });
+    if chunks * slow > period * 1e3 {
+        sanity.push_str(" The slow steps alone take longer than the period: prompts pile up.");
+    }
+    Ok(w.finish(NAME, used, sanity))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::testutil::*;
+
+    const E: &str = "model=llama-3.1-8b gpu=h100-sxm batch=64 context=4096 chunk_tokens=2048";
+
+    #[test]
+    fn a_32k_prompt_every_10s_hits_p99_only() {
+        let c = ok(
+            "periodic-tail",
+            &format!("{E} long_prompt_tokens=32768 period_s=10"),
+        );
+        close(&c, "plain_step_ms", 15.05);
+        let chunk_ms = 2.0 * 8_030_261_248.0 * 2048.0 / 989e12 * 1e3;
+        close(&c, "chunk_compute_ms", chunk_ms);
+        close(&c, "slow_step_ms", chunk_ms + 15.05);
+        close(&c, "slow_over_plain", (chunk_ms + 15.05) / 15.05);
+        assert_eq!(c.results["chunks_per_long_prompt"], serde_json::json!(16));
+        let normal = 10_000.0 / 15.0508;
+        close(&c, "normal_steps_per_period", normal);
+        close(&c, "slow_step_share", 16.0 / (normal + 16.0));
+        assert_eq!(c.results["p50_hits_slow"], serde_json::json!(false));
+        assert_eq!(c.results["p90_hits_slow"], serde_json::json!(false));
+        assert_eq!(c.results["p99_hits_slow"], serde_json::json!(true));
+        assert!(c.sanity.contains("p99"), "{}", c.sanity);
+        assert_eq!(c.inputs["mfu"], serde_json::json!(1));
+    }
+
+    #[test]
+    fn rare_prompts_stay_out_of_p99_and_frequent_reach_p90() {
+        let rare = ok(
+            "periodic-tail",
+            &format!("{E} long_prompt_tokens=4096 period_s=60"),
+        );
+        assert_eq!(rare.results["p99_hits_slow"], serde_json::json!(false));
+        let often = ok(
+            "periodic-tail",
+            &format!("{E} long_prompt_tokens=32768 period_s=1 mfu=0.5"),
+        );
+        assert_eq!(often.results["p90_hits_slow"], serde_json::json!(true));
+        assert!(often.sanity.contains("pile up"));
+    }
+
+    #[test]
+    fn errors_name_fields() {
+        let e = errs("periodic-tail", &format!("{E} period_s=0 mfu=2"));
+        has_err(&e, "long_prompt_tokens", "required");
+        has_err(&e, "period_s", "greater than 0");
+        has_err(&e, "mfu", "(0, 1]");
+    }
+}

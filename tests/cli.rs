@@ -1,0 +1,138 @@
+//! The command line against a real database: accounts and tokens made from a terminal.
+
+mod common;
+
+use std::io::Write;
+use std::process::{Command, Stdio};
+
+use axum::http::StatusCode;
+use common::{fresh_db, spawn_app};
+
+fn perfjournal(database_url: &str, args: &[&str], stdin: &str) -> std::process::Output {
+    let mut child = Command::new(env!("CARGO_BIN_EXE_perfjournal"))
+        .args(args)
+        .env("DATABASE_URL", database_url)
+        .env("RUST_LOG", "warn")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("run the binary");
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(stdin.as_bytes())
+        .unwrap();
+    child.wait_with_output().unwrap()
+}
+
+#[test]
+fn help_lists_the_subcommands() {
+    let out = Command::new(env!("CARGO_BIN_EXE_perfjournal"))
+        .arg("--help")
+        .output()
+        .unwrap();
+    assert!(out.status.success());
+    let text = String::from_utf8_lossy(&out.stdout);
+    for sub in ["serve", "migrate", "user", "token"] {
+        assert!(text.contains(sub), "--help lacks {sub}: {text}");
+    }
+}
+
+#[tokio::test]
+async fn user_add_reads_the_password_from_stdin_and_token_create_prints_a_working_token() {
+    let mut app = spawn_app().await;
+    let url = app.database_url.clone();
+    let out = tokio::task::spawn_blocking(move || {
+        perfjournal(
+            &url,
+            &["user", "add", "carol", "--role", "admin"],
+            "a long enough password\n",
+        )
+    })
+    .await
+    .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(String::from_utf8_lossy(&out.stdout).contains("added carol (admin)"));
+
+    let url = app.database_url.clone();
+    let out = tokio::task::spawn_blocking(move || {
+        perfjournal(&url, &["token", "create", "--user", "carol"], "")
+    })
+    .await
+    .unwrap();
+    assert!(out.status.success());
+    let token = String::from_utf8_lossy(&out.stdout).trim().to_string();
+    let me = app.api("GET", "/api/v1/me", &token, None).await;
+    assert_eq!(me.status, StatusCode::OK);
+    assert_eq!(me.json()["name"], "carol");
+
+    // The account signs in on the web too.
+    let r = app
+        .post_form(
+            "/login",
+            &[("name", "carol"), ("password", "a long enough password")],
+        )
+        .await;
+    assert_eq!(r.status, StatusCode::SEE_OTHER);
+}
+
+#[tokio::test]
+async fn cli_refuses_bad_input_with_a_message_and_changes_nothing() {
+    let (pool, url) = fresh_db().await;
+    let u = url.clone();
+    let short =
+        tokio::task::spawn_blocking(move || perfjournal(&u, &["user", "add", "dave"], "short\n"))
+            .await
+            .unwrap();
+    assert!(!short.status.success());
+    assert!(String::from_utf8_lossy(&short.stderr).contains("at least 10 characters"));
+    let u = url.clone();
+    let nobody = tokio::task::spawn_blocking(move || {
+        perfjournal(&u, &["token", "create", "--user", "nobody"], "")
+    })
+    .await
+    .unwrap();
+    assert!(!nobody.status.success());
+    assert!(String::from_utf8_lossy(&nobody.stderr).contains("no user named nobody"));
+    assert_eq!(perfjournal::auth::users::count(&pool).await.unwrap(), 0);
+}
+
+#[tokio::test]
+async fn migrate_creates_a_missing_database() {
+    let (_pool, url) = fresh_db().await;
+    // A database name nobody made yet, on the same server.
+    let fresh = format!("pjt_{}", uuid::Uuid::new_v4().simple());
+    let url = match url.split_once('?') {
+        Some((base, q)) => format!("{}/{fresh}?{q}", base.rsplit_once('/').unwrap().0),
+        None => format!("{}/{fresh}", url.rsplit_once('/').unwrap().0),
+    };
+    let u = url.clone();
+    let out = tokio::task::spawn_blocking(move || perfjournal(&u, &["migrate"], ""))
+        .await
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let pool = sqlx::PgPool::connect(&url).await.unwrap();
+    let n: i64 = sqlx::query_scalar("SELECT count(*) FROM users")
+        .fetch_one(&pool)
+        .await
+        .unwrap();
+    assert_eq!(n, 0);
+    pool.close().await;
+    let admin = sqlx::PgPool::connect(&url.replace(&fresh, "postgres"))
+        .await
+        .unwrap();
+    sqlx::query(&format!("DROP DATABASE \"{fresh}\" WITH (FORCE)"))
+        .execute(&admin)
+        .await
+        .unwrap();
+}

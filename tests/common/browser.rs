@@ -1,0 +1,177 @@
+//! Headless Chromium for page tests: the app served on a loopback port, chromedriver on
+//! another, thirtyfour driving it. Without Chromium the tests say they skipped — except
+//! in CI, where the browser is installed by `.ci/run` and a missing one is a failure.
+
+use std::net::SocketAddr;
+use std::process::{Child, Command, Stdio};
+use std::time::Duration;
+
+use thirtyfour::prelude::*;
+use thirtyfour::ChromiumLikeCapabilities;
+
+use super::TestApp;
+
+pub struct Browser {
+    pub driver: WebDriver,
+    pub base: String,
+    chromedriver: Child,
+    server: tokio::task::JoinHandle<()>,
+}
+
+fn find(candidates: &[&str]) -> Option<String> {
+    candidates
+        .iter()
+        .find(|p| std::path::Path::new(p).exists())
+        .map(|p| p.to_string())
+}
+
+fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
+
+/// Starts the app on a loopback port and a headless browser; `None` means skipped.
+pub async fn start(app: &TestApp, test: &str) -> Option<Browser> {
+    let chromium = find(&["/usr/bin/chromium", "/usr/bin/chromium-browser"]);
+    let driver_bin = find(&["/usr/bin/chromedriver", "/usr/lib/chromium/chromedriver"]);
+    let (Some(chromium), Some(driver_bin)) = (chromium, driver_bin) else {
+        if std::env::var_os("CI").is_some() {
+            panic!("{test}: Chromium/chromedriver missing in CI (.ci/run installs them)");
+        }
+        eprintln!("skipped {test}: Chromium or chromedriver is not installed (apt-get install chromium chromium-driver)");
+        return None;
+    };
+
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    let router = app.app.clone();
+    let server = tokio::spawn(async move {
+        axum::serve(
+            listener,
+            router.into_make_service_with_connect_info::<SocketAddr>(),
+        )
+        .await
+        .unwrap();
+    });
+
+    let port = free_port();
+    let chromedriver = Command::new(driver_bin)
+        .arg(format!("--port={port}"))
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("start chromedriver");
+    let mut caps = DesiredCapabilities::chrome();
+    caps.set_binary(&chromium).unwrap();
+    for arg in [
+        "--headless=new",
+        "--no-sandbox",
+        "--disable-gpu",
+        "--disable-dev-shm-usage",
+        "--disable-quic",
+        "--no-first-run",
+        "--disable-background-networking",
+        "--disable-component-update",
+        "--disable-sync",
+        "--window-size=1280,900",
+    ] {
+        caps.add_arg(arg).unwrap();
+    }
+    let url = format!("http://127.0.0.1:{port}");
+    let mut last_err = None;
+    for _ in 0..50 {
+        match WebDriver::new(&url, caps.clone()).await {
+            Ok(driver) => {
+                return Some(Browser {
+                    driver,
+                    base: format!("http://{addr}"),
+                    chromedriver,
+                    server,
+                })
+            }
+            Err(e) => {
+                last_err = Some(e);
+                tokio::time::sleep(Duration::from_millis(200)).await;
+            }
+        }
+    }
+    panic!("chromedriver did not start: {last_err:?}");
+}
+
+impl Browser {
+    pub async fn goto(&self, path: &str) {
+        self.driver
+            .goto(format!("{}{path}", self.base))
+            .await
+            .unwrap();
+    }
+
+    pub async fn path(&self) -> String {
+        let url = self.driver.current_url().await.unwrap();
+        match url.query() {
+            Some(q) => format!("{}?{q}", url.path()),
+            None => url.path().to_string(),
+        }
+    }
+
+    pub async fn fill(&self, css: &str, text: &str) {
+        let el = self.driver.find(By::Css(css)).await.unwrap();
+        el.clear().await.unwrap();
+        el.send_keys(text).await.unwrap();
+    }
+
+    pub async fn click(&self, css: &str) {
+        self.driver
+            .find(By::Css(css))
+            .await
+            .unwrap()
+            .click()
+            .await
+            .unwrap();
+    }
+
+    pub async fn text(&self, css: &str) -> String {
+        self.driver
+            .find(By::Css(css))
+            .await
+            .unwrap()
+            .text()
+            .await
+            .unwrap()
+    }
+
+    /// Waits until an element matching `css` has text containing `needle`.
+    pub async fn wait_text(&self, css: &str, needle: &str) -> String {
+        let mut last = String::new();
+        for _ in 0..100 {
+            if let Ok(el) = self.driver.find(By::Css(css)).await {
+                last = el.text().await.unwrap_or_default();
+                if last.contains(needle) {
+                    return last;
+                }
+            }
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+        panic!("{css} never contained {needle:?}; last text: {last:?}");
+    }
+
+    /// Saves a screenshot under target/screenshots for a person to look at.
+    pub async fn screenshot(&self, name: &str) {
+        let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("target/screenshots");
+        std::fs::create_dir_all(&dir).ok();
+        let _ = self
+            .driver
+            .screenshot(&dir.join(format!("{name}.png")))
+            .await;
+    }
+
+    pub async fn quit(mut self) {
+        let _ = self.driver.quit().await;
+        let _ = self.chromedriver.kill();
+        let _ = self.chromedriver.wait();
+        self.server.abort();
+    }
+}
