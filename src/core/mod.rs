@@ -1,11 +1,15 @@
 //! The pure core: plain data in, plain data out. Nothing here knows about HTTP, SQL,
 //! files or the clock; the shell (web, CLI, db) calls it.
 
-use serde::Serialize;
+pub mod estimate;
+pub mod method;
+pub mod stats;
+
+use serde::{Deserialize, Serialize};
 
 /// One problem with one input, named so a form can put it beside its field and an API
 /// client can point at the key.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct FieldError {
     pub field: String,
     pub message: String,

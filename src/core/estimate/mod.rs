@@ -45,27 +45,7 @@ pub use models::{CatalogModel, KvLayout, ModelSpec, ModelSummary, ParamCount};
 /// so an empty web-form field falls back to its default.
 pub type Inputs = BTreeMap<String, String>;
 
-/// One problem with one input field; the message says what is wrong and what is valid.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-pub struct FieldError {
-    pub field: String,
-    pub message: String,
-}
-
-impl FieldError {
-    pub fn new(field: impl Into<String>, message: impl Into<String>) -> Self {
-        Self {
-            field: field.into(),
-            message: message.into(),
-        }
-    }
-}
-
-impl std::fmt::Display for FieldError {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "{}: {}", self.field, self.message)
-    }
-}
+pub use crate::core::FieldError;
 
 /// Why [`run`] produced no chain.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]

@@ -13,8 +13,6 @@ pub mod reproduce;
 pub mod resources;
 pub mod verdict;
 
-use serde::{Deserialize, Serialize};
-
 pub use fixes::{amdahl_ceiling, Candidate, RankedCandidate};
 pub use journal::{DraftInput, JournalEntry, ParseError};
 pub use kernels::{KernelRow, RankedKernel};
@@ -32,28 +30,7 @@ pub use verdict::{
     RunHealth, Verdict,
 };
 
-/// A problem with one input, named by the form field it belongs to, so the
-/// web layer can show the message next to that field.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct FieldError {
-    pub field: String,
-    pub message: String,
-}
-
-impl FieldError {
-    pub fn new(field: impl Into<String>, message: impl Into<String>) -> Self {
-        FieldError {
-            field: field.into(),
-            message: message.into(),
-        }
-    }
-}
-
-impl std::fmt::Display for FieldError {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "{}: {}", self.field, self.message)
-    }
-}
+pub use crate::core::FieldError;
 
 /// Format a number with thousands separators and a fixed number of decimals:
 /// `format_number(3200.0, 0)` → "3,200", `format_number(-1234.5, 1)` → "-1,234.5".

@@ -193,7 +193,7 @@ mod tests {
     #[test]
     fn exact_bootstrap_distribution_small_samples() {
         // Reference: enumerate all 3³ × 3³ equally likely resamples of
-        // before = [10, 20, 40], after = [15, 35, 60] (ref.py, numpy 2.4.6).
+        // before = [10, 20, 40], after = [15, 35, 60] (reference.py, numpy 2.4.6).
         // Δ*'s CDF jumps over 0.025 at Δ = −11.666… (0.0137 → 0.0343) and over
         // 0.975 at Δ = 38.333… (0.9684 → 0.9808), so with B = 20 000 the
         // percentile interval must land exactly on those atoms.
@@ -212,7 +212,7 @@ mod tests {
     #[test]
     fn mean_and_p95_intervals_match_numpy() {
         // Reference: numpy percentile bootstrap with B = 200 000 on the same
-        // shaped samples (ref.py):
+        // shaped samples (reference.py):
         //   mean diff −106.32730984538227, CI [−153.98479905, −58.53629036]
         //   p95  diff −178.04724422651316, CI [−340.38742706, −16.957976]
         // Tolerances cover Monte-Carlo error at B = 20 000 (≈ 6 σ).

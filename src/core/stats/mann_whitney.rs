@@ -106,7 +106,7 @@ mod tests {
         // x = [1..5], y = [6..10]: x holds ranks 1..5, R₁ = 15,
         // U₁ = 15 − 5·6/2 = 0, μ = 12.5, σ = sqrt(25/12 · 11) = 4.7871355…,
         // z = −(12.5 − 0.5)/σ = −2.5067182…, p = 2Φ(−2.5067) = 0.0121858…
-        // scipy 1.17.1 (ref.py): U1=0.0 p=0.012185780355344813
+        // scipy 1.17.1 (reference.py): U1=0.0 p=0.012185780355344813
         let r = mann_whitney_u(&[1.0, 2.0, 3.0, 4.0, 5.0], &[6.0, 7.0, 8.0, 9.0, 10.0]).unwrap();
         same(r.u, 0.0);
         same(r.z, -2.5067182457620487);
@@ -120,7 +120,7 @@ mod tests {
         // 9.5, 9.5 → R₁ = 40, U₁ = 40 − 7·8/2 = 12, μ = 21. Tie groups 3, 3, 2
         // → Σ(t³ − t) = 54, σ² = 42/12 · (14 − 54/156) = 47.788…, σ = 6.91292,
         // z = (12 − 21 + ½)/σ = −1.229582.
-        // scipy 1.17.1 (ref.py): U1=12.0 p=0.21885377557711416.
+        // scipy 1.17.1 (reference.py): U1=12.0 p=0.21885377557711416.
         let r = mann_whitney_u(
             &[1.0, 2.0, 2.0, 3.0, 4.0, 5.0, 5.0],
             &[2.0, 3.0, 3.0, 6.0, 7.0, 8.0],
@@ -134,7 +134,7 @@ mod tests {
 
     #[test]
     fn latency_before_after() {
-        // scipy 1.17.1 (ref.py): U1=91.0 p=0.0021853274789521097,
+        // scipy 1.17.1 (reference.py): U1=91.0 p=0.0021853274789521097,
         // z = 3.0638167196433708 (before is slower, so positive).
         let before = [
             812.0, 790.0, 845.0, 901.0, 770.0, 833.0, 860.0, 795.0, 880.0, 815.0,
@@ -154,7 +154,7 @@ mod tests {
 
     #[test]
     fn unsorted_input_small_sample() {
-        // scipy 1.17.1 (ref.py): mannwhitneyu([3,1,2],[2,5,4,2]) → U1=3.0
+        // scipy 1.17.1 (reference.py): mannwhitneyu([3,1,2],[2,5,4,2]) → U1=3.0
         // p=0.3590120537864294, z = −0.9172492321316785.
         let r = mann_whitney_u(&[3.0, 1.0, 2.0], &[2.0, 5.0, 4.0, 2.0]).unwrap();
         same(r.u, 3.0);
@@ -165,7 +165,7 @@ mod tests {
     #[test]
     fn large_samples_with_half_ranks() {
         // The shaped samples of the bootstrap tests (n = 300 vs 250);
-        // scipy 1.17.1 (ref.py): U1=45482.0 p=1.70034628530623e-05,
+        // scipy 1.17.1 (reference.py): U1=45482.0 p=1.70034628530623e-05,
         // z = 4.300992744052472.
         use statrs::distribution::Normal as N;
         let normal = N::standard();

@@ -1,4 +1,6 @@
-//! The command line: `serve` (default), `migrate`, `user`, `token`.
+//! The command line: `serve` (default), `migrate`, `user`, `token`, `estimate`.
+
+mod estimate;
 
 use std::io::{BufRead, IsTerminal};
 use std::process::ExitCode;
@@ -45,6 +47,24 @@ pub enum Command {
         #[command(subcommand)]
         command: TokenCommand,
     },
+    /// Compute what a symptom should have cost, as a worked chain. Needs no database.
+    ///
+    /// Example: perfjournal estimate decode-floor model=llama-3.1-8b gpu=h100-sxm batch=64 context=4096
+    Estimate(EstimateArgs),
+}
+
+#[derive(clap::Args, Debug)]
+pub struct EstimateArgs {
+    /// The estimator (see --list).
+    pub name: Option<String>,
+    /// Inputs as key=value; `config=PATH` reads a Hugging Face config.json file.
+    pub inputs: Vec<String>,
+    /// Print the chain as JSON {estimator, inputs, results, lines, sanity}.
+    #[arg(long)]
+    pub json: bool,
+    /// List the estimators and their inputs.
+    #[arg(long)]
+    pub list: bool,
 }
 
 #[derive(Subcommand, Debug)]
@@ -83,6 +103,9 @@ pub async fn run(cli: Cli) -> ExitCode {
     let command = cli
         .command
         .unwrap_or_else(|| Command::Serve(ServeArgs::parse_from_env()));
+    if let Command::Estimate(args) = command {
+        return estimate::run(args);
+    }
     let log_json = matches!(&command, Command::Serve(a) if a.log_json);
     init_logging(log_json);
     match execute(&cli.db, command).await {
@@ -123,6 +146,7 @@ async fn execute(db: &DbArgs, command: Command) -> anyhow::Result<()> {
         Command::Token {
             command: TokenCommand::Create { user, label },
         } => create_token(&database, &user, &label).await,
+        Command::Estimate(_) => unreachable!("run() answers estimates without a database"),
     };
     database.close().await;
     result
