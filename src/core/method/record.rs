@@ -580,13 +580,13 @@ fn parse_change(pairs: &Pairs) -> Result<ChangeStep, Vec<FieldError>> {
     }
     let after_pairs: Vec<(&str, &str)> = pairs
         .iter()
-        .filter_map(|(k, v)| k.strip_prefix("after.").map(|k| (k, v)))
+        .filter_map(|(k, v)| k.strip_prefix("after_config.").map(|k| (k, v)))
         .collect();
     let (after_config, config_errors) = FrozenConfig::from_form(after_pairs);
     errors.extend(
         config_errors
             .into_iter()
-            .map(|e| FieldError::new(format!("after.{}", e.field), e.message)),
+            .map(|e| FieldError::new(format!("after_config.{}", e.field), e.message)),
     );
     let after_value = pairs.required("after_value", "The metric after the change", &mut errors);
     if after_value.is_some_and(|v| v <= 0.0) {
@@ -627,6 +627,72 @@ fn parse_change(pairs: &Pairs) -> Result<ChangeStep, Vec<FieldError>> {
         quality,
         effort: pairs.text("effort"),
     })
+}
+
+/// Flattens JSON into the form's names: `{"kernels": [{"name": "x"}]}` becomes
+/// `kernels[0].name=x`; numbers print plainly (3200, not 3200.0), booleans as on/off,
+/// nulls are left out.
+pub fn flatten(value: &serde_json::Value) -> Vec<(String, String)> {
+    fn walk(prefix: &str, v: &serde_json::Value, out: &mut Vec<(String, String)>) {
+        use serde_json::Value;
+        let key = |k: &str| {
+            if prefix.is_empty() {
+                k.to_string()
+            } else {
+                format!("{prefix}.{k}")
+            }
+        };
+        match v {
+            Value::Null => {}
+            Value::Bool(b) => out.push((prefix.to_string(), if *b { "on" } else { "off" }.into())),
+            Value::Number(n) => out.push((prefix.to_string(), plain_number(n))),
+            Value::String(s) => out.push((prefix.to_string(), s.clone())),
+            Value::Array(items) => {
+                for (i, item) in items.iter().enumerate() {
+                    walk(&format!("{prefix}[{i}]"), item, out);
+                }
+            }
+            Value::Object(map) => {
+                for (k, item) in map {
+                    walk(&key(k), item, out);
+                }
+            }
+        }
+    }
+    let mut out = Vec::new();
+    walk("", value, &mut out);
+    out
+}
+
+fn plain_number(n: &serde_json::Number) -> String {
+    match n.as_f64() {
+        Some(f) if f.fract() == 0.0 && f.abs() < 1e15 => format!("{}", f as i64),
+        Some(f) => format!("{f}"),
+        None => n.to_string(),
+    }
+}
+
+/// A step's submission from JSON (an API body, or a stored record shown in its form).
+/// Step 2 also accepts the stored shape `{"rows": [{"phase": "prefill", …}]}`.
+pub fn pairs_from_json(step: u8, value: &serde_json::Value) -> Pairs {
+    let mut value = value.clone();
+    if step == 2 {
+        if let Some(rows) = value.get("rows").and_then(|r| r.as_array()).cloned() {
+            let mut by_phase = serde_json::Map::new();
+            for mut row in rows {
+                let phase = row
+                    .get("phase")
+                    .and_then(|p| p.as_str())
+                    .map(str::to_string);
+                if let (Some(phase), Some(obj)) = (phase, row.as_object_mut()) {
+                    obj.remove("phase");
+                    by_phase.insert(phase, serde_json::Value::Object(obj.clone()));
+                }
+            }
+            value = serde_json::Value::Object(by_phase);
+        }
+    }
+    Pairs::new(flatten(&value))
 }
 
 // ---------- evaluation ----------
@@ -1206,12 +1272,12 @@ mod tests {
                 7,
                 vec![
                     ("change", "chunked prefill"),
-                    ("after.model", "llama-3.1-8b"),
-                    ("after.gpu_type", "h100-sxm"),
-                    ("after.tp", "1"),
-                    ("after.concurrency", "64"),
-                    ("after.chunked_prefill", "on"),
-                    ("after.max_num_batched_tokens", "4096"),
+                    ("after_config.model", "llama-3.1-8b"),
+                    ("after_config.gpu_type", "h100-sxm"),
+                    ("after_config.tp", "1"),
+                    ("after_config.concurrency", "64"),
+                    ("after_config.chunked_prefill", "on"),
+                    ("after_config.max_num_batched_tokens", "4096"),
                     ("after_value", "17"),
                     ("verdict", "confirmed"),
                     ("quality", "200 paired generations identical"),
@@ -1269,13 +1335,13 @@ mod tests {
                 7,
                 &pairs(&[
                     ("change", "chunked prefill"),
-                    ("after.reproducible", "yes"),
-                    ("after.model", "llama-3.1-8b"),
-                    ("after.gpu_type", "h100-sxm"),
-                    ("after.tp", "1"),
-                    ("after.concurrency", "64"),
-                    ("after.chunked_prefill", "on"),
-                    ("after.max_num_batched_tokens", "8192"),
+                    ("after_config.reproducible", "yes"),
+                    ("after_config.model", "llama-3.1-8b"),
+                    ("after_config.gpu_type", "h100-sxm"),
+                    ("after_config.tp", "1"),
+                    ("after_config.concurrency", "64"),
+                    ("after_config.chunked_prefill", "on"),
+                    ("after_config.max_num_batched_tokens", "8192"),
                     ("after_value", "700"),
                     ("verdict", "improved"),
                     ("quality", "identical"),
@@ -1294,6 +1360,34 @@ mod tests {
         assert_eq!(StepRecord::from_json(0, rec.to_json()), Some(rec));
         assert!(StepRecord::from_json(3, serde_json::json!({"wall": "x"})).is_none());
         assert!(matches!(parse_step(9, &Pairs::default()), Err(e) if e[0].field == "step"));
+    }
+
+    #[test]
+    fn stored_records_flatten_back_into_the_form() {
+        let phases = pairs(&[
+            ("prefill.p50", "100"),
+            ("prefill.p95", "180"),
+            ("prefill.p99", "220"),
+        ]);
+        let record = parse_step(2, &phases).unwrap();
+        let again = pairs_from_json(2, &record.to_json());
+        assert_eq!(again.get("prefill.p95"), Some("180"));
+        assert_eq!(parse_step(2, &again).unwrap(), record);
+        let json = serde_json::json!({"kernels": [{"name": "gemm", "share": 0.5}], "flag": true});
+        let flat = flatten(&json);
+        assert!(flat.contains(&("kernels[0].share".into(), "0.5".into())));
+        assert!(flat.contains(&("flag".into(), "on".into())));
+        let change = pairs(&[
+            ("change", "tp"),
+            ("after_config.tp", "2"),
+            ("after_value", "10"),
+            ("quality", "same"),
+        ]);
+        let record = parse_step(7, &change).unwrap();
+        assert_eq!(
+            parse_step(7, &pairs_from_json(7, &record.to_json())).unwrap(),
+            record
+        );
     }
 
     #[test]
