@@ -12,7 +12,6 @@ use crate::state::AppState;
 pub fn routes() -> Router<AppState> {
     Router::new()
         .route("/", get(home))
-        .route("/investigations", get(investigations))
         .route("/journal", get(journal))
         .route("/proposals", get(proposals))
         .route("/drills", get(drills))
@@ -38,16 +37,6 @@ struct EmptyArea {
     lead: &'static str,
     empty: &'static str,
     meanwhile: &'static str,
-}
-
-async fn investigations(ctx: PageCtx) -> Result<Html<String>> {
-    render(&EmptyArea {
-        ctx,
-        title: "Investigations",
-        lead: "An investigation walks one symptom through the eight steps, from reproducing it to changing one thing and measuring again.",
-        empty: "No investigations yet. Guided investigations are not available in this version of perfjournal.",
-        meanwhile: "Use the estimators to work out what a symptom should cost, and keep your numbers with the chain's shareable link.",
-    })
 }
 
 async fn journal(ctx: PageCtx) -> Result<Html<String>> {
