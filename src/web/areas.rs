@@ -12,7 +12,6 @@ use crate::state::AppState;
 pub fn routes() -> Router<AppState> {
     Router::new()
         .route("/", get(home))
-        .route("/journal", get(journal))
         .route("/proposals", get(proposals))
         .route("/drills", get(drills))
         .route("/search", get(search))
@@ -37,16 +36,6 @@ struct EmptyArea {
     lead: &'static str,
     empty: &'static str,
     meanwhile: &'static str,
-}
-
-async fn journal(ctx: PageCtx) -> Result<Html<String>> {
-    render(&EmptyArea {
-        ctx,
-        title: "Journal",
-        lead: "The journal keeps every DIAGNOSIS, CHANGE and RESULT as the team's memory.",
-        empty: "No journal entries yet. Entries are written at the end of an investigation, which this version does not offer yet.",
-        meanwhile: "The estimators already produce the worked chains an entry cites.",
-    })
 }
 
 async fn proposals(ctx: PageCtx) -> Result<Html<String>> {

@@ -6,6 +6,7 @@ pub mod areas;
 pub mod assets;
 pub mod ctx;
 pub mod investigations;
+pub mod journal;
 pub mod ops;
 
 use askama::Template;
@@ -30,6 +31,7 @@ pub fn private_routes() -> Router<AppState> {
         .merge(account::private_routes())
         .merge(areas::routes())
         .merge(investigations::routes())
+        .merge(journal::routes())
 }
 
 /// Renders a template, turning a template failure into a logged 500.
