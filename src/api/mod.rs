@@ -1,6 +1,9 @@
 //! The JSON API under `/api/v1`, described by an OpenAPI document generated from the
 //! handlers themselves (utoipa), so the document cannot drift from the code.
 
+mod investigations;
+mod journal;
+
 use axum::Json;
 use serde::Serialize;
 use utoipa::openapi::security::{Http, HttpAuthScheme, SecurityScheme};
@@ -38,7 +41,16 @@ impl Modify for BearerAuth {
 
 /// All API routes (paths relative to `/api/v1`) and their OpenAPI description.
 pub fn router() -> OpenApiRouter<AppState> {
-    OpenApiRouter::with_openapi(ApiDoc::openapi()).routes(routes!(whoami))
+    OpenApiRouter::with_openapi(ApiDoc::openapi())
+        .routes(routes!(whoami))
+        .routes(routes!(
+            investigations::create_investigation,
+            investigations::list_investigations
+        ))
+        .routes(routes!(investigations::get_investigation))
+        .routes(routes!(investigations::put_step))
+        .routes(routes!(journal::list_entries))
+        .routes(routes!(journal::get_entry))
 }
 
 #[derive(Serialize, ToSchema)]

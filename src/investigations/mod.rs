@@ -4,6 +4,7 @@
 
 pub mod db;
 pub mod journal;
+pub mod seed;
 
 use chrono::{DateTime, Utc};
 use sqlx::PgPool;
