@@ -283,7 +283,14 @@ pub async fn put_step(
         return Err(AppError::field("body", "send the step's fields as a JSON object").into());
     }
     let loaded = inv::load_or_404(&state.pool, id).await?;
-    inv::save_step(&state.pool, &loaded, &me.0, step, &pairs_from_json(step, &body)).await?;
+    inv::save_step(
+        &state.pool,
+        &loaded,
+        &me.0,
+        step,
+        &pairs_from_json(step, &body),
+    )
+    .await?;
     let loaded = inv::load_or_404(&state.pool, id).await?;
     let state_now = loaded
         .states()
