@@ -16,6 +16,20 @@ async fn app_with_tokens() -> (TestApp, String, String) {
     (app, editor, viewer)
 }
 
+/// Opens an investigation titled "t" and returns its id.
+async fn open(app: &mut TestApp, token: &str) -> i64 {
+    let r = app
+        .api(
+            "POST",
+            "/api/v1/investigations",
+            token,
+            Some(json!({"title": "t"})),
+        )
+        .await;
+    assert_eq!(r.status, StatusCode::CREATED, "{}", r.body);
+    r.json()["id"].as_i64().unwrap()
+}
+
 #[tokio::test]
 async fn a_script_opens_an_investigation_and_records_steps() {
     let (mut app, token, _) = app_with_tokens().await;
@@ -92,15 +106,7 @@ async fn a_script_opens_an_investigation_and_records_steps() {
 #[tokio::test]
 async fn a_step_is_validated_like_the_form() {
     let (mut app, token, _) = app_with_tokens().await;
-    let r = app
-        .api(
-            "POST",
-            "/api/v1/investigations",
-            &token,
-            Some(json!({"title": "t"})),
-        )
-        .await;
-    let id = r.json()["id"].as_i64().unwrap();
+    let id = open(&mut app, &token).await;
     let r = app
         .api(
             "PUT",
@@ -171,15 +177,7 @@ async fn a_step_is_validated_like_the_form() {
 #[tokio::test]
 async fn viewers_read_through_the_api_but_cannot_write() {
     let (mut app, editor, viewer) = app_with_tokens().await;
-    let r = app
-        .api(
-            "POST",
-            "/api/v1/investigations",
-            &editor,
-            Some(json!({"title": "t"})),
-        )
-        .await;
-    let id = r.json()["id"].as_i64().unwrap();
+    let id = open(&mut app, &editor).await;
     let r = app
         .api(
             "POST",

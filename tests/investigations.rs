@@ -42,6 +42,13 @@ const STEP0: &[(&str, &str)] = &[
     ("arrival_rate", "45"),
 ];
 
+const ITL_24_MS: &[(&str, &str)] = &[
+    ("metric", "itl"),
+    ("percentile", "p50"),
+    ("observed", "24"),
+    ("target", "16"),
+];
+
 async fn save(app: &mut TestApp, url: &str, step: u8, fields: &[(&str, &str)]) {
     let r = app.post_form(&format!("{url}/steps/{step}"), fields).await;
     assert_eq!(r.status, StatusCode::SEE_OTHER, "step {step}: {}", r.body);
@@ -466,18 +473,7 @@ async fn history_says_who_changed_what() {
     let mut eve = app.new_client();
     eve.login("eve").await;
     save(&mut app, &url, 0, STEP0).await;
-    save(
-        &mut eve,
-        &url,
-        1,
-        &[
-            ("metric", "itl"),
-            ("percentile", "p50"),
-            ("observed", "24"),
-            ("target", "16"),
-        ],
-    )
-    .await;
+    save(&mut eve, &url, 1, ITL_24_MS).await;
     save(
         &mut eve,
         &url,
@@ -577,18 +573,7 @@ async fn an_estimate_attached_to_a_step_shows_the_gap_to_explain() {
 async fn step_2_offers_decode_floor_prefilled_from_step_0() {
     let (mut app, url) = app_with_investigation().await;
     save(&mut app, &url, 0, STEP0).await;
-    save(
-        &mut app,
-        &url,
-        1,
-        &[
-            ("metric", "itl"),
-            ("percentile", "p50"),
-            ("observed", "24"),
-            ("target", "16"),
-        ],
-    )
-    .await;
+    save(&mut app, &url, 1, ITL_24_MS).await;
     save(
         &mut app,
         &url,

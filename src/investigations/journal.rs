@@ -85,30 +85,19 @@ pub async fn create(
     publish: bool,
     demo_key: Option<&str>,
 ) -> sqlx::Result<i64> {
-    let e = &revision.entry;
     let mut tx = pool.begin().await?;
-    let id: i64 = sqlx::query_scalar(
+    let query = sqlx::query_scalar(
         "INSERT INTO journal_entries (investigation_id, title, entry_date, symptom, workload, \
          baseline, diagnosis, change, result, quality, effort, published_at, author_id, demo_key) \
          VALUES ($1, $2, $3::date, $4, $5, $6, $7, $8, $9, $10, $11, \
          CASE WHEN $12 THEN now() END, $13, $14) RETURNING id",
     )
-    .bind(investigation)
-    .bind(&revision.title)
-    .bind(&e.date)
-    .bind(&e.symptom)
-    .bind(&e.workload)
-    .bind(&e.baseline)
-    .bind(&e.diagnosis)
-    .bind(&e.change)
-    .bind(&e.result)
-    .bind(&e.quality)
-    .bind(&e.effort)
-    .bind(publish)
-    .bind(author)
-    .bind(demo_key)
-    .fetch_one(&mut *tx)
-    .await?;
+    .bind(investigation);
+    let id: i64 = bind_revision(query, revision, publish)
+        .bind(author)
+        .bind(demo_key)
+        .fetch_one(&mut *tx)
+        .await?;
     insert_revision(&mut tx, id, 1, revision, author).await?;
     if let Some(inv) = investigation {
         let what = if publish { "published" } else { "drafted" };
@@ -124,6 +113,30 @@ pub async fn create(
     }
     tx.commit().await?;
     Ok(id)
+}
+
+type Scalar<'q, T> = sqlx::query::QueryScalar<'q, sqlx::Postgres, T, sqlx::postgres::PgArguments>;
+
+/// Binds the title, the nine fields and the publish flag, in that order ($2–$12 in
+/// both the insert and the update).
+fn bind_revision<'q, T>(
+    query: Scalar<'q, T>,
+    revision: &'q Revision,
+    publish: bool,
+) -> Scalar<'q, T> {
+    let e = &revision.entry;
+    query
+        .bind(&revision.title)
+        .bind(&e.date)
+        .bind(&e.symptom)
+        .bind(&e.workload)
+        .bind(&e.baseline)
+        .bind(&e.diagnosis)
+        .bind(&e.change)
+        .bind(&e.result)
+        .bind(&e.quality)
+        .bind(&e.effort)
+        .bind(publish)
 }
 
 async fn insert_revision(
@@ -155,7 +168,6 @@ pub async fn save(
     revision: &Revision,
     publish: bool,
 ) -> Result<i32, SaveError> {
-    let e = &revision.entry;
     let mut tx = pool.begin().await?;
     // Lock the row so two saves from the same version cannot both pass the check.
     let row: Option<(i32, bool, Option<i64>)> = sqlx::query_as(
@@ -174,26 +186,16 @@ pub async fn save(
             current,
         });
     }
-    let version: i32 = sqlx::query_scalar(
+    let query = sqlx::query_scalar(
         "UPDATE journal_entries SET title = $2, entry_date = $3::date, symptom = $4, workload = $5, \
          baseline = $6, diagnosis = $7, change = $8, result = $9, quality = $10, effort = $11, \
          published_at = CASE WHEN published_at IS NULL AND $12 THEN now() ELSE published_at END, \
          version = version + 1, updated_at = now() WHERE id = $1 RETURNING version",
     )
-    .bind(id)
-    .bind(&revision.title)
-    .bind(&e.date)
-    .bind(&e.symptom)
-    .bind(&e.workload)
-    .bind(&e.baseline)
-    .bind(&e.diagnosis)
-    .bind(&e.change)
-    .bind(&e.result)
-    .bind(&e.quality)
-    .bind(&e.effort)
-    .bind(publish)
-    .fetch_one(&mut *tx)
-    .await?;
+    .bind(id);
+    let version: i32 = bind_revision(query, revision, publish)
+        .fetch_one(&mut *tx)
+        .await?;
     let published_now = publish && !was_published;
     insert_revision(&mut tx, id, version, revision, user).await?;
     if let Some(inv) = investigation {

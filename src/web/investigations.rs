@@ -642,24 +642,44 @@ async fn save_step(
     let pairs = Pairs::new(fields);
     match inv::save_step(&state.pool, &loaded, &me.0, step, &pairs).await {
         Ok(()) => Ok(Redirect::to(&format!("/investigations/{id}/steps/{step}")).into_response()),
-        Err(AppError::Invalid(errors)) => {
-            let warning = skip_warning(step, &loaded.done_steps());
-            let page = step_page(
-                ctx,
-                loaded,
-                step,
-                StepView {
-                    warning,
-                    values: pairs,
-                    errors,
-                    attach: AttachForm::default(),
-                    attach_errors: Vec::new(),
-                },
-            );
-            Ok((StatusCode::UNPROCESSABLE_ENTITY, render(&page)?).into_response())
-        }
+        Err(AppError::Invalid(errors)) => refused(
+            ctx,
+            loaded,
+            step,
+            pairs,
+            errors,
+            AttachForm::default(),
+            Vec::new(),
+        ),
         Err(e) => Err(e),
     }
+}
+
+/// The step page again with what was submitted and why it was refused (422). The
+/// skip warning is shown but not recorded again.
+fn refused(
+    ctx: PageCtx,
+    loaded: Loaded,
+    step: u8,
+    values: Pairs,
+    errors: Vec<FieldError>,
+    attach: AttachForm,
+    attach_errors: Vec<FieldError>,
+) -> Result<Response> {
+    let warning = skip_warning(step, &loaded.done_steps());
+    let page = step_page(
+        ctx,
+        loaded,
+        step,
+        StepView {
+            warning,
+            values,
+            errors,
+            attach,
+            attach_errors,
+        },
+    );
+    Ok((StatusCode::UNPROCESSABLE_ENTITY, render(&page)?).into_response())
 }
 
 async fn attach_expected(
@@ -678,21 +698,8 @@ async fn attach_expected(
             Ok(Redirect::to(&format!("/investigations/{id}/steps/{step}")).into_response())
         }
         Err(errors) => {
-            let warning = skip_warning(step, &loaded.done_steps());
             let values = stored_values(step, &loaded.records);
-            let page = step_page(
-                ctx,
-                loaded,
-                step,
-                StepView {
-                    warning,
-                    values,
-                    errors: Vec::new(),
-                    attach: form,
-                    attach_errors: errors,
-                },
-            );
-            Ok((StatusCode::UNPROCESSABLE_ENTITY, render(&page)?).into_response())
+            refused(ctx, loaded, step, values, Vec::new(), form, errors)
         }
     }
 }
