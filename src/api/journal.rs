@@ -31,8 +31,8 @@ impl EntrySummary {
             id: e.id,
             url: format!("/journal/{}", e.id),
             title: e.title.clone(),
-            date: e.entry_date.clone(),
-            symptom: e.symptom.clone(),
+            date: e.entry.date.clone(),
+            symptom: e.entry.symptom.clone(),
             investigation_id: e.investigation_id,
             published_at: e.published_at,
         }
@@ -92,7 +92,7 @@ pub async fn get_entry(
             .collect(),
         None => Vec::new(),
     };
-    let entry = e.entry();
+    let entry = e.entry.clone();
     Ok(Json(EntryDetail {
         summary: EntrySummary::new(&e),
         markdown: entry.to_markdown(&e.title),

@@ -3,27 +3,20 @@
 
 use chrono::{DateTime, Utc};
 use serde::Serialize;
-use sqlx::PgPool;
+use sqlx::postgres::PgRow;
+use sqlx::{PgPool, Row};
 
 use super::db;
 use crate::core::method::JournalEntry;
 
 /// A stored entry with its bookkeeping.
-#[derive(Debug, Clone, Serialize, sqlx::FromRow)]
+#[derive(Debug, Clone, Serialize)]
 pub struct StoredEntry {
     pub id: i64,
     pub investigation_id: Option<i64>,
     pub investigation_title: Option<String>,
     pub title: String,
-    pub entry_date: String,
-    pub symptom: String,
-    pub workload: String,
-    pub baseline: String,
-    pub diagnosis: String,
-    pub change: String,
-    pub result: String,
-    pub quality: String,
-    pub effort: String,
+    pub entry: JournalEntry,
     pub published_at: Option<DateTime<Utc>>,
     pub author: String,
     pub version: i32,
@@ -32,22 +25,36 @@ pub struct StoredEntry {
 }
 
 impl StoredEntry {
-    pub fn entry(&self) -> JournalEntry {
-        JournalEntry {
-            date: self.entry_date.clone(),
-            symptom: self.symptom.clone(),
-            workload: self.workload.clone(),
-            baseline: self.baseline.clone(),
-            diagnosis: self.diagnosis.clone(),
-            change: self.change.clone(),
-            result: self.result.clone(),
-            quality: self.quality.clone(),
-            effort: self.effort.clone(),
-        }
-    }
-
     pub fn is_published(&self) -> bool {
         self.published_at.is_some()
+    }
+}
+
+impl<'r> sqlx::FromRow<'r, PgRow> for StoredEntry {
+    fn from_row(row: &'r PgRow) -> sqlx::Result<Self> {
+        let text = |name: &str| row.try_get::<String, _>(name);
+        Ok(StoredEntry {
+            id: row.try_get("id")?,
+            investigation_id: row.try_get("investigation_id")?,
+            investigation_title: row.try_get("investigation_title")?,
+            title: text("title")?,
+            entry: JournalEntry {
+                date: text("entry_date")?,
+                symptom: text("symptom")?,
+                workload: text("workload")?,
+                baseline: text("baseline")?,
+                diagnosis: text("diagnosis")?,
+                change: text("change")?,
+                result: text("result")?,
+                quality: text("quality")?,
+                effort: text("effort")?,
+            },
+            published_at: row.try_get("published_at")?,
+            author: text("author")?,
+            version: row.try_get("version")?,
+            created_at: row.try_get("created_at")?,
+            updated_at: row.try_get("updated_at")?,
+        })
     }
 }
 

@@ -89,7 +89,7 @@ async fn show_entry(
     };
     let page = ShowPage {
         ctx,
-        sections: sections(&entry.entry()),
+        sections: sections(&entry.entry),
         entry,
         expected,
     };
@@ -100,7 +100,7 @@ async fn entry_markdown(State(state): State<AppState>, Path(id): Path<i64>) -> R
     let entry = load_entry(&state, id).await?;
     Ok((
         [(header::CONTENT_TYPE, "text/markdown; charset=utf-8")],
-        entry.entry().to_markdown(&entry.title),
+        entry.entry.to_markdown(&entry.title),
     )
         .into_response())
 }
@@ -139,7 +139,7 @@ pub struct EntryForm {
 
 impl EntryForm {
     fn from_stored(e: &StoredEntry) -> EntryForm {
-        let j = e.entry();
+        let j = e.entry.clone();
         EntryForm {
             title: e.title.clone(),
             date: j.date,
@@ -389,7 +389,7 @@ async fn conflict(
 ) -> Result<Conflict> {
     let theirs = Revision {
         title: current.title.clone(),
-        entry: current.entry(),
+        entry: current.entry.clone(),
     };
     let by = journal::revision(&state.pool, current.id, now)
         .await?
