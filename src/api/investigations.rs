@@ -268,16 +268,16 @@ pub async fn get_investigation(
 pub async fn put_step(
     State(state): State<AppState>,
     me: ApiUser,
-    Path((id, step)): Path<(i64, u8)>,
+    Path((id, step)): Path<(i64, u32)>,
     body: Result<Json<serde_json::Value>, JsonRejection>,
 ) -> ApiResult<Json<StepJson>> {
     me.require(Role::Editor)?;
-    if step > 7 {
+    let Some(step) = u8::try_from(step).ok().filter(|s| *s < 8) else {
         return Err(AppError::not_found(format!(
             "there is no step {step}: steps are numbered 0 to 7"
         ))
         .into());
-    }
+    };
     let Json(body) = body.map_err(bad_body)?;
     if !body.is_object() {
         return Err(AppError::field("body", "send the step's fields as a JSON object").into());

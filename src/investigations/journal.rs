@@ -235,13 +235,6 @@ pub async fn by_investigation(pool: &PgPool, investigation: i64) -> sqlx::Result
         .await
 }
 
-pub async fn by_demo_key(pool: &PgPool, key: &str) -> sqlx::Result<Option<i64>> {
-    sqlx::query_scalar("SELECT id FROM journal_entries WHERE demo_key = $1")
-        .bind(key)
-        .fetch_optional(pool)
-        .await
-}
-
 /// Published entries, newest first (by the entry's date, then publication).
 pub async fn published(pool: &PgPool) -> sqlx::Result<Vec<StoredEntry>> {
     sqlx::query_as(&format!(

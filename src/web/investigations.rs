@@ -467,9 +467,9 @@ impl<T: Copy, R: Copied<T> + ?Sized> Copied<T> for &R {
     }
 }
 
-fn parse_step_number(step: u8) -> Result<u8> {
+fn parse_step_number(step: u32) -> Result<u8> {
     if step < 8 {
-        Ok(step)
+        Ok(step as u8)
     } else {
         Err(AppError::not_found(format!(
             "there is no step {step}: steps are numbered 0 to 7"
@@ -602,7 +602,7 @@ async fn show_step(
     State(state): State<AppState>,
     CurrentUser(user): CurrentUser,
     ctx: PageCtx,
-    Path((id, step)): Path<(i64, u8)>,
+    Path((id, step)): Path<(i64, u32)>,
 ) -> Result<Response> {
     let step = parse_step_number(step)?;
     let loaded = inv::load_or_404(&state.pool, id).await?;
@@ -633,7 +633,7 @@ async fn save_step(
     State(state): State<AppState>,
     me: CurrentUser,
     ctx: PageCtx,
-    Path((id, step)): Path<(i64, u8)>,
+    Path((id, step)): Path<(i64, u32)>,
     Form(fields): Form<Vec<(String, String)>>,
 ) -> Result<Response> {
     me.require(Role::Editor)?;
@@ -686,7 +686,7 @@ async fn attach_expected(
     State(state): State<AppState>,
     me: CurrentUser,
     ctx: PageCtx,
-    Path((id, step)): Path<(i64, u8)>,
+    Path((id, step)): Path<(i64, u32)>,
     Form(form): Form<AttachForm>,
 ) -> Result<Response> {
     me.require(Role::Editor)?;
