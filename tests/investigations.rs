@@ -261,6 +261,7 @@ async fn each_step_computes_what_it_promises() {
     let p = app.get(&url).await;
     assert_eq!(p.select(".rail-step.state-done").len(), 8);
     assert_eq!(p.select(".findings li").len(), 8);
+    assert_eq!(p.select(".next-step h2"), ["All eight steps are recorded"]);
 }
 
 #[tokio::test]

@@ -200,6 +200,7 @@ struct ShowPage {
     inv: Investigation,
     rail: Vec<RailItem>,
     next: StepInfo,
+    all_done: bool,
     summaries: Vec<(u8, String)>,
     expected: Vec<ExpectedView>,
     events: Vec<Event>,
@@ -224,6 +225,7 @@ async fn show_investigation(
         ctx,
         rail: rail(&loaded, next),
         next: STEPS[next as usize],
+        all_done: done.len() == STEPS.len(),
         summaries,
         expected: loaded
             .expected
