@@ -13,3 +13,14 @@
     }
   });
 })();
+// Load a chosen file's text into the textarea named by data-target (config.json boxes).
+document.addEventListener("change", function (ev) {
+  var input = ev.target;
+  if (!input || !input.classList || !input.classList.contains("load-file") || !input.files.length) return;
+  var target = document.getElementById(input.getAttribute("data-target"));
+  if (!target) return;
+  input.files[0].text().then(function (text) {
+    target.value = text;
+    target.dispatchEvent(new Event("input", { bubbles: true }));
+  });
+});

@@ -1,6 +1,8 @@
 //! The JSON API under `/api/v1`, described by an OpenAPI document generated from the
 //! handlers themselves (utoipa), so the document cannot drift from the code.
 
+mod estimate;
+
 use axum::Json;
 use serde::Serialize;
 use utoipa::openapi::security::{Http, HttpAuthScheme, SecurityScheme};
@@ -38,7 +40,9 @@ impl Modify for BearerAuth {
 
 /// All API routes (paths relative to `/api/v1`) and their OpenAPI description.
 pub fn router() -> OpenApiRouter<AppState> {
-    OpenApiRouter::with_openapi(ApiDoc::openapi()).routes(routes!(whoami))
+    OpenApiRouter::with_openapi(ApiDoc::openapi())
+        .routes(routes!(whoami))
+        .merge(estimate::router())
 }
 
 #[derive(Serialize, ToSchema)]

@@ -5,6 +5,7 @@ pub mod account;
 pub mod areas;
 pub mod assets;
 pub mod ctx;
+pub mod estimators;
 pub mod ops;
 
 use askama::Template;
@@ -28,6 +29,7 @@ pub fn private_routes() -> Router<AppState> {
     Router::new()
         .merge(account::private_routes())
         .merge(areas::routes())
+        .merge(estimators::routes())
 }
 
 /// Renders a template, turning a template failure into a logged 500.
