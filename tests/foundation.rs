@@ -597,7 +597,11 @@ async fn an_exhausted_database_pool_is_answered_503_with_retry_after() {
         .connect(&app.database_url)
         .await
         .unwrap();
-    let state = perfjournal::state::AppState::new(tight.clone(), Config::default());
+    let state = perfjournal::state::AppState::new(
+        tight.clone(),
+        Config::default(),
+        app.state.blobs.clone(),
+    );
     let mut busy = app.new_client();
     busy.app = perfjournal::server::app(state);
     let held = tight.acquire().await.unwrap();

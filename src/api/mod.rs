@@ -1,6 +1,7 @@
 //! The JSON API under `/api/v1`, described by an OpenAPI document generated from the
 //! handlers themselves (utoipa), so the document cannot drift from the code.
 
+pub(crate) mod artifacts;
 mod estimate;
 
 use axum::Json;
@@ -38,11 +39,17 @@ impl Modify for BearerAuth {
     }
 }
 
-/// All API routes (paths relative to `/api/v1`) and their OpenAPI description.
+/// Routes that stream large bodies (no timeout, no default body limit).
+pub fn upload_router() -> OpenApiRouter<AppState> {
+    artifacts::upload_router()
+}
+
+/// All other API routes (paths relative to `/api/v1`) and their OpenAPI description.
 pub fn router() -> OpenApiRouter<AppState> {
     OpenApiRouter::with_openapi(ApiDoc::openapi())
         .routes(routes!(whoami))
         .merge(estimate::router())
+        .merge(artifacts::router())
 }
 
 #[derive(Serialize, ToSchema)]

@@ -133,7 +133,11 @@ async fn execute(db: &DbArgs, command: Command) -> anyhow::Result<()> {
     let database = Database::open(db).await?;
     let result = match command {
         Command::Serve(args) => {
-            let state = AppState::new(database.pool.clone(), Config::from(&args));
+            let blobs = match &args.s3_bucket {
+                Some(bucket) => crate::storage::BlobStore::s3(bucket)?,
+                None => crate::storage::BlobStore::local(&db.data_dir.join("blobs"))?,
+            };
+            let state = AppState::new(database.pool.clone(), Config::from(&args), blobs);
             crate::server::serve(state, &args.bind).await
         }
         Command::Migrate => {

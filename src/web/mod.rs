@@ -3,6 +3,7 @@
 
 pub mod account;
 pub mod areas;
+pub mod artifacts;
 pub mod assets;
 pub mod ctx;
 pub mod estimators;
@@ -30,6 +31,13 @@ pub fn private_routes() -> Router<AppState> {
         .merge(account::private_routes())
         .merge(areas::routes())
         .merge(estimators::routes())
+        .merge(artifacts::routes())
+}
+
+/// Routes that stream large bodies (the server exempts them from the request timeout
+/// and the default body limit).
+pub fn upload_routes() -> Router<AppState> {
+    artifacts::upload_routes()
 }
 
 /// Renders a template, turning a template failure into a logged 500.

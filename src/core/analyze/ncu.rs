@@ -123,14 +123,22 @@ enum Field {
 fn field_of(metric: &str, unit: &str) -> Option<Field> {
     let pct = unit.trim() == "%" || unit.trim().is_empty();
     Some(match metric.trim() {
-        "Compute (SM) Throughput" | "SM [%]" | "sm__throughput.avg.pct_of_peak_sustained_elapsed" => Field::Sm,
-        "DRAM Throughput" | "dram__throughput.avg.pct_of_peak_sustained_elapsed" if pct => Field::Dram,
-        "Memory Throughput" | "Memory [%]" | "gpu__compute_memory_throughput.avg.pct_of_peak_sustained_elapsed"
+        "Compute (SM) Throughput"
+        | "SM [%]"
+        | "sm__throughput.avg.pct_of_peak_sustained_elapsed" => Field::Sm,
+        "DRAM Throughput" | "dram__throughput.avg.pct_of_peak_sustained_elapsed" if pct => {
+            Field::Dram
+        }
+        "Memory Throughput"
+        | "Memory [%]"
+        | "gpu__compute_memory_throughput.avg.pct_of_peak_sustained_elapsed"
             if unit.trim() == "%" || metric.contains("pct") =>
         {
             Field::Memory
         }
-        "Achieved Occupancy" | "sm__warps_active.avg.pct_of_peak_sustained_active" => Field::Achieved,
+        "Achieved Occupancy" | "sm__warps_active.avg.pct_of_peak_sustained_active" => {
+            Field::Achieved
+        }
         "Theoretical Occupancy" | "sm__maximum_warps_per_active_cycle_pct" => Field::Theoretical,
         "Duration" | "gpu__time_duration.sum" | "gpu__time_duration" => Field::Duration,
         _ => return None,
@@ -147,7 +155,11 @@ fn set_field(k: &mut NcuKernel, f: Field, value: Option<f64>, unit: &str) {
         Field::Theoretical => &mut k.theoretical_occupancy_pct,
         Field::Duration => {
             // ncu's default duration unit is nanoseconds when none is given.
-            let factor = if unit.trim().is_empty() { Some(1e-3) } else { to_us(unit) };
+            let factor = if unit.trim().is_empty() {
+                Some(1e-3)
+            } else {
+                to_us(unit)
+            };
             if let (Some(fct), None) = (factor, k.duration_us) {
                 k.duration_us = Some(v * fct);
             }
@@ -185,7 +197,10 @@ impl<R: BufRead> Read for ProfLineFilter<R> {
                     return Ok(0);
                 }
                 Line::TooLong => {
-                    return Err(io::Error::new(io::ErrorKind::InvalidData, "a CSV line is longer than 16 MiB"))
+                    return Err(io::Error::new(
+                        io::ErrorKind::InvalidData,
+                        "a CSV line is longer than 16 MiB",
+                    ))
                 }
                 Line::Got => {}
             }
@@ -324,10 +339,18 @@ pub fn analyze<R: Read>(reader: R) -> Result<NcuAnalysis, AnalyzeError> {
     }
     out.messages = messages.borrow().clone();
     if truncated {
-        out.notes.push(format!("more than {MAX_KERNELS} kernel launches; the rest were left out"));
+        out.notes.push(format!(
+            "more than {MAX_KERNELS} kernel launches; the rest were left out"
+        ));
     }
-    if kernels.iter().any(|k| k.dram_pct.is_none() && k.memory_pct.is_some()) {
-        out.notes.push("DRAM throughput missing for some kernels; memory throughput was used for their regime".into());
+    if kernels
+        .iter()
+        .any(|k| k.dram_pct.is_none() && k.memory_pct.is_some())
+    {
+        out.notes.push(
+            "DRAM throughput missing for some kernels; memory throughput was used for their regime"
+                .into(),
+        );
     }
     if kernels.is_empty() {
         if let Some(e) = first_error.borrow().clone() {
@@ -339,7 +362,9 @@ pub fn analyze<R: Read>(reader: R) -> Result<NcuAnalysis, AnalyzeError> {
                 "no Nsight Compute CSV header (a \"Kernel Name\" column) found",
             ));
         }
-        return Err(AnalyzeError::malformed("the Nsight Compute CSV holds no kernel rows"));
+        return Err(AnalyzeError::malformed(
+            "the Nsight Compute CSV holds no kernel rows",
+        ));
     }
     out.kernels = kernels;
     Ok(out)
@@ -385,10 +410,31 @@ mod tests {
         text.push_str(&row(0, "gemm", sol, "Compute (SM) Throughput", "%", "85.5"));
         text.push_str(&row(0, "gemm", sol, "DRAM Throughput", "%", "12.1"));
         text.push_str(&row(0, "gemm", sol, "Duration", "msecond", "1.5"));
-        text.push_str(&row(0, "gemm", "Memory Workload Analysis", "Memory Throughput", "Gbyte/s", "1,234.5"));
+        text.push_str(&row(
+            0,
+            "gemm",
+            "Memory Workload Analysis",
+            "Memory Throughput",
+            "Gbyte/s",
+            "1,234.5",
+        ));
         text.push_str(&row(0, "gemm", sol, "Memory Throughput", "%", "30.0"));
-        text.push_str(&row(0, "gemm", "Occupancy", "Achieved Occupancy", "%", "45.2"));
-        text.push_str(&row(0, "gemm", "Occupancy", "Theoretical Occupancy", "%", "50"));
+        text.push_str(&row(
+            0,
+            "gemm",
+            "Occupancy",
+            "Achieved Occupancy",
+            "%",
+            "45.2",
+        ));
+        text.push_str(&row(
+            0,
+            "gemm",
+            "Occupancy",
+            "Theoretical Occupancy",
+            "%",
+            "50",
+        ));
         text.push_str("\"0\",\"1\",\"python\",\"h\",\"gemm\",\"1\",\"7\",\"(128, 1, 1)\",\"(64, 1, 1)\",\"0\",\"9.0\",\"SpeedOfLight\",\"\",\"\",\"\",\"SOLBottleneck\",\"OPT\",\"A rule with a\nline break in it\"\n");
         text.push_str("==PROF== Disconnected\n");
         text.push_str(&row(1, "copy", sol, "Compute (SM) Throughput", "%", "5"));
@@ -459,10 +505,18 @@ mod tests {
         assert_eq!(k.theoretical_occupancy_pct, Some(16.67));
         assert_eq!(k.duration_us, Some(6.46));
         assert_eq!(k.regime.as_deref(), Some("latency-bound"));
-        let occ = analyze(open(&root, "ncu/llmperfopt__kernel_0001__ncu.section_Occupancy.csv")).unwrap();
+        let occ = analyze(open(
+            &root,
+            "ncu/llmperfopt__kernel_0001__ncu.section_Occupancy.csv",
+        ))
+        .unwrap();
         assert_eq!(occ.kernels[0].achieved_occupancy_pct, Some(11.68));
         assert_eq!(occ.kernels[0].regime, None);
-        let sol = analyze(open(&root, "ncu/llmperfopt__kernel_0001__ncu.section_SpeedOfLight.csv")).unwrap();
+        let sol = analyze(open(
+            &root,
+            "ncu/llmperfopt__kernel_0001__ncu.section_SpeedOfLight.csv",
+        ))
+        .unwrap();
         assert_eq!(sol.kernels[0].regime.as_deref(), Some("latency-bound"));
         let err = analyze(open(&root, "ncu/llmperfopt__raw_error_only.csv")).unwrap();
         assert_eq!(

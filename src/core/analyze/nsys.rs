@@ -83,7 +83,14 @@ fn classify(header: &str) -> Option<(Col, f64)> {
         "name" => Col::Name,
         _ => return None,
     };
-    Some((role, if role == Col::TimePct || role == Col::Instances { 1.0 } else { factor }))
+    Some((
+        role,
+        if role == Col::TimePct || role == Col::Instances {
+            1.0
+        } else {
+            factor
+        },
+    ))
 }
 
 fn number(s: &str) -> Option<f64> {
@@ -126,15 +133,20 @@ fn parse_table<R: BufRead>(input: R, header_line: u64) -> Result<NsysAnalysis, A
     let cols: Vec<Option<(Col, f64)>> = csv.headers()?.iter().map(classify).collect();
     let find = |c: Col| cols.iter().position(|x| x.map(|x| x.0) == Some(c));
     let (Some(total_c), Some(name_c)) = (find(Col::Total), find(Col::Name)) else {
-        return Err(AnalyzeError::at_line(header_line, "header lacks Total Time or Name"));
+        return Err(AnalyzeError::at_line(
+            header_line,
+            "header lacks Total Time or Name",
+        ));
     };
     let factor = |i: usize| cols[i].map_or(1.0, |c| c.1);
     let mut out = NsysAnalysis::default();
     let mut skipped = 0u64;
     let mut record = csv::StringRecord::new();
     while csv.read_record(&mut record)? {
-        let get = |c: Col| find(c).and_then(|i| record.get(i).and_then(number).map(|v| v * factor(i)));
-        let (Some(total), Some(name)) = (record.get(total_c).and_then(number), record.get(name_c)) else {
+        let get =
+            |c: Col| find(c).and_then(|i| record.get(i).and_then(number).map(|v| v * factor(i)));
+        let (Some(total), Some(name)) = (record.get(total_c).and_then(number), record.get(name_c))
+        else {
             if record.iter().any(|f| !f.is_empty()) {
                 skipped += 1;
             }
@@ -163,9 +175,15 @@ fn parse_table<R: BufRead>(input: R, header_line: u64) -> Result<NsysAnalysis, A
             }
         }
     }
-    out.kernels.sort_by(|a, b| b.total_ns.total_cmp(&a.total_ns).then_with(|| a.name.cmp(&b.name)));
+    out.kernels.sort_by(|a, b| {
+        b.total_ns
+            .total_cmp(&a.total_ns)
+            .then_with(|| a.name.cmp(&b.name))
+    });
     if skipped > 0 {
-        out.notes.push(format!("{skipped} rows without a numeric total time were skipped"));
+        out.notes.push(format!(
+            "{skipped} rows without a numeric total time were skipped"
+        ));
     }
     Ok(out)
 }
@@ -188,21 +206,32 @@ mod tests {
         assert_eq!(a.kernels[0].med_ns, Some(200.0));
         assert_eq!(a.kernels[1].time_pct, Some(20.0));
         let v = serde_json::to_value(&a).unwrap();
-        for k in ["name", "time_pct", "total_ns", "instances", "avg_ns", "med_ns", "min_ns", "max_ns"] {
+        for k in [
+            "name",
+            "time_pct",
+            "total_ns",
+            "instances",
+            "avg_ns",
+            "med_ns",
+            "min_ns",
+            "max_ns",
+        ] {
             assert!(v["kernels"][0].get(k).is_some(), "{k}");
         }
     }
 
     #[test]
     fn old_headers_and_units() {
-        let text = "Time(%),Total Time (us),Instances,Average (us),Minimum (us),Maximum (us),Name\n\
+        let text =
+            "Time(%),Total Time (us),Instances,Average (us),Minimum (us),Maximum (us),Name\n\
                     60.0,\"1,500\",3,500,400,600,a\n40.0,1000,1,1000,1000,1000,b\n";
         let a = analyze(text.as_bytes()).unwrap();
         assert_eq!(a.kernels[0].total_ns, 1_500_000.0);
         assert_eq!(a.kernels[0].avg_ns, Some(500_000.0));
         assert_eq!(a.kernels[0].min_ns, Some(400_000.0));
         assert_eq!(a.kernels[0].med_ns, None);
-        let bare = "Time(%),Total Time,Instances,Average,Minimum,Maximum,Name\n100,42,1,42,42,42,k\n";
+        let bare =
+            "Time(%),Total Time,Instances,Average,Minimum,Maximum,Name\n100,42,1,42,42,42,k\n";
         let a = analyze(bare.as_bytes()).unwrap();
         assert_eq!(a.kernels[0].total_ns, 42.0);
         assert_eq!(a.kernels[0].max_ns, Some(42.0));
@@ -210,7 +239,10 @@ mod tests {
 
     #[test]
     fn missing_header_and_empty_tables() {
-        assert!(analyze("hello\nworld\n".as_bytes()).unwrap_err().to_string().contains("header"));
+        assert!(analyze("hello\nworld\n".as_bytes())
+            .unwrap_err()
+            .to_string()
+            .contains("header"));
         let e = analyze("Time (%),Total Time (ns),Instances,Name\n".as_bytes()).unwrap_err();
         assert!(e.to_string().contains("no rows"), "{e}");
     }
@@ -218,7 +250,11 @@ mod tests {
     #[test]
     fn real_nsys_fixture() {
         let Some(root) = real_fixtures() else { return };
-        let a = analyze(open(&root, "nsys/llmperfopt__decode__summary_cuda_gpu_kern_sum.csv")).unwrap();
+        let a = analyze(open(
+            &root,
+            "nsys/llmperfopt__decode__summary_cuda_gpu_kern_sum.csv",
+        ))
+        .unwrap();
         let k = &a.kernels[0];
         assert_eq!(k.total_ns, 61_602_133.0);
         assert_eq!(k.instances, Some(16448));

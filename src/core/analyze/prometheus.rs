@@ -36,7 +36,10 @@ pub struct Sample {
 impl Sample {
     /// Value of label `k`.
     pub fn label(&self, k: &str) -> Option<&str> {
-        self.labels.iter().find(|(n, _)| n == k).map(|(_, v)| v.as_str())
+        self.labels
+            .iter()
+            .find(|(n, _)| n == k)
+            .map(|(_, v)| v.as_str())
     }
 }
 
@@ -265,8 +268,18 @@ pub struct PrometheusAnalysis {
 
 /// Canonical histogram key → candidate families (first present wins) and an
 /// optional label filter.
-const HISTOGRAMS: &[(&str, &[&str], Option<(&str, &str)>)] = &[
-    ("ttft_s", &["vllm:time_to_first_token_seconds", "sglang:time_to_first_token_seconds"], None),
+/// A label that must match (`name`, `value`).
+type LabelFilter = Option<(&'static str, &'static str)>;
+
+const HISTOGRAMS: &[(&str, &[&str], LabelFilter)] = &[
+    (
+        "ttft_s",
+        &[
+            "vllm:time_to_first_token_seconds",
+            "sglang:time_to_first_token_seconds",
+        ],
+        None,
+    ),
     (
         "itl_s",
         &[
@@ -281,64 +294,135 @@ const HISTOGRAMS: &[(&str, &[&str], Option<(&str, &str)>)] = &[
     ),
     (
         "tpot_s",
-        &["vllm:request_time_per_output_token_seconds", "tgi_request_mean_time_per_token_duration"],
+        &[
+            "vllm:request_time_per_output_token_seconds",
+            "tgi_request_mean_time_per_token_duration",
+        ],
         None,
     ),
     (
         "queue_s",
-        &["vllm:request_queue_time_seconds", "sglang:queue_time_seconds", "tgi_request_queue_duration"],
+        &[
+            "vllm:request_queue_time_seconds",
+            "sglang:queue_time_seconds",
+            "tgi_request_queue_duration",
+        ],
         None,
     ),
     ("prefill_s", &["vllm:request_prefill_time_seconds"], None),
     ("decode_s", &["vllm:request_decode_time_seconds"], None),
     (
         "inference_s",
-        &["vllm:request_inference_time_seconds", "tgi_request_inference_duration"],
+        &[
+            "vllm:request_inference_time_seconds",
+            "tgi_request_inference_duration",
+        ],
         None,
     ),
     (
         "e2e_s",
-        &["vllm:e2e_request_latency_seconds", "sglang:e2e_request_latency_seconds", "tgi_request_duration"],
+        &[
+            "vllm:e2e_request_latency_seconds",
+            "sglang:e2e_request_latency_seconds",
+            "tgi_request_duration",
+        ],
         None,
     ),
-    ("forward_prefill_s", &["tgi_batch_forward_duration"], Some(("method", "prefill"))),
-    ("forward_decode_s", &["tgi_batch_forward_duration"], Some(("method", "decode"))),
+    (
+        "forward_prefill_s",
+        &["tgi_batch_forward_duration"],
+        Some(("method", "prefill")),
+    ),
+    (
+        "forward_decode_s",
+        &["tgi_batch_forward_duration"],
+        Some(("method", "decode")),
+    ),
     (
         "prompt_tokens",
-        &["vllm:request_prompt_tokens", "tgi_request_input_length", "sglang:prompt_tokens_histogram"],
+        &[
+            "vllm:request_prompt_tokens",
+            "tgi_request_input_length",
+            "sglang:prompt_tokens_histogram",
+        ],
         None,
     ),
     (
         "output_tokens",
-        &["vllm:request_generation_tokens", "tgi_request_generated_tokens", "sglang:generation_tokens_histogram"],
+        &[
+            "vllm:request_generation_tokens",
+            "tgi_request_generated_tokens",
+            "sglang:generation_tokens_histogram",
+        ],
         None,
     ),
     ("iteration_tokens", &["vllm:iteration_tokens_total"], None),
 ];
 
-const RUNNING: &[&str] = &["vllm:num_requests_running", "sglang:num_running_reqs", "tgi_batch_current_size"];
-const WAITING: &[&str] = &["vllm:num_requests_waiting", "sglang:num_queue_reqs", "tgi_queue_size"];
-const KV_USAGE: &[&str] = &["vllm:kv_cache_usage_perc", "vllm:gpu_cache_usage_perc", "sglang:token_usage"];
+const RUNNING: &[&str] = &[
+    "vllm:num_requests_running",
+    "sglang:num_running_reqs",
+    "tgi_batch_current_size",
+];
+const WAITING: &[&str] = &[
+    "vllm:num_requests_waiting",
+    "sglang:num_queue_reqs",
+    "tgi_queue_size",
+];
+const KV_USAGE: &[&str] = &[
+    "vllm:kv_cache_usage_perc",
+    "vllm:gpu_cache_usage_perc",
+    "sglang:token_usage",
+];
 const HIT_RATE_GAUGES: &[&str] = &["vllm:gpu_prefix_cache_hit_rate", "sglang:cache_hit_rate"];
 
 /// Counter key → candidate sample names (with `_total`, as exposed).
 const COUNTERS: &[(&str, &[&str])] = &[
-    ("preemptions", &["vllm:num_preemptions_total", "vllm:num_preemptions"]),
+    (
+        "preemptions",
+        &["vllm:num_preemptions_total", "vllm:num_preemptions"],
+    ),
     (
         "prompt_tokens",
-        &["vllm:prompt_tokens_total", "sglang:prompt_tokens_total", "tgi_request_input_count"],
+        &[
+            "vllm:prompt_tokens_total",
+            "sglang:prompt_tokens_total",
+            "tgi_request_input_count",
+        ],
     ),
-    ("generation_tokens", &["vllm:generation_tokens_total", "sglang:generation_tokens_total"]),
+    (
+        "generation_tokens",
+        &[
+            "vllm:generation_tokens_total",
+            "sglang:generation_tokens_total",
+        ],
+    ),
     (
         "requests_success",
-        &["vllm:request_success_total", "sglang:num_requests_total", "tgi_request_success"],
+        &[
+            "vllm:request_success_total",
+            "sglang:num_requests_total",
+            "tgi_request_success",
+        ],
     ),
     (
         "prefix_cache_queries",
-        &["vllm:prefix_cache_queries_total", "vllm:gpu_prefix_cache_queries_total"],
+        &[
+            "vllm:prefix_cache_queries_total",
+            "vllm:gpu_prefix_cache_queries_total",
+        ],
     ),
-    ("prefix_cache_hits", &["vllm:prefix_cache_hits_total", "vllm:gpu_prefix_cache_hits_total"]),
+    (
+        "prefix_cache_hits",
+        &[
+            "vllm:prefix_cache_hits_total",
+            "vllm:gpu_prefix_cache_hits_total",
+        ],
+    ),
 ];
+
+/// A sample's labels, in exposition order.
+type Labels = Vec<(String, String)>;
 
 /// One histogram series (labels without `le`).
 #[derive(Clone, Debug)]
@@ -354,7 +438,7 @@ struct HistSeries {
 #[derive(Default)]
 struct Model {
     hists: HashMap<String, Vec<HistSeries>>,
-    scalars: HashMap<String, Vec<(Vec<(String, String)>, f64)>>,
+    scalars: HashMap<String, Vec<(Labels, f64)>>,
 }
 
 fn labels_key(labels: &[(String, String)]) -> String {
@@ -373,11 +457,23 @@ fn build_model(s: &Snapshot) -> Model {
     let mut m = Model::default();
     let mut index: HashMap<(String, String), usize> = HashMap::new();
     for x in &s.samples {
-        let (family, part) = if let Some(f) = x.name.strip_suffix("_bucket").filter(|f| bucket_families.contains(f)) {
+        let (family, part) = if let Some(f) = x
+            .name
+            .strip_suffix("_bucket")
+            .filter(|f| bucket_families.contains(f))
+        {
             (f, "bucket")
-        } else if let Some(f) = x.name.strip_suffix("_sum").filter(|f| bucket_families.contains(f)) {
+        } else if let Some(f) = x
+            .name
+            .strip_suffix("_sum")
+            .filter(|f| bucket_families.contains(f))
+        {
             (f, "sum")
-        } else if let Some(f) = x.name.strip_suffix("_count").filter(|f| bucket_families.contains(f)) {
+        } else if let Some(f) = x
+            .name
+            .strip_suffix("_count")
+            .filter(|f| bucket_families.contains(f))
+        {
             (f, "count")
         } else {
             m.scalars
@@ -386,7 +482,12 @@ fn build_model(s: &Snapshot) -> Model {
                 .push((x.labels.clone(), x.value));
             continue;
         };
-        let labels: Vec<(String, String)> = x.labels.iter().filter(|(k, _)| k != "le").cloned().collect();
+        let labels: Vec<(String, String)> = x
+            .labels
+            .iter()
+            .filter(|(k, _)| k != "le")
+            .cloned()
+            .collect();
         let key = (family.to_string(), labels_key(&labels));
         let series = m.hists.entry(family.to_string()).or_default();
         let i = *index.entry(key).or_insert_with(|| {
@@ -446,7 +547,11 @@ pub fn bucket_quantile(q: f64, buckets: &[(f64, f64)]) -> Option<(f64, bool)> {
     if b == 0 && buckets[0].0 <= 0.0 {
         return Some((buckets[0].0, false));
     }
-    let (start, below) = if b == 0 { (0.0, 0.0) } else { (buckets[b - 1].0, cum[b - 1]) };
+    let (start, below) = if b == 0 {
+        (0.0, 0.0)
+    } else {
+        (buckets[b - 1].0, cum[b - 1])
+    };
     let end = buckets[b].0;
     let in_bucket = cum[b] - below;
     if in_bucket <= 0.0 {
@@ -467,7 +572,11 @@ fn merge_series<'a>(series: impl Iterator<Item = &'a HistSeries>) -> Option<Hist
         count += h.count;
         for &(le, c) in &h.buckets {
             // Order-preserving key for floats that are never NaN here.
-            let key = if le.is_sign_negative() { !le.to_bits() } else { le.to_bits() | (1 << 63) };
+            let key = if le.is_sign_negative() {
+                !le.to_bits()
+            } else {
+                le.to_bits() | (1 << 63)
+            };
             by_le.entry(key).or_insert((le, 0.0)).1 += c;
         }
     }
@@ -514,7 +623,13 @@ fn scalar_sum(m: &Model, names: &[&str]) -> Option<f64> {
 
 fn scalar_mean(m: &Model, names: &[&str]) -> Option<f64> {
     names.iter().find_map(|n| {
-        let v: Vec<f64> = m.scalars.get(*n)?.iter().map(|(_, x)| *x).filter(|x| x.is_finite()).collect();
+        let v: Vec<f64> = m
+            .scalars
+            .get(*n)?
+            .iter()
+            .map(|(_, x)| *x)
+            .filter(|x| x.is_finite())
+            .collect();
         (!v.is_empty()).then(|| v.iter().sum::<f64>() / v.len() as f64)
     })
 }
@@ -537,11 +652,20 @@ fn detect_engine(s: &Snapshot) -> &'static str {
     }
 }
 
-fn summarize(m: &Model, gauges_from: &Model, engine: &str, window: bool, samples: u64, mut notes: Vec<String>) -> PrometheusAnalysis {
+fn summarize(
+    m: &Model,
+    gauges_from: &Model,
+    engine: &str,
+    window: bool,
+    samples: u64,
+    mut notes: Vec<String>,
+) -> PrometheusAnalysis {
     let mut quantiles = BTreeMap::new();
     for (key, families, filter) in HISTOGRAMS {
         for fam in *families {
-            let Some(series) = m.hists.get(*fam) else { continue };
+            let Some(series) = m.hists.get(*fam) else {
+                continue;
+            };
             let chosen = series.iter().filter(|h| match filter {
                 Some((k, v)) => h.labels.iter().any(|(a, b)| a == k && b == v),
                 None => true,
@@ -576,7 +700,10 @@ fn summarize(m: &Model, gauges_from: &Model, engine: &str, window: bool, samples
         }
     }
     let preemptions = counters.remove("preemptions");
-    let prefix_cache_hit_rate = match (counters.get("prefix_cache_hits"), counters.get("prefix_cache_queries")) {
+    let prefix_cache_hit_rate = match (
+        counters.get("prefix_cache_hits"),
+        counters.get("prefix_cache_queries"),
+    ) {
         (Some(h), Some(q)) if *q > 0.0 => Some(h / q),
         _ => scalar_mean(gauges_from, HIT_RATE_GAUGES),
     };
@@ -586,7 +713,11 @@ fn summarize(m: &Model, gauges_from: &Model, engine: &str, window: bool, samples
         .flatten()
         .map(|(l, _)| l)
         .chain(gauges_from.hists.values().flatten().map(|h| &h.labels))
-        .filter_map(|l| l.iter().find(|(k, _)| k == "model_name").map(|(_, v)| v.clone()))
+        .filter_map(|l| {
+            l.iter()
+                .find(|(k, _)| k == "model_name")
+                .map(|(_, v)| v.clone())
+        })
         .collect();
     models.sort();
     models.dedup();
@@ -622,7 +753,14 @@ fn summarize(m: &Model, gauges_from: &Model, engine: &str, window: bool, samples
 /// Analyze one scrape.
 pub fn analyze_snapshot(s: &Snapshot) -> PrometheusAnalysis {
     let m = build_model(s);
-    summarize(&m, &m, detect_engine(s), false, s.samples.len() as u64, Vec::new())
+    summarize(
+        &m,
+        &m,
+        detect_engine(s),
+        false,
+        s.samples.len() as u64,
+        Vec::new(),
+    )
 }
 
 /// Parse and analyze one scrape.
@@ -667,9 +805,16 @@ pub fn window(a: &Snapshot, b: &Snapshot) -> PrometheusAnalysis {
                 out.push(hb.clone());
                 continue;
             };
-            let prev: HashMap<u64, f64> = ha.buckets.iter().map(|(le, c)| (le.to_bits(), *c)).collect();
+            let prev: HashMap<u64, f64> = ha
+                .buckets
+                .iter()
+                .map(|(le, c)| (le.to_bits(), *c))
+                .collect();
             let reset = hb.count < ha.count
-                || hb.buckets.iter().any(|(le, c)| prev.get(&le.to_bits()).is_some_and(|p| c < p));
+                || hb
+                    .buckets
+                    .iter()
+                    .any(|(le, c)| prev.get(&le.to_bits()).is_some_and(|p| c < p));
             if reset {
                 if !reset_families.contains(fam) {
                     reset_families.push(fam.clone());
@@ -781,13 +926,21 @@ mod tests {
 
     #[test]
     fn parses_lines_with_escapes_timestamps_and_exemplars() {
-        let s = parse_sample_line(r#"http_requests_total{method="post",path="/a\"b\\c",} 1027 1395066363000"#).unwrap();
+        let s = parse_sample_line(
+            r#"http_requests_total{method="post",path="/a\"b\\c",} 1027 1395066363000"#,
+        )
+        .unwrap();
         assert_eq!(s.name, "http_requests_total");
         assert_eq!(s.label("path"), Some("/a\"b\\c"));
         assert_eq!(s.value, 1027.0);
         assert_eq!(parse_sample_line("x +Inf").unwrap().value, f64::INFINITY);
         assert!(parse_sample_line("x NaN").unwrap().value.is_nan());
-        assert_eq!(parse_sample_line(r#"foo_bucket{le="0.5"} 3 # {trace_id="a"} 0.4"#).unwrap().value, 3.0);
+        assert_eq!(
+            parse_sample_line(r#"foo_bucket{le="0.5"} 3 # {trace_id="a"} 0.4"#)
+                .unwrap()
+                .value,
+            3.0
+        );
         assert!(parse_sample_line("not a metric").is_none());
         assert!(parse_sample_line("x{a=\"1\" 3").is_none());
         assert!(parse_sample_line("9x 3").is_none());
@@ -807,7 +960,10 @@ mod tests {
         let tail = [(1.0, 1.0), (f64::INFINITY, 10.0)];
         assert_eq!(bucket_quantile(0.5, &tail), Some((1.0, true)));
         assert_eq!(bucket_quantile(0.5, &[(f64::INFINITY, 3.0)]), None);
-        assert_eq!(bucket_quantile(0.5, &[(1.0, 0.0), (f64::INFINITY, 0.0)]), None);
+        assert_eq!(
+            bucket_quantile(0.5, &[(1.0, 0.0), (f64::INFINITY, 0.0)]),
+            None
+        );
     }
 
     #[test]
@@ -829,7 +985,14 @@ mod tests {
         assert_eq!(a.counters["requests_success"], 50.0);
         assert_eq!(a.models, vec!["m".to_string()]);
         let v = serde_json::to_value(&a).unwrap();
-        for k in ["engine", "window", "quantiles", "gauges", "preemptions", "prefix_cache_hit_rate"] {
+        for k in [
+            "engine",
+            "window",
+            "quantiles",
+            "gauges",
+            "preemptions",
+            "prefix_cache_hit_rate",
+        ] {
             assert!(v.get(k).is_some(), "{k}");
         }
     }
@@ -872,7 +1035,10 @@ mod tests {
                   vllm:iteration_tokens_total_bucket{le=\"+Inf\"} 4\n";
         let a = analyze_snapshot(&snap(v1));
         assert_eq!(a.gauges.kv_usage, Some(0.25));
-        assert_eq!(a.quantiles["itl_s"].metric, "vllm:inter_token_latency_seconds");
+        assert_eq!(
+            a.quantiles["itl_s"].metric,
+            "vllm:inter_token_latency_seconds"
+        );
         assert_eq!(a.quantiles["iteration_tokens"].count, 4.0);
     }
 
@@ -886,7 +1052,10 @@ mod tests {
     #[test]
     fn real_sglang_fixture() {
         let Some(root) = real_fixtures() else { return };
-        let f = open(&root, "prometheus/sglang_docs_production_metrics_example.prom");
+        let f = open(
+            &root,
+            "prometheus/sglang_docs_production_metrics_example.prom",
+        );
         let a = analyze(f).unwrap();
         assert_eq!(a.engine, "sglang");
         assert_eq!(a.gauges.running, Some(162.0));
@@ -905,6 +1074,9 @@ mod tests {
         assert!(p50 > 0.075 && p50 < 0.1, "{p50}");
         assert!(a.quantiles.contains_key("e2e_s"));
         assert_eq!(a.counters["generation_tokens"], 7_557_572.0);
-        assert_eq!(a.models, vec!["meta-llama/Llama-3.1-8B-Instruct".to_string()]);
+        assert_eq!(
+            a.models,
+            vec!["meta-llama/Llama-3.1-8B-Instruct".to_string()]
+        );
     }
 }

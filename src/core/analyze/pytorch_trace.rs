@@ -20,7 +20,9 @@
 //! * Idle breakdown per stream, for each gap before a kernel: *host wait* when
 //!   its launch (the CPU event with the same `args.correlation`) started after
 //!   the previous kernel on that stream ended; else *kernel wait* when the gap
-//!   is under 30 µs (HTA's `consecutive_kernel_delay`); else *other*.
+//!   is under 30 µs (HTA's `consecutive_kernel_delay` default of 30; its
+//!   docstring says ns, but it is compared with trace times, which are µs);
+//!   else *other*. Host wait is tested first, as in HTA.
 //! * Launch delay = kernel start − (launch start + launch duration).
 //! * Step filter: when the trace has at least two distinct `ProfilerStep#`
 //!   names, HTA keeps only GPU work whose launch started before the last step
@@ -173,9 +175,12 @@ fn parse_int_text(s: &str) -> Option<i64> {
     if let Some(h) = s.strip_prefix("0x").or_else(|| s.strip_prefix("0X")) {
         return i64::from_str_radix(h, 16).ok();
     }
-    s.parse::<i64>()
-        .ok()
-        .or_else(|| s.parse::<f64>().ok().filter(|x| x.fract() == 0.0).map(|x| x as i64))
+    s.parse::<i64>().ok().or_else(|| {
+        s.parse::<f64>()
+            .ok()
+            .filter(|x| x.fract() == 0.0)
+            .map(|x| x as i64)
+    })
 }
 
 /// pid/tid/stream/device values: numbers, or strings ("Spans", "stream 7", "0x0").
@@ -218,7 +223,11 @@ impl<'de> Visitor<'de> for IdVisitor {
         Ok(i64::try_from(v).map_or(Id::Text, Id::Num))
     }
     fn visit_f64<E>(self, v: f64) -> Result<Id, E> {
-        Ok(if v.fract() == 0.0 && v.abs() < 9.0e18 { Id::Num(v as i64) } else { Id::Text })
+        Ok(if v.fract() == 0.0 && v.abs() < 9.0e18 {
+            Id::Num(v as i64)
+        } else {
+            Id::Text
+        })
     }
     fn visit_str<E>(self, v: &str) -> Result<Id, E> {
         Ok(parse_int_text(v).map_or(Id::Text, Id::Num))
@@ -548,7 +557,9 @@ impl State {
         if !is_complete {
             return;
         }
-        let (Some(ts), Some(dur)) = (ts, dur) else { return };
+        let (Some(ts), Some(dur)) = (ts, dur) else {
+            return;
+        };
         self.counts.complete += 1;
         let dur = dur.max(0.0);
         if cat.is_gpu() {
@@ -813,7 +824,7 @@ fn thousands(n: u64) -> String {
     let s = n.to_string();
     let mut out = String::new();
     for (i, c) in s.chars().enumerate() {
-        if i > 0 && (s.len() - i) % 3 == 0 {
+        if i > 0 && (s.len() - i).is_multiple_of(3) {
             out.push(',');
         }
         out.push(c);
@@ -824,7 +835,11 @@ fn thousands(n: u64) -> String {
 fn category(name: &str, is_mem: bool) -> &'static str {
     if name.to_ascii_lowercase().contains("nccl") {
         "COMM"
-    } else if is_mem || name.starts_with("Memcpy") || name.starts_with("Memset") || name.starts_with("dma") {
+    } else if is_mem
+        || name.starts_with("Memcpy")
+        || name.starts_with("Memset")
+        || name.starts_with("dma")
+    {
         "MEM"
     } else {
         "COMP"
@@ -902,7 +917,10 @@ fn finish(mut st: State, opts: &Options, mut notes: Vec<String>) -> TraceAnalysi
             } else {
                 "launched in the last ProfilerStep (often cut short; include_last_profiler_step keeps it) or never launched from the CPU"
             };
-            notes.push(format!("{} GPU events left out: {what}", thousands(excluded)));
+            notes.push(format!(
+                "{} GPU events left out: {what}",
+                thousands(excluded)
+            ));
         }
     } else if st.step_names.len() == 1 {
         notes.push("only one ProfilerStep in the trace: all GPU work is analyzed".to_string());
@@ -1018,10 +1036,17 @@ fn finish(mut st: State, opts: &Options, mut notes: Vec<String>) -> TraceAnalysi
             }
         })
         .collect();
-    kernels.sort_by(|a, b| b.sum_us.total_cmp(&a.sum_us).then_with(|| a.name.cmp(&b.name)));
+    kernels.sort_by(|a, b| {
+        b.sum_us
+            .total_cmp(&a.sum_us)
+            .then_with(|| a.name.cmp(&b.name))
+    });
     let mut kernel_categories: Vec<CategoryStat> = Vec::new();
     for k in &kernels {
-        match kernel_categories.iter_mut().find(|c| c.category == k.category) {
+        match kernel_categories
+            .iter_mut()
+            .find(|c| c.category == k.category)
+        {
             Some(c) => {
                 c.count += k.count;
                 c.sum_us += k.sum_us;
@@ -1038,7 +1063,11 @@ fn finish(mut st: State, opts: &Options, mut notes: Vec<String>) -> TraceAnalysi
         c.pct = pct(c.sum_us, total_dur);
     }
     kernel_categories.sort_by(|a, b| b.sum_us.total_cmp(&a.sum_us));
-    let top = if opts.top_kernels == 0 { 50 } else { opts.top_kernels };
+    let top = if opts.top_kernels == 0 {
+        50
+    } else {
+        opts.top_kernels
+    };
     kernels.truncate(top);
 
     // Idle breakdown per stream: walk each stream's events in start order.
@@ -1166,7 +1195,10 @@ fn describe_without_gpu(ev: &EventCounts, excluded: u64) -> String {
         "cuda_profiler_range events (CUPTI range-profiler counters per kernel, without a GPU timeline)",
     );
     let held = if parts.is_empty() {
-        format!("{} events, none of them CPU ops or GPU work", thousands(ev.total))
+        format!(
+            "{} events, none of them CPU ops or GPU work",
+            thousands(ev.total)
+        )
     } else {
         parts.join(", ")
     };
@@ -1223,8 +1255,13 @@ fn device_list(st: &State, gpu: &[GpuEv], idle: &[IdleRow]) -> Vec<DeviceInfo> {
             let p = prop(dev);
             DeviceInfo {
                 device: dev,
-                name: p.and_then(|p| p.get("name")).and_then(Value::as_str).map(String::from),
-                total_global_mem: p.and_then(|p| p.get("totalGlobalMem")).and_then(Value::as_u64),
+                name: p
+                    .and_then(|p| p.get("name"))
+                    .and_then(Value::as_str)
+                    .map(String::from),
+                total_global_mem: p
+                    .and_then(|p| p.get("totalGlobalMem"))
+                    .and_then(Value::as_u64),
                 num_sms: p.and_then(|p| p.get("numSms")).and_then(Value::as_u64),
                 gpu_events: a.count,
                 streams: idle.iter().filter(|r| r.device == dev).count() as u64,
@@ -1314,7 +1351,11 @@ mod tests {
         assert_eq!((gemm.count, gemm.category.as_str()), (3, "COMP"));
         assert!(close(gemm.sum_us, 210.0) && close(gemm.min_us, 10.0) && close(gemm.max_us, 100.0));
         assert_eq!(a.kernels[0].name, "gemm");
-        let cats: HashMap<_, _> = a.kernel_categories.iter().map(|c| (c.category.as_str(), c.sum_us)).collect();
+        let cats: HashMap<_, _> = a
+            .kernel_categories
+            .iter()
+            .map(|c| (c.category.as_str(), c.sum_us))
+            .collect();
         assert!(close(cats["COMM"], 50.0) && close(cats["MEM"], 50.0));
         // Stream 7 gaps: 10 (kernel wait), 240 (host wait: launch at 300 > 160),
         // 20 (k 99 has no launch: kernel wait).
@@ -1334,16 +1375,32 @@ mod tests {
         assert_eq!(d.streams, 2);
         assert!(close(d.busy_us, 300.0));
         let v = serde_json::to_value(&a).unwrap();
-        for k in ["temporal", "kernels", "idle", "launch", "gpu_busy_ratio", "devices", "notes"] {
+        for k in [
+            "temporal",
+            "kernels",
+            "idle",
+            "launch",
+            "gpu_busy_ratio",
+            "devices",
+            "notes",
+        ] {
             assert!(v.get(k).is_some(), "{k}");
         }
         for k in ["rank", "span_us", "idle_us", "compute_us", "non_compute_us"] {
             assert!(v["temporal"][0].get(k).is_some(), "{k}");
         }
-        for k in ["name", "category", "count", "sum_us", "mean_us", "min_us", "max_us"] {
+        for k in [
+            "name", "category", "count", "sum_us", "mean_us", "min_us", "max_us",
+        ] {
             assert!(v["kernels"][0].get(k).is_some(), "{k}");
         }
-        for k in ["rank", "stream", "host_wait_us", "kernel_wait_us", "other_us"] {
+        for k in [
+            "rank",
+            "stream",
+            "host_wait_us",
+            "kernel_wait_us",
+            "other_us",
+        ] {
             assert!(v["idle"][0].get(k).is_some(), "{k}");
         }
     }
@@ -1356,7 +1413,9 @@ mod tests {
         ]});
         let a = run(&doc, &Options::default());
         let s = &a.idle[0];
-        assert!(close(s.other_us, 80.0) && close(s.host_wait_us, 0.0) && close(s.kernel_wait_us, 0.0));
+        assert!(
+            close(s.other_us, 80.0) && close(s.host_wait_us, 0.0) && close(s.kernel_wait_us, 0.0)
+        );
         assert!(a.notes.iter().any(|n| n.contains("rank 0 assumed")));
     }
 
@@ -1376,7 +1435,13 @@ mod tests {
         assert_eq!(dropped.profiler_steps, 2);
         assert_eq!(dropped.excluded_gpu_events, 3);
         assert!(close(dropped.temporal[0].span_us, 10.0));
-        let kept = run(&doc, &Options { include_last_profiler_step: true, ..Options::default() });
+        let kept = run(
+            &doc,
+            &Options {
+                include_last_profiler_step: true,
+                ..Options::default()
+            },
+        );
         // c launched after the last step ended, orphan never launched: both out.
         assert_eq!(kept.excluded_gpu_events, 2);
         assert!(close(kept.temporal[0].span_us, 110.0));
@@ -1408,7 +1473,13 @@ mod tests {
         assert!(a.notes.iter().any(|n| n.contains("UTF-8")), "{:?}", a.notes);
         // The same through gzip and the top-level analyze().
         let gz = gzip(&bytes);
-        let top = super::super::analyze(super::super::Kind::PytorchTrace, &gz[..], &Options::default(), &|_| {}).unwrap();
+        let top = super::super::analyze(
+            super::super::Kind::PytorchTrace,
+            &gz[..],
+            &Options::default(),
+            &|_| {},
+        )
+        .unwrap();
         assert_eq!(top.kind(), super::super::Kind::PytorchTrace);
     }
 
@@ -1419,10 +1490,19 @@ mod tests {
             events.push(json!({"ph": "X", "cat": "cpu_op", "name": "aten::add", "pid": 1, "tid": 1, "ts": i, "dur": 1}));
         }
         events.push(json!({"ph": "X", "cat": "user_annotation", "name": "ProfilerStep#1", "pid": 1, "tid": 1, "ts": 0, "dur": 2000}));
-        let a = run(&json!({"deviceProperties": [{"id": 0, "name": "A100"}], "traceEvents": events}), &Options::default());
+        let a = run(
+            &json!({"deviceProperties": [{"id": 0, "name": "A100"}], "traceEvents": events}),
+            &Options::default(),
+        );
         assert!(a.temporal.is_empty());
         assert_eq!(a.gpu_busy_ratio, None);
-        assert!(a.notes.iter().any(|n| n == "no GPU kernels: 1,234 CPU ops, 1 user annotations only"), "{:?}", a.notes);
+        assert!(
+            a.notes
+                .iter()
+                .any(|n| n == "no GPU kernels: 1,234 CPU ops, 1 user annotations only"),
+            "{:?}",
+            a.notes
+        );
         assert_eq!(a.devices[0].name.as_deref(), Some("A100"));
     }
 
@@ -1432,14 +1512,27 @@ mod tests {
         let a = run(&arr, &Options::default());
         assert!(close(a.temporal[0].span_us, 15.0));
         // Cut mid-write: the events before the cut are analyzed, with a note.
-        let full = json!({"traceEvents": [kernel("k", 0.0, 5.0, 1, 1), kernel("k", 10.0, 5.0, 1, 2)]}).to_string();
+        let full =
+            json!({"traceEvents": [kernel("k", 0.0, 5.0, 1, 1), kernel("k", 10.0, 5.0, 1, 2)]})
+                .to_string();
         let cut = &full[..full.len() - 20];
         let a = analyze(cut.as_bytes(), &Options::default()).unwrap();
-        assert!(a.notes.iter().any(|n| n.contains("ends early")), "{:?}", a.notes);
+        assert!(
+            a.notes.iter().any(|n| n.contains("ends early")),
+            "{:?}",
+            a.notes
+        );
         assert_eq!(a.events.kernels, 1);
         let e = analyze(&b"{\"traceEvents\": [}"[..], &Options::default()).unwrap_err();
-        assert!(matches!(e, AnalyzeError::Malformed { line: Some(1), .. }), "{e:?}");
-        let e = analyze(&b"{\"traceEvents\": [{\"ph\": \"X\"}], \"x\": tru}"[..], &Options::default()).unwrap_err();
+        assert!(
+            matches!(e, AnalyzeError::Malformed { line: Some(1), .. }),
+            "{e:?}"
+        );
+        let e = analyze(
+            &b"{\"traceEvents\": [{\"ph\": \"X\"}], \"x\": tru}"[..],
+            &Options::default(),
+        )
+        .unwrap_err();
         assert!(e.to_string().contains("column"), "{e}");
     }
 
@@ -1458,8 +1551,22 @@ mod tests {
     /// non-compute, kernel_time (= span), all in µs. HTA raises on the other
     /// two fixtures, which hold no GPU kernels.
     const HTA_TEMPORAL: &[(&str, i64, f64, f64, f64, f64)] = &[
-        ("hta__amd_trace__mi250_minitoy_train_ROCm6_2_kineto.json.gz", 0, 8780.0, 96.0, 35.0, 8911.0),
-        ("hta__trace_file_list__inference_rank_1.json.gz", 1, 1599.0, 30.0, 0.0, 1629.0),
+        (
+            "hta__amd_trace__mi250_minitoy_train_ROCm6_2_kineto.json.gz",
+            0,
+            8780.0,
+            96.0,
+            35.0,
+            8911.0,
+        ),
+        (
+            "hta__trace_file_list__inference_rank_1.json.gz",
+            1,
+            1599.0,
+            30.0,
+            0.0,
+            1629.0,
+        ),
     ];
 
     #[test]
@@ -1471,8 +1578,11 @@ mod tests {
         };
         for &(file, rank, idle, compute, non_compute, span) in HTA_TEMPORAL {
             let f = open(&root, &format!("pytorch_trace/{file}"));
-            let a = super::super::analyze(super::super::Kind::PytorchTrace, f, &opts, &|_| {}).unwrap();
-            let Analysis::PytorchTrace(a) = a else { panic!() };
+            let a =
+                super::super::analyze(super::super::Kind::PytorchTrace, f, &opts, &|_| {}).unwrap();
+            let Analysis::PytorchTrace(a) = a else {
+                panic!()
+            };
             let t = &a.temporal[0];
             assert_eq!(t.rank, rank, "{file}");
             let tol = 0.005 * span;
@@ -1493,34 +1603,161 @@ mod tests {
     #[test]
     fn real_fixtures_without_gpu_kernels() {
         let Some(root) = real_fixtures() else { return };
-        let f = open(&root, "pytorch_trace/hta__distributed_info_unavailable__distributed_info_not_found.json.gz");
-        let Analysis::PytorchTrace(a) =
-            super::super::analyze(super::super::Kind::PytorchTrace, f, &Options::default(), &|_| {}).unwrap()
-        else {
+        let f = open(
+            &root,
+            "pytorch_trace/hta__distributed_info_unavailable__distributed_info_not_found.json.gz",
+        );
+        let Analysis::PytorchTrace(a) = super::super::analyze(
+            super::super::Kind::PytorchTrace,
+            f,
+            &Options::default(),
+            &|_| {},
+        )
+        .unwrap() else {
             panic!()
         };
         assert!(a.temporal.is_empty());
-        assert!(a.notes.iter().any(|n| n.starts_with("no GPU kernels: 2,424 CPU ops")), "{:?}", a.notes);
-        let f = open(&root, "pytorch_trace/hta__cupti_profiler__benchmark_result_924719_1679055439_trace.json.gz");
-        let Analysis::PytorchTrace(a) =
-            super::super::analyze(super::super::Kind::PytorchTrace, f, &Options::default(), &|_| {}).unwrap()
-        else {
+        assert!(
+            a.notes
+                .iter()
+                .any(|n| n.starts_with("no GPU kernels: 2,424 CPU ops")),
+            "{:?}",
+            a.notes
+        );
+        let f = open(
+            &root,
+            "pytorch_trace/hta__cupti_profiler__benchmark_result_924719_1679055439_trace.json.gz",
+        );
+        let Analysis::PytorchTrace(a) = super::super::analyze(
+            super::super::Kind::PytorchTrace,
+            f,
+            &Options::default(),
+            &|_| {},
+        )
+        .unwrap() else {
             panic!()
         };
-        assert!(a.notes.iter().any(|n| n.contains("cuda_profiler_range")), "{:?}", a.notes);
+        assert!(
+            a.notes.iter().any(|n| n.contains("cuda_profiler_range")),
+            "{:?}",
+            a.notes
+        );
         assert_eq!(a.rank, 0);
         assert_eq!(a.devices.len(), 8);
         // AMD: HIP runtime recognized, launches joined by correlation.
-        let f = open(&root, "pytorch_trace/hta__amd_trace__mi250_minitoy_train_ROCm6_2_kineto.json.gz");
-        let Analysis::PytorchTrace(a) =
-            super::super::analyze(super::super::Kind::PytorchTrace, f, &Options::default(), &|_| {}).unwrap()
-        else {
+        let f = open(
+            &root,
+            "pytorch_trace/hta__amd_trace__mi250_minitoy_train_ROCm6_2_kineto.json.gz",
+        );
+        let Analysis::PytorchTrace(a) = super::super::analyze(
+            super::super::Kind::PytorchTrace,
+            f,
+            &Options::default(),
+            &|_| {},
+        )
+        .unwrap() else {
             panic!()
         };
         assert!(a.notes.iter().any(|n| n.contains("ROCm")));
         assert_eq!(a.launch.matched, 16);
         assert_eq!(a.base_time_ns, Some(1_735_632_360_000_000_000));
         assert_eq!(a.devices[0].device, 2);
+    }
+
+    /// A deterministic synthetic trace: 3 profiler steps, two streams,
+    /// compute, NCCL and memcpy work, host-bound and launch-bound gaps, all on
+    /// whole microseconds so HTA's rounding changes nothing.
+    fn hta_synthetic_trace() -> Value {
+        let mut x: u64 = 0x9E37_79B9_7F4A_7C15;
+        let mut rnd = |n: u64| {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            x % n
+        };
+        let names = [
+            "gemm_kernel",
+            "elementwise",
+            "ncclDevKernel_AllReduce_Sum",
+            "Memcpy DtoD (Device -> Device)",
+        ];
+        let gaps = [0, 2, 5, 20, 45, 100];
+        let mut ev = Vec::new();
+        let mut ts: u64 = 1000;
+        let mut gpu_free = [1100u64, 1100u64];
+        let mut corr = 1u64;
+        for step in 1..=3 {
+            let step_start = ts;
+            for j in 0..60 {
+                let s = if j % 3 == 0 { 1 } else { 0 };
+                let stream = 7 + s as i64;
+                let name = names[rnd(4) as usize];
+                let cat = if name.starts_with("Memcpy") {
+                    "gpu_memcpy"
+                } else {
+                    "kernel"
+                };
+                let ldur = 3 + rnd(10);
+                ev.push(json!({"ph": "X", "cat": "cuda_runtime", "name": "cudaLaunchKernel", "pid": 10, "tid": 10,
+                               "ts": ts, "dur": ldur, "args": {"correlation": corr}}));
+                let start = (gpu_free[s] + gaps[rnd(6) as usize]).max(ts + ldur + 1 + rnd(8));
+                let d = 2 + rnd(79);
+                ev.push(json!({"ph": "X", "cat": cat, "name": name, "pid": 0, "tid": stream, "ts": start, "dur": d,
+                               "args": {"device": 0, "stream": stream, "correlation": corr}}));
+                gpu_free[s] = start + d;
+                ts += ldur + 1 + rnd(30);
+                corr += 1;
+            }
+            ev.push(
+                json!({"ph": "X", "cat": "user_annotation", "name": format!("ProfilerStep#{step}"),
+                           "pid": 10, "tid": 10, "ts": step_start, "dur": ts - step_start + 1}),
+            );
+            ts += 5;
+        }
+        json!({"schemaVersion": 1, "distributedInfo": {"rank": 0}, "traceEvents": ev})
+    }
+
+    /// HTA 0.5.0 on [`hta_synthetic_trace`] written to a file, with
+    /// `TraceAnalysis(trace_dir, include_last_profiler_step=…)`:
+    /// `get_temporal_breakdown()` (idle, compute, non-compute, span) and
+    /// `get_idle_time_breakdown()` per stream (host wait, kernel wait, other), µs.
+    /// (include_last_profiler_step, [idle, compute, non-compute, span],
+    /// [(stream, [host wait, kernel wait, other])]).
+    type HtaRun = (bool, [f64; 4], [(i64, [f64; 3]); 2]);
+    const HTA_SYNTHETIC: [HtaRun; 2] = [
+        (
+            true,
+            [2632.0, 3856.0, 2240.0, 8728.0],
+            [(7, [0.0, 707.0, 2940.0]), (8, [690.0, 268.0, 660.0])],
+        ),
+        (
+            false,
+            [1725.0, 2616.0, 1672.0, 6013.0],
+            [(7, [0.0, 475.0, 1960.0]), (8, [386.0, 214.0, 425.0])],
+        ),
+    ];
+
+    #[test]
+    fn matches_hta_on_synthetic_trace() {
+        let doc = hta_synthetic_trace();
+        for (include, temporal, idle) in HTA_SYNTHETIC {
+            let opts = Options {
+                include_last_profiler_step: include,
+                ..Options::default()
+            };
+            let a = run(&doc, &opts);
+            let t = &a.temporal[0];
+            let ours = [t.idle_us, t.compute_us, t.non_compute_us, t.span_us];
+            assert_eq!(ours, temporal, "include_last_profiler_step={include}");
+            for (stream, [host, kernel, other]) in idle {
+                let r = a.idle.iter().find(|r| r.stream == stream).unwrap();
+                assert_eq!(
+                    [r.host_wait_us, r.kernel_wait_us, r.other_us],
+                    [host, kernel, other],
+                    "stream {stream}, include_last_profiler_step={include}"
+                );
+            }
+        }
     }
 
     /// A large synthetic trace, streamed from a generator reader: checks the
@@ -1543,7 +1780,8 @@ mod tests {
                     self.buf.clear();
                     self.pos = 0;
                     if self.i == 0 {
-                        self.buf.extend_from_slice(b"{\"schemaVersion\": 1, \"traceEvents\": [");
+                        self.buf
+                            .extend_from_slice(b"{\"schemaVersion\": 1, \"traceEvents\": [");
                     }
                     let end = (self.i + 1000).min(self.n);
                     while self.i < end {
@@ -1570,14 +1808,26 @@ mod tests {
             }
         }
         let n = 200_000;
-        let a = analyze(Gen { i: 0, n, buf: Vec::new(), pos: 0, done: false }, &Options::default()).unwrap();
+        let a = analyze(
+            Gen {
+                i: 0,
+                n,
+                buf: Vec::new(),
+                pos: 0,
+                done: false,
+            },
+            &Options::default(),
+        )
+        .unwrap();
         assert_eq!(a.events.kernels, n);
         assert_eq!(a.launch.matched, n);
         assert!(close(a.launch.launch_delay_us.p50.unwrap(), 1.0));
         assert_eq!(a.kernels.len(), 17);
         let t = &a.temporal[0];
         assert!((t.busy_us - 5.5 * n as f64).abs() < 1e-3);
-        // Each 4.5 µs gap: launch at ts ≤ prev end, gap < 30 → kernel wait.
-        assert!((a.idle[0].kernel_wait_us - 4.5 * (n - 1) as f64).abs() < 1e-3);
+        // Each 4.5 µs gap: the next launch starts 1.5 µs after the previous
+        // kernel ended, so the GPU waited on the host.
+        assert!((a.idle[0].host_wait_us - 4.5 * (n - 1) as f64).abs() < 1e-3);
+        assert_eq!(a.idle[0].kernel_wait_us, 0.0);
     }
 }
