@@ -88,6 +88,7 @@ pub async fn insert(
     name: &str,
     blob: &StoredBlob,
     uploaded_by: i64,
+    options: &analyze::Options,
 ) -> sqlx::Result<Artifact> {
     let (kind, gzip) = detect_kind(blob);
     let status = if kind == Kind::Unknown {
@@ -100,8 +101,8 @@ pub async fn insert(
     );
     let id: i64 = sqlx::query_scalar(
         "INSERT INTO artifacts (investigation_id, journal_entry_id, name, kind, sha256, size_bytes,
-                                gzip, status, error, uploaded_by)
-         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10) RETURNING id",
+                                gzip, status, error, uploaded_by, options)
+         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11) RETURNING id",
     )
     .bind(owner.investigation_id)
     .bind(owner.journal_entry_id)
@@ -113,6 +114,7 @@ pub async fn insert(
     .bind(status)
     .bind(error)
     .bind(uploaded_by)
+    .bind(sqlx::types::Json(options))
     .fetch_one(pool)
     .await?;
     Ok(get(pool, id).await?.expect("the row was just inserted"))
@@ -236,7 +238,11 @@ where
         .blobs
         .put_stream(body, state.config.upload_limit)
         .await?;
-    let artifact = match insert(&state.pool, owner, name, &blob, uploaded_by).await {
+    let options = analyze::Options {
+        max_decompressed_bytes: state.config.max_decompressed_bytes,
+        ..analyze::Options::default()
+    };
+    let artifact = match insert(&state.pool, owner, name, &blob, uploaded_by, &options).await {
         Ok(a) => a,
         Err(e) => {
             forget_blob(state, &blob).await;

@@ -1,6 +1,7 @@
 //! The command line: `serve` (default), `migrate`, `user`, `token`, `estimate`.
 
 mod estimate;
+mod upload;
 
 use std::io::{BufRead, IsTerminal};
 use std::process::ExitCode;
@@ -51,6 +52,8 @@ pub enum Command {
     ///
     /// Example: perfjournal estimate decode-floor model=llama-3.1-8b gpu=h100-sxm batch=64 context=4096
     Estimate(EstimateArgs),
+    /// Upload files to a running server (streams them; prints id, kind, status, URL).
+    Upload(upload::UploadArgs),
 }
 
 #[derive(clap::Args, Debug)]
@@ -103,9 +106,20 @@ pub async fn run(cli: Cli) -> ExitCode {
     let command = cli
         .command
         .unwrap_or_else(|| Command::Serve(ServeArgs::parse_from_env()));
-    if let Command::Estimate(args) = command {
-        return estimate::run(args);
-    }
+    let command = match command {
+        Command::Estimate(args) => return estimate::run(args),
+        Command::Upload(args) => {
+            init_logging(false);
+            return match upload::run(args).await {
+                Ok(()) => ExitCode::SUCCESS,
+                Err(e) => {
+                    eprintln!("error: {e:#}");
+                    ExitCode::FAILURE
+                }
+            };
+        }
+        other => other,
+    };
     let log_json = matches!(&command, Command::Serve(a) if a.log_json);
     init_logging(log_json);
     match execute(&cli.db, command).await {
@@ -150,7 +164,9 @@ async fn execute(db: &DbArgs, command: Command) -> anyhow::Result<()> {
         Command::Token {
             command: TokenCommand::Create { user, label },
         } => create_token(&database, &user, &label).await,
-        Command::Estimate(_) => unreachable!("run() answers estimates without a database"),
+        Command::Estimate(_) | Command::Upload(_) => {
+            unreachable!("run() answers these without opening the database")
+        }
     };
     database.close().await;
     result

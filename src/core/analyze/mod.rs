@@ -166,6 +166,8 @@ impl Default for Options {
 /// per-kind shape (the shell stores the kind next to it).
 #[derive(Clone, Debug, Serialize)]
 #[serde(untagged)]
+// One value per upload, moved once: boxing the large variants buys nothing.
+#[allow(clippy::large_enum_variant)]
 pub enum Analysis {
     RequestLog(request_log::RequestLogAnalysis),
     VllmBench(vllm_bench::VllmBenchAnalysis),

@@ -187,6 +187,7 @@ async fn reanalyze(
     let a = find(&state, id).await?;
     let options = Options {
         include_last_profiler_step: form.include_last_profiler_step.is_some(),
+        max_decompressed_bytes: state.config.max_decompressed_bytes,
         ..Options::default()
     };
     if !artifacts::requeue(&state.pool, a.id, &options).await? {
