@@ -280,6 +280,77 @@ pub fn lines(
     Some(finish(buf))
 }
 
+/// Busy/idle over time, one row per stream: each bucket shaded by its busy fraction
+/// (dark = busy, white = idle).
+pub fn timeline(
+    title: &str,
+    start_us: f64,
+    bucket_us: f64,
+    rows: &[(String, Vec<f64>)],
+) -> Option<String> {
+    let buckets = rows.iter().map(|(_, b)| b.len()).max().unwrap_or(0);
+    if rows.is_empty() || buckets == 0 || bucket_us <= 0.0 {
+        return None;
+    }
+    let x0 = start_us;
+    let x1 = start_us + bucket_us * buckets as f64;
+    let n = rows.len();
+    let height = 80 + 28 * n as u32;
+    let mut buf = String::new();
+    {
+        let root = SVGBackend::with_string(&mut buf, (640, height)).into_drawing_area();
+        root.fill(&WHITE).ok()?;
+        let mut chart = ChartBuilder::on(&root)
+            .caption(title, ("sans-serif", 16))
+            .margin(10)
+            .x_label_area_size(30)
+            .y_label_area_size(0)
+            .build_cartesian_2d(x0..x1, 0.0..n as f64)
+            .ok()?;
+        chart
+            .configure_mesh()
+            .disable_y_mesh()
+            .disable_x_mesh()
+            .disable_y_axis()
+            .x_desc("trace time (µs)")
+            .draw()
+            .ok()?;
+        for (r, (label, busy)) in rows.iter().enumerate() {
+            let y0 = (n - r - 1) as f64 + 0.08;
+            let y1 = y0 + 0.5;
+            chart
+                .draw_series(std::iter::once(Text::new(
+                    label.clone(),
+                    (x0, y1 + 0.38),
+                    ("sans-serif", 11).into_font().color(&BLACK),
+                )))
+                .ok()?;
+            chart
+                .draw_series(
+                    busy.iter()
+                        .enumerate()
+                        .filter(|(_, v)| **v > 0.0)
+                        .map(|(b, v)| {
+                            let lo = x0 + b as f64 * bucket_us;
+                            Rectangle::new(
+                                [(lo, y0), (lo + bucket_us, y1)],
+                                BLUE.mix(v.clamp(0.05, 1.0)).filled(),
+                            )
+                        }),
+                )
+                .ok()?;
+            chart
+                .draw_series(std::iter::once(Rectangle::new(
+                    [(x0, y0), (x1, y1)],
+                    GREY.stroke_width(1),
+                )))
+                .ok()?;
+        }
+        root.present().ok()?;
+    }
+    Some(finish(buf))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -314,5 +385,13 @@ mod tests {
         )
         .unwrap();
         assert!(svg.contains("gpu0"));
+        let svg = timeline(
+            "busy",
+            0.0,
+            1.0,
+            &[("GPU 0 / stream 7".into(), vec![1.0, 0.0, 0.5])],
+        )
+        .unwrap();
+        assert!(svg.contains("stream 7") && !svg.contains("style="));
     }
 }

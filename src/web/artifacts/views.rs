@@ -397,6 +397,27 @@ fn trace(x: &TraceAnalysis) -> Vec<Section> {
             }
         }
     }
+    if let Some(first) = x.timeline.first() {
+        let rows: Vec<(String, Vec<f64>)> = x
+            .timeline
+            .iter()
+            .take(16)
+            .map(|t| {
+                (
+                    format!("GPU {} / stream {}", t.device, t.stream),
+                    t.busy.clone(),
+                )
+            })
+            .collect();
+        if let Some(svg) = charts::timeline(
+            "Busy and idle per stream",
+            first.start_us,
+            first.bucket_us,
+            &rows,
+        ) {
+            s.charts.push(svg);
+        }
+    }
     s.notes = x.notes.clone();
     out.push(s);
 
