@@ -3,6 +3,8 @@
 
 pub(crate) mod artifacts;
 mod estimate;
+mod investigations;
+mod journal;
 
 use axum::Json;
 use serde::Serialize;
@@ -50,6 +52,14 @@ pub fn router() -> OpenApiRouter<AppState> {
         .routes(routes!(whoami))
         .merge(estimate::router())
         .merge(artifacts::router())
+        .routes(routes!(
+            investigations::create_investigation,
+            investigations::list_investigations
+        ))
+        .routes(routes!(investigations::get_investigation))
+        .routes(routes!(investigations::put_step))
+        .routes(routes!(journal::list_entries))
+        .routes(routes!(journal::get_entry))
 }
 
 #[derive(Serialize, ToSchema)]

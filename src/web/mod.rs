@@ -7,6 +7,8 @@ pub mod artifacts;
 pub mod assets;
 pub mod ctx;
 pub mod estimators;
+pub mod investigations;
+pub mod journal;
 pub mod ops;
 
 use askama::Template;
@@ -32,6 +34,8 @@ pub fn private_routes() -> Router<AppState> {
         .merge(areas::routes())
         .merge(estimators::routes())
         .merge(artifacts::routes())
+        .merge(investigations::routes())
+        .merge(journal::routes())
 }
 
 /// Routes that stream large bodies (the server exempts them from the request timeout

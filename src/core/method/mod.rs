@@ -2,12 +2,14 @@
 //! verdict and the journal entry. Pure domain code: no I/O, no clock, no
 //! environment; dates and measurements come in as arguments.
 
+pub mod expected;
 pub mod fixes;
 pub mod journal;
 pub mod kernels;
 pub mod metric;
 pub mod order;
 pub mod phases;
+pub mod record;
 pub mod regime;
 pub mod reproduce;
 pub mod resources;
