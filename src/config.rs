@@ -46,6 +46,20 @@ pub struct ServeArgs {
     #[arg(long, env = "PERFJOURNAL_BODY_LIMIT", default_value_t = 2 * 1024 * 1024)]
     pub body_limit: usize,
 
+    /// Largest accepted upload, in bytes (default 2 GiB).
+    #[arg(long, env = "PERFJOURNAL_UPLOAD_LIMIT", default_value_t = 2 * 1024 * 1024 * 1024)]
+    pub upload_limit: u64,
+
+    /// Analysis stops once a compressed upload has expanded past this many bytes
+    /// (gzip-bomb guard; default 64 GiB).
+    #[arg(long, env = "PERFJOURNAL_MAX_DECOMPRESSED", default_value_t = 64 << 30)]
+    pub max_decompressed_bytes: u64,
+
+    /// Keep uploaded files in this S3-compatible bucket (credentials, region and endpoint
+    /// from the AWS_* variables) instead of the data directory.
+    #[arg(long, env = "PERFJOURNAL_S3_BUCKET")]
+    pub s3_bucket: Option<String>,
+
     /// Minutes of inactivity after which a session ends.
     #[arg(long, env = "PERFJOURNAL_SESSION_IDLE_MINUTES", default_value_t = 120)]
     pub session_idle_minutes: i64,
@@ -61,6 +75,8 @@ pub struct Config {
     pub secure_cookies: bool,
     pub request_timeout: Duration,
     pub body_limit: usize,
+    pub upload_limit: u64,
+    pub max_decompressed_bytes: u64,
     pub session_idle: Duration,
     pub session_max_age: chrono::Duration,
     /// Failed-or-not login attempts allowed per minute for one username / one address.
@@ -74,6 +90,8 @@ impl Default for Config {
             secure_cookies: false,
             request_timeout: Duration::from_secs(30),
             body_limit: 2 * 1024 * 1024,
+            upload_limit: 2 * 1024 * 1024 * 1024,
+            max_decompressed_bytes: 64 << 30,
             session_idle: Duration::from_secs(120 * 60),
             session_max_age: chrono::Duration::hours(24),
             login_per_minute_user: 5,
@@ -91,6 +109,8 @@ impl From<&ServeArgs> for Config {
                 .is_some_and(|u| u.starts_with("https://")),
             request_timeout: Duration::from_secs(a.request_timeout_secs.max(1)),
             body_limit: a.body_limit,
+            upload_limit: a.upload_limit,
+            max_decompressed_bytes: a.max_decompressed_bytes,
             session_idle: Duration::from_secs(a.session_idle_minutes.max(1) as u64 * 60),
             session_max_age: chrono::Duration::hours(a.session_max_hours.max(1)),
             ..Config::default()

@@ -1,7 +1,9 @@
 //! perfjournal: guided performance investigations for LLM serving, with a journal.
 
 pub mod api;
+pub mod artifacts;
 pub mod auth;
+pub mod charts;
 pub mod cli;
 pub mod config;
 pub mod core;
@@ -11,4 +13,5 @@ pub mod investigations;
 pub mod metrics;
 pub mod server;
 pub mod state;
+pub mod storage;
 pub mod web;

@@ -33,7 +33,12 @@ pub const CSP: &str =
      base-uri 'none'; object-src 'none'";
 
 pub fn app(state: AppState) -> Router {
-    let (api, openapi) = crate::api::router().split_for_parts();
+    let timeout = || {
+        TimeoutLayer::with_status_code(StatusCode::REQUEST_TIMEOUT, state.config.request_timeout)
+    };
+    let (api, mut openapi) = crate::api::router().split_for_parts();
+    let (api_uploads, upload_doc) = crate::api::upload_router().split_for_parts();
+    openapi.merge(upload_doc);
     let openapi = Arc::new(openapi);
     let api = api
         .route(
@@ -43,10 +48,14 @@ pub fn app(state: AppState) -> Router {
                 async move { Json(doc.as_ref().clone()) }
             }),
         )
+        .layer(timeout())
+        .merge(api_uploads.layer(DefaultBodyLimit::disable()))
         .fallback(|| async { ApiError(AppError::not_found("no such API route")) })
         .layer(from_fn_with_state(state.clone(), require_api_user));
 
     let private = crate::web::private_routes()
+        .layer(timeout())
+        .merge(crate::web::upload_routes().layer(DefaultBodyLimit::disable()))
         .fallback(|| async { AppError::not_found("there is no page at this address") })
         .layer(from_fn_with_state(state.clone(), require_login));
 
@@ -63,7 +72,7 @@ pub fn app(state: AppState) -> Router {
 
     Router::new()
         .nest("/api/v1", api)
-        .merge(crate::web::public_routes())
+        .merge(crate::web::public_routes().layer(timeout()))
         .merge(private)
         .layer(from_fn_with_state(state.clone(), crate::metrics::record))
         .layer(axum_htmx::AutoVaryLayer)
@@ -79,10 +88,6 @@ pub fn app(state: AppState) -> Router {
                 .layer(header_layer(header::X_FRAME_OPTIONS, "DENY"))
                 .layer(CatchPanicLayer::custom(panic_response))
                 .layer(TraceLayer::new_for_http())
-                .layer(TimeoutLayer::with_status_code(
-                    StatusCode::REQUEST_TIMEOUT,
-                    state.config.request_timeout,
-                ))
                 .layer(CompressionLayer::new()),
         )
         .with_state(state)
@@ -111,6 +116,8 @@ pub async fn serve(state: AppState, bind: &str) -> anyhow::Result<()> {
             Duration::from_secs(600),
         ),
     );
+    let worker = tokio::spawn(crate::artifacts::ingest::run_worker(state.clone()));
+    let blob_sweeper = tokio::spawn(sweep_blobs(state.clone()));
     let throttle = state.throttle.clone();
     let throttle_sweeper = tokio::spawn(async move {
         let mut tick = tokio::time::interval(Duration::from_secs(300));
@@ -128,8 +135,37 @@ pub async fn serve(state: AppState, bind: &str) -> anyhow::Result<()> {
     .await?;
     sweeper.abort();
     throttle_sweeper.abort();
+    worker.abort();
+    blob_sweeper.abort();
     tracing::info!("server stopped");
     Ok(())
+}
+
+/// Hourly: blobs no artifact points to (interrupted or failed uploads, deleted rows)
+/// go once they are a day old.
+async fn sweep_blobs(state: AppState) {
+    let mut tick = tokio::time::interval(Duration::from_secs(3600));
+    loop {
+        tick.tick().await;
+        let pool = state.pool.clone();
+        let result = state
+            .blobs
+            .sweep(Duration::from_secs(24 * 3600), |sha| {
+                let pool = pool.clone();
+                async move {
+                    // When in doubt (database down), keep the blob.
+                    crate::artifacts::blob_in_use(&pool, &sha)
+                        .await
+                        .unwrap_or(true)
+                }
+            })
+            .await;
+        match result {
+            Ok(0) => {}
+            Ok(n) => tracing::info!(removed = n, "swept unreferenced blobs"),
+            Err(e) => tracing::warn!(error = %e, "blob sweep"),
+        }
+    }
 }
 
 async fn shutdown_signal() {

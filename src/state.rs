@@ -4,10 +4,12 @@ use std::sync::Arc;
 
 use axum::extract::FromRef;
 use sqlx::PgPool;
+use tokio::sync::Notify;
 
 use crate::auth::throttle::LoginThrottle;
 use crate::config::Config;
 use crate::metrics::HttpMetrics;
+use crate::storage::BlobStore;
 
 #[derive(Clone)]
 pub struct AppState {
@@ -15,10 +17,13 @@ pub struct AppState {
     pub config: Arc<Config>,
     pub throttle: Arc<LoginThrottle>,
     pub metrics: Arc<HttpMetrics>,
+    pub blobs: BlobStore,
+    /// Wakes the analysis worker when an upload is queued.
+    pub jobs: Arc<Notify>,
 }
 
 impl AppState {
-    pub fn new(pool: PgPool, config: Config) -> Self {
+    pub fn new(pool: PgPool, config: Config, blobs: BlobStore) -> Self {
         AppState {
             pool,
             throttle: Arc::new(LoginThrottle::new(
@@ -27,6 +32,8 @@ impl AppState {
             )),
             config: Arc::new(config),
             metrics: Arc::new(HttpMetrics::new()),
+            blobs,
+            jobs: Arc::new(Notify::new()),
         }
     }
 }

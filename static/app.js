@@ -13,3 +13,41 @@
     }
   });
 })();
+// Load a chosen file's text into the textarea named by data-target (config.json boxes).
+document.addEventListener("change", function (ev) {
+  var input = ev.target;
+  if (!input || !input.classList || !input.classList.contains("load-file") || !input.files.length) return;
+  var target = document.getElementById(input.getAttribute("data-target"));
+  if (!target) return;
+  input.files[0].text().then(function (text) {
+    target.value = text;
+    target.dispatchEvent(new Event("input", { bubbles: true }));
+  });
+});
+// Uploads: show progress while htmx sends the file, and accept files dropped on the zone.
+document.addEventListener("htmx:xhr:progress", function (ev) {
+  var form = ev.target.closest ? ev.target.closest("form.upload") : null;
+  if (!form || !ev.detail.lengthComputable) return;
+  var bar = form.querySelector(".upload-progress");
+  bar.hidden = false;
+  bar.value = Math.round((ev.detail.loaded / ev.detail.total) * 100);
+});
+document.addEventListener("dragover", function (ev) {
+  var zone = ev.target.closest ? ev.target.closest(".dropzone") : null;
+  if (!zone) return;
+  ev.preventDefault();
+  zone.classList.add("dragging");
+});
+document.addEventListener("dragleave", function (ev) {
+  var zone = ev.target.closest ? ev.target.closest(".dropzone") : null;
+  if (zone) zone.classList.remove("dragging");
+});
+document.addEventListener("drop", function (ev) {
+  var zone = ev.target.closest ? ev.target.closest(".dropzone") : null;
+  if (!zone || !ev.dataTransfer || !ev.dataTransfer.files.length) return;
+  ev.preventDefault();
+  zone.classList.remove("dragging");
+  var form = zone.closest("form");
+  form.querySelector("input[type=file]").files = ev.dataTransfer.files;
+  form.requestSubmit();
+});

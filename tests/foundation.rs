@@ -585,3 +585,50 @@ async fn password_change_needs_the_current_password() {
         .await;
     assert_eq!(r.status, StatusCode::SEE_OTHER);
 }
+
+#[tokio::test]
+async fn an_exhausted_database_pool_is_answered_503_with_retry_after() {
+    let mut app = spawn_app().await;
+    app.setup_admin("ada").await;
+    // A pool of one connection with a short wait, and that connection held elsewhere.
+    let tight = sqlx::postgres::PgPoolOptions::new()
+        .max_connections(1)
+        .acquire_timeout(std::time::Duration::from_millis(300))
+        .connect(&app.database_url)
+        .await
+        .unwrap();
+    let state = perfjournal::state::AppState::new(
+        tight.clone(),
+        Config::default(),
+        app.state.blobs.clone(),
+    );
+    let mut busy = app.new_client();
+    busy.app = perfjournal::server::app(state);
+    let held = tight.acquire().await.unwrap();
+    let r = busy.get("/healthz").await;
+    assert_eq!(r.status, StatusCode::SERVICE_UNAVAILABLE);
+    let r = busy.get("/login").await;
+    assert_eq!(r.status, StatusCode::SERVICE_UNAVAILABLE);
+    assert_eq!(r.headers.get(header::RETRY_AFTER).unwrap(), "5");
+    assert!(r.select(".message")[0].contains("busy"));
+    drop(held);
+    assert_eq!(busy.get("/login").await.status, StatusCode::OK);
+}
+
+#[tokio::test]
+async fn an_oversized_form_is_refused_with_413_and_changes_nothing() {
+    let config = Config {
+        body_limit: 4096,
+        ..Config::default()
+    };
+    let mut app = spawn_app_with(config).await;
+    let big = "x".repeat(10_000);
+    let r = app
+        .post_form(
+            "/setup",
+            &[("name", "ada"), ("password", &big), ("confirm", &big)],
+        )
+        .await;
+    assert_eq!(r.status, StatusCode::PAYLOAD_TOO_LARGE);
+    assert_eq!(perfjournal::auth::users::count(&app.pool).await.unwrap(), 0);
+}

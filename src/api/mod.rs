@@ -1,6 +1,8 @@
 //! The JSON API under `/api/v1`, described by an OpenAPI document generated from the
 //! handlers themselves (utoipa), so the document cannot drift from the code.
 
+pub(crate) mod artifacts;
+mod estimate;
 mod investigations;
 mod journal;
 
@@ -39,10 +41,17 @@ impl Modify for BearerAuth {
     }
 }
 
-/// All API routes (paths relative to `/api/v1`) and their OpenAPI description.
+/// Routes that stream large bodies (no timeout, no default body limit).
+pub fn upload_router() -> OpenApiRouter<AppState> {
+    artifacts::upload_router()
+}
+
+/// All other API routes (paths relative to `/api/v1`) and their OpenAPI description.
 pub fn router() -> OpenApiRouter<AppState> {
     OpenApiRouter::with_openapi(ApiDoc::openapi())
         .routes(routes!(whoami))
+        .merge(estimate::router())
+        .merge(artifacts::router())
         .routes(routes!(
             investigations::create_investigation,
             investigations::list_investigations

@@ -2,6 +2,7 @@
 //! `seed-demo`.
 
 mod estimate;
+mod upload;
 
 use std::io::{BufRead, IsTerminal};
 use std::process::ExitCode;
@@ -52,6 +53,8 @@ pub enum Command {
     ///
     /// Example: perfjournal estimate decode-floor model=llama-3.1-8b gpu=h100-sxm batch=64 context=4096
     Estimate(EstimateArgs),
+    /// Upload files to a running server (streams them; prints id, kind, status, URL).
+    Upload(upload::UploadArgs),
     /// Load three finished example investigations with journal entries (once; running
     /// it again adds nothing).
     SeedDemo {
@@ -111,9 +114,20 @@ pub async fn run(cli: Cli) -> ExitCode {
     let command = cli
         .command
         .unwrap_or_else(|| Command::Serve(ServeArgs::parse_from_env()));
-    if let Command::Estimate(args) = command {
-        return estimate::run(args);
-    }
+    let command = match command {
+        Command::Estimate(args) => return estimate::run(args),
+        Command::Upload(args) => {
+            init_logging(false);
+            return match upload::run(args).await {
+                Ok(()) => ExitCode::SUCCESS,
+                Err(e) => {
+                    eprintln!("error: {e:#}");
+                    ExitCode::FAILURE
+                }
+            };
+        }
+        other => other,
+    };
     let log_json = matches!(&command, Command::Serve(a) if a.log_json);
     init_logging(log_json);
     match execute(&cli.db, command).await {
@@ -141,7 +155,11 @@ async fn execute(db: &DbArgs, command: Command) -> anyhow::Result<()> {
     let database = Database::open(db).await?;
     let result = match command {
         Command::Serve(args) => {
-            let state = AppState::new(database.pool.clone(), Config::from(&args));
+            let blobs = match &args.s3_bucket {
+                Some(bucket) => crate::storage::BlobStore::s3(bucket)?,
+                None => crate::storage::BlobStore::local(&db.data_dir.join("blobs"))?,
+            };
+            let state = AppState::new(database.pool.clone(), Config::from(&args), blobs);
             crate::server::serve(state, &args.bind).await
         }
         Command::Migrate => {
@@ -155,7 +173,9 @@ async fn execute(db: &DbArgs, command: Command) -> anyhow::Result<()> {
             command: TokenCommand::Create { user, label },
         } => create_token(&database, &user, &label).await,
         Command::SeedDemo { user } => seed_demo(&database, user.as_deref()).await,
-        Command::Estimate(_) => unreachable!("run() answers estimates without a database"),
+        Command::Estimate(_) | Command::Upload(_) => {
+            unreachable!("run() answers these without opening the database")
+        }
     };
     database.close().await;
     result

@@ -3,8 +3,10 @@
 
 pub mod account;
 pub mod areas;
+pub mod artifacts;
 pub mod assets;
 pub mod ctx;
+pub mod estimators;
 pub mod investigations;
 pub mod journal;
 pub mod ops;
@@ -30,8 +32,16 @@ pub fn private_routes() -> Router<AppState> {
     Router::new()
         .merge(account::private_routes())
         .merge(areas::routes())
+        .merge(estimators::routes())
+        .merge(artifacts::routes())
         .merge(investigations::routes())
         .merge(journal::routes())
+}
+
+/// Routes that stream large bodies (the server exempts them from the request timeout
+/// and the default body limit).
+pub fn upload_routes() -> Router<AppState> {
+    artifacts::upload_routes()
 }
 
 /// Renders a template, turning a template failure into a logged 500.

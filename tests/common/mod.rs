@@ -125,6 +125,7 @@ pub struct TestApp {
     pub state: AppState,
     pub pool: PgPool,
     pub database_url: String,
+    pub blob_dir: std::path::PathBuf,
     cookie: Option<String>,
 }
 
@@ -165,12 +166,19 @@ pub async fn spawn_app() -> TestApp {
 
 pub async fn spawn_app_with(config: Config) -> TestApp {
     let (pool, database_url) = fresh_db().await;
-    let state = AppState::new(pool.clone(), config);
+    let blob_dir = tempfile::Builder::new()
+        .prefix("pj-blobs-")
+        .tempdir()
+        .unwrap()
+        .keep();
+    let blobs = perfjournal::storage::BlobStore::local(&blob_dir).unwrap();
+    let state = AppState::new(pool.clone(), config, blobs);
     TestApp {
         app: perfjournal::server::app(state.clone()),
         state,
         pool,
         database_url,
+        blob_dir,
         cookie: None,
     }
 }
@@ -286,6 +294,7 @@ impl TestApp {
             state: self.state.clone(),
             pool: self.pool.clone(),
             database_url: self.database_url.clone(),
+            blob_dir: self.blob_dir.clone(),
             cookie: None,
         }
     }

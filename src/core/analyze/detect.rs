@@ -129,7 +129,8 @@ fn detect_json_object(t: &str) -> Kind {
     }
     let first_line = t.lines().next().unwrap_or("");
     // A complete first line that parses on its own: judge by its keys.
-    if let Ok(serde_json::Value::Object(map)) = serde_json::from_str::<serde_json::Value>(first_line)
+    if let Ok(serde_json::Value::Object(map)) =
+        serde_json::from_str::<serde_json::Value>(first_line)
     {
         if BENCH_KEYS.iter().any(|k| map.contains_key(*k)) {
             return Kind::VllmBench;
@@ -191,7 +192,8 @@ fn detect_text(t: &str) -> Kind {
         {
             return Kind::NcuCsv;
         }
-        if line.contains("Kernel Name") && (line.contains("Metric Name") || line.contains("\"ID\"")) {
+        if line.contains("Kernel Name") && (line.contains("Metric Name") || line.contains("\"ID\""))
+        {
             return Kind::NcuCsv;
         }
         if line.contains("Total Time") && line.contains("Instances") && line.contains("Name") {
@@ -247,7 +249,10 @@ mod tests {
         assert_eq!(detect(trace), Kind::PytorchTrace);
         let pretty = b"{\n  \"schemaVersion\": 1,\n  \"deviceProperties\": [\n";
         assert_eq!(detect(pretty), Kind::PytorchTrace);
-        assert_eq!(detect(br#"[{"ph":"X","ts":1,"dur":2}]"#), Kind::PytorchTrace);
+        assert_eq!(
+            detect(br#"[{"ph":"X","ts":1,"dur":2}]"#),
+            Kind::PytorchTrace
+        );
         assert_eq!(detect(b"[1,2,3]"), Kind::Unknown);
 
         let req = b"{\"request_id\":\"a\",\"queue_wait_ms\":3}\n{\"request_id\":\"b\"}\n";
@@ -260,7 +265,8 @@ mod tests {
         let jsonl = b"{\"completed\": 3, \"duration\": 1.0, \"request_throughput\": 3}\n{\"completed\": 4}\n";
         assert_eq!(detect(jsonl), Kind::VllmBench);
         // First line cut by the head limit: the key scan still decides.
-        let cut = br#"{"date": "20250101", "backend": "vllm", "num_prompts": 200, "ttfts": [0.1, 0.2"#;
+        let cut =
+            br#"{"date": "20250101", "backend": "vllm", "num_prompts": 200, "ttfts": [0.1, 0.2"#;
         assert_eq!(detect(cut), Kind::VllmBench);
         let genai = b"{\n \"request_throughput\": {\"unit\": \"requests/sec\", \"avg\": 2.0},\n \"time_to_first_token\": {\"unit\": \"ms\"";
         assert_eq!(detect(genai), Kind::VllmBench);
@@ -309,7 +315,9 @@ mod tests {
         assert_eq!(detect(&gz), Kind::PytorchTrace);
         // Only part of the compressed stream.
         let big: Vec<u8> = (0..200_000u32)
-            .flat_map(|i| format!("{{\"request_id\":\"r{i}\",\"queue_wait_ms\":{i}}}\n").into_bytes())
+            .flat_map(|i| {
+                format!("{{\"request_id\":\"r{i}\",\"queue_wait_ms\":{i}}}\n").into_bytes()
+            })
             .collect();
         let gz = gzip(&big);
         assert_eq!(detect(&gz[..4096]), Kind::RequestLog);

@@ -32,7 +32,9 @@ pub mod request_log;
 pub mod vllm_bench;
 
 pub use detect::{detect, is_gzip, DETECT_HEAD_BYTES};
+pub use prometheus::{parse_snapshot, window, Snapshot};
 pub use readers::{decompressing_reader, SizeCapExceeded};
+pub use request_log::{for_each_request, RequestRow, COPY_COLUMNS};
 pub use stats::Summary;
 
 /// Default cap on decompressed bytes (64 GiB): far above any real trace, low
@@ -164,6 +166,8 @@ impl Default for Options {
 /// per-kind shape (the shell stores the kind next to it).
 #[derive(Clone, Debug, Serialize)]
 #[serde(untagged)]
+// One value per upload, moved once: boxing the large variants buys nothing.
+#[allow(clippy::large_enum_variant)]
 pub enum Analysis {
     RequestLog(request_log::RequestLogAnalysis),
     VllmBench(vllm_bench::VllmBenchAnalysis),
@@ -452,7 +456,8 @@ mod tests {
         };
         assert_eq!(e.to_string(), "line 3 (byte 40): bad");
         assert_eq!(AnalyzeError::at_line(7, "x").to_string(), "line 7: x");
-        let j: serde_json::Error = serde_json::from_str::<serde_json::Value>("{\n\"a\": tru}").unwrap_err();
+        let j: serde_json::Error =
+            serde_json::from_str::<serde_json::Value>("{\n\"a\": tru}").unwrap_err();
         let e: AnalyzeError = j.into();
         let s = e.to_string();
         assert!(s.starts_with("line 2:"), "{s}");

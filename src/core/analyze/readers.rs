@@ -513,7 +513,10 @@ mod tests {
     #[test]
     fn plain_and_gzip_pass_through() {
         let text = b"hello world\n".repeat(1000);
-        assert_eq!(read_all(decompressing_reader(&text[..], 1 << 20)).unwrap(), text);
+        assert_eq!(
+            read_all(decompressing_reader(&text[..], 1 << 20)).unwrap(),
+            text
+        );
         let gz = super::super::test_support::gzip(&text);
         assert!(starts_gzip(&gz));
         let r = decompressing_reader(Trickle { data: &gz, step: 1 }, 1 << 20);
@@ -527,7 +530,10 @@ mod tests {
     fn concatenated_gzip_members_are_read() {
         let mut gz = super::super::test_support::gzip(b"first ");
         gz.extend(super::super::test_support::gzip(b"second"));
-        assert_eq!(read_all(decompressing_reader(&gz[..], 100)).unwrap(), b"first second");
+        assert_eq!(
+            read_all(decompressing_reader(&gz[..], 100)).unwrap(),
+            b"first second"
+        );
     }
 
     #[test]
@@ -540,7 +546,12 @@ mod tests {
         assert!(err.to_string().contains("1000 bytes"));
         assert!(matches!(classify_io_error(err), AnalyzeError::TooLarge));
         // Exactly at the cap is fine.
-        assert_eq!(read_all(decompressing_reader(&text[..], 10_000)).unwrap().len(), 10_000);
+        assert_eq!(
+            read_all(decompressing_reader(&text[..], 10_000))
+                .unwrap()
+                .len(),
+            10_000
+        );
     }
 
     #[test]
@@ -597,13 +608,17 @@ mod tests {
         assert_eq!(lines, ["one", "two", "", "last-no-newline"]);
         let long = vec![b'x'; 1000];
         let mut r = BufReader::with_capacity(64, &long[..]);
-        assert_eq!(read_line_bounded(&mut r, &mut buf, 100).unwrap(), Line::TooLong);
+        assert_eq!(
+            read_line_bounded(&mut r, &mut buf, 100).unwrap(),
+            Line::TooLong
+        );
         assert!(buf.len() <= 100);
     }
 
     #[test]
     fn nan_tokens_become_null_outside_strings() {
-        let src = br#"{"a": NaN, "b": [1, Infinity, -Infinity, -2], "s": "NaN Infinity", "e": "x\"NaN"}"#;
+        let src =
+            br#"{"a": NaN, "b": [1, Infinity, -Infinity, -2], "s": "NaN Infinity", "e": "x\"NaN"}"#;
         for step in [1, 4, 9, 1 << 20] {
             let mut r = NanToNull::new(Trickle { data: src, step });
             let mut out = Vec::new();

@@ -278,10 +278,14 @@ pub fn parse_row(bytes: &[u8], line_no: u64) -> Result<RequestRow, AnalyzeError>
 fn line_error(bytes: &[u8], line_no: u64, e: &serde_json::Error) -> AnalyzeError {
     let col = e.column();
     if let Some((token, field)) = find_non_finite(bytes) {
-        let field = field.map(|f| format!(" in field '{f}'")).unwrap_or_default();
+        let field = field
+            .map(|f| format!(" in field '{f}'"))
+            .unwrap_or_default();
         return AnalyzeError::at_line(
             line_no,
-            format!("{token}{field} is not valid JSON; write null for a missing value (column {col})"),
+            format!(
+                "{token}{field} is not valid JSON; write null for a missing value (column {col})"
+            ),
         );
     }
     let text = e.to_string();
@@ -322,7 +326,8 @@ fn find_non_finite(bytes: &[u8]) -> Option<(&'static str, Option<String>)> {
                 None
             };
             if let Some(t) = token {
-                let key = last_string.map(|(s, e)| String::from_utf8_lossy(&bytes[s..e]).into_owned());
+                let key =
+                    last_string.map(|(s, e)| String::from_utf8_lossy(&bytes[s..e]).into_owned());
                 return Some((t, key));
             }
         }
@@ -342,7 +347,11 @@ fn type_name(v: &Value) -> &'static str {
     }
 }
 
-fn take_text(map: &mut Map<String, Value>, key: &str, line: u64) -> Result<Option<String>, AnalyzeError> {
+fn take_text(
+    map: &mut Map<String, Value>,
+    key: &str,
+    line: u64,
+) -> Result<Option<String>, AnalyzeError> {
     match map.remove(key) {
         None | Some(Value::Null) => Ok(None),
         Some(Value::String(s)) => Ok(Some(s)),
@@ -354,7 +363,11 @@ fn take_text(map: &mut Map<String, Value>, key: &str, line: u64) -> Result<Optio
     }
 }
 
-fn take_float(map: &mut Map<String, Value>, key: &str, line: u64) -> Result<Option<f64>, AnalyzeError> {
+fn take_float(
+    map: &mut Map<String, Value>,
+    key: &str,
+    line: u64,
+) -> Result<Option<f64>, AnalyzeError> {
     match map.remove(key) {
         None | Some(Value::Null) => Ok(None),
         Some(Value::Number(n)) => Ok(n.as_f64()),
@@ -378,7 +391,11 @@ fn take_float(map: &mut Map<String, Value>, key: &str, line: u64) -> Result<Opti
     }
 }
 
-fn take_int(map: &mut Map<String, Value>, key: &str, line: u64) -> Result<Option<i64>, AnalyzeError> {
+fn take_int(
+    map: &mut Map<String, Value>,
+    key: &str,
+    line: u64,
+) -> Result<Option<i64>, AnalyzeError> {
     let v = take_float_or_int(map, key, line)?;
     match v {
         None => Ok(None),
@@ -411,7 +428,11 @@ fn take_float_or_int(
     }
 }
 
-fn take_timestamp(map: &mut Map<String, Value>, key: &str, line: u64) -> Result<Option<f64>, AnalyzeError> {
+fn take_timestamp(
+    map: &mut Map<String, Value>,
+    key: &str,
+    line: u64,
+) -> Result<Option<f64>, AnalyzeError> {
     if let Some(Value::String(s)) = map.get(key) {
         if s.trim().parse::<f64>().is_err() && !s.trim().is_empty() {
             let parsed = parse_rfc3339(s.trim());
@@ -434,7 +455,11 @@ fn take_timestamp(map: &mut Map<String, Value>, key: &str, line: u64) -> Result<
 /// means UTC) into epoch seconds.
 pub(crate) fn parse_rfc3339(s: &str) -> Option<f64> {
     let b = s.as_bytes();
-    if b.len() < 19 || b[4] != b'-' || b[7] != b'-' || !(b[10] == b'T' || b[10] == b't' || b[10] == b' ') {
+    if b.len() < 19
+        || b[4] != b'-'
+        || b[7] != b'-'
+        || !(b[10] == b'T' || b[10] == b't' || b[10] == b' ')
+    {
         return None;
     }
     let num = |r: std::ops::Range<usize>| -> Option<i64> { s.get(r)?.parse().ok() };
@@ -548,8 +573,6 @@ const FIRST: usize = 3;
 const DECODE: usize = 4;
 const DETOK: usize = 5;
 const TOTAL: usize = 6;
-const ITL50: usize = 7;
-const ITL99: usize = 8;
 const NCOLS: usize = 9;
 const COL_NAMES: [&str; NCOLS] = [
     "tokenize_ms",
@@ -645,8 +668,11 @@ pub fn analyze<R: Read>(reader: R, opts: &Options) -> Result<RequestLogAnalysis,
             }
         }
         if opts.arrival_from.is_some() || opts.arrival_to.is_some() {
-            let Some(ts) = row.arrival_ts else { return Ok(()) };
-            if opts.arrival_from.is_some_and(|f| ts < f) || opts.arrival_to.is_some_and(|e| ts >= e) {
+            let Some(ts) = row.arrival_ts else {
+                return Ok(());
+            };
+            if opts.arrival_from.is_some_and(|f| ts < f) || opts.arrival_to.is_some_and(|e| ts >= e)
+            {
                 return Ok(());
             }
         }
@@ -680,7 +706,9 @@ pub fn analyze<R: Read>(reader: R, opts: &Options) -> Result<RequestLogAnalysis,
     if rows_total == 0 {
         notes.push("the file holds no request rows".to_string());
     } else if rows == 0 {
-        notes.push(format!("no rows match the filters ({rows_total} rows in the file)"));
+        notes.push(format!(
+            "no rows match the filters ({rows_total} rows in the file)"
+        ));
     }
     if negative_rows > 0 {
         notes.push(format!(
@@ -749,7 +777,14 @@ pub fn analyze<R: Read>(reader: R, opts: &Options) -> Result<RequestLogAnalysis,
         };
         let share = shares(&cols, idx, FIRST, &TTFT_PARTS, &mut Vec::new(), "TTFT");
         let (dom, _) = if share.is_empty() {
-            argmax(&shares(&cols, idx, TOTAL, &E2E_PARTS, &mut Vec::new(), "E2E"))
+            argmax(&shares(
+                &cols,
+                idx,
+                TOTAL,
+                &E2E_PARTS,
+                &mut Vec::new(),
+                "E2E",
+            ))
         } else {
             argmax(&share)
         };
@@ -862,7 +897,11 @@ mod tests {
         for i in 0..n {
             let tenant = if i % 3 == 0 { "batch" } else { "chat" };
             let pt = 800.0 + rnd() * 2000.0;
-            let queue = if tenant == "batch" { 1800.0 * (0.5 + rnd()) } else { 40.0 * rnd() };
+            let queue = if tenant == "batch" {
+                1800.0 * (0.5 + rnd())
+            } else {
+                40.0 * rnd()
+            };
             let prefill = pt * 0.045;
             let tok = 0.2 + rnd() * 0.3;
             let first = tok + queue + prefill + 0.5;
@@ -888,15 +927,35 @@ mod tests {
         assert_eq!(by["batch"].dominant_phase.as_deref(), Some("queue_wait_ms"));
         assert_eq!(by["chat"].dominant_phase.as_deref(), Some("prefill_ms"));
         assert_eq!(a.dominant_phase_e2e.as_deref(), Some("decode_ms"));
-        let batch = run(&text, &Options { tenant: Some("batch".into()), ..Options::default() }).unwrap();
+        let batch = run(
+            &text,
+            &Options {
+                tenant: Some("batch".into()),
+                ..Options::default()
+            },
+        )
+        .unwrap();
         assert_eq!(batch.rows, 1000);
         assert_eq!(batch.dominant_phase.as_deref(), Some("queue_wait_ms"));
-        let chat = run(&text, &Options { tenant: Some("chat".into()), ..Options::default() }).unwrap();
+        let chat = run(
+            &text,
+            &Options {
+                tenant: Some("chat".into()),
+                ..Options::default()
+            },
+        )
+        .unwrap();
         assert_eq!(chat.dominant_phase.as_deref(), Some("prefill_ms"));
         // Shares add up to 1 with the residual.
         let sum: f64 = chat.share_of_ttft.values().sum();
         assert!((sum - 1.0).abs() < 1e-9, "{sum}");
-        assert_eq!(a.tenants[0], Facet { name: "chat".into(), rows: 2000 });
+        assert_eq!(
+            a.tenants[0],
+            Facet {
+                name: "chat".into(),
+                rows: 2000
+            }
+        );
         assert_eq!(a.model_versions.len(), 2);
         // The slow tail of the mix is batch traffic waiting in the queue.
         let tail = &a.share_of_ttft_p95_tail;
@@ -919,7 +978,14 @@ mod tests {
         // Rows 25..50 are in the window; the odd ones (13) are rev1.
         assert_eq!(a.rows, 13, "{a:?}");
         assert!(a.arrival_first.unwrap() >= 1_764_400_000.5);
-        let none = run(&text, &Options { tenant: Some("nobody".into()), ..Options::default() }).unwrap();
+        let none = run(
+            &text,
+            &Options {
+                tenant: Some("nobody".into()),
+                ..Options::default()
+            },
+        )
+        .unwrap();
         assert_eq!(none.rows, 0);
         assert!(none.notes[0].contains("no rows match"));
         assert!(none.phases.is_empty());
@@ -930,7 +996,10 @@ mod tests {
         let text = "{\"request_id\":\"a\",\"queue_wait_ms\":1}\n\n{\"request_id\":\"b\",\"queue_wait_ms\":NaN}\n";
         let e = run(text, &Options::default()).unwrap_err();
         let s = e.to_string();
-        assert!(matches!(e, AnalyzeError::Malformed { line: Some(3), .. }), "{s}");
+        assert!(
+            matches!(e, AnalyzeError::Malformed { line: Some(3), .. }),
+            "{s}"
+        );
         assert!(s.contains("NaN") && s.contains("queue_wait_ms"), "{s}");
         let e = run("{\"total_ms\": -Infinity}\n", &Options::default()).unwrap_err();
         assert!(e.to_string().contains("-Infinity"), "{e}");
@@ -991,7 +1060,13 @@ mod tests {
         assert!(matches!(r, Err(MyErr::Stop)));
         assert_eq!(seen, 3);
         let r = for_each_request("{oops}\n".as_bytes(), |_| Ok::<(), MyErr>(()));
-        assert!(matches!(r, Err(MyErr::Analyze(AnalyzeError::Malformed { line: Some(1), .. }))));
+        assert!(matches!(
+            r,
+            Err(MyErr::Analyze(AnalyzeError::Malformed {
+                line: Some(1),
+                ..
+            }))
+        ));
     }
 
     #[test]
@@ -1004,7 +1079,8 @@ mod tests {
             tenant: Some("chat".into()),
             ..RequestRow::default()
         };
-        row.extra.insert("note".into(), Value::String("x\\y\tz".into()));
+        row.extra
+            .insert("note".into(), Value::String("x\\y\tz".into()));
         let mut out = Vec::new();
         row.write_copy_text(&mut out);
         let line = String::from_utf8(out).unwrap();
@@ -1029,7 +1105,10 @@ mod tests {
     fn rfc3339_parsing() {
         assert_eq!(parse_rfc3339("1970-01-01T00:00:00Z"), Some(0.0));
         assert_eq!(parse_rfc3339("2000-03-01 00:00:00"), Some(951_868_800.0));
-        assert_eq!(parse_rfc3339("2025-01-02T04:04:05+01:00"), Some(1_735_787_045.0));
+        assert_eq!(
+            parse_rfc3339("2025-01-02T04:04:05+01:00"),
+            Some(1_735_787_045.0)
+        );
         assert_eq!(parse_rfc3339("yesterday"), None);
         assert_eq!(parse_rfc3339("2025-13-02T04:04:05Z"), None);
     }
@@ -1051,13 +1130,22 @@ mod tests {
             .ancestors()
             .map(|p| p.join("shared/tools/gen_requests.py"))
             .find(|p| p.exists())
-            .or_else(|| Some(std::path::PathBuf::from("/work/shared/tools/gen_requests.py")).filter(|p| p.exists()));
+            .or_else(|| {
+                Some(std::path::PathBuf::from(
+                    "/work/shared/tools/gen_requests.py",
+                ))
+                .filter(|p| p.exists())
+            });
         let Some(script) = script else {
             println!("skipped: gen_requests.py not found");
             return;
         };
         let out = std::env::temp_dir().join(format!("pj-gen-{}.jsonl", std::process::id()));
-        let status = Command::new("python3").arg(&script).arg("10000").arg(&out).status();
+        let status = Command::new("python3")
+            .arg(&script)
+            .arg("10000")
+            .arg(&out)
+            .status();
         if !matches!(status, Ok(s) if s.success()) {
             println!("skipped: python3 could not run gen_requests.py");
             return;

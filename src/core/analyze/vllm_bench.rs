@@ -137,8 +137,10 @@ pub fn analyze<R: Read>(reader: R) -> Result<VllmBenchAnalysis, AnalyzeError> {
         seen_nan = replaced.get();
         results.extend(doc.into_results(nan_now)?);
     }
-    let Some(mut last) = results.pop() else {
-        return Err(AnalyzeError::malformed("no benchmark result found (empty file)"));
+    let Some(last) = results.pop() else {
+        return Err(AnalyzeError::malformed(
+            "no benchmark result found (empty file)",
+        ));
     };
     let runs = if results.is_empty() {
         Vec::new()
@@ -155,9 +157,6 @@ pub fn analyze<R: Read>(reader: R) -> Result<VllmBenchAnalysis, AnalyzeError> {
         all.push(copy);
         all
     };
-    if last.source.is_empty() {
-        last.source = "vllm".into();
-    }
     Ok(VllmBenchAnalysis { result: last, runs })
 }
 
@@ -483,7 +482,7 @@ impl<'de> Visitor<'de> for BoundedVisitor {
         if v.len() <= SMALL_STRING {
             Ok(Value::String(v))
         } else {
-            self.visit_str(&v)
+            Ok(Value::String(v.chars().take(SMALL_STRING).collect()))
         }
     }
     fn visit_unit<E>(self) -> Result<Value, E> {
@@ -510,7 +509,11 @@ impl<'de> Visitor<'de> for BoundedVisitor {
                 None => break,
             }
         }
-        Ok(if too_long { Value::Null } else { Value::Array(v) })
+        Ok(if too_long {
+            Value::Null
+        } else {
+            Value::Array(v)
+        })
     }
     fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Value, A::Error> {
         let mut m = Map::new();
@@ -571,7 +574,11 @@ fn is_result_key(key: &str) -> bool {
 fn summary_from_keys(small: &Map<String, Value>, metric: &str, count: Option<u64>) -> Summary {
     let get = |stat: &str| num(small.get(&format!("{stat}_{metric}_ms")));
     Summary {
-        count: if get("mean").is_some() { count.unwrap_or(0) } else { 0 },
+        count: if get("mean").is_some() {
+            count.unwrap_or(0)
+        } else {
+            0
+        },
         mean: get("mean"),
         std: get("std"),
         min: get("min"),
@@ -620,7 +627,9 @@ impl RawDoc {
             self.ttfts.as_ref().map(Vec::len),
             self.output_lens.as_ref().map(Vec::len),
             self.input_lens.as_ref().map(Vec::len),
-            self.itls.as_ref().map(|i| i.offsets.len().saturating_sub(1)),
+            self.itls
+                .as_ref()
+                .map(|i| i.offsets.len().saturating_sub(1)),
             self.errors.as_ref().map(|e| e.failed.len()),
         ]
         .into_iter()
@@ -633,7 +642,9 @@ impl RawDoc {
                 .is_none_or(|e| !e.failed.get(i).copied().unwrap_or(false))
         };
         let at = |v: &Option<Vec<f64>>, i: usize| -> f64 {
-            v.as_ref().and_then(|v| v.get(i).copied()).unwrap_or(f64::NAN)
+            v.as_ref()
+                .and_then(|v| v.get(i).copied())
+                .unwrap_or(f64::NAN)
         };
         let itl_slice = |i: usize| -> Option<&[f64]> {
             let it = self.itls.as_ref()?;
@@ -650,10 +661,15 @@ impl RawDoc {
         let mut nulls = 0u64;
         let mut zero_out = 0u64;
         let mut very_short = 0u64;
-        let requested = ["output_len", "random_output_len", "sonnet_output_len", "sharegpt_output_len"]
-            .iter()
-            .find_map(|k| num(small.get(*k)))
-            .filter(|x| *x > 0.0);
+        let requested = [
+            "output_len",
+            "random_output_len",
+            "sonnet_output_len",
+            "sharegpt_output_len",
+        ]
+        .iter()
+        .find_map(|k| num(small.get(*k)))
+        .filter(|x| *x > 0.0);
         let mut below_requested = 0u64;
         let mut successes = 0u64;
         for i in 0..n {
@@ -764,7 +780,10 @@ impl RawDoc {
             flags.push(flag("failures", format!("{f}{of} requests failed; latency and throughput cover the successful ones only")));
         }
         if let Some(e) = self.errors.as_ref().filter(|e| e.count > 0) {
-            flags.push(flag("errors", format!("first error: {}", e.first.join(" | "))));
+            flags.push(flag(
+                "errors",
+                format!("first error: {}", e.first.join(" | ")),
+            ));
         }
         if failed.is_none() {
             if let (Some(p), Some(c)) = (num_prompts, completed) {
@@ -773,7 +792,14 @@ impl RawDoc {
                 }
             }
         }
-        push_length_flags(&mut flags, successes, zero_out, very_short, requested, below_requested);
+        push_length_flags(
+            &mut flags,
+            successes,
+            zero_out,
+            very_short,
+            requested,
+            below_requested,
+        );
         if nan_replaced > 0 || nulls > 0 {
             let k = nan_replaced.max(nulls);
             flags.push(flag(
@@ -782,7 +808,10 @@ impl RawDoc {
             ));
         }
         if !has_any(&ttft_ms) && !has_any(&e2el_ms) {
-            flags.push(flag("no_distributions", "no latency distribution in the file".into()));
+            flags.push(flag(
+                "no_distributions",
+                "no latency distribution in the file".into(),
+            ));
         }
 
         BenchResult {
@@ -799,7 +828,12 @@ impl RawDoc {
             config,
             samples,
             reported,
-            distributions_from: if from_arrays { "per_request" } else { "summary" }.into(),
+            distributions_from: if from_arrays {
+                "per_request"
+            } else {
+                "summary"
+            }
+            .into(),
         }
     }
 }
@@ -907,11 +941,17 @@ fn genai_perf_result(small: &Map<String, Value>, nan_replaced: u64) -> Option<Be
     }
     if let Some(osl) = metric("output_sequence_length") {
         if num(osl.get("min")).is_some_and(|m| m <= 0.0) {
-            flags.push(flag("zero_output", "some requests produced no output tokens".into()));
+            flags.push(flag(
+                "zero_output",
+                "some requests produced no output tokens".into(),
+            ));
         }
     }
     if nan_replaced > 0 {
-        flags.push(flag("nan_values", format!("{nan_replaced} NaN/Infinity values were read as missing")));
+        flags.push(flag(
+            "nan_values",
+            format!("{nan_replaced} NaN/Infinity values were read as missing"),
+        ));
     }
     Some(BenchResult {
         source: "genai_perf".into(),
@@ -983,14 +1023,23 @@ fn guidellm_result(b: &Map<String, Value>, nan_replaced: u64) -> BenchResult {
         flags.push(flag("failures", format!("{f} requests errored")));
     }
     if let Some(i) = incomplete.filter(|i| *i > 0) {
-        flags.push(flag("incomplete", format!("{i} requests were cut off at the end of the run")));
+        flags.push(flag(
+            "incomplete",
+            format!("{i} requests were cut off at the end of the run"),
+        ));
     }
     let out_tokens = dist("output_token_count", 1.0);
     if out_tokens.min.is_some_and(|m| m <= 0.0) {
-        flags.push(flag("zero_output", "some requests produced no output tokens".into()));
+        flags.push(flag(
+            "zero_output",
+            "some requests produced no output tokens".into(),
+        ));
     }
     if nan_replaced > 0 {
-        flags.push(flag("nan_values", format!("{nan_replaced} NaN/Infinity values were read as missing")));
+        flags.push(flag(
+            "nan_values",
+            format!("{nan_replaced} NaN/Infinity values were read as missing"),
+        ));
     }
     let mean_of = |name: &str| dist(name, 1.0).mean;
     BenchResult {
@@ -1013,7 +1062,12 @@ fn guidellm_result(b: &Map<String, Value>, nan_replaced: u64) -> BenchResult {
 }
 
 /// Copy scalar leaves of `obj` into `out` with dotted keys, `depth` levels deep.
-fn flatten_scalars(obj: &Map<String, Value>, prefix: &str, depth: usize, out: &mut Map<String, Value>) {
+fn flatten_scalars(
+    obj: &Map<String, Value>,
+    prefix: &str,
+    depth: usize,
+    out: &mut Map<String, Value>,
+) {
     for (k, v) in obj {
         if out.len() >= 64 {
             return;
@@ -1026,7 +1080,9 @@ fn flatten_scalars(obj: &Map<String, Value>, prefix: &str, depth: usize, out: &m
         match v {
             Value::Object(m) if depth > 1 => flatten_scalars(m, &key, depth - 1, out),
             Value::Object(_) => {}
-            Value::Array(a) if a.iter().all(|x| !x.is_object() && !x.is_array()) && a.len() <= 8 => {
+            Value::Array(a)
+                if a.iter().all(|x| !x.is_object() && !x.is_array()) && a.len() <= 8 =>
+            {
                 out.insert(key, v.clone());
             }
             Value::Array(_) => {}
@@ -1080,12 +1136,27 @@ mod tests {
         assert_eq!(r.config["model_id"], "m");
         assert_eq!(r.reported["mean_ttft_ms"], 999.0);
         assert!(r.flags.iter().any(|f| f.code == "failures"));
-        assert!(r.flags.iter().any(|f| f.code == "errors" && f.message.contains("Timeout")));
+        assert!(r
+            .flags
+            .iter()
+            .any(|f| f.code == "errors" && f.message.contains("Timeout")));
         assert!(r.flags.iter().any(|f| f.code == "very_short_outputs"));
         assert_eq!(r.samples.ttft_ms.len(), 2);
         assert!(a.runs.is_empty());
         let v = serde_json::to_value(&a).unwrap();
-        for k in ["completed", "failed", "ttft_ms", "tpot_ms", "itl_ms", "e2el_ms", "request_throughput", "output_throughput", "flags", "config", "samples"] {
+        for k in [
+            "completed",
+            "failed",
+            "ttft_ms",
+            "tpot_ms",
+            "itl_ms",
+            "e2el_ms",
+            "request_throughput",
+            "output_throughput",
+            "flags",
+            "config",
+            "samples",
+        ] {
             assert!(v.get(k).is_some(), "missing {k}");
         }
         for k in ["mean", "p50", "p90", "p95", "p99"] {
@@ -1107,7 +1178,11 @@ mod tests {
         assert_eq!(r.ttft_ms.count, 10);
         assert_eq!(r.failed, Some(2));
         assert!(r.reported.contains_key("request_goodput"));
-        assert!(r.flags.iter().any(|f| f.code == "nan_values"), "{:?}", r.flags);
+        assert!(
+            r.flags.iter().any(|f| f.code == "nan_values"),
+            "{:?}",
+            r.flags
+        );
         assert!(r.flags.iter().any(|f| f.code == "failures"));
         assert_eq!(r.config["output_len"], 128);
     }
@@ -1126,7 +1201,11 @@ mod tests {
         assert_eq!(a.result.config["request_rate"], 4);
         assert!(a.runs.iter().all(|r| r.samples.is_empty()));
         assert!(!a.result.samples.is_empty());
-        assert!(a.result.flags.iter().any(|f| f.code == "short_outputs"), "{:?}", a.result.flags);
+        assert!(
+            a.result.flags.iter().any(|f| f.code == "short_outputs"),
+            "{:?}",
+            a.result.flags
+        );
     }
 
     #[test]
@@ -1197,7 +1276,13 @@ mod tests {
 
     #[test]
     fn stat_key_patterns() {
-        for k in ["mean_ttft_ms", "median_itl_ms", "std_e2el_ms", "p99_tpot_ms", "p99.9_ttft_ms"] {
+        for k in [
+            "mean_ttft_ms",
+            "median_itl_ms",
+            "std_e2el_ms",
+            "p99_tpot_ms",
+            "p99.9_ttft_ms",
+        ] {
             assert!(is_stat_key(k), "{k}");
         }
         for k in ["ttfts", "model_id", "mean_ms", "duration"] {

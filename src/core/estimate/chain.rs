@@ -54,6 +54,24 @@ fn show_input(v: &Value) -> String {
     }
 }
 
+impl Line {
+    /// The value as people read it: about four significant digits, with its unit.
+    pub fn display_value(&self) -> String {
+        let value = show(&self.value);
+        if self.unit.is_empty() {
+            value
+        } else {
+            format!("{value} {}", self.unit)
+        }
+    }
+}
+
+/// A JSON result or input value as people read it (thousands separators, about four
+/// significant digits; strings and booleans as they are).
+pub fn display(v: &Value) -> String {
+    show_input(v)
+}
+
 impl Chain {
     /// Aligned plain text, like a worked example on paper: the inputs, each line as
     /// `label  formula = value unit`, then the sanity sentence.

@@ -35,7 +35,7 @@ use std::collections::BTreeMap;
 
 use serde::Serialize;
 
-pub use chain::{Chain, Line};
+pub use chain::{display, Chain, Line};
 pub use dtype::Dtype;
 pub use gpus::{GpuSpec, Provenance, Sourced};
 pub use input::parse_number;

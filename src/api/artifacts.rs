@@ -1,0 +1,277 @@
+//! Artifacts over the API: upload (raw body or multipart), status and analysis, download.
+
+use axum::body::Body;
+use axum::extract::{FromRequest, Multipart, Path, RawQuery, Request, State};
+use axum::http::{header, StatusCode};
+use axum::response::{IntoResponse, Response};
+use axum::Json;
+use futures::TryStreamExt;
+use serde::{Deserialize, Serialize};
+use utoipa::{IntoParams, ToSchema};
+use utoipa_axum::router::OpenApiRouter;
+use utoipa_axum::routes;
+
+use crate::artifacts::{self, Artifact, Owner};
+use crate::auth::{ApiUser, Role};
+use crate::core::FieldError;
+use crate::error::{ApiResult, AppError};
+use crate::state::AppState;
+
+pub fn router() -> OpenApiRouter<AppState> {
+    OpenApiRouter::new()
+        .routes(routes!(get_artifact))
+        .routes(routes!(download_artifact))
+}
+
+/// The upload route, kept apart: it has no request timeout and no body-size default
+/// (it streams up to the upload limit instead).
+pub fn upload_router() -> OpenApiRouter<AppState> {
+    OpenApiRouter::new().routes(routes!(upload_artifact))
+}
+
+#[derive(Deserialize, IntoParams)]
+pub struct UploadQuery {
+    /// Investigation to attach the file to.
+    pub investigation: Option<String>,
+    /// Journal entry to attach the file to.
+    pub journal_entry: Option<String>,
+    /// File name (required for a raw body; a multipart part's filename is used otherwise).
+    pub name: Option<String>,
+}
+
+#[derive(Serialize, ToSchema)]
+pub struct Created {
+    pub id: i64,
+    /// request_log, vllm_bench, prometheus, pytorch_trace, ncu_csv, nsys_kern_sum, gpu_telemetry or unknown
+    pub kind: String,
+    /// queued, or not_analyzed for an unknown kind
+    pub status: String,
+}
+
+fn positive_id(field: &str, raw: Option<&str>) -> Result<Option<i64>, FieldError> {
+    match raw.map(str::trim).filter(|s| !s.is_empty()) {
+        None => Ok(None),
+        Some(s) => s
+            .parse::<i64>()
+            .ok()
+            .filter(|n| *n > 0)
+            .map(Some)
+            .ok_or_else(|| FieldError::new(field, format!("expected a positive id, got {s:?}"))),
+    }
+}
+
+pub(crate) fn parse_upload_query(raw: Option<&str>) -> Result<(UploadQuery, Owner), AppError> {
+    let q: UploadQuery = serde_urlencoded::from_str(raw.unwrap_or(""))
+        .map_err(|e| AppError::BadRequest(format!("the query string is malformed: {e}")))?;
+    let mut errors = Vec::new();
+    let investigation_id = positive_id("investigation", q.investigation.as_deref())
+        .map_err(|e| errors.push(e))
+        .ok()
+        .flatten();
+    let journal_entry_id = positive_id("journal_entry", q.journal_entry.as_deref())
+        .map_err(|e| errors.push(e))
+        .ok()
+        .flatten();
+    if !errors.is_empty() {
+        return Err(AppError::Invalid(errors));
+    }
+    Ok((
+        q,
+        Owner {
+            investigation_id,
+            journal_entry_id,
+        },
+    ))
+}
+
+/// Refuses a declared body over the limit before reading any of it.
+pub(crate) fn check_declared_length(req: &Request, limit: u64) -> Result<(), AppError> {
+    let declared = req
+        .headers()
+        .get(header::CONTENT_LENGTH)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.parse::<u64>().ok());
+    match declared {
+        Some(n) if n > limit => Err(AppError::PayloadTooLarge(format!(
+            "the file ({n} bytes) is larger than the upload limit of {limit} bytes; nothing was stored"
+        ))),
+        _ => Ok(()),
+    }
+}
+
+/// Receives the file part of a multipart body (the first part with a filename, or the
+/// part named `file`).
+pub(crate) async fn receive_multipart(
+    state: &AppState,
+    req: Request,
+    owner: Owner,
+    name: Option<&str>,
+    user_id: i64,
+) -> Result<Artifact, AppError> {
+    let mut form = Multipart::from_request(req, state)
+        .await
+        .map_err(|e| AppError::BadRequest(format!("the multipart body is malformed: {e}")))?;
+    loop {
+        let field = form
+            .next_field()
+            .await
+            .map_err(|e| AppError::BadRequest(format!("the multipart body is malformed: {e}")))?;
+        let Some(field) = field else {
+            return Err(AppError::field(
+                "file",
+                "no file in the form: choose a file to upload",
+            ));
+        };
+        if field.file_name().is_none() && field.name() != Some("file") {
+            continue;
+        }
+        let file_name = artifacts::clean_name(name.or(field.file_name()))
+            .map_err(|e| AppError::Invalid(vec![e]))?;
+        return Ok(artifacts::receive(state, owner, &file_name, field, user_id).await?);
+    }
+}
+
+/// Uploads a file. The body is the raw file (any content type but multipart), or a
+/// multipart form with the file as a part; it is streamed to storage, never held whole.
+/// The kind is detected from the content; analysis runs in the background.
+#[utoipa::path(post, path = "/artifacts", tag = "artifacts", params(UploadQuery),
+    request_body(content = Vec<u8>, content_type = "application/octet-stream", description = "the file"),
+    responses(
+        (status = 201, body = Created),
+        (status = 413, body = crate::error::ErrorBody),
+        (status = 422, body = crate::error::ErrorBody)))]
+async fn upload_artifact(
+    user: ApiUser,
+    State(state): State<AppState>,
+    RawQuery(raw): RawQuery,
+    req: Request,
+) -> ApiResult<(StatusCode, Json<Created>)> {
+    user.require(Role::Editor)?;
+    let (query, owner) = parse_upload_query(raw.as_deref())?;
+    check_declared_length(&req, state.config.upload_limit)?;
+    let multipart = req
+        .headers()
+        .get(header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|v| v.starts_with("multipart/form-data"));
+    let artifact = if multipart {
+        receive_multipart(&state, req, owner, query.name.as_deref(), user.0.id).await?
+    } else {
+        let name =
+            artifacts::clean_name(query.name.as_deref()).map_err(|e| AppError::Invalid(vec![e]))?;
+        let body = req
+            .into_body()
+            .into_data_stream()
+            .map_err(|e| e.to_string());
+        artifacts::receive(&state, owner, &name, body, user.0.id).await?
+    };
+    Ok((
+        StatusCode::CREATED,
+        Json(Created {
+            id: artifact.id,
+            kind: artifact.kind,
+            status: artifact.status,
+        }),
+    ))
+}
+
+#[derive(Serialize, ToSchema)]
+pub struct ArtifactDoc {
+    pub id: i64,
+    pub name: String,
+    pub kind: String,
+    /// queued, analyzing, done, failed or not_analyzed
+    pub status: String,
+    pub error: Option<String>,
+    pub size_bytes: i64,
+    pub progress_bytes: i64,
+    pub sha256: String,
+    pub investigation: Option<i64>,
+    pub journal_entry: Option<i64>,
+    pub analyzer_version: Option<i32>,
+    /// The kind's analysis (see the issue's contract), once done.
+    #[schema(value_type = Object)]
+    pub analysis: Option<serde_json::Value>,
+}
+
+impl From<Artifact> for ArtifactDoc {
+    fn from(a: Artifact) -> Self {
+        ArtifactDoc {
+            id: a.id,
+            name: a.name,
+            kind: a.kind,
+            status: a.status,
+            error: a.error,
+            size_bytes: a.size_bytes,
+            progress_bytes: a.progress_bytes,
+            sha256: a.sha256,
+            investigation: a.investigation_id,
+            journal_entry: a.journal_entry_id,
+            analyzer_version: a.analyzer_version,
+            analysis: a.analysis,
+        }
+    }
+}
+
+async fn find(state: &AppState, id: i64) -> Result<Artifact, AppError> {
+    artifacts::get(&state.pool, id)
+        .await?
+        .ok_or_else(|| AppError::not_found(format!("no artifact {id}")))
+}
+
+/// An artifact's status and, once analyzed, its analysis.
+#[utoipa::path(get, path = "/artifacts/{id}", tag = "artifacts",
+    params(("id" = i64, Path)),
+    responses((status = 200, body = ArtifactDoc), (status = 404, body = crate::error::ErrorBody)))]
+async fn get_artifact(
+    _: ApiUser,
+    State(state): State<AppState>,
+    Path(id): Path<i64>,
+) -> ApiResult<Json<ArtifactDoc>> {
+    Ok(Json(find(&state, id).await?.into()))
+}
+
+/// The original bytes, as uploaded, as an attachment.
+#[utoipa::path(get, path = "/artifacts/{id}/download", tag = "artifacts",
+    params(("id" = i64, Path)),
+    responses((status = 200, content_type = "application/octet-stream", body = Vec<u8>)))]
+async fn download_artifact(
+    _: ApiUser,
+    State(state): State<AppState>,
+    Path(id): Path<i64>,
+) -> ApiResult<Response> {
+    let artifact = find(&state, id).await?;
+    Ok(download(&state, &artifact).await?)
+}
+
+/// Streams the stored bytes; never rendered inline.
+pub(crate) async fn download(state: &AppState, artifact: &Artifact) -> Result<Response, AppError> {
+    let stream = state
+        .blobs
+        .open(&artifact.sha256)
+        .await
+        .map_err(|e| AppError::Internal(e.into()))?;
+    let safe_name: String = artifact
+        .name
+        .chars()
+        .map(|c| {
+            if c.is_ascii_graphic() && c != '"' && c != '\\' {
+                c
+            } else {
+                '_'
+            }
+        })
+        .collect();
+    Ok((
+        [
+            (header::CONTENT_TYPE, "application/octet-stream".to_string()),
+            (
+                header::CONTENT_DISPOSITION,
+                format!("attachment; filename=\"{safe_name}\""),
+            ),
+            (header::CONTENT_LENGTH, artifact.size_bytes.to_string()),
+        ],
+        Body::from_stream(stream),
+    )
+        .into_response())
+}

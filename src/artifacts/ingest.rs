@@ -1,0 +1,298 @@
+//! The background worker: claims queued artifacts (SKIP LOCKED, so replicas share the
+//! queue), streams each blob through its analyzer off the async threads, reports
+//! progress, stores the result; request logs are also bulk-loaded with COPY.
+
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+use futures::TryStreamExt;
+use sqlx::PgPool;
+use tokio_util::io::{StreamReader, SyncIoBridge};
+
+use crate::core::analyze::{self, request_log, AnalyzeError, Kind, Options};
+use crate::state::AppState;
+use crate::storage::BlobStore;
+
+/// A claimed job.
+#[derive(sqlx::FromRow)]
+struct Job {
+    id: i64,
+    kind: String,
+    sha256: String,
+    options: sqlx::types::Json<Options>,
+}
+
+/// Runs forever: processes jobs as they are queued (woken by `state.jobs`), and at
+/// least every few seconds in case another replica queued one.
+pub async fn run_worker(state: AppState) {
+    if let Err(e) = requeue_stale(&state.pool).await {
+        tracing::error!(error = %e, "requeueing interrupted analyses");
+    }
+    loop {
+        match process_next(&state).await {
+            Ok(true) => continue,
+            Ok(false) => {}
+            Err(e) => tracing::error!(error = %e, "analysis worker"),
+        }
+        tokio::select! {
+            _ = state.jobs.notified() => {}
+            _ = tokio::time::sleep(Duration::from_secs(5)) => {}
+        }
+    }
+}
+
+/// Analyses left 'analyzing' by a worker that stopped (no heartbeat for two minutes).
+pub async fn requeue_stale(pool: &PgPool) -> sqlx::Result<u64> {
+    let done = sqlx::query(
+        "UPDATE artifacts SET status = 'queued', progress_bytes = 0
+         WHERE status = 'analyzing' AND updated_at < now() - interval '2 minutes'",
+    )
+    .execute(pool)
+    .await?;
+    Ok(done.rows_affected())
+}
+
+/// Processes every queued artifact, then returns how many it did (tests use this to
+/// run the queue without a background task).
+pub async fn drain(state: &AppState) -> anyhow::Result<usize> {
+    let mut n = 0;
+    while process_next(state).await? {
+        n += 1;
+    }
+    Ok(n)
+}
+
+/// Claims and processes one queued artifact; false when the queue is empty.
+pub async fn process_next(state: &AppState) -> anyhow::Result<bool> {
+    match claim(&state.pool, None).await? {
+        Some(job) => {
+            process(state, job).await?;
+            Ok(true)
+        }
+        None => Ok(false),
+    }
+}
+
+/// Analyzes one queued artifact now, on the request path (small uploads). Returns the
+/// failure message when the content is malformed.
+pub async fn analyze_now(state: &AppState, id: i64) -> anyhow::Result<Option<String>> {
+    match claim(&state.pool, Some(id)).await? {
+        Some(job) => process(state, job).await,
+        None => Ok(None),
+    }
+}
+
+/// Marks a queued artifact (the given one, or the oldest) as being analyzed by us.
+async fn claim(pool: &PgPool, id: Option<i64>) -> sqlx::Result<Option<Job>> {
+    sqlx::query_as(
+        "UPDATE artifacts SET status = 'analyzing', progress_bytes = 0, updated_at = now()
+         WHERE id = (SELECT id FROM artifacts WHERE status = 'queued'
+                       AND ($1::bigint IS NULL OR id = $1)
+                     ORDER BY id FOR UPDATE SKIP LOCKED LIMIT 1)
+         RETURNING id, kind, sha256, options",
+    )
+    .bind(id)
+    .fetch_optional(pool)
+    .await
+}
+
+/// Runs the analyzer on a claimed job and stores the outcome; returns the failure
+/// message when the analysis failed.
+async fn process(state: &AppState, job: Job) -> anyhow::Result<Option<String>> {
+    let kind: Kind = job.kind.parse().unwrap_or(Kind::Unknown);
+    let progress = Arc::new(AtomicU64::new(0));
+    let ticker = tokio::spawn(report_progress(
+        state.pool.clone(),
+        job.id,
+        progress.clone(),
+    ));
+    let outcome = analyze_blob(
+        &state.blobs,
+        &job.sha256,
+        kind,
+        job.options.0.clone(),
+        progress,
+    )
+    .await;
+    ticker.abort();
+
+    let outcome = match outcome {
+        Ok(analysis) if kind == Kind::RequestLog => {
+            match load_request_rows(&state.pool, &state.blobs, job.id, &job.sha256).await {
+                Ok(_) => Ok(analysis),
+                Err(e) => Err(e),
+            }
+        }
+        other => other,
+    };
+    match outcome {
+        Ok(analysis) => {
+            sqlx::query(
+                "UPDATE artifacts SET status = 'done', error = NULL, analysis = $2,
+                        analyzer_version = $3, progress_bytes = size_bytes,
+                        analyzed_at = now(), updated_at = now()
+                 WHERE id = $1",
+            )
+            .bind(job.id)
+            .bind(analysis)
+            .bind(kind.analyzer_version() as i32)
+            .execute(&state.pool)
+            .await?;
+            tracing::info!(id = job.id, kind = kind.slug(), "artifact analyzed");
+        }
+        Err(Failure::NotAnalyzed) => {
+            sqlx::query(
+                "UPDATE artifacts SET status = 'not_analyzed', updated_at = now() WHERE id = $1",
+            )
+            .bind(job.id)
+            .execute(&state.pool)
+            .await?;
+        }
+        Err(Failure::Failed(message)) => {
+            tracing::warn!(id = job.id, kind = kind.slug(), %message, "artifact analysis failed");
+            sqlx::query(
+                "UPDATE artifacts SET status = 'failed', error = $2, analysis = NULL,
+                        updated_at = now() WHERE id = $1",
+            )
+            .bind(job.id)
+            .bind(&message)
+            .execute(&state.pool)
+            .await?;
+            return Ok(Some(message));
+        }
+    }
+    Ok(None)
+}
+
+enum Failure {
+    NotAnalyzed,
+    Failed(String),
+}
+
+impl From<AnalyzeError> for Failure {
+    fn from(e: AnalyzeError) -> Self {
+        match e {
+            AnalyzeError::NotAnalyzed => Failure::NotAnalyzed,
+            other => Failure::Failed(other.to_string()),
+        }
+    }
+}
+
+/// Writes the bytes read so far twice a second; also the worker's heartbeat.
+async fn report_progress(pool: PgPool, id: i64, progress: Arc<AtomicU64>) {
+    let mut tick = tokio::time::interval(Duration::from_millis(500));
+    loop {
+        tick.tick().await;
+        let read = progress.load(Ordering::Relaxed) as i64;
+        let _ = sqlx::query(
+            "UPDATE artifacts SET progress_bytes = $2, updated_at = now() WHERE id = $1",
+        )
+        .bind(id)
+        .bind(read)
+        .execute(&pool)
+        .await;
+    }
+}
+
+/// The blob as a blocking `Read`, for analyzers that run on a blocking thread.
+async fn blob_reader(
+    blobs: &BlobStore,
+    sha256: &str,
+) -> Result<impl std::io::Read + Send + 'static, Failure> {
+    let stream = blobs
+        .open(sha256)
+        .await
+        .map_err(|e| Failure::Failed(format!("the stored file cannot be read: {e}")))?;
+    let reader = StreamReader::new(stream.map_err(std::io::Error::other));
+    Ok(SyncIoBridge::new(reader))
+}
+
+async fn analyze_blob(
+    blobs: &BlobStore,
+    sha256: &str,
+    kind: Kind,
+    options: Options,
+    progress: Arc<AtomicU64>,
+) -> Result<serde_json::Value, Failure> {
+    let reader = blob_reader(blobs, sha256).await?;
+    let result = tokio::task::spawn_blocking(move || {
+        let report = |n: u64| progress.store(n, Ordering::Relaxed);
+        analyze::analyze(kind, reader, &options, &report)
+    })
+    .await
+    .map_err(|e| Failure::Failed(format!("the analyzer stopped unexpectedly: {e}")))?;
+    Ok(result?.to_json())
+}
+
+/// Loads every request row into `request_rows` with one COPY, replacing earlier rows of
+/// the same artifact. Rows are parsed on a blocking thread and handed over in ~1 MiB
+/// batches through a small channel, so memory stays bounded.
+async fn load_request_rows(
+    pool: &PgPool,
+    blobs: &BlobStore,
+    id: i64,
+    sha256: &str,
+) -> Result<u64, Failure> {
+    let reader = blob_reader(blobs, sha256).await?;
+    let (tx, mut rx) = tokio::sync::mpsc::channel::<Vec<u8>>(4);
+    let prefix = format!("{id}\t");
+    let producer = tokio::task::spawn_blocking(move || {
+        let mut batch = Vec::with_capacity(1 << 20);
+        let rows = request_log::for_each_request(reader, |row| -> Result<(), AnalyzeError> {
+            batch.extend_from_slice(prefix.as_bytes());
+            row.write_copy_text(&mut batch);
+            if batch.len() >= 1 << 20 {
+                let full = std::mem::replace(&mut batch, Vec::with_capacity(1 << 20));
+                tx.blocking_send(full)
+                    .map_err(|_| AnalyzeError::malformed("the database load stopped"))?;
+            }
+            Ok(())
+        })?;
+        if !batch.is_empty() {
+            let _ = tx.blocking_send(batch);
+        }
+        Ok::<u64, AnalyzeError>(rows)
+    });
+
+    let db = |e: sqlx::Error| Failure::Failed(format!("loading rows into the database: {e}"));
+    let mut tx = pool.begin().await.map_err(db)?;
+    sqlx::query("DELETE FROM request_rows WHERE artifact_id = $1")
+        .bind(id)
+        .execute(&mut *tx)
+        .await
+        .map_err(db)?;
+    let columns = request_log::COPY_COLUMNS.join(", ");
+    let mut copy = tx
+        .copy_in_raw(&format!(
+            "COPY request_rows (artifact_id, {columns}) FROM STDIN"
+        ))
+        .await
+        .map_err(db)?;
+    let mut send_error = None;
+    while let Some(batch) = rx.recv().await {
+        if let Err(e) = copy.send(batch).await {
+            send_error = Some(e);
+            break;
+        }
+    }
+    drop(rx);
+    let produced = producer
+        .await
+        .map_err(|e| Failure::Failed(format!("the row reader stopped unexpectedly: {e}")))?;
+    match (send_error, produced) {
+        (None, Ok(rows)) => {
+            copy.finish().await.map_err(db)?;
+            tx.commit().await.map_err(db)?;
+            Ok(rows)
+        }
+        (Some(e), _) => {
+            let _ = copy.abort("send failed").await;
+            Err(db(e))
+        }
+        (None, Err(e)) => {
+            let _ = copy.abort("malformed input").await;
+            Err(e.into())
+        }
+    }
+}

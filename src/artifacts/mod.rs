@@ -1,0 +1,301 @@
+//! Artifacts: uploaded files attached to an investigation or a journal entry, their
+//! detected kind, and the analysis a background worker stores next to them.
+
+pub mod ingest;
+
+use chrono::{DateTime, Utc};
+use serde::Serialize;
+use sqlx::PgPool;
+
+use crate::core::analyze::{self, Kind};
+use crate::storage::StoredBlob;
+
+/// Where an artifact hangs: an investigation, a journal entry, or nothing yet.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Owner {
+    pub investigation_id: Option<i64>,
+    pub journal_entry_id: Option<i64>,
+}
+
+#[derive(Debug, Clone, Serialize, sqlx::FromRow)]
+pub struct Artifact {
+    pub id: i64,
+    pub investigation_id: Option<i64>,
+    pub journal_entry_id: Option<i64>,
+    pub name: String,
+    pub kind: String,
+    pub sha256: String,
+    pub size_bytes: i64,
+    pub gzip: bool,
+    pub status: String,
+    pub error: Option<String>,
+    pub progress_bytes: i64,
+    pub analysis: Option<serde_json::Value>,
+    pub analyzer_version: Option<i32>,
+    pub uploaded_by: Option<i64>,
+    pub uploader: Option<String>,
+    pub created_at: DateTime<Utc>,
+    pub analyzed_at: Option<DateTime<Utc>>,
+}
+
+impl Artifact {
+    pub fn kind(&self) -> Kind {
+        self.kind.parse().unwrap_or(Kind::Unknown)
+    }
+
+    pub fn in_progress(&self) -> bool {
+        matches!(self.status.as_str(), "queued" | "analyzing")
+    }
+
+    /// Read progress in percent (of the stored, maybe compressed, bytes).
+    pub fn percent(&self) -> i64 {
+        if self.size_bytes <= 0 {
+            return 0;
+        }
+        (self.progress_bytes * 100 / self.size_bytes).clamp(0, 100)
+    }
+}
+
+const COLUMNS: &str = "a.id, a.investigation_id, a.journal_entry_id, a.name, a.kind, a.sha256, \
+     a.size_bytes, a.gzip, a.status, a.error, a.progress_bytes, a.analysis, a.analyzer_version, \
+     a.uploaded_by, u.name AS uploader, a.created_at, a.analyzed_at";
+
+/// The kind of a stored upload, from its first bytes (gunzipped when gzip).
+pub fn detect_kind(blob: &StoredBlob) -> (Kind, bool) {
+    let gzip = analyze::is_gzip(&blob.head);
+    let head = if gzip {
+        // A prefix of a gzip stream decodes up to where it was cut: enough to detect.
+        let mut out = Vec::new();
+        let mut decoder = flate2::read::GzDecoder::new(&blob.head[..]);
+        let mut buf = [0u8; 8192];
+        while out.len() < analyze::DETECT_HEAD_BYTES {
+            match std::io::Read::read(&mut decoder, &mut buf) {
+                Ok(0) | Err(_) => break,
+                Ok(n) => out.extend_from_slice(&buf[..n]),
+            }
+        }
+        out
+    } else {
+        blob.head.clone()
+    };
+    (analyze::detect(&head), gzip)
+}
+
+/// Records an upload. Unknown content is kept but marked "not analyzed".
+pub async fn insert(
+    pool: &PgPool,
+    owner: Owner,
+    name: &str,
+    blob: &StoredBlob,
+    uploaded_by: i64,
+    options: &analyze::Options,
+) -> sqlx::Result<Artifact> {
+    let (kind, gzip) = detect_kind(blob);
+    let status = if kind == Kind::Unknown {
+        "not_analyzed"
+    } else {
+        "queued"
+    };
+    let error = (kind == Kind::Unknown).then_some(
+        "not analyzed: the content matches none of the supported kinds; the file is stored and downloadable",
+    );
+    let id: i64 = sqlx::query_scalar(
+        "INSERT INTO artifacts (investigation_id, journal_entry_id, name, kind, sha256, size_bytes,
+                                gzip, status, error, uploaded_by, options)
+         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11) RETURNING id",
+    )
+    .bind(owner.investigation_id)
+    .bind(owner.journal_entry_id)
+    .bind(name)
+    .bind(kind.slug())
+    .bind(&blob.sha256)
+    .bind(blob.size as i64)
+    .bind(gzip)
+    .bind(status)
+    .bind(error)
+    .bind(uploaded_by)
+    .bind(sqlx::types::Json(options))
+    .fetch_one(pool)
+    .await?;
+    Ok(get(pool, id).await?.expect("the row was just inserted"))
+}
+
+pub async fn get(pool: &PgPool, id: i64) -> sqlx::Result<Option<Artifact>> {
+    sqlx::query_as(&format!(
+        "SELECT {COLUMNS} FROM artifacts a LEFT JOIN users u ON u.id = a.uploaded_by WHERE a.id = $1"
+    ))
+    .bind(id)
+    .fetch_optional(pool)
+    .await
+}
+
+/// Newest first, optionally only those of one investigation.
+pub async fn list(
+    pool: &PgPool,
+    investigation_id: Option<i64>,
+    limit: i64,
+) -> sqlx::Result<Vec<Artifact>> {
+    sqlx::query_as(&format!(
+        "SELECT {COLUMNS} FROM artifacts a LEFT JOIN users u ON u.id = a.uploaded_by
+         WHERE $1::bigint IS NULL OR a.investigation_id = $1
+         ORDER BY a.created_at DESC, a.id DESC LIMIT $2"
+    ))
+    .bind(investigation_id)
+    .bind(limit)
+    .fetch_all(pool)
+    .await
+}
+
+/// Whether any row points at a blob (the sweeper keeps those).
+pub async fn blob_in_use(pool: &PgPool, sha256: &str) -> sqlx::Result<bool> {
+    sqlx::query_scalar("SELECT EXISTS (SELECT 1 FROM artifacts WHERE sha256 = $1)")
+        .bind(sha256)
+        .fetch_one(pool)
+        .await
+}
+
+/// Queues a fresh analysis (a newer analyzer, or other options).
+pub async fn requeue(pool: &PgPool, id: i64, options: &analyze::Options) -> sqlx::Result<bool> {
+    let done = sqlx::query(
+        "UPDATE artifacts SET status = 'queued', error = NULL, progress_bytes = 0, options = $2,
+                updated_at = now()
+         WHERE id = $1 AND kind <> 'unknown' AND status NOT IN ('queued', 'analyzing')",
+    )
+    .bind(id)
+    .bind(sqlx::types::Json(options))
+    .execute(pool)
+    .await?;
+    Ok(done.rows_affected() == 1)
+}
+
+/// Why an upload was refused; each says what and where.
+#[derive(Debug, thiserror::Error)]
+pub enum UploadError {
+    #[error("{0}")]
+    Field(crate::core::FieldError),
+    #[error(transparent)]
+    Store(#[from] crate::storage::StoreError),
+    #[error(transparent)]
+    Db(#[from] sqlx::Error),
+    #[error(transparent)]
+    Other(anyhow::Error),
+}
+
+impl From<UploadError> for crate::error::AppError {
+    fn from(e: UploadError) -> Self {
+        use crate::error::AppError;
+        use crate::storage::StoreError;
+        match e {
+            UploadError::Field(f) => AppError::Invalid(vec![f]),
+            UploadError::Store(StoreError::TooLarge { limit }) => {
+                AppError::PayloadTooLarge(format!(
+                    "the file is larger than the upload limit of {limit} bytes; nothing was stored"
+                ))
+            }
+            UploadError::Store(StoreError::Body(m)) => AppError::BadRequest(format!(
+                "the upload was interrupted ({m}); nothing was stored"
+            )),
+            UploadError::Store(other) => AppError::Internal(other.into()),
+            UploadError::Db(e) => AppError::Database(e),
+            UploadError::Other(e) => AppError::Internal(e),
+        }
+    }
+}
+
+/// A file name as given, without any directory part; 1–255 characters.
+pub fn clean_name(raw: Option<&str>) -> Result<String, crate::core::FieldError> {
+    let raw = raw.unwrap_or("").trim();
+    let base = raw.rsplit(['/', '\\']).next().unwrap_or("").trim();
+    if base.is_empty() {
+        return Err(crate::core::FieldError::new(
+            "name",
+            "name the file (e.g. ?name=trace.json.gz, or a multipart filename)",
+        ));
+    }
+    if base.chars().count() > 255 || base.chars().any(char::is_control) {
+        return Err(crate::core::FieldError::new(
+            "name",
+            "a file name of at most 255 printable characters",
+        ));
+    }
+    Ok(base.to_string())
+}
+
+/// Streams a body into blob storage and records it; the worker is woken to analyze it.
+/// Nothing is recorded when the body is too large or breaks off.
+pub async fn receive<S, E>(
+    state: &crate::state::AppState,
+    owner: Owner,
+    name: &str,
+    body: S,
+    uploaded_by: i64,
+) -> Result<Artifact, UploadError>
+where
+    S: futures::Stream<Item = Result<bytes::Bytes, E>> + Unpin,
+    E: std::fmt::Display,
+{
+    let blob = state
+        .blobs
+        .put_stream(body, state.config.upload_limit)
+        .await?;
+    let options = analyze::Options {
+        max_decompressed_bytes: state.config.max_decompressed_bytes,
+        ..analyze::Options::default()
+    };
+    let artifact = match insert(&state.pool, owner, name, &blob, uploaded_by, &options).await {
+        Ok(a) => a,
+        Err(e) => {
+            forget_blob(state, &blob).await;
+            return Err(owner_error(e));
+        }
+    };
+    if artifact.status == "queued" && blob.size <= INLINE_ANALYSIS_BYTES {
+        // Small files are analyzed before answering, so malformed content is refused
+        // with the line and the problem, and nothing is kept.
+        if let Some(message) = ingest::analyze_now(state, artifact.id)
+            .await
+            .map_err(UploadError::Other)?
+        {
+            sqlx::query("DELETE FROM artifacts WHERE id = $1")
+                .bind(artifact.id)
+                .execute(&state.pool)
+                .await?;
+            forget_blob(state, &blob).await;
+            return Err(UploadError::Field(crate::core::FieldError::new(
+                "file",
+                format!("{name}: {message}"),
+            )));
+        }
+        return Ok(get(&state.pool, artifact.id).await?.unwrap_or(artifact));
+    }
+    state.jobs.notify_one();
+    Ok(artifact)
+}
+
+/// Files up to this size are analyzed on the request path; larger ones in the background.
+pub const INLINE_ANALYSIS_BYTES: u64 = 32 * 1024 * 1024;
+
+/// Removes a just-stored blob that no row points to (unless it was there before).
+async fn forget_blob(state: &crate::state::AppState, blob: &StoredBlob) {
+    if !blob.existed && !blob_in_use(&state.pool, &blob.sha256).await.unwrap_or(true) {
+        state.blobs.delete(&blob.sha256).await.ok();
+    }
+}
+
+/// A foreign-key failure means the investigation or entry named does not exist.
+fn owner_error(e: sqlx::Error) -> UploadError {
+    if let sqlx::Error::Database(db) = &e {
+        if db.is_foreign_key_violation() {
+            let field = if db.constraint().unwrap_or("").contains("journal") {
+                "journal_entry"
+            } else {
+                "investigation"
+            };
+            return UploadError::Field(crate::core::FieldError::new(
+                field,
+                format!("no such {}", field.replace('_', " ")),
+            ));
+        }
+    }
+    UploadError::Db(e)
+}

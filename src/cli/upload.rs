@@ -1,0 +1,119 @@
+//! `perfjournal upload FILE… --server URL --token T [--investigation ID]`: streams each
+//! file to the API (never read whole into memory) and prints what the server made of it.
+
+use std::path::PathBuf;
+
+use clap::Args;
+use tokio_util::io::ReaderStream;
+
+#[derive(Args, Debug)]
+pub struct UploadArgs {
+    /// Files to upload.
+    #[arg(required = true)]
+    pub files: Vec<PathBuf>,
+    /// The perfjournal server.
+    #[arg(
+        long,
+        env = "PERFJOURNAL_SERVER",
+        default_value = "http://127.0.0.1:8080"
+    )]
+    pub server: String,
+    /// An API token (settings page, or `perfjournal token create`).
+    #[arg(long, env = "PERFJOURNAL_TOKEN", hide_env_values = true)]
+    pub token: String,
+    /// Attach the files to this investigation.
+    #[arg(long)]
+    pub investigation: Option<i64>,
+    /// Attach the files to this journal entry.
+    #[arg(long)]
+    pub journal_entry: Option<i64>,
+}
+
+pub async fn run(args: UploadArgs) -> anyhow::Result<()> {
+    let client = reqwest::Client::new();
+    let mut failed = 0;
+    for path in &args.files {
+        match upload_one(&client, &args, path).await {
+            Ok(line) => println!("{line}"),
+            Err(e) => {
+                failed += 1;
+                eprintln!("{}: {e:#}", path.display());
+            }
+        }
+    }
+    anyhow::ensure!(
+        failed == 0,
+        "{failed} of {} uploads failed",
+        args.files.len()
+    );
+    Ok(())
+}
+
+async fn upload_one(
+    client: &reqwest::Client,
+    args: &UploadArgs,
+    path: &PathBuf,
+) -> anyhow::Result<String> {
+    let file = tokio::fs::File::open(path).await?;
+    let size = file.metadata().await?.len();
+    let name = path
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_else(|| "upload".into());
+    let mut query: Vec<(&str, String)> = vec![("name", name.clone())];
+    if let Some(i) = args.investigation {
+        query.push(("investigation", i.to_string()));
+    }
+    if let Some(j) = args.journal_entry {
+        query.push(("journal_entry", j.to_string()));
+    }
+    let url = format!(
+        "{}/api/v1/artifacts?{}",
+        args.server.trim_end_matches('/'),
+        serde_urlencoded::to_string(&query)?
+    );
+    let response = client
+        .post(&url)
+        .bearer_auth(&args.token)
+        .header(reqwest::header::CONTENT_TYPE, "application/octet-stream")
+        .header(reqwest::header::CONTENT_LENGTH, size)
+        .body(reqwest::Body::wrap_stream(ReaderStream::new(file)))
+        .send()
+        .await?;
+    let status = response.status();
+    let text = response.text().await.unwrap_or_default();
+    let body: serde_json::Value = serde_json::from_str(&text).unwrap_or_default();
+    if !status.is_success() {
+        let message = body["error"]["message"].as_str().unwrap_or("no message");
+        let fields: Vec<String> = body["error"]["fields"]
+            .as_array()
+            .map(|f| {
+                f.iter()
+                    .map(|e| {
+                        format!(
+                            "{}: {}",
+                            e["field"].as_str().unwrap_or("?"),
+                            e["message"].as_str().unwrap_or("")
+                        )
+                    })
+                    .collect()
+            })
+            .unwrap_or_default();
+        anyhow::bail!(
+            "{status}: {message}{}",
+            if fields.is_empty() {
+                String::new()
+            } else {
+                format!(" ({})", fields.join("; "))
+            }
+        );
+    }
+    Ok(format!(
+        "{}\t{}\t{}\t{}/artifacts/{}\t{name}",
+        body["id"],
+        body["kind"].as_str().unwrap_or("?"),
+        body["status"].as_str().unwrap_or("?"),
+        args.server.trim_end_matches('/'),
+        body["id"]
+    ))
+}

@@ -1,0 +1,1909 @@
+//! PyTorch profiler (Kineto) Chrome-trace JSON, any size.
+//!
+//! The document is walked with a serde visitor over the top-level object that
+//! handles one `traceEvents` element at a time; per event only what the
+//! results need is kept: GPU intervals as 40-byte records (interned kernel
+//! name, stream index, correlation id), launch times by correlation id, and
+//! step markers. Everything else (args we don't use, NCCL ids above 2^63,
+//! shapes, stacks) is skipped with `IgnoredAny`. Invalid UTF-8 is replaced
+//! with U+FFFD before parsing.
+//!
+//! Definitions follow HolisticTraceAnalysis (HTA), `hta/analyzers/breakdown_analysis.py`:
+//! * GPU events: `ph` "X" with cat `kernel`, `gpu_memcpy`, `gpu_memset` (older
+//!   traces: `Kernel`, `Memcpy`, `Memset`); stream = `args.stream` (else `tid`).
+//! * Temporal breakdown per rank (`distributedInfo.rank`, default 0):
+//!   span = last GPU end − first GPU start; busy = length of the union of all
+//!   GPU intervals; idle = span − busy; compute = union of computation
+//!   kernels; non-compute = busy − compute.
+//! * Kernel categories: COMM (name contains `nccl`), MEM (memcpy/memset
+//!   events, or names starting `Memcpy`/`Memset`/`dma`), COMP (the rest).
+//! * Idle breakdown per stream, for each gap before a kernel: *host wait* when
+//!   its launch (the CPU event with the same `args.correlation`) started after
+//!   the previous kernel on that stream ended; else *kernel wait* when the gap
+//!   is under 30 µs (HTA's `consecutive_kernel_delay` default of 30; its
+//!   docstring says ns, but it is compared with trace times, which are µs);
+//!   else *other*. Host wait is tested first, as in HTA.
+//! * Launch delay = kernel start − (launch start + launch duration).
+//! * Step filter: when the trace has at least two distinct `ProfilerStep#`
+//!   names, HTA keeps only GPU work whose launch started before the last step
+//!   (`include_last_profiler_step=False`, its default) or before the last
+//!   step ended (`True`); unlaunched GPU work is then dropped too.
+//!
+//! Differences from HTA, on purpose: timestamps keep their fractional
+//! microseconds (HTA rounds starts up and ends down to whole µs), and
+//! `cuda_sync` events are not counted as GPU busy time.
+
+use super::readers::LossyUtf8;
+use super::stats::{union_length_sorted, Summary};
+use super::{AnalyzeError, Options};
+use serde::de::{DeserializeSeed, Deserializer, IgnoredAny, MapAccess, SeqAccess, Visitor};
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+use std::collections::{HashMap, HashSet};
+use std::fmt;
+use std::io::{BufReader, Read};
+
+/// Bump when the JSON output of [`analyze`] changes.
+pub const ANALYZER_VERSION: u32 = 1;
+
+/// HTA's default `consecutive_kernel_delay`: gaps below it are launch overhead.
+pub const KERNEL_WAIT_THRESHOLD_US: f64 = 30.0;
+
+/// HTA's `runtime_cutoff`: a launch call longer than this is an outlier.
+const LAUNCH_OUTLIER_US: f64 = 50.0;
+/// HTA's `launch_delay_cutoff`.
+const DELAY_OUTLIER_US: f64 = 100.0;
+
+/// Distinct `ProfilerStep` names tracked (a trace has one per step).
+const MAX_STEP_NAMES: usize = 100_000;
+
+const NO_CORRELATION: u64 = u64::MAX;
+
+/// Event category, from `cat`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Cat {
+    Kernel,
+    Memcpy,
+    Memset,
+    Runtime,
+    CpuOp,
+    PythonFunction,
+    UserAnnotation,
+    GpuUserAnnotation,
+    ProfilerRange,
+    Sync,
+    Other,
+}
+
+impl Cat {
+    fn from_str(s: &str) -> Cat {
+        match s {
+            "kernel" | "Kernel" => Cat::Kernel,
+            "gpu_memcpy" | "Memcpy" => Cat::Memcpy,
+            "gpu_memset" | "Memset" => Cat::Memset,
+            "cuda_runtime" | "Runtime" | "cuda_driver" | "Driver" => Cat::Runtime,
+            "cpu_op" | "Operator" => Cat::CpuOp,
+            "python_function" => Cat::PythonFunction,
+            "user_annotation" => Cat::UserAnnotation,
+            "gpu_user_annotation" => Cat::GpuUserAnnotation,
+            "cuda_profiler_range" => Cat::ProfilerRange,
+            "cuda_sync" => Cat::Sync,
+            _ => Cat::Other,
+        }
+    }
+
+    fn is_gpu(self) -> bool {
+        matches!(self, Cat::Kernel | Cat::Memcpy | Cat::Memset)
+    }
+}
+
+/// One GPU interval (40 bytes).
+#[derive(Clone, Copy, Debug)]
+struct GpuEv {
+    start: f64,
+    end: f64,
+    correlation: u64,
+    name: u32,
+    stream: u32,
+    is_mem: bool,
+}
+
+#[derive(Clone, Copy, Debug)]
+struct Launch {
+    ts: f64,
+    dur: f64,
+}
+
+/// Interned strings (kernel names).
+#[derive(Default)]
+struct Interner {
+    index: HashMap<String, u32>,
+    names: Vec<String>,
+}
+
+impl Interner {
+    fn intern(&mut self, s: &str) -> u32 {
+        if let Some(&i) = self.index.get(s) {
+            return i;
+        }
+        let i = self.names.len() as u32;
+        self.index.insert(s.to_string(), i);
+        self.names.push(s.to_string());
+        i
+    }
+}
+
+#[derive(Default)]
+struct Counts {
+    events: u64,
+    complete: u64,
+    kernels: u64,
+    memcpy: u64,
+    memset: u64,
+    runtime: u64,
+    cpu_ops: u64,
+    python: u64,
+    user_annotations: u64,
+    profiler_ranges: u64,
+    syncs: u64,
+    hip_runtime: u64,
+}
+
+/// Everything kept while streaming.
+#[derive(Default)]
+struct State {
+    gpu: Vec<GpuEv>,
+    launches: HashMap<u64, Launch>,
+    names: Interner,
+    stream_index: HashMap<(i64, i64), u32>,
+    streams: Vec<(i64, i64)>,
+    step_names: HashSet<String>,
+    last_step_start: Option<f64>,
+    last_step_end: Option<f64>,
+    counts: Counts,
+    rank: Option<i64>,
+    base_time_ns: Option<u64>,
+    device_props: Vec<Value>,
+    /// Reused buffer for the current event's name.
+    name_buf: String,
+    cat_buf: String,
+}
+
+/// A number, numeric string or hex string ("0x0") as i64.
+fn parse_int_text(s: &str) -> Option<i64> {
+    let s = s.trim();
+    if let Some(h) = s.strip_prefix("0x").or_else(|| s.strip_prefix("0X")) {
+        return i64::from_str_radix(h, 16).ok();
+    }
+    s.parse::<i64>().ok().or_else(|| {
+        s.parse::<f64>()
+            .ok()
+            .filter(|x| x.fract() == 0.0)
+            .map(|x| x as i64)
+    })
+}
+
+/// pid/tid/stream/device values: numbers, or strings ("Spans", "stream 7", "0x0").
+#[derive(Clone, Copy, Debug, PartialEq)]
+enum Id {
+    Num(i64),
+    Text,
+    Missing,
+}
+
+impl Id {
+    fn num(self) -> Option<i64> {
+        match self {
+            Id::Num(n) => Some(n),
+            _ => None,
+        }
+    }
+}
+
+struct IdSeed;
+
+impl<'de> DeserializeSeed<'de> for IdSeed {
+    type Value = Id;
+    fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<Id, D::Error> {
+        d.deserialize_any(IdVisitor)
+    }
+}
+
+struct IdVisitor;
+
+impl<'de> Visitor<'de> for IdVisitor {
+    type Value = Id;
+    fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+        f.write_str("an id")
+    }
+    fn visit_i64<E>(self, v: i64) -> Result<Id, E> {
+        Ok(Id::Num(v))
+    }
+    fn visit_u64<E>(self, v: u64) -> Result<Id, E> {
+        Ok(i64::try_from(v).map_or(Id::Text, Id::Num))
+    }
+    fn visit_f64<E>(self, v: f64) -> Result<Id, E> {
+        Ok(if v.fract() == 0.0 && v.abs() < 9.0e18 {
+            Id::Num(v as i64)
+        } else {
+            Id::Text
+        })
+    }
+    fn visit_str<E>(self, v: &str) -> Result<Id, E> {
+        Ok(parse_int_text(v).map_or(Id::Text, Id::Num))
+    }
+    fn visit_unit<E>(self) -> Result<Id, E> {
+        Ok(Id::Missing)
+    }
+    fn visit_bool<E>(self, _: bool) -> Result<Id, E> {
+        Ok(Id::Text)
+    }
+    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Id, A::Error> {
+        while seq.next_element::<IgnoredAny>()?.is_some() {}
+        Ok(Id::Text)
+    }
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Id, A::Error> {
+        while map.next_entry::<IgnoredAny, IgnoredAny>()?.is_some() {}
+        Ok(Id::Text)
+    }
+}
+
+/// ts/dur: numbers (often floats with ns precision) or numeric strings.
+struct TimeSeed;
+
+impl<'de> DeserializeSeed<'de> for TimeSeed {
+    type Value = Option<f64>;
+    fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<Option<f64>, D::Error> {
+        d.deserialize_any(TimeVisitor)
+    }
+}
+
+struct TimeVisitor;
+
+impl<'de> Visitor<'de> for TimeVisitor {
+    type Value = Option<f64>;
+    fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+        f.write_str("a time in microseconds")
+    }
+    fn visit_i64<E>(self, v: i64) -> Result<Option<f64>, E> {
+        Ok(Some(v as f64))
+    }
+    fn visit_u64<E>(self, v: u64) -> Result<Option<f64>, E> {
+        Ok(Some(v as f64))
+    }
+    fn visit_f64<E>(self, v: f64) -> Result<Option<f64>, E> {
+        Ok(v.is_finite().then_some(v))
+    }
+    fn visit_str<E>(self, v: &str) -> Result<Option<f64>, E> {
+        Ok(v.trim().parse::<f64>().ok().filter(|x| x.is_finite()))
+    }
+    fn visit_unit<E>(self) -> Result<Option<f64>, E> {
+        Ok(None)
+    }
+    fn visit_bool<E>(self, _: bool) -> Result<Option<f64>, E> {
+        Ok(None)
+    }
+    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Option<f64>, A::Error> {
+        while seq.next_element::<IgnoredAny>()?.is_some() {}
+        Ok(None)
+    }
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Option<f64>, A::Error> {
+        while map.next_entry::<IgnoredAny, IgnoredAny>()?.is_some() {}
+        Ok(None)
+    }
+}
+
+/// Copies a string value into a reused buffer (no allocation per event).
+struct StrInto<'a>(&'a mut String);
+
+impl<'de> DeserializeSeed<'de> for StrInto<'_> {
+    type Value = ();
+    fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<(), D::Error> {
+        d.deserialize_any(self)
+    }
+}
+
+impl<'de> Visitor<'de> for StrInto<'_> {
+    type Value = ();
+    fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+        f.write_str("a string")
+    }
+    fn visit_str<E>(self, v: &str) -> Result<(), E> {
+        self.0.clear();
+        self.0.push_str(v);
+        Ok(())
+    }
+    fn visit_i64<E>(self, v: i64) -> Result<(), E> {
+        self.0.clear();
+        self.0.push_str(&v.to_string());
+        Ok(())
+    }
+    fn visit_u64<E>(self, v: u64) -> Result<(), E> {
+        self.0.clear();
+        self.0.push_str(&v.to_string());
+        Ok(())
+    }
+    fn visit_f64<E>(self, v: f64) -> Result<(), E> {
+        self.0.clear();
+        self.0.push_str(&v.to_string());
+        Ok(())
+    }
+    fn visit_unit<E>(self) -> Result<(), E> {
+        self.0.clear();
+        Ok(())
+    }
+    fn visit_bool<E>(self, v: bool) -> Result<(), E> {
+        self.0.clear();
+        self.0.push_str(if v { "true" } else { "false" });
+        Ok(())
+    }
+    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<(), A::Error> {
+        while seq.next_element::<IgnoredAny>()?.is_some() {}
+        self.0.clear();
+        Ok(())
+    }
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<(), A::Error> {
+        while map.next_entry::<IgnoredAny, IgnoredAny>()?.is_some() {}
+        self.0.clear();
+        Ok(())
+    }
+}
+
+/// Keys of an event we look at.
+enum EventKey {
+    Ph,
+    Cat,
+    Name,
+    Pid,
+    Tid,
+    Ts,
+    Dur,
+    Args,
+    Other,
+}
+
+impl<'de> Deserialize<'de> for EventKey {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct V;
+        impl<'de> Visitor<'de> for V {
+            type Value = EventKey;
+            fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+                f.write_str("an event key")
+            }
+            fn visit_str<E>(self, v: &str) -> Result<EventKey, E> {
+                Ok(match v {
+                    "ph" => EventKey::Ph,
+                    "cat" => EventKey::Cat,
+                    "name" => EventKey::Name,
+                    "pid" => EventKey::Pid,
+                    "tid" => EventKey::Tid,
+                    "ts" => EventKey::Ts,
+                    "dur" => EventKey::Dur,
+                    "args" => EventKey::Args,
+                    _ => EventKey::Other,
+                })
+            }
+        }
+        d.deserialize_identifier(V)
+    }
+}
+
+enum ArgKey {
+    Correlation,
+    Stream,
+    Device,
+    Other,
+}
+
+impl<'de> Deserialize<'de> for ArgKey {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct V;
+        impl<'de> Visitor<'de> for V {
+            type Value = ArgKey;
+            fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+                f.write_str("an args key")
+            }
+            fn visit_str<E>(self, v: &str) -> Result<ArgKey, E> {
+                Ok(match v {
+                    "correlation" => ArgKey::Correlation,
+                    "stream" => ArgKey::Stream,
+                    "device" => ArgKey::Device,
+                    _ => ArgKey::Other,
+                })
+            }
+        }
+        d.deserialize_identifier(V)
+    }
+}
+
+#[derive(Default)]
+struct Args {
+    correlation: Option<u64>,
+    stream: Option<i64>,
+    device: Option<i64>,
+}
+
+struct ArgsSeed;
+
+impl<'de> DeserializeSeed<'de> for ArgsSeed {
+    type Value = Args;
+    fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<Args, D::Error> {
+        d.deserialize_any(self)
+    }
+}
+
+impl<'de> Visitor<'de> for ArgsSeed {
+    type Value = Args;
+    fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+        f.write_str("event args")
+    }
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Args, A::Error> {
+        let mut a = Args::default();
+        while let Some(k) = map.next_key::<ArgKey>()? {
+            match k {
+                ArgKey::Correlation => {
+                    a.correlation = map
+                        .next_value_seed(IdSeed)?
+                        .num()
+                        .filter(|c| *c >= 0)
+                        .map(|c| c as u64)
+                }
+                ArgKey::Stream => a.stream = map.next_value_seed(IdSeed)?.num(),
+                ArgKey::Device => a.device = map.next_value_seed(IdSeed)?.num(),
+                ArgKey::Other => {
+                    map.next_value::<IgnoredAny>()?;
+                }
+            }
+        }
+        Ok(a)
+    }
+    fn visit_unit<E>(self) -> Result<Args, E> {
+        Ok(Args::default())
+    }
+    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Args, A::Error> {
+        while seq.next_element::<IgnoredAny>()?.is_some() {}
+        Ok(Args::default())
+    }
+    fn visit_str<E>(self, _: &str) -> Result<Args, E> {
+        Ok(Args::default())
+    }
+}
+
+/// One element of `traceEvents`, folded into the state.
+struct EventSeed<'a>(&'a mut State);
+
+impl<'de> DeserializeSeed<'de> for EventSeed<'_> {
+    type Value = ();
+    fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<(), D::Error> {
+        d.deserialize_any(self)
+    }
+}
+
+impl<'de> Visitor<'de> for EventSeed<'_> {
+    type Value = ();
+    fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+        f.write_str("a trace event object")
+    }
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<(), A::Error> {
+        let st = self.0;
+        let mut is_complete = false;
+        let mut cat = Cat::Other;
+        let mut pid = Id::Missing;
+        let mut tid = Id::Missing;
+        let mut ts = None;
+        let mut dur = None;
+        let mut args = Args::default();
+        st.name_buf.clear();
+        while let Some(k) = map.next_key::<EventKey>()? {
+            match k {
+                EventKey::Ph => {
+                    map.next_value_seed(StrInto(&mut st.cat_buf))?;
+                    is_complete = st.cat_buf == "X";
+                }
+                EventKey::Cat => {
+                    map.next_value_seed(StrInto(&mut st.cat_buf))?;
+                    cat = Cat::from_str(&st.cat_buf);
+                }
+                EventKey::Name => map.next_value_seed(StrInto(&mut st.name_buf))?,
+                EventKey::Pid => pid = map.next_value_seed(IdSeed)?,
+                EventKey::Tid => tid = map.next_value_seed(IdSeed)?,
+                EventKey::Ts => ts = map.next_value_seed(TimeSeed)?,
+                EventKey::Dur => dur = map.next_value_seed(TimeSeed)?,
+                EventKey::Args => args = map.next_value_seed(ArgsSeed)?,
+                EventKey::Other => {
+                    map.next_value::<IgnoredAny>()?;
+                }
+            }
+        }
+        st.fold_event(is_complete, cat, pid, tid, ts, dur, args);
+        Ok(())
+    }
+    // Non-object elements are ignored (counted as events only).
+    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<(), A::Error> {
+        while seq.next_element::<IgnoredAny>()?.is_some() {}
+        self.0.counts.events += 1;
+        Ok(())
+    }
+    fn visit_unit<E>(self) -> Result<(), E> {
+        Ok(())
+    }
+    fn visit_str<E>(self, _: &str) -> Result<(), E> {
+        Ok(())
+    }
+    fn visit_i64<E>(self, _: i64) -> Result<(), E> {
+        Ok(())
+    }
+    fn visit_u64<E>(self, _: u64) -> Result<(), E> {
+        Ok(())
+    }
+    fn visit_f64<E>(self, _: f64) -> Result<(), E> {
+        Ok(())
+    }
+}
+
+impl State {
+    #[allow(clippy::too_many_arguments)]
+    fn fold_event(
+        &mut self,
+        is_complete: bool,
+        cat: Cat,
+        pid: Id,
+        tid: Id,
+        ts: Option<f64>,
+        dur: Option<f64>,
+        args: Args,
+    ) {
+        self.counts.events += 1;
+        if !is_complete {
+            return;
+        }
+        let (Some(ts), Some(dur)) = (ts, dur) else {
+            return;
+        };
+        self.counts.complete += 1;
+        let dur = dur.max(0.0);
+        if cat.is_gpu() {
+            match cat {
+                Cat::Kernel => self.counts.kernels += 1,
+                Cat::Memcpy => self.counts.memcpy += 1,
+                _ => self.counts.memset += 1,
+            }
+            let device = args.device.or(pid.num()).unwrap_or(0);
+            let stream = args.stream.or(tid.num()).unwrap_or(-1);
+            let next = self.streams.len() as u32;
+            let stream_idx = *self.stream_index.entry((device, stream)).or_insert(next);
+            if stream_idx == next {
+                self.streams.push((device, stream));
+            }
+            let name = self.names.intern(&self.name_buf);
+            self.gpu.push(GpuEv {
+                start: ts,
+                end: ts + dur,
+                correlation: args.correlation.unwrap_or(NO_CORRELATION),
+                name,
+                stream: stream_idx,
+                is_mem: cat != Cat::Kernel,
+            });
+            return;
+        }
+        match cat {
+            Cat::Runtime => {
+                self.counts.runtime += 1;
+                if self.name_buf.starts_with("hip") {
+                    self.counts.hip_runtime += 1;
+                }
+            }
+            Cat::CpuOp => self.counts.cpu_ops += 1,
+            Cat::PythonFunction => self.counts.python += 1,
+            Cat::UserAnnotation | Cat::GpuUserAnnotation => self.counts.user_annotations += 1,
+            Cat::ProfilerRange => self.counts.profiler_ranges += 1,
+            Cat::Sync => self.counts.syncs += 1,
+            _ => {}
+        }
+        // HTA joins kernels to any CPU-side event with the same correlation;
+        // in practice the runtime/driver launch call.
+        if let Some(c) = args.correlation {
+            if !matches!(cat, Cat::Sync | Cat::GpuUserAnnotation | Cat::ProfilerRange) {
+                self.launches.insert(c, Launch { ts, dur });
+            }
+        }
+        if self.name_buf.contains("ProfilerStep") {
+            if self.step_names.len() < MAX_STEP_NAMES && !self.step_names.contains(&self.name_buf) {
+                self.step_names.insert(self.name_buf.clone());
+            }
+            self.last_step_start = Some(self.last_step_start.map_or(ts, |s| s.max(ts)));
+            let end = ts + dur;
+            self.last_step_end = Some(self.last_step_end.map_or(end, |s| s.max(end)));
+        }
+    }
+}
+
+/// `traceEvents`: fold each element as it is parsed.
+struct EventsSeed<'a>(&'a mut State);
+
+impl<'de> DeserializeSeed<'de> for EventsSeed<'_> {
+    type Value = ();
+    fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<(), D::Error> {
+        d.deserialize_any(self)
+    }
+}
+
+impl<'de> Visitor<'de> for EventsSeed<'_> {
+    type Value = ();
+    fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+        f.write_str("an array of trace events")
+    }
+    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<(), A::Error> {
+        while seq.next_element_seed(EventSeed(self.0))?.is_some() {}
+        Ok(())
+    }
+    fn visit_unit<E>(self) -> Result<(), E> {
+        Ok(())
+    }
+}
+
+/// The whole document: an object with `traceEvents`, or a bare event array.
+struct DocSeed<'a>(&'a mut State);
+
+impl<'de> DeserializeSeed<'de> for DocSeed<'_> {
+    type Value = ();
+    fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<(), D::Error> {
+        d.deserialize_any(self)
+    }
+}
+
+impl<'de> Visitor<'de> for DocSeed<'_> {
+    type Value = ();
+    fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+        f.write_str("a Chrome trace (an object with traceEvents, or an array of events)")
+    }
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<(), A::Error> {
+        let st = self.0;
+        while let Some(key) = map.next_key::<String>()? {
+            match key.as_str() {
+                "traceEvents" => map.next_value_seed(EventsSeed(st))?,
+                "distributedInfo" => {
+                    let v: Value = map.next_value()?;
+                    st.rank = v.get("rank").and_then(|r| match r {
+                        Value::Number(n) => n.as_i64(),
+                        Value::String(s) => s.trim().parse().ok(),
+                        _ => None,
+                    });
+                }
+                "deviceProperties" => {
+                    let v: Value = map.next_value()?;
+                    if let Value::Array(a) = v {
+                        st.device_props = a.into_iter().take(1024).collect();
+                    }
+                }
+                "baseTimeNanoseconds" => {
+                    let v: Value = map.next_value()?;
+                    st.base_time_ns = v.as_u64().or_else(|| v.as_f64().map(|x| x as u64));
+                }
+                _ => {
+                    map.next_value::<IgnoredAny>()?;
+                }
+            }
+        }
+        Ok(())
+    }
+    fn visit_seq<A: SeqAccess<'de>>(self, seq: A) -> Result<(), A::Error> {
+        EventsSeed(self.0).visit_seq(seq)
+    }
+}
+
+// ---------------------------------------------------------------------------
+// Results
+
+/// HTA temporal breakdown for one rank (µs).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Temporal {
+    pub rank: i64,
+    pub span_us: f64,
+    pub idle_us: f64,
+    pub compute_us: f64,
+    pub non_compute_us: f64,
+    pub busy_us: f64,
+    pub idle_pct: f64,
+    pub compute_pct: f64,
+    pub non_compute_pct: f64,
+}
+
+/// Per kernel name.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct KernelStat {
+    pub name: String,
+    /// `COMM`, `MEM` or `COMP`.
+    pub category: String,
+    pub count: u64,
+    pub sum_us: f64,
+    pub mean_us: f64,
+    pub min_us: f64,
+    pub max_us: f64,
+    /// Share of the summed duration of all GPU events.
+    pub pct: f64,
+}
+
+/// Totals per kernel category.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct CategoryStat {
+    pub category: String,
+    pub count: u64,
+    pub sum_us: f64,
+    pub pct: f64,
+}
+
+/// HTA idle breakdown for one stream (µs).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct IdleRow {
+    pub rank: i64,
+    pub device: i64,
+    pub stream: i64,
+    pub host_wait_us: f64,
+    pub kernel_wait_us: f64,
+    pub other_us: f64,
+    pub kernels: u64,
+}
+
+/// Launch statistics over GPU events matched to their launch call.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct LaunchStats {
+    /// GPU events with a launch event of the same correlation id.
+    pub matched: u64,
+    pub unmatched: u64,
+    /// kernel start − (launch start + launch duration).
+    pub launch_delay_us: Summary,
+    /// Duration of the CPU launch call.
+    pub cpu_launch_us: Summary,
+    /// Duration of the GPU event.
+    pub gpu_duration_us: Summary,
+    /// GPU events shorter than their launch call (launch-bound work).
+    pub shorter_than_launch: u64,
+    /// Launch calls longer than 50 µs (HTA's runtime_cutoff).
+    pub launch_outliers: u64,
+    /// Launch delays above 100 µs (HTA's launch_delay_cutoff).
+    pub delay_outliers: u64,
+    /// Launches that started several GPU events (CUDA graphs): delays of the
+    /// later events are measured to the one graph launch.
+    pub multi_kernel_launches: u64,
+}
+
+/// A GPU seen in the trace.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct DeviceInfo {
+    pub device: i64,
+    pub name: Option<String>,
+    pub total_global_mem: Option<u64>,
+    pub num_sms: Option<u64>,
+    pub gpu_events: u64,
+    pub streams: u64,
+    pub busy_us: f64,
+    pub span_us: f64,
+    pub busy_ratio: Option<f64>,
+}
+
+/// Event counts by kind, to say plainly what the trace holds.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct EventCounts {
+    pub total: u64,
+    pub kernels: u64,
+    pub memcpy: u64,
+    pub memset: u64,
+    pub runtime: u64,
+    pub cpu_ops: u64,
+    pub python_functions: u64,
+    pub user_annotations: u64,
+    pub profiler_ranges: u64,
+    pub syncs: u64,
+}
+
+/// Result of the trace analyzer.
+/// How busy one stream was over the trace, in equal time buckets (for a timeline picture).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct StreamTimeline {
+    pub device: i64,
+    pub stream: i64,
+    /// Start of the first bucket (trace µs).
+    pub start_us: f64,
+    pub bucket_us: f64,
+    /// Busy fraction (0–1) of each bucket: kernel, memcpy and memset time on this stream.
+    pub busy: Vec<f64>,
+}
+
+/// Buckets per stream timeline: fine enough to see phases, small enough to store.
+const TIMELINE_BUCKETS: usize = 120;
+
+/// Per-stream busy fractions over `TIMELINE_BUCKETS` equal buckets spanning all GPU work.
+fn stream_timelines(gpu: &[GpuEv], streams: &[(i64, i64)]) -> Vec<StreamTimeline> {
+    let start = gpu.iter().map(|e| e.start).fold(f64::INFINITY, f64::min);
+    let end = gpu.iter().map(|e| e.end).fold(f64::NEG_INFINITY, f64::max);
+    if gpu.is_empty() || end <= start {
+        return Vec::new();
+    }
+    let width = (end - start) / TIMELINE_BUCKETS as f64;
+    let mut busy = vec![vec![0.0f64; TIMELINE_BUCKETS]; streams.len()];
+    for e in gpu {
+        let row = &mut busy[e.stream as usize];
+        let first = (((e.start - start) / width) as usize).min(TIMELINE_BUCKETS - 1);
+        let last = (((e.end - start) / width) as usize).min(TIMELINE_BUCKETS - 1);
+        for (b, cell) in row.iter_mut().enumerate().take(last + 1).skip(first) {
+            let lo = start + b as f64 * width;
+            let overlap = e.end.min(lo + width) - e.start.max(lo);
+            if overlap > 0.0 {
+                *cell += overlap / width;
+            }
+        }
+    }
+    let mut out: Vec<StreamTimeline> = streams
+        .iter()
+        .zip(busy)
+        .filter(|(_, b)| b.iter().any(|v| *v > 0.0))
+        .map(|(&(device, stream), b)| StreamTimeline {
+            device,
+            stream,
+            start_us: start,
+            bucket_us: width,
+            busy: b.into_iter().map(|v| v.min(1.0)).collect(),
+        })
+        .collect();
+    out.sort_by_key(|t| (t.device, t.stream));
+    out
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct TraceAnalysis {
+    pub rank: i64,
+    pub temporal: Vec<Temporal>,
+    /// Top kernels by total time (`Options::top_kernels`).
+    pub kernels: Vec<KernelStat>,
+    pub kernel_categories: Vec<CategoryStat>,
+    pub idle: Vec<IdleRow>,
+    pub launch: LaunchStats,
+    /// busy / span of the rank.
+    pub gpu_busy_ratio: Option<f64>,
+    pub devices: Vec<DeviceInfo>,
+    pub events: EventCounts,
+    /// Distinct `ProfilerStep#` names seen.
+    pub profiler_steps: u64,
+    /// GPU events left out by the last-step filter.
+    pub excluded_gpu_events: u64,
+    pub base_time_ns: Option<u64>,
+    pub notes: Vec<String>,
+    /// Busy fraction over time per stream.
+    #[serde(default)]
+    pub timeline: Vec<StreamTimeline>,
+}
+
+/// Format a count with thousands separators ("1,234").
+fn thousands(n: u64) -> String {
+    let s = n.to_string();
+    let mut out = String::new();
+    for (i, c) in s.chars().enumerate() {
+        if i > 0 && (s.len() - i).is_multiple_of(3) {
+            out.push(',');
+        }
+        out.push(c);
+    }
+    out
+}
+
+fn category(name: &str, is_mem: bool) -> &'static str {
+    if name.to_ascii_lowercase().contains("nccl") {
+        "COMM"
+    } else if is_mem
+        || name.starts_with("Memcpy")
+        || name.starts_with("Memset")
+        || name.starts_with("dma")
+    {
+        "MEM"
+    } else {
+        "COMP"
+    }
+}
+
+fn pct(part: f64, whole: f64) -> f64 {
+    if whole > 0.0 {
+        part / whole * 100.0
+    } else {
+        0.0
+    }
+}
+
+/// Analyze a (decompressed) Kineto trace.
+pub fn analyze<R: Read>(reader: R, opts: &Options) -> Result<TraceAnalysis, AnalyzeError> {
+    let mut lossy = LossyUtf8::new(reader);
+    let mut st = State::default();
+    let mut notes = Vec::new();
+    {
+        let buffered = BufReader::with_capacity(256 << 10, &mut lossy);
+        let mut de = serde_json::Deserializer::from_reader(buffered);
+        let parsed = DocSeed(&mut st).deserialize(&mut de).and_then(|_| de.end());
+        if let Err(e) = parsed {
+            // A trace cut off mid-write still has useful events before the cut.
+            if e.is_eof() && st.counts.events > 0 {
+                notes.push(format!(
+                    "the trace ends early (line {}, column {}); analyzed the {} events before the cut",
+                    e.line(),
+                    e.column(),
+                    thousands(st.counts.events)
+                ));
+            } else {
+                return Err(e.into());
+            }
+        }
+    }
+    if lossy.replaced > 0 {
+        notes.push(format!(
+            "{} invalid UTF-8 sequences were replaced with U+FFFD",
+            thousands(lossy.replaced)
+        ));
+    }
+    Ok(finish(st, opts, notes))
+}
+
+fn finish(mut st: State, opts: &Options, mut notes: Vec<String>) -> TraceAnalysis {
+    let rank = st.rank.unwrap_or(0);
+    if st.rank.is_none() {
+        notes.push("no distributedInfo.rank in the trace; rank 0 assumed".to_string());
+    }
+    if st.counts.hip_runtime > 0 {
+        notes.push("AMD ROCm trace (HIP runtime)".to_string());
+    }
+
+    // HTA's last-step filter (see module docs).
+    let mut excluded = 0u64;
+    if st.step_names.len() >= 2 {
+        let launches = &st.launches;
+        let (limit, inclusive) = if opts.include_last_profiler_step {
+            (st.last_step_end.unwrap_or(f64::INFINITY), true)
+        } else {
+            (st.last_step_start.unwrap_or(f64::INFINITY), false)
+        };
+        let before = st.gpu.len();
+        st.gpu.retain(|e| match launches.get(&e.correlation) {
+            Some(l) if inclusive => l.ts <= limit,
+            Some(l) => l.ts < limit,
+            None => false,
+        });
+        excluded = (before - st.gpu.len()) as u64;
+        if excluded > 0 {
+            let what = if opts.include_last_profiler_step {
+                "launched after the last ProfilerStep ended or never launched from the CPU"
+            } else {
+                "launched in the last ProfilerStep (often cut short; include_last_profiler_step keeps it) or never launched from the CPU"
+            };
+            notes.push(format!(
+                "{} GPU events left out: {what}",
+                thousands(excluded)
+            ));
+        }
+    } else if st.step_names.len() == 1 {
+        notes.push("only one ProfilerStep in the trace: all GPU work is analyzed".to_string());
+    }
+    if st.counts.syncs > 0 {
+        notes.push(format!(
+            "{} cuda_sync events are not counted as GPU busy time",
+            thousands(st.counts.syncs)
+        ));
+    }
+
+    let counts = &st.counts;
+    let events = EventCounts {
+        total: counts.events,
+        kernels: counts.kernels,
+        memcpy: counts.memcpy,
+        memset: counts.memset,
+        runtime: counts.runtime,
+        cpu_ops: counts.cpu_ops,
+        python_functions: counts.python,
+        user_annotations: counts.user_annotations,
+        profiler_ranges: counts.profiler_ranges,
+        syncs: counts.syncs,
+    };
+
+    let mut gpu = std::mem::take(&mut st.gpu);
+    if gpu.is_empty() {
+        notes.push(describe_without_gpu(&events, excluded));
+        return TraceAnalysis {
+            rank,
+            temporal: Vec::new(),
+            kernels: Vec::new(),
+            kernel_categories: Vec::new(),
+            idle: Vec::new(),
+            launch: LaunchStats::default(),
+            gpu_busy_ratio: None,
+            devices: device_list(&st, &[], &[]),
+            events,
+            profiler_steps: st.step_names.len() as u64,
+            excluded_gpu_events: excluded,
+            base_time_ns: st.base_time_ns,
+            notes,
+            timeline: Vec::new(),
+        };
+    }
+    gpu.sort_unstable_by(|a, b| a.start.total_cmp(&b.start));
+
+    // Temporal breakdown.
+    let first = gpu[0].start;
+    let last = gpu.iter().map(|e| e.end).fold(f64::NEG_INFINITY, f64::max);
+    let span = last - first;
+    let is_comp: Vec<bool> = st
+        .names
+        .names
+        .iter()
+        .map(|n| category(n, false) == "COMP")
+        .collect();
+    let busy = union_length_sorted(gpu.iter().map(|e| (e.start, e.end)));
+    let compute = union_length_sorted(
+        gpu.iter()
+            .filter(|e| !e.is_mem && is_comp[e.name as usize])
+            .map(|e| (e.start, e.end)),
+    );
+    let temporal = vec![Temporal {
+        rank,
+        span_us: span,
+        idle_us: span - busy,
+        compute_us: compute,
+        non_compute_us: busy - compute,
+        busy_us: busy,
+        idle_pct: pct(span - busy, span),
+        compute_pct: pct(compute, span),
+        non_compute_pct: pct(busy - compute, span),
+    }];
+
+    // Kernel breakdown by name (memcpy and memset keep their own names).
+    struct Acc {
+        count: u64,
+        sum: f64,
+        min: f64,
+        max: f64,
+        is_mem: bool,
+    }
+    let mut by_name: HashMap<u32, Acc> = HashMap::new();
+    let mut total_dur = 0.0;
+    for e in &gpu {
+        let d = e.end - e.start;
+        total_dur += d;
+        let a = by_name.entry(e.name).or_insert(Acc {
+            count: 0,
+            sum: 0.0,
+            min: f64::INFINITY,
+            max: f64::NEG_INFINITY,
+            is_mem: e.is_mem,
+        });
+        a.count += 1;
+        a.sum += d;
+        a.min = a.min.min(d);
+        a.max = a.max.max(d);
+    }
+    let mut kernels: Vec<KernelStat> = by_name
+        .iter()
+        .map(|(&id, a)| {
+            let name = &st.names.names[id as usize];
+            KernelStat {
+                name: name.clone(),
+                category: category(name, a.is_mem).to_string(),
+                count: a.count,
+                sum_us: a.sum,
+                mean_us: a.sum / a.count as f64,
+                min_us: a.min,
+                max_us: a.max,
+                pct: pct(a.sum, total_dur),
+            }
+        })
+        .collect();
+    kernels.sort_by(|a, b| {
+        b.sum_us
+            .total_cmp(&a.sum_us)
+            .then_with(|| a.name.cmp(&b.name))
+    });
+    let mut kernel_categories: Vec<CategoryStat> = Vec::new();
+    for k in &kernels {
+        match kernel_categories
+            .iter_mut()
+            .find(|c| c.category == k.category)
+        {
+            Some(c) => {
+                c.count += k.count;
+                c.sum_us += k.sum_us;
+            }
+            None => kernel_categories.push(CategoryStat {
+                category: k.category.clone(),
+                count: k.count,
+                sum_us: k.sum_us,
+                pct: 0.0,
+            }),
+        }
+    }
+    for c in &mut kernel_categories {
+        c.pct = pct(c.sum_us, total_dur);
+    }
+    kernel_categories.sort_by(|a, b| b.sum_us.total_cmp(&a.sum_us));
+    let top = if opts.top_kernels == 0 {
+        50
+    } else {
+        opts.top_kernels
+    };
+    kernels.truncate(top);
+
+    // Idle breakdown per stream: walk each stream's events in start order.
+    let mut order: Vec<u32> = (0..gpu.len() as u32).collect();
+    order.sort_by(|&a, &b| {
+        let (x, y) = (&gpu[a as usize], &gpu[b as usize]);
+        x.stream.cmp(&y.stream).then(x.start.total_cmp(&y.start))
+    });
+    let mut idle: Vec<IdleRow> = Vec::new();
+    let mut prev: Option<&GpuEv> = None;
+    for &i in &order {
+        let e = &gpu[i as usize];
+        let (device, stream) = st.streams[e.stream as usize];
+        match prev {
+            Some(p) if p.stream == e.stream => {
+                let gap = (e.start - p.end).max(0.0);
+                let row = idle.last_mut().expect("row exists for this stream");
+                row.kernels += 1;
+                let launch_ts = st.launches.get(&e.correlation).map(|l| l.ts);
+                if launch_ts.is_some_and(|t| t > p.end) {
+                    row.host_wait_us += gap;
+                } else if gap < KERNEL_WAIT_THRESHOLD_US {
+                    row.kernel_wait_us += gap;
+                } else {
+                    row.other_us += gap;
+                }
+            }
+            _ => idle.push(IdleRow {
+                rank,
+                device,
+                stream,
+                host_wait_us: 0.0,
+                kernel_wait_us: 0.0,
+                other_us: 0.0,
+                kernels: 1,
+            }),
+        }
+        prev = Some(e);
+    }
+    drop(order);
+
+    // Launch statistics.
+    let mut delays = Vec::new();
+    let mut cpu = Vec::new();
+    let mut gpu_d = Vec::new();
+    let mut launch = LaunchStats::default();
+    let mut corr_seen: Vec<u64> = Vec::new();
+    for e in &gpu {
+        match st.launches.get(&e.correlation) {
+            Some(l) => {
+                launch.matched += 1;
+                let delay = e.start - (l.ts + l.dur);
+                let d = e.end - e.start;
+                delays.push(delay);
+                cpu.push(l.dur);
+                gpu_d.push(d);
+                if d < l.dur {
+                    launch.shorter_than_launch += 1;
+                }
+                if l.dur > LAUNCH_OUTLIER_US {
+                    launch.launch_outliers += 1;
+                }
+                if delay > DELAY_OUTLIER_US {
+                    launch.delay_outliers += 1;
+                }
+                corr_seen.push(e.correlation);
+            }
+            None => launch.unmatched += 1,
+        }
+    }
+    corr_seen.sort_unstable();
+    launch.multi_kernel_launches = corr_seen
+        .chunk_by(|a, b| a == b)
+        .filter(|g| g.len() > 1)
+        .count() as u64;
+    drop(corr_seen);
+    launch.launch_delay_us = Summary::from_values(&mut delays);
+    launch.cpu_launch_us = Summary::from_values(&mut cpu);
+    launch.gpu_duration_us = Summary::from_values(&mut gpu_d);
+    if launch.multi_kernel_launches > 0 {
+        notes.push(format!(
+            "{} launches started more than one GPU event (CUDA graphs): their later kernels' launch delay is measured to the graph launch",
+            thousands(launch.multi_kernel_launches)
+        ));
+    }
+    if launch.unmatched > 0 {
+        notes.push(format!(
+            "{} GPU events have no launch event with the same correlation id",
+            thousands(launch.unmatched)
+        ));
+    }
+
+    let devices = device_list(&st, &gpu, &idle);
+    let timeline = stream_timelines(&gpu, &st.streams);
+    TraceAnalysis {
+        timeline,
+        rank,
+        gpu_busy_ratio: (span > 0.0).then(|| busy / span),
+        temporal,
+        kernels,
+        kernel_categories,
+        idle,
+        launch,
+        devices,
+        events,
+        profiler_steps: st.step_names.len() as u64,
+        excluded_gpu_events: excluded,
+        base_time_ns: st.base_time_ns,
+        notes,
+    }
+}
+
+/// Plain words for a trace without GPU work.
+fn describe_without_gpu(ev: &EventCounts, excluded: u64) -> String {
+    let mut parts = Vec::new();
+    let mut add = |n: u64, what: &str| {
+        if n > 0 {
+            parts.push(format!("{} {what}", thousands(n)));
+        }
+    };
+    add(ev.cpu_ops, "CPU ops");
+    add(ev.python_functions, "Python functions");
+    add(ev.runtime, "CUDA/HIP runtime calls");
+    add(ev.user_annotations, "user annotations");
+    add(
+        ev.profiler_ranges,
+        "cuda_profiler_range events (CUPTI range-profiler counters per kernel, without a GPU timeline)",
+    );
+    let held = if parts.is_empty() {
+        format!(
+            "{} events, none of them CPU ops or GPU work",
+            thousands(ev.total)
+        )
+    } else {
+        parts.join(", ")
+    };
+    if excluded > 0 {
+        format!("no GPU kernels left after the step filter; the trace holds {held}")
+    } else {
+        format!("no GPU kernels: {held} only")
+    }
+}
+
+fn device_list(st: &State, gpu: &[GpuEv], idle: &[IdleRow]) -> Vec<DeviceInfo> {
+    // Busy union per device in one pass (events are sorted by start).
+    struct Acc {
+        count: u64,
+        busy: f64,
+        cur: Option<(f64, f64)>,
+        first: f64,
+        last: f64,
+    }
+    let mut acc: HashMap<i64, Acc> = HashMap::new();
+    for e in gpu {
+        let dev = st.streams[e.stream as usize].0;
+        let a = acc.entry(dev).or_insert(Acc {
+            count: 0,
+            busy: 0.0,
+            cur: None,
+            first: e.start,
+            last: e.end,
+        });
+        a.count += 1;
+        a.last = a.last.max(e.end);
+        match a.cur.as_mut() {
+            Some((_, ce)) if e.start <= *ce => *ce = ce.max(e.end),
+            _ => {
+                if let Some((cs, ce)) = a.cur {
+                    a.busy += ce - cs;
+                }
+                a.cur = Some((e.start, e.end));
+            }
+        }
+    }
+    let prop = |dev: i64| -> Option<&Value> {
+        st.device_props
+            .iter()
+            .find(|p| p.get("id").and_then(Value::as_i64) == Some(dev))
+    };
+    let mut out: Vec<DeviceInfo> = acc
+        .into_iter()
+        .map(|(dev, mut a)| {
+            if let Some((cs, ce)) = a.cur.take() {
+                a.busy += ce - cs;
+            }
+            let span = a.last - a.first;
+            let p = prop(dev);
+            DeviceInfo {
+                device: dev,
+                name: p
+                    .and_then(|p| p.get("name"))
+                    .and_then(Value::as_str)
+                    .map(String::from),
+                total_global_mem: p
+                    .and_then(|p| p.get("totalGlobalMem"))
+                    .and_then(Value::as_u64),
+                num_sms: p.and_then(|p| p.get("numSms")).and_then(Value::as_u64),
+                gpu_events: a.count,
+                streams: idle.iter().filter(|r| r.device == dev).count() as u64,
+                busy_us: a.busy,
+                span_us: span,
+                busy_ratio: (span > 0.0).then(|| a.busy / span),
+            }
+        })
+        .collect();
+    out.sort_by_key(|d| d.device);
+    if out.is_empty() {
+        // No GPU work: list the devices the trace describes.
+        for p in &st.device_props {
+            if let Some(dev) = p.get("id").and_then(Value::as_i64) {
+                out.push(DeviceInfo {
+                    device: dev,
+                    name: p.get("name").and_then(Value::as_str).map(String::from),
+                    total_global_mem: p.get("totalGlobalMem").and_then(Value::as_u64),
+                    num_sms: p.get("numSms").and_then(Value::as_u64),
+                    gpu_events: 0,
+                    streams: 0,
+                    busy_us: 0.0,
+                    span_us: 0.0,
+                    busy_ratio: None,
+                });
+            }
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::test_support::{gzip, open, real_fixtures};
+    use super::*;
+    use serde_json::json;
+
+    fn run(doc: &Value, opts: &Options) -> TraceAnalysis {
+        analyze(doc.to_string().as_bytes(), opts).unwrap()
+    }
+
+    fn kernel(name: &str, ts: f64, dur: f64, stream: i64, corr: u64) -> Value {
+        json!({"ph": "X", "cat": "kernel", "name": name, "pid": 0, "tid": stream, "ts": ts, "dur": dur,
+               "args": {"device": 0, "stream": stream, "correlation": corr}})
+    }
+
+    fn launch(ts: f64, dur: f64, corr: u64) -> Value {
+        json!({"ph": "X", "cat": "cuda_runtime", "name": "cudaLaunchKernel", "pid": 100, "tid": 100,
+               "ts": ts, "dur": dur, "args": {"correlation": corr}})
+    }
+
+    fn close(a: f64, b: f64) -> bool {
+        (a - b).abs() < 1e-9
+    }
+
+    #[test]
+    fn timeline_buckets_hold_each_streams_busy_fraction() {
+        // Stream 7 busy for the first half of 0–120 µs, stream 8 for the last quarter.
+        let doc = json!({"traceEvents": [
+            kernel("a", 0.0, 60.0, 7, 1), launch(-5.0, 1.0, 1),
+            kernel("b", 90.0, 30.0, 8, 2), launch(-4.0, 1.0, 2),
+        ]});
+        let t = run(&doc, &Options::default()).timeline;
+        assert_eq!(t.len(), 2);
+        assert_eq!((t[0].stream, t[1].stream), (7, 8));
+        assert_eq!(t[0].busy.len(), TIMELINE_BUCKETS);
+        assert!(close(t[0].bucket_us, 1.0));
+        assert!(close(t[0].busy[0], 1.0) && close(t[0].busy[59], 1.0) && close(t[0].busy[60], 0.0));
+        assert!(
+            close(t[1].busy[89], 0.0) && close(t[1].busy[90], 1.0) && close(t[1].busy[119], 1.0)
+        );
+    }
+
+    #[test]
+    fn temporal_kernel_and_idle_breakdowns() {
+        // Stream 7: gemm [0,100), nccl [110,160) overlapping memcpy on stream 8 [150,200).
+        // Stream 7 then waits for the host: launch of k3 at 300 > previous end 160.
+        let doc = json!({
+            "schemaVersion": 1,
+            "distributedInfo": {"rank": 3, "world_size": 8},
+            "deviceProperties": [{"id": 0, "name": "NVIDIA H100", "totalGlobalMem": 85_000_000_000u64, "numSms": 132}],
+            "traceEvents": [
+                launch(-10.0, 5.0, 1), kernel("gemm", 0.0, 100.0, 7, 1),
+                launch(50.0, 5.0, 2), kernel("ncclDevKernel_AllReduce", 110.0, 50.0, 7, 2),
+                launch(60.0, 5.0, 3),
+                {"ph": "X", "cat": "gpu_memcpy", "name": "Memcpy DtoH (Device -> Pinned)", "pid": 0, "tid": 8,
+                 "ts": 150.0, "dur": 50.0, "args": {"device": 0, "stream": 8, "correlation": 3, "bytes": 1024}},
+                launch(300.0, 10.0, 4), kernel("gemm", 400.0, 100.0, 7, 4),
+                kernel("gemm", 520.0, 10.0, 7, 99),
+                {"ph": "M", "name": "process_name", "pid": 0, "args": {"name": "GPU 0"}},
+                {"ph": "i", "name": "marker", "ts": 1}
+            ]
+        });
+        let a = run(&doc, &Options::default());
+        assert_eq!(a.rank, 3);
+        let t = &a.temporal[0];
+        assert!(close(t.span_us, 530.0));
+        // busy = [0,100) + [110,200) + [400,500) + [520,530) = 300
+        assert!(close(t.busy_us, 300.0));
+        assert!(close(t.idle_us, 230.0));
+        assert!(close(t.compute_us, 210.0));
+        assert!(close(t.non_compute_us, 90.0));
+        assert!(close(a.gpu_busy_ratio.unwrap(), 300.0 / 530.0));
+        let gemm = a.kernels.iter().find(|k| k.name == "gemm").unwrap();
+        assert_eq!((gemm.count, gemm.category.as_str()), (3, "COMP"));
+        assert!(close(gemm.sum_us, 210.0) && close(gemm.min_us, 10.0) && close(gemm.max_us, 100.0));
+        assert_eq!(a.kernels[0].name, "gemm");
+        let cats: HashMap<_, _> = a
+            .kernel_categories
+            .iter()
+            .map(|c| (c.category.as_str(), c.sum_us))
+            .collect();
+        assert!(close(cats["COMM"], 50.0) && close(cats["MEM"], 50.0));
+        // Stream 7 gaps: 10 (kernel wait), 240 (host wait: launch at 300 > 160),
+        // 20 (k 99 has no launch: kernel wait).
+        let s7 = a.idle.iter().find(|r| r.stream == 7).unwrap();
+        assert!(close(s7.host_wait_us, 240.0), "{s7:?}");
+        assert!(close(s7.kernel_wait_us, 30.0), "{s7:?}");
+        assert!(close(s7.other_us, 0.0));
+        assert_eq!(s7.kernels, 4);
+        // Launch delays: 0-(−5)=5, 110-55=55, 150-65=85, 400-310=90.
+        assert_eq!(a.launch.matched, 4);
+        assert_eq!(a.launch.unmatched, 1);
+        assert!(close(a.launch.launch_delay_us.max.unwrap(), 90.0));
+        assert!(close(a.launch.launch_delay_us.min.unwrap(), 5.0));
+        let d = &a.devices[0];
+        assert_eq!(d.name.as_deref(), Some("NVIDIA H100"));
+        assert_eq!(d.num_sms, Some(132));
+        assert_eq!(d.streams, 2);
+        assert!(close(d.busy_us, 300.0));
+        let v = serde_json::to_value(&a).unwrap();
+        for k in [
+            "temporal",
+            "kernels",
+            "idle",
+            "launch",
+            "gpu_busy_ratio",
+            "devices",
+            "notes",
+        ] {
+            assert!(v.get(k).is_some(), "{k}");
+        }
+        for k in ["rank", "span_us", "idle_us", "compute_us", "non_compute_us"] {
+            assert!(v["temporal"][0].get(k).is_some(), "{k}");
+        }
+        for k in [
+            "name", "category", "count", "sum_us", "mean_us", "min_us", "max_us",
+        ] {
+            assert!(v["kernels"][0].get(k).is_some(), "{k}");
+        }
+        for k in [
+            "rank",
+            "stream",
+            "host_wait_us",
+            "kernel_wait_us",
+            "other_us",
+        ] {
+            assert!(v["idle"][0].get(k).is_some(), "{k}");
+        }
+    }
+
+    #[test]
+    fn other_gap_when_long_and_not_host_bound() {
+        let doc = json!({"traceEvents": [
+            launch(0.0, 1.0, 1), kernel("a", 10.0, 10.0, 7, 1),
+            launch(2.0, 1.0, 2), kernel("b", 100.0, 10.0, 7, 2),
+        ]});
+        let a = run(&doc, &Options::default());
+        let s = &a.idle[0];
+        assert!(
+            close(s.other_us, 80.0) && close(s.host_wait_us, 0.0) && close(s.kernel_wait_us, 0.0)
+        );
+        assert!(a.notes.iter().any(|n| n.contains("rank 0 assumed")));
+    }
+
+    #[test]
+    fn last_profiler_step_filter_like_hta() {
+        let step = |n: u32, ts: f64, dur: f64| {
+            json!({"ph": "X", "cat": "user_annotation", "name": format!("ProfilerStep#{n}"),
+                   "pid": 100, "tid": 100, "ts": ts, "dur": dur})
+        };
+        let doc = json!({"traceEvents": [
+            step(1, 0.0, 100.0), launch(10.0, 1.0, 1), kernel("a", 20.0, 10.0, 7, 1),
+            step(2, 100.0, 100.0), launch(110.0, 1.0, 2), kernel("b", 120.0, 10.0, 7, 2),
+            launch(250.0, 1.0, 3), kernel("c", 260.0, 10.0, 7, 3),
+            kernel("orphan", 40.0, 10.0, 7, 77)
+        ]});
+        let dropped = run(&doc, &Options::default());
+        assert_eq!(dropped.profiler_steps, 2);
+        assert_eq!(dropped.excluded_gpu_events, 3);
+        assert!(close(dropped.temporal[0].span_us, 10.0));
+        let kept = run(
+            &doc,
+            &Options {
+                include_last_profiler_step: true,
+                ..Options::default()
+            },
+        );
+        // c launched after the last step ended, orphan never launched: both out.
+        assert_eq!(kept.excluded_gpu_events, 2);
+        assert!(close(kept.temporal[0].span_us, 110.0));
+    }
+
+    #[test]
+    fn traps_big_ints_strings_old_cats_and_bad_utf8() {
+        let mut text = String::from(
+            r#"{"traceEvents": [
+              {"ph": "X", "cat": "Kernel", "name": "old_kernel", "pid": 0, "tid": "stream 7",
+               "ts": 1665536373729077, "dur": 4,
+               "args": {"stream": 7, "correlation": 538860, "External id": 0, "grid": [64, 1, 1]}},
+              {"ph": "X", "cat": "", "name": "nccl:all_reduce", "pid": "Spans", "tid": "x", "ts": 1, "dur": 1},
+              {"ph": "X", "cat": "cpu_op", "name": "record_param_comms", "pid": 1, "tid": 1, "ts": 1665536373729000, "dur": 2,
+               "args": {"Process Group ID": 18446744073709551615000, "pg id": -92233720368547758070, "seq": "7"}},
+              {"ph": "X", "cat": "Runtime", "name": "cudaLaunchKernel", "pid": 1, "tid": 1,
+               "ts": "1665536373729070", "dur": 2.5, "args": {"correlation": "538860", "stream": "0x0"}},
+              {"ph": "X", "cat": "cpu_op", "name": "bad "#,
+        );
+        let mut bytes = std::mem::take(&mut text).into_bytes();
+        bytes.extend_from_slice(&[0xff, 0xfe]);
+        bytes.extend_from_slice(br#" name", "pid": 1, "tid": 1, "ts": 3, "dur": 1}]}"#);
+        let a = analyze(&bytes[..], &Options::default()).unwrap();
+        assert_eq!(a.events.kernels, 1);
+        assert_eq!(a.events.cpu_ops, 2);
+        assert_eq!(a.launch.matched, 1);
+        assert!(close(a.launch.launch_delay_us.mean.unwrap(), 4.5));
+        assert_eq!(a.idle[0].stream, 7);
+        assert!(a.notes.iter().any(|n| n.contains("UTF-8")), "{:?}", a.notes);
+        // The same through gzip and the top-level analyze().
+        let gz = gzip(&bytes);
+        let top = super::super::analyze(
+            super::super::Kind::PytorchTrace,
+            &gz[..],
+            &Options::default(),
+            &|_| {},
+        )
+        .unwrap();
+        assert_eq!(top.kind(), super::super::Kind::PytorchTrace);
+    }
+
+    #[test]
+    fn cpu_only_trace_says_what_it_holds() {
+        let mut events = Vec::new();
+        for i in 0..1234 {
+            events.push(json!({"ph": "X", "cat": "cpu_op", "name": "aten::add", "pid": 1, "tid": 1, "ts": i, "dur": 1}));
+        }
+        events.push(json!({"ph": "X", "cat": "user_annotation", "name": "ProfilerStep#1", "pid": 1, "tid": 1, "ts": 0, "dur": 2000}));
+        let a = run(
+            &json!({"deviceProperties": [{"id": 0, "name": "A100"}], "traceEvents": events}),
+            &Options::default(),
+        );
+        assert!(a.temporal.is_empty());
+        assert_eq!(a.gpu_busy_ratio, None);
+        assert!(
+            a.notes
+                .iter()
+                .any(|n| n == "no GPU kernels: 1,234 CPU ops, 1 user annotations only"),
+            "{:?}",
+            a.notes
+        );
+        assert_eq!(a.devices[0].name.as_deref(), Some("A100"));
+    }
+
+    #[test]
+    fn bare_array_truncated_and_broken_traces() {
+        let arr = json!([kernel("k", 0.0, 5.0, 1, 1), kernel("k", 10.0, 5.0, 1, 2)]);
+        let a = run(&arr, &Options::default());
+        assert!(close(a.temporal[0].span_us, 15.0));
+        // Cut mid-write: the events before the cut are analyzed, with a note.
+        let full =
+            json!({"traceEvents": [kernel("k", 0.0, 5.0, 1, 1), kernel("k", 10.0, 5.0, 1, 2)]})
+                .to_string();
+        let cut = &full[..full.len() - 20];
+        let a = analyze(cut.as_bytes(), &Options::default()).unwrap();
+        assert!(
+            a.notes.iter().any(|n| n.contains("ends early")),
+            "{:?}",
+            a.notes
+        );
+        assert_eq!(a.events.kernels, 1);
+        let e = analyze(&b"{\"traceEvents\": [}"[..], &Options::default()).unwrap_err();
+        assert!(
+            matches!(e, AnalyzeError::Malformed { line: Some(1), .. }),
+            "{e:?}"
+        );
+        let e = analyze(
+            &b"{\"traceEvents\": [{\"ph\": \"X\"}], \"x\": tru}"[..],
+            &Options::default(),
+        )
+        .unwrap_err();
+        assert!(e.to_string().contains("column"), "{e}");
+    }
+
+    #[test]
+    fn thousands_separators() {
+        assert_eq!(thousands(0), "0");
+        assert_eq!(thousands(999), "999");
+        assert_eq!(thousands(1000), "1,000");
+        assert_eq!(thousands(1234567), "1,234,567");
+    }
+
+    /// HTA 0.5.0's temporal breakdown on the real fixtures, produced with
+    /// `pip install HolisticTraceAnalysis` and, per fixture in its own folder:
+    /// `TraceAnalysis(trace_dir=d, include_last_profiler_step=True).get_temporal_breakdown(visualize=False)`
+    /// (the same numbers with `False`). Columns: rank, idle, compute,
+    /// non-compute, kernel_time (= span), all in µs. HTA raises on the other
+    /// two fixtures, which hold no GPU kernels.
+    const HTA_TEMPORAL: &[(&str, i64, f64, f64, f64, f64)] = &[
+        (
+            "hta__amd_trace__mi250_minitoy_train_ROCm6_2_kineto.json.gz",
+            0,
+            8780.0,
+            96.0,
+            35.0,
+            8911.0,
+        ),
+        (
+            "hta__trace_file_list__inference_rank_1.json.gz",
+            1,
+            1599.0,
+            30.0,
+            0.0,
+            1629.0,
+        ),
+    ];
+
+    #[test]
+    fn agrees_with_hta_on_real_fixtures() {
+        let Some(root) = real_fixtures() else { return };
+        let opts = Options {
+            include_last_profiler_step: true,
+            ..Options::default()
+        };
+        for &(file, rank, idle, compute, non_compute, span) in HTA_TEMPORAL {
+            let f = open(&root, &format!("pytorch_trace/{file}"));
+            let a =
+                super::super::analyze(super::super::Kind::PytorchTrace, f, &opts, &|_| {}).unwrap();
+            let Analysis::PytorchTrace(a) = a else {
+                panic!()
+            };
+            let t = &a.temporal[0];
+            assert_eq!(t.rank, rank, "{file}");
+            let tol = 0.005 * span;
+            let report = format!(
+                "{file}: ours idle {:.3} compute {:.3} non-compute {:.3} span {:.3}; HTA {idle} {compute} {non_compute} {span}",
+                t.idle_us, t.compute_us, t.non_compute_us, t.span_us
+            );
+            println!("{report}");
+            assert!((t.idle_us - idle).abs() <= tol, "{report}");
+            assert!((t.compute_us - compute).abs() <= tol, "{report}");
+            assert!((t.non_compute_us - non_compute).abs() <= tol, "{report}");
+            assert!((t.span_us - span).abs() <= tol, "{report}");
+        }
+    }
+
+    use super::super::Analysis;
+
+    #[test]
+    fn real_fixtures_without_gpu_kernels() {
+        let Some(root) = real_fixtures() else { return };
+        let f = open(
+            &root,
+            "pytorch_trace/hta__distributed_info_unavailable__distributed_info_not_found.json.gz",
+        );
+        let Analysis::PytorchTrace(a) = super::super::analyze(
+            super::super::Kind::PytorchTrace,
+            f,
+            &Options::default(),
+            &|_| {},
+        )
+        .unwrap() else {
+            panic!()
+        };
+        assert!(a.temporal.is_empty());
+        assert!(
+            a.notes
+                .iter()
+                .any(|n| n.starts_with("no GPU kernels: 2,424 CPU ops")),
+            "{:?}",
+            a.notes
+        );
+        let f = open(
+            &root,
+            "pytorch_trace/hta__cupti_profiler__benchmark_result_924719_1679055439_trace.json.gz",
+        );
+        let Analysis::PytorchTrace(a) = super::super::analyze(
+            super::super::Kind::PytorchTrace,
+            f,
+            &Options::default(),
+            &|_| {},
+        )
+        .unwrap() else {
+            panic!()
+        };
+        assert!(
+            a.notes.iter().any(|n| n.contains("cuda_profiler_range")),
+            "{:?}",
+            a.notes
+        );
+        assert_eq!(a.rank, 0);
+        assert_eq!(a.devices.len(), 8);
+        // AMD: HIP runtime recognized, launches joined by correlation.
+        let f = open(
+            &root,
+            "pytorch_trace/hta__amd_trace__mi250_minitoy_train_ROCm6_2_kineto.json.gz",
+        );
+        let Analysis::PytorchTrace(a) = super::super::analyze(
+            super::super::Kind::PytorchTrace,
+            f,
+            &Options::default(),
+            &|_| {},
+        )
+        .unwrap() else {
+            panic!()
+        };
+        assert!(a.notes.iter().any(|n| n.contains("ROCm")));
+        assert_eq!(a.launch.matched, 16);
+        assert_eq!(a.base_time_ns, Some(1_735_632_360_000_000_000));
+        assert_eq!(a.devices[0].device, 2);
+    }
+
+    /// A deterministic synthetic trace: 3 profiler steps, two streams,
+    /// compute, NCCL and memcpy work, host-bound and launch-bound gaps, all on
+    /// whole microseconds so HTA's rounding changes nothing.
+    fn hta_synthetic_trace() -> Value {
+        let mut x: u64 = 0x9E37_79B9_7F4A_7C15;
+        let mut rnd = |n: u64| {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            x % n
+        };
+        let names = [
+            "gemm_kernel",
+            "elementwise",
+            "ncclDevKernel_AllReduce_Sum",
+            "Memcpy DtoD (Device -> Device)",
+        ];
+        let gaps = [0, 2, 5, 20, 45, 100];
+        let mut ev = Vec::new();
+        let mut ts: u64 = 1000;
+        let mut gpu_free = [1100u64, 1100u64];
+        let mut corr = 1u64;
+        for step in 1..=3 {
+            let step_start = ts;
+            for j in 0..60 {
+                let s = if j % 3 == 0 { 1 } else { 0 };
+                let stream = 7 + s as i64;
+                let name = names[rnd(4) as usize];
+                let cat = if name.starts_with("Memcpy") {
+                    "gpu_memcpy"
+                } else {
+                    "kernel"
+                };
+                let ldur = 3 + rnd(10);
+                ev.push(json!({"ph": "X", "cat": "cuda_runtime", "name": "cudaLaunchKernel", "pid": 10, "tid": 10,
+                               "ts": ts, "dur": ldur, "args": {"correlation": corr}}));
+                let start = (gpu_free[s] + gaps[rnd(6) as usize]).max(ts + ldur + 1 + rnd(8));
+                let d = 2 + rnd(79);
+                ev.push(json!({"ph": "X", "cat": cat, "name": name, "pid": 0, "tid": stream, "ts": start, "dur": d,
+                               "args": {"device": 0, "stream": stream, "correlation": corr}}));
+                gpu_free[s] = start + d;
+                ts += ldur + 1 + rnd(30);
+                corr += 1;
+            }
+            ev.push(
+                json!({"ph": "X", "cat": "user_annotation", "name": format!("ProfilerStep#{step}"),
+                           "pid": 10, "tid": 10, "ts": step_start, "dur": ts - step_start + 1}),
+            );
+            ts += 5;
+        }
+        json!({"schemaVersion": 1, "distributedInfo": {"rank": 0}, "traceEvents": ev})
+    }
+
+    /// HTA 0.5.0 on [`hta_synthetic_trace`] written to a file, with
+    /// `TraceAnalysis(trace_dir, include_last_profiler_step=…)`:
+    /// `get_temporal_breakdown()` (idle, compute, non-compute, span) and
+    /// `get_idle_time_breakdown()` per stream (host wait, kernel wait, other), µs.
+    /// (include_last_profiler_step, [idle, compute, non-compute, span],
+    /// [(stream, [host wait, kernel wait, other])]).
+    type HtaRun = (bool, [f64; 4], [(i64, [f64; 3]); 2]);
+    const HTA_SYNTHETIC: [HtaRun; 2] = [
+        (
+            true,
+            [2632.0, 3856.0, 2240.0, 8728.0],
+            [(7, [0.0, 707.0, 2940.0]), (8, [690.0, 268.0, 660.0])],
+        ),
+        (
+            false,
+            [1725.0, 2616.0, 1672.0, 6013.0],
+            [(7, [0.0, 475.0, 1960.0]), (8, [386.0, 214.0, 425.0])],
+        ),
+    ];
+
+    #[test]
+    fn matches_hta_on_synthetic_trace() {
+        let doc = hta_synthetic_trace();
+        for (include, temporal, idle) in HTA_SYNTHETIC {
+            let opts = Options {
+                include_last_profiler_step: include,
+                ..Options::default()
+            };
+            let a = run(&doc, &opts);
+            let t = &a.temporal[0];
+            let ours = [t.idle_us, t.compute_us, t.non_compute_us, t.span_us];
+            assert_eq!(ours, temporal, "include_last_profiler_step={include}");
+            for (stream, [host, kernel, other]) in idle {
+                let r = a.idle.iter().find(|r| r.stream == stream).unwrap();
+                assert_eq!(
+                    [r.host_wait_us, r.kernel_wait_us, r.other_us],
+                    [host, kernel, other],
+                    "stream {stream}, include_last_profiler_step={include}"
+                );
+            }
+        }
+    }
+
+    /// A large synthetic trace, streamed from a generator reader: checks the
+    /// result and that nothing per event is kept beyond the GPU records.
+    #[test]
+    fn streams_a_large_generated_trace() {
+        struct Gen {
+            i: u64,
+            n: u64,
+            buf: Vec<u8>,
+            pos: usize,
+            done: bool,
+        }
+        impl Read for Gen {
+            fn read(&mut self, out: &mut [u8]) -> std::io::Result<usize> {
+                while self.pos >= self.buf.len() {
+                    if self.done {
+                        return Ok(0);
+                    }
+                    self.buf.clear();
+                    self.pos = 0;
+                    if self.i == 0 {
+                        self.buf
+                            .extend_from_slice(b"{\"schemaVersion\": 1, \"traceEvents\": [");
+                    }
+                    let end = (self.i + 1000).min(self.n);
+                    while self.i < end {
+                        let i = self.i;
+                        let sep = if i == 0 { "" } else { "," };
+                        let ts = i as f64 * 10.0;
+                        self.buf.extend_from_slice(format!(
+                            "{sep}{{\"ph\":\"X\",\"cat\":\"cuda_runtime\",\"name\":\"cudaLaunchKernel\",\"pid\":1,\"tid\":1,\"ts\":{ts},\"dur\":2,\"args\":{{\"correlation\":{i},\"cbid\":211}}}},\
+                             {{\"ph\":\"X\",\"cat\":\"kernel\",\"name\":\"k{}\",\"pid\":0,\"tid\":7,\"ts\":{},\"dur\":5.5,\"args\":{{\"device\":0,\"stream\":7,\"correlation\":{i},\"grid\":[1,1,1],\"registers per thread\":32}}}}",
+                            i % 17,
+                            ts + 3.0
+                        ).as_bytes());
+                        self.i += 1;
+                    }
+                    if self.i == self.n {
+                        self.buf.extend_from_slice(b"]}");
+                        self.done = true;
+                    }
+                }
+                let k = out.len().min(self.buf.len() - self.pos);
+                out[..k].copy_from_slice(&self.buf[self.pos..self.pos + k]);
+                self.pos += k;
+                Ok(k)
+            }
+        }
+        let n = 200_000;
+        let a = analyze(
+            Gen {
+                i: 0,
+                n,
+                buf: Vec::new(),
+                pos: 0,
+                done: false,
+            },
+            &Options::default(),
+        )
+        .unwrap();
+        assert_eq!(a.events.kernels, n);
+        assert_eq!(a.launch.matched, n);
+        assert!(close(a.launch.launch_delay_us.p50.unwrap(), 1.0));
+        assert_eq!(a.kernels.len(), 17);
+        let t = &a.temporal[0];
+        assert!((t.busy_us - 5.5 * n as f64).abs() < 1e-3);
+        // Each 4.5 µs gap: the next launch starts 1.5 µs after the previous
+        // kernel ended, so the GPU waited on the host.
+        assert!((a.idle[0].host_wait_us - 4.5 * (n - 1) as f64).abs() < 1e-3);
+        assert_eq!(a.idle[0].kernel_wait_us, 0.0);
+    }
+}

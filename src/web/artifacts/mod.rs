@@ -1,0 +1,269 @@
+//! Artifact pages: upload (file input or drag-and-drop, with progress), the list, one
+//! artifact with live analysis progress and its results (tables and SVG pictures), the
+//! request-log decomposition with filters, and the download.
+
+use askama::Template;
+use axum::extract::{Path, RawQuery, Request, State};
+use axum::http::StatusCode;
+use axum::response::{IntoResponse, Redirect, Response};
+use axum::routing::{get, post};
+use axum::{Form, Router};
+use axum_htmx::HxRequest;
+use serde::Deserialize;
+
+use super::{render, PageCtx};
+use crate::api::artifacts::{
+    check_declared_length, download, parse_upload_query, receive_multipart,
+};
+use crate::artifacts::{self, Artifact};
+use crate::auth::{CurrentUser, Role};
+use crate::core::analyze::Options;
+use crate::error::{AppError, Result};
+use crate::state::AppState;
+
+mod views;
+pub use views::{Section, Table};
+
+pub fn routes() -> Router<AppState> {
+    Router::new()
+        .route("/artifacts", get(list_artifacts))
+        .route("/artifacts/{id}", get(show_artifact))
+        .route("/artifacts/{id}/status", get(artifact_status))
+        .route("/artifacts/{id}/download", get(download_original))
+        .route("/artifacts/{id}/reanalyze", post(reanalyze))
+        .route("/artifacts/{id}/requests", get(request_breakdown))
+}
+
+/// The upload route (no request timeout; streams up to the upload limit).
+pub fn upload_routes() -> Router<AppState> {
+    Router::new().route("/artifacts", post(upload))
+}
+
+#[derive(Template)]
+#[template(path = "artifacts/list.html")]
+struct ListPage {
+    ctx: PageCtx,
+    artifacts: Vec<Artifact>,
+    upload_limit: String,
+}
+
+async fn list_artifacts(State(state): State<AppState>, ctx: PageCtx) -> Result<impl IntoResponse> {
+    render(&ListPage {
+        ctx,
+        artifacts: artifacts::list(&state.pool, None, 200).await?,
+        upload_limit: human_bytes(state.config.upload_limit as f64),
+    })
+}
+
+/// Bytes as people read them.
+pub fn human_bytes(b: f64) -> String {
+    const UNITS: [&str; 5] = ["B", "KB", "MB", "GB", "TB"];
+    let mut v = b;
+    let mut i = 0;
+    while v >= 1000.0 && i < UNITS.len() - 1 {
+        v /= 1000.0;
+        i += 1;
+    }
+    if i == 0 {
+        format!("{v:.0} B")
+    } else {
+        format!("{v:.1} {}", UNITS[i])
+    }
+}
+
+/// Multipart upload from the page (the `_csrf` token rides in the query string or the
+/// htmx header). Answers with the artifact page, where analysis progress shows.
+async fn upload(
+    State(state): State<AppState>,
+    user: CurrentUser,
+    HxRequest(htmx): HxRequest,
+    RawQuery(raw): RawQuery,
+    req: Request,
+) -> Result<Response> {
+    let received = async {
+        user.require(Role::Editor)?;
+        let (_, owner) = parse_upload_query(raw.as_deref())?;
+        check_declared_length(&req, state.config.upload_limit)?;
+        receive_multipart(&state, req, owner, None, user.0.id).await
+    }
+    .await;
+    let artifact = match received {
+        Ok(a) => a,
+        // htmx shows the reason inside the form instead of replacing the page.
+        Err(e) if htmx => {
+            let partial = UploadError {
+                message: e.public_message(),
+                fields: e.fields().to_vec(),
+            };
+            return Ok((e.status(), render(&partial)?).into_response());
+        }
+        Err(e) => return Err(e),
+    };
+    let target = format!("/artifacts/{}", artifact.id);
+    if htmx {
+        // htmx follows with a full navigation to the new artifact.
+        return Ok(([("HX-Redirect", target)], StatusCode::CREATED).into_response());
+    }
+    Ok(Redirect::to(&target).into_response())
+}
+
+#[derive(Template)]
+#[template(path = "artifacts/upload_error.html")]
+struct UploadError {
+    message: String,
+    fields: Vec<crate::core::FieldError>,
+}
+
+#[derive(Template)]
+#[template(path = "artifacts/show.html")]
+struct ShowPage {
+    ctx: PageCtx,
+    a: Artifact,
+    size: String,
+    sections: Vec<Section>,
+}
+
+#[derive(Template)]
+#[template(path = "artifacts/status.html")]
+struct StatusPartial {
+    a: Artifact,
+    size: String,
+    sections: Vec<Section>,
+}
+
+async fn find(state: &AppState, id: i64) -> Result<Artifact> {
+    artifacts::get(&state.pool, id)
+        .await?
+        .ok_or_else(|| AppError::not_found(format!("no artifact {id}")))
+}
+
+async fn show_artifact(
+    State(state): State<AppState>,
+    ctx: PageCtx,
+    Path(id): Path<i64>,
+) -> Result<impl IntoResponse> {
+    let a = find(&state, id).await?;
+    render(&ShowPage {
+        ctx,
+        size: human_bytes(a.size_bytes as f64),
+        sections: views::sections(&a),
+        a,
+    })
+}
+
+/// The status block, polled by htmx while the analysis runs; once finished it carries
+/// the results and no more polling trigger.
+async fn artifact_status(
+    State(state): State<AppState>,
+    Path(id): Path<i64>,
+) -> Result<impl IntoResponse> {
+    let a = find(&state, id).await?;
+    render(&StatusPartial {
+        size: human_bytes(a.size_bytes as f64),
+        sections: views::sections(&a),
+        a,
+    })
+}
+
+async fn download_original(State(state): State<AppState>, Path(id): Path<i64>) -> Result<Response> {
+    let a = find(&state, id).await?;
+    download(&state, &a).await
+}
+
+#[derive(Deserialize)]
+pub struct ReanalyzeForm {
+    #[serde(default)]
+    include_last_profiler_step: Option<String>,
+}
+
+/// Runs the analysis again (a newer analyzer, or with the last profiler step kept).
+async fn reanalyze(
+    State(state): State<AppState>,
+    user: CurrentUser,
+    Path(id): Path<i64>,
+    Form(form): Form<ReanalyzeForm>,
+) -> Result<Redirect> {
+    user.require(Role::Editor)?;
+    let a = find(&state, id).await?;
+    let options = Options {
+        include_last_profiler_step: form.include_last_profiler_step.is_some(),
+        max_decompressed_bytes: state.config.max_decompressed_bytes,
+        ..Options::default()
+    };
+    if !artifacts::requeue(&state.pool, a.id, &options).await? {
+        return Err(AppError::Conflict(
+            "this artifact is being analyzed already, or its kind is not analyzed".into(),
+        ));
+    }
+    state.jobs.notify_one();
+    Ok(Redirect::to(&format!("/artifacts/{id}")))
+}
+
+// ---------- request-log decomposition ----------
+
+#[derive(Deserialize, Default)]
+pub struct BreakdownQuery {
+    #[serde(default)]
+    tenant: String,
+    #[serde(default)]
+    model_version: String,
+    #[serde(default)]
+    from: String,
+    #[serde(default)]
+    to: String,
+    #[serde(default)]
+    by: String,
+}
+
+#[derive(Template)]
+#[template(path = "artifacts/requests.html")]
+struct BreakdownPage {
+    ctx: PageCtx,
+    a: Artifact,
+    q: BreakdownQuery,
+    errors: super::FormErrors,
+    table: Option<Table>,
+    grouped: Option<Table>,
+    tenants: Vec<String>,
+    models: Vec<String>,
+}
+
+async fn request_breakdown(
+    State(state): State<AppState>,
+    ctx: PageCtx,
+    Path(id): Path<i64>,
+    RawQuery(raw): RawQuery,
+) -> Result<Response> {
+    let a = find(&state, id).await?;
+    if a.kind() != crate::core::analyze::Kind::RequestLog {
+        return Err(AppError::not_found(
+            "only request logs have a per-request breakdown",
+        ));
+    }
+    let q: BreakdownQuery = serde_urlencoded::from_str(raw.as_deref().unwrap_or(""))
+        .map_err(|e| AppError::BadRequest(format!("the query string is malformed: {e}")))?;
+    let filter = views::RequestFilter::parse(&q.tenant, &q.model_version, &q.from, &q.to, &q.by);
+    let (tenants, models) = views::facets(&state.pool, a.id).await?;
+    let (table, grouped, errors, status) = match filter {
+        Ok(f) => {
+            let table = views::decomposition(&state.pool, a.id, &f).await?;
+            let grouped = match f.by {
+                Some(col) => Some(views::decomposition_by(&state.pool, a.id, &f, col).await?),
+                None => None,
+            };
+            (Some(table), grouped, Vec::new(), StatusCode::OK)
+        }
+        Err(errors) => (None, None, errors, StatusCode::UNPROCESSABLE_ENTITY),
+    };
+    let page = BreakdownPage {
+        ctx,
+        a,
+        q,
+        errors: errors.into(),
+        table,
+        grouped,
+        tenants,
+        models,
+    };
+    Ok((status, render(&page)?).into_response())
+}

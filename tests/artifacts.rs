@@ -1,0 +1,577 @@
+//! Artifacts end to end: upload through API, page and CLI, detection, background
+//! analysis, results, download, and every bad-input case the issue names.
+
+mod common;
+
+use std::io::Write;
+
+use axum::body::Body;
+use axum::http::{header, Request, StatusCode};
+use common::{spawn_app, TestApp};
+use perfjournal::artifacts::ingest;
+use serde_json::Value;
+
+async fn editor_app() -> (TestApp, String) {
+    let mut app = spawn_app().await;
+    app.setup_admin("ada").await;
+    let token = app.api_token("ada").await;
+    (app, token)
+}
+
+async fn upload(app: &mut TestApp, token: &str, query: &str, body: Vec<u8>) -> common::Reply {
+    let req = Request::post(format!("/api/v1/artifacts?{query}"))
+        .header(header::AUTHORIZATION, format!("Bearer {token}"))
+        .header(header::CONTENT_TYPE, "application/octet-stream")
+        .body(Body::from(body))
+        .unwrap();
+    app.send(req).await
+}
+
+async fn fetch(app: &mut TestApp, token: &str, id: i64) -> Value {
+    let r = app
+        .api("GET", &format!("/api/v1/artifacts/{id}"), token, None)
+        .await;
+    assert_eq!(r.status, StatusCode::OK, "{}", r.body);
+    r.json()
+}
+
+fn gzip(data: &[u8]) -> Vec<u8> {
+    let mut enc = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
+    enc.write_all(data).unwrap();
+    enc.finish().unwrap()
+}
+
+/// Per-request telemetry where queue wait dominates TTFT for tenant "batch".
+fn request_log(n: usize) -> Vec<u8> {
+    let mut out = String::new();
+    for i in 0..n {
+        let tenant = if i % 2 == 0 { "batch" } else { "chat" };
+        let queue = if tenant == "batch" {
+            2000.0 + i as f64
+        } else {
+            20.0
+        };
+        let prefill = 150.0 + (i % 7) as f64;
+        let tok = 1.5;
+        let first = tok + queue + prefill + 0.5;
+        let decode = 4000.0;
+        out.push_str(&format!(
+            "{{\"request_id\":\"r{i}\",\"arrival_ts\":{},\"tokenize_ms\":{tok},\"queue_wait_ms\":{queue},\"prefill_ms\":{prefill},\"first_token_ms\":{first},\"decode_ms\":{decode},\"detokenize_ms\":2,\"total_ms\":{},\"prompt_tokens\":1800,\"output_tokens\":250,\"model_version\":\"m@{}\",\"tenant\":\"{tenant}\",\"region\":\"eu\"}}\n",
+            1_764_400_000.0 + i as f64,
+            first + decode + 2.0,
+            i % 2
+        ));
+    }
+    out.into_bytes()
+}
+
+fn vllm_bench() -> Vec<u8> {
+    serde_json::json!({
+        "date": "20251129-101010", "backend": "vllm", "model_id": "meta-llama/Llama-3.1-8B-Instruct",
+        "num_prompts": 4, "request_rate": "inf", "max_concurrency": 4, "duration": 2.0,
+        "completed": 4, "failed": 0, "total_input_tokens": 400, "total_output_tokens": 40,
+        "request_throughput": 2.0, "output_throughput": 20.0,
+        "input_lens": [100, 100, 100, 100], "output_lens": [10, 10, 10, 10],
+        "ttfts": [0.1, 0.2, 0.3, 0.4],
+        "itls": [[0.01, 0.01], [0.02, 0.02], [0.03], [0.04]],
+        "generated_texts": ["a", "b", "c", "d"], "errors": ["", "", "", ""]
+    })
+    .to_string()
+    .into_bytes()
+}
+
+#[tokio::test]
+async fn request_log_uploads_analyzes_and_loads_its_rows() {
+    let (mut app, token) = editor_app().await;
+    let r = upload(&mut app, &token, "name=requests.jsonl", request_log(200)).await;
+    assert_eq!(r.status, StatusCode::CREATED, "{}", r.body);
+    let created = r.json();
+    assert_eq!(created["kind"], "request_log");
+    // Small files are analyzed before the answer.
+    assert_eq!(created["status"], "done");
+    let id = created["id"].as_i64().unwrap();
+    let a = fetch(&mut app, &token, id).await;
+    assert_eq!(a["analysis"]["rows"], 200);
+    assert_eq!(a["analysis"]["dominant_phase"], "queue_wait_ms");
+    for p in ["p50", "p90", "p95", "p99"] {
+        assert!(
+            a["analysis"]["phases"]["queue_wait_ms"][p].is_number(),
+            "{p}"
+        );
+    }
+    let rows: i64 = sqlx::query_scalar("SELECT count(*) FROM request_rows WHERE artifact_id = $1")
+        .bind(id)
+        .fetch_one(&app.pool)
+        .await
+        .unwrap();
+    assert_eq!(rows, 200);
+    let extra: Value =
+        sqlx::query_scalar("SELECT extra FROM request_rows WHERE artifact_id = $1 LIMIT 1")
+            .bind(id)
+            .fetch_one(&app.pool)
+            .await
+            .unwrap();
+    assert_eq!(extra["region"], "eu", "unknown fields are kept");
+
+    // The decomposition page, filtered and grouped.
+    let page = app
+        .get(&format!("/artifacts/{id}/requests?tenant=batch"))
+        .await;
+    assert_eq!(page.status, StatusCode::OK);
+    let head = page.select("#decomposition thead th");
+    assert!(head[0].contains("100 requests"), "{head:?}");
+    let grouped = app
+        .get(&format!("/artifacts/{id}/requests?by=tenant"))
+        .await;
+    let rows = grouped.select("#decomposition-grouped tbody tr td:first-child");
+    assert!(
+        rows.iter().any(|r| r.starts_with("batch (100 requests)")),
+        "{rows:?}"
+    );
+    let bad = app
+        .get(&format!("/artifacts/{id}/requests?from=yesterday"))
+        .await;
+    assert_eq!(bad.status, StatusCode::UNPROCESSABLE_ENTITY);
+    assert!(bad.select(".field-error")[0].contains("from"));
+
+    // The artifact page shows the phase table and a picture.
+    let page = app.get(&format!("/artifacts/{id}")).await;
+    assert_eq!(page.select("#status"), vec!["done"]);
+    assert!(!page.select("#section-phases table tbody tr").is_empty());
+    assert_eq!(page.select("#section-phases svg.chart").len(), 1);
+}
+
+#[tokio::test]
+async fn big_files_are_analyzed_in_the_background_with_progress() {
+    let (mut app, token) = editor_app().await;
+    // Over the inline limit: queued, then the worker takes it.
+    let mut body = request_log(1);
+    let line = body.clone();
+    while (body.len() as u64) <= perfjournal::artifacts::INLINE_ANALYSIS_BYTES {
+        body.extend_from_slice(&line);
+    }
+    let r = upload(&mut app, &token, "name=big.jsonl", body).await;
+    assert_eq!(r.status, StatusCode::CREATED);
+    assert_eq!(r.json()["status"], "queued");
+    let id = r.json()["id"].as_i64().unwrap();
+    let page = app.get(&format!("/artifacts/{id}")).await;
+    let sel = scraper::Selector::parse("#artifact-status[hx-trigger='every 1s']").unwrap();
+    assert_eq!(
+        page.html().select(&sel).count(),
+        1,
+        "the page polls while queued"
+    );
+    assert_eq!(ingest::drain(&app.state).await.unwrap(), 1);
+    let a = fetch(&mut app, &token, id).await;
+    assert_eq!(a["status"], "done");
+    assert_eq!(a["progress_bytes"], a["size_bytes"]);
+    let status = app.get(&format!("/artifacts/{id}/status")).await;
+    assert_eq!(
+        status.html().select(&sel).count(),
+        0,
+        "polling stops when done"
+    );
+}
+
+#[tokio::test]
+async fn each_kind_is_detected_from_content_and_analyzed() {
+    let (mut app, token) = editor_app().await;
+    let prom = "# HELP vllm:num_requests_running Running\n# TYPE vllm:num_requests_running gauge\nvllm:num_requests_running{model_name=\"m\"} 7\n# TYPE vllm:time_to_first_token_seconds histogram\nvllm:time_to_first_token_seconds_bucket{le=\"0.1\"} 5\nvllm:time_to_first_token_seconds_bucket{le=\"1\"} 10\nvllm:time_to_first_token_seconds_bucket{le=\"+Inf\"} 10\nvllm:time_to_first_token_seconds_count 10\nvllm:time_to_first_token_seconds_sum 3\n";
+    let nsys = "Processing [report.sqlite] with [cuda_gpu_kern_sum.py]...\n\nTime (%),Total Time (ns),Instances,Avg (ns),Med (ns),Min (ns),Max (ns),StdDev (ns),Name\n60.0,600,3,200,200,100,300,50,gemm_kernel\n40.0,400,4,100,100,90,110,5,\"void flash<float>(int)\"\n";
+    let ncu = "\"ID\",\"Process ID\",\"Process Name\",\"Host Name\",\"Kernel Name\",\"Context\",\"Stream\",\"Block Size\",\"Grid Size\",\"Device\",\"CC\",\"Section Name\",\"Metric Name\",\"Metric Unit\",\"Metric Value\"\n\"0\",\"1\",\"python\",\"h\",\"gemm\",\"1\",\"7\",\"(128, 1, 1)\",\"(64, 1, 1)\",\"0\",\"9.0\",\"GPU Speed Of Light Throughput\",\"Compute (SM) Throughput\",\"%\",\"85.5\"\n\"0\",\"1\",\"python\",\"h\",\"gemm\",\"1\",\"7\",\"(128, 1, 1)\",\"(64, 1, 1)\",\"0\",\"9.0\",\"GPU Speed Of Light Throughput\",\"DRAM Throughput\",\"%\",\"20.1\"\n\"0\",\"1\",\"python\",\"h\",\"gemm\",\"1\",\"7\",\"(128, 1, 1)\",\"(64, 1, 1)\",\"0\",\"9.0\",\"GPU Speed Of Light Throughput\",\"Duration\",\"usecond\",\"12,904\"\n";
+    let trace = serde_json::json!({
+        "schemaVersion": 1,
+        "traceEvents": [
+            {"ph": "X", "cat": "cuda_runtime", "name": "cudaLaunchKernel", "pid": 1, "tid": 1, "ts": 0.0, "dur": 5.0, "args": {"correlation": 1}},
+            {"ph": "X", "cat": "kernel", "name": "gemm", "pid": 0, "tid": 7, "ts": 10.0, "dur": 50.0, "args": {"correlation": 1}},
+            {"ph": "X", "cat": "cuda_runtime", "name": "cudaLaunchKernel", "pid": 1, "tid": 1, "ts": 70.0, "dur": 5.0, "args": {"correlation": 2}},
+            {"ph": "X", "cat": "kernel", "name": "ncclKernel_AllReduce", "pid": 0, "tid": 7, "ts": 100.0, "dur": 20.0, "args": {"correlation": 2}}
+        ]
+    })
+    .to_string();
+    let cases: Vec<(&str, Vec<u8>, &str)> = vec![
+        ("bench.json", vllm_bench(), "vllm_bench"),
+        ("metrics.txt", prom.as_bytes().to_vec(), "prometheus"),
+        ("kern.csv", nsys.as_bytes().to_vec(), "nsys_kern_sum"),
+        ("ncu.csv", ncu.as_bytes().to_vec(), "ncu_csv"),
+        // The extension says nothing; gzip is found by its magic bytes.
+        ("trace.bin", gzip(trace.as_bytes()), "pytorch_trace"),
+    ];
+    for (name, body, kind) in cases {
+        let r = upload(&mut app, &token, &format!("name={name}"), body).await;
+        assert_eq!(r.status, StatusCode::CREATED, "{name}: {}", r.body);
+        assert_eq!(r.json()["kind"], kind, "{name}");
+        let a = fetch(&mut app, &token, r.json()["id"].as_i64().unwrap()).await;
+        assert_eq!(a["status"], "done", "{name}: {a}");
+        let an = &a["analysis"];
+        match kind {
+            "vllm_bench" => {
+                assert_eq!(an["completed"], 4);
+                assert_eq!(an["failed"], 0);
+                // Seconds in the file, milliseconds out.
+                assert!((an["ttft_ms"]["p50"].as_f64().unwrap() - 250.0).abs() < 1e-6);
+                for k in [
+                    "tpot_ms",
+                    "itl_ms",
+                    "e2el_ms",
+                    "request_throughput",
+                    "output_throughput",
+                    "flags",
+                ] {
+                    assert!(!an[k].is_null(), "{k}");
+                }
+            }
+            "prometheus" => assert_eq!(an["gauges"]["running"], 7.0),
+            "nsys_kern_sum" => assert_eq!(an["kernels"][0]["name"], "gemm_kernel"),
+            "ncu_csv" => {
+                let k = &an["kernels"][0];
+                assert_eq!(k["sm_pct"], 85.5);
+                assert_eq!(k["duration_us"], 12904.0);
+                assert_eq!(k["regime"], "compute-bound");
+            }
+            "pytorch_trace" => {
+                let t = &an["temporal"][0];
+                assert_eq!(t["span_us"], 110.0);
+                assert_eq!(t["idle_us"], 40.0);
+                assert_eq!(t["compute_us"], 50.0);
+                assert_eq!(t["non_compute_us"], 20.0);
+                for k in ["kernels", "idle", "gpu_busy_ratio"] {
+                    assert!(!an[k].is_null(), "{k}");
+                }
+            }
+            _ => unreachable!(),
+        }
+    }
+}
+
+#[tokio::test]
+async fn downloads_return_the_original_bytes_as_an_attachment_and_duplicates_share_a_blob() {
+    let (mut app, token) = editor_app().await;
+    let body = gzip(&request_log(10));
+    let first = upload(&mut app, &token, "name=a.jsonl.gz", body.clone())
+        .await
+        .json();
+    let second = upload(&mut app, &token, "name=b.jsonl.gz", body.clone())
+        .await
+        .json();
+    assert_ne!(first["id"], second["id"]);
+    let a = fetch(&mut app, &token, first["id"].as_i64().unwrap()).await;
+    let b = fetch(&mut app, &token, second["id"].as_i64().unwrap()).await;
+    assert_eq!(a["sha256"], b["sha256"]);
+    let blobs = walk(&app.blob_dir);
+    assert_eq!(blobs.len(), 1, "one blob for identical content: {blobs:?}");
+
+    let r = app
+        .api(
+            "GET",
+            &format!("/api/v1/artifacts/{}/download", a["id"]),
+            &token,
+            None,
+        )
+        .await;
+    assert_eq!(r.status, StatusCode::OK);
+    assert!(r.headers[header::CONTENT_DISPOSITION]
+        .to_str()
+        .unwrap()
+        .starts_with("attachment; filename=\"a.jsonl.gz\""));
+    assert_eq!(r.headers[header::CONTENT_TYPE], "application/octet-stream");
+    let req = Request::get(format!("/api/v1/artifacts/{}/download", a["id"]))
+        .header(header::AUTHORIZATION, format!("Bearer {token}"))
+        .body(Body::empty())
+        .unwrap();
+    let res = tower::ServiceExt::oneshot(app.app.clone(), req)
+        .await
+        .unwrap();
+    let bytes = http_body_util::BodyExt::collect(res.into_body())
+        .await
+        .unwrap()
+        .to_bytes();
+    assert_eq!(bytes.as_ref(), body.as_slice());
+}
+
+fn walk(dir: &std::path::Path) -> Vec<std::path::PathBuf> {
+    let mut out = Vec::new();
+    if let Ok(entries) = std::fs::read_dir(dir) {
+        for e in entries.flatten() {
+            let p = e.path();
+            if p.is_dir() {
+                out.extend(walk(&p));
+            } else {
+                out.push(p);
+            }
+        }
+    }
+    out
+}
+
+async fn artifact_count(app: &TestApp) -> i64 {
+    sqlx::query_scalar("SELECT count(*) FROM artifacts")
+        .fetch_one(&app.pool)
+        .await
+        .unwrap()
+}
+
+#[tokio::test]
+async fn malformed_content_is_refused_with_the_line_and_nothing_is_kept() {
+    let (mut app, token) = editor_app().await;
+    let mut body = request_log(3);
+    body.extend_from_slice(b"{\"request_id\": \"r9\", \"queue_wait_ms\": NaN}\n");
+    let r = upload(&mut app, &token, "name=bad.jsonl", body).await;
+    assert_eq!(r.status, StatusCode::UNPROCESSABLE_ENTITY, "{}", r.body);
+    let msg = r.json()["error"]["fields"][0]["message"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    assert!(msg.contains("line 4"), "{msg}");
+    assert_eq!(artifact_count(&app).await, 0);
+    assert!(walk(&app.blob_dir).is_empty(), "no orphan blob");
+}
+
+#[tokio::test]
+async fn oversized_uploads_get_413_and_store_nothing() {
+    let config = perfjournal::config::Config {
+        upload_limit: 1000,
+        ..perfjournal::config::Config::default()
+    };
+    let mut app = common::spawn_app_with(config).await;
+    app.setup_admin("ada").await;
+    let token = app.api_token("ada").await;
+    let r = upload(&mut app, &token, "name=big.jsonl", request_log(50)).await;
+    assert_eq!(r.status, StatusCode::PAYLOAD_TOO_LARGE);
+    assert!(r.json()["error"]["message"]
+        .as_str()
+        .unwrap()
+        .contains("upload limit"));
+    // Without a declared length the stream is cut at the limit all the same.
+    let chunks: Vec<Result<Vec<u8>, std::io::Error>> =
+        (0..20).map(|_| Ok(vec![b'x'; 100])).collect();
+    let req = Request::post("/api/v1/artifacts?name=streamed.txt")
+        .header(header::AUTHORIZATION, format!("Bearer {token}"))
+        .body(Body::from_stream(futures::stream::iter(chunks)))
+        .unwrap();
+    assert_eq!(app.send(req).await.status, StatusCode::PAYLOAD_TOO_LARGE);
+    assert_eq!(artifact_count(&app).await, 0);
+    assert!(walk(&app.blob_dir).is_empty());
+}
+
+#[tokio::test]
+async fn an_interrupted_upload_leaves_no_row_and_no_blob() {
+    let (mut app, token) = editor_app().await;
+    let chunks: Vec<Result<Vec<u8>, std::io::Error>> = vec![
+        Ok(request_log(5)),
+        Err(std::io::Error::new(
+            std::io::ErrorKind::ConnectionReset,
+            "client went away",
+        )),
+    ];
+    let req = Request::post("/api/v1/artifacts?name=cut.jsonl")
+        .header(header::AUTHORIZATION, format!("Bearer {token}"))
+        .body(Body::from_stream(futures::stream::iter(chunks)))
+        .unwrap();
+    let r = app.send(req).await;
+    assert_eq!(r.status, StatusCode::BAD_REQUEST);
+    assert_eq!(artifact_count(&app).await, 0);
+    assert!(walk(&app.blob_dir).is_empty());
+}
+
+#[tokio::test]
+async fn a_gzip_bomb_stops_at_the_decompressed_cap() {
+    let (mut app, token) = editor_app().await;
+    // 64 MiB of one repeated request line compresses to a few hundred KiB.
+    let line = request_log(1);
+    let mut enc = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::best());
+    let mut written = 0usize;
+    while written < 64 << 20 {
+        enc.write_all(&line).unwrap();
+        written += line.len();
+    }
+    let bomb = enc.finish().unwrap();
+    let r = upload(&mut app, &token, "name=bomb.jsonl.gz", bomb).await;
+    assert_eq!(r.status, StatusCode::CREATED);
+    let id = r.json()["id"].as_i64().unwrap();
+    // Analyze with a 1 MiB cap, as a smaller configured cap would.
+    let options = perfjournal::core::analyze::Options {
+        max_decompressed_bytes: 1 << 20,
+        ..Default::default()
+    };
+    perfjournal::artifacts::requeue(&app.pool, id, &options)
+        .await
+        .unwrap();
+    ingest::drain(&app.state).await.unwrap();
+    let a = fetch(&mut app, &token, id).await;
+    assert_eq!(a["status"], "failed");
+    assert!(
+        a["error"].as_str().unwrap().contains("decompressed size"),
+        "{a}"
+    );
+}
+
+#[tokio::test]
+async fn unknown_content_is_stored_and_says_not_analyzed() {
+    let (mut app, token) = editor_app().await;
+    let r = upload(
+        &mut app,
+        &token,
+        "name=notes.txt",
+        b"just some notes from the incident\n".to_vec(),
+    )
+    .await;
+    assert_eq!(r.status, StatusCode::CREATED);
+    assert_eq!(r.json()["kind"], "unknown");
+    assert_eq!(r.json()["status"], "not_analyzed");
+    let page = app.get(&format!("/artifacts/{}", r.json()["id"])).await;
+    assert!(page.select("#analysis-error")[0].contains("not analyzed"));
+    assert_eq!(page.select("#download").len(), 1);
+}
+
+#[tokio::test]
+async fn upload_input_errors_name_the_field_and_viewers_cannot_upload() {
+    let (mut app, token) = editor_app().await;
+    let r = upload(&mut app, &token, "investigation=abc", request_log(1)).await;
+    assert_eq!(r.status, StatusCode::UNPROCESSABLE_ENTITY);
+    assert_eq!(r.json()["error"]["fields"][0]["field"], "investigation");
+    let r = upload(&mut app, &token, "", request_log(1)).await;
+    assert_eq!(r.status, StatusCode::UNPROCESSABLE_ENTITY);
+    assert_eq!(r.json()["error"]["fields"][0]["field"], "name");
+
+    app.add_user("vic", perfjournal::auth::Role::Viewer).await;
+    let viewer = app.api_token("vic").await;
+    let r = upload(&mut app, &viewer, "name=x.jsonl", request_log(1)).await;
+    assert_eq!(r.status, StatusCode::FORBIDDEN);
+    assert_eq!(artifact_count(&app).await, 0);
+}
+
+#[tokio::test]
+async fn the_page_form_uploads_multipart_and_redirects_to_the_artifact() {
+    let (mut app, _) = editor_app().await;
+    let csrf = app.csrf().await;
+    let boundary = "XyZ123";
+    let mut body = Vec::new();
+    body.extend_from_slice(format!("--{boundary}\r\nContent-Disposition: form-data; name=\"file\"; filename=\"bench.json\"\r\nContent-Type: application/json\r\n\r\n").as_bytes());
+    body.extend_from_slice(&vllm_bench());
+    body.extend_from_slice(format!("\r\n--{boundary}--\r\n").as_bytes());
+    let req = Request::post(format!("/artifacts?_csrf={csrf}"))
+        .header(
+            header::CONTENT_TYPE,
+            format!("multipart/form-data; boundary={boundary}"),
+        )
+        .body(Body::from(body))
+        .unwrap();
+    let r = app.send(req).await;
+    assert_eq!(r.status, StatusCode::SEE_OTHER, "{}", r.body);
+    let page = app.get(r.location().unwrap()).await;
+    assert_eq!(page.select("#kind"), vec!["vllm_bench"]);
+    assert_eq!(page.select("#status"), vec!["done"]);
+    assert!(
+        page.select("#section-summary svg.chart").len() >= 2,
+        "CDF pictures"
+    );
+    let list = app.get("/artifacts").await;
+    assert_eq!(
+        list.select("#artifacts tbody tr td:first-child"),
+        vec!["bench.json"]
+    );
+}
+
+#[tokio::test]
+async fn real_fixtures_upload_and_analyze() {
+    let Some(root) = std::env::var_os("PERFJOURNAL_REAL_FIXTURES").map(std::path::PathBuf::from)
+    else {
+        eprintln!("skipped real_fixtures_upload_and_analyze: PERFJOURNAL_REAL_FIXTURES unset");
+        return;
+    };
+    let (mut app, token) = editor_app().await;
+    let expect = [
+        ("vllm_bench", "vllm_bench"),
+        ("prometheus", "prometheus"),
+        ("nsys", "nsys_kern_sum"),
+        ("ncu", "ncu_csv"),
+        ("pytorch_trace", "pytorch_trace"),
+    ];
+    for (dir, kind) in expect {
+        for file in walk(&root.join(dir)) {
+            let name = file.file_name().unwrap().to_string_lossy().to_string();
+            let r = upload(
+                &mut app,
+                &token,
+                &format!("name={name}"),
+                std::fs::read(&file).unwrap(),
+            )
+            .await;
+            assert_eq!(r.status, StatusCode::CREATED, "{name}: {}", r.body);
+            assert_eq!(r.json()["kind"], kind, "{name}");
+            let a = fetch(&mut app, &token, r.json()["id"].as_i64().unwrap()).await;
+            assert_eq!(a["status"], "done", "{name}: {}", a["error"]);
+            if name.contains("raw_error_only") {
+                assert!(a["analysis"]["profile_error"]
+                    .as_str()
+                    .unwrap()
+                    .contains("profile failed"));
+            }
+            if name.starts_with("llmk8s") {
+                assert_eq!(a["analysis"]["completed"], 200);
+            }
+            if name.contains("inference_rank_1") {
+                let t = &a["analysis"]["temporal"][0];
+                // HTA 0.5.0 on the same file: idle 1599 µs, compute 30 µs, span 1629 µs.
+                assert!((t["span_us"].as_f64().unwrap() - 1629.0).abs() <= 0.005 * 1629.0);
+                assert!((t["idle_us"].as_f64().unwrap() - 1599.0).abs() <= 0.005 * 1629.0);
+            }
+            let page = app.get(&format!("/artifacts/{}", a["id"])).await;
+            assert_eq!(page.status, StatusCode::OK, "{name}");
+        }
+    }
+}
+
+#[tokio::test]
+async fn the_cli_streams_files_to_a_running_server() {
+    let (mut app, token) = editor_app().await;
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    let router = app.app.clone();
+    let server = tokio::spawn(async move {
+        axum::serve(
+            listener,
+            router.into_make_service_with_connect_info::<std::net::SocketAddr>(),
+        )
+        .await
+        .unwrap();
+    });
+    let dir = tempfile::tempdir().unwrap();
+    let good = dir.path().join("requests.jsonl");
+    std::fs::write(&good, request_log(20)).unwrap();
+    let bad = dir.path().join("broken.jsonl");
+    std::fs::write(&bad, b"{\"request_id\":\"a\",\"queue_wait_ms\":1,\"first_token_ms\":2}\n{\"request_id\":\"b\",\"queue_wait_ms\":oops}\n").unwrap();
+    let (good_arg, bad_arg, server_arg) = (
+        good.display().to_string(),
+        bad.display().to_string(),
+        format!("http://{addr}"),
+    );
+    let out = tokio::task::spawn_blocking(move || {
+        std::process::Command::new(env!("CARGO_BIN_EXE_perfjournal"))
+            .args([
+                "upload",
+                &good_arg,
+                &bad_arg,
+                "--server",
+                &server_arg,
+                "--token",
+                &token,
+            ])
+            .output()
+            .unwrap()
+    })
+    .await
+    .unwrap();
+    server.abort();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success(), "one file was malformed");
+    assert!(stdout.contains("\trequest_log\tdone\t"), "{stdout}");
+    assert!(
+        stderr.contains("broken.jsonl") && stderr.contains("line 2"),
+        "{stderr}"
+    );
+    assert_eq!(artifact_count(&app).await, 1);
+    let _ = app.get("/").await;
+}
