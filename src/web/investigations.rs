@@ -27,7 +27,7 @@ use crate::core::method::{
 };
 use crate::core::FieldError;
 use crate::error::{AppError, Result};
-use crate::investigations::db::{self, Event, Investigation, Listed, STATUSES};
+use crate::investigations::db::{self, ArtifactLink, Event, Investigation, Listed, STATUSES};
 use crate::investigations::{self as inv, Loaded, Recorded, StepState};
 use crate::state::AppState;
 
@@ -207,6 +207,10 @@ struct ShowPage {
     statuses: [&'static str; 4],
     journal_id: Option<i64>,
     change_done: bool,
+    artifacts: Vec<ArtifactLink>,
+    /// For the shared upload form: uploads from here hang on this investigation.
+    upload_investigation: Option<i64>,
+    upload_limit: String,
 }
 
 async fn show_investigation(
@@ -236,6 +240,9 @@ async fn show_investigation(
         statuses: STATUSES,
         journal_id: loaded.journal_id,
         change_done: loaded.records.change.is_some(),
+        artifacts: db::artifacts(&state.pool, Some(id), None).await?,
+        upload_investigation: Some(id),
+        upload_limit: super::artifacts::human_bytes(state.config.upload_limit as f64),
         inv: loaded.investigation,
     };
     Ok(render(&page)?.into_response())

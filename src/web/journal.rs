@@ -16,6 +16,7 @@ use crate::auth::{CurrentUser, Role};
 use crate::core::method::JournalEntry;
 use crate::core::FieldError;
 use crate::error::{AppError, Result};
+use crate::investigations::db::ArtifactLink;
 use crate::investigations::journal::{self, Revision, SaveError, StoredEntry};
 use crate::state::AppState;
 
@@ -52,6 +53,7 @@ struct ShowPage {
     entry: StoredEntry,
     sections: Vec<(&'static str, String)>,
     expected: Vec<ExpectedView>,
+    artifacts: Vec<ArtifactLink>,
 }
 
 async fn load_entry(state: &AppState, id: i64) -> Result<StoredEntry> {
@@ -87,8 +89,11 @@ async fn show_entry(
             .collect(),
         None => Vec::new(),
     };
+    let artifacts =
+        crate::investigations::db::artifacts(&state.pool, entry.investigation_id, Some(id)).await?;
     let page = ShowPage {
         ctx,
+        artifacts,
         sections: sections(&entry.entry),
         entry,
         expected,
