@@ -611,3 +611,80 @@ async fn unknown_investigations_and_steps_are_404() {
         );
     }
 }
+
+#[tokio::test]
+async fn step_2_fills_from_an_uploaded_request_log() {
+    use axum::body::Body;
+    use axum::http::{header, Request};
+
+    let (mut app, url) = app_with_investigation().await;
+    let id: i64 = url.rsplit('/').next().unwrap().parse().unwrap();
+    let p = app.get(&format!("{url}/steps/2")).await;
+    assert!(
+        p.select(".telemetry-fill select").is_empty(),
+        "nothing to fill from yet"
+    );
+
+    let log: String = (0..40)
+        .map(|i| {
+            let queue = 2000 + i * 10;
+            format!(
+                "{{\"request_id\":\"r{i}\",\"tokenize_ms\":2,\"queue_wait_ms\":{queue},\"prefill_ms\":180,\"first_token_ms\":{},\"decode_ms\":4000}}\n",
+                queue + 182
+            )
+        })
+        .collect();
+    let token = app.api_token("ada").await;
+    let req = Request::post(format!(
+        "/api/v1/artifacts?name=requests.jsonl&investigation={id}"
+    ))
+    .header(header::AUTHORIZATION, format!("Bearer {token}"))
+    .header(header::CONTENT_TYPE, "application/octet-stream")
+    .body(Body::from(log))
+    .unwrap();
+    let r = app.send(req).await;
+    assert_eq!(r.status, StatusCode::CREATED, "{}", r.body);
+    perfjournal::artifacts::ingest::drain(&app.state)
+        .await
+        .unwrap();
+    let artifact = r.json()["id"].as_i64().unwrap();
+
+    let p = app.get(&format!("{url}/steps/2")).await;
+    let options = p.select(".telemetry-fill option");
+    assert_eq!(options.len(), 1);
+    assert!(options[0].starts_with("requests.jsonl ("), "{options:?}");
+    let p = app
+        .get(&format!("{url}/steps/2?from_artifact={artifact}"))
+        .await;
+    assert_eq!(p.status, StatusCode::OK);
+    assert!(
+        p.select(".telemetry-notice")[0].starts_with("Filled from requests.jsonl (40 requests)")
+    );
+    let html = p.html();
+    let value = |name: &str| {
+        let sel = scraper::Selector::parse(&format!("input[name='{name}']")).unwrap();
+        html.select(&sel)
+            .next()
+            .unwrap()
+            .value()
+            .attr("value")
+            .unwrap()
+            .to_string()
+    };
+    assert_eq!(value("prefill.p95"), "180");
+    assert_eq!(value("tokenize.p50"), "2");
+    assert!(
+        value("queue_wait.p99").starts_with("23"),
+        "{}",
+        value("queue_wait.p99")
+    );
+    assert_eq!(value("network.p50"), "");
+    // Filling is a suggestion: nothing is stored until the form is saved.
+    assert_eq!(step_rows(&app, &url).await, 0);
+
+    // Someone else's artifact cannot be pulled in through this investigation.
+    let r = app
+        .get(&format!("{url}/steps/2?from_artifact=999999"))
+        .await;
+    assert_eq!(r.status, StatusCode::NOT_FOUND);
+}

@@ -4,7 +4,7 @@
 //! in `crate::investigations`.
 
 use askama::Template;
-use axum::extract::{Path, State};
+use axum::extract::{Path, Query, State};
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Redirect, Response};
 use axum::routing::{get, post};
@@ -13,11 +13,13 @@ use serde::Deserialize;
 
 use super::{render, FormErrors, PageCtx};
 use crate::auth::{CurrentUser, Role};
+use crate::core::analyze::request_log::RequestLogAnalysis;
 use crate::core::estimate;
 use crate::core::method::expected::{self, Expected};
 use crate::core::method::order::{skip_warning, StepInfo, STEPS};
 use crate::core::method::record::{
-    observed_at, pairs_from_json, Evaluation, Opening, Pairs, Records, StepRecord, MAX_ROWS,
+    observed_at, pairs_from_json, phase_pairs_from_telemetry, Evaluation, Opening, Pairs, Records,
+    StepRecord, MAX_ROWS,
 };
 use crate::core::method::reproduce::{
     FieldKind, FrozenConfig, Reproducible, CONFIG_FIELDS, CONFIG_GROUPS,
@@ -401,6 +403,9 @@ struct StepPage {
     phases: [Phase; 6],
     verdicts: [Verdict; 5],
     journal_id: Option<i64>,
+    /// Step 2: analyzed request logs of this investigation that can fill the table.
+    telemetry: Vec<ArtifactLink>,
+    notice: Option<String>,
 }
 
 impl StepPage {
@@ -550,6 +555,8 @@ fn stored_values(step: u8, records: &Records) -> Pairs {
 
 struct StepView {
     warning: Option<&'static str>,
+    notice: Option<String>,
+    telemetry: Vec<ArtifactLink>,
     values: Pairs,
     errors: Vec<FieldError>,
     attach: AttachForm,
@@ -601,10 +608,18 @@ fn step_page(ctx: PageCtx, loaded: Loaded, step: u8, view: StepView) -> StepPage
             Verdict::InvalidComparison,
         ],
         journal_id: loaded.journal_id,
+        telemetry: view.telemetry,
+        notice: view.notice,
         records: loaded.records,
         eval: loaded.evaluation,
         inv: loaded.investigation,
     }
+}
+
+#[derive(Deserialize)]
+pub struct StepQuery {
+    /// Step 2: fill the phase table from this analyzed request log.
+    from_artifact: Option<i64>,
 }
 
 async fn show_step(
@@ -612,6 +627,7 @@ async fn show_step(
     CurrentUser(user): CurrentUser,
     ctx: PageCtx,
     Path((id, step)): Path<(i64, u32)>,
+    Query(query): Query<StepQuery>,
 ) -> Result<Response> {
     let step = parse_step_number(step)?;
     let loaded = inv::load_or_404(&state.pool, id).await?;
@@ -622,13 +638,29 @@ async fn show_step(
     } else {
         loaded
     };
-    let values = stored_values(step, &loaded.records);
+    let mut values = stored_values(step, &loaded.records);
+    let mut notice = None;
+    let mut telemetry = Vec::new();
+    if step == 2 {
+        telemetry = db::artifacts(&state.pool, Some(id), None)
+            .await?
+            .into_iter()
+            .filter(|a| a.kind == "request_log" && a.status == "done")
+            .collect();
+        if let Some(artifact) = query.from_artifact {
+            let (filled, message) = telemetry_values(&state, id, artifact).await?;
+            values = filled.unwrap_or(values);
+            notice = Some(message);
+        }
+    }
     let page = step_page(
         ctx,
         loaded,
         step,
         StepView {
             warning,
+            notice,
+            telemetry,
             values,
             errors: Vec::new(),
             attach: AttachForm::default(),
@@ -636,6 +668,43 @@ async fn show_step(
         },
     );
     Ok(render(&page)?.into_response())
+}
+
+/// The phase table from one of this investigation's analyzed request logs, with a
+/// sentence saying where the numbers came from (or why there are none).
+async fn telemetry_values(
+    state: &AppState,
+    investigation: i64,
+    artifact: i64,
+) -> Result<(Option<Pairs>, String)> {
+    let found = crate::artifacts::get(&state.pool, artifact)
+        .await?
+        .filter(|a| a.investigation_id == Some(investigation))
+        .ok_or_else(|| {
+            AppError::not_found(format!(
+                "artifact {artifact} is not attached to this investigation"
+            ))
+        })?;
+    let analysis = found
+        .analysis
+        .filter(|_| found.kind == "request_log")
+        .and_then(|v| serde_json::from_value::<RequestLogAnalysis>(v).ok());
+    Ok(match analysis {
+        Some(a) => (
+            Some(phase_pairs_from_telemetry(&a)),
+            format!(
+                "Filled from {} ({} requests). Review the numbers, then save the step.",
+                found.name, a.rows
+            ),
+        ),
+        None => (
+            None,
+            format!(
+                "{} has no request-log analysis to fill the table from (kind {}, status {}).",
+                found.name, found.kind, found.status
+            ),
+        ),
+    })
 }
 
 async fn save_step(
@@ -682,6 +751,8 @@ fn refused(
         step,
         StepView {
             warning,
+            notice: None,
+            telemetry: Vec::new(),
             values,
             errors,
             attach,
