@@ -168,6 +168,18 @@ async fn each_step_computes_what_it_promises() {
         ["63% of the physical limit"]
     );
     assert_eq!(p.select(".decode-band.band-overhead").len(), 1);
+    let html = p.html();
+    let sel = scraper::Selector::parse(".decode-band a").unwrap();
+    let chain = html
+        .select(&sel)
+        .next()
+        .unwrap()
+        .value()
+        .attr("href")
+        .unwrap()
+        .to_string();
+    assert!(chain.contains("context=4096"), "{chain}");
+    assert_eq!(app.get(&chain).await.status, StatusCode::OK);
 
     save(
         &mut app,
@@ -595,6 +607,17 @@ async fn step_2_offers_decode_floor_prefilled_from_step_0() {
         Some("/estimators/decode-floor?batch=64&gpu=h100-sxm&model=llama-3.1-8b&tp=1")
     );
     assert_eq!(p.select(".dominant-phase"), ["Decode (100% of the metric)"]);
+    // The estimator page opens with the step-0 setup filled in; only the context is
+    // left to give.
+    let href = link.value().attr("href").unwrap().to_string();
+    let est = app.get(&href).await;
+    assert_eq!(est.status, StatusCode::UNPROCESSABLE_ENTITY);
+    let html = est.html();
+    let sel = scraper::Selector::parse("[name=model] option[selected]").unwrap();
+    assert_eq!(
+        html.select(&sel).next().unwrap().value().attr("value"),
+        Some("llama-3.1-8b")
+    );
 }
 
 #[tokio::test]
