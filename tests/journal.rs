@@ -347,6 +347,28 @@ async fn entries_written_directly_are_checked_and_listed_newest_first() {
         list.select(".journal-item .entry-title"),
         ["newer", "middle", "older"]
     );
+
+    // Text is text: markup typed into a field is shown, not run; line breaks stay.
+    let r = app
+        .post_form(
+            "/journal",
+            &[
+                ("title", "markup"),
+                ("date", "2026-03-02"),
+                ("symptom", "s"),
+                ("diagnosis", "<b>bold</b>\nsecond line"),
+                ("change", "c"),
+                ("action", "publish"),
+            ],
+        )
+        .await;
+    let entry = app.get(r.location().unwrap()).await;
+    assert!(entry.select(".section-diagnosis b").is_empty());
+    assert_eq!(entry.select(".section-diagnosis br").len(), 1);
+    assert_eq!(
+        entry.select(".section-diagnosis"),
+        ["<b>bold</b>second line"]
+    );
     assert_eq!(list.select("main h1"), ["Journal"]);
 }
 
