@@ -637,14 +637,11 @@ async fn unknown_investigations_and_steps_are_404() {
 
 #[tokio::test]
 async fn step_2_fills_from_an_uploaded_request_log() {
-    use axum::body::Body;
-    use axum::http::{header, Request};
-
     let (mut app, url) = app_with_investigation().await;
     let id: i64 = url.rsplit('/').next().unwrap().parse().unwrap();
     let p = app.get(&format!("{url}/steps/2")).await;
     assert!(
-        p.select(".telemetry-fill select").is_empty(),
+        p.select(".artifact-fill select").is_empty(),
         "nothing to fill from yet"
     );
 
@@ -657,32 +654,17 @@ async fn step_2_fills_from_an_uploaded_request_log() {
             )
         })
         .collect();
-    let token = app.api_token("ada").await;
-    let req = Request::post(format!(
-        "/api/v1/artifacts?name=requests.jsonl&investigation={id}"
-    ))
-    .header(header::AUTHORIZATION, format!("Bearer {token}"))
-    .header(header::CONTENT_TYPE, "application/octet-stream")
-    .body(Body::from(log))
-    .unwrap();
-    let r = app.send(req).await;
-    assert_eq!(r.status, StatusCode::CREATED, "{}", r.body);
-    perfjournal::artifacts::ingest::drain(&app.state)
-        .await
-        .unwrap();
-    let artifact = r.json()["id"].as_i64().unwrap();
+    let artifact = upload(&mut app, id, "requests.jsonl", log.into_bytes()).await;
 
     let p = app.get(&format!("{url}/steps/2")).await;
-    let options = p.select(".telemetry-fill option");
+    let options = p.select(".artifact-fill option");
     assert_eq!(options.len(), 1);
     assert!(options[0].starts_with("requests.jsonl ("), "{options:?}");
     let p = app
         .get(&format!("{url}/steps/2?from_artifact={artifact}"))
         .await;
     assert_eq!(p.status, StatusCode::OK);
-    assert!(
-        p.select(".telemetry-notice")[0].starts_with("Filled from requests.jsonl (40 requests)")
-    );
+    assert!(p.select(".fill-notice")[0].starts_with("Filled from requests.jsonl (40 requests)"));
     let html = p.html();
     let value = |name: &str| {
         let sel = scraper::Selector::parse(&format!("input[name='{name}']")).unwrap();
@@ -710,4 +692,71 @@ async fn step_2_fills_from_an_uploaded_request_log() {
         .get(&format!("{url}/steps/2?from_artifact=999999"))
         .await;
     assert_eq!(r.status, StatusCode::NOT_FOUND);
+}
+
+/// Uploads an artifact onto an investigation through the API, analyzed at once.
+async fn upload(app: &mut TestApp, investigation: i64, name: &str, body: Vec<u8>) -> i64 {
+    use axum::body::Body;
+    use axum::http::{header, Request};
+    let token = app.api_token("ada").await;
+    let req = Request::post(format!(
+        "/api/v1/artifacts?name={name}&investigation={investigation}"
+    ))
+    .header(header::AUTHORIZATION, format!("Bearer {token}"))
+    .header(header::CONTENT_TYPE, "application/octet-stream")
+    .body(Body::from(body))
+    .unwrap();
+    let r = app.send(req).await;
+    assert_eq!(r.status, StatusCode::CREATED, "{}", r.body);
+    perfjournal::artifacts::ingest::drain(&app.state)
+        .await
+        .unwrap();
+    r.json()["id"].as_i64().unwrap()
+}
+
+#[tokio::test]
+async fn step_5_fills_from_a_kernel_summary_and_saves_the_ranking() {
+    let (mut app, url) = app_with_investigation().await;
+    let id: i64 = url.rsplit('/').next().unwrap().parse().unwrap();
+    let csv =
+        "Time (%),Total Time (ns),Instances,Avg (ns),Med (ns),Min (ns),Max (ns),StdDev (ns),Name\n\
+               20.0,2000000,100,20000,20000,19000,21000,100,rmsnorm_kernel\n\
+               80.0,8000000,400,20000,20000,19000,21000,100,\"gemv_kernel<bf16>\"\n";
+    let artifact = upload(&mut app, id, "kern_sum.csv", csv.as_bytes().to_vec()).await;
+    let p = app.get(&format!("{url}/steps/5")).await;
+    assert_eq!(p.select(".artifact-fill option").len(), 1);
+    let p = app
+        .get(&format!("{url}/steps/5?from_artifact={artifact}"))
+        .await;
+    assert!(p.select(".fill-notice")[0].starts_with("Filled from kern_sum.csv (2 kernels)"));
+    // Submit the filled form as it is.
+    let html = p.html();
+    let sel = scraper::Selector::parse(".step-form input[name^='kernels']").unwrap();
+    let fields: Vec<(String, String)> = html
+        .select(&sel)
+        .map(|e| {
+            let v = e.value();
+            (
+                v.attr("name").unwrap().to_string(),
+                v.attr("value").unwrap_or("").to_string(),
+            )
+        })
+        .collect();
+    let refs: Vec<(&str, &str)> = fields
+        .iter()
+        .map(|(k, v)| (k.as_str(), v.as_str()))
+        .collect();
+    save(&mut app, &url, 5, &refs).await;
+    let p = app.get(&format!("{url}/steps/5")).await;
+    assert_eq!(
+        p.select(".ranked-kernels td.name"),
+        ["gemv_kernel<bf16>", "rmsnorm_kernel"]
+    );
+    assert_eq!(p.select(".ranked-kernels td.share"), ["80%", "20%"]);
+
+    // A kernel summary cannot fill the phase table.
+    let p = app
+        .get(&format!("{url}/steps/2?from_artifact={artifact}"))
+        .await;
+    assert!(p.select(".fill-notice")[0].starts_with("kern_sum.csv cannot fill step 2"));
 }

@@ -13,13 +13,12 @@ use serde::Deserialize;
 
 use super::{render, FormErrors, PageCtx};
 use crate::auth::{CurrentUser, Role};
-use crate::core::analyze::request_log::RequestLogAnalysis;
 use crate::core::estimate;
+use crate::core::method::evidence;
 use crate::core::method::expected::{self, Expected};
 use crate::core::method::order::{skip_warning, StepInfo, STEPS};
 use crate::core::method::record::{
-    observed_at, pairs_from_json, phase_pairs_from_telemetry, Evaluation, Opening, Pairs, Records,
-    StepRecord, MAX_ROWS,
+    observed_at, pairs_from_json, Evaluation, Opening, Pairs, Records, StepRecord, MAX_ROWS,
 };
 use crate::core::method::reproduce::{
     FieldKind, FrozenConfig, Reproducible, CONFIG_FIELDS, CONFIG_GROUPS,
@@ -403,12 +402,17 @@ struct StepPage {
     phases: [Phase; 6],
     verdicts: [Verdict; 5],
     journal_id: Option<i64>,
-    /// Step 2: analyzed request logs of this investigation that can fill the table.
-    telemetry: Vec<ArtifactLink>,
+    /// Analyzed artifacts of this investigation that can fill this step's form.
+    fillers: Vec<ArtifactLink>,
     notice: Option<String>,
 }
 
 impl StepPage {
+    /// The artifact kinds that can fill this step, for the help text.
+    fn filler_kinds(&self) -> String {
+        evidence::kinds_for(self.step.number).join(" or ")
+    }
+
     fn dominant_label(&self) -> Option<String> {
         self.eval.phases.as_ref().map(|p| match &p.dominance {
             Dominance::Phase { phase, share } => {
@@ -556,7 +560,7 @@ fn stored_values(step: u8, records: &Records) -> Pairs {
 struct StepView {
     warning: Option<&'static str>,
     notice: Option<String>,
-    telemetry: Vec<ArtifactLink>,
+    fillers: Vec<ArtifactLink>,
     values: Pairs,
     errors: Vec<FieldError>,
     attach: AttachForm,
@@ -608,7 +612,7 @@ fn step_page(ctx: PageCtx, loaded: Loaded, step: u8, view: StepView) -> StepPage
             Verdict::InvalidComparison,
         ],
         journal_id: loaded.journal_id,
-        telemetry: view.telemetry,
+        fillers: view.fillers,
         notice: view.notice,
         records: loaded.records,
         eval: loaded.evaluation,
@@ -618,7 +622,7 @@ fn step_page(ctx: PageCtx, loaded: Loaded, step: u8, view: StepView) -> StepPage
 
 #[derive(Deserialize)]
 pub struct StepQuery {
-    /// Step 2: fill the phase table from this analyzed request log.
+    /// Fill the form from this analyzed artifact (steps 2, 4 and 5).
     from_artifact: Option<i64>,
 }
 
@@ -640,15 +644,16 @@ async fn show_step(
     };
     let mut values = stored_values(step, &loaded.records);
     let mut notice = None;
-    let mut telemetry = Vec::new();
-    if step == 2 {
-        telemetry = db::artifacts(&state.pool, Some(id), None)
+    let kinds = evidence::kinds_for(step);
+    let mut fillers = Vec::new();
+    if !kinds.is_empty() {
+        fillers = db::artifacts(&state.pool, Some(id), None)
             .await?
             .into_iter()
-            .filter(|a| a.kind == "request_log" && a.status == "done")
+            .filter(|a| kinds.contains(&a.kind.as_str()) && a.status == "done")
             .collect();
         if let Some(artifact) = query.from_artifact {
-            let (filled, message) = telemetry_values(&state, id, artifact).await?;
+            let (filled, message) = filled_values(&state, id, step, artifact).await?;
             values = filled.unwrap_or(values);
             notice = Some(message);
         }
@@ -660,7 +665,7 @@ async fn show_step(
         StepView {
             warning,
             notice,
-            telemetry,
+            fillers,
             values,
             errors: Vec::new(),
             attach: AttachForm::default(),
@@ -670,11 +675,12 @@ async fn show_step(
     Ok(render(&page)?.into_response())
 }
 
-/// The phase table from one of this investigation's analyzed request logs, with a
-/// sentence saying where the numbers came from (or why there are none).
-async fn telemetry_values(
+/// A step's form from one of this investigation's analyzed artifacts, with a sentence
+/// saying where the numbers came from (or why there are none).
+async fn filled_values(
     state: &AppState,
     investigation: i64,
+    step: u8,
     artifact: i64,
 ) -> Result<(Option<Pairs>, String)> {
     let found = crate::artifacts::get(&state.pool, artifact)
@@ -685,22 +691,22 @@ async fn telemetry_values(
                 "artifact {artifact} is not attached to this investigation"
             ))
         })?;
-    let analysis = found
+    let filled = found
         .analysis
-        .filter(|_| found.kind == "request_log")
-        .and_then(|v| serde_json::from_value::<RequestLogAnalysis>(v).ok());
-    Ok(match analysis {
-        Some(a) => (
-            Some(phase_pairs_from_telemetry(&a)),
+        .as_ref()
+        .and_then(|a| evidence::fill(step, &found.kind, a));
+    Ok(match filled {
+        Some((pairs, what)) => (
+            Some(pairs),
             format!(
-                "Filled from {} ({} requests). Review the numbers, then save the step.",
-                found.name, a.rows
+                "Filled from {} ({what}). Review the numbers, then save the step.",
+                found.name
             ),
         ),
         None => (
             None,
             format!(
-                "{} has no request-log analysis to fill the table from (kind {}, status {}).",
+                "{} cannot fill step {step} (kind {}, status {}).",
                 found.name, found.kind, found.status
             ),
         ),
@@ -752,7 +758,7 @@ fn refused(
         StepView {
             warning,
             notice: None,
-            telemetry: Vec::new(),
+            fillers: Vec::new(),
             values,
             errors,
             attach,

@@ -14,7 +14,6 @@ use super::reproduce::{self, check_single_change, FrozenConfig, SingleChangeChec
 use super::resources::{classify, Classification};
 use super::verdict::Verdict;
 use super::FieldError;
-use crate::core::analyze::request_log::RequestLogAnalysis;
 use crate::core::estimate::{self, Inputs};
 
 /// Rows a table step reads at most (forms show a few; the API may send more).
@@ -694,30 +693,6 @@ pub fn pairs_from_json(step: u8, value: &serde_json::Value) -> Pairs {
         }
     }
     Pairs::new(flatten(&value))
-}
-
-/// Step 2's table from per-request telemetry: each phase's p50/p90/p95/p99 from a
-/// request-log analysis (`queue_wait_ms` → queue wait, …), as form pairs for the
-/// person to review before saving. Network time is not in server telemetry.
-pub fn phase_pairs_from_telemetry(analysis: &RequestLogAnalysis) -> Pairs {
-    let mut pairs = Vec::new();
-    for phase in Phase::ALL {
-        let Some(s) = analysis.phases.get(&format!("{}_ms", phase.slug())) else {
-            continue;
-        };
-        for (col, v) in [
-            ("p50", s.p50),
-            ("p90", s.p90),
-            ("p95", s.p95),
-            ("p99", s.p99),
-        ] {
-            if let Some(v) = v {
-                let rounded = (v * 100.0).round() / 100.0;
-                pairs.push((format!("{}.{col}", phase.slug()), format!("{rounded}")));
-            }
-        }
-    }
-    Pairs::new(pairs)
 }
 
 // ---------- evaluation ----------
@@ -1413,32 +1388,6 @@ mod tests {
             parse_step(7, &pairs_from_json(7, &record.to_json())).unwrap(),
             record
         );
-    }
-
-    #[test]
-    fn telemetry_fills_the_phase_table() {
-        let lines: String = (0..20)
-            .map(|i| {
-                format!(
-                    "{{\"queue_wait_ms\":{},\"prefill_ms\":150,\"first_token_ms\":{}}}\n",
-                    1000 + i * 10,
-                    1150 + i * 10
-                )
-            })
-            .collect();
-        let analysis = crate::core::analyze::request_log::analyze(
-            lines.as_bytes(),
-            &crate::core::analyze::Options::default(),
-        )
-        .unwrap();
-        let pairs = phase_pairs_from_telemetry(&analysis);
-        assert_eq!(pairs.get("prefill.p95"), Some("150"));
-        assert!(pairs.get("queue_wait.p50").is_some());
-        assert_eq!(pairs.get("decode.p50"), None);
-        let StepRecord::Phases(table) = parse_step(2, &pairs).unwrap() else {
-            unreachable!()
-        };
-        assert_eq!(table.rows.len(), 2);
     }
 
     #[test]
