@@ -404,6 +404,7 @@ struct StepPage {
     journal_id: Option<i64>,
     /// Analyzed artifacts of this investigation that can fill this step's form.
     fillers: Vec<ArtifactLink>,
+    evidence: Vec<ArtifactLink>,
     notice: Option<String>,
 }
 
@@ -561,6 +562,8 @@ struct StepView {
     warning: Option<&'static str>,
     notice: Option<String>,
     fillers: Vec<ArtifactLink>,
+    /// Artifacts whose analysis filled this step before.
+    evidence: Vec<ArtifactLink>,
     values: Pairs,
     errors: Vec<FieldError>,
     attach: AttachForm,
@@ -613,6 +616,7 @@ fn step_page(ctx: PageCtx, loaded: Loaded, step: u8, view: StepView) -> StepPage
         ],
         journal_id: loaded.journal_id,
         fillers: view.fillers,
+        evidence: view.evidence,
         notice: view.notice,
         records: loaded.records,
         eval: loaded.evaluation,
@@ -666,6 +670,7 @@ async fn show_step(
             warning,
             notice,
             fillers,
+            evidence: db::evidence(&state.pool, id, step).await?,
             values,
             errors: Vec::new(),
             attach: AttachForm::default(),
@@ -674,6 +679,9 @@ async fn show_step(
     );
     Ok(render(&page)?.into_response())
 }
+
+/// The hidden form field naming the artifact a form was filled from.
+const EVIDENCE_FIELD: &str = "evidence_artifact";
 
 /// A step's form from one of this investigation's analyzed artifacts, with a sentence
 /// saying where the numbers came from (or why there are none).
@@ -697,7 +705,7 @@ async fn filled_values(
         .and_then(|a| evidence::fill(step, &found.kind, a));
     Ok(match filled {
         Some((pairs, what)) => (
-            Some(pairs),
+            Some(pairs.with(EVIDENCE_FIELD, artifact.to_string())),
             format!(
                 "Filled from {} ({what}). Review the numbers, then save the step.",
                 found.name
@@ -725,7 +733,21 @@ async fn save_step(
     let loaded = inv::load_or_404(&state.pool, id).await?;
     let pairs = Pairs::new(fields);
     match inv::save_step(&state.pool, &loaded, &me.0, step, &pairs).await {
-        Ok(()) => Ok(Redirect::to(&format!("/investigations/{id}/steps/{step}")).into_response()),
+        Ok(()) => {
+            // The numbers came from an artifact: keep it as the step's evidence.
+            if let Some(artifact) = pairs
+                .get(EVIDENCE_FIELD)
+                .and_then(|v| v.parse::<i64>().ok())
+            {
+                let mut tx = state.pool.begin().await?;
+                if db::link_evidence(&mut tx, id, step, artifact, me.0.id).await? {
+                    let summary = format!("step {step} filled from artifact {artifact}");
+                    db::log(&mut tx, id, me.0.id, "evidence", Some(step), &summary).await?;
+                }
+                tx.commit().await?;
+            }
+            Ok(Redirect::to(&format!("/investigations/{id}/steps/{step}")).into_response())
+        }
         Err(AppError::Invalid(errors)) => refused(
             ctx,
             loaded,
@@ -759,6 +781,7 @@ fn refused(
             warning,
             notice: None,
             fillers: Vec::new(),
+            evidence: Vec::new(),
             values,
             errors,
             attach,

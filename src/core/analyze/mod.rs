@@ -20,7 +20,6 @@ use std::fmt;
 use std::io::{self, Read};
 
 mod detect;
-pub mod feed;
 mod readers;
 mod stats;
 

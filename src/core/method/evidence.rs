@@ -1,7 +1,9 @@
-//! Filling a step's form from an analyzed artifact: per-request telemetry fills the
-//! phase table (step 2), an Nsight Compute profile the kernel throughputs (step 4), a
-//! kernel summary the ranked kernels (step 5). The result is form pairs for a person
-//! to review and save, never a stored record by itself.
+//! Filling a step's form from an analyzed artifact: a benchmark's TTFT the observed
+//! metric (step 1), per-request telemetry or a server's histograms the phase table
+//! (step 2), a profiler trace GPU busy time against its span (step 3), an Nsight
+//! Compute profile the kernel throughputs (step 4), a kernel summary or a trace the
+//! ranked kernels (step 5). The result is form pairs for a person to review and save,
+//! never a stored record by itself.
 
 use std::collections::BTreeMap;
 
@@ -13,7 +15,10 @@ use super::record::Pairs;
 use super::regime::regime;
 use crate::core::analyze::ncu::NcuAnalysis;
 use crate::core::analyze::nsys::NsysAnalysis;
+use crate::core::analyze::prometheus::PrometheusAnalysis;
+use crate::core::analyze::pytorch_trace::TraceAnalysis;
 use crate::core::analyze::request_log::RequestLogAnalysis;
+use crate::core::analyze::vllm_bench::VllmBenchAnalysis;
 
 /// Kernels offered to a form: the ones that hold the time.
 const TOP_KERNELS: usize = 8;
@@ -21,9 +26,11 @@ const TOP_KERNELS: usize = 8;
 /// Artifact kinds whose analysis can fill `step`'s form.
 pub fn kinds_for(step: u8) -> &'static [&'static str] {
     match step {
-        2 => &["request_log"],
+        1 => &["vllm_bench"],
+        2 => &["request_log", "prometheus"],
+        3 => &["pytorch_trace"],
         4 => &["ncu_csv"],
-        5 => &["nsys_kern_sum", "ncu_csv"],
+        5 => &["nsys_kern_sum", "ncu_csv", "pytorch_trace"],
         _ => &[],
     }
 }
@@ -36,6 +43,51 @@ pub fn fill(step: u8, kind: &str, analysis: &Value) -> Option<(Pairs, String)> {
         return None;
     }
     match (step, kind) {
+        (1, _) => {
+            let a: VllmBenchAnalysis = decode(analysis)?;
+            let p95 = a.result.ttft_ms.p95?;
+            let pairs = vec![
+                ("metric".to_string(), "ttft".to_string()),
+                ("percentile".to_string(), "p95".to_string()),
+                ("observed".to_string(), round2(p95)),
+                ("unit".to_string(), "ms".to_string()),
+            ];
+            let n = a.result.completed.unwrap_or(a.result.ttft_ms.count);
+            Some((
+                Pairs::new(pairs),
+                format!("TTFT p95 of {n} requests; add the target"),
+            ))
+        }
+        (2, "prometheus") => {
+            let a: PrometheusAnalysis = decode(analysis)?;
+            let pairs = histogram_phases(&a);
+            (!pairs.is_empty()).then(|| {
+                (
+                    Pairs::new(pairs),
+                    format!("{} server histograms (bucket estimates)", a.engine),
+                )
+            })
+        }
+        (3, _) => {
+            let a: TraceAnalysis = decode(analysis)?;
+            let t = a.temporal.first()?;
+            let pairs = vec![
+                ("gpu_total".to_string(), round2(t.busy_us / 1000.0)),
+                ("wall".to_string(), round2(t.span_us / 1000.0)),
+            ];
+            Some((
+                Pairs::new(pairs),
+                "GPU busy and span in ms; a GPU trace holds no CPU busy time: add it from a CPU profile of the same window".to_string(),
+            ))
+        }
+        (5, "pytorch_trace") => {
+            let a: TraceAnalysis = decode(analysis)?;
+            let pairs = trace_kernels(&a);
+            Some((
+                pairs,
+                format!("{} kernels", a.kernels.len().min(TOP_KERNELS)),
+            ))
+        }
         (2, _) => {
             let a: RequestLogAnalysis = decode(analysis)?;
             Some((phases(&a), format!("{} requests", a.rows)))
@@ -202,6 +254,50 @@ fn ncu_kernels(top: &[KernelTotal]) -> Pairs {
     Pairs::new(pairs)
 }
 
+/// Queue, prefill and decode from a server's latency histograms, seconds → ms.
+fn histogram_phases(a: &PrometheusAnalysis) -> Vec<(String, String)> {
+    let mut pairs = Vec::new();
+    for (phase, key) in [
+        (Phase::QueueWait, "queue_s"),
+        (Phase::Prefill, "prefill_s"),
+        (Phase::Decode, "decode_s"),
+    ] {
+        let Some(q) = a.quantiles.get(key) else {
+            continue;
+        };
+        // The form needs p50, p95 and p99 of a row; leave partial rows to the person.
+        let (Some(p50), Some(p95), Some(p99)) = (q.p50, q.p95, q.p99) else {
+            continue;
+        };
+        for (col, v) in [
+            ("p50", Some(p50)),
+            ("p90", q.p90),
+            ("p95", Some(p95)),
+            ("p99", Some(p99)),
+        ] {
+            if let Some(v) = v {
+                pairs.push((format!("{}.{col}", phase.slug()), round2(v * 1000.0)));
+            }
+        }
+    }
+    pairs
+}
+
+fn trace_kernels(a: &TraceAnalysis) -> Pairs {
+    let mut pairs = Vec::new();
+    for (i, k) in a.kernels.iter().take(TOP_KERNELS).enumerate() {
+        let f = |c: &str| format!("kernels[{i}].{c}");
+        pairs.push((f("name"), k.name.clone()));
+        pairs.push((f("share"), format!("{}", (k.pct * 10.0).round() / 1000.0)));
+        pairs.push((f("time_ms"), round2(k.sum_us / 1000.0)));
+        pairs.push((f("notes"), format!("{}; {} launches", k.category, k.count)));
+    }
+    if let Some(t) = a.temporal.first() {
+        pairs.push(("phase_total_ms".to_string(), round2(t.busy_us / 1000.0)));
+    }
+    Pairs::new(pairs)
+}
+
 fn nsys_kernels(a: &NsysAnalysis) -> Pairs {
     let mut kernels: Vec<_> = a.kernels.iter().collect();
     kernels.sort_by(|x, y| y.total_ns.total_cmp(&x.total_ns));
@@ -230,6 +326,44 @@ mod tests {
     use crate::core::analyze::nsys::NsysKernel;
     use crate::core::method::record::{parse_step, StepRecord};
     use serde_json::json;
+
+    #[test]
+    fn traces_fill_steps_three_and_five_and_histograms_step_two() {
+        let trace = json!({"traceEvents": [
+            {"ph": "X", "cat": "cuda_runtime", "name": "cudaLaunchKernel", "pid": 1, "tid": 1, "ts": 0.0, "dur": 5.0, "args": {"correlation": 1}},
+            {"ph": "X", "cat": "kernel", "name": "gemm", "pid": 0, "tid": 7, "ts": 10.0, "dur": 6000.0, "args": {"correlation": 1}},
+            {"ph": "X", "cat": "cuda_runtime", "name": "cudaLaunchKernel", "pid": 1, "tid": 1, "ts": 6100.0, "dur": 5.0, "args": {"correlation": 2}},
+            {"ph": "X", "cat": "kernel", "name": "gemm", "pid": 0, "tid": 7, "ts": 8010.0, "dur": 2000.0, "args": {"correlation": 2}}
+        ]});
+        let analysis = crate::core::analyze::pytorch_trace::analyze(
+            trace.to_string().as_bytes(),
+            &crate::core::analyze::Options::default(),
+        )
+        .unwrap();
+        let value = serde_json::to_value(&analysis).unwrap();
+        let (pairs, _) = fill(3, "pytorch_trace", &value).unwrap();
+        assert_eq!(pairs.get("gpu_total"), Some("8"));
+        assert_eq!(pairs.get("wall"), Some("10"));
+        assert_eq!(pairs.get("cpu_total"), None, "the person adds the CPU time");
+        let (pairs, _) = fill(5, "pytorch_trace", &value).unwrap();
+        assert_eq!(pairs.get("kernels[0].name"), Some("gemm"));
+        assert_eq!(pairs.get("kernels[0].time_ms"), Some("8"));
+        assert_eq!(pairs.get("kernels[0].share"), Some("1"));
+        assert!(matches!(parse_step(5, &pairs), Ok(StepRecord::Kernels(_))));
+
+        let text = "# TYPE vllm:request_queue_time_seconds histogram\n\
+            vllm:request_queue_time_seconds_bucket{le=\"1\"} 50\n\
+            vllm:request_queue_time_seconds_bucket{le=\"2\"} 100\n\
+            vllm:request_queue_time_seconds_bucket{le=\"+Inf\"} 100\n\
+            vllm:request_queue_time_seconds_count 100\n\
+            vllm:request_queue_time_seconds_sum 120\n";
+        let prom = crate::core::analyze::prometheus::analyze(text.as_bytes()).unwrap();
+        let prom = serde_json::to_value(&prom).unwrap();
+        let (pairs, _) = fill(2, "prometheus", &prom).unwrap();
+        assert_eq!(pairs.get("queue_wait.p50"), Some("1000"));
+        assert!(matches!(parse_step(2, &pairs), Ok(StepRecord::Phases(_))));
+        assert!(fill(3, "nsys_kern_sum", &prom).is_none());
+    }
 
     #[test]
     fn telemetry_fills_the_phase_table() {
@@ -334,6 +468,6 @@ mod tests {
         assert_eq!(pairs.get("kernels[1].notes"), Some("100 launches"));
         assert_eq!(pairs.get("kernels[1].time_ms"), Some("1"));
         assert!(parse_step(5, &pairs).is_ok());
-        assert_eq!(kinds_for(3), &[] as &[&str]);
+        assert_eq!(kinds_for(6), &[] as &[&str]);
     }
 }
