@@ -2,6 +2,7 @@
 //! handlers themselves (utoipa), so the document cannot drift from the code.
 
 pub(crate) mod artifacts;
+pub(crate) mod comparisons;
 mod estimate;
 
 use axum::Json;
@@ -50,6 +51,7 @@ pub fn router() -> OpenApiRouter<AppState> {
         .routes(routes!(whoami))
         .merge(estimate::router())
         .merge(artifacts::router())
+        .merge(comparisons::router())
 }
 
 #[derive(Serialize, ToSchema)]

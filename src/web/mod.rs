@@ -5,6 +5,7 @@ pub mod account;
 pub mod areas;
 pub mod artifacts;
 pub mod assets;
+pub mod comparisons;
 pub mod ctx;
 pub mod estimators;
 pub mod ops;
@@ -32,6 +33,7 @@ pub fn private_routes() -> Router<AppState> {
         .merge(areas::routes())
         .merge(estimators::routes())
         .merge(artifacts::routes())
+        .merge(comparisons::routes())
 }
 
 /// Routes that stream large bodies (the server exempts them from the request timeout
