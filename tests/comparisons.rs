@@ -244,6 +244,10 @@ async fn improved_confirmed_and_regressed() {
         .api("GET", "/api/v1/comparisons/9999", &token, None)
         .await;
     assert_eq!(missing.status, StatusCode::NOT_FOUND);
+    let openapi = app.api("GET", "/api/v1/openapi.json", &token, None).await;
+    let paths = &openapi.json()["paths"];
+    assert!(paths["/comparisons"]["post"].is_object(), "{paths}");
+    assert!(paths["/comparisons/{id}"]["get"].is_object(), "{paths}");
 }
 
 #[tokio::test]

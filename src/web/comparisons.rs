@@ -294,6 +294,8 @@ struct ShowPage {
     baseline: Vec<(i64, String)>,
     candidate: Vec<(i64, String)>,
     lines: Vec<MetricLine>,
+    /// Show the run-to-run range column (a side measured more than once).
+    several_runs: bool,
     throughput: Option<ThroughputLine>,
     charts: Vec<String>,
     charts_note: Option<String>,
@@ -368,6 +370,7 @@ async fn show_comparison(
         baseline: b_ids.iter().map(name_of).collect(),
         candidate: c_ids.iter().map(name_of).collect(),
         lines: metric_lines(report),
+        several_runs: report.runs_before > 1 || report.runs_after > 1,
         throughput: throughput_line(report),
         charts,
         charts_note,

@@ -621,9 +621,16 @@ fn defect_warnings(baseline: &[Run], candidate: &[Run]) -> Vec<String> {
     let mut out = Vec::new();
     for (code, message) in &b {
         match a.get(code) {
-            Some(other) => out.push(format!(
-                "On both sides ({code}): before — {message}; after — {other}. Equal defects do not invalidate the comparison, but its numbers cover only what succeeded."
-            )),
+            Some(other) => {
+                let seen = if other == message {
+                    message.clone()
+                } else {
+                    format!("before — {message}; after — {other}")
+                };
+                out.push(format!(
+                    "On both sides ({code}): {seen}. Equal defects do not invalidate the comparison, but its numbers cover only what succeeded."
+                ));
+            }
             None => out.push(format!("Only before the change ({code}): {message}.")),
         }
     }
