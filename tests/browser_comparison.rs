@@ -8,9 +8,8 @@
 
 mod common;
 
-use axum::body::Body;
-use axum::http::{header, Request, StatusCode};
-use common::{browser, spawn_app, TestApp, PASSWORD};
+use common::uploads::upload_analyzed;
+use common::{browser, spawn_app, PASSWORD};
 use serde_json::Value;
 
 fn real_bench_file() -> Option<std::path::PathBuf> {
@@ -36,18 +35,6 @@ fn faster_first_token(original: &[u8]) -> Vec<u8> {
     serde_json::to_vec(&doc).unwrap()
 }
 
-async fn upload(app: &mut TestApp, token: &str, name: &str, body: Vec<u8>) -> i64 {
-    let req = Request::post(format!("/api/v1/artifacts?name={name}"))
-        .header(header::AUTHORIZATION, format!("Bearer {token}"))
-        .header(header::CONTENT_TYPE, "application/octet-stream")
-        .body(Body::from(body))
-        .unwrap();
-    let r = app.send(req).await;
-    assert_eq!(r.status, StatusCode::CREATED, "{}", r.body);
-    assert_eq!(r.json()["status"], "done", "{}", r.body);
-    r.json()["id"].as_i64().unwrap()
-}
-
 #[tokio::test]
 async fn comparison_of_two_vllm_runs_in_a_browser() {
     let Some(path) = real_bench_file() else {
@@ -70,8 +57,8 @@ async fn comparison_of_two_vllm_runs_in_a_browser() {
     // Both runs go in through the API, as a benchmark job would send them.
     let token = app.api_token("ada").await;
     let original = std::fs::read(&path).unwrap();
-    let before = upload(&mut app, &token, "baseline.json", original.clone()).await;
-    let after = upload(
+    let before = upload_analyzed(&mut app, &token, "baseline.json", original.clone()).await;
+    let after = upload_analyzed(
         &mut app,
         &token,
         "candidate.json",

@@ -6,6 +6,7 @@ mod common;
 
 use axum::body::Body;
 use axum::http::{header, Request, StatusCode};
+use common::uploads::upload_analyzed;
 use common::{spawn_app, TestApp};
 use perfjournal::auth::Role;
 use perfjournal::core::stats::{bootstrap_diff_ci, BootstrapConfig, Statistic};
@@ -102,20 +103,8 @@ impl Bench {
     }
 }
 
-async fn upload(app: &mut TestApp, token: &str, name: &str, body: Vec<u8>) -> i64 {
-    let req = Request::post(format!("/api/v1/artifacts?name={name}"))
-        .header(header::AUTHORIZATION, format!("Bearer {token}"))
-        .header(header::CONTENT_TYPE, "application/octet-stream")
-        .body(Body::from(body))
-        .unwrap();
-    let r = app.send(req).await;
-    assert_eq!(r.status, StatusCode::CREATED, "{}", r.body);
-    assert_eq!(r.json()["status"], "done", "{}", r.body);
-    r.json()["id"].as_i64().unwrap()
-}
-
 async fn bench(app: &mut TestApp, token: &str, b: &Bench) -> i64 {
-    upload(app, token, &format!("{}.json", b.tag), b.json()).await
+    upload_analyzed(app, token, &format!("{}.json", b.tag), b.json()).await
 }
 
 async fn compare(app: &mut TestApp, token: &str, body: Value) -> common::Reply {
@@ -491,7 +480,7 @@ async fn bad_input_is_422_naming_the_field_and_nothing_is_saved() {
     let (mut app, token) = editor_app().await;
     let base = bench(&mut app, &token, &Bench::new("base", 20, 100.0)).await;
     let cand = bench(&mut app, &token, &Bench::new("cand", 20, 90.0)).await;
-    let log = upload(
+    let log = upload_analyzed(
         &mut app,
         &token,
         "requests.jsonl",
@@ -741,10 +730,10 @@ fn request_log(n: usize, queue: f64, tag: &str) -> Vec<u8> {
 #[tokio::test]
 async fn request_logs_abba_with_a_prediction_record() {
     let (mut app, token) = editor_app().await;
-    let a1 = upload(&mut app, &token, "a1.jsonl", request_log(150, 2000.0, "a1")).await;
-    let b1 = upload(&mut app, &token, "b1.jsonl", request_log(150, 600.0, "b1")).await;
-    let b2 = upload(&mut app, &token, "b2.jsonl", request_log(150, 610.0, "b2")).await;
-    let a2 = upload(&mut app, &token, "a2.jsonl", request_log(150, 1990.0, "a2")).await;
+    let a1 = upload_analyzed(&mut app, &token, "a1.jsonl", request_log(150, 2000.0, "a1")).await;
+    let b1 = upload_analyzed(&mut app, &token, "b1.jsonl", request_log(150, 600.0, "b1")).await;
+    let b2 = upload_analyzed(&mut app, &token, "b2.jsonl", request_log(150, 610.0, "b2")).await;
+    let a2 = upload_analyzed(&mut app, &token, "a2.jsonl", request_log(150, 1990.0, "a2")).await;
     let doc = judged(
         &mut app,
         &token,
@@ -784,7 +773,7 @@ async fn request_logs_abba_with_a_prediction_record() {
                "prediction": {"low_pct": -20, "high_pct": -10}}),
     )
     .await;
-    let other = upload(&mut app, &token, "short.jsonl", request_log(90, 600.0, "s")).await;
+    let other = upload_analyzed(&mut app, &token, "short.jsonl", request_log(90, 600.0, "s")).await;
     judged(
         &mut app,
         &token,
