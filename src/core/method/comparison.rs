@@ -1062,6 +1062,54 @@ mod tests {
     }
 
     #[test]
+    fn throughput_is_judged_over_runs() {
+        let side = |ids: [i64; 4], scale: f64, tput: [f64; 4]| -> Vec<Run> {
+            ids.iter()
+                .zip(tput)
+                .map(|(id, t)| Run {
+                    output_throughput: Some(t),
+                    ..run(*id, scale, 60)
+                })
+                .collect()
+        };
+        let b = side([1, 2, 3, 4], 100.0, [1000.0, 1010.0, 990.0, 1005.0]);
+        let a = side([5, 6, 7, 8], 70.0, [1200.0, 1190.0, 1210.0, 1205.0]);
+        let r = compare(&request(&b, &a)).unwrap();
+        let t = r.throughput.as_ref().unwrap();
+        assert_eq!((t.before_runs.len(), t.after_runs.len()), (4, 4));
+        let judged = t.judged.as_ref().unwrap();
+        // Four runs a side: the rank test can reach p ≈ 0.03 (U = 0, n₁ = n₂ = 4).
+        assert_eq!(judged.verdict, Verdict::Improved, "{}", judged.summary);
+        assert!(journal_result(&r, "/c/1").contains("tok/s"));
+
+        // Two runs a side can never pass the rank test: inconclusive, honestly.
+        let r = compare(&request(&b[..2], &a[..2])).unwrap();
+        let judged = r.throughput.unwrap().judged.unwrap();
+        assert_eq!(judged.verdict, Verdict::Inconclusive);
+        assert!(judged.p_value > 0.05);
+    }
+
+    #[test]
+    fn a_prediction_of_the_other_direction_does_not_confirm() {
+        let b = [run(1, 100.0, 300)];
+        let a = [run(2, 70.0, 300)];
+        let p = Prediction {
+            series: Series::TtftMs,
+            percentile: Percentile::P95,
+            low_pct: 5.0,
+            high_pct: 15.0,
+            source: String::new(),
+        };
+        let mut req = request(&b, &a);
+        req.cause_proven = true;
+        req.prediction = Some(&p);
+        let r = compare(&req).unwrap();
+        assert_eq!(r.verdict, Verdict::Improved);
+        assert!(r.reasons.iter().any(|x| x.contains("move the other way")));
+        assert_eq!(r.prediction.unwrap().score, PredictionScore::Below);
+    }
+
+    #[test]
     fn phase_shares_of_ttft() {
         let mut r = run(1, 100.0, 10);
         r.series.insert(Series::TtftMs, vec![100.0; 10]);
