@@ -22,9 +22,10 @@ use crate::core::FieldError;
 use crate::error::AppError;
 use crate::state::AppState;
 
-/// Request-log rows kept per run (evenly spaced): the bootstrap resamples these
-/// thousands of times, and a few thousand requests already pin a p99 down.
-pub const MAX_ROWS_PER_RUN: usize = 5000;
+/// Request-log rows kept per run (evenly spaced), as many as the benchmark analyzer
+/// keeps per series: the bootstrap resamples them 2,000 times for each of 28
+/// series × percentile cells, within one request's time budget.
+pub const MAX_ROWS_PER_RUN: usize = crate::core::analyze::vllm_bench::MAX_SAMPLES;
 
 /// A comparison as asked for, checked field by field.
 #[derive(Debug, Clone)]
