@@ -9,7 +9,7 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use serde::{Deserialize, Serialize};
 
-use super::metric::{format_value, Metric, Percentile, Unit};
+use super::metric::{format_value, Metric, MetricReading, Percentile, Unit};
 use super::reproduce::{check_single_change, FrozenConfig, SingleChangeCheck};
 use super::verdict::{
     comparison_problems, judge, score_prediction, MetricComparison, MetricVerdict, PredictionScore,
@@ -258,6 +258,30 @@ pub struct Report {
 impl Report {
     pub fn series(&self, s: Series) -> Option<&SeriesResult> {
         self.metrics.iter().find(|m| m.series == s)
+    }
+
+    /// The before and after readings at the headline percentile of every series
+    /// that is an investigation metric, for a journal draft's BASELINE and RESULT
+    /// (`journal::DraftInput::{baseline, after}`). Phases (prefill, decode) are left out.
+    pub fn readings(&self) -> (Vec<MetricReading>, Vec<MetricReading>) {
+        let mut before = Vec::new();
+        let mut after = Vec::new();
+        for m in &self.metrics {
+            if matches!(m.series, Series::PrefillMs | Series::DecodeMs) {
+                continue;
+            }
+            if let Some(r) = m.row(self.percentile) {
+                let reading = |value| MetricReading {
+                    metric: m.series.metric(),
+                    percentile: self.percentile,
+                    value,
+                    unit: Unit::Ms,
+                };
+                before.push(reading(r.before));
+                after.push(reading(r.after));
+            }
+        }
+        (before, after)
     }
 }
 
@@ -1054,6 +1078,10 @@ mod tests {
         let pr = r.prediction.as_ref().unwrap();
         assert_eq!(pr.score, PredictionScore::Inside);
         assert!((pr.observed_pct - -30.0).abs() < 1.0, "{}", pr.observed_pct);
+        let (before, after) = r.readings();
+        assert_eq!(before.len(), 2);
+        assert_eq!(after[0].metric, Metric::Ttft);
+        assert!((after[0].value / before[0].value - 0.7).abs() < 1e-9);
         let text = journal_result(&r, "/comparisons/7");
         assert!(text.starts_with("Confirmed: p95 TTFT fell"), "{text}");
         assert!(text.contains("p95 ITL 25"), "{text}");
