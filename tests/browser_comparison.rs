@@ -72,6 +72,7 @@ async fn comparison_of_two_vllm_runs_in_a_browser() {
     b.click(&format!("#baseline-{before}")).await;
     b.click(&format!("#candidate-{after}")).await;
     b.fill("#variable", "enable chunked prefill").await;
+    b.screenshot("comparison-form").await;
     b.click("#compare").await;
 
     let verdict = b.wait_text("#verdict-label", "Improved").await;
