@@ -4,6 +4,8 @@
 pub(crate) mod artifacts;
 pub(crate) mod comparisons;
 mod estimate;
+mod investigations;
+mod journal;
 
 use axum::Json;
 use serde::Serialize;
@@ -52,6 +54,14 @@ pub fn router() -> OpenApiRouter<AppState> {
         .merge(estimate::router())
         .merge(artifacts::router())
         .merge(comparisons::router())
+        .routes(routes!(
+            investigations::create_investigation,
+            investigations::list_investigations
+        ))
+        .routes(routes!(investigations::get_investigation))
+        .routes(routes!(investigations::put_step))
+        .routes(routes!(journal::list_entries))
+        .routes(routes!(journal::get_entry))
 }
 
 #[derive(Serialize, ToSchema)]

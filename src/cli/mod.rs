@@ -1,4 +1,5 @@
-//! The command line: `serve` (default), `migrate`, `user`, `token`, `estimate`.
+//! The command line: `serve` (default), `migrate`, `user`, `token`, `estimate`,
+//! `seed-demo`.
 
 mod estimate;
 mod upload;
@@ -54,6 +55,13 @@ pub enum Command {
     Estimate(EstimateArgs),
     /// Upload files to a running server (streams them; prints id, kind, status, URL).
     Upload(upload::UploadArgs),
+    /// Load three finished example investigations with journal entries (once; running
+    /// it again adds nothing).
+    SeedDemo {
+        /// The account that owns the examples (default: the first admin).
+        #[arg(long)]
+        user: Option<String>,
+    },
 }
 
 #[derive(clap::Args, Debug)]
@@ -164,6 +172,7 @@ async fn execute(db: &DbArgs, command: Command) -> anyhow::Result<()> {
         Command::Token {
             command: TokenCommand::Create { user, label },
         } => create_token(&database, &user, &label).await,
+        Command::SeedDemo { user } => seed_demo(&database, user.as_deref()).await,
         Command::Estimate(_) | Command::Upload(_) => {
             unreachable!("run() answers these without opening the database")
         }
@@ -199,6 +208,27 @@ fn read_password() -> anyhow::Result<String> {
         std::io::stdin().lock().read_line(&mut line)?;
         Ok(line.trim_end_matches(['\r', '\n']).to_string())
     }
+}
+
+async fn seed_demo(database: &Database, user: Option<&str>) -> anyhow::Result<()> {
+    let owner = match user {
+        Some(name) => users::credentials(&database.pool, name)
+            .await?
+            .map(|(u, _)| u.id)
+            .ok_or_else(|| anyhow::anyhow!("no user named {name}"))?,
+        None => crate::investigations::seed::default_owner(&database.pool)
+            .await?
+            .ok_or_else(|| {
+                anyhow::anyhow!("no admin account yet: open the app once to create it, or add one with `perfjournal user add NAME --role admin`")
+            })?,
+    };
+    let added = crate::investigations::seed::seed_demo(&database.pool, owner).await?;
+    if added == 0 {
+        println!("the example investigations are already loaded");
+    } else {
+        println!("loaded {added} example investigations with their journal entries");
+    }
+    Ok(())
 }
 
 async fn create_token(database: &Database, user: &str, label: &str) -> anyhow::Result<()> {

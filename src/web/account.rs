@@ -54,6 +54,9 @@ pub struct SetupForm {
     password: String,
     #[serde(default)]
     confirm: String,
+    /// "on" when the example investigations should be loaded.
+    #[serde(default)]
+    demo: Option<String>,
 }
 
 async fn show_setup(State(state): State<AppState>, ctx: PageCtx) -> Result<Response> {
@@ -109,6 +112,10 @@ async fn create_admin(
         Err(CreateError::Db(e)) => return Err(e.into()),
     };
     start_session(&session, &user).await?;
+    if form.demo.is_some() {
+        crate::investigations::seed::seed_demo(&state.pool, user.id).await?;
+        return Ok(Redirect::to("/investigations").into_response());
+    }
     Ok(Redirect::to("/").into_response())
 }
 

@@ -12,8 +12,6 @@ use crate::state::AppState;
 pub fn routes() -> Router<AppState> {
     Router::new()
         .route("/", get(home))
-        .route("/investigations", get(investigations))
-        .route("/journal", get(journal))
         .route("/proposals", get(proposals))
         .route("/drills", get(drills))
         .route("/search", get(search))
@@ -38,26 +36,6 @@ struct EmptyArea {
     lead: &'static str,
     empty: &'static str,
     meanwhile: &'static str,
-}
-
-async fn investigations(ctx: PageCtx) -> Result<Html<String>> {
-    render(&EmptyArea {
-        ctx,
-        title: "Investigations",
-        lead: "An investigation walks one symptom through the eight steps, from reproducing it to changing one thing and measuring again.",
-        empty: "No investigations yet. Guided investigations are not available in this version of perfjournal.",
-        meanwhile: "Use the estimators to work out what a symptom should cost, and keep your numbers with the chain's shareable link.",
-    })
-}
-
-async fn journal(ctx: PageCtx) -> Result<Html<String>> {
-    render(&EmptyArea {
-        ctx,
-        title: "Journal",
-        lead: "The journal keeps every DIAGNOSIS, CHANGE and RESULT as the team's memory.",
-        empty: "No journal entries yet. Entries are written at the end of an investigation, which this version does not offer yet.",
-        meanwhile: "The estimators already produce the worked chains an entry cites.",
-    })
 }
 
 async fn proposals(ctx: PageCtx) -> Result<Html<String>> {

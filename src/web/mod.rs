@@ -8,6 +8,8 @@ pub mod assets;
 pub mod comparisons;
 pub mod ctx;
 pub mod estimators;
+pub mod investigations;
+pub mod journal;
 pub mod ops;
 
 use askama::Template;
@@ -34,6 +36,8 @@ pub fn private_routes() -> Router<AppState> {
         .merge(estimators::routes())
         .merge(artifacts::routes())
         .merge(comparisons::routes())
+        .merge(investigations::routes())
+        .merge(journal::routes())
 }
 
 /// Routes that stream large bodies (the server exempts them from the request timeout

@@ -20,6 +20,7 @@ use std::fmt;
 use std::io::{self, Read};
 
 mod detect;
+pub mod feed;
 mod readers;
 mod stats;
 

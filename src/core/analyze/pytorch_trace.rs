@@ -798,6 +798,58 @@ pub struct EventCounts {
 }
 
 /// Result of the trace analyzer.
+/// How busy one stream was over the trace, in equal time buckets (for a timeline picture).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct StreamTimeline {
+    pub device: i64,
+    pub stream: i64,
+    /// Start of the first bucket (trace µs).
+    pub start_us: f64,
+    pub bucket_us: f64,
+    /// Busy fraction (0–1) of each bucket: kernel, memcpy and memset time on this stream.
+    pub busy: Vec<f64>,
+}
+
+/// Buckets per stream timeline: fine enough to see phases, small enough to store.
+const TIMELINE_BUCKETS: usize = 120;
+
+/// Per-stream busy fractions over `TIMELINE_BUCKETS` equal buckets spanning all GPU work.
+fn stream_timelines(gpu: &[GpuEv], streams: &[(i64, i64)]) -> Vec<StreamTimeline> {
+    let start = gpu.iter().map(|e| e.start).fold(f64::INFINITY, f64::min);
+    let end = gpu.iter().map(|e| e.end).fold(f64::NEG_INFINITY, f64::max);
+    if gpu.is_empty() || end <= start {
+        return Vec::new();
+    }
+    let width = (end - start) / TIMELINE_BUCKETS as f64;
+    let mut busy = vec![vec![0.0f64; TIMELINE_BUCKETS]; streams.len()];
+    for e in gpu {
+        let row = &mut busy[e.stream as usize];
+        let first = (((e.start - start) / width) as usize).min(TIMELINE_BUCKETS - 1);
+        let last = (((e.end - start) / width) as usize).min(TIMELINE_BUCKETS - 1);
+        for (b, cell) in row.iter_mut().enumerate().take(last + 1).skip(first) {
+            let lo = start + b as f64 * width;
+            let overlap = e.end.min(lo + width) - e.start.max(lo);
+            if overlap > 0.0 {
+                *cell += overlap / width;
+            }
+        }
+    }
+    let mut out: Vec<StreamTimeline> = streams
+        .iter()
+        .zip(busy)
+        .filter(|(_, b)| b.iter().any(|v| *v > 0.0))
+        .map(|(&(device, stream), b)| StreamTimeline {
+            device,
+            stream,
+            start_us: start,
+            bucket_us: width,
+            busy: b.into_iter().map(|v| v.min(1.0)).collect(),
+        })
+        .collect();
+    out.sort_by_key(|t| (t.device, t.stream));
+    out
+}
+
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct TraceAnalysis {
     pub rank: i64,
@@ -817,6 +869,9 @@ pub struct TraceAnalysis {
     pub excluded_gpu_events: u64,
     pub base_time_ns: Option<u64>,
     pub notes: Vec<String>,
+    /// Busy fraction over time per stream.
+    #[serde(default)]
+    pub timeline: Vec<StreamTimeline>,
 }
 
 /// Format a count with thousands separators ("1,234").
@@ -963,6 +1018,7 @@ fn finish(mut st: State, opts: &Options, mut notes: Vec<String>) -> TraceAnalysi
             excluded_gpu_events: excluded,
             base_time_ns: st.base_time_ns,
             notes,
+            timeline: Vec::new(),
         };
     }
     gpu.sort_unstable_by(|a, b| a.start.total_cmp(&b.start));
@@ -1161,7 +1217,9 @@ fn finish(mut st: State, opts: &Options, mut notes: Vec<String>) -> TraceAnalysi
     }
 
     let devices = device_list(&st, &gpu, &idle);
+    let timeline = stream_timelines(&gpu, &st.streams);
     TraceAnalysis {
+        timeline,
         rank,
         gpu_busy_ratio: (span > 0.0).then(|| busy / span),
         temporal,
@@ -1315,6 +1373,24 @@ mod tests {
 
     fn close(a: f64, b: f64) -> bool {
         (a - b).abs() < 1e-9
+    }
+
+    #[test]
+    fn timeline_buckets_hold_each_streams_busy_fraction() {
+        // Stream 7 busy for the first half of 0–120 µs, stream 8 for the last quarter.
+        let doc = json!({"traceEvents": [
+            kernel("a", 0.0, 60.0, 7, 1), launch(-5.0, 1.0, 1),
+            kernel("b", 90.0, 30.0, 8, 2), launch(-4.0, 1.0, 2),
+        ]});
+        let t = run(&doc, &Options::default()).timeline;
+        assert_eq!(t.len(), 2);
+        assert_eq!((t[0].stream, t[1].stream), (7, 8));
+        assert_eq!(t[0].busy.len(), TIMELINE_BUCKETS);
+        assert!(close(t[0].bucket_us, 1.0));
+        assert!(close(t[0].busy[0], 1.0) && close(t[0].busy[59], 1.0) && close(t[0].busy[60], 0.0));
+        assert!(
+            close(t[1].busy[89], 0.0) && close(t[1].busy[90], 1.0) && close(t[1].busy[119], 1.0)
+        );
     }
 
     #[test]

@@ -3,12 +3,14 @@
 //! environment; dates and measurements come in as arguments.
 
 pub mod comparison;
+pub mod expected;
 pub mod fixes;
 pub mod journal;
 pub mod kernels;
 pub mod metric;
 pub mod order;
 pub mod phases;
+pub mod record;
 pub mod regime;
 pub mod reproduce;
 pub mod resources;

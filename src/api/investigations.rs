@@ -1,0 +1,301 @@
+//! `/api/v1/investigations`: open one from an alert or a script, read every step's
+//! record and computed results, record a step with the same validation as the form.
+
+use axum::extract::rejection::JsonRejection;
+use axum::extract::{Path, State};
+use axum::http::StatusCode;
+use axum::Json;
+use chrono::{DateTime, Utc};
+use serde::{Deserialize, Serialize};
+use utoipa::ToSchema;
+
+use crate::auth::{ApiUser, Role};
+use crate::core::method::expected::Expected;
+use crate::core::method::order::STEPS;
+use crate::core::method::record::pairs_from_json;
+use crate::error::{ApiError, ApiResult, AppError, ErrorBody};
+use crate::investigations::db::{self, Investigation};
+use crate::investigations::{self as inv, Loaded, StepState};
+use crate::state::AppState;
+
+/// What a new investigation starts from: the symptom as reported.
+#[derive(Deserialize, ToSchema)]
+pub struct NewInvestigation {
+    pub title: String,
+    #[serde(default)]
+    pub service: String,
+    /// Free text: what was seen, where, when.
+    #[serde(default)]
+    pub symptom: String,
+    #[serde(default)]
+    pub tags: Vec<String>,
+}
+
+#[derive(Serialize, ToSchema)]
+pub struct Created {
+    pub id: i64,
+    /// The investigation's page.
+    pub url: String,
+}
+
+#[derive(Serialize, ToSchema)]
+pub struct InvestigationSummary {
+    pub id: i64,
+    pub url: String,
+    pub title: String,
+    pub service: String,
+    pub symptom: String,
+    pub tags: Vec<String>,
+    /// open, diagnosed, resolved or abandoned
+    pub status: String,
+    pub owner: String,
+    /// Steps with a record.
+    pub steps_recorded: Vec<i16>,
+    pub created_at: DateTime<Utc>,
+    pub updated_at: DateTime<Utc>,
+}
+
+impl InvestigationSummary {
+    fn new(i: Investigation, steps_recorded: Vec<i16>) -> Self {
+        InvestigationSummary {
+            url: format!("/investigations/{}", i.id),
+            id: i.id,
+            title: i.title,
+            service: i.service,
+            symptom: i.symptom,
+            tags: i.tags,
+            status: i.status,
+            owner: i.owner,
+            steps_recorded,
+            created_at: i.created_at,
+            updated_at: i.updated_at,
+        }
+    }
+}
+
+/// An estimate attached to a step as its expected value.
+#[derive(Serialize, ToSchema)]
+pub struct ExpectedJson {
+    pub estimator: String,
+    #[schema(value_type = Object)]
+    pub inputs: serde_json::Value,
+    pub result_key: String,
+    pub expected: f64,
+    pub unit: String,
+    pub observed: Option<f64>,
+    /// observed / expected: the gap to explain.
+    pub ratio: Option<f64>,
+}
+
+impl ExpectedJson {
+    pub fn new(e: &Expected) -> Self {
+        ExpectedJson {
+            estimator: e.estimator.clone(),
+            inputs: serde_json::to_value(&e.inputs).unwrap_or_default(),
+            result_key: e.result_key.clone(),
+            expected: e.expected,
+            unit: e.unit.clone(),
+            observed: e.observed,
+            ratio: e.ratio(),
+        }
+    }
+}
+
+#[derive(Serialize, ToSchema)]
+pub struct StepJson {
+    pub number: u8,
+    pub slug: &'static str,
+    pub title: &'static str,
+    /// done, skipped or not_started
+    pub state: &'static str,
+    /// Why skipping this step matters, when a later step was opened first.
+    pub skip_reason: Option<String>,
+    pub recorded_by: Option<String>,
+    pub recorded_at: Option<DateTime<Utc>>,
+    /// The step's record as stored (null until recorded).
+    #[schema(value_type = Object)]
+    pub data: serde_json::Value,
+    /// What the app computed: step 1 `gap_ratio`, step 2 `dominant_phase` and next
+    /// checks, step 3 `classification`, step 4 regimes and decode band, step 5 ranked
+    /// kernels, step 6 ranked Amdahl ceilings, step 7 the configuration diff and verdict.
+    #[schema(value_type = Object)]
+    pub results: serde_json::Value,
+    pub expected: Option<ExpectedJson>,
+}
+
+#[derive(Serialize, ToSchema)]
+pub struct EntryLink {
+    pub id: i64,
+    pub url: String,
+}
+
+#[derive(Serialize, ToSchema)]
+pub struct InvestigationDetail {
+    #[serde(flatten)]
+    pub summary: InvestigationSummary,
+    pub steps: Vec<StepJson>,
+    pub journal_entry: Option<EntryLink>,
+}
+
+fn step_json(loaded: &Loaded, n: u8, state: StepState) -> StepJson {
+    let info = STEPS[n as usize];
+    let data = match n {
+        0 => serde_json::to_value(&loaded.records.reproduce),
+        1 => serde_json::to_value(loaded.records.metric),
+        2 => serde_json::to_value(&loaded.records.phases),
+        3 => serde_json::to_value(loaded.records.resources),
+        4 => serde_json::to_value(&loaded.records.regime),
+        5 => serde_json::to_value(&loaded.records.kernels),
+        6 => serde_json::to_value(&loaded.records.fixes),
+        _ => serde_json::to_value(&loaded.records.change),
+    }
+    .unwrap_or_default();
+    let recorded = loaded.recorded[n as usize].as_ref();
+    StepJson {
+        number: n,
+        slug: info.slug,
+        title: info.title,
+        state: state.slug(),
+        skip_reason: match state {
+            StepState::Skipped { reason } => Some(reason),
+            _ => None,
+        },
+        recorded_by: recorded.map(|r| r.by.clone()),
+        recorded_at: recorded.map(|r| r.at),
+        data,
+        results: loaded.evaluation.step_json(n),
+        expected: loaded.expected_at(n).map(ExpectedJson::new),
+    }
+}
+
+fn detail(loaded: Loaded) -> InvestigationDetail {
+    let steps: Vec<StepJson> = loaded
+        .states()
+        .into_iter()
+        .enumerate()
+        .map(|(n, s)| step_json(&loaded, n as u8, s))
+        .collect();
+    let recorded = loaded
+        .recorded
+        .iter()
+        .enumerate()
+        .filter(|(_, r)| r.is_some())
+        .map(|(n, _)| n as i16)
+        .collect();
+    InvestigationDetail {
+        steps,
+        journal_entry: loaded.journal_id.map(|id| EntryLink {
+            id,
+            url: format!("/journal/{id}"),
+        }),
+        summary: InvestigationSummary::new(loaded.investigation, recorded),
+    }
+}
+
+fn bad_body(e: JsonRejection) -> ApiError {
+    ApiError(AppError::field("body", e.body_text()))
+}
+
+/// Opens an investigation from a symptom (editor role).
+#[utoipa::path(post, path = "/investigations", tag = "investigations",
+    request_body = NewInvestigation,
+    responses((status = 201, body = Created), (status = 403, body = ErrorBody),
+        (status = 422, body = ErrorBody)))]
+pub async fn create_investigation(
+    State(state): State<AppState>,
+    me: ApiUser,
+    body: Result<Json<NewInvestigation>, JsonRejection>,
+) -> ApiResult<(StatusCode, Json<Created>)> {
+    me.require(Role::Editor)?;
+    let Json(body) = body.map_err(bad_body)?;
+    let opening = crate::core::method::record::Opening::parse(
+        &body.title,
+        &body.service,
+        &body.symptom,
+        &body.tags.join(","),
+    )
+    .map_err(AppError::Invalid)?;
+    let id = db::create(&state.pool, me.0.id, &opening, None).await?;
+    Ok((
+        StatusCode::CREATED,
+        Json(Created {
+            id,
+            url: format!("/investigations/{id}"),
+        }),
+    ))
+}
+
+/// All investigations, most recently changed first.
+#[utoipa::path(get, path = "/investigations", tag = "investigations",
+    responses((status = 200, body = Vec<InvestigationSummary>)))]
+pub async fn list_investigations(
+    State(state): State<AppState>,
+    _me: ApiUser,
+) -> ApiResult<Json<Vec<InvestigationSummary>>> {
+    let list = db::list(&state.pool).await?;
+    Ok(Json(
+        list.into_iter()
+            .map(|l| InvestigationSummary::new(l.investigation, l.steps))
+            .collect(),
+    ))
+}
+
+/// One investigation: every step's record and computed results.
+#[utoipa::path(get, path = "/investigations/{id}", tag = "investigations",
+    params(("id" = i64, Path, description = "investigation id")),
+    responses((status = 200, body = InvestigationDetail), (status = 404, body = ErrorBody)))]
+pub async fn get_investigation(
+    State(state): State<AppState>,
+    _me: ApiUser,
+    Path(id): Path<i64>,
+) -> ApiResult<Json<InvestigationDetail>> {
+    let loaded = inv::load_or_404(&state.pool, id).await?;
+    Ok(Json(detail(loaded)))
+}
+
+/// Records a step (editor role). The body uses the form's field names, nested:
+/// step 1 `{"metric": "ttft", "percentile": "p95", "observed": 3200, "target": 800}`,
+/// step 2 `{"queue_wait": {"p50": 900, "p95": 2300, "p99": 2900}, …}`, step 5
+/// `{"kernels": [{"name": "…", "share": 0.4}]}`, step 7 `{"change": "…",
+/// "after_config": {…}, "after_value": 780, "quality": "…"}`. Invalid input → 422
+/// naming each field, and nothing is stored.
+#[utoipa::path(put, path = "/investigations/{id}/steps/{step}", tag = "investigations",
+    params(("id" = i64, Path, description = "investigation id"),
+        ("step" = u8, Path, description = "step number, 0 to 7")),
+    request_body(content = Object, description = "the step's fields"),
+    responses((status = 200, body = StepJson), (status = 403, body = ErrorBody),
+        (status = 404, body = ErrorBody), (status = 422, body = ErrorBody)))]
+pub async fn put_step(
+    State(state): State<AppState>,
+    me: ApiUser,
+    Path((id, step)): Path<(i64, u8)>,
+    body: Result<Json<serde_json::Value>, JsonRejection>,
+) -> ApiResult<Json<StepJson>> {
+    me.require(Role::Editor)?;
+    if step > 7 {
+        return Err(AppError::not_found(format!(
+            "there is no step {step}: steps are numbered 0 to 7"
+        ))
+        .into());
+    }
+    let Json(body) = body.map_err(bad_body)?;
+    if !body.is_object() {
+        return Err(AppError::field("body", "send the step's fields as a JSON object").into());
+    }
+    let loaded = inv::load_or_404(&state.pool, id).await?;
+    inv::save_step(
+        &state.pool,
+        &loaded,
+        &me.0,
+        step,
+        &pairs_from_json(step, &body),
+    )
+    .await?;
+    let loaded = inv::load_or_404(&state.pool, id).await?;
+    let state_now = loaded
+        .states()
+        .into_iter()
+        .nth(step as usize)
+        .unwrap_or(StepState::NotStarted);
+    Ok(Json(step_json(&loaded, step, state_now)))
+}

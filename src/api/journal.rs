@@ -1,0 +1,115 @@
+//! `/api/v1/journal`: published entries for scripts, exports and search tools.
+
+use axum::extract::{Path, State};
+use axum::Json;
+use chrono::{DateTime, Utc};
+use serde::Serialize;
+use utoipa::ToSchema;
+
+use super::investigations::{EntryLink, ExpectedJson};
+use crate::auth::ApiUser;
+use crate::error::{ApiResult, AppError, ErrorBody};
+use crate::investigations::journal::{self, StoredEntry};
+use crate::state::AppState;
+
+#[derive(Serialize, ToSchema)]
+pub struct EntrySummary {
+    pub id: i64,
+    pub url: String,
+    pub title: String,
+    /// YYYY-MM-DD
+    pub date: String,
+    /// The symptom line: metric, percentile, observed vs target.
+    pub symptom: String,
+    pub investigation_id: Option<i64>,
+    pub published_at: Option<DateTime<Utc>>,
+}
+
+impl EntrySummary {
+    fn new(e: &StoredEntry) -> Self {
+        EntrySummary {
+            id: e.id,
+            url: format!("/journal/{}", e.id),
+            title: e.title.clone(),
+            date: e.entry_date.clone(),
+            symptom: e.symptom.clone(),
+            investigation_id: e.investigation_id,
+            published_at: e.published_at,
+        }
+    }
+}
+
+#[derive(Serialize, ToSchema)]
+pub struct EntryDetail {
+    #[serde(flatten)]
+    pub summary: EntrySummary,
+    pub workload: String,
+    pub baseline: String,
+    pub diagnosis: String,
+    pub change: String,
+    pub result: String,
+    pub quality: String,
+    pub effort: String,
+    pub author: String,
+    /// Bumped by every save; edits name the version they started from.
+    pub version: i32,
+    pub published: bool,
+    pub investigation: Option<EntryLink>,
+    /// Estimates attached to the investigation's steps.
+    pub estimates: Vec<ExpectedJson>,
+    /// The entry as Markdown.
+    pub markdown: String,
+}
+
+/// Published entries, newest first.
+#[utoipa::path(get, path = "/journal", tag = "journal",
+    responses((status = 200, body = Vec<EntrySummary>)))]
+pub async fn list_entries(
+    State(state): State<AppState>,
+    _me: ApiUser,
+) -> ApiResult<Json<Vec<EntrySummary>>> {
+    let entries = journal::published(&state.pool).await?;
+    Ok(Json(entries.iter().map(EntrySummary::new).collect()))
+}
+
+/// One entry with all its fields, its investigation and estimates.
+#[utoipa::path(get, path = "/journal/{id}", tag = "journal",
+    params(("id" = i64, Path, description = "entry id")),
+    responses((status = 200, body = EntryDetail), (status = 404, body = ErrorBody)))]
+pub async fn get_entry(
+    State(state): State<AppState>,
+    _me: ApiUser,
+    Path(id): Path<i64>,
+) -> ApiResult<Json<EntryDetail>> {
+    let e = journal::get(&state.pool, id)
+        .await?
+        .ok_or_else(|| AppError::not_found(format!("there is no journal entry {id}")))?;
+    let estimates = match e.investigation_id {
+        Some(i) => crate::investigations::db::expected(&state.pool, i)
+            .await?
+            .iter()
+            .map(|(_, x)| ExpectedJson::new(x))
+            .collect(),
+        None => Vec::new(),
+    };
+    let entry = e.entry();
+    Ok(Json(EntryDetail {
+        summary: EntrySummary::new(&e),
+        markdown: entry.to_markdown(&e.title),
+        workload: entry.workload,
+        baseline: entry.baseline,
+        diagnosis: entry.diagnosis,
+        change: entry.change,
+        result: entry.result,
+        quality: entry.quality,
+        effort: entry.effort,
+        author: e.author.clone(),
+        version: e.version,
+        published: e.is_published(),
+        investigation: e.investigation_id.map(|i| EntryLink {
+            id: i,
+            url: format!("/investigations/{i}"),
+        }),
+        estimates,
+    }))
+}

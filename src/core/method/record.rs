@@ -1,0 +1,1419 @@
+//! What a person records at each step, read from flat `name=value` pairs (a web form,
+//! or a JSON body flattened to the same names, so the API validates exactly like the
+//! form), and what the app computes from all recorded steps together.
+
+use serde::{Deserialize, Serialize};
+
+use super::fixes::{self, Candidate, RankedCandidate};
+use super::journal::{self, DraftInput, JournalEntry};
+use super::kernels::{self, KernelRow, RankedKernel};
+use super::metric::{MetricForm, MetricReading, MetricTarget};
+use super::phases::{dominant, next_checks, Dominance, NextChecks, Phase, PhaseRow, PhaseTable};
+use super::regime::{decode_band, helps, regime, DecodeBand, Regime};
+use super::reproduce::{self, check_single_change, FrozenConfig, SingleChangeCheck};
+use super::resources::{classify, Classification};
+use super::verdict::Verdict;
+use super::FieldError;
+use crate::core::estimate::{self, Inputs};
+
+/// Rows a table step reads at most (forms show a few; the API may send more).
+pub const MAX_ROWS: usize = 20;
+
+/// Step 3: summed busy times and the wall-clock time of the same window (any one unit).
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct ResourceTimes {
+    pub gpu_total: f64,
+    pub cpu_total: f64,
+    pub wall: f64,
+}
+
+/// Step 4: one top kernel's Nsight Compute throughputs (% of peak).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct KernelUtilization {
+    pub name: String,
+    pub sm_pct: f64,
+    pub dram_pct: f64,
+}
+
+/// Step 4, decode: the measured step time against its bandwidth floor. The floor is
+/// either typed in, or estimated with decode-floor from the step-0 setup and
+/// `batch` × `context`.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct DecodeCheck {
+    pub measured_ms: f64,
+    pub batch: Option<i64>,
+    pub context: Option<i64>,
+    pub floor_ms: Option<f64>,
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct RegimeStep {
+    pub kernels: Vec<KernelUtilization>,
+    pub decode: Option<DecodeCheck>,
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct KernelStep {
+    pub kernels: Vec<KernelRow>,
+    /// Total time of the phase the kernels belong to; shares default to time / total.
+    pub phase_total_ms: Option<f64>,
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct FixStep {
+    pub candidates: Vec<Candidate>,
+}
+
+/// Step 7: the one change, the configuration it ran with, the step-1 metric after it,
+/// and the checks the journal entry reports.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct ChangeStep {
+    /// The declared variable, e.g. "enable chunked prefill with a 4,096-token budget".
+    pub change: String,
+    pub after_config: FrozenConfig,
+    /// The step-1 metric at the same percentile after the change.
+    pub after_value: f64,
+    /// The person's reading of before/after distributions; overridden by
+    /// "invalid comparison" when more than the declared variable changed.
+    pub verdict: Option<Verdict>,
+    /// The cause, in the engineer's words.
+    pub findings: String,
+    pub quality: String,
+    pub effort: String,
+}
+
+/// Everything recorded so far, one slot per step.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct Records {
+    pub reproduce: Option<FrozenConfig>,
+    pub metric: Option<MetricTarget>,
+    pub phases: Option<PhaseTable>,
+    pub resources: Option<ResourceTimes>,
+    pub regime: Option<RegimeStep>,
+    pub kernels: Option<KernelStep>,
+    pub fixes: Option<FixStep>,
+    pub change: Option<ChangeStep>,
+}
+
+/// One step's record, as parsed.
+#[derive(Debug, Clone, PartialEq)]
+pub enum StepRecord {
+    Reproduce(FrozenConfig),
+    Metric(MetricTarget),
+    Phases(PhaseTable),
+    Resources(ResourceTimes),
+    Regime(RegimeStep),
+    Kernels(KernelStep),
+    Fixes(FixStep),
+    Change(ChangeStep),
+}
+
+impl StepRecord {
+    pub fn step(&self) -> u8 {
+        match self {
+            StepRecord::Reproduce(_) => 0,
+            StepRecord::Metric(_) => 1,
+            StepRecord::Phases(_) => 2,
+            StepRecord::Resources(_) => 3,
+            StepRecord::Regime(_) => 4,
+            StepRecord::Kernels(_) => 5,
+            StepRecord::Fixes(_) => 6,
+            StepRecord::Change(_) => 7,
+        }
+    }
+
+    /// The stored form: the step's own type as JSON.
+    pub fn to_json(&self) -> serde_json::Value {
+        let value = match self {
+            StepRecord::Reproduce(v) => serde_json::to_value(v),
+            StepRecord::Metric(v) => serde_json::to_value(v),
+            StepRecord::Phases(v) => serde_json::to_value(v),
+            StepRecord::Resources(v) => serde_json::to_value(v),
+            StepRecord::Regime(v) => serde_json::to_value(v),
+            StepRecord::Kernels(v) => serde_json::to_value(v),
+            StepRecord::Fixes(v) => serde_json::to_value(v),
+            StepRecord::Change(v) => serde_json::to_value(v),
+        };
+        // Plain structs of strings, numbers and options always serialize.
+        value.unwrap_or(serde_json::Value::Null)
+    }
+
+    /// Reads a stored record back; `None` when the JSON no longer fits the type.
+    pub fn from_json(step: u8, value: serde_json::Value) -> Option<StepRecord> {
+        use serde_json::from_value as read;
+        Some(match step {
+            0 => StepRecord::Reproduce(read(value).ok()?),
+            1 => StepRecord::Metric(read(value).ok()?),
+            2 => StepRecord::Phases(read(value).ok()?),
+            3 => StepRecord::Resources(read(value).ok()?),
+            4 => StepRecord::Regime(read(value).ok()?),
+            5 => StepRecord::Kernels(read(value).ok()?),
+            6 => StepRecord::Fixes(read(value).ok()?),
+            7 => StepRecord::Change(read(value).ok()?),
+            _ => return None,
+        })
+    }
+}
+
+impl Records {
+    pub fn set(&mut self, record: StepRecord) {
+        match record {
+            StepRecord::Reproduce(v) => self.reproduce = Some(v),
+            StepRecord::Metric(v) => self.metric = Some(v),
+            StepRecord::Phases(v) => self.phases = Some(v),
+            StepRecord::Resources(v) => self.resources = Some(v),
+            StepRecord::Regime(v) => self.regime = Some(v),
+            StepRecord::Kernels(v) => self.kernels = Some(v),
+            StepRecord::Fixes(v) => self.fixes = Some(v),
+            StepRecord::Change(v) => self.change = Some(v),
+        }
+    }
+
+    /// Steps with a record that counts as done (step 0 needs a yes or "not yet").
+    pub fn done_steps(&self) -> Vec<u8> {
+        let present = [
+            self.reproduce.as_ref().is_some_and(reproduce::is_done),
+            self.metric.is_some(),
+            self.phases.is_some(),
+            self.resources.is_some(),
+            self.regime.is_some(),
+            self.kernels.is_some(),
+            self.fixes.is_some(),
+            self.change.is_some(),
+        ];
+        (0u8..8).filter(|&s| present[s as usize]).collect()
+    }
+}
+
+/// Submitted `name=value` pairs, looked up by name (the last value wins).
+#[derive(Debug, Clone, Default)]
+pub struct Pairs(Vec<(String, String)>);
+
+impl Pairs {
+    pub fn new(pairs: Vec<(String, String)>) -> Pairs {
+        Pairs(pairs)
+    }
+
+    /// The trimmed value, `None` when missing or blank.
+    pub fn get(&self, name: &str) -> Option<&str> {
+        self.0
+            .iter()
+            .rev()
+            .find(|(k, _)| k == name)
+            .map(|(_, v)| v.trim())
+            .filter(|v| !v.is_empty())
+    }
+
+    pub fn text(&self, name: &str) -> String {
+        self.get(name).unwrap_or_default().to_string()
+    }
+
+    fn any_with_prefix(&self, prefix: &str) -> bool {
+        self.0
+            .iter()
+            .any(|(k, v)| k.starts_with(prefix) && !v.trim().is_empty())
+    }
+
+    pub fn iter(&self) -> impl Iterator<Item = (&str, &str)> {
+        self.0.iter().map(|(k, v)| (k.as_str(), v.as_str()))
+    }
+
+    /// An optional number; a blank value is `None`, an unreadable one an error.
+    fn number(&self, name: &str, what: &str, errors: &mut Vec<FieldError>) -> Option<f64> {
+        let raw = self.get(name)?;
+        match read_number(raw) {
+            Some(v) => Some(v),
+            None => {
+                errors.push(FieldError::new(
+                    name,
+                    format!("{what}: '{raw}' is not a number"),
+                ));
+                None
+            }
+        }
+    }
+
+    fn required(&self, name: &str, what: &str, errors: &mut Vec<FieldError>) -> Option<f64> {
+        if self.get(name).is_none() {
+            errors.push(FieldError::new(name, format!("{what} is required")));
+            return None;
+        }
+        self.number(name, what, errors)
+    }
+
+    /// A fraction, accepting "0.4" or "40%".
+    fn share(&self, name: &str, what: &str, errors: &mut Vec<FieldError>) -> Option<f64> {
+        let raw = self.get(name)?;
+        let value = match raw.strip_suffix('%') {
+            Some(pct) => read_number(pct).map(|v| v / 100.0),
+            None => read_number(raw),
+        };
+        if value.is_none() {
+            errors.push(FieldError::new(
+                name,
+                format!("{what}: '{raw}' is not a fraction (write 0.4 or 40%)"),
+            ));
+        }
+        value
+    }
+
+    fn whole(&self, name: &str, what: &str, errors: &mut Vec<FieldError>) -> Option<i64> {
+        let v = self.number(name, what, errors)?;
+        if v.fract() != 0.0 || v < 1.0 {
+            errors.push(FieldError::new(
+                name,
+                format!("{what} must be a whole number of at least 1"),
+            ));
+            return None;
+        }
+        Some(v as i64)
+    }
+}
+
+/// "1,800", "2_000", "3.2e3" → a finite number.
+fn read_number(raw: &str) -> Option<f64> {
+    raw.trim()
+        .replace([',', '_'], "")
+        .parse::<f64>()
+        .ok()
+        .filter(|v| v.is_finite())
+}
+
+/// Rewrites `prefix[i]` in error fields from a compacted row index to the row's
+/// index in the submission (blank rows are skipped before validation).
+fn reindex(errors: Vec<FieldError>, prefix: &str, original: &[usize]) -> Vec<FieldError> {
+    errors
+        .into_iter()
+        .map(|mut e| {
+            let head = format!("{prefix}[");
+            if let Some(rest) = e.field.strip_prefix(&head) {
+                if let Some((i, tail)) = rest.split_once(']') {
+                    if let Some(orig) = i.parse::<usize>().ok().and_then(|i| original.get(i)) {
+                        e.field = format!("{prefix}[{orig}]{tail}");
+                    }
+                }
+            }
+            e
+        })
+        .collect()
+}
+
+/// Parses one step from submitted pairs, with every problem named by field.
+pub fn parse_step(step: u8, pairs: &Pairs) -> Result<StepRecord, Vec<FieldError>> {
+    match step {
+        0 => parse_reproduce(pairs).map(StepRecord::Reproduce),
+        1 => parse_metric(pairs).map(StepRecord::Metric),
+        2 => parse_phases(pairs).map(StepRecord::Phases),
+        3 => parse_resources(pairs).map(StepRecord::Resources),
+        4 => parse_regime(pairs).map(StepRecord::Regime),
+        5 => parse_kernels(pairs).map(StepRecord::Kernels),
+        6 => parse_fixes(pairs).map(StepRecord::Fixes),
+        7 => parse_change(pairs).map(StepRecord::Change),
+        _ => Err(vec![FieldError::new(
+            "step",
+            format!("there is no step {step}: steps are numbered 0 to 7"),
+        )]),
+    }
+}
+
+fn parse_reproduce(pairs: &Pairs) -> Result<FrozenConfig, Vec<FieldError>> {
+    let (config, mut errors) = FrozenConfig::from_form(pairs.iter());
+    if errors.is_empty() {
+        errors = reproduce::validate(&config);
+    }
+    if errors.is_empty() {
+        Ok(config)
+    } else {
+        Err(errors)
+    }
+}
+
+fn parse_metric(pairs: &Pairs) -> Result<MetricTarget, Vec<FieldError>> {
+    MetricTarget::parse(&MetricForm {
+        metric: pairs.text("metric"),
+        percentile: pairs.text("percentile"),
+        observed: pairs.text("observed"),
+        target: pairs.text("target"),
+        unit: pairs.text("unit"),
+    })
+}
+
+fn parse_phases(pairs: &Pairs) -> Result<PhaseTable, Vec<FieldError>> {
+    let mut errors = Vec::new();
+    let mut rows = Vec::new();
+    for phase in Phase::ALL {
+        let slug = phase.slug();
+        if !pairs.any_with_prefix(&format!("{slug}.")) {
+            continue;
+        }
+        let label = phase.label();
+        let f = |p: &str| format!("{slug}.{p}");
+        let p50 = pairs.required(&f("p50"), &format!("{label} p50"), &mut errors);
+        let p90 = pairs.number(&f("p90"), &format!("{label} p90"), &mut errors);
+        let p95 = pairs.required(&f("p95"), &format!("{label} p95"), &mut errors);
+        let p99 = pairs.required(&f("p99"), &format!("{label} p99"), &mut errors);
+        let share = pairs.share(&f("share"), &format!("{label} share"), &mut errors);
+        if let (Some(p50), Some(p95), Some(p99)) = (p50, p95, p99) {
+            rows.push(PhaseRow {
+                phase,
+                p50,
+                p90,
+                p95,
+                p99,
+                share,
+            });
+        }
+    }
+    if rows.is_empty() && errors.is_empty() {
+        errors.push(FieldError::new(
+            "phases",
+            "Fill in at least one phase: p50, p95 and p99 in milliseconds",
+        ));
+    }
+    let table = PhaseTable { rows };
+    if errors.is_empty() {
+        // The core names rows by position; the form names them by phase.
+        errors = table
+            .validate()
+            .into_iter()
+            .map(|mut e| {
+                if let Some(rest) = e.field.strip_prefix("phases[") {
+                    if let Some((i, tail)) = rest.split_once(']') {
+                        if let Some(row) = i.parse::<usize>().ok().and_then(|i| table.rows.get(i)) {
+                            let tail = tail.trim_start_matches('.');
+                            let tail = if tail.is_empty() { "p50" } else { tail };
+                            e.field = format!("{}.{tail}", row.phase.slug());
+                        }
+                    }
+                }
+                e
+            })
+            .collect();
+    }
+    if errors.is_empty() {
+        Ok(table)
+    } else {
+        Err(errors)
+    }
+}
+
+fn parse_resources(pairs: &Pairs) -> Result<ResourceTimes, Vec<FieldError>> {
+    let mut errors = Vec::new();
+    let gpu = pairs.required("gpu_total", "GPU kernel time", &mut errors);
+    let cpu = pairs.required("cpu_total", "CPU busy time", &mut errors);
+    let wall = pairs.required("wall", "Wall-clock time", &mut errors);
+    let (Some(gpu_total), Some(cpu_total), Some(wall)) = (gpu, cpu, wall) else {
+        return Err(errors);
+    };
+    classify(gpu_total, cpu_total, wall)?;
+    Ok(ResourceTimes {
+        gpu_total,
+        cpu_total,
+        wall,
+    })
+}
+
+/// Indices of table rows with anything filled in, in submission order.
+fn filled_rows(pairs: &Pairs, prefix: &str) -> Vec<usize> {
+    (0..MAX_ROWS)
+        .filter(|i| pairs.any_with_prefix(&format!("{prefix}[{i}].")))
+        .collect()
+}
+
+fn parse_regime(pairs: &Pairs) -> Result<RegimeStep, Vec<FieldError>> {
+    let mut errors = Vec::new();
+    let mut kernels = Vec::new();
+    for i in filled_rows(pairs, "kernels") {
+        let f = |p: &str| format!("kernels[{i}].{p}");
+        let name = pairs.text(&f("name"));
+        if name.is_empty() {
+            errors.push(FieldError::new(f("name"), "Give the kernel's name"));
+        }
+        let sm = pairs.required(&f("sm_pct"), "SM throughput %", &mut errors);
+        let dram = pairs.required(&f("dram_pct"), "DRAM throughput %", &mut errors);
+        if let (Some(sm), Some(dram)) = (sm, dram) {
+            if let Err(es) = regime(sm, dram) {
+                errors.extend(
+                    es.into_iter()
+                        .map(|e| FieldError::new(f(&e.field), e.message)),
+                );
+            }
+            kernels.push(KernelUtilization {
+                name,
+                sm_pct: sm,
+                dram_pct: dram,
+            });
+        }
+    }
+    let decode = if pairs.any_with_prefix("decode.") {
+        let measured = pairs.required("decode.measured_ms", "Measured decode step", &mut errors);
+        let batch = pairs.whole("decode.batch", "Batch", &mut errors);
+        let context = pairs.whole("decode.context", "Context", &mut errors);
+        let floor = pairs.number("decode.floor_ms", "Bandwidth floor", &mut errors);
+        if floor.is_none() && (batch.is_none() || context.is_none()) && errors.is_empty() {
+            errors.push(FieldError::new(
+                "decode.floor_ms",
+                "Give the batch and context so the floor can be estimated from the step-0 setup, or type the floor in",
+            ));
+        }
+        match measured {
+            Some(measured_ms) if measured_ms > 0.0 => {
+                if let Some(f) = floor {
+                    if let Err(es) = decode_band(f, measured_ms) {
+                        errors
+                            .extend(es.into_iter().map(|e| {
+                                FieldError::new(format!("decode.{}", e.field), e.message)
+                            }));
+                    }
+                }
+                Some(DecodeCheck {
+                    measured_ms,
+                    batch,
+                    context,
+                    floor_ms: floor,
+                })
+            }
+            Some(_) => {
+                errors.push(FieldError::new(
+                    "decode.measured_ms",
+                    "The measured step time must be greater than 0 ms",
+                ));
+                None
+            }
+            None => None,
+        }
+    } else {
+        None
+    };
+    if kernels.is_empty() && decode.is_none() && errors.is_empty() {
+        errors.push(FieldError::new(
+            "kernels[0].name",
+            "Record at least one top kernel's SM and DRAM throughput, or the measured decode step",
+        ));
+    }
+    if errors.is_empty() {
+        Ok(RegimeStep { kernels, decode })
+    } else {
+        Err(errors)
+    }
+}
+
+fn parse_kernels(pairs: &Pairs) -> Result<KernelStep, Vec<FieldError>> {
+    let mut errors = Vec::new();
+    let rows_at = filled_rows(pairs, "kernels");
+    let mut rows = Vec::new();
+    for &i in &rows_at {
+        let f = |p: &str| format!("kernels[{i}].{p}");
+        rows.push(KernelRow {
+            name: pairs.text(&f("name")),
+            share: pairs.share(&f("share"), "Share", &mut errors),
+            time_ms: pairs.number(&f("time_ms"), "Time", &mut errors),
+            occupancy_pct: pairs.number(&f("occupancy_pct"), "Occupancy", &mut errors),
+            notes: pairs.text(&f("notes")),
+        });
+    }
+    let phase_total_ms = pairs.number("phase_total_ms", "Phase total", &mut errors);
+    if rows.is_empty() && errors.is_empty() {
+        errors.push(FieldError::new(
+            "kernels[0].name",
+            "List at least one kernel with its share of the phase or its time",
+        ));
+    }
+    if !errors.is_empty() {
+        return Err(errors);
+    }
+    kernels::rank_with_total(&rows, phase_total_ms).map_err(|e| reindex(e, "kernels", &rows_at))?;
+    Ok(KernelStep {
+        kernels: rows,
+        phase_total_ms,
+    })
+}
+
+fn parse_fixes(pairs: &Pairs) -> Result<FixStep, Vec<FieldError>> {
+    let mut errors = Vec::new();
+    let rows_at = filled_rows(pairs, "candidates");
+    let mut candidates = Vec::new();
+    for &i in &rows_at {
+        let f = |p: &str| format!("candidates[{i}].{p}");
+        let share = pairs.share(&f("share"), "Share of time", &mut errors);
+        let speedup = pairs.required(&f("speedup"), "Speedup", &mut errors);
+        let effort = pairs.required(&f("effort_days"), "Effort", &mut errors);
+        if pairs.get(&f("share")).is_none() {
+            errors.push(FieldError::new(
+                f("share"),
+                "Share of time the fix touches is required (0.09 or 9%)",
+            ));
+        }
+        candidates.push(Candidate {
+            description: pairs.text(&f("description")),
+            share: share.unwrap_or(f64::NAN),
+            speedup: speedup.unwrap_or(f64::NAN),
+            effort_days: effort.unwrap_or(f64::NAN),
+        });
+    }
+    if candidates.is_empty() && errors.is_empty() {
+        errors.push(FieldError::new(
+            "candidates[0].description",
+            "List at least one candidate fix with the share it touches, its speedup and the effort",
+        ));
+    }
+    if !errors.is_empty() {
+        return Err(errors);
+    }
+    fixes::rank(&candidates).map_err(|e| reindex(e, "candidates", &rows_at))?;
+    Ok(FixStep { candidates })
+}
+
+fn parse_change(pairs: &Pairs) -> Result<ChangeStep, Vec<FieldError>> {
+    let mut errors = Vec::new();
+    let change = pairs.text("change");
+    if change.is_empty() {
+        errors.push(FieldError::new(
+            "change",
+            "Name the one thing that was changed, e.g. \"chunked prefill\"",
+        ));
+    }
+    let after_pairs: Vec<(&str, &str)> = pairs
+        .iter()
+        .filter_map(|(k, v)| k.strip_prefix("after_config.").map(|k| (k, v)))
+        .collect();
+    let (after_config, config_errors) = FrozenConfig::from_form(after_pairs);
+    errors.extend(
+        config_errors
+            .into_iter()
+            .map(|e| FieldError::new(format!("after_config.{}", e.field), e.message)),
+    );
+    let after_value = pairs.required("after_value", "The metric after the change", &mut errors);
+    if after_value.is_some_and(|v| v <= 0.0) {
+        errors.push(FieldError::new(
+            "after_value",
+            "The metric after the change must be greater than 0",
+        ));
+    }
+    let verdict = match pairs.get("verdict") {
+        None => None,
+        Some(raw) => {
+            let v = Verdict::from_slug(raw);
+            if v.is_none() {
+                errors.push(FieldError::new(
+                    "verdict",
+                    "Choose confirmed, improved, inconclusive, regressed or invalid_comparison",
+                ));
+            }
+            v
+        }
+    };
+    let quality = pairs.text("quality");
+    if quality.is_empty() {
+        errors.push(FieldError::new(
+            "quality",
+            "Say how output quality was checked to be unchanged, e.g. \"200 paired generations identical\"",
+        ));
+    }
+    if !errors.is_empty() {
+        return Err(errors);
+    }
+    Ok(ChangeStep {
+        change,
+        after_config,
+        after_value: after_value.unwrap_or_default(),
+        verdict,
+        findings: pairs.text("findings"),
+        quality,
+        effort: pairs.text("effort"),
+    })
+}
+
+/// Flattens JSON into the form's names: `{"kernels": [{"name": "x"}]}` becomes
+/// `kernels[0].name=x`; numbers print plainly (3200, not 3200.0), booleans as on/off,
+/// nulls are left out.
+pub fn flatten(value: &serde_json::Value) -> Vec<(String, String)> {
+    fn walk(prefix: &str, v: &serde_json::Value, out: &mut Vec<(String, String)>) {
+        use serde_json::Value;
+        let key = |k: &str| {
+            if prefix.is_empty() {
+                k.to_string()
+            } else {
+                format!("{prefix}.{k}")
+            }
+        };
+        match v {
+            Value::Null => {}
+            Value::Bool(b) => out.push((prefix.to_string(), if *b { "on" } else { "off" }.into())),
+            Value::Number(n) => out.push((prefix.to_string(), plain_number(n))),
+            Value::String(s) => out.push((prefix.to_string(), s.clone())),
+            Value::Array(items) => {
+                for (i, item) in items.iter().enumerate() {
+                    walk(&format!("{prefix}[{i}]"), item, out);
+                }
+            }
+            Value::Object(map) => {
+                for (k, item) in map {
+                    walk(&key(k), item, out);
+                }
+            }
+        }
+    }
+    let mut out = Vec::new();
+    walk("", value, &mut out);
+    out
+}
+
+fn plain_number(n: &serde_json::Number) -> String {
+    match n.as_f64() {
+        Some(f) if f.fract() == 0.0 && f.abs() < 1e15 => format!("{}", f as i64),
+        Some(f) => format!("{f}"),
+        None => n.to_string(),
+    }
+}
+
+/// A step's submission from JSON (an API body, or a stored record shown in its form).
+/// Step 2 also accepts the stored shape `{"rows": [{"phase": "prefill", …}]}`.
+pub fn pairs_from_json(step: u8, value: &serde_json::Value) -> Pairs {
+    let mut value = value.clone();
+    if step == 2 {
+        if let Some(rows) = value.get("rows").and_then(|r| r.as_array()).cloned() {
+            let mut by_phase = serde_json::Map::new();
+            for mut row in rows {
+                let phase = row
+                    .get("phase")
+                    .and_then(|p| p.as_str())
+                    .map(str::to_string);
+                if let (Some(phase), Some(obj)) = (phase, row.as_object_mut()) {
+                    obj.remove("phase");
+                    by_phase.insert(phase, serde_json::Value::Object(obj.clone()));
+                }
+            }
+            value = serde_json::Value::Object(by_phase);
+        }
+    }
+    Pairs::new(flatten(&value))
+}
+
+// ---------- evaluation ----------
+
+/// Step 1 computed.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct MetricEval {
+    /// observed / target (target / observed for throughput): > 1 is worse than target.
+    pub gap_ratio: f64,
+    pub meets_target: bool,
+    pub symptom_line: String,
+}
+
+/// Step 2 computed.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct PhaseEval {
+    /// A phase slug, or "nothing".
+    pub dominant_phase: String,
+    pub dominance: Dominance,
+    /// Share of the chosen metric per phase counted in it, largest first.
+    pub shares: Vec<(Phase, f64)>,
+    pub next_checks: NextChecks,
+    /// Link to the estimator that fits, prefilled from step 0 where it can be.
+    pub estimator_href: Option<String>,
+}
+
+/// Step 4 computed: each kernel's regime and what helps in it.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct KernelRegime {
+    pub name: String,
+    pub sm_pct: f64,
+    pub dram_pct: f64,
+    pub regime: Regime,
+    pub helps: Vec<&'static str>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct DecodeEval {
+    pub floor_ms: f64,
+    /// "estimate" (decode-floor from the step-0 setup) or "entered".
+    pub floor_source: &'static str,
+    pub measured_ms: f64,
+    pub band: DecodeBand,
+    /// The decode-floor link with the inputs used.
+    pub estimator_href: Option<String>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct RegimeEval {
+    pub kernels: Vec<KernelRegime>,
+    pub decode: Option<DecodeEval>,
+    /// Why the decode band could not be computed, when it could not.
+    pub decode_problem: Option<String>,
+}
+
+/// Step 7 computed.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct ChangeEval {
+    /// `None` when step 0 is not recorded (nothing to diff against).
+    pub check: Option<SingleChangeCheck>,
+    pub verdict: Option<Verdict>,
+    pub before: Option<MetricReading>,
+    pub after: Option<MetricReading>,
+    /// (after − before) / before × 100.
+    pub change_percent: Option<f64>,
+}
+
+/// What the app computes from the recorded steps. A step's result is `None` until the
+/// step (and the steps it needs) are recorded.
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+pub struct Evaluation {
+    pub metric: Option<MetricEval>,
+    pub phases: Option<PhaseEval>,
+    pub resources: Option<Classification>,
+    pub regime: Option<RegimeEval>,
+    pub kernels: Option<Vec<RankedKernel>>,
+    pub fixes: Option<Vec<RankedCandidate>>,
+    pub change: Option<ChangeEval>,
+}
+
+impl Evaluation {
+    /// One step's computed results as JSON (null when there are none).
+    pub fn step_json(&self, step: u8) -> serde_json::Value {
+        let v = match step {
+            1 => serde_json::to_value(&self.metric),
+            2 => serde_json::to_value(&self.phases),
+            3 => serde_json::to_value(self.resources.as_ref().map(|c| ResourcesJson {
+                classification: c.slug(),
+                line: c.line(),
+                detail: c,
+            })),
+            4 => serde_json::to_value(&self.regime),
+            5 => serde_json::to_value(&self.kernels),
+            6 => serde_json::to_value(&self.fixes),
+            7 => serde_json::to_value(&self.change),
+            _ => Ok(serde_json::Value::Null),
+        };
+        v.unwrap_or(serde_json::Value::Null)
+    }
+}
+
+#[derive(Serialize)]
+struct ResourcesJson<'a> {
+    classification: &'static str,
+    line: String,
+    #[serde(flatten)]
+    detail: &'a Classification,
+}
+
+/// Inputs for decode-floor from the step-0 setup (model, GPU, TP, precisions) plus a
+/// batch and context; blank settings are left out so the estimator's defaults apply.
+pub fn decode_floor_inputs(
+    config: Option<&FrozenConfig>,
+    batch: Option<i64>,
+    context: Option<i64>,
+) -> Inputs {
+    let mut inputs = Inputs::new();
+    let mut put = |k: &str, v: Option<String>| {
+        if let Some(v) = v.filter(|v| !v.trim().is_empty()) {
+            inputs.insert(k.to_string(), v.trim().to_string());
+        }
+    };
+    if let Some(c) = config {
+        put("model", c.model.clone());
+        put("gpu", c.gpu_type.clone());
+        put("tp", c.tp.map(|v| v.to_string()));
+        put("weight_dtype", c.weight_dtype.clone());
+        put("kv_dtype", c.kv_dtype.clone());
+    }
+    put(
+        "batch",
+        batch
+            .or(config.and_then(|c| c.concurrency.or(c.max_num_seqs)))
+            .map(|v| v.to_string()),
+    );
+    put("context", context.map(|v| v.to_string()));
+    inputs
+}
+
+/// `/estimators/{name}?k=v&…`: the estimator page reproduces the estimate from it.
+pub fn estimator_href(name: &str, inputs: &Inputs) -> String {
+    let query = serde_urlencoded::to_string(inputs).unwrap_or_default();
+    if query.is_empty() {
+        format!("/estimators/{name}")
+    } else {
+        format!("/estimators/{name}?{query}")
+    }
+}
+
+/// Computes every step's results from what is recorded.
+pub fn evaluate(records: &Records) -> Evaluation {
+    let config = records.reproduce.as_ref();
+    let metric = records.metric.as_ref().map(|t| MetricEval {
+        gap_ratio: t.gap_ratio(),
+        meets_target: t.meets_target(),
+        symptom_line: t.symptom_line(),
+    });
+    let phases = match (&records.phases, &records.metric) {
+        (Some(table), Some(target)) => {
+            let dominance = dominant(table, target);
+            let checks = next_checks(&dominance);
+            let estimator_href = checks.estimator.map(|name| match name {
+                "decode-floor" => estimator_href(name, &decode_floor_inputs(config, None, None)),
+                other => estimator_href(other, &Inputs::new()),
+            });
+            Some(PhaseEval {
+                dominant_phase: match &dominance {
+                    Dominance::Phase { phase, .. } => phase.slug().to_string(),
+                    Dominance::Nothing { .. } => "nothing".into(),
+                },
+                shares: table.shares(target),
+                dominance,
+                next_checks: checks,
+                estimator_href,
+            })
+        }
+        _ => None,
+    };
+    let resources = records
+        .resources
+        .and_then(|r| classify(r.gpu_total, r.cpu_total, r.wall).ok());
+    let regime = records.regime.as_ref().map(|r| evaluate_regime(r, config));
+    let kernels = records
+        .kernels
+        .as_ref()
+        .and_then(|k| kernels::rank_with_total(&k.kernels, k.phase_total_ms).ok());
+    let fixes = records
+        .fixes
+        .as_ref()
+        .and_then(|f| fixes::rank(&f.candidates).ok());
+    let change = records.change.as_ref().map(|c| {
+        let check = config.map(|before| check_single_change(before, &c.after_config, &c.change));
+        let verdict = match &check {
+            Some(check) if !check.ok => Some(Verdict::InvalidComparison),
+            _ => c.verdict,
+        };
+        let before = records.metric.as_ref().map(MetricTarget::reading);
+        let after = before.map(|b| MetricReading {
+            value: c.after_value,
+            ..b
+        });
+        let change_percent = before
+            .filter(|b| b.value != 0.0)
+            .map(|b| (c.after_value - b.value) / b.value * 100.0);
+        ChangeEval {
+            check,
+            verdict,
+            before,
+            after,
+            change_percent,
+        }
+    });
+    Evaluation {
+        metric,
+        phases,
+        resources,
+        regime,
+        kernels,
+        fixes,
+        change,
+    }
+}
+
+fn evaluate_regime(step: &RegimeStep, config: Option<&FrozenConfig>) -> RegimeEval {
+    let kernels = step
+        .kernels
+        .iter()
+        .filter_map(|k| {
+            let r = regime(k.sm_pct, k.dram_pct).ok()?;
+            Some(KernelRegime {
+                name: k.name.clone(),
+                sm_pct: k.sm_pct,
+                dram_pct: k.dram_pct,
+                regime: r,
+                helps: helps(r),
+            })
+        })
+        .collect();
+    let mut decode_problem = None;
+    let decode = step.decode.and_then(|d| {
+        let (floor, source, href) = match d.floor_ms {
+            Some(f) => (f, "entered", None),
+            None => {
+                let inputs = decode_floor_inputs(config, d.batch, d.context);
+                let href = estimator_href("decode-floor", &inputs);
+                match estimate::run("decode-floor", &inputs) {
+                    Ok(chain) => match chain.results.get("floor_ms").and_then(|v| v.as_f64()) {
+                        Some(f) => (f, "estimate", Some(href)),
+                        None => return None,
+                    },
+                    Err(e) => {
+                        decode_problem = Some(format!(
+                            "The floor could not be estimated from the step-0 setup ({e}); type the floor in, or complete step 0."
+                        ));
+                        return None;
+                    }
+                }
+            }
+        };
+        let band = decode_band(floor, d.measured_ms).ok()?;
+        Some(DecodeEval {
+            floor_ms: floor,
+            floor_source: source,
+            measured_ms: d.measured_ms,
+            band,
+            estimator_href: href,
+        })
+    });
+    RegimeEval {
+        kernels,
+        decode,
+        decode_problem,
+    }
+}
+
+/// Drafts the journal entry from everything recorded; `date` is `YYYY-MM-DD`.
+pub fn draft_entry(records: &Records, evaluation: &Evaluation, date: &str) -> JournalEntry {
+    let change = records.change.as_ref();
+    let after: Vec<MetricReading> = evaluation
+        .change
+        .as_ref()
+        .and_then(|c| c.after)
+        .into_iter()
+        .collect();
+    let dominance = evaluation.phases.as_ref().map(|p| &p.dominance);
+    let regime = evaluation
+        .regime
+        .as_ref()
+        .and_then(|r| r.kernels.first().map(|k| k.regime));
+    let decode = evaluation
+        .regime
+        .as_ref()
+        .and_then(|r| r.decode.as_ref().map(|d| &d.band));
+    journal::draft(&DraftInput {
+        date,
+        config: records.reproduce.as_ref(),
+        target: records.metric.as_ref(),
+        baseline: &[],
+        dominance,
+        resources: evaluation.resources.as_ref(),
+        regime,
+        decode,
+        findings: change.map_or("", |c| c.findings.as_str()),
+        change: change.map_or("", |c| c.change.as_str()),
+        after: &after,
+        verdict: evaluation.change.as_ref().and_then(|c| c.verdict),
+        quality: change.map_or("", |c| c.quality.as_str()),
+        effort: change.map_or("", |c| c.effort.as_str()),
+    })
+}
+
+/// The value a step naturally observes, offered as the "observed" side when an
+/// estimate is attached to it.
+pub fn observed_at(step: u8, records: &Records) -> Option<f64> {
+    match step {
+        1 => records.metric.map(|m| m.observed),
+        4 => records
+            .regime
+            .as_ref()
+            .and_then(|r| r.decode.map(|d| d.measured_ms)),
+        7 => records.change.as_ref().map(|c| c.after_value),
+        _ => None,
+    }
+}
+
+/// A new investigation's details, checked.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Opening {
+    pub title: String,
+    pub service: String,
+    pub symptom: String,
+    pub tags: Vec<String>,
+}
+
+impl Opening {
+    /// Title 1–200 characters; tags split on commas, trimmed, lower-cased, each 1–40
+    /// characters of letters, digits, `-`, `_`, `.`, `:` or `/`, at most 12.
+    pub fn parse(
+        title: &str,
+        service: &str,
+        symptom: &str,
+        tags: &str,
+    ) -> Result<Opening, Vec<FieldError>> {
+        let mut errors = Vec::new();
+        let title = title.trim();
+        if title.is_empty() || title.chars().count() > 200 {
+            errors.push(FieldError::new(
+                "title",
+                "Give the investigation a title of 1–200 characters, e.g. \"p95 TTFT doubled after the template deploy\"",
+            ));
+        }
+        let service = service.trim();
+        if service.chars().count() > 100 {
+            errors.push(FieldError::new(
+                "service",
+                "A service name has at most 100 characters",
+            ));
+        }
+        let mut list: Vec<String> = Vec::new();
+        for tag in tags
+            .split(',')
+            .map(|t| t.trim().to_lowercase())
+            .filter(|t| !t.is_empty())
+        {
+            let ok = tag.chars().count() <= 40
+                && tag
+                    .chars()
+                    .all(|c| c.is_alphanumeric() || matches!(c, '-' | '_' | '.' | ':' | '/'));
+            if !ok {
+                errors.push(FieldError::new(
+                    "tags",
+                    format!("'{tag}' is not a tag: use up to 40 letters, digits, '-', '_', '.', ':' or '/', separated by commas"),
+                ));
+            } else if !list.contains(&tag) {
+                list.push(tag);
+            }
+        }
+        if list.len() > 12 {
+            errors.push(FieldError::new("tags", "At most 12 tags"));
+        }
+        if errors.is_empty() {
+            Ok(Opening {
+                title: title.to_string(),
+                service: service.to_string(),
+                symptom: symptom.trim().to_string(),
+                tags: list,
+            })
+        } else {
+            Err(errors)
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn pairs(list: &[(&str, &str)]) -> Pairs {
+        Pairs::new(
+            list.iter()
+                .map(|(k, v)| (k.to_string(), v.to_string()))
+                .collect(),
+        )
+    }
+
+    fn config() -> FrozenConfig {
+        let StepRecord::Reproduce(c) = parse_step(
+            0,
+            &pairs(&[
+                ("reproducible", "yes"),
+                ("model", "llama-3.1-8b"),
+                ("gpu_type", "h100-sxm"),
+                ("tp", "1"),
+                ("concurrency", "64"),
+                ("chunked_prefill", "off"),
+                ("max_num_batched_tokens", "8192"),
+            ]),
+        )
+        .unwrap() else {
+            unreachable!()
+        };
+        c
+    }
+
+    #[test]
+    fn step0_needs_an_answer() {
+        let errors = parse_step(0, &pairs(&[("model", "x")])).unwrap_err();
+        assert_eq!(errors[0].field, "reproducible");
+        let errors = parse_step(0, &pairs(&[("reproducible", "yes"), ("tp", "two")])).unwrap_err();
+        assert_eq!(errors[0].field, "tp");
+        assert_eq!(config().tp, Some(1));
+    }
+
+    #[test]
+    fn step1_refuses_words() {
+        let errors = parse_step(
+            1,
+            &pairs(&[
+                ("metric", "ttft"),
+                ("percentile", "p95"),
+                ("observed", "slow"),
+                ("target", "800"),
+            ]),
+        )
+        .unwrap_err();
+        assert_eq!(errors[0].field, "observed");
+        let StepRecord::Metric(m) = parse_step(
+            1,
+            &pairs(&[
+                ("metric", "ttft"),
+                ("percentile", "p95"),
+                ("observed", "3200"),
+                ("target", "800"),
+            ]),
+        )
+        .unwrap() else {
+            unreachable!()
+        };
+        assert_eq!(m.gap_ratio(), 4.0);
+    }
+
+    #[test]
+    fn step2_rows_by_phase_and_errors_named_by_phase() {
+        let table = match parse_step(
+            2,
+            &pairs(&[
+                ("queue_wait.p50", "900"),
+                ("queue_wait.p95", "2300"),
+                ("queue_wait.p99", "2900"),
+                ("prefill.p50", "100"),
+                ("prefill.p95", "180"),
+                ("prefill.p99", "220"),
+            ]),
+        ) {
+            Ok(StepRecord::Phases(t)) => t,
+            other => panic!("{other:?}"),
+        };
+        assert_eq!(table.rows.len(), 2);
+        let errors = parse_step(
+            2,
+            &pairs(&[
+                ("prefill.p50", "300"),
+                ("prefill.p95", "200"),
+                ("prefill.p99", "400"),
+            ]),
+        )
+        .unwrap_err();
+        assert_eq!(errors[0].field, "prefill.p50");
+        let errors = parse_step(2, &pairs(&[("decode.p50", "1")])).unwrap_err();
+        assert!(errors.iter().any(|e| e.field == "decode.p95"));
+        assert_eq!(parse_step(2, &pairs(&[])).unwrap_err()[0].field, "phases");
+    }
+
+    #[test]
+    fn table_errors_keep_the_submitted_row_index() {
+        let errors = parse_step(
+            6,
+            &pairs(&[
+                ("candidates[2].description", "fuse rmsnorm"),
+                ("candidates[2].share", "1.5"),
+                ("candidates[2].speedup", "3"),
+                ("candidates[2].effort_days", "2"),
+            ]),
+        )
+        .unwrap_err();
+        assert_eq!(errors[0].field, "candidates[2].share");
+        let errors = parse_step(
+            5,
+            &pairs(&[("kernels[1].name", "gemm"), ("kernels[1].share", "2")]),
+        )
+        .unwrap_err();
+        assert_eq!(errors[0].field, "kernels[1].share");
+    }
+
+    #[test]
+    fn evaluation_of_a_full_walk() {
+        let mut r = Records {
+            reproduce: Some(config()),
+            ..Records::default()
+        };
+        for (step, list) in [
+            (
+                1u8,
+                vec![
+                    ("metric", "itl"),
+                    ("percentile", "p50"),
+                    ("observed", "24"),
+                    ("target", "16"),
+                ],
+            ),
+            (
+                2,
+                vec![
+                    ("decode.p50", "24"),
+                    ("decode.p95", "30"),
+                    ("decode.p99", "40"),
+                ],
+            ),
+            (
+                3,
+                vec![("gpu_total", "95"), ("cpu_total", "20"), ("wall", "100")],
+            ),
+            (
+                4,
+                vec![
+                    ("kernels[0].name", "paged_attention"),
+                    ("kernels[0].sm_pct", "20"),
+                    ("kernels[0].dram_pct", "85"),
+                    ("decode.measured_ms", "24"),
+                    ("decode.batch", "64"),
+                    ("decode.context", "4096"),
+                ],
+            ),
+            (
+                5,
+                vec![
+                    ("kernels[0].name", "paged_attention"),
+                    ("kernels[0].share", "60%"),
+                    ("kernels[1].name", "gemm"),
+                    ("kernels[1].share", "0.3"),
+                ],
+            ),
+            (
+                6,
+                vec![
+                    ("candidates[0].description", "CUDA graphs"),
+                    ("candidates[0].share", "0.4"),
+                    ("candidates[0].speedup", "2"),
+                    ("candidates[0].effort_days", "1"),
+                    ("candidates[1].description", "faster rmsnorm"),
+                    ("candidates[1].share", "3%"),
+                    ("candidates[1].speedup", "3"),
+                    ("candidates[1].effort_days", "2"),
+                ],
+            ),
+            (
+                7,
+                vec![
+                    ("change", "chunked prefill"),
+                    ("after_config.model", "llama-3.1-8b"),
+                    ("after_config.gpu_type", "h100-sxm"),
+                    ("after_config.tp", "1"),
+                    ("after_config.concurrency", "64"),
+                    ("after_config.chunked_prefill", "on"),
+                    ("after_config.max_num_batched_tokens", "4096"),
+                    ("after_value", "17"),
+                    ("verdict", "confirmed"),
+                    ("quality", "200 paired generations identical"),
+                ],
+            ),
+        ] {
+            r.set(parse_step(step, &pairs(&list)).unwrap_or_else(|e| panic!("{step}: {e:?}")));
+        }
+        assert_eq!(r.done_steps(), (0..8).collect::<Vec<u8>>());
+        let e = evaluate(&r);
+        assert_eq!(e.metric.as_ref().unwrap().gap_ratio, 1.5);
+        let p = e.phases.as_ref().unwrap();
+        assert_eq!(p.dominant_phase, "decode");
+        assert_eq!(
+            p.estimator_href.as_deref(),
+            Some("/estimators/decode-floor?batch=64&gpu=h100-sxm&model=llama-3.1-8b&tp=1")
+        );
+        assert_eq!(e.resources.as_ref().unwrap().slug(), "gpu_bound");
+        let reg = e.regime.as_ref().unwrap();
+        assert_eq!(reg.kernels[0].regime, Regime::MemoryBound);
+        let d = reg.decode.as_ref().unwrap();
+        assert!((d.floor_ms - 15.05).abs() < 0.01, "{}", d.floor_ms);
+        assert_eq!(d.floor_source, "estimate");
+        assert_eq!(e.kernels.as_ref().unwrap()[0].name, "paged_attention");
+        let fixes = e.fixes.as_ref().unwrap();
+        assert_eq!(fixes[0].candidate.description, "CUDA graphs");
+        assert!(fixes[1].warning.is_some());
+        let c = e.change.as_ref().unwrap();
+        // The token budget changed too but "chunked prefill" names one field only.
+        assert!(!c.check.as_ref().unwrap().ok);
+        assert_eq!(c.verdict, Some(Verdict::InvalidComparison));
+        assert_eq!(e.step_json(3)["classification"], "gpu_bound");
+        assert_eq!(e.step_json(1)["gap_ratio"], 1.5);
+
+        let entry = draft_entry(&r, &e, "2026-11-29");
+        assert!(entry.symptom.starts_with("p50 ITL 24"), "{}", entry.symptom);
+        assert!(entry.diagnosis.contains("Decode"), "{}", entry.diagnosis);
+        assert_eq!(entry.change, "chunked prefill");
+        assert!(
+            entry.result.contains("invalid comparison"),
+            "{}",
+            entry.result
+        );
+    }
+
+    #[test]
+    fn a_declared_single_change_passes() {
+        let before = config();
+        let mut r = Records {
+            reproduce: Some(before),
+            ..Records::default()
+        };
+        r.set(
+            parse_step(
+                7,
+                &pairs(&[
+                    ("change", "chunked prefill"),
+                    ("after_config.reproducible", "yes"),
+                    ("after_config.model", "llama-3.1-8b"),
+                    ("after_config.gpu_type", "h100-sxm"),
+                    ("after_config.tp", "1"),
+                    ("after_config.concurrency", "64"),
+                    ("after_config.chunked_prefill", "on"),
+                    ("after_config.max_num_batched_tokens", "8192"),
+                    ("after_value", "700"),
+                    ("verdict", "improved"),
+                    ("quality", "identical"),
+                ]),
+            )
+            .unwrap(),
+        );
+        let c = evaluate(&r).change.unwrap();
+        assert!(c.check.unwrap().ok);
+        assert_eq!(c.verdict, Some(Verdict::Improved));
+    }
+
+    #[test]
+    fn records_round_trip_through_json() {
+        let rec = StepRecord::Reproduce(config());
+        assert_eq!(StepRecord::from_json(0, rec.to_json()), Some(rec));
+        assert!(StepRecord::from_json(3, serde_json::json!({"wall": "x"})).is_none());
+        assert!(matches!(parse_step(9, &Pairs::default()), Err(e) if e[0].field == "step"));
+    }
+
+    #[test]
+    fn stored_records_flatten_back_into_the_form() {
+        let phases = pairs(&[
+            ("prefill.p50", "100"),
+            ("prefill.p95", "180"),
+            ("prefill.p99", "220"),
+        ]);
+        let record = parse_step(2, &phases).unwrap();
+        let again = pairs_from_json(2, &record.to_json());
+        assert_eq!(again.get("prefill.p95"), Some("180"));
+        assert_eq!(parse_step(2, &again).unwrap(), record);
+        let json = serde_json::json!({"kernels": [{"name": "gemm", "share": 0.5}], "flag": true});
+        let flat = flatten(&json);
+        assert!(flat.contains(&("kernels[0].share".into(), "0.5".into())));
+        assert!(flat.contains(&("flag".into(), "on".into())));
+        let change = pairs(&[
+            ("change", "tp"),
+            ("after_config.tp", "2"),
+            ("after_value", "10"),
+            ("quality", "same"),
+        ]);
+        let record = parse_step(7, &change).unwrap();
+        assert_eq!(
+            parse_step(7, &pairs_from_json(7, &record.to_json())).unwrap(),
+            record
+        );
+    }
+
+    #[test]
+    fn openings_are_checked() {
+        let o = Opening::parse(" Slow TTFT ", "chat", "p95 doubled", "vLLM, ttft, ttft").unwrap();
+        assert_eq!(o.title, "Slow TTFT");
+        assert_eq!(o.tags, ["vllm", "ttft"]);
+        let errors = Opening::parse("", "", "", "bad tag!").unwrap_err();
+        let fields: Vec<&str> = errors.iter().map(|e| e.field.as_str()).collect();
+        assert_eq!(fields, ["title", "tags"]);
+    }
+
+    #[test]
+    fn observed_values_per_step() {
+        let mut r = Records::default();
+        assert_eq!(observed_at(1, &r), None);
+        r.set(
+            parse_step(
+                4,
+                &pairs(&[("decode.measured_ms", "24"), ("decode.floor_ms", "15")]),
+            )
+            .unwrap(),
+        );
+        assert_eq!(observed_at(4, &r), Some(24.0));
+        let d = evaluate(&r).regime.unwrap().decode.unwrap();
+        assert_eq!(d.floor_source, "entered");
+        assert_eq!(d.band.band, crate::core::method::Band::Overhead);
+    }
+}

@@ -1,0 +1,371 @@
+//! The investigation tables: investigations, their recorded steps, skips, attached
+//! estimates and history. Every write that changes an investigation also appends to
+//! its history in the same transaction.
+
+use chrono::{DateTime, Utc};
+use serde::Serialize;
+use sqlx::{PgPool, Postgres, Transaction};
+
+use crate::core::estimate::Inputs;
+use crate::core::method::expected::Expected;
+use crate::core::method::record::Opening;
+
+/// The four states of an investigation.
+pub const STATUSES: [&str; 4] = ["open", "diagnosed", "resolved", "abandoned"];
+
+#[derive(Debug, Clone, Serialize, sqlx::FromRow)]
+pub struct Investigation {
+    pub id: i64,
+    pub title: String,
+    pub service: String,
+    pub symptom: String,
+    pub tags: Vec<String>,
+    pub status: String,
+    pub owner_id: i64,
+    pub owner: String,
+    pub created_at: DateTime<Utc>,
+    pub updated_at: DateTime<Utc>,
+}
+
+/// One line of the investigations list.
+#[derive(Debug, Clone, Serialize, sqlx::FromRow)]
+pub struct Listed {
+    #[sqlx(flatten)]
+    #[serde(flatten)]
+    pub investigation: Investigation,
+    /// Recorded steps.
+    pub steps: Vec<i16>,
+}
+
+#[derive(Debug, Clone, sqlx::FromRow)]
+pub struct StepRow {
+    pub step: i16,
+    pub data: serde_json::Value,
+    pub updated_by: String,
+    pub updated_at: DateTime<Utc>,
+}
+
+#[derive(Debug, Clone, Serialize, sqlx::FromRow)]
+pub struct Skip {
+    pub step: i16,
+    pub missing: Vec<i16>,
+    pub reason: String,
+    pub user_name: String,
+    pub at: DateTime<Utc>,
+}
+
+#[derive(Debug, Clone, Serialize, sqlx::FromRow)]
+pub struct Event {
+    pub at: DateTime<Utc>,
+    pub user_name: String,
+    pub action: String,
+    pub step: Option<i16>,
+    pub summary: String,
+}
+
+#[derive(Debug, Clone, sqlx::FromRow)]
+struct ExpectedRow {
+    step: i16,
+    estimator: String,
+    inputs: sqlx::types::Json<Inputs>,
+    result_key: String,
+    expected: f64,
+    unit: String,
+    observed: Option<f64>,
+}
+
+const SELECT: &str = "SELECT i.id, i.title, i.service, i.symptom, i.tags, i.status, i.owner_id, \
+     u.name AS owner, i.created_at, i.updated_at FROM investigations i JOIN users u ON u.id = i.owner_id";
+
+/// Appends a history line inside a transaction and marks the investigation updated.
+pub async fn log(
+    tx: &mut Transaction<'_, Postgres>,
+    investigation: i64,
+    user: i64,
+    action: &str,
+    step: Option<u8>,
+    summary: &str,
+) -> sqlx::Result<()> {
+    sqlx::query(
+        "INSERT INTO investigation_events (investigation_id, user_id, action, step, summary) \
+         VALUES ($1, $2, $3, $4, $5)",
+    )
+    .bind(investigation)
+    .bind(user)
+    .bind(action)
+    .bind(step.map(i16::from))
+    .bind(summary)
+    .execute(&mut **tx)
+    .await?;
+    sqlx::query("UPDATE investigations SET updated_at = now() WHERE id = $1")
+        .bind(investigation)
+        .execute(&mut **tx)
+        .await?;
+    Ok(())
+}
+
+pub async fn create(
+    pool: &PgPool,
+    owner: i64,
+    opening: &Opening,
+    demo_key: Option<&str>,
+) -> sqlx::Result<i64> {
+    let mut tx = pool.begin().await?;
+    let id: i64 = sqlx::query_scalar(
+        "INSERT INTO investigations (title, service, symptom, tags, owner_id, demo_key) \
+         VALUES ($1, $2, $3, $4, $5, $6) RETURNING id",
+    )
+    .bind(&opening.title)
+    .bind(&opening.service)
+    .bind(&opening.symptom)
+    .bind(&opening.tags)
+    .bind(owner)
+    .bind(demo_key)
+    .fetch_one(&mut *tx)
+    .await?;
+    log(
+        &mut tx,
+        id,
+        owner,
+        "opened",
+        None,
+        &format!("opened “{}”", opening.title),
+    )
+    .await?;
+    tx.commit().await?;
+    Ok(id)
+}
+
+pub async fn by_demo_key(pool: &PgPool, key: &str) -> sqlx::Result<Option<i64>> {
+    sqlx::query_scalar("SELECT id FROM investigations WHERE demo_key = $1")
+        .bind(key)
+        .fetch_optional(pool)
+        .await
+}
+
+pub async fn get(pool: &PgPool, id: i64) -> sqlx::Result<Option<Investigation>> {
+    sqlx::query_as(&format!("{SELECT} WHERE i.id = $1"))
+        .bind(id)
+        .fetch_optional(pool)
+        .await
+}
+
+/// All investigations, most recently changed first.
+pub async fn list(pool: &PgPool) -> sqlx::Result<Vec<Listed>> {
+    sqlx::query_as(&format!(
+        "SELECT x.*, COALESCE((SELECT array_agg(s.step ORDER BY s.step) FROM investigation_steps s \
+         WHERE s.investigation_id = x.id), '{{}}') AS steps FROM ({SELECT}) x \
+         ORDER BY x.updated_at DESC, x.id DESC"
+    ))
+    .fetch_all(pool)
+    .await
+}
+
+pub async fn steps(pool: &PgPool, id: i64) -> sqlx::Result<Vec<StepRow>> {
+    sqlx::query_as(
+        "SELECT s.step, s.data, u.name AS updated_by, s.updated_at FROM investigation_steps s \
+         JOIN users u ON u.id = s.updated_by WHERE s.investigation_id = $1 ORDER BY s.step",
+    )
+    .bind(id)
+    .fetch_all(pool)
+    .await
+}
+
+/// Stores a step's record (replacing an earlier one) with its history line.
+pub async fn save_step(
+    pool: &PgPool,
+    id: i64,
+    user: i64,
+    step: u8,
+    data: &serde_json::Value,
+    summary: &str,
+) -> sqlx::Result<()> {
+    let mut tx = pool.begin().await?;
+    let existed: bool = sqlx::query_scalar(
+        "SELECT EXISTS (SELECT 1 FROM investigation_steps WHERE investigation_id = $1 AND step = $2)",
+    )
+    .bind(id)
+    .bind(i16::from(step))
+    .fetch_one(&mut *tx)
+    .await?;
+    sqlx::query(
+        "INSERT INTO investigation_steps (investigation_id, step, data, updated_by) \
+         VALUES ($1, $2, $3, $4) ON CONFLICT (investigation_id, step) \
+         DO UPDATE SET data = EXCLUDED.data, updated_by = EXCLUDED.updated_by, updated_at = now()",
+    )
+    .bind(id)
+    .bind(i16::from(step))
+    .bind(data)
+    .bind(user)
+    .execute(&mut *tx)
+    .await?;
+    let action = if existed {
+        "step_updated"
+    } else {
+        "step_recorded"
+    };
+    log(&mut tx, id, user, action, Some(step), summary).await?;
+    tx.commit().await
+}
+
+/// Records that `step` was opened with `missing` steps unrecorded; once per step.
+/// Returns whether this was the first time.
+pub async fn record_skip(
+    pool: &PgPool,
+    id: i64,
+    user: i64,
+    step: u8,
+    missing: &[u8],
+    reason: &str,
+) -> sqlx::Result<bool> {
+    let mut tx = pool.begin().await?;
+    let missing: Vec<i16> = missing.iter().map(|&s| i16::from(s)).collect();
+    let inserted = sqlx::query(
+        "INSERT INTO investigation_skips (investigation_id, step, missing, reason, user_id) \
+         VALUES ($1, $2, $3, $4, $5) ON CONFLICT (investigation_id, step) DO NOTHING",
+    )
+    .bind(id)
+    .bind(i16::from(step))
+    .bind(&missing)
+    .bind(reason)
+    .bind(user)
+    .execute(&mut *tx)
+    .await?
+    .rows_affected()
+        == 1;
+    if inserted {
+        let list: Vec<String> = missing.iter().map(|s| s.to_string()).collect();
+        let summary = format!(
+            "skipped ahead to step {step} with step{} {} not recorded: {reason}",
+            if list.len() == 1 { "" } else { "s" },
+            list.join(", ")
+        );
+        log(&mut tx, id, user, "skipped", Some(step), &summary).await?;
+    }
+    tx.commit().await?;
+    Ok(inserted)
+}
+
+pub async fn skips(pool: &PgPool, id: i64) -> sqlx::Result<Vec<Skip>> {
+    sqlx::query_as(
+        "SELECT k.step, k.missing, k.reason, u.name AS user_name, k.at FROM investigation_skips k \
+         JOIN users u ON u.id = k.user_id WHERE k.investigation_id = $1 ORDER BY k.at",
+    )
+    .bind(id)
+    .fetch_all(pool)
+    .await
+}
+
+/// History, newest first.
+pub async fn events(pool: &PgPool, id: i64) -> sqlx::Result<Vec<Event>> {
+    sqlx::query_as(
+        "SELECT e.at, u.name AS user_name, e.action, e.step, e.summary FROM investigation_events e \
+         JOIN users u ON u.id = e.user_id WHERE e.investigation_id = $1 ORDER BY e.id DESC",
+    )
+    .bind(id)
+    .fetch_all(pool)
+    .await
+}
+
+/// Changes the status; returns false when it already had that status.
+pub async fn set_status(pool: &PgPool, id: i64, user: i64, status: &str) -> sqlx::Result<bool> {
+    let mut tx = pool.begin().await?;
+    let old: Option<String> =
+        sqlx::query_scalar("SELECT status FROM investigations WHERE id = $1 FOR UPDATE")
+            .bind(id)
+            .fetch_optional(&mut *tx)
+            .await?;
+    let Some(old) = old.filter(|o| o != status) else {
+        return Ok(false);
+    };
+    sqlx::query("UPDATE investigations SET status = $2 WHERE id = $1")
+        .bind(id)
+        .bind(status)
+        .execute(&mut *tx)
+        .await?;
+    log(
+        &mut tx,
+        id,
+        user,
+        "status",
+        None,
+        &format!("changed the status from {old} to {status}"),
+    )
+    .await?;
+    tx.commit().await?;
+    Ok(true)
+}
+
+/// Attaches (or replaces) a step's expected value.
+pub async fn attach_expected(
+    pool: &PgPool,
+    id: i64,
+    user: i64,
+    step: u8,
+    e: &Expected,
+) -> sqlx::Result<()> {
+    let mut tx = pool.begin().await?;
+    sqlx::query(
+        "INSERT INTO investigation_expected \
+         (investigation_id, step, estimator, inputs, result_key, expected, unit, observed, attached_by) \
+         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9) ON CONFLICT (investigation_id, step) DO UPDATE SET \
+         estimator = EXCLUDED.estimator, inputs = EXCLUDED.inputs, result_key = EXCLUDED.result_key, \
+         expected = EXCLUDED.expected, unit = EXCLUDED.unit, observed = EXCLUDED.observed, \
+         attached_by = EXCLUDED.attached_by, attached_at = now()",
+    )
+    .bind(id)
+    .bind(i16::from(step))
+    .bind(&e.estimator)
+    .bind(sqlx::types::Json(&e.inputs))
+    .bind(&e.result_key)
+    .bind(e.expected)
+    .bind(&e.unit)
+    .bind(e.observed)
+    .bind(user)
+    .execute(&mut *tx)
+    .await?;
+    let summary = format!(
+        "attached {} {} = {} {} as the expected value",
+        e.estimator,
+        e.result_key,
+        crate::core::method::format_number(e.expected, 2),
+        e.unit
+    );
+    log(
+        &mut tx,
+        id,
+        user,
+        "estimate",
+        Some(step),
+        summary.trim_end(),
+    )
+    .await?;
+    tx.commit().await
+}
+
+/// Attached estimates by step.
+pub async fn expected(pool: &PgPool, id: i64) -> sqlx::Result<Vec<(u8, Expected)>> {
+    let rows: Vec<ExpectedRow> = sqlx::query_as(
+        "SELECT step, estimator, inputs, result_key, expected, unit, observed \
+         FROM investigation_expected WHERE investigation_id = $1 ORDER BY step",
+    )
+    .bind(id)
+    .fetch_all(pool)
+    .await?;
+    Ok(rows
+        .into_iter()
+        .map(|r| {
+            (
+                r.step as u8,
+                Expected {
+                    estimator: r.estimator,
+                    inputs: r.inputs.0,
+                    result_key: r.result_key,
+                    expected: r.expected,
+                    unit: r.unit,
+                    observed: r.observed,
+                },
+            )
+        })
+        .collect())
+}

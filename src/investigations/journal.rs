@@ -1,0 +1,269 @@
+//! The journal tables. Saves carry the version the editor started from; a save from an
+//! older version is refused, and the revisions table tells what changed since.
+
+use chrono::{DateTime, Utc};
+use serde::Serialize;
+use sqlx::PgPool;
+
+use super::db;
+use crate::core::method::JournalEntry;
+
+/// A stored entry with its bookkeeping.
+#[derive(Debug, Clone, Serialize, sqlx::FromRow)]
+pub struct StoredEntry {
+    pub id: i64,
+    pub investigation_id: Option<i64>,
+    pub investigation_title: Option<String>,
+    pub title: String,
+    pub entry_date: String,
+    pub symptom: String,
+    pub workload: String,
+    pub baseline: String,
+    pub diagnosis: String,
+    pub change: String,
+    pub result: String,
+    pub quality: String,
+    pub effort: String,
+    pub published_at: Option<DateTime<Utc>>,
+    pub author: String,
+    pub version: i32,
+    pub created_at: DateTime<Utc>,
+    pub updated_at: DateTime<Utc>,
+}
+
+impl StoredEntry {
+    pub fn entry(&self) -> JournalEntry {
+        JournalEntry {
+            date: self.entry_date.clone(),
+            symptom: self.symptom.clone(),
+            workload: self.workload.clone(),
+            baseline: self.baseline.clone(),
+            diagnosis: self.diagnosis.clone(),
+            change: self.change.clone(),
+            result: self.result.clone(),
+            quality: self.quality.clone(),
+            effort: self.effort.clone(),
+        }
+    }
+
+    pub fn is_published(&self) -> bool {
+        self.published_at.is_some()
+    }
+}
+
+/// The fields a revision keeps, to show what changed.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, serde::Deserialize)]
+pub struct Revision {
+    pub title: String,
+    pub entry: JournalEntry,
+}
+
+const SELECT: &str = "SELECT j.id, j.investigation_id, i.title AS investigation_title, j.title, \
+     j.entry_date::text AS entry_date, j.symptom, j.workload, j.baseline, j.diagnosis, j.change, \
+     j.result, j.quality, j.effort, j.published_at, u.name AS author, j.version, j.created_at, \
+     j.updated_at FROM journal_entries j JOIN users u ON u.id = j.author_id \
+     LEFT JOIN investigations i ON i.id = j.investigation_id";
+
+/// Why a save did not happen.
+#[derive(Debug, thiserror::Error)]
+pub enum SaveError {
+    #[error("no journal entry {0}")]
+    NotFound(i64),
+    /// Someone saved since `yours`; the entry is now at `current`.
+    #[error("the entry was changed since version {yours}")]
+    Stale { yours: i32, current: i32 },
+    #[error(transparent)]
+    Db(#[from] sqlx::Error),
+}
+
+/// A new entry; `investigation` links it (one entry per investigation).
+pub async fn create(
+    pool: &PgPool,
+    author: i64,
+    investigation: Option<i64>,
+    revision: &Revision,
+    publish: bool,
+    demo_key: Option<&str>,
+) -> sqlx::Result<i64> {
+    let e = &revision.entry;
+    let mut tx = pool.begin().await?;
+    let id: i64 = sqlx::query_scalar(
+        "INSERT INTO journal_entries (investigation_id, title, entry_date, symptom, workload, \
+         baseline, diagnosis, change, result, quality, effort, published_at, author_id, demo_key) \
+         VALUES ($1, $2, $3::date, $4, $5, $6, $7, $8, $9, $10, $11, \
+         CASE WHEN $12 THEN now() END, $13, $14) RETURNING id",
+    )
+    .bind(investigation)
+    .bind(&revision.title)
+    .bind(&e.date)
+    .bind(&e.symptom)
+    .bind(&e.workload)
+    .bind(&e.baseline)
+    .bind(&e.diagnosis)
+    .bind(&e.change)
+    .bind(&e.result)
+    .bind(&e.quality)
+    .bind(&e.effort)
+    .bind(publish)
+    .bind(author)
+    .bind(demo_key)
+    .fetch_one(&mut *tx)
+    .await?;
+    insert_revision(&mut tx, id, 1, revision, author).await?;
+    if let Some(inv) = investigation {
+        let what = if publish { "published" } else { "drafted" };
+        db::log(
+            &mut tx,
+            inv,
+            author,
+            "journal",
+            None,
+            &format!("{what} the journal entry “{}”", revision.title),
+        )
+        .await?;
+    }
+    tx.commit().await?;
+    Ok(id)
+}
+
+async fn insert_revision(
+    tx: &mut sqlx::Transaction<'_, sqlx::Postgres>,
+    id: i64,
+    version: i32,
+    revision: &Revision,
+    user: i64,
+) -> sqlx::Result<()> {
+    sqlx::query(
+        "INSERT INTO journal_revisions (entry_id, version, fields, user_id) VALUES ($1, $2, $3, $4)",
+    )
+    .bind(id)
+    .bind(version)
+    .bind(sqlx::types::Json(revision))
+    .bind(user)
+    .execute(&mut **tx)
+    .await?;
+    Ok(())
+}
+
+/// Saves over version `base`; `publish` publishes a draft (a published entry stays
+/// published). Returns the new version.
+pub async fn save(
+    pool: &PgPool,
+    id: i64,
+    user: i64,
+    base: i32,
+    revision: &Revision,
+    publish: bool,
+) -> Result<i32, SaveError> {
+    let e = &revision.entry;
+    let mut tx = pool.begin().await?;
+    // Lock the row so two saves from the same version cannot both pass the check.
+    let row: Option<(i32, bool, Option<i64>)> = sqlx::query_as(
+        "SELECT version, published_at IS NOT NULL, investigation_id FROM journal_entries \
+         WHERE id = $1 FOR UPDATE",
+    )
+    .bind(id)
+    .fetch_optional(&mut *tx)
+    .await?;
+    let Some((current, was_published, investigation)) = row else {
+        return Err(SaveError::NotFound(id));
+    };
+    if current != base {
+        return Err(SaveError::Stale {
+            yours: base,
+            current,
+        });
+    }
+    let version: i32 = sqlx::query_scalar(
+        "UPDATE journal_entries SET title = $2, entry_date = $3::date, symptom = $4, workload = $5, \
+         baseline = $6, diagnosis = $7, change = $8, result = $9, quality = $10, effort = $11, \
+         published_at = CASE WHEN published_at IS NULL AND $12 THEN now() ELSE published_at END, \
+         version = version + 1, updated_at = now() WHERE id = $1 RETURNING version",
+    )
+    .bind(id)
+    .bind(&revision.title)
+    .bind(&e.date)
+    .bind(&e.symptom)
+    .bind(&e.workload)
+    .bind(&e.baseline)
+    .bind(&e.diagnosis)
+    .bind(&e.change)
+    .bind(&e.result)
+    .bind(&e.quality)
+    .bind(&e.effort)
+    .bind(publish)
+    .fetch_one(&mut *tx)
+    .await?;
+    let published_now = publish && !was_published;
+    insert_revision(&mut tx, id, version, revision, user).await?;
+    if let Some(inv) = investigation {
+        let what = if published_now { "published" } else { "edited" };
+        db::log(
+            &mut tx,
+            inv,
+            user,
+            "journal",
+            None,
+            &format!("{what} the journal entry (version {version})"),
+        )
+        .await?;
+    }
+    tx.commit().await?;
+    Ok(version)
+}
+
+pub async fn get(pool: &PgPool, id: i64) -> sqlx::Result<Option<StoredEntry>> {
+    sqlx::query_as(&format!("{SELECT} WHERE j.id = $1"))
+        .bind(id)
+        .fetch_optional(pool)
+        .await
+}
+
+pub async fn by_investigation(pool: &PgPool, investigation: i64) -> sqlx::Result<Option<i64>> {
+    sqlx::query_scalar("SELECT id FROM journal_entries WHERE investigation_id = $1")
+        .bind(investigation)
+        .fetch_optional(pool)
+        .await
+}
+
+pub async fn by_demo_key(pool: &PgPool, key: &str) -> sqlx::Result<Option<i64>> {
+    sqlx::query_scalar("SELECT id FROM journal_entries WHERE demo_key = $1")
+        .bind(key)
+        .fetch_optional(pool)
+        .await
+}
+
+/// Published entries, newest first (by the entry's date, then publication).
+pub async fn published(pool: &PgPool) -> sqlx::Result<Vec<StoredEntry>> {
+    sqlx::query_as(&format!(
+        "{SELECT} WHERE j.published_at IS NOT NULL ORDER BY j.entry_date DESC, j.published_at DESC, j.id DESC"
+    ))
+    .fetch_all(pool)
+    .await
+}
+
+/// Drafts, most recently edited first.
+pub async fn drafts(pool: &PgPool) -> sqlx::Result<Vec<StoredEntry>> {
+    sqlx::query_as(&format!(
+        "{SELECT} WHERE j.published_at IS NULL ORDER BY j.updated_at DESC, j.id DESC"
+    ))
+    .fetch_all(pool)
+    .await
+}
+
+/// A saved version of an entry, with who saved it.
+pub async fn revision(
+    pool: &PgPool,
+    id: i64,
+    version: i32,
+) -> sqlx::Result<Option<(Revision, String, DateTime<Utc>)>> {
+    let row: Option<(sqlx::types::Json<Revision>, String, DateTime<Utc>)> = sqlx::query_as(
+        "SELECT r.fields, u.name, r.at FROM journal_revisions r JOIN users u ON u.id = r.user_id \
+         WHERE r.entry_id = $1 AND r.version = $2",
+    )
+    .bind(id)
+    .bind(version)
+    .fetch_optional(pool)
+    .await?;
+    Ok(row.map(|(f, name, at)| (f.0, name, at)))
+}

@@ -1,0 +1,282 @@
+//! Investigations and the journal as the pages, the API and the CLI share them: load an
+//! investigation with every step evaluated, save a step, record a skip, draft the
+//! entry. The computations are the core's; this module stores and fetches.
+
+pub mod db;
+pub mod journal;
+pub mod seed;
+
+use chrono::{DateTime, Utc};
+use sqlx::PgPool;
+
+use crate::auth::User;
+use crate::core::method::expected::Expected;
+use crate::core::method::order::{missing_before, skip_warning, STEPS};
+use crate::core::method::record::{
+    draft_entry, evaluate, parse_step, Evaluation, Pairs, Records, StepRecord,
+};
+use crate::core::method::{format_number, Dominance};
+use crate::error::{AppError, Result};
+use db::{Investigation, Skip};
+use journal::Revision;
+
+/// Who recorded a step, and when.
+#[derive(Debug, Clone)]
+pub struct Recorded {
+    pub by: String,
+    pub at: DateTime<Utc>,
+}
+
+/// A step's place on the progress rail.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum StepState {
+    Done,
+    /// Not recorded, and a later step was opened first; the sentence says why that matters.
+    Skipped {
+        reason: String,
+    },
+    NotStarted,
+}
+
+impl StepState {
+    pub fn slug(&self) -> &'static str {
+        match self {
+            StepState::Done => "done",
+            StepState::Skipped { .. } => "skipped",
+            StepState::NotStarted => "not_started",
+        }
+    }
+}
+
+/// An investigation with everything recorded and computed.
+pub struct Loaded {
+    pub investigation: Investigation,
+    pub records: Records,
+    pub recorded: [Option<Recorded>; 8],
+    pub evaluation: Evaluation,
+    pub skips: Vec<Skip>,
+    pub expected: Vec<(u8, Expected)>,
+    pub journal_id: Option<i64>,
+}
+
+impl Loaded {
+    pub fn done_steps(&self) -> Vec<u8> {
+        self.records.done_steps()
+    }
+
+    pub fn states(&self) -> Vec<StepState> {
+        let done = self.done_steps();
+        (0u8..8)
+            .map(|n| {
+                if done.contains(&n) {
+                    return StepState::Done;
+                }
+                match self
+                    .skips
+                    .iter()
+                    .find(|s| s.missing.contains(&i16::from(n)))
+                {
+                    Some(s) => StepState::Skipped {
+                        reason: s.reason.clone(),
+                    },
+                    None => StepState::NotStarted,
+                }
+            })
+            .collect()
+    }
+
+    /// The first step not yet done (7 when all are).
+    pub fn next_step(&self) -> u8 {
+        let done = self.done_steps();
+        (0u8..8).find(|s| !done.contains(s)).unwrap_or(7)
+    }
+
+    pub fn expected_at(&self, step: u8) -> Option<&Expected> {
+        self.expected
+            .iter()
+            .find(|(s, _)| *s == step)
+            .map(|(_, e)| e)
+    }
+
+    pub fn url(&self) -> String {
+        format!("/investigations/{}", self.investigation.id)
+    }
+}
+
+pub async fn load(pool: &PgPool, id: i64) -> Result<Option<Loaded>> {
+    let Some(investigation) = db::get(pool, id).await? else {
+        return Ok(None);
+    };
+    let mut records = Records::default();
+    let mut recorded: [Option<Recorded>; 8] = Default::default();
+    for row in db::steps(pool, id).await? {
+        let step = row.step as u8;
+        match StepRecord::from_json(step, row.data) {
+            Some(record) => records.set(record),
+            // A record a newer version can no longer read is shown as not recorded.
+            None => {
+                tracing::warn!(investigation = id, step, "unreadable step record");
+                continue;
+            }
+        }
+        if let Some(slot) = recorded.get_mut(step as usize) {
+            *slot = Some(Recorded {
+                by: row.updated_by,
+                at: row.updated_at,
+            });
+        }
+    }
+    let evaluation = evaluate(&records);
+    Ok(Some(Loaded {
+        investigation,
+        evaluation,
+        records,
+        recorded,
+        skips: db::skips(pool, id).await?,
+        expected: db::expected(pool, id).await?,
+        journal_id: journal::by_investigation(pool, id).await?,
+    }))
+}
+
+pub async fn load_or_404(pool: &PgPool, id: i64) -> Result<Loaded> {
+    load(pool, id)
+        .await?
+        .ok_or_else(|| AppError::not_found(format!("there is no investigation {id}")))
+}
+
+/// Parses and stores one step (422 with field errors when the input is wrong).
+pub async fn save_step(
+    pool: &PgPool,
+    loaded: &Loaded,
+    user: &User,
+    step: u8,
+    pairs: &Pairs,
+) -> Result<()> {
+    let record = parse_step(step, pairs).map_err(AppError::Invalid)?;
+    let data = record.to_json();
+    let mut records = loaded.records.clone();
+    records.set(record);
+    let summary = step_summary(step, &records, &evaluate(&records));
+    db::save_step(
+        pool,
+        loaded.investigation.id,
+        user.id,
+        step,
+        &data,
+        &summary,
+    )
+    .await?;
+    Ok(())
+}
+
+/// The warning for opening `step` before the steps it builds on; an editor's visit
+/// records the skip (viewers only read, so their visits change nothing).
+pub async fn open_step(
+    pool: &PgPool,
+    loaded: &Loaded,
+    user: &User,
+    step: u8,
+) -> Result<Option<&'static str>> {
+    let done = loaded.done_steps();
+    let warning = skip_warning(step, &done);
+    if let Some(reason) = warning {
+        if user.role >= crate::auth::Role::Editor {
+            let missing = missing_before(step, &done);
+            db::record_skip(
+                pool,
+                loaded.investigation.id,
+                user.id,
+                step,
+                &missing,
+                reason,
+            )
+            .await?;
+        }
+    }
+    Ok(warning)
+}
+
+/// The investigation's journal entry: the existing one, or a new draft from the steps.
+pub async fn draft_journal(pool: &PgPool, loaded: &Loaded, user: &User) -> Result<i64> {
+    if let Some(id) = loaded.journal_id {
+        return Ok(id);
+    }
+    let today = Utc::now().date_naive().format("%Y-%m-%d").to_string();
+    let entry = draft_entry(&loaded.records, &loaded.evaluation, &today);
+    let revision = Revision {
+        title: loaded.investigation.title.clone(),
+        entry,
+    };
+    let id = journal::create(
+        pool,
+        user.id,
+        Some(loaded.investigation.id),
+        &revision,
+        false,
+        None,
+    )
+    .await?;
+    Ok(id)
+}
+
+/// One history line for a recorded step: what the app concluded from it.
+pub fn step_summary(step: u8, records: &Records, e: &Evaluation) -> String {
+    let title = STEPS[step as usize].title;
+    let detail = match step {
+        0 => records.reproduce.as_ref().map(|c| {
+            format!(
+                "froze the configuration (reproducible: {})",
+                c.reproducible.slug().replace('_', " ")
+            )
+        }),
+        1 => e.metric.as_ref().map(|m| m.symptom_line.clone()),
+        2 => e.phases.as_ref().map(|p| match &p.dominance {
+            Dominance::Phase { phase, share } => {
+                format!("{} dominates ({:.0}%)", phase.label(), share * 100.0)
+            }
+            Dominance::Nothing { .. } => "nothing dominates".into(),
+        }),
+        3 => e.resources.as_ref().map(|c| c.line()),
+        4 => e.regime.as_ref().map(|r| {
+            let mut parts: Vec<String> = r
+                .kernels
+                .iter()
+                .map(|k| format!("{} {}", k.name, k.regime.label()))
+                .collect();
+            if let Some(d) = &r.decode {
+                parts.push(format!(
+                    "decode at {:.0}% of its floor",
+                    d.band.ratio * 100.0
+                ));
+            }
+            parts.join("; ")
+        }),
+        5 => e.kernels.as_ref().and_then(|k| {
+            k.first()
+                .map(|top| format!("top kernel {} ({:.0}%)", top.name, top.share * 100.0))
+        }),
+        6 => e.fixes.as_ref().and_then(|f| {
+            f.first().map(|best| {
+                format!(
+                    "best candidate {} (ceiling {}×)",
+                    best.candidate.description,
+                    format_number(best.ceiling, 2)
+                )
+            })
+        }),
+        7 => e.change.as_ref().map(|c| {
+            let verdict = c
+                .verdict
+                .map_or("no verdict".into(), |v| v.label().to_lowercase());
+            format!(
+                "changed “{}”: {verdict}",
+                records.change.as_ref().map_or("", |c| c.change.as_str())
+            )
+        }),
+        _ => None,
+    };
+    match detail {
+        Some(d) if !d.is_empty() => format!("step {step} ({title}): {d}"),
+        _ => format!("step {step} ({title})"),
+    }
+}

@@ -1,0 +1,723 @@
+//! Investigation pages: the list, opening one from a symptom, its overview with the
+//! progress rail and history, and one page per step (form, computed results, expected
+//! vs observed). Handlers stay thin: parsing and computing happen in the core, storing
+//! in `crate::investigations`.
+
+use askama::Template;
+use axum::extract::{Path, State};
+use axum::http::StatusCode;
+use axum::response::{IntoResponse, Redirect, Response};
+use axum::routing::{get, post};
+use axum::{Form, Router};
+use serde::Deserialize;
+
+use super::{render, FormErrors, PageCtx};
+use crate::auth::{CurrentUser, Role};
+use crate::core::estimate;
+use crate::core::method::expected::{self, Expected};
+use crate::core::method::order::{skip_warning, StepInfo, STEPS};
+use crate::core::method::record::{
+    observed_at, pairs_from_json, Evaluation, Opening, Pairs, Records, StepRecord, MAX_ROWS,
+};
+use crate::core::method::reproduce::{
+    FieldKind, FrozenConfig, Reproducible, CONFIG_FIELDS, CONFIG_GROUPS,
+};
+use crate::core::method::{
+    format_number, Band, Boundness, Dominance, Metric, Percentile, Phase, Verdict,
+};
+use crate::core::FieldError;
+use crate::error::{AppError, Result};
+use crate::investigations::db::{self, Event, Investigation, Listed, STATUSES};
+use crate::investigations::{self as inv, Loaded, Recorded, StepState};
+use crate::state::AppState;
+
+pub fn routes() -> Router<AppState> {
+    Router::new()
+        .route(
+            "/investigations",
+            get(list_investigations).post(create_investigation),
+        )
+        .route("/investigations/new", get(new_investigation))
+        .route("/investigations/{id}", get(show_investigation))
+        .route("/investigations/{id}/status", post(change_status))
+        .route(
+            "/investigations/{id}/steps/{step}",
+            get(show_step).post(save_step),
+        )
+        .route(
+            "/investigations/{id}/steps/{step}/expected",
+            post(attach_expected),
+        )
+        .route("/investigations/{id}/journal", post(draft_journal))
+}
+
+// ---------- list and create ----------
+
+#[derive(Template)]
+#[template(path = "investigations/list.html")]
+struct ListPage {
+    ctx: PageCtx,
+    investigations: Vec<Listed>,
+}
+
+async fn list_investigations(State(state): State<AppState>, ctx: PageCtx) -> Result<Response> {
+    let investigations = db::list(&state.pool).await?;
+    Ok(render(&ListPage {
+        ctx,
+        investigations,
+    })?
+    .into_response())
+}
+
+#[derive(Template)]
+#[template(path = "investigations/new.html")]
+struct NewPage {
+    ctx: PageCtx,
+    form: OpeningForm,
+    errors: FormErrors,
+}
+
+#[derive(Deserialize, Default)]
+pub struct OpeningForm {
+    #[serde(default)]
+    title: String,
+    #[serde(default)]
+    service: String,
+    #[serde(default)]
+    symptom: String,
+    #[serde(default)]
+    tags: String,
+}
+
+async fn new_investigation(me: CurrentUser, ctx: PageCtx) -> Result<Response> {
+    me.require(Role::Editor)?;
+    Ok(render(&NewPage {
+        ctx,
+        form: OpeningForm::default(),
+        errors: FormErrors::default(),
+    })?
+    .into_response())
+}
+
+async fn create_investigation(
+    State(state): State<AppState>,
+    me: CurrentUser,
+    ctx: PageCtx,
+    Form(form): Form<OpeningForm>,
+) -> Result<Response> {
+    me.require(Role::Editor)?;
+    match Opening::parse(&form.title, &form.service, &form.symptom, &form.tags) {
+        Ok(opening) => {
+            let id = db::create(&state.pool, me.0.id, &opening, None).await?;
+            Ok(Redirect::to(&format!("/investigations/{id}")).into_response())
+        }
+        Err(errors) => {
+            let page = NewPage {
+                ctx,
+                form,
+                errors: errors.into(),
+            };
+            Ok((StatusCode::UNPROCESSABLE_ENTITY, render(&page)?).into_response())
+        }
+    }
+}
+
+// ---------- the rail ----------
+
+/// One step on the progress rail.
+pub struct RailItem {
+    pub number: u8,
+    pub title: &'static str,
+    /// done, skipped or not_started
+    pub state: &'static str,
+    pub state_label: &'static str,
+    pub current: bool,
+    pub reason: Option<String>,
+    pub href: String,
+}
+
+fn rail(loaded: &Loaded, current: u8) -> Vec<RailItem> {
+    loaded
+        .states()
+        .into_iter()
+        .zip(STEPS.iter())
+        .map(|(state, info)| RailItem {
+            number: info.number,
+            title: info.title,
+            state: state.slug(),
+            state_label: match state {
+                StepState::Done => "done",
+                StepState::Skipped { .. } => "skipped",
+                StepState::NotStarted => "not started",
+            },
+            current: info.number == current,
+            reason: match state {
+                StepState::Skipped { reason } => Some(reason),
+                _ => None,
+            },
+            href: format!("{}/steps/{}", loaded.url(), info.number),
+        })
+        .collect()
+}
+
+// ---------- overview ----------
+
+/// An attached estimate as shown: expected, observed, and their ratio.
+pub struct ExpectedView {
+    pub step: u8,
+    pub estimator: String,
+    pub result_key: String,
+    pub expected: String,
+    pub observed: Option<String>,
+    pub ratio: Option<String>,
+    pub href: String,
+}
+
+impl ExpectedView {
+    pub fn new(step: u8, e: &Expected) -> ExpectedView {
+        let with_unit = |v: f64| {
+            let decimals = if v.abs() >= 100.0 { 0 } else { 2 };
+            format!("{} {}", format_number(v, decimals), e.unit)
+                .trim_end()
+                .to_string()
+        };
+        ExpectedView {
+            step,
+            estimator: e.estimator.clone(),
+            result_key: e.result_key.clone(),
+            expected: with_unit(e.expected),
+            observed: e.observed.map(with_unit),
+            ratio: e.ratio().map(|r| format!("{}×", format_number(r, 2))),
+            href: crate::core::method::record::estimator_href(&e.estimator, &e.inputs),
+        }
+    }
+}
+
+#[derive(Template)]
+#[template(path = "investigations/show.html")]
+struct ShowPage {
+    ctx: PageCtx,
+    inv: Investigation,
+    rail: Vec<RailItem>,
+    next: StepInfo,
+    summaries: Vec<(u8, String)>,
+    expected: Vec<ExpectedView>,
+    events: Vec<Event>,
+    statuses: [&'static str; 4],
+    journal_id: Option<i64>,
+    change_done: bool,
+}
+
+async fn show_investigation(
+    State(state): State<AppState>,
+    ctx: PageCtx,
+    Path(id): Path<i64>,
+) -> Result<Response> {
+    let loaded = inv::load_or_404(&state.pool, id).await?;
+    let done = loaded.done_steps();
+    let summaries = done
+        .iter()
+        .map(|&s| (s, inv::step_summary(s, &loaded.records, &loaded.evaluation)))
+        .collect();
+    let next = loaded.next_step();
+    let page = ShowPage {
+        ctx,
+        rail: rail(&loaded, next),
+        next: STEPS[next as usize],
+        summaries,
+        expected: loaded
+            .expected
+            .iter()
+            .map(|(s, e)| ExpectedView::new(*s, e))
+            .collect(),
+        events: db::events(&state.pool, id).await?,
+        statuses: STATUSES,
+        journal_id: loaded.journal_id,
+        change_done: loaded.records.change.is_some(),
+        inv: loaded.investigation,
+    };
+    Ok(render(&page)?.into_response())
+}
+
+#[derive(Deserialize)]
+pub struct StatusForm {
+    #[serde(default)]
+    status: String,
+}
+
+async fn change_status(
+    State(state): State<AppState>,
+    me: CurrentUser,
+    Path(id): Path<i64>,
+    Form(form): Form<StatusForm>,
+) -> Result<Redirect> {
+    me.require(Role::Editor)?;
+    if !STATUSES.contains(&form.status.as_str()) {
+        return Err(AppError::field(
+            "status",
+            "choose open, diagnosed, resolved or abandoned",
+        ));
+    }
+    db::get(&state.pool, id)
+        .await?
+        .ok_or_else(|| AppError::not_found(format!("there is no investigation {id}")))?;
+    db::set_status(&state.pool, id, me.0.id, &form.status).await?;
+    Ok(Redirect::to(&format!("/investigations/{id}")))
+}
+
+async fn draft_journal(
+    State(state): State<AppState>,
+    me: CurrentUser,
+    Path(id): Path<i64>,
+) -> Result<Redirect> {
+    me.require(Role::Editor)?;
+    let loaded = inv::load_or_404(&state.pool, id).await?;
+    let entry = inv::draft_journal(&state.pool, &loaded, &me.0).await?;
+    Ok(Redirect::to(&format!("/journal/{entry}/edit")))
+}
+
+// ---------- one step ----------
+
+/// Submitted or stored values of a step form, with their errors.
+pub struct StepForm {
+    values: Pairs,
+    errors: FormErrors,
+}
+
+impl StepForm {
+    pub fn v(&self, name: &str) -> &str {
+        self.values.get(name).unwrap_or_default()
+    }
+
+    pub fn e(&self, name: &str) -> Option<&str> {
+        self.errors.get(name)
+    }
+
+    /// The value of `prefix[i].field`.
+    pub fn rv(&self, prefix: &str, i: &usize, field: &str) -> &str {
+        self.v(&format!("{prefix}[{i}].{field}"))
+    }
+
+    pub fn re(&self, prefix: &str, i: &usize, field: &str) -> Option<&str> {
+        self.e(&format!("{prefix}[{i}].{field}"))
+    }
+
+    /// The value of a phase row's column (`prefill.p95`).
+    pub fn pv(&self, phase: impl Copied<Phase>, col: &str) -> &str {
+        self.v(&format!("{}.{col}", phase.value().slug()))
+    }
+
+    pub fn pe(&self, phase: impl Copied<Phase>, col: &str) -> Option<&str> {
+        self.e(&format!("{}.{col}", phase.value().slug()))
+    }
+
+    /// `selected` when the field holds `option` (matching the way the core reads it).
+    pub fn sel(&self, name: &str, option: &str) -> &'static str {
+        if self.v(name).eq_ignore_ascii_case(option) {
+            "selected"
+        } else {
+            ""
+        }
+    }
+}
+
+/// A configuration input for steps 0 and 7, grouped like the form.
+pub struct ConfigInput {
+    pub name: String,
+    pub label: &'static str,
+    pub flag: bool,
+    pub number: bool,
+}
+
+pub struct ConfigGroup {
+    pub name: &'static str,
+    pub inputs: Vec<ConfigInput>,
+}
+
+fn config_groups(prefix: &str) -> Vec<ConfigGroup> {
+    CONFIG_GROUPS
+        .iter()
+        .map(|g| ConfigGroup {
+            name: g,
+            inputs: CONFIG_FIELDS
+                .iter()
+                .filter(|f| f.group == *g)
+                .map(|f| ConfigInput {
+                    name: format!("{prefix}{}", f.name),
+                    label: f.label,
+                    flag: f.kind == FieldKind::Flag,
+                    number: matches!(f.kind, FieldKind::Integer | FieldKind::Decimal),
+                })
+                .collect(),
+        })
+        .collect()
+}
+
+/// The attach-an-estimate form.
+#[derive(Deserialize, Default)]
+pub struct AttachForm {
+    #[serde(default)]
+    estimator: String,
+    #[serde(default)]
+    inputs: String,
+    #[serde(default)]
+    result_key: String,
+    #[serde(default)]
+    observed: String,
+}
+
+#[derive(Template)]
+#[template(path = "investigations/step.html")]
+struct StepPage {
+    ctx: PageCtx,
+    inv: Investigation,
+    rail: Vec<RailItem>,
+    step: StepInfo,
+    prev: Option<StepInfo>,
+    next: Option<StepInfo>,
+    warning: Option<&'static str>,
+    form: StepForm,
+    /// Row indices of the table forms (steps 4–6).
+    rows: Vec<usize>,
+    config: Vec<ConfigGroup>,
+    records: Records,
+    eval: Evaluation,
+    recorded: Option<Recorded>,
+    expected: Option<ExpectedView>,
+    attach: AttachForm,
+    attach_errors: FormErrors,
+    estimators: Vec<(&'static str, &'static str)>,
+    metrics: [Metric; 7],
+    percentiles: [Percentile; 4],
+    phases: [Phase; 6],
+    verdicts: [Verdict; 5],
+    journal_id: Option<i64>,
+}
+
+impl StepPage {
+    fn dominant_label(&self) -> Option<String> {
+        self.eval.phases.as_ref().map(|p| match &p.dominance {
+            Dominance::Phase { phase, share } => {
+                format!("{} ({:.0}% of the metric)", phase.label(), share * 100.0)
+            }
+            Dominance::Nothing { .. } => "Nothing dominates".into(),
+        })
+    }
+
+    fn nothing_reason(&self) -> Option<&str> {
+        match self.eval.phases.as_ref().map(|p| &p.dominance) {
+            Some(Dominance::Nothing { reason }) => Some(reason),
+            _ => None,
+        }
+    }
+
+    fn suspects(&self) -> Vec<&'static str> {
+        match self.eval.resources.as_ref().map(|c| &c.bound) {
+            Some(Boundness::Waiting { suspects }) => suspects.clone(),
+            _ => Vec::new(),
+        }
+    }
+
+    fn pct(&self, fraction: impl Copied<f64>) -> String {
+        format!("{:.0}%", fraction.value() * 100.0)
+    }
+
+    fn num(&self, value: impl Copied<f64>, decimals: usize) -> String {
+        format_number(value.value(), decimals)
+    }
+
+    fn reproducible_label(&self) -> &'static str {
+        match self.records.reproduce.as_ref().map(|c| c.reproducible) {
+            Some(Reproducible::Yes) => "yes",
+            Some(Reproducible::NotYet) => "not yet",
+            Some(Reproducible::No) => "no",
+            _ => "unanswered",
+        }
+    }
+
+    fn band_class(&self, band: impl Copied<Band>) -> &'static str {
+        match band.value() {
+            Band::NearLimit => "near-limit",
+            Band::Overhead => "overhead",
+            Band::Structural => "structural",
+        }
+    }
+}
+
+/// Templates hand values through one or more references; this reads the value
+/// whatever the depth.
+pub trait Copied<T: Copy> {
+    fn value(&self) -> T;
+}
+
+macro_rules! copied {
+    ($($t:ty),*) => {$(
+        impl Copied<$t> for $t {
+            fn value(&self) -> $t {
+                *self
+            }
+        }
+    )*};
+}
+copied!(f64, Phase, Band);
+
+impl<T: Copy, R: Copied<T> + ?Sized> Copied<T> for &R {
+    fn value(&self) -> T {
+        (**self).value()
+    }
+}
+
+fn parse_step_number(step: u8) -> Result<u8> {
+    if step < 8 {
+        Ok(step)
+    } else {
+        Err(AppError::not_found(format!(
+            "there is no step {step}: steps are numbered 0 to 7"
+        )))
+    }
+}
+
+/// Rows a table form shows: every stored row plus blanks, at least four.
+fn table_rows(step: u8, records: &Records, values: &Pairs) -> Vec<usize> {
+    let stored = match step {
+        4 => records.regime.as_ref().map_or(0, |r| r.kernels.len()),
+        5 => records.kernels.as_ref().map_or(0, |k| k.kernels.len()),
+        6 => records.fixes.as_ref().map_or(0, |f| f.candidates.len()),
+        _ => 0,
+    };
+    let submitted = values
+        .iter()
+        .filter_map(|(k, _)| {
+            let (_, rest) = k.split_once('[')?;
+            rest.split_once(']')?.0.parse::<usize>().ok()
+        })
+        .max()
+        .map_or(0, |m| m + 1);
+    let n = (stored.max(submitted) + 2).clamp(4, MAX_ROWS);
+    (0..n).collect()
+}
+
+/// Values a step's form starts with: the stored record, or (step 7) the step-0 setup
+/// so only the changed setting needs editing.
+fn stored_values(step: u8, records: &Records) -> Pairs {
+    let json = match step {
+        0 => records.reproduce.clone().map(StepRecord::Reproduce),
+        1 => records.metric.map(StepRecord::Metric),
+        2 => records.phases.clone().map(StepRecord::Phases),
+        3 => records.resources.map(StepRecord::Resources),
+        4 => records.regime.clone().map(StepRecord::Regime),
+        5 => records.kernels.clone().map(StepRecord::Kernels),
+        6 => records.fixes.clone().map(StepRecord::Fixes),
+        _ => records.change.clone().map(StepRecord::Change),
+    }
+    .map(|r| r.to_json());
+    match (step, json) {
+        (_, Some(json)) => pairs_from_json(step, &json),
+        (7, None) => {
+            let before = records.reproduce.clone().unwrap_or_default();
+            let after = FrozenConfig {
+                reproducible: Default::default(),
+                notes: String::new(),
+                ..before
+            };
+            pairs_from_json(7, &serde_json::json!({ "after_config": after }))
+        }
+        (4, None) => {
+            // Offer the decode batch from the step-0 setup.
+            let batch = records
+                .reproduce
+                .as_ref()
+                .and_then(|c| c.concurrency.or(c.max_num_seqs));
+            Pairs::new(
+                batch
+                    .map(|b| ("decode.batch".to_string(), b.to_string()))
+                    .into_iter()
+                    .collect(),
+            )
+        }
+        _ => Pairs::default(),
+    }
+}
+
+struct StepView {
+    warning: Option<&'static str>,
+    values: Pairs,
+    errors: Vec<FieldError>,
+    attach: AttachForm,
+    attach_errors: Vec<FieldError>,
+}
+
+fn step_page(ctx: PageCtx, loaded: Loaded, step: u8, view: StepView) -> StepPage {
+    let rows = table_rows(step, &loaded.records, &view.values);
+    let config = match step {
+        0 => config_groups(""),
+        7 => config_groups("after_config."),
+        _ => Vec::new(),
+    };
+    let mut attach = view.attach;
+    if attach.observed.is_empty() {
+        if let Some(o) = observed_at(step, &loaded.records) {
+            attach.observed = format_number(o, 2).replace(',', "");
+        }
+    }
+    StepPage {
+        ctx,
+        rail: rail(&loaded, step),
+        step: STEPS[step as usize],
+        prev: step.checked_sub(1).map(|s| STEPS[s as usize]),
+        next: STEPS.get(step as usize + 1).copied(),
+        warning: view.warning,
+        form: StepForm {
+            values: view.values,
+            errors: view.errors.into(),
+        },
+        rows,
+        config,
+        recorded: loaded.recorded[step as usize].clone(),
+        expected: loaded.expected_at(step).map(|e| ExpectedView::new(step, e)),
+        attach,
+        attach_errors: view.attach_errors.into(),
+        estimators: estimate::registry()
+            .iter()
+            .map(|e| (e.name, e.title))
+            .collect(),
+        metrics: Metric::ALL,
+        percentiles: Percentile::ALL,
+        phases: Phase::ALL,
+        verdicts: [
+            Verdict::Confirmed,
+            Verdict::Improved,
+            Verdict::Inconclusive,
+            Verdict::Regressed,
+            Verdict::InvalidComparison,
+        ],
+        journal_id: loaded.journal_id,
+        records: loaded.records,
+        eval: loaded.evaluation,
+        inv: loaded.investigation,
+    }
+}
+
+async fn show_step(
+    State(state): State<AppState>,
+    CurrentUser(user): CurrentUser,
+    ctx: PageCtx,
+    Path((id, step)): Path<(i64, u8)>,
+) -> Result<Response> {
+    let step = parse_step_number(step)?;
+    let loaded = inv::load_or_404(&state.pool, id).await?;
+    let warning = inv::open_step(&state.pool, &loaded, &user, step).await?;
+    // Reload so the rail shows the skip just recorded.
+    let loaded = if warning.is_some() && user.role >= Role::Editor {
+        inv::load_or_404(&state.pool, id).await?
+    } else {
+        loaded
+    };
+    let values = stored_values(step, &loaded.records);
+    let page = step_page(
+        ctx,
+        loaded,
+        step,
+        StepView {
+            warning,
+            values,
+            errors: Vec::new(),
+            attach: AttachForm::default(),
+            attach_errors: Vec::new(),
+        },
+    );
+    Ok(render(&page)?.into_response())
+}
+
+async fn save_step(
+    State(state): State<AppState>,
+    me: CurrentUser,
+    ctx: PageCtx,
+    Path((id, step)): Path<(i64, u8)>,
+    Form(fields): Form<Vec<(String, String)>>,
+) -> Result<Response> {
+    me.require(Role::Editor)?;
+    let step = parse_step_number(step)?;
+    let loaded = inv::load_or_404(&state.pool, id).await?;
+    let pairs = Pairs::new(fields);
+    match inv::save_step(&state.pool, &loaded, &me.0, step, &pairs).await {
+        Ok(()) => Ok(Redirect::to(&format!("/investigations/{id}/steps/{step}")).into_response()),
+        Err(AppError::Invalid(errors)) => {
+            let warning = skip_warning(step, &loaded.done_steps());
+            let page = step_page(
+                ctx,
+                loaded,
+                step,
+                StepView {
+                    warning,
+                    values: pairs,
+                    errors,
+                    attach: AttachForm::default(),
+                    attach_errors: Vec::new(),
+                },
+            );
+            Ok((StatusCode::UNPROCESSABLE_ENTITY, render(&page)?).into_response())
+        }
+        Err(e) => Err(e),
+    }
+}
+
+async fn attach_expected(
+    State(state): State<AppState>,
+    me: CurrentUser,
+    ctx: PageCtx,
+    Path((id, step)): Path<(i64, u8)>,
+    Form(form): Form<AttachForm>,
+) -> Result<Response> {
+    me.require(Role::Editor)?;
+    let step = parse_step_number(step)?;
+    let loaded = inv::load_or_404(&state.pool, id).await?;
+    match read_attachment(&form) {
+        Ok(e) => {
+            db::attach_expected(&state.pool, id, me.0.id, step, &e).await?;
+            Ok(Redirect::to(&format!("/investigations/{id}/steps/{step}")).into_response())
+        }
+        Err(errors) => {
+            let warning = skip_warning(step, &loaded.done_steps());
+            let values = stored_values(step, &loaded.records);
+            let page = step_page(
+                ctx,
+                loaded,
+                step,
+                StepView {
+                    warning,
+                    values,
+                    errors: Vec::new(),
+                    attach: form,
+                    attach_errors: errors,
+                },
+            );
+            Ok((StatusCode::UNPROCESSABLE_ENTITY, render(&page)?).into_response())
+        }
+    }
+}
+
+/// The attach form → an expected value, through the core.
+pub fn read_attachment(form: &AttachForm) -> std::result::Result<Expected, Vec<FieldError>> {
+    let (linked, inputs) = expected::parse_inputs(&form.inputs).map_err(|e| vec![e])?;
+    let name = match (form.estimator.trim(), linked) {
+        ("", Some(n)) => n,
+        ("", None) => {
+            return Err(vec![FieldError::new(
+                "estimator",
+                "Choose the estimator, or paste a link to its page",
+            )])
+        }
+        (n, _) => n.to_string(),
+    };
+    let observed = match form.observed.trim() {
+        "" => None,
+        raw => Some(raw.replace(',', "").parse::<f64>().map_err(|_| {
+            vec![FieldError::new(
+                "observed",
+                format!("'{raw}' is not a number"),
+            )]
+        })?),
+    };
+    expected::attach(&name, inputs, &form.result_key, observed)
+}

@@ -1,0 +1,273 @@
+//! The JSON API for investigations and the journal, with bearer tokens.
+
+mod common;
+
+use axum::http::StatusCode;
+use common::{spawn_app, TestApp};
+use perfjournal::auth::Role;
+use serde_json::json;
+
+async fn app_with_tokens() -> (TestApp, String, String) {
+    let mut app = spawn_app().await;
+    app.setup_admin("ada").await;
+    app.add_user("vic", Role::Viewer).await;
+    let editor = app.api_token("ada").await;
+    let viewer = app.api_token("vic").await;
+    (app, editor, viewer)
+}
+
+#[tokio::test]
+async fn a_script_opens_an_investigation_and_records_steps() {
+    let (mut app, token, _) = app_with_tokens().await;
+    let r = app
+        .api(
+            "POST",
+            "/api/v1/investigations",
+            &token,
+            Some(json!({"title": "Alert: p95 TTFT > 800 ms", "symptom": "fired 14:05", "tags": ["alert", "ttft"]})),
+        )
+        .await;
+    assert_eq!(r.status, StatusCode::CREATED, "{}", r.body);
+    let id = r.json()["id"].as_i64().unwrap();
+    assert_eq!(r.json()["url"], format!("/investigations/{id}"));
+    let base = format!("/api/v1/investigations/{id}");
+
+    for (step, body) in [
+        (
+            0u8,
+            json!({"reproducible": "yes", "model": "llama-3.1-8b", "gpu_type": "h100-sxm", "tp": 1, "chunked_prefill": false}),
+        ),
+        (
+            1,
+            json!({"metric": "ttft", "percentile": "p95", "observed": 3200, "target": 800}),
+        ),
+        (
+            2,
+            json!({"queue_wait": {"p50": 900, "p95": 2300, "p99": 2900}, "prefill": {"p50": 100, "p95": 180, "p99": 220}}),
+        ),
+        (3, json!({"gpu_total": 92, "cpu_total": 30, "wall": 100})),
+        (
+            6,
+            json!({"candidates": [
+                {"description": "rmsnorm", "share": 0.03, "speedup": 3, "effort_days": 1},
+                {"description": "chunked prefill", "share": 0.7, "speedup": 3, "effort_days": 0.5}
+            ]}),
+        ),
+    ] {
+        let r = app
+            .api("PUT", &format!("{base}/steps/{step}"), &token, Some(body))
+            .await;
+        assert_eq!(r.status, StatusCode::OK, "step {step}: {}", r.body);
+        assert_eq!(r.json()["state"], "done");
+    }
+
+    let r = app.api("GET", &base, &token, None).await;
+    assert_eq!(r.status, StatusCode::OK);
+    let v = r.json();
+    assert_eq!(v["tags"], json!(["alert", "ttft"]));
+    assert_eq!(v["steps"][0]["data"]["model"], "llama-3.1-8b");
+    assert_eq!(v["steps"][0]["data"]["chunked_prefill"], false);
+    assert_eq!(v["steps"][1]["results"]["gap_ratio"], 4.0);
+    assert_eq!(v["steps"][2]["results"]["dominant_phase"], "queue_wait");
+    assert!(v["steps"][2]["results"]["next_checks"]["checks"][0]
+        .as_str()
+        .unwrap()
+        .contains("running batch"));
+    assert_eq!(v["steps"][3]["results"]["classification"], "gpu_bound");
+    let fixes = v["steps"][6]["results"].as_array().unwrap();
+    assert_eq!(fixes[0]["candidate"]["description"], "chunked prefill");
+    assert!((fixes[0]["ceiling"].as_f64().unwrap() - 1.875).abs() < 1e-9);
+    assert!(fixes[1]["warning"]
+        .as_str()
+        .unwrap()
+        .starts_with("Touches under 5%"));
+    assert_eq!(v["steps"][4]["state"], "not_started");
+    assert_eq!(v["steps"][4]["data"], serde_json::Value::Null);
+
+    let list = app.api("GET", "/api/v1/investigations", &token, None).await;
+    assert_eq!(list.status, StatusCode::OK);
+    assert_eq!(list.json()[0]["steps_recorded"], json!([0, 1, 2, 3, 6]));
+}
+
+#[tokio::test]
+async fn a_step_is_validated_like_the_form() {
+    let (mut app, token, _) = app_with_tokens().await;
+    let r = app
+        .api(
+            "POST",
+            "/api/v1/investigations",
+            &token,
+            Some(json!({"title": "t"})),
+        )
+        .await;
+    let id = r.json()["id"].as_i64().unwrap();
+    let r = app
+        .api(
+            "PUT",
+            &format!("/api/v1/investigations/{id}/steps/1"),
+            &token,
+            Some(json!({"metric": "ttft", "percentile": "p95", "observed": "slow", "target": 800})),
+        )
+        .await;
+    assert_eq!(r.status, StatusCode::UNPROCESSABLE_ENTITY);
+    let fields = r.json()["error"]["fields"].clone();
+    assert_eq!(fields[0]["field"], "observed");
+    assert!(fields[0]["message"]
+        .as_str()
+        .unwrap()
+        .contains("not a measurement"));
+
+    let r = app
+        .api(
+            "PUT",
+            &format!("/api/v1/investigations/{id}/steps/5"),
+            &token,
+            Some(json!({"kernels": [{"name": "gemm", "share": 1.5}]})),
+        )
+        .await;
+    assert_eq!(r.status, StatusCode::UNPROCESSABLE_ENTITY);
+    assert_eq!(r.json()["error"]["fields"][0]["field"], "kernels[0].share");
+
+    let r = app
+        .api(
+            "PUT",
+            &format!("/api/v1/investigations/{id}/steps/3"),
+            &token,
+            Some(json!([1, 2])),
+        )
+        .await;
+    assert_eq!(r.status, StatusCode::UNPROCESSABLE_ENTITY);
+    let r = app
+        .api(
+            "PUT",
+            &format!("/api/v1/investigations/{id}/steps/9"),
+            &token,
+            Some(json!({})),
+        )
+        .await;
+    assert_eq!(r.status, StatusCode::NOT_FOUND);
+    let r = app
+        .api(
+            "POST",
+            "/api/v1/investigations",
+            &token,
+            Some(json!({"title": ""})),
+        )
+        .await;
+    assert_eq!(r.status, StatusCode::UNPROCESSABLE_ENTITY);
+    assert_eq!(r.json()["error"]["fields"][0]["field"], "title");
+
+    let n: i64 = sqlx::query_scalar("SELECT count(*) FROM investigation_steps")
+        .fetch_one(&app.pool)
+        .await
+        .unwrap();
+    assert_eq!(n, 0);
+    let r = app
+        .api("GET", "/api/v1/investigations/424242", &token, None)
+        .await;
+    assert_eq!(r.status, StatusCode::NOT_FOUND);
+}
+
+#[tokio::test]
+async fn viewers_read_through_the_api_but_cannot_write() {
+    let (mut app, editor, viewer) = app_with_tokens().await;
+    let r = app
+        .api(
+            "POST",
+            "/api/v1/investigations",
+            &editor,
+            Some(json!({"title": "t"})),
+        )
+        .await;
+    let id = r.json()["id"].as_i64().unwrap();
+    let r = app
+        .api(
+            "POST",
+            "/api/v1/investigations",
+            &viewer,
+            Some(json!({"title": "v"})),
+        )
+        .await;
+    assert_eq!(r.status, StatusCode::FORBIDDEN);
+    let r = app
+        .api(
+            "PUT",
+            &format!("/api/v1/investigations/{id}/steps/3"),
+            &viewer,
+            Some(json!({"gpu_total": 1, "cpu_total": 1, "wall": 2})),
+        )
+        .await;
+    assert_eq!(r.status, StatusCode::FORBIDDEN);
+    assert_eq!(
+        app.api("GET", "/api/v1/investigations", &viewer, None)
+            .await
+            .status,
+        StatusCode::OK
+    );
+    let r = app
+        .api("GET", "/api/v1/investigations", "not-a-token", None)
+        .await;
+    assert_eq!(r.status, StatusCode::UNAUTHORIZED);
+}
+
+#[tokio::test]
+async fn the_journal_is_readable_as_json() {
+    let (mut app, token, _) = app_with_tokens().await;
+    perfjournal::investigations::seed::seed_demo(&app.pool, 1)
+        .await
+        .unwrap();
+    let r = app.api("GET", "/api/v1/journal", &token, None).await;
+    assert_eq!(r.status, StatusCode::OK);
+    let list = r.json();
+    let dates: Vec<&str> = list
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| e["date"].as_str().unwrap())
+        .collect();
+    assert_eq!(dates, ["2026-11-05", "2026-10-16", "2026-10-02"]);
+    let id = list[1]["id"].as_i64().unwrap();
+    let r = app
+        .api("GET", &format!("/api/v1/journal/{id}"), &token, None)
+        .await;
+    assert_eq!(r.status, StatusCode::OK);
+    let e = r.json();
+    assert_eq!(e["title"], "Bad ITL with fine TTFT on the 8B model");
+    assert!(e["symptom"].as_str().unwrap().starts_with("p50 ITL 24"));
+    assert!(e["diagnosis"]
+        .as_str()
+        .unwrap()
+        .contains("Decode runs at 63% of its bandwidth floor"));
+    assert_eq!(e["published"], true);
+    assert_eq!(e["estimates"][0]["estimator"], "decode-floor");
+    assert!(e["markdown"].as_str().unwrap().starts_with("# Bad ITL"));
+    assert!(e["investigation"]["url"]
+        .as_str()
+        .unwrap()
+        .starts_with("/investigations/"));
+    let r = app.api("GET", "/api/v1/journal/999999", &token, None).await;
+    assert_eq!(r.status, StatusCode::NOT_FOUND);
+}
+
+#[tokio::test]
+async fn the_openapi_document_lists_the_new_routes() {
+    let (mut app, token, _) = app_with_tokens().await;
+    let doc = app
+        .api("GET", "/api/v1/openapi.json", &token, None)
+        .await
+        .json();
+    let paths = doc["paths"].as_object().unwrap();
+    for (path, method) in [
+        ("/investigations", "post"),
+        ("/investigations", "get"),
+        ("/investigations/{id}", "get"),
+        ("/investigations/{id}/steps/{step}", "put"),
+        ("/journal", "get"),
+        ("/journal/{id}", "get"),
+    ] {
+        assert!(
+            paths.get(path).and_then(|p| p.get(method)).is_some(),
+            "{method} {path}"
+        );
+    }
+}

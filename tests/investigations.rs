@@ -1,0 +1,625 @@
+//! Investigations through the pages: opening one, each step's computation as the page
+//! shows it, bad input, permissions, skipping ahead, history, expected vs observed.
+
+mod common;
+
+use axum::http::StatusCode;
+use common::{spawn_app, TestApp};
+use perfjournal::auth::Role;
+
+/// An admin signed in (admins are editors too), with one investigation opened.
+async fn app_with_investigation() -> (TestApp, String) {
+    let mut app = spawn_app().await;
+    app.setup_admin("ada").await;
+    let r = app
+        .post_form(
+            "/investigations",
+            &[
+                ("title", "p95 TTFT above target after deploy"),
+                ("service", "chat"),
+                ("symptom", "Alert fired at 14:05"),
+                ("tags", "ttft, vllm"),
+            ],
+        )
+        .await;
+    assert_eq!(r.status, StatusCode::SEE_OTHER, "{}", r.body);
+    let url = r.location().unwrap().to_string();
+    (app, url)
+}
+
+const STEP0: &[(&str, &str)] = &[
+    ("reproducible", "yes"),
+    ("model", "llama-3.1-8b"),
+    ("gpu_type", "h100-sxm"),
+    ("gpu_count", "1"),
+    ("tp", "1"),
+    ("max_num_seqs", "256"),
+    ("max_num_batched_tokens", "8192"),
+    ("chunked_prefill", "off"),
+    ("concurrency", "64"),
+    ("prompt_len_dist", "mean 1,800 tokens"),
+    ("output_len_dist", "mean 250 tokens"),
+    ("arrival_rate", "45"),
+];
+
+async fn save(app: &mut TestApp, url: &str, step: u8, fields: &[(&str, &str)]) {
+    let r = app.post_form(&format!("{url}/steps/{step}"), fields).await;
+    assert_eq!(r.status, StatusCode::SEE_OTHER, "step {step}: {}", r.body);
+}
+
+async fn step_rows(app: &TestApp, url: &str) -> i64 {
+    let id: i64 = url.rsplit('/').next().unwrap().parse().unwrap();
+    sqlx::query_scalar("SELECT count(*) FROM investigation_steps WHERE investigation_id = $1")
+        .bind(id)
+        .fetch_one(&app.pool)
+        .await
+        .unwrap()
+}
+
+#[tokio::test]
+async fn each_step_computes_what_it_promises() {
+    let (mut app, url) = app_with_investigation().await;
+    let page = app.get(&url).await;
+    assert_eq!(page.status, StatusCode::OK);
+    assert_eq!(
+        page.select("h1.inv-title"),
+        ["p95 TTFT above target after deploy"]
+    );
+    assert_eq!(page.select(".rail-step.state-not_started").len(), 8);
+
+    save(&mut app, &url, 0, STEP0).await;
+    let p = app.get(&format!("{url}/steps/0")).await;
+    assert!(p.select(".reproducible strong")[0].contains("yes"));
+
+    save(
+        &mut app,
+        &url,
+        1,
+        &[
+            ("metric", "ttft"),
+            ("percentile", "p95"),
+            ("observed", "3,200"),
+            ("target", "800"),
+        ],
+    )
+    .await;
+    let p = app.get(&format!("{url}/steps/1")).await;
+    assert_eq!(p.select(".gap-ratio .value"), ["4.00×"]);
+    assert_eq!(
+        p.select(".symptom-line"),
+        ["p95 TTFT 3,200 ms vs target 800 ms (4.0× over)"]
+    );
+
+    save(
+        &mut app,
+        &url,
+        2,
+        &[
+            ("tokenize.p50", "10"),
+            ("tokenize.p95", "20"),
+            ("tokenize.p99", "30"),
+            ("queue_wait.p50", "900"),
+            ("queue_wait.p95", "2300"),
+            ("queue_wait.p99", "2900"),
+            ("prefill.p50", "120"),
+            ("prefill.p95", "180"),
+            ("prefill.p99", "240"),
+        ],
+    )
+    .await;
+    let p = app.get(&format!("{url}/steps/2")).await;
+    let dom = p.select(".dominant-phase");
+    assert!(dom[0].starts_with("Queue wait (72%"), "{dom:?}");
+    let checks = p.select(".next-checks li");
+    assert!(checks[0].contains("running batch"), "{checks:?}");
+    assert_eq!(p.select(".shares tbody tr").len(), 3);
+
+    save(
+        &mut app,
+        &url,
+        3,
+        &[("gpu_total", "35"), ("cpu_total", "20"), ("wall", "100")],
+    )
+    .await;
+    let p = app.get(&format!("{url}/steps/3")).await;
+    let html = p.html();
+    let sel = scraper::Selector::parse(".classification").unwrap();
+    let c = html.select(&sel).next().unwrap();
+    assert_eq!(c.value().attr("data-kind"), Some("waiting"));
+    assert!(p
+        .select(".suspects li")
+        .iter()
+        .any(|s| s.contains(".item()")));
+
+    save(
+        &mut app,
+        &url,
+        4,
+        &[
+            ("kernels[0].name", "paged_attention"),
+            ("kernels[0].sm_pct", "20"),
+            ("kernels[0].dram_pct", "85"),
+            ("kernels[1].name", "gemm"),
+            ("kernels[1].sm_pct", "80"),
+            ("kernels[1].dram_pct", "30"),
+            ("decode.measured_ms", "24"),
+            ("decode.batch", "64"),
+            ("decode.context", "4096"),
+        ],
+    )
+    .await;
+    let p = app.get(&format!("{url}/steps/4")).await;
+    assert_eq!(
+        p.select(".regimes td.regime"),
+        ["memory-bound", "compute-bound"]
+    );
+    // decode-floor from the step-0 setup: 15.05 ms of a 24 ms step → 63%.
+    let band = p.select(".decode-band")[0].clone();
+    assert!(band.contains("floor of 15.05 ms"), "{band}");
+    assert_eq!(
+        p.select(".decode-band .ratio"),
+        ["63% of the physical limit"]
+    );
+    assert_eq!(p.select(".decode-band.band-overhead").len(), 1);
+
+    save(
+        &mut app,
+        &url,
+        5,
+        &[
+            ("kernels[0].name", "rmsnorm"),
+            ("kernels[0].time_ms", "1"),
+            ("kernels[1].name", "flash_attn"),
+            ("kernels[1].time_ms", "6"),
+            ("kernels[2].name", "gemm"),
+            ("kernels[2].time_ms", "3"),
+        ],
+    )
+    .await;
+    let p = app.get(&format!("{url}/steps/5")).await;
+    assert_eq!(
+        p.select(".ranked-kernels td.name"),
+        ["flash_attn", "gemm", "rmsnorm"]
+    );
+    assert_eq!(p.select(".ranked-kernels td.share"), ["60%", "30%", "10%"]);
+
+    save(
+        &mut app,
+        &url,
+        6,
+        &[
+            ("candidates[0].description", "fused rmsnorm"),
+            ("candidates[0].share", "4%"),
+            ("candidates[0].speedup", "3"),
+            ("candidates[0].effort_days", "1"),
+            ("candidates[1].description", "chunked prefill"),
+            ("candidates[1].share", "0.7"),
+            ("candidates[1].speedup", "3"),
+            ("candidates[1].effort_days", "0.5"),
+        ],
+    )
+    .await;
+    let p = app.get(&format!("{url}/steps/6")).await;
+    assert_eq!(
+        p.select(".ranked-fixes td.name")[0],
+        "chunked prefill",
+        "ranked by gain per day"
+    );
+    // 1 / (0.3 + 0.7/3) = 1.875
+    assert_eq!(p.select(".ranked-fixes td.ceiling")[0], "1.875×");
+    let warn = p.select(".ranked-fixes .fix-warning");
+    assert_eq!(warn.len(), 1);
+    assert!(warn[0].starts_with("Touches under 5% of the time"));
+
+    // Step 7 starts from the step-0 configuration.
+    let p = app.get(&format!("{url}/steps/7")).await;
+    let html = p.html();
+    let sel = scraper::Selector::parse("input[name='after_config.model']").unwrap();
+    assert_eq!(
+        html.select(&sel).next().unwrap().value().attr("value"),
+        Some("llama-3.1-8b")
+    );
+    let mut after: Vec<(&str, &str)> = STEP0
+        .iter()
+        .filter(|(k, _)| *k != "reproducible")
+        .map(|(k, v)| match *k {
+            "chunked_prefill" => ("after_config.chunked_prefill", "on"),
+            "model" => ("after_config.model", *v),
+            "gpu_type" => ("after_config.gpu_type", *v),
+            "gpu_count" => ("after_config.gpu_count", *v),
+            "tp" => ("after_config.tp", *v),
+            "max_num_seqs" => ("after_config.max_num_seqs", *v),
+            "max_num_batched_tokens" => ("after_config.max_num_batched_tokens", *v),
+            "concurrency" => ("after_config.concurrency", *v),
+            "prompt_len_dist" => ("after_config.prompt_len_dist", *v),
+            "output_len_dist" => ("after_config.output_len_dist", *v),
+            _ => ("after_config.arrival_rate", *v),
+        })
+        .collect();
+    after.extend([
+        ("change", "enable chunked prefill"),
+        ("after_value", "780"),
+        ("verdict", "confirmed"),
+        ("quality", "200 paired generations identical"),
+        ("effort", "30 minutes"),
+    ]);
+    save(&mut app, &url, 7, &after).await;
+    let p = app.get(&format!("{url}/steps/7")).await;
+    assert_eq!(p.select(".config-diff-ok").len(), 1, "{}", p.body);
+    assert_eq!(p.select(".config-diff-warning").len(), 0);
+    assert_eq!(p.select(".verdict"), ["Confirmed"]);
+    assert!(p.select(".before-after")[0].contains("p95 TTFT 780 ms after (-75.6%)"));
+
+    // Every step done, and the overview lists what each found.
+    let p = app.get(&url).await;
+    assert_eq!(p.select(".rail-step.state-done").len(), 8);
+    assert_eq!(p.select(".findings li").len(), 8);
+}
+
+#[tokio::test]
+async fn step_7_warns_when_more_than_the_declared_setting_changed() {
+    let (mut app, url) = app_with_investigation().await;
+    save(&mut app, &url, 0, STEP0).await;
+    save(
+        &mut app,
+        &url,
+        7,
+        &[
+            ("change", "chunked prefill"),
+            ("after_config.model", "llama-3.1-8b"),
+            ("after_config.gpu_type", "h100-sxm"),
+            ("after_config.gpu_count", "1"),
+            ("after_config.tp", "2"),
+            ("after_config.max_num_seqs", "256"),
+            ("after_config.max_num_batched_tokens", "8192"),
+            ("after_config.chunked_prefill", "on"),
+            ("after_config.concurrency", "64"),
+            ("after_config.prompt_len_dist", "mean 1,800 tokens"),
+            ("after_config.output_len_dist", "mean 250 tokens"),
+            ("after_config.arrival_rate", "45"),
+            ("after_value", "700"),
+            ("verdict", "confirmed"),
+            ("quality", "spot checks"),
+        ],
+    )
+    .await;
+    let p = app.get(&format!("{url}/steps/7")).await;
+    let warning = p.select(".config-diff-warning li");
+    assert!(
+        warning.iter().any(|w| w.contains("Tensor parallelism")),
+        "{warning:?}"
+    );
+    assert_eq!(
+        p.select(".config-diff tr.undeclared td:first-child"),
+        ["Tensor parallelism"]
+    );
+    // An invalid comparison cannot be confirmed, whatever was chosen.
+    assert_eq!(p.select(".verdict"), ["Invalid comparison"]);
+}
+
+#[tokio::test]
+async fn bad_input_is_refused_beside_its_field_and_nothing_is_saved() {
+    let (mut app, url) = app_with_investigation().await;
+    let r = app
+        .post_form(
+            &format!("{url}/steps/1"),
+            &[
+                ("metric", "ttft"),
+                ("percentile", "p95"),
+                ("observed", "slow"),
+                ("target", "800"),
+            ],
+        )
+        .await;
+    assert_eq!(r.status, StatusCode::UNPROCESSABLE_ENTITY);
+    let err = r.select(".field-error[data-field=observed]");
+    assert_eq!(err.len(), 1, "{}", r.body);
+    assert!(err[0].starts_with("'slow' is not a measurement"), "{err:?}");
+    // What was typed stays in the form.
+    let html = r.html();
+    let sel = scraper::Selector::parse("input[name=observed]").unwrap();
+    assert_eq!(
+        html.select(&sel).next().unwrap().value().attr("value"),
+        Some("slow")
+    );
+    assert_eq!(step_rows(&app, &url).await, 0);
+
+    let r = app
+        .post_form(
+            &format!("{url}/steps/6"),
+            &[
+                ("candidates[1].description", "x"),
+                ("candidates[1].share", "150"),
+                ("candidates[1].speedup", "2"),
+                ("candidates[1].effort_days", "1"),
+            ],
+        )
+        .await;
+    assert_eq!(r.status, StatusCode::UNPROCESSABLE_ENTITY);
+    assert_eq!(
+        r.select(".field-error[data-field='candidates[1].share']")
+            .len(),
+        1
+    );
+
+    let r = app
+        .post_form(&format!("{url}/steps/0"), &[("tp", "0")])
+        .await;
+    assert_eq!(r.status, StatusCode::UNPROCESSABLE_ENTITY);
+    assert_eq!(r.select(".field-error[data-field=reproducible]").len(), 1);
+    assert_eq!(r.select(".field-error[data-field=tp]").len(), 1);
+    assert_eq!(step_rows(&app, &url).await, 0);
+
+    let r = app
+        .post_form(
+            "/investigations",
+            &[("title", " "), ("tags", "no spaces allowed!")],
+        )
+        .await;
+    assert_eq!(r.status, StatusCode::UNPROCESSABLE_ENTITY);
+    assert_eq!(r.select(".field-error[data-field=title]").len(), 1);
+    assert_eq!(r.select(".field-error[data-field=tags]").len(), 1);
+    let n: i64 = sqlx::query_scalar("SELECT count(*) FROM investigations")
+        .fetch_one(&app.pool)
+        .await
+        .unwrap();
+    assert_eq!(n, 1);
+}
+
+#[tokio::test]
+async fn viewers_read_but_cannot_create_or_edit() {
+    let (app, url) = app_with_investigation().await;
+    app.add_user("vic", Role::Viewer).await;
+    let mut vic = app.new_client();
+    vic.login("vic").await;
+
+    assert_eq!(vic.get("/investigations").await.status, StatusCode::OK);
+    let page = vic.get(&url).await;
+    assert_eq!(page.status, StatusCode::OK);
+    assert!(page.select(".status-form").is_empty());
+    assert_eq!(
+        vic.get("/investigations/new").await.status,
+        StatusCode::FORBIDDEN
+    );
+    let r = vic.post_form("/investigations", &[("title", "mine")]).await;
+    assert_eq!(r.status, StatusCode::FORBIDDEN);
+    let r = vic
+        .post_form(
+            &format!("{url}/steps/3"),
+            &[("gpu_total", "1"), ("cpu_total", "1"), ("wall", "2")],
+        )
+        .await;
+    assert_eq!(r.status, StatusCode::FORBIDDEN);
+    let r = vic
+        .post_form(&format!("{url}/status"), &[("status", "resolved")])
+        .await;
+    assert_eq!(r.status, StatusCode::FORBIDDEN);
+    let r = vic
+        .post_form(
+            &format!("{url}/steps/4/expected"),
+            &[("estimator", "decode-floor")],
+        )
+        .await;
+    assert_eq!(r.status, StatusCode::FORBIDDEN);
+    assert_eq!(
+        vic.post_form(&format!("{url}/journal"), &[]).await.status,
+        StatusCode::FORBIDDEN
+    );
+
+    // A viewer's visit to a later step warns but records nothing, and shows no save button.
+    let p = vic.get(&format!("{url}/steps/5")).await;
+    assert_eq!(p.status, StatusCode::OK);
+    assert_eq!(p.select(".skip-warning").len(), 1);
+    assert!(p.select(".step-form button[type=submit]").is_empty());
+    let skips: i64 = sqlx::query_scalar("SELECT count(*) FROM investigation_skips")
+        .fetch_one(&vic.pool)
+        .await
+        .unwrap();
+    assert_eq!(skips, 0);
+    assert_eq!(step_rows(&vic, &url).await, 0);
+}
+
+#[tokio::test]
+async fn skipping_ahead_warns_once_and_is_recorded_on_the_rail_and_in_history() {
+    let (mut app, url) = app_with_investigation().await;
+    save(&mut app, &url, 0, STEP0).await;
+    let p = app.get(&format!("{url}/steps/5")).await;
+    let w = p.select(".skip-warning");
+    assert_eq!(w.len(), 1);
+    assert!(
+        w[0].starts_with("Kernel work is the most expensive place to start"),
+        "{w:?}"
+    );
+    assert_eq!(p.select(".rail-step.state-skipped").len(), 4, "steps 1–4");
+    assert_eq!(p.select(".rail-step.state-done").len(), 1);
+    assert_eq!(
+        p.select(".rail-step.current .title"),
+        ["Which kernel and why"]
+    );
+    assert!(p.select(".rail-step.state-skipped .skip-reason")[0].starts_with("Kernel work"));
+
+    // Opening it again does not record a second skip.
+    app.get(&format!("{url}/steps/5")).await;
+    let skips: i64 = sqlx::query_scalar("SELECT count(*) FROM investigation_skips")
+        .fetch_one(&app.pool)
+        .await
+        .unwrap();
+    assert_eq!(skips, 1);
+
+    let overview = app.get(&url).await;
+    let history = overview.select(".history li.event-skipped .what");
+    assert_eq!(history.len(), 1);
+    assert!(
+        history[0].contains("skipped ahead to step 5 with steps 1, 2, 3, 4 not recorded"),
+        "{history:?}"
+    );
+
+    // In order, nothing is skipped.
+    let p = app.get(&format!("{url}/steps/1")).await;
+    assert!(p.select(".skip-warning").is_empty());
+}
+
+#[tokio::test]
+async fn history_says_who_changed_what() {
+    let (mut app, url) = app_with_investigation().await;
+    app.add_user("eve", Role::Editor).await;
+    let mut eve = app.new_client();
+    eve.login("eve").await;
+    save(&mut app, &url, 0, STEP0).await;
+    save(
+        &mut eve,
+        &url,
+        1,
+        &[
+            ("metric", "itl"),
+            ("percentile", "p50"),
+            ("observed", "24"),
+            ("target", "16"),
+        ],
+    )
+    .await;
+    save(
+        &mut eve,
+        &url,
+        1,
+        &[
+            ("metric", "itl"),
+            ("percentile", "p50"),
+            ("observed", "25"),
+            ("target", "16"),
+        ],
+    )
+    .await;
+    let r = app
+        .post_form(&format!("{url}/status"), &[("status", "diagnosed")])
+        .await;
+    assert_eq!(r.status, StatusCode::SEE_OTHER);
+    let r = app
+        .post_form(&format!("{url}/status"), &[("status", "bogus")])
+        .await;
+    assert_eq!(r.status, StatusCode::UNPROCESSABLE_ENTITY);
+
+    let p = app.get(&url).await;
+    let who = p.select(".history li .who");
+    let what = p.select(".history li .what");
+    // Newest first.
+    assert_eq!(who, ["ada", "eve", "eve", "ada", "ada"]);
+    assert_eq!(what[0], "changed the status from open to diagnosed");
+    assert!(
+        what[1].starts_with("step 1 (Define the metric): p50 ITL 25"),
+        "{what:?}"
+    );
+    assert_eq!(p.select(".history li.event-step_updated").len(), 1);
+    assert_eq!(p.select(".history li.event-step_recorded").len(), 2);
+    assert!(what[4].starts_with("opened"));
+    assert_eq!(p.select(".inv-meta .status"), ["diagnosed"]);
+    assert_eq!(p.select(".rail-step[data-step='1'] .state"), ["done"]);
+}
+
+#[tokio::test]
+async fn an_estimate_attached_to_a_step_shows_the_gap_to_explain() {
+    let (mut app, url) = app_with_investigation().await;
+    save(
+        &mut app,
+        &url,
+        4,
+        &[("decode.measured_ms", "24"), ("decode.floor_ms", "15")],
+    )
+    .await;
+    let p = app.get(&format!("{url}/steps/4")).await;
+    // The observed value is offered from the step's own measurement.
+    let html = p.html();
+    let sel = scraper::Selector::parse("input[name=observed]").unwrap();
+    assert_eq!(
+        html.select(&sel).next().unwrap().value().attr("value"),
+        Some("24.00")
+    );
+
+    let r = app
+        .post_form(
+            &format!("{url}/steps/4/expected"),
+            &[
+                ("estimator", ""),
+                ("inputs", "/estimators/decode-floor?model=llama-3.1-8b&gpu=h100-sxm&batch=64&context=4096"),
+                ("result_key", "floor_ms"),
+                ("observed", "24"),
+            ],
+        )
+        .await;
+    assert_eq!(r.status, StatusCode::SEE_OTHER, "{}", r.body);
+    let p = app.get(&format!("{url}/steps/4")).await;
+    assert_eq!(
+        p.select(".expected-figures .expected-value")[0]
+            .split(" (")
+            .next(),
+        Some("15.05 ms")
+    );
+    assert_eq!(p.select(".expected-figures .observed-value"), ["24.00 ms"]);
+    assert_eq!(p.select(".expected-figures .gap-ratio-cell"), ["1.59×"]);
+    let overview = app.get(&url).await;
+    assert_eq!(overview.select("table.expected .gap-ratio-cell"), ["1.59×"]);
+
+    let r = app
+        .post_form(
+            &format!("{url}/steps/4/expected"),
+            &[
+                ("estimator", "decode-floor"),
+                ("inputs", "model=llama-3.1-8b"),
+                ("result_key", ""),
+            ],
+        )
+        .await;
+    assert_eq!(r.status, StatusCode::UNPROCESSABLE_ENTITY);
+    assert!(!r.select(".field-error[data-field=inputs]").is_empty());
+}
+
+#[tokio::test]
+async fn step_2_offers_decode_floor_prefilled_from_step_0() {
+    let (mut app, url) = app_with_investigation().await;
+    save(&mut app, &url, 0, STEP0).await;
+    save(
+        &mut app,
+        &url,
+        1,
+        &[
+            ("metric", "itl"),
+            ("percentile", "p50"),
+            ("observed", "24"),
+            ("target", "16"),
+        ],
+    )
+    .await;
+    save(
+        &mut app,
+        &url,
+        2,
+        &[
+            ("decode.p50", "24"),
+            ("decode.p95", "30"),
+            ("decode.p99", "41"),
+        ],
+    )
+    .await;
+    let p = app.get(&format!("{url}/steps/2")).await;
+    let html = p.html();
+    let sel = scraper::Selector::parse("a.estimator-link").unwrap();
+    let link = html.select(&sel).next().expect("estimator link");
+    assert_eq!(
+        link.value().attr("href"),
+        Some("/estimators/decode-floor?batch=64&gpu=h100-sxm&model=llama-3.1-8b&tp=1")
+    );
+    assert_eq!(p.select(".dominant-phase"), ["Decode (100% of the metric)"]);
+}
+
+#[tokio::test]
+async fn unknown_investigations_and_steps_are_404() {
+    let (mut app, url) = app_with_investigation().await;
+    assert_eq!(
+        app.get("/investigations/999999").await.status,
+        StatusCode::NOT_FOUND
+    );
+    assert_eq!(
+        app.get(&format!("{url}/steps/8")).await.status,
+        StatusCode::NOT_FOUND
+    );
+}

@@ -1,0 +1,361 @@
+//! The journal: drafting from an investigation, publishing, writing directly, and
+//! edits with optimistic concurrency.
+
+mod common;
+
+use axum::http::StatusCode;
+use common::{spawn_app, TestApp};
+use perfjournal::auth::Role;
+
+/// An admin with an investigation walked to step 7; returns its URL.
+async fn finished_investigation(app: &mut TestApp) -> String {
+    let r = app
+        .post_form("/investigations", &[("title", "Queue-bound TTFT at peak")])
+        .await;
+    let url = r.location().unwrap().to_string();
+    for (step, fields) in [
+        (
+            0u8,
+            vec![
+                ("reproducible", "yes"),
+                ("chunked_prefill", "off"),
+                ("prompt_len_dist", "mean 1,800"),
+                ("arrival_rate", "45"),
+            ],
+        ),
+        (
+            1,
+            vec![
+                ("metric", "ttft"),
+                ("percentile", "p95"),
+                ("observed", "3200"),
+                ("target", "800"),
+            ],
+        ),
+        (
+            2,
+            vec![
+                ("queue_wait.p50", "1000"),
+                ("queue_wait.p95", "2900"),
+                ("queue_wait.p99", "3400"),
+            ],
+        ),
+        (
+            7,
+            vec![
+                ("change", "chunked prefill"),
+                ("after_config.chunked_prefill", "on"),
+                ("after_config.prompt_len_dist", "mean 1,800"),
+                ("after_config.arrival_rate", "45"),
+                ("after_value", "780"),
+                ("verdict", "confirmed"),
+                ("quality", "200 paired generations identical"),
+                ("effort", "30 minutes"),
+            ],
+        ),
+    ] {
+        let r = app.post_form(&format!("{url}/steps/{step}"), &fields).await;
+        assert_eq!(r.status, StatusCode::SEE_OTHER, "step {step}: {}", r.body);
+    }
+    url
+}
+
+fn value(reply: &common::Reply, css: &str) -> String {
+    let html = reply.html();
+    let sel = scraper::Selector::parse(css).unwrap();
+    let el = html
+        .select(&sel)
+        .next()
+        .unwrap_or_else(|| panic!("no {css}"));
+    match el.value().name() {
+        "textarea" => el.text().collect(),
+        _ => el.value().attr("value").unwrap_or_default().to_string(),
+    }
+}
+
+/// The edit form's fields as they are, with some replaced.
+fn edit_fields(
+    page: &common::Reply,
+    changes: &[(&str, &str)],
+    action: &str,
+) -> Vec<(String, String)> {
+    let mut fields: Vec<(String, String)> = [
+        "title",
+        "date",
+        "symptom",
+        "workload",
+        "baseline",
+        "diagnosis",
+        "change",
+        "result",
+        "quality",
+        "effort",
+        "version",
+    ]
+    .iter()
+    .map(|n| {
+        let css = format!("[name={n}]");
+        (n.to_string(), value(page, &css))
+    })
+    .collect();
+    for (k, v) in changes {
+        fields.iter_mut().find(|(n, _)| n == k).unwrap().1 = v.to_string();
+    }
+    fields.push(("action".into(), action.into()));
+    fields
+}
+
+async fn post(app: &mut TestApp, path: &str, fields: &[(String, String)]) -> common::Reply {
+    let refs: Vec<(&str, &str)> = fields
+        .iter()
+        .map(|(k, v)| (k.as_str(), v.as_str()))
+        .collect();
+    app.post_form(path, &refs).await
+}
+
+#[tokio::test]
+async fn step_7_drafts_the_entry_which_is_listed_once_published() {
+    let mut app = spawn_app().await;
+    app.setup_admin("ada").await;
+    let url = finished_investigation(&mut app).await;
+
+    let r = app.post_form(&format!("{url}/journal"), &[]).await;
+    assert_eq!(r.status, StatusCode::SEE_OTHER);
+    let edit = r.location().unwrap().to_string();
+    assert!(edit.ends_with("/edit"), "{edit}");
+    // Drafting again opens the same entry.
+    let again = app.post_form(&format!("{url}/journal"), &[]).await;
+    assert_eq!(again.location(), Some(edit.as_str()));
+
+    let page = app.get(&edit).await;
+    assert_eq!(
+        value(&page, "[name=symptom]"),
+        "p95 TTFT 3,200 ms vs target 800 ms (4.0× over)"
+    );
+    assert!(value(&page, "[name=diagnosis]").starts_with("Queue wait dominates the p95 TTFT"));
+    assert!(value(&page, "[name=result]").contains("p95 TTFT 780 ms (was 3,200 ms, -75.6%)"));
+    assert_eq!(
+        value(&page, "[name=quality]"),
+        "200 paired generations identical"
+    );
+    assert_eq!(
+        value(&page, "[name=workload]"),
+        "prompt tokens mean 1,800; 45 req/s"
+    );
+
+    // A draft is not on the journal yet.
+    let list = app.get("/journal").await;
+    assert!(list.select(".journal-item").is_empty());
+    assert_eq!(list.select(".drafts li a"), ["Queue-bound TTFT at peak"]);
+
+    let entry_path = edit.trim_end_matches("/edit").to_string();
+    let fields = edit_fields(&page, &[("effort", "35 minutes")], "publish");
+    let r = post(&mut app, &entry_path, &fields).await;
+    assert_eq!(r.status, StatusCode::SEE_OTHER, "{}", r.body);
+
+    let list = app.get("/journal").await;
+    assert_eq!(
+        list.select(".journal-item .entry-title"),
+        ["Queue-bound TTFT at peak"]
+    );
+    assert_eq!(
+        list.select(".journal-item .symptom-line"),
+        ["p95 TTFT 3,200 ms vs target 800 ms (4.0× over)"]
+    );
+    let entry = app.get(&entry_path).await;
+    assert_eq!(entry.select(".section-effort"), ["35 minutes"]);
+    assert_eq!(entry.select(".entry-meta .status"), ["published"]);
+    assert_eq!(
+        entry.select("a.investigation-link"),
+        ["Queue-bound TTFT at peak"]
+    );
+    let overview = app.get(&url).await;
+    assert!(overview
+        .select(".history .what")
+        .iter()
+        .any(|w| w.starts_with("published the journal entry")));
+
+    let md = app.get(&format!("{entry_path}/markdown")).await;
+    assert!(
+        md.body
+            .starts_with("# Queue-bound TTFT at peak\n\n## DATE\n\n"),
+        "{}",
+        md.body
+    );
+    assert!(md.body.contains("## EFFORT\n\n35 minutes\n"));
+}
+
+#[tokio::test]
+async fn a_stale_save_gets_409_shows_what_changed_and_overwrites_nothing() {
+    let mut app = spawn_app().await;
+    app.setup_admin("ada").await;
+    app.add_user("bob", Role::Editor).await;
+    let mut bob = app.new_client();
+    bob.login("bob").await;
+
+    let r = app
+        .post_form(
+            "/journal",
+            &[
+                ("title", "Proxy buffering doubled client TTFT"),
+                ("date", "2026-11-20"),
+                ("symptom", "client p95 TTFT 1.9 s vs server 0.6 s"),
+                ("diagnosis", "the gateway buffered streamed responses"),
+                ("change", "proxy_buffering off"),
+                ("action", "publish"),
+            ],
+        )
+        .await;
+    assert_eq!(r.status, StatusCode::SEE_OTHER, "{}", r.body);
+    let path = r.location().unwrap().to_string();
+
+    // Both open the editor at version 1.
+    let ada_page = app.get(&format!("{path}/edit")).await;
+    let bob_page = bob.get(&format!("{path}/edit")).await;
+    assert_eq!(value(&ada_page, "[name=version]"), "1");
+
+    let ada_fields = edit_fields(
+        &ada_page,
+        &[("diagnosis", "nginx buffered the SSE stream")],
+        "save",
+    );
+    assert_eq!(
+        post(&mut app, &path, &ada_fields).await.status,
+        StatusCode::SEE_OTHER
+    );
+
+    let bob_fields = edit_fields(&bob_page, &[("result", "client p95 TTFT 0.62 s")], "save");
+    let r = post(&mut bob, &path, &bob_fields).await;
+    assert_eq!(r.status, StatusCode::CONFLICT);
+    assert_eq!(
+        r.select(".conflict-fields tbody tr td:first-child"),
+        ["DIAGNOSIS"]
+    );
+    assert_eq!(
+        r.select(".conflict-fields .theirs"),
+        ["nginx buffered the SSE stream"]
+    );
+    assert!(r.select(".conflict p strong")[0].contains("ada saved this entry"));
+    // Bob's text is kept in the form, now on the current version.
+    assert_eq!(value(&r, "[name=result]"), "client p95 TTFT 0.62 s");
+    assert_eq!(value(&r, "[name=version]"), "2");
+
+    let (diagnosis, result, version): (String, String, i32) =
+        sqlx::query_as("SELECT diagnosis, result, version FROM journal_entries")
+            .fetch_one(&app.pool)
+            .await
+            .unwrap();
+    assert_eq!(diagnosis, "nginx buffered the SSE stream");
+    assert_eq!(result, "");
+    assert_eq!(version, 2);
+
+    // Saving again from the conflict page is a deliberate overwrite of version 2.
+    let fields: Vec<(String, String)> = edit_fields(&r, &[], "save");
+    assert_eq!(
+        post(&mut bob, &path, &fields).await.status,
+        StatusCode::SEE_OTHER
+    );
+    let entry = bob.get(&path).await;
+    assert_eq!(entry.select(".section-result"), ["client p95 TTFT 0.62 s"]);
+}
+
+#[tokio::test]
+async fn entries_written_directly_are_checked_and_listed_newest_first() {
+    let mut app = spawn_app().await;
+    app.setup_admin("ada").await;
+    assert_eq!(app.get("/journal/new").await.status, StatusCode::OK);
+    let r = app
+        .post_form(
+            "/journal",
+            &[
+                ("title", "x"),
+                ("date", "2026-02-30"),
+                ("symptom", ""),
+                ("change", "y"),
+                ("action", "publish"),
+            ],
+        )
+        .await;
+    assert_eq!(r.status, StatusCode::UNPROCESSABLE_ENTITY);
+    assert_eq!(r.select(".field-error[data-field=date]").len(), 1);
+    assert_eq!(r.select(".field-error[data-field=symptom]").len(), 1);
+    let n: i64 = sqlx::query_scalar("SELECT count(*) FROM journal_entries")
+        .fetch_one(&app.pool)
+        .await
+        .unwrap();
+    assert_eq!(n, 0);
+
+    for (title, date) in [
+        ("older", "2026-01-10"),
+        ("newer", "2026-03-01"),
+        ("middle", "2026-02-01"),
+    ] {
+        let r = app
+            .post_form(
+                "/journal",
+                &[
+                    ("title", title),
+                    ("date", date),
+                    ("symptom", "s"),
+                    ("change", "c"),
+                    ("action", "publish"),
+                ],
+            )
+            .await;
+        assert_eq!(r.status, StatusCode::SEE_OTHER);
+    }
+    let list = app.get("/journal").await;
+    assert_eq!(
+        list.select(".journal-item .entry-title"),
+        ["newer", "middle", "older"]
+    );
+    assert_eq!(list.select("main h1"), ["Journal"]);
+}
+
+#[tokio::test]
+async fn viewers_cannot_write_the_journal() {
+    let mut app = spawn_app().await;
+    app.setup_admin("ada").await;
+    let r = app
+        .post_form(
+            "/journal",
+            &[
+                ("title", "t"),
+                ("date", "2026-01-10"),
+                ("symptom", "s"),
+                ("change", "c"),
+                ("action", "publish"),
+            ],
+        )
+        .await;
+    let path = r.location().unwrap().to_string();
+    app.add_user("vic", Role::Viewer).await;
+    let mut vic = app.new_client();
+    vic.login("vic").await;
+    assert_eq!(vic.get(&path).await.status, StatusCode::OK);
+    assert_eq!(vic.get("/journal/new").await.status, StatusCode::FORBIDDEN);
+    assert_eq!(
+        vic.get(&format!("{path}/edit")).await.status,
+        StatusCode::FORBIDDEN
+    );
+    let r = vic
+        .post_form(
+            &path,
+            &[
+                ("title", "mine"),
+                ("date", "2026-01-10"),
+                ("symptom", "s"),
+                ("change", "c"),
+                ("version", "1"),
+            ],
+        )
+        .await;
+    assert_eq!(r.status, StatusCode::FORBIDDEN);
+    let r = vic.post_form("/journal", &[("title", "mine")]).await;
+    assert_eq!(r.status, StatusCode::FORBIDDEN);
+    let title: String = sqlx::query_scalar("SELECT title FROM journal_entries")
+        .fetch_one(&app.pool)
+        .await
+        .unwrap();
+    assert_eq!(title, "t");
+}
