@@ -210,6 +210,22 @@ async fn improved_confirmed_and_regressed() {
     )
     .await;
     assert_eq!(doc["investigation"], 42);
+    // What the journal entry of investigation 42 will quote as its RESULT.
+    let latest = perfjournal::comparisons::latest_for_investigation(&app.pool, 42)
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(latest.id, doc["id"].as_i64().unwrap());
+    assert_eq!(
+        latest.journal_result(),
+        doc["journal_result"].as_str().unwrap()
+    );
+    assert!(
+        perfjournal::comparisons::latest_for_investigation(&app.pool, 41)
+            .await
+            .unwrap()
+            .is_none()
+    );
 
     let doc = judged(
         &mut app,

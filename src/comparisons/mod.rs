@@ -810,6 +810,25 @@ pub async fn get(pool: &PgPool, id: i64) -> sqlx::Result<Option<Comparison>> {
     .await
 }
 
+/// The newest comparison made for an investigation: its RESULT belongs in the
+/// investigation's journal entry.
+pub async fn latest_for_investigation(
+    pool: &PgPool,
+    investigation_id: i64,
+) -> sqlx::Result<Option<Comparison>> {
+    let id: Option<i64> = sqlx::query_scalar(
+        "SELECT id FROM comparisons WHERE investigation_id = $1
+         ORDER BY created_at DESC, id DESC LIMIT 1",
+    )
+    .bind(investigation_id)
+    .fetch_optional(pool)
+    .await?;
+    match id {
+        Some(id) => get(pool, id).await,
+        None => Ok(None),
+    }
+}
+
 /// The artifact ids of each side, in the order given.
 pub async fn sides(pool: &PgPool, id: i64) -> sqlx::Result<(Vec<i64>, Vec<i64>)> {
     let rows: Vec<(String, i64)> = sqlx::query_as(
