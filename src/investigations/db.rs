@@ -369,3 +369,30 @@ pub async fn expected(pool: &PgPool, id: i64) -> sqlx::Result<Vec<(u8, Expected)
         })
         .collect())
 }
+
+/// An uploaded artifact as an investigation or entry lists it.
+#[derive(Debug, Clone, Serialize, sqlx::FromRow)]
+pub struct ArtifactLink {
+    pub id: i64,
+    pub name: String,
+    pub kind: String,
+    pub status: String,
+    pub created_at: DateTime<Utc>,
+}
+
+/// Artifacts hanging on an investigation or a journal entry (either may be absent),
+/// newest first.
+pub async fn artifacts(
+    pool: &PgPool,
+    investigation: Option<i64>,
+    entry: Option<i64>,
+) -> sqlx::Result<Vec<ArtifactLink>> {
+    sqlx::query_as(
+        "SELECT id, name, kind, status, created_at FROM artifacts \
+         WHERE investigation_id = $1 OR journal_entry_id = $2 ORDER BY created_at DESC, id DESC",
+    )
+    .bind(investigation)
+    .bind(entry)
+    .fetch_all(pool)
+    .await
+}

@@ -3,6 +3,7 @@
 //! environment; dates and measurements come in as arguments.
 
 pub mod comparison;
+pub mod evidence;
 pub mod expected;
 pub mod fixes;
 pub mod journal;
