@@ -4,6 +4,7 @@
 #![allow(dead_code)]
 
 pub mod browser;
+pub mod uploads;
 
 use std::str::FromStr;
 use std::sync::{Mutex, OnceLock};
