@@ -201,17 +201,51 @@ async fn improved_confirmed_and_regressed() {
         "{result}"
     );
 
+    // Inside an investigation whose diagnosis names this change, the cause is proven
+    // without saying so, and the comparison becomes the journal entry's RESULT.
+    let inv = app
+        .api(
+            "POST",
+            "/api/v1/investigations",
+            &token,
+            Some(json!({"title": "TTFT tail"})),
+        )
+        .await
+        .json()["id"]
+        .as_i64()
+        .unwrap();
+    for (step, body) in [
+        (
+            2,
+            json!({"queue_wait": {"p50": 900, "p95": 2300, "p99": 2900}}),
+        ),
+        (
+            7,
+            json!({"change": "Enable chunked prefill", "after_value": 780,
+                   "findings": "22k-token prompts blocked the queue", "verdict": "improved",
+                   "quality": "200 paired generations identical", "effort": "30 minutes"}),
+        ),
+    ] {
+        let r = app
+            .api(
+                "PUT",
+                &format!("/api/v1/investigations/{inv}/steps/{step}"),
+                &token,
+                Some(body),
+            )
+            .await;
+        assert_eq!(r.status, StatusCode::OK, "step {step}: {}", r.body);
+    }
     let doc = judged(
         &mut app,
         &token,
         json!({"baseline": [base], "candidate": [better], "variable": "enable chunked prefill",
-               "cause_proven": true, "investigation": 42}),
+               "investigation": inv}),
         "confirmed",
     )
     .await;
-    assert_eq!(doc["investigation"], 42);
-    // What the journal entry of investigation 42 will quote as its RESULT.
-    let latest = perfjournal::comparisons::latest_for_investigation(&app.pool, 42)
+    assert_eq!(doc["investigation"], inv);
+    let latest = perfjournal::comparisons::latest_for_investigation(&app.pool, inv)
         .await
         .unwrap()
         .unwrap();
@@ -220,12 +254,21 @@ async fn improved_confirmed_and_regressed() {
         latest.journal_result(),
         doc["journal_result"].as_str().unwrap()
     );
+    let r = app
+        .post_form(&format!("/investigations/{inv}/journal"), &[])
+        .await;
+    assert_eq!(r.status, StatusCode::SEE_OTHER, "{}", r.body);
+    let entry = app.get(r.location().unwrap()).await;
     assert!(
-        perfjournal::comparisons::latest_for_investigation(&app.pool, 41)
-            .await
-            .unwrap()
-            .is_none()
+        entry.body.contains(&format!("/comparisons/{}", latest.id)),
+        "the drafted entry quotes the comparison as its RESULT"
     );
+    let r = app
+        .api("POST", "/api/v1/comparisons", &token,
+             Some(json!({"baseline": [base], "candidate": [better], "variable": "x", "investigation": inv + 1000})))
+        .await;
+    assert_eq!(r.status, StatusCode::UNPROCESSABLE_ENTITY);
+    assert_eq!(r.json()["error"]["fields"][0]["field"], "investigation");
 
     let doc = judged(
         &mut app,

@@ -673,7 +673,24 @@ pub async fn load_runs(
 }
 
 /// Computes and stores a comparison; nothing is stored when the input is refused.
-pub async fn create(state: &AppState, input: NewComparison, user_id: i64) -> Result<i64, AppError> {
+pub async fn create(
+    state: &AppState,
+    mut input: NewComparison,
+    user_id: i64,
+) -> Result<i64, AppError> {
+    // A named investigation must exist, and its diagnosis may prove the cause.
+    if let Some(inv) = input.investigation {
+        let loaded = crate::investigations::load(&state.pool, inv)
+            .await?
+            .ok_or_else(|| {
+                AppError::field("investigation", format!("there is no investigation {inv}"))
+            })?;
+        input.cause_proven = input.cause_proven
+            || crate::core::method::comparison::diagnosis_names_change(
+                &loaded.records,
+                &input.variable,
+            );
+    }
     let (baseline, candidate, kind) =
         load_runs(&state.pool, &input.baseline, &input.candidate).await?;
     let job = input.clone();

@@ -207,7 +207,13 @@ pub async fn draft_journal(pool: &PgPool, loaded: &Loaded, user: &User) -> Resul
         return Ok(id);
     }
     let today = Utc::now().date_naive().format("%Y-%m-%d").to_string();
-    let entry = draft_entry(&loaded.records, &loaded.evaluation, &today);
+    let mut entry = draft_entry(&loaded.records, &loaded.evaluation, &today);
+    // A measured comparison is the RESULT, with its intervals and a link to it.
+    if let Some(c) =
+        crate::comparisons::latest_for_investigation(pool, loaded.investigation.id).await?
+    {
+        entry.result = c.journal_result();
+    }
     let revision = Revision {
         title: loaded.investigation.title.clone(),
         entry,

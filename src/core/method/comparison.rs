@@ -1150,3 +1150,59 @@ mod tests {
         assert!(ttft_phase_shares(&[run(2, 100.0, 10)]).is_none());
     }
 }
+
+/// Whether an investigation's diagnosis names the cause this change removes: the
+/// phases were decomposed (step 2), and step 7 records this same change with the cause
+/// in the engineer's words. A "confirmed" verdict needs it; "improved" does not.
+pub fn diagnosis_names_change(records: &super::record::Records, variable: &str) -> bool {
+    let norm = |s: &str| {
+        s.split_whitespace()
+            .collect::<Vec<_>>()
+            .join(" ")
+            .to_lowercase()
+    };
+    let Some(change) = &records.change else {
+        return false;
+    };
+    records.phases.is_some()
+        && !change.findings.trim().is_empty()
+        && !variable.trim().is_empty()
+        && norm(&change.change) == norm(variable)
+}
+
+#[cfg(test)]
+mod diagnosis_tests {
+    use super::super::phases::{Phase, PhaseRow, PhaseTable};
+    use super::super::record::{ChangeStep, Records};
+    use super::diagnosis_names_change;
+
+    #[test]
+    fn the_cause_is_proven_only_by_a_diagnosed_matching_change() {
+        let mut r = Records::default();
+        assert!(!diagnosis_names_change(&r, "enable chunked prefill"));
+        r.change = Some(ChangeStep {
+            change: "Enable  chunked prefill".into(),
+            findings: "22k-token prompts blocked decode".into(),
+            ..ChangeStep::default()
+        });
+        assert!(
+            !diagnosis_names_change(&r, "enable chunked prefill"),
+            "no phase breakdown yet"
+        );
+        r.phases = Some(PhaseTable {
+            rows: vec![PhaseRow {
+                phase: Phase::QueueWait,
+                p50: 1.0,
+                p90: None,
+                p95: 2.0,
+                p99: 3.0,
+                share: None,
+            }],
+        });
+        assert!(diagnosis_names_change(&r, "enable chunked prefill"));
+        assert!(
+            !diagnosis_names_change(&r, "raise max_num_seqs"),
+            "a different change"
+        );
+    }
+}
