@@ -855,3 +855,36 @@ async fn request_logs_abba_with_a_prediction_record() {
     assert_eq!(page.select("#pictures svg").len(), 7);
     assert!(page.body.contains("queue wait"));
 }
+
+#[tokio::test]
+async fn step_seven_links_to_a_prefilled_comparison_form() {
+    let (mut app, token) = editor_app().await;
+    let inv = app
+        .api(
+            "POST",
+            "/api/v1/investigations",
+            &token,
+            Some(json!({"title": "ITL spikes"})),
+        )
+        .await
+        .json()["id"]
+        .as_i64()
+        .unwrap();
+    let step = app.get(&format!("/investigations/{inv}/steps/7")).await;
+    let sel = scraper::Selector::parse("#compare-link a").unwrap();
+    let href = step
+        .html()
+        .select(&sel)
+        .next()
+        .and_then(|a| a.value().attr("href").map(str::to_string))
+        .unwrap();
+    let form = app.get(&href).await;
+    assert_eq!(form.status, StatusCode::OK);
+    let sel = scraper::Selector::parse("#investigation").unwrap();
+    let value = form
+        .html()
+        .select(&sel)
+        .next()
+        .and_then(|e| e.value().attr("value").map(str::to_string));
+    assert_eq!(value, Some(inv.to_string()));
+}

@@ -96,11 +96,20 @@ async fn list_page(
     })
 }
 
+/// The list and the form; `?investigation=ID&variable=…` prefills the form (the
+/// investigation's step 7 links here).
 async fn list_comparisons(
     State(state): State<AppState>,
     ctx: PageCtx,
+    axum::extract::RawQuery(raw): axum::extract::RawQuery,
 ) -> Result<impl IntoResponse> {
-    render(&list_page(&state, ctx, FormState::default(), FormErrors::default()).await?)
+    let pairs: Vec<(String, String)> = serde_urlencoded::from_str(raw.as_deref().unwrap_or(""))
+        .map_err(|e| AppError::BadRequest(format!("the query string is malformed: {e}")))?;
+    let pairs = pairs
+        .into_iter()
+        .filter(|(k, _)| k == "investigation" || k == "variable")
+        .collect();
+    render(&list_page(&state, ctx, FormState { pairs }, FormErrors::default()).await?)
 }
 
 /// Creates a comparison from the form; a refused form is shown again with each
