@@ -215,7 +215,13 @@ fn agreement(ours: &Value, hta: &Value) {
             format!("{:.3}%", (a - b).abs() / span * 100.0),
         ]);
     }
-    t.print("Temporal breakdown, ours vs HTA (HTA rounds to whole µs)");
+    t.print(
+        if std::env::var("HTA_DISABLE_NS_ROUNDING").is_ok_and(|v| v == "1") {
+            "Temporal breakdown, ours vs HTA (HTA_DISABLE_NS_ROUNDING=1: fractional µs kept)"
+        } else {
+            "Temporal breakdown, ours vs HTA (HTA rounds starts up, ends down to whole µs)"
+        },
+    );
 }
 
 enum HtaOutcome {
