@@ -21,7 +21,7 @@ use crate::core::analyze::Options;
 use crate::error::{AppError, Result};
 use crate::state::AppState;
 
-mod views;
+pub mod views;
 pub use views::{Section, Table};
 
 pub fn routes() -> Router<AppState> {
