@@ -33,7 +33,7 @@ pub mod vllm_bench;
 
 pub use detect::{detect, is_gzip, DETECT_HEAD_BYTES};
 pub use prometheus::{parse_snapshot, window, Snapshot};
-pub use readers::{decompressing_reader, SizeCapExceeded};
+pub use readers::{decompressing_reader, CountingReader, SizeCapExceeded};
 pub use request_log::{for_each_request, RequestRow, COPY_COLUMNS};
 pub use stats::{stride_sample, Summary};
 
