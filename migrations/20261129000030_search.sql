@@ -75,17 +75,18 @@ CREATE FUNCTION search_enqueue(k TEXT, id BIGINT) RETURNS void LANGUAGE sql AS $
     INSERT INTO search_stale (kind, source_id) VALUES (k, id) ON CONFLICT DO NOTHING;
 $$;
 
-CREATE FUNCTION search_journal_changed() RETURNS trigger LANGUAGE plpgsql AS $$
+-- A row of a table whose documents are keyed by the row's id; the kind is the argument.
+CREATE FUNCTION search_row_changed() RETURNS trigger LANGUAGE plpgsql AS $$
 BEGIN
     IF TG_OP = 'DELETE' THEN
-        PERFORM search_enqueue('journal', OLD.id);
+        PERFORM search_enqueue(TG_ARGV[0], OLD.id);
     ELSE
-        PERFORM search_enqueue('journal', NEW.id);
+        PERFORM search_enqueue(TG_ARGV[0], NEW.id);
     END IF;
     RETURN NULL;
 END $$;
 CREATE TRIGGER search_journal AFTER INSERT OR UPDATE OR DELETE ON journal_entries
-    FOR EACH ROW EXECUTE FUNCTION search_journal_changed();
+    FOR EACH ROW EXECUTE FUNCTION search_row_changed('journal');
 
 -- An investigation's entry takes its facets from the investigation, so both go stale.
 CREATE FUNCTION search_investigation_changed() RETURNS trigger LANGUAGE plpgsql AS $$
@@ -106,19 +107,10 @@ CREATE TRIGGER search_investigation AFTER INSERT OR UPDATE OR DELETE ON investig
 CREATE TRIGGER search_investigation_steps AFTER INSERT OR UPDATE OR DELETE ON investigation_steps
     FOR EACH ROW EXECUTE FUNCTION search_investigation_changed();
 
-CREATE FUNCTION search_artifact_changed() RETURNS trigger LANGUAGE plpgsql AS $$
-BEGIN
-    IF TG_OP = 'DELETE' THEN
-        PERFORM search_enqueue('artifact', OLD.id);
-    ELSE
-        PERFORM search_enqueue('artifact', NEW.id);
-    END IF;
-    RETURN NULL;
-END $$;
 -- Only the columns a document shows: analysis progress updates stay cheap.
 CREATE TRIGGER search_artifact
     AFTER INSERT OR DELETE OR UPDATE OF name, kind, investigation_id, journal_entry_id ON artifacts
-    FOR EACH ROW EXECUTE FUNCTION search_artifact_changed();
+    FOR EACH ROW EXECUTE FUNCTION search_row_changed('artifact');
 
 -- Whatever exists already is built on the first search.
 INSERT INTO search_stale (kind, source_id)

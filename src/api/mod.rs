@@ -5,6 +5,7 @@ pub(crate) mod artifacts;
 mod estimate;
 mod investigations;
 mod journal;
+mod search;
 
 use axum::Json;
 use serde::Serialize;
@@ -60,6 +61,8 @@ pub fn router() -> OpenApiRouter<AppState> {
         .routes(routes!(investigations::put_step))
         .routes(routes!(journal::list_entries))
         .routes(routes!(journal::get_entry))
+        .routes(routes!(search::search_documents))
+        .routes(routes!(search::similar_investigations))
 }
 
 #[derive(Serialize, ToSchema)]

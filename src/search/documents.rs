@@ -307,9 +307,9 @@ async fn journal_documents(
         // The steps are better evidence than the prose; the prose fills the gaps.
         let profile = match j.investigation_id {
             Some(inv) => {
-                if !profiles.contains_key(&inv) {
+                if let std::collections::hash_map::Entry::Vacant(slot) = profiles.entry(inv) {
                     if let Some((_, p)) = investigation_document(pool, inv).await? {
-                        profiles.insert(inv, p);
+                        slot.insert(p);
                     }
                 }
                 match profiles.get(&inv) {

@@ -131,10 +131,11 @@ pub async fn similar_to(
                     text: &r.text_a,
                 },
             );
+            let s_parts = s.parts;
             SimilarItem {
                 why: format!(
                     "metric {:.2}, phase {:.2}, regime {:.2}, model {:.2}, GPU {:.2}, engine version {:.2}, workload {:.2}, text {:.2}",
-                    s.metric, s.phase, s.regime, s.model, s.gpu, s.engine_version, s.workload, s.text
+                    s_parts.metric, s_parts.phase, s_parts.regime, s_parts.model, s_parts.gpu, s_parts.engine_version, s_parts.workload, s_parts.text
                 ),
                 kind: r.kind,
                 id: r.source_id,

@@ -3,6 +3,8 @@
 
 use chrono::{DateTime, Utc};
 
+use super::snippet::escape_html;
+
 /// One published entry.
 #[derive(Debug, Clone)]
 pub struct FeedEntry {
@@ -17,22 +19,16 @@ pub struct FeedEntry {
     pub content: String,
 }
 
-/// Escapes text for XML content and attributes, dropping characters XML 1.0 forbids.
+/// Escapes text for XML content and attributes (the HTML escapes are valid XML),
+/// dropping the control characters XML 1.0 forbids.
 pub fn escape_xml(text: &str) -> String {
-    let mut out = String::with_capacity(text.len() + 16);
-    for c in text.chars() {
-        match c {
-            '&' => out.push_str("&amp;"),
-            '<' => out.push_str("&lt;"),
-            '>' => out.push_str("&gt;"),
-            '"' => out.push_str("&quot;"),
-            '\'' => out.push_str("&apos;"),
-            '\t' | '\n' | '\r' => out.push(c),
-            c if (c as u32) < 0x20 || c == '\u{FFFE}' || c == '\u{FFFF}' => {}
-            c => out.push(c),
-        }
-    }
-    out
+    let allowed: String = text
+        .chars()
+        .filter(|&c| {
+            matches!(c, '\t' | '\n' | '\r') || (c >= ' ' && c != '\u{FFFE}' && c != '\u{FFFF}')
+        })
+        .collect();
+    escape_html(&allowed)
 }
 
 /// The feed document. `base` is the app's address ("https://perf.example.com"); entry

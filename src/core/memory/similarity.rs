@@ -19,7 +19,7 @@ use std::collections::BTreeSet;
 
 use super::Profile;
 
-pub const WEIGHTS: Weights = Weights {
+pub const WEIGHTS: Parts = Parts {
     metric: 0.20,
     phase: 0.20,
     regime: 0.10,
@@ -30,8 +30,9 @@ pub const WEIGHTS: Weights = Weights {
     text: 0.10,
 };
 
-#[derive(Debug, Clone, Copy)]
-pub struct Weights {
+/// One number per compared part: the weights, or one pair's part scores.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Parts {
     pub metric: f64,
     pub phase: f64,
     pub regime: f64,
@@ -53,14 +54,7 @@ pub struct Symptom<'a> {
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct Similarity {
     pub score: f64,
-    pub metric: f64,
-    pub phase: f64,
-    pub regime: f64,
-    pub model: f64,
-    pub gpu: f64,
-    pub engine_version: f64,
-    pub workload: f64,
-    pub text: f64,
+    pub parts: Parts,
 }
 
 const UNKNOWN: f64 = 0.5;
@@ -136,8 +130,7 @@ pub fn similarity(a: &Symptom, b: &Symptom) -> Similarity {
     } else {
         shapes.iter().sum::<f64>() / shapes.len() as f64
     };
-    let mut s = Similarity {
-        score: 0.0,
+    let s = Parts {
         metric: equal(&p.metric, &q.metric),
         phase: equal(&p.phase, &q.phase),
         regime: equal(&p.regime, &q.regime),
@@ -148,7 +141,7 @@ pub fn similarity(a: &Symptom, b: &Symptom) -> Similarity {
         text: jaccard(&words(a.text), &words(b.text)),
     };
     let w = WEIGHTS;
-    s.score = w.metric * s.metric
+    let score = w.metric * s.metric
         + w.phase * s.phase
         + w.regime * s.regime
         + w.model * s.model
@@ -156,7 +149,7 @@ pub fn similarity(a: &Symptom, b: &Symptom) -> Similarity {
         + w.engine_version * s.engine_version
         + w.workload * s.workload
         + w.text * s.text;
-    s
+    Similarity { score, parts: s }
 }
 
 #[cfg(test)]
@@ -217,10 +210,10 @@ mod tests {
             )
         };
         let (near, far) = (s(&same_family), s(&other));
-        assert_eq!(near.model, 0.5);
-        assert_eq!(near.gpu, 0.5);
-        assert_eq!(far.model, 0.0);
-        assert!((far.workload - (500.0 / 3000.0 + 1.0) / 2.0).abs() < 1e-12);
+        assert_eq!(near.parts.model, 0.5);
+        assert_eq!(near.parts.gpu, 0.5);
+        assert_eq!(far.parts.model, 0.0);
+        assert!((far.parts.workload - (500.0 / 3000.0 + 1.0) / 2.0).abs() < 1e-12);
         assert!(near.score > far.score);
     }
 
@@ -243,7 +236,12 @@ mod tests {
             },
         );
         assert_eq!(
-            (s.regime, s.model, s.workload, s.text),
+            (
+                s.parts.regime,
+                s.parts.model,
+                s.parts.workload,
+                s.parts.text
+            ),
             (0.5, 0.5, 0.5, 0.5)
         );
     }
