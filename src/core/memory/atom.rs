@@ -95,7 +95,7 @@ mod tests {
     fn escapes_text_and_drops_forbidden_characters() {
         assert_eq!(
             escape_xml("a<b>&\"'\u{1}c\n"),
-            "a&lt;b&gt;&amp;&quot;&apos;c\n"
+            "a&lt;b&gt;&amp;&quot;&#39;c\n"
         );
         let at = DateTime::parse_from_rfc3339("2026-03-14T10:00:00Z")
             .unwrap()
