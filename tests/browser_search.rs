@@ -12,13 +12,7 @@ use thirtyfour::prelude::*;
 async fn search_as_you_type_narrow_and_open_in_a_browser() {
     let mut app = spawn_app().await;
     app.setup_admin("ada").await;
-    let owner = perfjournal::investigations::seed::default_owner(&app.pool)
-        .await
-        .unwrap()
-        .unwrap();
-    perfjournal::investigations::seed::seed_demo(&app.pool, owner)
-        .await
-        .unwrap();
+    app.seed_demo().await;
     let Some(b) = browser::start(&app, "search_as_you_type_narrow_and_open_in_a_browser").await
     else {
         return;

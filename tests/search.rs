@@ -191,15 +191,7 @@ async fn websearch_syntax_quotes_or_and_exclusion() {
 #[tokio::test]
 async fn facets_count_and_narrow() {
     let (mut app, token) = admin().await;
-    let r = app.post_form("/journal", &[]).await; // keeps the session warm; a 422
-    assert_eq!(r.status, StatusCode::UNPROCESSABLE_ENTITY);
-    let owner = perfjournal::investigations::seed::default_owner(&app.pool)
-        .await
-        .unwrap()
-        .unwrap();
-    perfjournal::investigations::seed::seed_demo(&app.pool, owner)
-        .await
-        .unwrap();
+    app.seed_demo().await;
     entry(
         &mut app,
         "Direct TTFT entry",

@@ -4,6 +4,7 @@
 #![allow(dead_code)]
 
 pub mod browser;
+pub mod seeded;
 
 use std::str::FromStr;
 use std::sync::{Mutex, OnceLock};
