@@ -78,23 +78,31 @@ pub async fn search(pool: &PgPool, query: &SearchQuery) -> sqlx::Result<Arc<Sear
             return Ok(hit);
         }
     }
-    let mut outcome = run(pool, query).await?;
-    if outcome.total == 0 && !query.q.is_empty() {
-        if let Some(corrected) = correct(pool, &query.q).await? {
-            let retry = SearchQuery {
-                q: corrected.clone(),
-                ..query.clone()
-            };
-            outcome = run(pool, &retry).await?;
-            outcome.corrected = Some(corrected);
-        }
-    }
+    let outcome = search_uncached(pool, query).await?;
     let outcome = Arc::new(outcome);
     if let Ok(mut c) = cache.lock() {
         if c.len() >= CACHE_ENTRIES {
             c.clear();
         }
         c.insert(key, (generation, outcome.clone()));
+    }
+    Ok(outcome)
+}
+
+/// The search without the cache (the benchmark measures this): the query as typed,
+/// then, when it matches nothing, once more with misspelt words corrected.
+pub async fn search_uncached(pool: &PgPool, query: &SearchQuery) -> sqlx::Result<SearchOutcome> {
+    let outcome = run(pool, query).await?;
+    if outcome.total == 0 && !query.q.is_empty() {
+        if let Some(corrected) = correct(pool, &query.q).await? {
+            let retry = SearchQuery {
+                q: corrected.clone(),
+                ..query.clone()
+            };
+            let mut outcome = run(pool, &retry).await?;
+            outcome.corrected = Some(corrected);
+            return Ok(outcome);
+        }
     }
     Ok(outcome)
 }
