@@ -32,29 +32,96 @@ const METRICS: [(&str, &str, &str); 6] = [
     ("p50", "throughput", "tok/s"),
     ("p99", "queue wait", "ms"),
 ];
-const PHASES: [&str; 6] = ["Queue wait", "Prefill", "Decode", "Tokenize", "Network", "Detokenize"];
+const PHASES: [&str; 6] = [
+    "Queue wait",
+    "Prefill",
+    "Decode",
+    "Tokenize",
+    "Network",
+    "Detokenize",
+];
 /// (cause, change)
 const CAUSES: [(&str, &str); 16] = [
-    ("chunked prefill was off and long prompts blocked decode steps", "enabled chunked prefill with a 4,096-token budget"),
-    ("the prefix cache hit rate fell after the prompt template put the date first", "moved the date after the shared system prompt"),
-    ("KV cache preemption at high concurrency recomputed whole sequences", "lowered max_num_seqs to 128"),
-    ("the tokenizer ran single-threaded in the API server", "switched to the fast tokenizer with a thread pool"),
-    ("a buffering proxy held the first token until the response filled a chunk", "disabled proxy buffering for streaming routes"),
-    ("NCCL all-reduce over PCIe dominated tensor-parallel decode", "moved the replica to NVLink hosts"),
-    ("decode ran at 35% of its bandwidth floor because of small batches", "raised the batch size with a longer scheduling window"),
-    ("an implicit synchronisation from .item() stalled every step", "removed the host read of the sampled token"),
-    ("CUDA graphs were disabled for the new batch sizes", "captured graphs for the batch sizes in use"),
-    ("the FP8 KV cache fell back to BF16 after the upgrade", "pinned the kv cache dtype to fp8"),
-    ("detokenizing per token with a slow Python loop", "detokenized incrementally in the Rust path"),
-    ("admission control capped the running batch at 32", "raised the admission limit to match memory"),
-    ("speculative decoding rejected most draft tokens on code prompts", "turned speculative decoding off for the code tenant"),
-    ("GPU memory utilisation left too few KV blocks", "raised gpu_memory_utilization to 0.92"),
-    ("a noisy neighbour throttled the GPU clocks", "moved the replica off the shared host"),
-    ("the load balancer sent long prompts to one replica", "balanced by prompt tokens instead of requests"),
+    (
+        "chunked prefill was off and long prompts blocked decode steps",
+        "enabled chunked prefill with a 4,096-token budget",
+    ),
+    (
+        "the prefix cache hit rate fell after the prompt template put the date first",
+        "moved the date after the shared system prompt",
+    ),
+    (
+        "KV cache preemption at high concurrency recomputed whole sequences",
+        "lowered max_num_seqs to 128",
+    ),
+    (
+        "the tokenizer ran single-threaded in the API server",
+        "switched to the fast tokenizer with a thread pool",
+    ),
+    (
+        "a buffering proxy held the first token until the response filled a chunk",
+        "disabled proxy buffering for streaming routes",
+    ),
+    (
+        "NCCL all-reduce over PCIe dominated tensor-parallel decode",
+        "moved the replica to NVLink hosts",
+    ),
+    (
+        "decode ran at 35% of its bandwidth floor because of small batches",
+        "raised the batch size with a longer scheduling window",
+    ),
+    (
+        "an implicit synchronisation from .item() stalled every step",
+        "removed the host read of the sampled token",
+    ),
+    (
+        "CUDA graphs were disabled for the new batch sizes",
+        "captured graphs for the batch sizes in use",
+    ),
+    (
+        "the FP8 KV cache fell back to BF16 after the upgrade",
+        "pinned the kv cache dtype to fp8",
+    ),
+    (
+        "detokenizing per token with a slow Python loop",
+        "detokenized incrementally in the Rust path",
+    ),
+    (
+        "admission control capped the running batch at 32",
+        "raised the admission limit to match memory",
+    ),
+    (
+        "speculative decoding rejected most draft tokens on code prompts",
+        "turned speculative decoding off for the code tenant",
+    ),
+    (
+        "GPU memory utilisation left too few KV blocks",
+        "raised gpu_memory_utilization to 0.92",
+    ),
+    (
+        "a noisy neighbour throttled the GPU clocks",
+        "moved the replica off the shared host",
+    ),
+    (
+        "the load balancer sent long prompts to one replica",
+        "balanced by prompt tokens instead of requests",
+    ),
 ];
-const MODELS: [&str; 6] = ["llama-3.1-8b", "llama-3.1-70b", "qwen-2.5-7b", "qwen-2.5-72b", "mistral-7b", "mixtral-8x7b"];
+const MODELS: [&str; 6] = [
+    "llama-3.1-8b",
+    "llama-3.1-70b",
+    "qwen-2.5-7b",
+    "qwen-2.5-72b",
+    "mistral-7b",
+    "mixtral-8x7b",
+];
 const GPUS: [&str; 5] = ["h100-sxm", "h100-pcie", "a100-80gb", "l40s", "h200"];
-const ENGINES: [&str; 4] = ["vLLM 0.6.3", "vLLM 0.5.4", "SGLang 0.3.2", "TensorRT-LLM 0.12"];
+const ENGINES: [&str; 4] = [
+    "vLLM 0.6.3",
+    "vLLM 0.5.4",
+    "SGLang 0.3.2",
+    "TensorRT-LLM 0.12",
+];
 
 /// The queries the latency and throughput phases send (a mix of words, phrases, OR,
 /// exclusions, typos, facets and browsing).
@@ -158,8 +225,11 @@ async fn generate(pool: &PgPool, author: i64) -> anyhow::Result<()> {
 }
 
 async fn prepare() -> anyhow::Result<(PgPool, i64)> {
-    let url = std::env::var("DATABASE_URL")
-        .map_err(|_| anyhow::anyhow!("set DATABASE_URL to a PostgreSQL server the benchmark may create a database on"))?;
+    let url = std::env::var("DATABASE_URL").map_err(|_| {
+        anyhow::anyhow!(
+            "set DATABASE_URL to a PostgreSQL server the benchmark may create a database on"
+        )
+    })?;
     let options = PgConnectOptions::from_str(&url)?.database("perfjournal_bench");
     if std::env::var_os("BENCH_FRESH").is_some() {
         let admin = perfjournal::db::connect(PgConnectOptions::from_str(&url)?).await?;
@@ -173,7 +243,9 @@ async fn prepare() -> anyhow::Result<(PgPool, i64)> {
         Some((u, _)) => u.id,
         None => {
             let hash = password::hash(PASSWORD.into()).await?;
-            users::create(&pool, "bench", &hash, Role::Admin, false).await?.id
+            users::create(&pool, "bench", &hash, Role::Admin, false)
+                .await?
+                .id
         }
     };
     let have: i64 = sqlx::query_scalar("SELECT count(*) FROM journal_entries")
@@ -182,7 +254,10 @@ async fn prepare() -> anyhow::Result<(PgPool, i64)> {
     if have < ENTRIES {
         let t = Instant::now();
         generate(&pool, author).await?;
-        println!("generated {ENTRIES} journal entries in {:.1} s", t.elapsed().as_secs_f64());
+        println!(
+            "generated {ENTRIES} journal entries in {:.1} s",
+            t.elapsed().as_secs_f64()
+        );
     }
     let t = Instant::now();
     let rebuilt = perfjournal::search::refresh(&pool).await?;
@@ -192,7 +267,9 @@ async fn prepare() -> anyhow::Result<(PgPool, i64)> {
             t.elapsed().as_secs_f64(),
             rebuilt as f64 / t.elapsed().as_secs_f64()
         );
-        sqlx::query("VACUUM ANALYZE search_documents").execute(&pool).await?;
+        sqlx::query("VACUUM ANALYZE search_documents")
+            .execute(&pool)
+            .await?;
     }
     let docs: i64 = sqlx::query_scalar("SELECT count(*) FROM search_documents")
         .fetch_one(&pool)
@@ -254,9 +331,13 @@ async fn login(client: &reqwest::Client, base: &str) -> anyhow::Result<String> {
         .to_string();
     let html = page.text().await?;
     let marker = "name=\"_csrf\" value=\"";
-    let at = html.find(marker).ok_or_else(|| anyhow::anyhow!("no CSRF field"))? + marker.len();
+    let at = html
+        .find(marker)
+        .ok_or_else(|| anyhow::anyhow!("no CSRF field"))?
+        + marker.len();
     let csrf = &html[at..at + html[at..].find('"').unwrap()];
-    let body = serde_urlencoded::to_string([("name", "bench"), ("password", PASSWORD), ("_csrf", csrf)])?;
+    let body =
+        serde_urlencoded::to_string([("name", "bench"), ("password", PASSWORD), ("_csrf", csrf)])?;
     let reply = client
         .post(format!("{base}/login"))
         .header("cookie", &cookie)
@@ -265,7 +346,11 @@ async fn login(client: &reqwest::Client, base: &str) -> anyhow::Result<String> {
         .body(body)
         .send()
         .await?;
-    anyhow::ensure!(reply.status().is_redirection(), "login failed: {}", reply.status());
+    anyhow::ensure!(
+        reply.status().is_redirection(),
+        "login failed: {}",
+        reply.status()
+    );
     Ok(reply
         .headers()
         .get("set-cookie")
@@ -321,7 +406,11 @@ async fn load(
     }
     let elapsed = start.elapsed().as_secs_f64();
     times.sort();
-    (times.len() as f64 / elapsed, times, errors.load(Ordering::Relaxed))
+    (
+        times.len() as f64 / elapsed,
+        times,
+        errors.load(Ordering::Relaxed),
+    )
 }
 
 async fn page_throughput(pool: PgPool) -> anyhow::Result<()> {
@@ -353,7 +442,8 @@ async fn page_throughput(pool: PgPool) -> anyhow::Result<()> {
         .unwrap_or(10);
 
     let b = base.clone();
-    let mixed = Arc::new(move |n: u64| format!("{b}/search?{}", QUERIES[n as usize % QUERIES.len()]));
+    let mixed =
+        Arc::new(move |n: u64| format!("{b}/search?{}", QUERIES[n as usize % QUERIES.len()]));
     let (rps, times, errors) = load(&client, &cookie, seconds, mixed).await;
     println!(
         "search page, {CONNECTIONS} connections, the {} queries above repeated (answers cached between data changes): {rps:.0} requests/s, p50 {}, p95 {}, {errors} errors",
@@ -364,7 +454,8 @@ async fn page_throughput(pool: PgPool) -> anyhow::Result<()> {
     let b = base.clone();
     // A different end date per request: every request runs the full query.
     let distinct = Arc::new(move |n: u64| {
-        let day = chrono::NaiveDate::from_ymd_opt(2027, 1, 1).unwrap() + chrono::Duration::days(n as i64);
+        let day =
+            chrono::NaiveDate::from_ymd_opt(2027, 1, 1).unwrap() + chrono::Duration::days(n as i64);
         let q = QUERIES[n as usize % QUERIES.len()];
         let q = if q.contains("to=") { "q=prefill" } else { q };
         format!("{b}/search?{q}&to={day}")
@@ -379,7 +470,9 @@ async fn page_throughput(pool: PgPool) -> anyhow::Result<()> {
 }
 
 fn main() -> anyhow::Result<()> {
-    let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build()?;
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()?;
     runtime.block_on(async {
         let (pool, _) = prepare().await?;
         query_latency(&pool).await?;

@@ -5,25 +5,14 @@
 -- answers a search, so no save path has to know about search.
 CREATE EXTENSION IF NOT EXISTS pg_trgm;
 
+-- Kept narrow (tsvector and facets only) so matching, ranking and facet counting scan as
+-- few pages as possible; the texts live in search_texts.
 CREATE TABLE search_documents (
     kind        TEXT NOT NULL CHECK (kind IN ('journal', 'investigation', 'artifact', 'comparison')),
     source_id   BIGINT NOT NULL,
-    title       TEXT NOT NULL,
-    url         TEXT NOT NULL,
-    -- Weighted text: A = title, symptom, diagnosis; B = change, result;
-    -- C = workload, baseline, step records; D = notes, quality, effort.
-    text_a      TEXT NOT NULL DEFAULT '',
-    text_b      TEXT NOT NULL DEFAULT '',
-    text_c      TEXT NOT NULL DEFAULT '',
-    text_d      TEXT NOT NULL DEFAULT '',
-    doc         TSVECTOR GENERATED ALWAYS AS (
-                    setweight(to_tsvector('english', title || ' ' || text_a), 'A') ||
-                    setweight(to_tsvector('english', text_b), 'B') ||
-                    setweight(to_tsvector('english', text_c), 'C') ||
-                    setweight(to_tsvector('english', text_d), 'D')) STORED,
-    -- One line each for "seen before" lists.
-    diagnosis   TEXT NOT NULL DEFAULT '',
-    change      TEXT NOT NULL DEFAULT '',
+    -- Weighted: A = title, symptom, diagnosis; B = change, result; C = workload,
+    -- baseline, step records; D = notes, quality, effort (see search_texts).
+    doc         TSVECTOR NOT NULL,
     -- Facets (lower-case slugs or names; NULL when unknown).
     metric      TEXT,
     percentile  TEXT,
@@ -44,6 +33,23 @@ CREATE TABLE search_documents (
     -- The investigation behind the document (its own id for an investigation).
     investigation_id BIGINT,
     PRIMARY KEY (kind, source_id)
+);
+
+-- What results show: title, link, the texts snippets are cut from, and one line each
+-- of diagnosis and change for "seen before" lists.
+CREATE TABLE search_texts (
+    kind        TEXT NOT NULL,
+    source_id   BIGINT NOT NULL,
+    title       TEXT NOT NULL,
+    url         TEXT NOT NULL,
+    text_a      TEXT NOT NULL DEFAULT '',
+    text_b      TEXT NOT NULL DEFAULT '',
+    text_c      TEXT NOT NULL DEFAULT '',
+    text_d      TEXT NOT NULL DEFAULT '',
+    diagnosis   TEXT NOT NULL DEFAULT '',
+    change      TEXT NOT NULL DEFAULT '',
+    PRIMARY KEY (kind, source_id),
+    FOREIGN KEY (kind, source_id) REFERENCES search_documents (kind, source_id) ON DELETE CASCADE
 );
 CREATE INDEX search_documents_doc ON search_documents USING GIN (doc);
 CREATE INDEX search_documents_tags ON search_documents USING GIN (tags);

@@ -93,21 +93,35 @@ pub async fn refresh(pool: &PgPool) -> sqlx::Result<usize> {
         .bind(&sources)
         .execute(&mut *tx)
         .await?;
+        let json = sqlx::types::Json(&docs);
         sqlx::query(
-            "INSERT INTO search_documents (kind, source_id, title, url, text_a, text_b, text_c, \
-             text_d, diagnosis, change, metric, percentile, phase, regime, verdict, model, gpu, \
-             engine, engine_version, tags, status, author, doc_date, prompt_tokens, output_tokens, \
-             investigation_id) \
-             SELECT kind, source_id, title, url, text_a, text_b, text_c, text_d, diagnosis, change, \
+            "INSERT INTO search_documents (kind, source_id, doc, metric, percentile, phase, regime, \
+             verdict, model, gpu, engine, engine_version, tags, status, author, doc_date, \
+             prompt_tokens, output_tokens, investigation_id) \
+             SELECT kind, source_id, \
+             setweight(to_tsvector('english', title || ' ' || text_a), 'A') || \
+             setweight(to_tsvector('english', text_b), 'B') || \
+             setweight(to_tsvector('english', text_c), 'C') || \
+             setweight(to_tsvector('english', text_d), 'D'), \
              metric, percentile, phase, regime, verdict, model, gpu, engine, engine_version, \
              tags, status, author, doc_date, prompt_tokens, output_tokens, investigation_id \
-             FROM jsonb_to_recordset($1) AS d(kind text, source_id bigint, title text, url text, \
-             text_a text, text_b text, text_c text, text_d text, diagnosis text, change text, \
-             metric text, percentile text, phase text, regime text, verdict text, model text, \
-             gpu text, engine text, engine_version text, tags text[], status text, author text, \
-             doc_date date, prompt_tokens float8, output_tokens float8, investigation_id bigint)",
+             FROM jsonb_to_recordset($1) AS d(kind text, source_id bigint, title text, \
+             text_a text, text_b text, text_c text, text_d text, metric text, percentile text, \
+             phase text, regime text, verdict text, model text, gpu text, engine text, \
+             engine_version text, tags text[], status text, author text, doc_date date, \
+             prompt_tokens float8, output_tokens float8, investigation_id bigint)",
         )
-        .bind(sqlx::types::Json(&docs))
+        .bind(json)
+        .execute(&mut *tx)
+        .await?;
+        sqlx::query(
+            "INSERT INTO search_texts (kind, source_id, title, url, text_a, text_b, text_c, \
+             text_d, diagnosis, change) \
+             SELECT kind, source_id, title, url, text_a, text_b, text_c, text_d, diagnosis, change \
+             FROM jsonb_to_recordset($1) AS d(kind text, source_id bigint, title text, url text, \
+             text_a text, text_b text, text_c text, text_d text, diagnosis text, change text)",
+        )
+        .bind(json)
         .execute(&mut *tx)
         .await?;
         let words: BTreeSet<String> = docs

@@ -159,10 +159,10 @@ async fn run(pool: &PgPool, query: &SearchQuery) -> sqlx::Result<SearchOutcome> 
         .push_bind(PAGE_SIZE)
         .push(" OFFSET ")
         .push_bind((query.page - 1) * PAGE_SIZE)
-        .push(") SELECT d.kind, d.source_id, d.title, d.url, d.doc_date, h.score, ");
+        .push(") SELECT d.kind, d.source_id, x.title, x.url, d.doc_date, h.score, ");
     if has_text {
-        qb.push("ts_headline('english', concat_ws(' · ', nullif(d.text_a, ''), nullif(d.text_b, ''), \
-                 nullif(d.text_c, ''), nullif(d.text_d, '')), websearch_to_tsquery('english', ")
+        qb.push("ts_headline('english', concat_ws(' · ', nullif(x.text_a, ''), nullif(x.text_b, ''), \
+                 nullif(x.text_c, ''), nullif(x.text_d, '')), websearch_to_tsquery('english', ")
             .push_bind(query.q.clone())
             .push("), ")
             .push_bind(format!(
@@ -170,11 +170,11 @@ async fn run(pool: &PgPool, query: &SearchQuery) -> sqlx::Result<SearchOutcome> 
             ))
             .push(")");
     } else {
-        qb.push("left(d.text_a, 240)");
+        qb.push("left(x.text_a, 240)");
     }
     qb.push(
         " AS snippet_html FROM hits h JOIN search_documents d USING (kind, source_id) \
-             ORDER BY h.score DESC, d.doc_date DESC, d.kind, d.source_id DESC",
+             JOIN search_texts x USING (kind, source_id) ORDER BY h.score DESC, d.doc_date DESC, d.kind, d.source_id DESC",
     );
     let mut results: Vec<Hit> = qb.build_query_as().fetch_all(pool).await?;
     for r in &mut results {

@@ -70,8 +70,8 @@ impl Row {
     }
 }
 
-const COLUMNS: &str = "d.kind, d.source_id, d.title, d.url, d.doc_date, d.diagnosis, d.change, \
-     d.text_a, d.metric, d.percentile, d.phase, d.regime, d.verdict, d.model, d.gpu, d.engine, \
+const COLUMNS: &str = "d.kind, d.source_id, x.title, x.url, d.doc_date, x.diagnosis, x.change, \
+     x.text_a, d.metric, d.percentile, d.phase, d.regime, d.verdict, d.model, d.gpu, d.engine, \
      d.engine_version, d.prompt_tokens, d.output_tokens, d.investigation_id";
 
 /// What the list is for, when there is one: `None` when the subject does not exist;
@@ -83,7 +83,8 @@ pub async fn similar_to(
 ) -> sqlx::Result<Option<(Profile, Vec<SimilarItem>)>> {
     super::find::current_generation(pool).await?;
     let subject: Option<Row> = sqlx::query_as(&format!(
-        "SELECT {COLUMNS} FROM search_documents d WHERE d.kind = $1 AND d.source_id = $2"
+        "SELECT {COLUMNS} FROM search_documents d JOIN search_texts x USING (kind, source_id) \
+         WHERE d.kind = $1 AND d.source_id = $2"
     ))
     .bind(kind)
     .bind(id)
@@ -99,7 +100,7 @@ pub async fn similar_to(
         return Ok(Some((profile, Vec::new())));
     }
     let rows: Vec<Row> = sqlx::query_as(&format!(
-        "SELECT {COLUMNS} FROM search_documents d \
+        "SELECT {COLUMNS} FROM search_documents d JOIN search_texts x USING (kind, source_id) \
          WHERE d.kind IN ('journal', 'investigation') AND d.metric = $1 \
          AND ($2::text IS NULL OR d.phase = $2) \
          AND NOT (d.kind = $3 AND d.source_id = $4) \
