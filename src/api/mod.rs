@@ -6,6 +6,7 @@ pub(crate) mod comparisons;
 mod estimate;
 mod investigations;
 mod journal;
+mod search;
 
 use axum::Json;
 use serde::Serialize;
@@ -62,6 +63,8 @@ pub fn router() -> OpenApiRouter<AppState> {
         .routes(routes!(investigations::put_step))
         .routes(routes!(journal::list_entries))
         .routes(routes!(journal::get_entry))
+        .routes(routes!(search::search_documents))
+        .routes(routes!(search::similar_investigations))
 }
 
 #[derive(Serialize, ToSchema)]

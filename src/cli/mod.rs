@@ -1,7 +1,9 @@
 //! The command line: `serve` (default), `migrate`, `user`, `token`, `estimate`,
-//! `seed-demo`.
+//! `seed-demo`, `export`, `import`, `backup`, `restore`.
 
+mod backup;
 mod estimate;
+mod export;
 mod upload;
 
 use std::io::{BufRead, IsTerminal};
@@ -62,6 +64,14 @@ pub enum Command {
         #[arg(long)]
         user: Option<String>,
     },
+    /// Write the published journal as Markdown (to standard output by default) or JSON.
+    Export(export::ExportArgs),
+    /// Add journal entries from a Markdown file in the journal format (or a JSON export).
+    Import(export::ImportArgs),
+    /// Copy the database (pg_dump) and the uploaded files into a backup directory.
+    Backup(backup::BackupArgs),
+    /// Put a backup back: the database and the uploaded files as they were.
+    Restore(backup::RestoreArgs),
 }
 
 #[derive(clap::Args, Debug)]
@@ -173,6 +183,10 @@ async fn execute(db: &DbArgs, command: Command) -> anyhow::Result<()> {
             command: TokenCommand::Create { user, label },
         } => create_token(&database, &user, &label).await,
         Command::SeedDemo { user } => seed_demo(&database, user.as_deref()).await,
+        Command::Export(args) => export::export(&database, args).await,
+        Command::Import(args) => export::import(&database, args).await,
+        Command::Backup(args) => backup::backup(db, &database, args).await,
+        Command::Restore(args) => backup::restore(db, &database, args).await,
         Command::Estimate(_) | Command::Upload(_) => {
             unreachable!("run() answers these without opening the database")
         }

@@ -14,7 +14,6 @@ pub fn routes() -> Router<AppState> {
         .route("/", get(home))
         .route("/proposals", get(proposals))
         .route("/drills", get(drills))
-        .route("/search", get(search))
 }
 
 #[derive(Template)]
@@ -55,15 +54,5 @@ async fn drills(ctx: PageCtx) -> Result<Html<String>> {
         lead: "Drills train new engineers to predict a number before looking it up: given a chain's inputs, compute the expected value, then compare with the worked chain.",
         empty: "No drills yet: practice items are not part of this version.",
         meanwhile: "Open an estimator, cover the result, and work the chain by hand.",
-    })
-}
-
-async fn search(ctx: PageCtx) -> Result<Html<String>> {
-    render(&EmptyArea {
-        ctx,
-        title: "Search",
-        lead: "Search finds past journals with the same symptom, so a repeat problem is recognised in minutes.",
-        empty: "Nothing to search yet: there are no journal entries or investigations in this instance.",
-        meanwhile: "Search opens up once the journal has entries.",
     })
 }

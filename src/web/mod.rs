@@ -11,6 +11,8 @@ pub mod estimators;
 pub mod investigations;
 pub mod journal;
 pub mod ops;
+pub mod search;
+pub mod transfer;
 
 use askama::Template;
 use axum::response::Html;
@@ -26,6 +28,7 @@ pub fn public_routes() -> Router<AppState> {
     Router::new()
         .merge(account::public_routes())
         .merge(ops::public_routes())
+        .merge(transfer::public_routes())
 }
 
 /// Routes that need a signed-in user (the server wraps them in `require_login`).
@@ -38,6 +41,8 @@ pub fn private_routes() -> Router<AppState> {
         .merge(comparisons::routes())
         .merge(investigations::routes())
         .merge(journal::routes())
+        .merge(search::routes())
+        .merge(transfer::routes())
 }
 
 /// Routes that stream large bodies (the server exempts them from the request timeout

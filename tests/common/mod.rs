@@ -4,6 +4,7 @@
 #![allow(dead_code)]
 
 pub mod browser;
+pub mod seeded;
 pub mod uploads;
 
 use std::str::FromStr;

@@ -1,0 +1,163 @@
+//! `/api/v1/search` and `/api/v1/investigations/{id}/similar`: the search page and the
+//! "seen before" list for scripts and chat bots.
+
+use std::collections::BTreeMap;
+
+use axum::extract::{Path, RawQuery, State};
+use axum::Json;
+use serde::Serialize;
+use utoipa::ToSchema;
+
+use crate::auth::ApiUser;
+use crate::error::{ApiResult, AppError, ErrorBody};
+use crate::search;
+use crate::state::AppState;
+
+#[derive(Serialize, ToSchema)]
+pub struct SearchResult {
+    /// journal, investigation or artifact
+    pub kind: String,
+    pub id: i64,
+    pub title: String,
+    /// The page of the result.
+    pub url: String,
+    /// YYYY-MM-DD
+    pub date: String,
+    /// HTML: escaped text with `<mark>` around the matched words.
+    pub snippet: String,
+    /// Full-text rank (title, symptom and diagnosis weigh most); 0 without a query.
+    pub score: f32,
+}
+
+#[derive(Serialize, ToSchema)]
+pub struct FacetValue {
+    pub value: String,
+    pub count: i64,
+}
+
+#[derive(Serialize, ToSchema)]
+pub struct SearchResponse {
+    /// Ranked, best first; 20 per page.
+    pub results: Vec<SearchResult>,
+    /// How many documents match in all.
+    pub total: i64,
+    /// Facet name (kind, metric, phase, regime, verdict, model, gpu, engine, version,
+    /// tag, status, author) → values among the matches with their counts.
+    pub facets: BTreeMap<String, Vec<FacetValue>>,
+    /// Set when the words matched nothing and a corrected spelling was searched.
+    pub corrected: Option<String>,
+}
+
+/// Search journal entries, investigations and artifacts.
+///
+/// `q` takes web-search syntax ("quoted phrase", `OR`, `-word`); each facet narrows
+/// (`?q=prefill&metric=ttft&gpu=h100-sxm`); `from`/`to` bound the date (YYYY-MM-DD);
+/// `page` pages. An unknown parameter or value is a 422 naming it.
+#[utoipa::path(get, path = "/search", tag = "search",
+    params(
+        ("q" = Option<String>, Query, description = "words, \"phrases\", OR, -exclusions"),
+        ("metric" = Option<String>, Query, description = "ttft, itl, tpot, e2e, throughput, queue_wait, cost_per_million"),
+        ("phase" = Option<String>, Query, description = "dominant phase: tokenize, queue_wait, prefill, decode, detokenize, network, nothing"),
+        ("from" = Option<String>, Query, description = "YYYY-MM-DD"),
+        ("to" = Option<String>, Query, description = "YYYY-MM-DD"),
+        ("page" = Option<i64>, Query, description = "1-based"),
+    ),
+    responses((status = 200, body = SearchResponse), (status = 422, body = ErrorBody)))]
+pub async fn search_documents(
+    State(state): State<AppState>,
+    _me: ApiUser,
+    RawQuery(raw): RawQuery,
+) -> ApiResult<Json<SearchResponse>> {
+    let query = crate::web::search::parse_query(raw.as_deref())?;
+    let outcome = search::search(&state.pool, &query).await?;
+    Ok(Json(SearchResponse {
+        results: outcome
+            .results
+            .iter()
+            .map(|h| SearchResult {
+                kind: h.kind.clone(),
+                id: h.id,
+                title: h.title.clone(),
+                url: h.url.clone(),
+                date: h.date.to_string(),
+                snippet: h.snippet_html.clone(),
+                score: h.score,
+            })
+            .collect(),
+        total: outcome.total,
+        facets: outcome
+            .facets
+            .iter()
+            .map(|(name, values)| {
+                (
+                    name.to_string(),
+                    values
+                        .iter()
+                        .map(|v| FacetValue {
+                            value: v.value.clone(),
+                            count: v.count,
+                        })
+                        .collect(),
+                )
+            })
+            .collect(),
+        corrected: outcome.corrected.clone(),
+    }))
+}
+
+#[derive(Serialize, ToSchema)]
+pub struct SimilarJson {
+    /// journal or investigation
+    pub kind: String,
+    pub id: i64,
+    pub title: String,
+    pub url: String,
+    pub date: String,
+    /// One line each.
+    pub diagnosis: String,
+    pub change: String,
+    /// 0–1; see the similarity formula in the documentation.
+    pub score: f64,
+    /// The parts of the score.
+    pub why: String,
+}
+
+#[derive(Serialize, ToSchema)]
+pub struct SimilarResponse {
+    /// False until steps 1 and 2 give the metric and dominant phase.
+    pub ready: bool,
+    /// Most similar first, at most 5.
+    pub similar: Vec<SimilarJson>,
+}
+
+/// Past investigations and entries with the same metric and dominant phase, ranked by
+/// similarity (metric, phase, regime, model, GPU, engine version, workload, wording).
+#[utoipa::path(get, path = "/investigations/{id}/similar", tag = "search",
+    params(("id" = i64, Path, description = "investigation id")),
+    responses((status = 200, body = SimilarResponse), (status = 404, body = ErrorBody)))]
+pub async fn similar_investigations(
+    State(state): State<AppState>,
+    _me: ApiUser,
+    Path(id): Path<i64>,
+) -> ApiResult<Json<SimilarResponse>> {
+    let (profile, items) = search::similar_to(&state.pool, "investigation", id)
+        .await?
+        .ok_or_else(|| AppError::not_found(format!("there is no investigation {id}")))?;
+    Ok(Json(SimilarResponse {
+        ready: profile.metric.is_some() && profile.phase.is_some(),
+        similar: items
+            .into_iter()
+            .map(|i| SimilarJson {
+                kind: i.kind,
+                id: i.id,
+                title: i.title,
+                url: i.url,
+                date: i.date.to_string(),
+                diagnosis: i.diagnosis,
+                change: i.change,
+                score: i.score,
+                why: i.why,
+            })
+            .collect(),
+    }))
+}

@@ -1,0 +1,83 @@
+//! `perfjournal export` and `perfjournal import`: the journal as a file.
+
+use std::io::Write;
+use std::path::PathBuf;
+
+use anyhow::Context;
+
+use crate::auth::users;
+use crate::core::memory::bundle::parse_import;
+use crate::db::Database;
+use crate::search::transfer;
+
+#[derive(clap::Args, Debug)]
+pub struct ExportArgs {
+    /// markdown (the journal format: # title, then ## DATE … ## EFFORT) or json.
+    #[arg(long, default_value = "markdown", value_parser = ["markdown", "json"])]
+    pub format: String,
+    /// Write here instead of standard output.
+    #[arg(long)]
+    pub out: Option<PathBuf>,
+}
+
+#[derive(clap::Args, Debug)]
+pub struct ImportArgs {
+    /// A Markdown file in the journal format, or a JSON export.
+    pub file: PathBuf,
+    /// The account the entries are stored under (default: the first admin).
+    #[arg(long)]
+    pub user: Option<String>,
+    /// Store the entries as drafts instead of publishing them.
+    #[arg(long)]
+    pub draft: bool,
+}
+
+pub async fn export(database: &Database, args: ExportArgs) -> anyhow::Result<()> {
+    let export = transfer::journal_export(&database.pool).await?;
+    let text = match args.format.as_str() {
+        "json" => serde_json::to_string_pretty(&export)? + "\n",
+        _ => transfer::export_markdown(&export),
+    };
+    match &args.out {
+        Some(path) => {
+            std::fs::write(path, text).with_context(|| format!("writing {}", path.display()))?
+        }
+        None => std::io::stdout().lock().write_all(text.as_bytes())?,
+    }
+    if args.out.is_some() {
+        eprintln!("exported {} entries", export.entries.len());
+    }
+    Ok(())
+}
+
+pub async fn import(database: &Database, args: ImportArgs) -> anyhow::Result<()> {
+    let text = std::fs::read_to_string(&args.file)
+        .with_context(|| format!("reading {}", args.file.display()))?;
+    let entries = parse_import(&text).map_err(|errors| {
+        let lines: Vec<String> = errors.iter().map(|e| format!("  {e}")).collect();
+        anyhow::anyhow!(
+            "{} was not imported (nothing was stored):\n{}",
+            args.file.display(),
+            lines.join("\n")
+        )
+    })?;
+    let author = match &args.user {
+        Some(name) => users::credentials(&database.pool, name)
+            .await?
+            .map(|(u, _)| u.id)
+            .ok_or_else(|| anyhow::anyhow!("no user named {name}"))?,
+        None => crate::investigations::seed::default_owner(&database.pool)
+            .await?
+            .ok_or_else(|| anyhow::anyhow!("no admin account yet: name one with --user"))?,
+    };
+    let ids = transfer::import(&database.pool, author, &entries, !args.draft).await?;
+    println!(
+        "imported {} entries: {}",
+        ids.len(),
+        ids.iter()
+            .map(|i| format!("/journal/{i}"))
+            .collect::<Vec<_>>()
+            .join(" ")
+    );
+    Ok(())
+}

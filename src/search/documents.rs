@@ -1,0 +1,419 @@
+//! Building documents. Investigations are evaluated with the method's own code, so
+//! the dominant phase, regime and verdict facets are exactly what the pages show.
+
+use std::collections::{BTreeSet, HashMap};
+
+use chrono::{DateTime, NaiveDate, Utc};
+use serde::Serialize;
+use sqlx::PgPool;
+
+use crate::core::memory::snippet::strip_markers;
+use crate::core::memory::Profile;
+use crate::core::method::Dominance;
+use crate::core::method::JournalEntry;
+use crate::investigations::{self, step_summary};
+
+/// Documents rebuilt per transaction.
+const BATCH: i64 = 2_000;
+
+/// One row of `search_documents`.
+#[derive(Debug, Clone, Serialize)]
+struct Document {
+    kind: &'static str,
+    source_id: i64,
+    title: String,
+    url: String,
+    text_a: String,
+    text_b: String,
+    text_c: String,
+    text_d: String,
+    diagnosis: String,
+    change: String,
+    #[serde(flatten)]
+    profile: Profile,
+    tags: Vec<String>,
+    status: Option<String>,
+    author: Option<String>,
+    doc_date: NaiveDate,
+    investigation_id: Option<i64>,
+}
+
+fn join(parts: &[&str]) -> String {
+    let kept: Vec<&str> = parts
+        .iter()
+        .map(|p| p.trim())
+        .filter(|p| !p.is_empty())
+        .collect();
+    strip_markers(&kept.join("\n"))
+}
+
+/// Rebuilds every queued document; returns how many were rebuilt or removed.
+pub async fn refresh(pool: &PgPool) -> sqlx::Result<usize> {
+    let mut total = 0;
+    loop {
+        let mut tx = pool.begin().await?;
+        // SKIP LOCKED: concurrent searches share the queue instead of waiting.
+        let batch: Vec<(String, i64)> = sqlx::query_as(
+            "DELETE FROM search_stale WHERE (kind, source_id) IN (SELECT kind, source_id \
+             FROM search_stale ORDER BY kind, source_id FOR UPDATE SKIP LOCKED LIMIT $1) \
+             RETURNING kind, source_id",
+        )
+        .bind(BATCH)
+        .fetch_all(&mut *tx)
+        .await?;
+        if batch.is_empty() {
+            tx.rollback().await?;
+            return Ok(total);
+        }
+        let ids = |k: &str| -> Vec<i64> {
+            batch
+                .iter()
+                .filter(|(kind, _)| kind == k)
+                .map(|(_, id)| *id)
+                .collect()
+        };
+        let mut docs = Vec::new();
+        let mut profiles = HashMap::new();
+        for id in ids("investigation") {
+            if let Some((doc, profile)) = investigation_document(pool, id).await? {
+                profiles.insert(id, profile);
+                docs.push(doc);
+            }
+        }
+        docs.extend(journal_documents(pool, &ids("journal"), &mut profiles).await?);
+        docs.extend(artifact_documents(pool, &ids("artifact")).await?);
+
+        let kinds: Vec<&str> = batch.iter().map(|(k, _)| k.as_str()).collect();
+        let sources: Vec<i64> = batch.iter().map(|(_, id)| *id).collect();
+        sqlx::query(
+            "DELETE FROM search_documents d USING unnest($1::text[], $2::bigint[]) AS g(kind, id) \
+             WHERE d.kind = g.kind AND d.source_id = g.id",
+        )
+        .bind(&kinds)
+        .bind(&sources)
+        .execute(&mut *tx)
+        .await?;
+        let json = sqlx::types::Json(&docs);
+        sqlx::query(
+            "INSERT INTO search_documents (kind, source_id, doc, metric, percentile, phase, regime, \
+             verdict, model, gpu, engine, engine_version, tags, status, author, doc_date, \
+             prompt_tokens, output_tokens, investigation_id) \
+             SELECT kind, source_id, \
+             setweight(to_tsvector('english', title || ' ' || text_a), 'A') || \
+             setweight(to_tsvector('english', text_b), 'B') || \
+             setweight(to_tsvector('english', text_c), 'C') || \
+             setweight(to_tsvector('english', text_d), 'D'), \
+             metric, percentile, phase, regime, verdict, model, gpu, engine, engine_version, \
+             tags, status, author, doc_date, prompt_tokens, output_tokens, investigation_id \
+             FROM jsonb_to_recordset($1) AS d(kind text, source_id bigint, title text, \
+             text_a text, text_b text, text_c text, text_d text, metric text, percentile text, \
+             phase text, regime text, verdict text, model text, gpu text, engine text, \
+             engine_version text, tags text[], status text, author text, doc_date date, \
+             prompt_tokens float8, output_tokens float8, investigation_id bigint)",
+        )
+        .bind(json)
+        .execute(&mut *tx)
+        .await?;
+        sqlx::query(
+            "INSERT INTO search_texts (kind, source_id, title, url, text_a, text_b, text_c, \
+             text_d, diagnosis, change) \
+             SELECT kind, source_id, title, url, text_a, text_b, text_c, text_d, diagnosis, change \
+             FROM jsonb_to_recordset($1) AS d(kind text, source_id bigint, title text, url text, \
+             text_a text, text_b text, text_c text, text_d text, diagnosis text, change text)",
+        )
+        .bind(json)
+        .execute(&mut *tx)
+        .await?;
+        let words: BTreeSet<String> = docs
+            .iter()
+            .flat_map(|d| vocabulary(&[&d.title, &d.text_a, &d.text_b, &d.text_c]))
+            .collect();
+        let words: Vec<String> = words.into_iter().collect();
+        sqlx::query(
+            "INSERT INTO search_words (word) SELECT unnest($1::text[]) ON CONFLICT DO NOTHING",
+        )
+        .bind(&words)
+        .execute(&mut *tx)
+        .await?;
+        sqlx::query("UPDATE search_state SET generation = generation + 1")
+            .execute(&mut *tx)
+            .await?;
+        tx.commit().await?;
+        total += batch.len();
+    }
+}
+
+/// Words worth correcting a query towards: letters (and digits) only, 3–30 long.
+fn vocabulary(texts: &[&str]) -> BTreeSet<String> {
+    texts
+        .iter()
+        .flat_map(|t| t.split(|c: char| !c.is_alphanumeric()))
+        .filter(|w| (3..=30).contains(&w.chars().count()) && w.chars().any(char::is_alphabetic))
+        .map(str::to_lowercase)
+        .collect()
+}
+
+async fn investigation_document(
+    pool: &PgPool,
+    id: i64,
+) -> sqlx::Result<Option<(Document, Profile)>> {
+    let loaded = match investigations::load(pool, id).await {
+        Ok(Some(l)) => l,
+        Ok(None) => return Ok(None),
+        Err(crate::error::AppError::Database(e)) => return Err(e),
+        Err(e) => {
+            tracing::warn!(investigation = id, error = %e, "search document skipped");
+            return Ok(None);
+        }
+    };
+    let inv = &loaded.investigation;
+    let r = &loaded.records;
+    let e = &loaded.evaluation;
+    let profile = Profile::from_records(r, e);
+    let symptom_line = e
+        .metric
+        .as_ref()
+        .map(|m| m.symptom_line.clone())
+        .unwrap_or_default();
+    let dominance = e
+        .phases
+        .as_ref()
+        .map(|p| match &p.dominance {
+            Dominance::Phase { phase, share } => {
+                format!("{} dominates ({:.0}%)", phase.label(), share * 100.0)
+            }
+            Dominance::Nothing { reason } => format!("No phase dominates: {reason}"),
+        })
+        .unwrap_or_default();
+    let change = r.change.as_ref();
+    let findings = change.map_or("", |c| c.findings.as_str());
+    let summaries: Vec<String> = loaded
+        .done_steps()
+        .into_iter()
+        .map(|s| step_summary(s, r, e))
+        .collect();
+    let config = r.reproduce.as_ref();
+    let config_text = config
+        .map(|c| {
+            [
+                &c.engine,
+                &c.engine_version,
+                &c.model,
+                &c.gpu_type,
+                &c.prompt_len_dist,
+                &c.output_len_dist,
+                &c.sampling,
+                &c.success_criteria,
+            ]
+            .iter()
+            .filter_map(|v| v.as_deref())
+            .collect::<Vec<_>>()
+            .join("; ")
+        })
+        .unwrap_or_default();
+    let kernels: Vec<String> = r
+        .kernels
+        .iter()
+        .flat_map(|k| {
+            k.kernels
+                .iter()
+                .map(|row| format!("{} {}", row.name, row.notes))
+        })
+        .chain(
+            r.regime
+                .iter()
+                .flat_map(|g| g.kernels.iter().map(|k| k.name.clone())),
+        )
+        .chain(
+            r.fixes
+                .iter()
+                .flat_map(|f| f.candidates.iter().map(|c| c.description.clone())),
+        )
+        .collect();
+    let diagnosis = if findings.trim().is_empty() {
+        dominance.clone()
+    } else {
+        findings.trim().to_string()
+    };
+    let doc = Document {
+        kind: "investigation",
+        source_id: id,
+        title: inv.title.clone(),
+        url: format!("/investigations/{id}"),
+        text_a: join(&[&inv.symptom, &symptom_line, &dominance, findings]),
+        text_b: join(&[
+            change.map_or("", |c| c.change.as_str()),
+            &profile.verdict.clone().unwrap_or_default(),
+        ]),
+        text_c: join(&[
+            &inv.service,
+            &summaries.join("\n"),
+            &config_text,
+            &kernels.join("\n"),
+        ]),
+        text_d: join(&[
+            config.map_or("", |c| c.notes.as_str()),
+            change.map_or("", |c| c.quality.as_str()),
+            change.map_or("", |c| c.effort.as_str()),
+        ]),
+        diagnosis: one_line(&diagnosis),
+        change: one_line(change.map_or("", |c| c.change.as_str())),
+        profile: profile.clone(),
+        tags: inv.tags.clone(),
+        status: Some(inv.status.clone()),
+        author: Some(inv.owner.clone()),
+        doc_date: inv.created_at.date_naive(),
+        investigation_id: Some(id),
+    };
+    Ok(Some((doc, profile)))
+}
+
+#[derive(sqlx::FromRow)]
+struct JournalRow {
+    id: i64,
+    investigation_id: Option<i64>,
+    title: String,
+    entry_date: NaiveDate,
+    symptom: String,
+    workload: String,
+    baseline: String,
+    diagnosis: String,
+    change: String,
+    result: String,
+    quality: String,
+    effort: String,
+    published_at: Option<DateTime<Utc>>,
+    author: String,
+    tags: Option<Vec<String>>,
+}
+
+async fn journal_documents(
+    pool: &PgPool,
+    ids: &[i64],
+    profiles: &mut HashMap<i64, Profile>,
+) -> sqlx::Result<Vec<Document>> {
+    if ids.is_empty() {
+        return Ok(Vec::new());
+    }
+    let rows: Vec<JournalRow> = sqlx::query_as(
+        "SELECT j.id, j.investigation_id, j.title, j.entry_date, j.symptom, j.workload, \
+         j.baseline, j.diagnosis, j.change, j.result, j.quality, j.effort, j.published_at, \
+         u.name AS author, i.tags FROM journal_entries j JOIN users u ON u.id = j.author_id \
+         LEFT JOIN investigations i ON i.id = j.investigation_id WHERE j.id = ANY($1)",
+    )
+    .bind(ids)
+    .fetch_all(pool)
+    .await?;
+    let mut docs = Vec::with_capacity(rows.len());
+    for j in rows {
+        let entry = JournalEntry {
+            date: j.entry_date.to_string(),
+            symptom: j.symptom,
+            workload: j.workload,
+            baseline: j.baseline,
+            diagnosis: j.diagnosis,
+            change: j.change,
+            result: j.result,
+            quality: j.quality,
+            effort: j.effort,
+        };
+        let own = Profile::from_entry(&entry);
+        // The steps are better evidence than the prose; the prose fills the gaps.
+        let profile = match j.investigation_id {
+            Some(inv) => {
+                if let std::collections::hash_map::Entry::Vacant(slot) = profiles.entry(inv) {
+                    if let Some((_, p)) = investigation_document(pool, inv).await? {
+                        slot.insert(p);
+                    }
+                }
+                match profiles.get(&inv) {
+                    Some(p) => p.clone().or(own),
+                    None => own,
+                }
+            }
+            None => own,
+        };
+        docs.push(Document {
+            kind: "journal",
+            source_id: j.id,
+            url: format!("/journal/{}", j.id),
+            text_a: join(&[&entry.symptom, &entry.diagnosis]),
+            text_b: join(&[&entry.change, &entry.result]),
+            text_c: join(&[&entry.workload, &entry.baseline]),
+            text_d: join(&[&entry.quality, &entry.effort]),
+            diagnosis: one_line(&entry.diagnosis),
+            change: one_line(&entry.change),
+            title: strip_markers(&j.title),
+            profile,
+            tags: j.tags.unwrap_or_default(),
+            status: Some(
+                if j.published_at.is_some() {
+                    "published"
+                } else {
+                    "draft"
+                }
+                .into(),
+            ),
+            author: Some(j.author),
+            doc_date: j.entry_date,
+            investigation_id: j.investigation_id,
+        });
+    }
+    Ok(docs)
+}
+
+#[derive(sqlx::FromRow)]
+struct ArtifactRow {
+    id: i64,
+    name: String,
+    kind: String,
+    investigation_id: Option<i64>,
+    created_at: DateTime<Utc>,
+    author: Option<String>,
+}
+
+async fn artifact_documents(pool: &PgPool, ids: &[i64]) -> sqlx::Result<Vec<Document>> {
+    if ids.is_empty() {
+        return Ok(Vec::new());
+    }
+    let rows: Vec<ArtifactRow> = sqlx::query_as(
+        "SELECT a.id, a.name, a.kind, a.investigation_id, a.created_at, u.name AS author \
+         FROM artifacts a LEFT JOIN users u ON u.id = a.uploaded_by WHERE a.id = ANY($1)",
+    )
+    .bind(ids)
+    .fetch_all(pool)
+    .await?;
+    Ok(rows
+        .into_iter()
+        .map(|a| Document {
+            kind: "artifact",
+            source_id: a.id,
+            url: format!("/artifacts/{}", a.id),
+            // File names split on punctuation, so "vllm_bench-h100.json" finds "h100".
+            text_a: join(&[&a.name, &a.name.replace(['_', '-', '.', '/'], " ")]),
+            text_b: String::new(),
+            text_c: a.kind.replace('_', " "),
+            text_d: String::new(),
+            diagnosis: String::new(),
+            change: String::new(),
+            title: strip_markers(&a.name),
+            profile: Profile::default(),
+            tags: Vec::new(),
+            status: None,
+            author: a.author,
+            doc_date: a.created_at.date_naive(),
+            investigation_id: a.investigation_id,
+        })
+        .collect())
+}
+
+/// The first line, at most 200 characters: one line in a list.
+pub fn one_line(text: &str) -> String {
+    let line = text.trim().lines().next().unwrap_or("").trim();
+    if line.chars().count() <= 200 {
+        line.to_string()
+    } else {
+        let cut: String = line.chars().take(199).collect();
+        format!("{cut}…")
+    }
+}

@@ -1,0 +1,216 @@
+//! The search page (search-as-you-type with htmx; the URL holds the query and the
+//! facets), and the "seen before" / "related" lists other pages load into themselves.
+
+use askama::Template;
+use axum::extract::{Path, RawQuery, State};
+use axum::http::StatusCode;
+use axum::response::{IntoResponse, Response};
+use axum::routing::get;
+use axum::Router;
+use axum_htmx::HxRequest;
+
+use super::{render, PageCtx};
+use crate::core::memory::query::{SearchQuery, FACETS};
+use crate::core::FieldError;
+use crate::error::{AppError, Result};
+use crate::search::find::Hit;
+use crate::search::{self, SimilarItem};
+use crate::state::AppState;
+
+pub fn routes() -> Router<AppState> {
+    Router::new()
+        .route("/search", get(search_page))
+        .route("/investigations/{id}/similar", get(seen_before))
+        .route("/journal/{id}/related", get(related_entries))
+}
+
+/// Query-string pairs in order (the last value of a name wins when parsed).
+pub fn query_pairs(raw: Option<&str>) -> Result<Vec<(String, String)>> {
+    serde_urlencoded::from_str(raw.unwrap_or(""))
+        .map_err(|_| AppError::BadRequest("the query string is not valid URL encoding".into()))
+}
+
+pub fn parse_query(raw: Option<&str>) -> Result<SearchQuery> {
+    let pairs = query_pairs(raw)?;
+    SearchQuery::parse(pairs.iter().map(|(k, v)| (k.as_str(), v.as_str())))
+        .map_err(AppError::Invalid)
+}
+
+pub struct FacetValueView {
+    pub value: String,
+    pub count: i64,
+    pub href: String,
+    pub selected: bool,
+}
+
+pub struct FacetView {
+    pub name: &'static str,
+    pub label: &'static str,
+    pub values: Vec<FacetValueView>,
+}
+
+#[derive(Template)]
+#[template(path = "search/page.html")]
+struct SearchPage {
+    ctx: PageCtx,
+    view: ResultsView,
+}
+
+#[derive(Template)]
+#[template(path = "search/results.html")]
+struct ResultsPartial {
+    view: ResultsView,
+}
+
+/// What the results region shows (the page and the htmx partial share it).
+struct ResultsView {
+    query: SearchQuery,
+    results: Vec<Hit>,
+    total: i64,
+    facets: Vec<FacetView>,
+    corrected: Option<String>,
+    errors: Vec<FieldError>,
+    prev: Option<String>,
+    next: Option<String>,
+}
+
+impl ResultsView {
+    /// (facet name, value, link that removes it) for the filters in force.
+    fn active(&self) -> Vec<(&'static str, &str, String)> {
+        self.query
+            .filters
+            .iter()
+            .map(|(n, v)| (*n, v.as_str(), self.query.href_with(n, None)))
+            .collect()
+    }
+
+    fn start_date(&self) -> String {
+        self.query.from.map(|d| d.to_string()).unwrap_or_default()
+    }
+
+    fn end_date(&self) -> String {
+        self.query.to.map(|d| d.to_string()).unwrap_or_default()
+    }
+}
+
+async fn search_page(
+    State(state): State<AppState>,
+    ctx: PageCtx,
+    HxRequest(htmx): HxRequest,
+    RawQuery(raw): RawQuery,
+) -> Result<Response> {
+    let pairs = query_pairs(raw.as_deref())?;
+    let parsed = SearchQuery::parse(pairs.iter().map(|(k, v)| (k.as_str(), v.as_str())));
+    let view = match parsed {
+        Ok(query) => {
+            let outcome = search::search(&state.pool, &query).await?;
+            let facets = FACETS
+                .iter()
+                .filter_map(|f| {
+                    let (_, values) = outcome.facets.iter().find(|(n, _)| *n == f.name)?;
+                    let selected = query.filter(f.name);
+                    Some(FacetView {
+                        name: f.name,
+                        label: f.label,
+                        values: values
+                            .iter()
+                            .map(|v| FacetValueView {
+                                href: query.href_with(f.name, Some(&v.value)),
+                                selected: selected == Some(v.value.as_str()),
+                                value: v.value.clone(),
+                                count: v.count,
+                            })
+                            .collect(),
+                    })
+                })
+                .collect();
+            let pages = (outcome.total + 19) / 20;
+            ResultsView {
+                prev: (query.page > 1).then(|| query.href_page(query.page - 1)),
+                next: (query.page < pages).then(|| query.href_page(query.page + 1)),
+                results: outcome.results.clone(),
+                total: outcome.total,
+                corrected: outcome.corrected.clone(),
+                facets,
+                errors: Vec::new(),
+                query,
+            }
+        }
+        Err(errors) => ResultsView {
+            query: SearchQuery {
+                q: pairs
+                    .iter()
+                    .rev()
+                    .find(|(k, _)| k == "q")
+                    .map(|(_, v)| v.clone())
+                    .unwrap_or_default(),
+                page: 1,
+                ..SearchQuery::default()
+            },
+            results: Vec::new(),
+            total: 0,
+            facets: Vec::new(),
+            corrected: None,
+            errors,
+            prev: None,
+            next: None,
+        },
+    };
+    let status = if view.errors.is_empty() {
+        StatusCode::OK
+    } else {
+        StatusCode::UNPROCESSABLE_ENTITY
+    };
+    let html = if htmx {
+        render(&ResultsPartial { view })?
+    } else {
+        render(&SearchPage { ctx, view })?
+    };
+    Ok((status, html).into_response())
+}
+
+#[derive(Template)]
+#[template(path = "search/similar.html")]
+struct SimilarPartial {
+    heading: &'static str,
+    /// The element id, so a link can point at the list.
+    anchor: &'static str,
+    /// Why there is no list yet, when there is not.
+    not_ready: Option<&'static str>,
+    empty: &'static str,
+    items: Vec<SimilarItem>,
+}
+
+async fn seen_before(State(state): State<AppState>, Path(id): Path<i64>) -> Result<Response> {
+    let (profile, items) = search::similar_to(&state.pool, "investigation", id)
+        .await?
+        .ok_or_else(|| AppError::not_found(format!("there is no investigation {id}")))?;
+    let not_ready = (profile.metric.is_none() || profile.phase.is_none()).then_some(
+        "Once step 1 (the metric) and step 2 (the phases) are recorded, past investigations with the same symptom show here.",
+    );
+    Ok(render(&SimilarPartial {
+        heading: "Seen before",
+        anchor: "seen-before",
+        not_ready,
+        empty: "Nothing like it on record: no past investigation or entry shares this metric and dominant phase.",
+        items,
+    })?
+    .into_response())
+}
+
+async fn related_entries(State(state): State<AppState>, Path(id): Path<i64>) -> Result<Response> {
+    let (profile, items) = search::similar_to(&state.pool, "journal", id)
+        .await?
+        .ok_or_else(|| AppError::not_found(format!("there is no journal entry {id}")))?;
+    let not_ready = profile.metric.is_none().then_some(
+        "The symptom names no metric the app recognises (TTFT, ITL, TPOT, E2E latency, throughput, queue wait, cost), so there is nothing to compare.",
+    );
+    Ok(render(&SimilarPartial {
+        heading: "Related",
+        anchor: "related",
+        not_ready,
+        empty: "No other investigation or entry shares this symptom yet.",
+        items,
+    })?
+    .into_response())
+}

@@ -1,0 +1,243 @@
+//! Export and import pages: the whole journal, one entry or one investigation as
+//! Markdown (the journal format) or JSON; an import form for editors; and the Atom
+//! feed of published entries, which feed readers fetch with an API token.
+
+use askama::Template;
+use axum::extract::{Path, Query, State};
+use axum::http::{header, HeaderMap, HeaderValue, StatusCode};
+use axum::response::{IntoResponse, Response};
+use axum::routing::get;
+use axum::{Form, Json, Router};
+use serde::Deserialize;
+
+use super::{render, PageCtx};
+use crate::auth::{CurrentUser, Role};
+use crate::core::memory::atom::{self, FeedEntry};
+use crate::core::memory::bundle::parse_import;
+use crate::core::FieldError;
+use crate::error::{ApiError, AppError, Result};
+use crate::investigations::{self as inv, journal};
+use crate::search::transfer;
+use crate::state::AppState;
+
+/// Routes behind the login.
+pub fn routes() -> Router<AppState> {
+    Router::new()
+        .route("/journal/export.md", get(journal_markdown))
+        .route("/journal/export.json", get(journal_json))
+        .route("/journal/{id}/json", get(entry_json))
+        .route("/journal/import", get(import_form).post(import_entries))
+        .route("/investigations/{id}/markdown", get(investigation_markdown))
+        .route("/investigations/{id}/json", get(investigation_json))
+}
+
+/// The feed authenticates by token itself (feed readers keep no session).
+pub fn public_routes() -> Router<AppState> {
+    Router::new().route("/journal/feed.atom", get(atom_feed))
+}
+
+fn attachment(content_type: &'static str, filename: &str, body: String) -> Response {
+    let disposition = format!("inline; filename=\"{filename}\"");
+    let mut response = ([(header::CONTENT_TYPE, content_type)], body).into_response();
+    if let Ok(v) = HeaderValue::from_str(&disposition) {
+        response
+            .headers_mut()
+            .insert(header::CONTENT_DISPOSITION, v);
+    }
+    response
+}
+
+fn today() -> String {
+    chrono::Utc::now()
+        .date_naive()
+        .format("%Y-%m-%d")
+        .to_string()
+}
+
+async fn journal_markdown(State(state): State<AppState>) -> Result<Response> {
+    let export = transfer::journal_export(&state.pool).await?;
+    Ok(attachment(
+        "text/markdown; charset=utf-8",
+        "journal.md",
+        transfer::export_markdown(&export),
+    ))
+}
+
+async fn journal_json(State(state): State<AppState>) -> Result<Response> {
+    Ok(Json(transfer::journal_export(&state.pool).await?).into_response())
+}
+
+async fn entry_json(State(state): State<AppState>, Path(id): Path<i64>) -> Result<Response> {
+    let e = journal::get(&state.pool, id)
+        .await?
+        .ok_or_else(|| AppError::not_found(format!("there is no journal entry {id}")))?;
+    Ok(Json(transfer::exported(&e)).into_response())
+}
+
+async fn investigation_markdown(
+    State(state): State<AppState>,
+    Path(id): Path<i64>,
+) -> Result<Response> {
+    let loaded = inv::load_or_404(&state.pool, id).await?;
+    let (title, entry, _) = transfer::investigation_entry(&state.pool, &loaded, &today()).await?;
+    Ok(attachment(
+        "text/markdown; charset=utf-8",
+        &format!("investigation-{id}.md"),
+        entry.to_markdown(&title),
+    ))
+}
+
+async fn investigation_json(
+    State(state): State<AppState>,
+    Path(id): Path<i64>,
+) -> Result<Response> {
+    let loaded = inv::load_or_404(&state.pool, id).await?;
+    Ok(Json(transfer::investigation_export(&state.pool, &loaded, &today()).await?).into_response())
+}
+
+#[derive(Template)]
+#[template(path = "search/import.html")]
+struct ImportPage {
+    ctx: PageCtx,
+    markdown: String,
+    publish: bool,
+    errors: Vec<FieldError>,
+    imported: Vec<(i64, String)>,
+}
+
+async fn import_form(me: CurrentUser, ctx: PageCtx) -> Result<Response> {
+    me.require(Role::Editor)?;
+    Ok(render(&ImportPage {
+        ctx,
+        markdown: String::new(),
+        publish: true,
+        errors: Vec::new(),
+        imported: Vec::new(),
+    })?
+    .into_response())
+}
+
+#[derive(Deserialize)]
+pub struct ImportForm {
+    #[serde(default)]
+    markdown: String,
+    #[serde(default)]
+    publish: Option<String>,
+}
+
+async fn import_entries(
+    State(state): State<AppState>,
+    me: CurrentUser,
+    ctx: PageCtx,
+    Form(form): Form<ImportForm>,
+) -> Result<Response> {
+    me.require(Role::Editor)?;
+    let publish = form.publish.is_some();
+    match parse_import(&form.markdown) {
+        Ok(entries) => {
+            let ids = transfer::import(&state.pool, me.0.id, &entries, publish).await?;
+            let imported = ids
+                .into_iter()
+                .zip(entries.into_iter().map(|(t, _)| t))
+                .collect();
+            Ok(render(&ImportPage {
+                ctx,
+                markdown: String::new(),
+                publish,
+                errors: Vec::new(),
+                imported,
+            })?
+            .into_response())
+        }
+        Err(errors) => Ok((
+            StatusCode::UNPROCESSABLE_ENTITY,
+            render(&ImportPage {
+                ctx,
+                markdown: form.markdown,
+                publish,
+                errors,
+                imported: Vec::new(),
+            })?,
+        )
+            .into_response()),
+    }
+}
+
+#[derive(Deserialize)]
+pub struct FeedQuery {
+    token: Option<String>,
+}
+
+/// Newest published entries in the feed.
+const FEED_ENTRIES: usize = 50;
+
+/// Atom feed of published entries, newest publication first. Authenticated by an API
+/// token in `Authorization: Bearer …`, or in `?token=` for readers that cannot send
+/// headers (a read-only viewer's token is enough, and the URL should be kept private).
+async fn atom_feed(
+    State(state): State<AppState>,
+    headers: HeaderMap,
+    Query(q): Query<FeedQuery>,
+) -> std::result::Result<Response, ApiError> {
+    let bearer = headers
+        .get(header::AUTHORIZATION)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.split_once(' '))
+        .filter(|(scheme, _)| scheme.eq_ignore_ascii_case("bearer"))
+        .map(|(_, t)| t.trim().to_string());
+    let Some(token) = bearer.or(q.token) else {
+        return Err(ApiError(AppError::LoginRequired {
+            next: "/journal/feed.atom".into(),
+        }));
+    };
+    if crate::auth::tokens::authenticate(&state.pool, &token)
+        .await?
+        .is_none()
+    {
+        return Err(ApiError(AppError::LoginRequired {
+            next: "/journal/feed.atom".into(),
+        }));
+    }
+    let mut entries = journal::published(&state.pool).await?;
+    entries.sort_by(|a, b| b.published_at.cmp(&a.published_at).then(b.id.cmp(&a.id)));
+    entries.truncate(FEED_ENTRIES);
+    let feed_entries: Vec<FeedEntry> = entries
+        .iter()
+        .map(|e| FeedEntry {
+            id: e.id,
+            title: e.title.clone(),
+            author: e.author.clone(),
+            published: e.published_at.unwrap_or(e.created_at),
+            updated: e.updated_at,
+            summary: e.entry.symptom.clone(),
+            content: e.entry.to_markdown(&e.title),
+        })
+        .collect();
+    let base = base_url(&headers);
+    let body = atom::feed(&base, &feed_entries, chrono::Utc::now());
+    Ok((
+        [(header::CONTENT_TYPE, "application/atom+xml; charset=utf-8")],
+        body,
+    )
+        .into_response())
+}
+
+/// The address the request came to (behind a proxy, its X-Forwarded-Proto).
+fn base_url(headers: &HeaderMap) -> String {
+    let host = headers
+        .get(header::HOST)
+        .and_then(|v| v.to_str().ok())
+        .filter(|h| {
+            h.chars()
+                .all(|c| c.is_ascii_alphanumeric() || ".-:[]".contains(c))
+        })
+        .unwrap_or("localhost");
+    let scheme = match headers
+        .get("x-forwarded-proto")
+        .and_then(|v| v.to_str().ok())
+    {
+        Some("https") => "https",
+        _ => "http",
+    };
+    format!("{scheme}://{host}")
+}

@@ -1,0 +1,718 @@
+//! Institutional memory against a real database: ranking, web-search syntax, facets,
+//! trigram correction, similar symptoms, export → import fidelity, the Atom feed and
+//! the 422s.
+
+mod common;
+
+use axum::http::StatusCode;
+use common::{spawn_app, TestApp};
+use perfjournal::auth::Role;
+use serde_json::{json, Value};
+
+async fn admin() -> (TestApp, String) {
+    let mut app = spawn_app().await;
+    app.setup_admin("ada").await;
+    let token = app.api_token("ada").await;
+    (app, token)
+}
+
+/// A published entry written through the journal page; returns its id.
+async fn entry(app: &mut TestApp, title: &str, fields: &[(&str, &str)]) -> i64 {
+    let mut all: Vec<(&str, &str)> = vec![
+        ("title", title),
+        ("date", "2026-03-14"),
+        ("symptom", "slow"),
+        ("change", "a change"),
+        ("action", "publish"),
+    ];
+    for (k, v) in fields {
+        all.retain(|(n, _)| n != k);
+        all.push((k, v));
+    }
+    let r = app.post_form("/journal", &all).await;
+    assert_eq!(r.status, StatusCode::SEE_OTHER, "{}", r.body);
+    r.location()
+        .unwrap()
+        .rsplit('/')
+        .next()
+        .unwrap()
+        .parse()
+        .unwrap()
+}
+
+async fn search(app: &mut TestApp, token: &str, query: &str) -> Value {
+    let r = app
+        .api("GET", &format!("/api/v1/search?{query}"), token, None)
+        .await;
+    assert_eq!(r.status, StatusCode::OK, "{query}: {}", r.body);
+    r.json()
+}
+
+fn titles(v: &Value) -> Vec<String> {
+    v["results"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r["title"].as_str().unwrap().to_string())
+        .collect()
+}
+
+#[tokio::test]
+async fn an_exact_repeat_symptom_ranks_first_with_highlights() {
+    let (mut app, token) = admin().await;
+    entry(
+        &mut app,
+        "Notes mention it",
+        &[
+            ("quality", "checked chunked prefill budget notes"),
+            ("symptom", "p95 TTFT 900 ms"),
+        ],
+    )
+    .await;
+    entry(
+        &mut app,
+        "Result mentions it",
+        &[
+            ("result", "chunked prefill budget raised, TTFT fine"),
+            ("symptom", "p99 ITL 80 ms"),
+        ],
+    )
+    .await;
+    entry(
+        &mut app,
+        "The repeat",
+        &[
+            (
+                "symptom",
+                "p95 TTFT 3,200 ms vs target 800 ms: long prompts without chunked prefill budget",
+            ),
+            (
+                "diagnosis",
+                "chunked prefill was off; 22k-token prompts blocked decode",
+            ),
+        ],
+    )
+    .await;
+    entry(
+        &mut app,
+        "Unrelated",
+        &[("symptom", "throughput dropped after the driver update")],
+    )
+    .await;
+
+    let v = search(&mut app, &token, "q=chunked+prefill+budget").await;
+    assert_eq!(titles(&v)[0], "The repeat", "{v}");
+    assert_eq!(v["total"], 3);
+    let first = &v["results"][0];
+    assert_eq!(first["kind"], "journal");
+    assert!(first["score"].as_f64().unwrap() > v["results"][1]["score"].as_f64().unwrap());
+    assert!(
+        first["snippet"]
+            .as_str()
+            .unwrap()
+            .contains("<mark>chunked</mark>"),
+        "{first}"
+    );
+
+    // The page shows the same order, with the highlight as markup and the rest escaped.
+    let page = app.get("/search?q=chunked+prefill+budget").await;
+    assert_eq!(page.status, StatusCode::OK);
+    assert_eq!(page.select(".search-result .result-title")[0], "The repeat");
+    assert!(!page.select(".snippet mark").is_empty());
+    assert_eq!(page.select("#q").len(), 1);
+}
+
+#[tokio::test]
+async fn snippets_escape_stored_markup() {
+    let (mut app, token) = admin().await;
+    entry(
+        &mut app,
+        "<b>bold</b> title",
+        &[("symptom", "prefill <script>alert(1)</script> stalls")],
+    )
+    .await;
+    let v = search(&mut app, &token, "q=prefill").await;
+    let snippet = v["results"][0]["snippet"].as_str().unwrap();
+    // ts_headline leaves tag-shaped words out; whatever remains is escaped text.
+    assert!(
+        snippet.contains("<mark>prefill</mark>") && snippet.contains("alert(1)"),
+        "{snippet}"
+    );
+    assert!(!snippet.contains("<script>"));
+    let v = search(&mut app, &token, "q=%22a+%3C+b%22+OR+prefill").await;
+    assert!(!v["results"][0]["snippet"]
+        .as_str()
+        .unwrap()
+        .contains("<script"));
+    let page = app.get("/search?q=prefill").await;
+    assert!(!page.body.contains("<script>alert"));
+    assert_eq!(page.select(".result-title"), ["<b>bold</b> title"]);
+    assert!(!page.body.contains("<b>bold"));
+}
+
+#[tokio::test]
+async fn websearch_syntax_quotes_or_and_exclusion() {
+    let (mut app, token) = admin().await;
+    entry(
+        &mut app,
+        "A",
+        &[("symptom", "prefix cache misses after deploy")],
+    )
+    .await;
+    entry(
+        &mut app,
+        "B",
+        &[("symptom", "chunked prefill blocks decode")],
+    )
+    .await;
+    entry(
+        &mut app,
+        "C",
+        &[("symptom", "prefix cache and chunked prefill both changed")],
+    )
+    .await;
+    entry(
+        &mut app,
+        "D",
+        &[("symptom", "cache of the prefix tree grew")],
+    )
+    .await;
+
+    let mut t = titles(&search(&mut app, &token, "q=%22prefix+cache%22").await);
+    t.sort();
+    assert_eq!(t, ["A", "C"]);
+    let t = titles(&search(&mut app, &token, "q=%22prefix+cache%22+-chunked").await);
+    assert_eq!(t, ["A"]);
+    let mut t = titles(&search(&mut app, &token, "q=misses+OR+blocks").await);
+    t.sort();
+    assert_eq!(t, ["A", "B"]);
+}
+
+#[tokio::test]
+async fn facets_count_and_narrow() {
+    let (mut app, token) = admin().await;
+    app.seed_demo().await;
+    entry(
+        &mut app,
+        "Direct TTFT entry",
+        &[
+            ("symptom", "p95 TTFT 2,000 ms vs target 600 ms"),
+            ("diagnosis", "Prefill dominates the p95 TTFT (70%)."),
+        ],
+    )
+    .await;
+    entry(
+        &mut app,
+        "Direct ITL entry",
+        &[("symptom", "p50 ITL 22 ms vs target 16 ms")],
+    )
+    .await;
+
+    let all = search(&mut app, &token, "").await;
+    let total = all["total"].as_i64().unwrap();
+    // 3 demo investigations + their 3 entries + 2 direct entries.
+    assert_eq!(total, 8, "{all}");
+    let kinds = &all["facets"]["kind"];
+    let count = |facet: &Value, value: &str| {
+        facet
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|f| f["value"] == value)
+            .map_or(0, |f| f["count"].as_i64().unwrap())
+    };
+    assert_eq!(count(kinds, "journal"), 5);
+    assert_eq!(count(kinds, "investigation"), 3);
+    let ttft = count(&all["facets"]["metric"], "ttft");
+    assert!(ttft >= 3, "{}", all["facets"]["metric"]);
+
+    // Narrowing by a facet: the total is that facet's count, and every count shrinks.
+    let narrowed = search(&mut app, &token, "metric=ttft").await;
+    assert_eq!(narrowed["total"].as_i64().unwrap(), ttft);
+    assert_eq!(narrowed["facets"]["metric"].as_array().unwrap().len(), 1);
+    let journal_ttft = count(&narrowed["facets"]["kind"], "journal");
+    let both = search(&mut app, &token, "metric=ttft&kind=journal").await;
+    assert_eq!(both["total"].as_i64().unwrap(), journal_ttft);
+    assert!(both["results"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .all(|r| r["kind"] == "journal"));
+
+    // Demo facets come from the steps: model, GPU, engine version, phase, status, author.
+    for facet in [
+        "model", "gpu", "engine", "version", "phase", "status", "author", "tag",
+    ] {
+        assert!(
+            !all["facets"][facet].as_array().unwrap().is_empty(),
+            "no {facet} facet: {all}"
+        );
+    }
+    assert_eq!(count(&all["facets"]["model"], "llama-3.1-8b"), 6);
+    assert_eq!(count(&all["facets"]["author"], "ada"), 8);
+
+    // Date range.
+    let none = search(&mut app, &token, "from=2030-01-01").await;
+    assert_eq!(none["total"], 0);
+
+    // The page: facet links narrow, selected facets show as removable chips.
+    let page = app.get("/search?metric=ttft").await;
+    assert_eq!(page.status, StatusCode::OK);
+    assert_eq!(page.select(".active-filter").len(), 1);
+    assert_eq!(
+        page.select(".facet[data-facet=metric] .facet-value.selected .count")[0],
+        ttft.to_string()
+    );
+    // htmx asks for the results region only.
+    let mut req = axum::http::Request::get("/search?metric=ttft");
+    req = req.header("HX-Request", "true");
+    let partial = app.send(req.body(axum::body::Body::empty()).unwrap()).await;
+    assert!(!partial.body.contains("<html"));
+    assert!(partial.body.contains("search-results"));
+    assert!(partial.headers.get("vary").is_some_and(|v| v
+        .to_str()
+        .unwrap()
+        .to_lowercase()
+        .contains("hx-request")));
+}
+
+#[tokio::test]
+async fn a_typo_falls_back_to_trigram_correction() {
+    let (mut app, token) = admin().await;
+    entry(
+        &mut app,
+        "Prefill",
+        &[("symptom", "chunked prefill blocks decode")],
+    )
+    .await;
+    let v = search(&mut app, &token, "q=chunkd+prefil").await;
+    assert_eq!(v["corrected"], "chunked prefill");
+    assert_eq!(titles(&v), ["Prefill"]);
+    let page = app.get("/search?q=chunkd+prefil").await;
+    assert_eq!(page.select(".corrected-query"), ["chunked prefill"]);
+    // Nothing near: no correction, no results.
+    let v = search(&mut app, &token, "q=zzzzqqq").await;
+    assert_eq!(v["total"], 0);
+    assert!(v["corrected"].is_null());
+}
+
+#[tokio::test]
+async fn bad_search_parameters_are_422s_naming_the_field() {
+    let (mut app, token) = admin().await;
+    for (query, field) in [
+        ("mood=sad", "mood"),
+        ("metric=speed", "metric"),
+        ("from=yesterday", "from"),
+        ("page=0", "page"),
+    ] {
+        let r = app
+            .api("GET", &format!("/api/v1/search?{query}"), &token, None)
+            .await;
+        assert_eq!(r.status, StatusCode::UNPROCESSABLE_ENTITY, "{query}");
+        assert_eq!(r.json()["error"]["fields"][0]["field"], field, "{query}");
+        let page = app.get(&format!("/search?{query}")).await;
+        assert_eq!(page.status, StatusCode::UNPROCESSABLE_ENTITY);
+        assert_eq!(page.select(".search-errors li code"), [field]);
+    }
+}
+
+/// An investigation through the API with steps 0–2; returns its id.
+async fn investigation(
+    app: &mut TestApp,
+    token: &str,
+    title: &str,
+    setup: Value,
+    metric: &str,
+    phases: Value,
+) -> i64 {
+    let r = app
+        .api(
+            "POST",
+            "/api/v1/investigations",
+            token,
+            Some(json!({"title": title})),
+        )
+        .await;
+    assert_eq!(r.status, StatusCode::CREATED, "{}", r.body);
+    let id = r.json()["id"].as_i64().unwrap();
+    let mut step0 = json!({"reproducible": "yes", "engine": "vllm", "engine_version": "0.6.3"});
+    for (k, v) in setup.as_object().unwrap() {
+        step0[k] = v.clone();
+    }
+    for (step, body) in [
+        (0, step0),
+        (
+            1,
+            json!({"metric": metric, "percentile": "p95", "observed": 3200, "target": 800}),
+        ),
+        (2, phases),
+    ] {
+        let r = app
+            .api(
+                "PUT",
+                &format!("/api/v1/investigations/{id}/steps/{step}"),
+                token,
+                Some(body),
+            )
+            .await;
+        assert_eq!(r.status, StatusCode::OK, "step {step}: {}", r.body);
+    }
+    id
+}
+
+#[tokio::test]
+async fn seen_before_ranks_the_closest_past_investigation_first() {
+    let (mut app, token) = admin().await;
+    let queue = json!({"queue_wait": {"p50": 1000, "p95": 2900, "p99": 3400}, "prefill": {"p50": 50, "p95": 90, "p99": 120}});
+    let prefill = json!({"prefill": {"p50": 1000, "p95": 2900, "p99": 3400}});
+    let h100 =
+        json!({"model": "llama-3.1-8b", "gpu_type": "h100-sxm", "prompt_len_dist": "mean 1,800"});
+    let other = json!({"model": "qwen-2.5-72b", "gpu_type": "a100-80gb", "prompt_len_dist": "mean 300", "engine_version": "0.5.0"});
+    let same_hw = investigation(
+        &mut app,
+        &token,
+        "Queue at peak on H100",
+        h100.clone(),
+        "ttft",
+        queue.clone(),
+    )
+    .await;
+    let other_hw = investigation(
+        &mut app,
+        &token,
+        "Queue on A100",
+        other,
+        "ttft",
+        queue.clone(),
+    )
+    .await;
+    let other_phase = investigation(
+        &mut app,
+        &token,
+        "Prefill-bound",
+        h100.clone(),
+        "ttft",
+        prefill,
+    )
+    .await;
+    let other_metric =
+        investigation(&mut app, &token, "ITL", h100.clone(), "e2e", queue.clone()).await;
+    let fresh = app
+        .api(
+            "POST",
+            "/api/v1/investigations",
+            &token,
+            Some(json!({"title": "Just opened"})),
+        )
+        .await
+        .json()["id"]
+        .as_i64()
+        .unwrap();
+    let subject = investigation(&mut app, &token, "Queue again", h100, "ttft", queue).await;
+
+    let r = app
+        .api(
+            "GET",
+            &format!("/api/v1/investigations/{subject}/similar"),
+            &token,
+            None,
+        )
+        .await;
+    assert_eq!(r.status, StatusCode::OK, "{}", r.body);
+    let v = r.json();
+    assert_eq!(v["ready"], true);
+    let ids: Vec<i64> = v["similar"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| s["id"].as_i64().unwrap())
+        .collect();
+    assert_eq!(ids, [same_hw, other_hw], "{v}");
+    assert!(!ids.contains(&other_phase) && !ids.contains(&other_metric));
+    assert!(
+        v["similar"][0]["score"].as_f64().unwrap() > v["similar"][1]["score"].as_f64().unwrap()
+    );
+    assert!(v["similar"][0]["diagnosis"]
+        .as_str()
+        .unwrap()
+        .contains("Queue wait dominates"));
+
+    // The page's partial shows the same list; a fresh investigation says what it needs.
+    let partial = app.get(&format!("/investigations/{subject}/similar")).await;
+    assert_eq!(
+        partial.select(".similar-item a"),
+        ["Queue at peak on H100", "Queue on A100"]
+    );
+    let empty = app.get(&format!("/investigations/{fresh}/similar")).await;
+    assert_eq!(empty.status, StatusCode::OK);
+    assert!(empty.body.contains("step 1"));
+    let r = app
+        .api("GET", "/api/v1/investigations/999999/similar", &token, None)
+        .await;
+    assert_eq!(r.status, StatusCode::NOT_FOUND);
+    // The overview loads the list into itself.
+    let overview = app.get(&format!("/investigations/{subject}")).await;
+    assert!(overview
+        .body
+        .contains(&format!("hx-get=\"/investigations/{subject}/similar\"")));
+
+    // A journal entry's "related" list works the same way.
+    let a = entry(
+        &mut app,
+        "Entry queue",
+        &[
+            ("symptom", "p95 TTFT 3,000 ms vs target 800 ms"),
+            ("diagnosis", "Queue wait dominates the p95 TTFT (90%)."),
+        ],
+    )
+    .await;
+    let related = app.get(&format!("/journal/{a}/related")).await;
+    let titles = related.select(".similar-item a");
+    assert!(titles.contains(&"Queue again".to_string()), "{titles:?}");
+}
+
+fn tricky_fields() -> Vec<(&'static str, &'static str)> {
+    vec![
+        ("date", "2025-02-28"),
+        ("symptom", "p95 TTFT 3,200 ms vs target 800 ms (4.0× over)"),
+        ("workload", "prompt tokens mean 1,800; output tokens mean 250; 45 req/s"),
+        ("baseline", "p95 TTFT 3,200 ms\np99 ITL 145 ms"),
+        ("diagnosis", "# looks like a title\n## DATE\n\\escaped backslash\nQueue-bound: running batch 58 of 175."),
+        ("change", "Enabled chunked prefill (4,096-token budget) & <nothing> else"),
+        ("result", "p95 TTFT 780 ms; verdict: confirmed"),
+        ("quality", "200 paired generations identical"),
+        ("effort", "30 minutes"),
+    ]
+}
+
+#[tokio::test]
+async fn export_then_import_keeps_every_field() {
+    let (mut source, token) = admin().await;
+    let first = entry(&mut source, "Chunked prefill fixes TTFT", &tricky_fields()).await;
+    entry(
+        &mut source,
+        "Second",
+        &[("symptom", "p50 ITL 22 ms"), ("effort", "")],
+    )
+    .await;
+    let md = source.get("/journal/export.md").await;
+    assert_eq!(md.status, StatusCode::OK);
+    assert!(md.headers["content-type"]
+        .to_str()
+        .unwrap()
+        .starts_with("text/markdown"));
+    for heading in [
+        "## DATE",
+        "## SYMPTOM",
+        "## WORKLOAD",
+        "## BASELINE",
+        "## DIAGNOSIS",
+        "## CHANGE",
+        "## RESULT",
+        "## QUALITY",
+        "## EFFORT",
+    ] {
+        assert!(md.body.contains(heading));
+    }
+    let json_export = source.get("/journal/export.json").await.json();
+    assert_eq!(json_export["format"], "perfjournal-journal");
+    assert_eq!(json_export["entries"].as_array().unwrap().len(), 2);
+    let one = source.get(&format!("/journal/{first}/json")).await.json();
+    assert_eq!(one["diagnosis"], tricky_fields()[4].1);
+
+    // Into another instance through the import form.
+    let (mut target, _) = admin().await;
+    let r = target
+        .post_form(
+            "/journal/import",
+            &[("markdown", &md.body), ("publish", "on")],
+        )
+        .await;
+    assert_eq!(r.status, StatusCode::OK, "{}", r.body);
+    assert_eq!(r.select(".imported li").len(), 2);
+    let again = target.get("/journal/export.md").await;
+    assert_eq!(again.body, md.body);
+    let target_json = target.get("/journal/export.json").await.json();
+    let fields = |v: &Value| -> Vec<Value> {
+        v["entries"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|e| {
+                let mut e = e.clone();
+                for k in ["id", "published_at", "author", "investigation_id"] {
+                    e.as_object_mut().unwrap().remove(k);
+                }
+                e
+            })
+            .collect()
+    };
+    assert_eq!(fields(&target_json), fields(&json_export));
+    let imported = &target_json["entries"][0];
+    for (k, v) in tricky_fields() {
+        assert_eq!(imported[k], v, "{k}");
+    }
+
+    // JSON imports too.
+    let (mut third, _) = admin().await;
+    let r = third
+        .post_form(
+            "/journal/import",
+            &[("markdown", &json_export.to_string()), ("publish", "on")],
+        )
+        .await;
+    assert_eq!(r.status, StatusCode::OK, "{}", r.body);
+    assert_eq!(third.get("/journal/export.md").await.body, md.body);
+
+    // An investigation exports in the same format (its draft until it has an entry).
+    let inv = source
+        .api(
+            "POST",
+            "/api/v1/investigations",
+            &token,
+            Some(json!({"title": "Drafted"})),
+        )
+        .await
+        .json()["id"]
+        .as_i64()
+        .unwrap();
+    let md = source.get(&format!("/investigations/{inv}/markdown")).await;
+    assert!(
+        md.body.starts_with("# Drafted\n\n## DATE\n\n"),
+        "{}",
+        md.body
+    );
+    let js = source
+        .get(&format!("/investigations/{inv}/json"))
+        .await
+        .json();
+    assert_eq!(js["investigation"]["title"], "Drafted");
+    assert_eq!(js["journal"]["title"], "Drafted");
+}
+
+#[tokio::test]
+async fn a_bad_import_is_a_422_naming_the_line_and_stores_nothing() {
+    let (mut app, _) = admin().await;
+    let count = |pool: sqlx::PgPool| async move {
+        sqlx::query_scalar::<_, i64>("SELECT count(*) FROM journal_entries")
+            .fetch_one(&pool)
+            .await
+            .unwrap()
+    };
+    let good = "# Good\n\n## DATE\n\n2026-01-02\n\n## SYMPTOM\n\nslow\n\n## WORKLOAD\n\n\n## BASELINE\n\n\n## DIAGNOSIS\n\n\n## CHANGE\n\nx\n\n## RESULT\n\n\n## QUALITY\n\n\n## EFFORT\n\n\n";
+    let bad_section = format!("{good}# Bad\n\n## DATE\n\n2026-01-02\n\n## MOOD\n\nfine\n");
+    let r = app
+        .post_form("/journal/import", &[("markdown", &bad_section)])
+        .await;
+    assert_eq!(r.status, StatusCode::UNPROCESSABLE_ENTITY);
+    let line = bad_section.lines().position(|l| l == "## MOOD").unwrap() + 1;
+    let errors = r.select(".form-errors li");
+    assert!(errors[0].contains(&format!("line {line}")), "{errors:?}");
+    assert_eq!(r.select("#markdown")[0], bad_section.trim_end());
+
+    let bad_date = good.replace("2026-01-02", "2026-02-30");
+    let r = app
+        .post_form("/journal/import", &[("markdown", &bad_date)])
+        .await;
+    assert_eq!(r.status, StatusCode::UNPROCESSABLE_ENTITY);
+    assert!(r.body.contains("entries[0].date"));
+    assert_eq!(count(app.pool.clone()).await, 0);
+
+    // Viewers read and export; they do not import.
+    app.add_user("vic", Role::Viewer).await;
+    let mut viewer = app.new_client();
+    viewer.login("vic").await;
+    assert_eq!(
+        viewer.get("/journal/export.md").await.status,
+        StatusCode::OK
+    );
+    assert_eq!(viewer.get("/search?q=x").await.status, StatusCode::OK);
+    let r = viewer
+        .post_form("/journal/import", &[("markdown", good)])
+        .await;
+    assert_eq!(r.status, StatusCode::FORBIDDEN);
+    assert_eq!(count(app.pool.clone()).await, 0);
+}
+
+#[tokio::test]
+async fn the_atom_feed_is_valid_and_needs_a_token() {
+    let (mut app, token) = admin().await;
+    entry(
+        &mut app,
+        "Feed <one> & \"two\"",
+        &[("symptom", "p95 TTFT & <more>")],
+    )
+    .await;
+    entry(&mut app, "Second entry", &[]).await;
+    let r = app
+        .post_form(
+            "/journal",
+            &[
+                ("title", "Draft only"),
+                ("date", "2026-01-01"),
+                ("symptom", "s"),
+                ("change", "c"),
+            ],
+        )
+        .await;
+    assert_eq!(r.status, StatusCode::SEE_OTHER);
+
+    let mut anonymous = app.new_client();
+    let r = anonymous.get("/journal/feed.atom").await;
+    assert_eq!(r.status, StatusCode::UNAUTHORIZED);
+    let r = anonymous.get("/journal/feed.atom?token=pj_wrong").await;
+    assert_eq!(r.status, StatusCode::UNAUTHORIZED);
+    let r = anonymous
+        .get(&format!("/journal/feed.atom?token={token}"))
+        .await;
+    assert_eq!(r.status, StatusCode::OK);
+    assert!(r.headers["content-type"]
+        .to_str()
+        .unwrap()
+        .starts_with("application/atom+xml"));
+    let bearer = anonymous
+        .api("GET", "/journal/feed.atom", &token, None)
+        .await;
+    assert_eq!(bearer.status, StatusCode::OK);
+
+    // Parse it: well-formed XML, the Atom namespace, one <entry> per published entry.
+    use quick_xml::events::Event;
+    let mut reader = quick_xml::Reader::from_str(&r.body);
+    let (mut entries, mut titles, mut in_title, mut depth, mut root_ns) =
+        (0, Vec::new(), false, 0, None);
+    loop {
+        match reader.read_event().expect("well-formed XML") {
+            Event::Start(e) => {
+                depth += 1;
+                if e.name().as_ref() == b"feed" {
+                    root_ns = e
+                        .try_get_attribute("xmlns")
+                        .unwrap()
+                        .map(|a| String::from_utf8(a.value.to_vec()).unwrap());
+                }
+                if e.name().as_ref() == b"entry" {
+                    entries += 1;
+                }
+                in_title = e.name().as_ref() == b"title" && depth == 3;
+            }
+            Event::Text(t) if in_title => titles.push(t.decode().unwrap().into_owned()),
+            Event::GeneralRef(_) if in_title => {}
+            Event::End(_) => {
+                depth -= 1;
+                in_title = false;
+            }
+            Event::Eof => break,
+            _ => {}
+        }
+    }
+    assert_eq!(root_ns.as_deref(), Some("http://www.w3.org/2005/Atom"));
+    assert_eq!(entries, 2);
+    assert!(
+        r.body
+            .contains("<title>Feed &lt;one&gt; &amp; &quot;two&quot;</title>"),
+        "{}",
+        r.body
+    );
+    assert!(!r.body.contains("Draft only"));
+    assert!(r.body.contains("/journal/"));
+}
