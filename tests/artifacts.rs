@@ -163,7 +163,7 @@ async fn big_files_are_analyzed_in_the_background_with_progress() {
     );
     assert_eq!(ingest::drain(&app.state).await.unwrap(), 1);
     let a = fetch(&mut app, &token, id).await;
-    assert_eq!(a["status"], "done");
+    assert_eq!(a["status"], "done", "{a}");
     assert_eq!(a["progress_bytes"], a["size_bytes"]);
     let status = app.get(&format!("/artifacts/{id}/status")).await;
     assert_eq!(

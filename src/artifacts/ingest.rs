@@ -215,8 +215,8 @@ async fn analyze_blob(
     Ok(result?.to_json())
 }
 
-/// Loads every request row into `request_rows` with one COPY, replacing earlier rows of
-/// the same artifact, and builds the request-log analysis from the same rows. Rows are
+/// Loads every request row into `request_rows` with one binary COPY, replacing earlier
+/// rows of the same artifact, and builds the request-log analysis from the same rows. Rows are
 /// parsed on a blocking thread and handed over in ~1 MiB batches through a small
 /// channel, so memory stays bounded and parsing overlaps the server's COPY work.
 async fn load_request_rows(
@@ -228,16 +228,15 @@ async fn load_request_rows(
 ) -> Result<serde_json::Value, Failure> {
     let reader = blob_reader(&state.blobs, sha256).await?;
     let (tx, mut rx) = tokio::sync::mpsc::channel::<Vec<u8>>(4);
-    let prefix = format!("{id}\t");
     let producer = tokio::task::spawn_blocking(move || {
         let report = |n: u64| progress.store(n, Ordering::Relaxed);
         let counted = analyze::CountingReader::new(reader, &report);
         let input = analyze::decompressing_reader(counted, options.max_decompressed_bytes);
         let mut acc = request_log::Accumulator::new(&options);
         let mut batch = Vec::with_capacity(1 << 20);
+        batch.extend_from_slice(request_log::COPY_BINARY_HEADER);
         request_log::for_each_request(input, |row| -> Result<(), AnalyzeError> {
-            batch.extend_from_slice(prefix.as_bytes());
-            row.write_copy_text(&mut batch);
+            row.write_copy_binary(id, &mut batch);
             acc.add(&row);
             if batch.len() >= 1 << 20 {
                 let full = std::mem::replace(&mut batch, Vec::with_capacity(1 << 20));
@@ -246,9 +245,8 @@ async fn load_request_rows(
             }
             Ok(())
         })?;
-        if !batch.is_empty() {
-            let _ = tx.blocking_send(batch);
-        }
+        batch.extend_from_slice(request_log::COPY_BINARY_TRAILER);
+        let _ = tx.blocking_send(batch);
         Ok::<serde_json::Value, AnalyzeError>(analyze::Analysis::RequestLog(acc.finish()).to_json())
     });
 

@@ -164,6 +164,60 @@ impl RequestRow {
     }
 }
 
+/// Start of a PostgreSQL binary COPY stream: signature, flags, header extension length
+/// (PostgreSQL docs, "COPY", File Formats → Binary Format).
+pub const COPY_BINARY_HEADER: &[u8] = b"PGCOPY\n\xff\r\n\0\0\0\0\0\0\0\0\0";
+/// End of a binary COPY stream: a field count of −1.
+pub const COPY_BINARY_TRAILER: &[u8] = &[0xff, 0xff];
+
+impl RequestRow {
+    /// One row in PostgreSQL's binary COPY format, `artifact_id` first, then the
+    /// columns of [`COPY_COLUMNS`]. The server reads floats and integers as bytes
+    /// instead of parsing text, which is most of a COPY's cost.
+    pub fn write_copy_binary(&self, artifact_id: i64, out: &mut Vec<u8>) {
+        let fields = 1 + COPY_COLUMNS.len() as i16;
+        out.extend_from_slice(&fields.to_be_bytes());
+        out.extend_from_slice(&8i32.to_be_bytes());
+        out.extend_from_slice(&artifact_id.to_be_bytes());
+        binary_text(out, self.request_id.as_deref());
+        for v in self.floats() {
+            match v {
+                Some(x) => {
+                    out.extend_from_slice(&8i32.to_be_bytes());
+                    out.extend_from_slice(&x.to_bits().to_be_bytes());
+                }
+                None => out.extend_from_slice(&(-1i32).to_be_bytes()),
+            }
+        }
+        for v in self.ints() {
+            match v {
+                Some(x) => {
+                    out.extend_from_slice(&8i32.to_be_bytes());
+                    out.extend_from_slice(&x.to_be_bytes());
+                }
+                None => out.extend_from_slice(&(-1i32).to_be_bytes()),
+            }
+        }
+        binary_text(out, self.model_version.as_deref());
+        binary_text(out, self.tenant.as_deref());
+        // jsonb's binary form: a version byte (1), then the JSON text.
+        let extra = serde_json::to_string(&self.extra).unwrap_or_else(|_| "{}".to_string());
+        out.extend_from_slice(&(extra.len() as i32 + 1).to_be_bytes());
+        out.push(1);
+        out.extend_from_slice(extra.as_bytes());
+    }
+}
+
+fn binary_text(out: &mut Vec<u8>, v: Option<&str>) {
+    match v {
+        Some(s) => {
+            out.extend_from_slice(&(s.len() as i32).to_be_bytes());
+            out.extend_from_slice(s.as_bytes());
+        }
+        None => out.extend_from_slice(&(-1i32).to_be_bytes()),
+    }
+}
+
 /// Floats in a form PostgreSQL's float8 input accepts (Rust's `Display` never
 /// uses exponents and round-trips exactly).
 fn format_f64(x: f64) -> String {
@@ -1201,5 +1255,29 @@ mod tests {
         assert_eq!(by["batch"].dominant_phase.as_deref(), Some("queue_wait_ms"));
         assert_eq!(by["chat"].dominant_phase.as_deref(), Some("prefill_ms"));
         assert!(a.phases["first_token_ms"].p95.unwrap() > a.phases["first_token_ms"].p50.unwrap());
+    }
+
+    #[test]
+    fn binary_copy_rows_have_the_column_layout_postgres_expects() {
+        let row = RequestRow {
+            request_id: Some("r1".into()),
+            queue_wait_ms: Some(2.5),
+            prompt_tokens: Some(7),
+            ..RequestRow::default()
+        };
+        let mut out = Vec::new();
+        row.write_copy_binary(42, &mut out);
+        assert_eq!(&out[..2], &20i16.to_be_bytes(), "artifact id + 19 columns");
+        assert_eq!(&out[2..6], &8i32.to_be_bytes());
+        assert_eq!(&out[6..14], &42i64.to_be_bytes());
+        assert_eq!(&out[14..18], &2i32.to_be_bytes());
+        assert_eq!(&out[18..20], b"r1");
+        // arrival_ts is null, then tokenize null, then queue wait 2.5.
+        assert_eq!(&out[20..24], &(-1i32).to_be_bytes());
+        assert_eq!(&out[24..28], &(-1i32).to_be_bytes());
+        assert_eq!(&out[32..40], &2.5f64.to_bits().to_be_bytes());
+        // The last field is jsonb: version byte 1, then "{}".
+        assert_eq!(&out[out.len() - 7..], &[0, 0, 0, 3, 1, b'{', b'}']);
+        assert_eq!(COPY_BINARY_HEADER.len(), 19);
     }
 }
