@@ -260,7 +260,7 @@ async fn load_request_rows(
     let columns = request_log::COPY_COLUMNS.join(", ");
     let mut copy = tx
         .copy_in_raw(&format!(
-            "COPY request_rows (artifact_id, {columns}) FROM STDIN"
+            "COPY request_rows (artifact_id, {columns}) FROM STDIN WITH (FORMAT binary)"
         ))
         .await
         .map_err(db)?;
