@@ -312,7 +312,7 @@ async fn query_latency(pool: &PgPool) -> anyhow::Result<()> {
         ms(percentile(&all, 0.99)),
         ms(*all.last().unwrap())
     );
-    worst.sort_by(|a, b| b.0.cmp(&a.0));
+    worst.sort_by_key(|w| std::cmp::Reverse(w.0));
     for (d, q, total) in worst.iter().take(5) {
         println!("  slowest median: {:>9}  {total:>6} matches  ?{q}", ms(*d));
     }
