@@ -268,6 +268,13 @@ async fn facets_count_and_narrow() {
     req = req.header("HX-Request", "true");
     let partial = app.send(req.body(axum::body::Body::empty()).unwrap()).await;
     assert!(!partial.body.contains("<html"));
+    let restore = axum::http::Request::get("/search?metric=ttft")
+        .header("HX-Request", "true")
+        .header("HX-History-Restore-Request", "true");
+    let full = app
+        .send(restore.body(axum::body::Body::empty()).unwrap())
+        .await;
+    assert!(full.body.contains("<html"));
     assert!(partial.body.contains("search-results"));
     assert!(partial.headers.get("vary").is_some_and(|v| v
         .to_str()
