@@ -10,7 +10,7 @@ use axum::Router;
 use axum_htmx::{HxHistoryRestoreRequest, HxRequest};
 
 use super::{render, PageCtx};
-use crate::core::memory::query::{SearchQuery, FACETS};
+use crate::core::memory::query::{SearchQuery, FACETS, PAGE_SIZE};
 use crate::core::FieldError;
 use crate::error::{AppError, Result};
 use crate::search::find::Hit;
@@ -125,7 +125,7 @@ async fn search_page(
                     })
                 })
                 .collect();
-            let pages = (outcome.total + 19) / 20;
+            let pages = (outcome.total + PAGE_SIZE - 1) / PAGE_SIZE;
             ResultsView {
                 prev: (query.page > 1).then(|| query.href_page(query.page - 1)),
                 next: (query.page < pages).then(|| query.href_page(query.page + 1)),
