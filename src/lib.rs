@@ -5,6 +5,7 @@ pub mod artifacts;
 pub mod auth;
 pub mod charts;
 pub mod cli;
+pub mod comparisons;
 pub mod config;
 pub mod core;
 pub mod db;

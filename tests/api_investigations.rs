@@ -16,6 +16,20 @@ async fn app_with_tokens() -> (TestApp, String, String) {
     (app, editor, viewer)
 }
 
+/// Opens an investigation titled "t" and returns its id.
+async fn open(app: &mut TestApp, token: &str) -> i64 {
+    let r = app
+        .api(
+            "POST",
+            "/api/v1/investigations",
+            token,
+            Some(json!({"title": "t"})),
+        )
+        .await;
+    assert_eq!(r.status, StatusCode::CREATED, "{}", r.body);
+    r.json()["id"].as_i64().unwrap()
+}
+
 #[tokio::test]
 async fn a_script_opens_an_investigation_and_records_steps() {
     let (mut app, token, _) = app_with_tokens().await;
@@ -92,15 +106,7 @@ async fn a_script_opens_an_investigation_and_records_steps() {
 #[tokio::test]
 async fn a_step_is_validated_like_the_form() {
     let (mut app, token, _) = app_with_tokens().await;
-    let r = app
-        .api(
-            "POST",
-            "/api/v1/investigations",
-            &token,
-            Some(json!({"title": "t"})),
-        )
-        .await;
-    let id = r.json()["id"].as_i64().unwrap();
+    let id = open(&mut app, &token).await;
     let r = app
         .api(
             "PUT",
@@ -171,15 +177,7 @@ async fn a_step_is_validated_like_the_form() {
 #[tokio::test]
 async fn viewers_read_through_the_api_but_cannot_write() {
     let (mut app, editor, viewer) = app_with_tokens().await;
-    let r = app
-        .api(
-            "POST",
-            "/api/v1/investigations",
-            &editor,
-            Some(json!({"title": "t"})),
-        )
-        .await;
-    let id = r.json()["id"].as_i64().unwrap();
+    let id = open(&mut app, &editor).await;
     let r = app
         .api(
             "POST",
@@ -270,4 +268,51 @@ async fn the_openapi_document_lists_the_new_routes() {
             "{method} {path}"
         );
     }
+}
+
+#[tokio::test]
+async fn an_alert_opens_a_prefilled_investigation_in_one_call() {
+    let (mut app, token, _) = app_with_tokens().await;
+    let body = json!({
+        "title": "Alert: p95 TTFT 3.2 s",
+        "tags": ["alert"],
+        "steps": {
+            "1": {"metric": "ttft", "percentile": "p95", "observed": 3200, "target": 800},
+            "0": {"reproducible": "not_yet", "model": "llama-3.1-8b"}
+        }
+    });
+    let r = app
+        .api("POST", "/api/v1/investigations", &token, Some(body))
+        .await;
+    assert_eq!(r.status, StatusCode::CREATED, "{}", r.body);
+    let id = r.json()["id"].as_i64().unwrap();
+    let v = app
+        .api("GET", &format!("/api/v1/investigations/{id}"), &token, None)
+        .await
+        .json();
+    assert_eq!(v["steps_recorded"], json!([0, 1]));
+    assert_eq!(v["steps"][1]["results"]["gap_ratio"], 4.0);
+    assert_eq!(v["steps"][0]["data"]["reproducible"], "not_yet");
+
+    // One bad step refuses the whole call.
+    let body = json!({
+        "title": "Alert: slow",
+        "steps": {"1": {"metric": "ttft", "percentile": "p95", "observed": "slow", "target": 800}, "9": {}}
+    });
+    let r = app
+        .api("POST", "/api/v1/investigations", &token, Some(body))
+        .await;
+    assert_eq!(r.status, StatusCode::UNPROCESSABLE_ENTITY);
+    let fields: Vec<String> = r.json()["error"]["fields"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|f| f["field"].as_str().unwrap().to_string())
+        .collect();
+    assert_eq!(fields, ["steps.1.observed", "steps.9"]);
+    let n: i64 = sqlx::query_scalar("SELECT count(*) FROM investigations")
+        .fetch_one(&app.pool)
+        .await
+        .unwrap();
+    assert_eq!(n, 1);
 }

@@ -575,3 +575,92 @@ async fn the_cli_streams_files_to_a_running_server() {
     assert_eq!(artifact_count(&app).await, 1);
     let _ = app.get("/").await;
 }
+
+#[tokio::test]
+async fn an_artifact_fills_a_step_and_stays_linked_as_its_evidence() {
+    let (mut app, token) = editor_app().await;
+    let r = app
+        .api(
+            "POST",
+            "/api/v1/investigations",
+            &token,
+            Some(serde_json::json!({"title": "GPU idle between steps"})),
+        )
+        .await;
+    assert_eq!(r.status, StatusCode::CREATED, "{}", r.body);
+    let inv = r.json()["id"].as_i64().unwrap();
+    let trace = serde_json::json!({"traceEvents": [
+        {"ph": "X", "cat": "cuda_runtime", "name": "cudaLaunchKernel", "pid": 1, "tid": 1, "ts": 0.0, "dur": 5.0, "args": {"correlation": 1}},
+        {"ph": "X", "cat": "kernel", "name": "gemm", "pid": 0, "tid": 7, "ts": 10.0, "dur": 6000.0, "args": {"correlation": 1}},
+        {"ph": "X", "cat": "cuda_runtime", "name": "cudaLaunchKernel", "pid": 1, "tid": 1, "ts": 6100.0, "dur": 5.0, "args": {"correlation": 2}},
+        {"ph": "X", "cat": "kernel", "name": "gemm", "pid": 0, "tid": 7, "ts": 8010.0, "dur": 2000.0, "args": {"correlation": 2}}
+    ]});
+    let r = upload(
+        &mut app,
+        &token,
+        &format!("name=trace.json&investigation={inv}"),
+        trace.to_string().into_bytes(),
+    )
+    .await;
+    assert_eq!(r.status, StatusCode::CREATED, "{}", r.body);
+    let artifact = r.json()["id"].as_i64().unwrap();
+
+    // The artifact page offers the steps its analysis can fill.
+    let page = app.get(&format!("/artifacts/{artifact}")).await;
+    let links = page.select("#use-in a");
+    assert!(
+        links.iter().any(|l| l.starts_with("step 3"))
+            && links.iter().any(|l| l.starts_with("step 5")),
+        "{links:?}"
+    );
+
+    // Step 3's form comes back filled; the person adds the CPU time and saves.
+    let form = app
+        .get(&format!(
+            "/investigations/{inv}/steps/3?from_artifact={artifact}"
+        ))
+        .await;
+    assert_eq!(form.status, StatusCode::OK);
+    let value = |css: &str| {
+        let sel = scraper::Selector::parse(css).unwrap();
+        form.html()
+            .select(&sel)
+            .next()
+            .and_then(|e| e.value().attr("value").map(str::to_string))
+    };
+    assert_eq!(value("input[name=gpu_total]").as_deref(), Some("8"));
+    assert_eq!(value("input[name=wall]").as_deref(), Some("10"));
+    assert_eq!(
+        value("input[name=evidence_artifact]"),
+        Some(artifact.to_string())
+    );
+    let r = app
+        .post_form(
+            &format!("/investigations/{inv}/steps/3"),
+            &[
+                ("gpu_total", "8"),
+                ("cpu_total", "1"),
+                ("wall", "10"),
+                ("evidence_artifact", &artifact.to_string()),
+            ],
+        )
+        .await;
+    assert_eq!(r.status, StatusCode::SEE_OTHER, "{}", r.body);
+    let step = app.get(&format!("/investigations/{inv}/steps/3")).await;
+    assert!(
+        step.select("#evidence")[0].contains("trace.json"),
+        "{:?}",
+        step.select("#evidence")
+    );
+    let api = app
+        .api(
+            "GET",
+            &format!("/api/v1/investigations/{inv}"),
+            &token,
+            None,
+        )
+        .await
+        .json();
+    assert_eq!(api["steps"][3]["data"]["gpu_total"], 8.0, "{api}");
+    assert_eq!(api["steps"][3]["results"]["classification"], "gpu_bound");
+}

@@ -73,6 +73,7 @@ async fn an_investigation_from_symptom_to_published_journal_entry() {
         b.fill(&format!("[name='{name}']"), value).await;
     }
     submit_and_wait(&b, ".dominant-phase", "Queue wait").await;
+    b.screenshot("investigation-step2").await;
 
     // Step 3.
     next(&b, "Step 3").await;
@@ -127,6 +128,10 @@ async fn an_investigation_from_symptom_to_published_journal_entry() {
     b.wait_text(".entry-meta .status", "published").await;
     b.wait_text(".section-symptom", "p95 TTFT 3,200 ms vs target 800 ms")
         .await;
+    b.screenshot("journal-entry").await;
+    b.click("a.investigation-link").await;
+    b.wait_text(".history", "published the journal entry").await;
+    b.screenshot("investigation-overview").await;
     b.click(".areas a[href='/journal']").await;
     b.wait_text(
         ".journal-item .entry-title",

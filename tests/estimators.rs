@@ -463,3 +463,54 @@ async fn estimator_form_updates_the_chain_as_you_type_in_a_browser() {
     b.wait_text("#estimate-errors", "batch").await;
     b.quit().await;
 }
+
+#[tokio::test]
+async fn a_pasted_config_json_drives_the_page_and_a_broken_one_is_named() {
+    let (mut app, _) = signed_in().await;
+    let config = r#"{"model_type": "qwen2", "hidden_size": 3584, "num_hidden_layers": 28, "num_attention_heads": 28,
+        "num_key_value_heads": 4, "intermediate_size": 18944, "vocab_size": 152064, "tie_word_embeddings": false}"#;
+    let query = serde_urlencoded::to_string([
+        ("config", config),
+        ("gpu", "h100-sxm"),
+        ("batch", "8"),
+        ("context", "1024"),
+    ])
+    .unwrap();
+    let r = app.get(&format!("/estimators/decode-floor?{query}")).await;
+    assert_eq!(r.status, StatusCode::OK, "{}", r.body);
+    let keys = r.select("#results .result .k");
+    let values = r.select("#results .result .v");
+    let i = keys
+        .iter()
+        .position(|k| k == "kv_bytes_per_token_per_gpu")
+        .unwrap();
+    // Qwen2.5-7B: 2 × 28 layers × 4 KV heads × 128 dims × 2 B.
+    assert_eq!(values[i], "57,344");
+    let sel = scraper::Selector::parse("#f-config").unwrap();
+    assert!(
+        r.html()
+            .select(&sel)
+            .next()
+            .unwrap()
+            .text()
+            .collect::<String>()
+            .contains("qwen2"),
+        "the box keeps the pasted text"
+    );
+
+    let broken = serde_urlencoded::to_string([
+        ("config", "{\"hidden_size\": 4096,,}"),
+        ("batch", "8"),
+        ("context", "1024"),
+    ])
+    .unwrap();
+    let r = app.get(&format!("/estimators/decode-floor?{broken}")).await;
+    assert_eq!(r.status, StatusCode::UNPROCESSABLE_ENTITY);
+    let errors = r.select("#estimate-errors li");
+    assert!(
+        errors
+            .iter()
+            .any(|e| e.starts_with("config") && e.contains("line 1")),
+        "{errors:?}"
+    );
+}

@@ -42,6 +42,13 @@ const STEP0: &[(&str, &str)] = &[
     ("arrival_rate", "45"),
 ];
 
+const ITL_24_MS: &[(&str, &str)] = &[
+    ("metric", "itl"),
+    ("percentile", "p50"),
+    ("observed", "24"),
+    ("target", "16"),
+];
+
 async fn save(app: &mut TestApp, url: &str, step: u8, fields: &[(&str, &str)]) {
     let r = app.post_form(&format!("{url}/steps/{step}"), fields).await;
     assert_eq!(r.status, StatusCode::SEE_OTHER, "step {step}: {}", r.body);
@@ -161,6 +168,18 @@ async fn each_step_computes_what_it_promises() {
         ["63% of the physical limit"]
     );
     assert_eq!(p.select(".decode-band.band-overhead").len(), 1);
+    let html = p.html();
+    let sel = scraper::Selector::parse(".decode-band a").unwrap();
+    let chain = html
+        .select(&sel)
+        .next()
+        .unwrap()
+        .value()
+        .attr("href")
+        .unwrap()
+        .to_string();
+    assert!(chain.contains("context=4096"), "{chain}");
+    assert_eq!(app.get(&chain).await.status, StatusCode::OK);
 
     save(
         &mut app,
@@ -254,6 +273,7 @@ async fn each_step_computes_what_it_promises() {
     let p = app.get(&url).await;
     assert_eq!(p.select(".rail-step.state-done").len(), 8);
     assert_eq!(p.select(".findings li").len(), 8);
+    assert_eq!(p.select(".next-step h2"), ["All eight steps are recorded"]);
 }
 
 #[tokio::test]
@@ -466,18 +486,7 @@ async fn history_says_who_changed_what() {
     let mut eve = app.new_client();
     eve.login("eve").await;
     save(&mut app, &url, 0, STEP0).await;
-    save(
-        &mut eve,
-        &url,
-        1,
-        &[
-            ("metric", "itl"),
-            ("percentile", "p50"),
-            ("observed", "24"),
-            ("target", "16"),
-        ],
-    )
-    .await;
+    save(&mut eve, &url, 1, ITL_24_MS).await;
     save(
         &mut eve,
         &url,
@@ -577,18 +586,7 @@ async fn an_estimate_attached_to_a_step_shows_the_gap_to_explain() {
 async fn step_2_offers_decode_floor_prefilled_from_step_0() {
     let (mut app, url) = app_with_investigation().await;
     save(&mut app, &url, 0, STEP0).await;
-    save(
-        &mut app,
-        &url,
-        1,
-        &[
-            ("metric", "itl"),
-            ("percentile", "p50"),
-            ("observed", "24"),
-            ("target", "16"),
-        ],
-    )
-    .await;
+    save(&mut app, &url, 1, ITL_24_MS).await;
     save(
         &mut app,
         &url,
@@ -609,6 +607,17 @@ async fn step_2_offers_decode_floor_prefilled_from_step_0() {
         Some("/estimators/decode-floor?batch=64&gpu=h100-sxm&model=llama-3.1-8b&tp=1")
     );
     assert_eq!(p.select(".dominant-phase"), ["Decode (100% of the metric)"]);
+    // The estimator page opens with the step-0 setup filled in; only the context is
+    // left to give.
+    let href = link.value().attr("href").unwrap().to_string();
+    let est = app.get(&href).await;
+    assert_eq!(est.status, StatusCode::UNPROCESSABLE_ENTITY);
+    let html = est.html();
+    let sel = scraper::Selector::parse("[name=model] option[selected]").unwrap();
+    assert_eq!(
+        html.select(&sel).next().unwrap().value().attr("value"),
+        Some("llama-3.1-8b")
+    );
 }
 
 #[tokio::test]
@@ -618,8 +627,136 @@ async fn unknown_investigations_and_steps_are_404() {
         app.get("/investigations/999999").await.status,
         StatusCode::NOT_FOUND
     );
-    assert_eq!(
-        app.get(&format!("{url}/steps/8")).await.status,
-        StatusCode::NOT_FOUND
+    for step in ["8", "300"] {
+        assert_eq!(
+            app.get(&format!("{url}/steps/{step}")).await.status,
+            StatusCode::NOT_FOUND
+        );
+    }
+}
+
+#[tokio::test]
+async fn step_2_fills_from_an_uploaded_request_log() {
+    let (mut app, url) = app_with_investigation().await;
+    let id: i64 = url.rsplit('/').next().unwrap().parse().unwrap();
+    let p = app.get(&format!("{url}/steps/2")).await;
+    assert!(
+        p.select(".artifact-fill select").is_empty(),
+        "nothing to fill from yet"
     );
+
+    let log: String = (0..40)
+        .map(|i| {
+            let queue = 2000 + i * 10;
+            format!(
+                "{{\"request_id\":\"r{i}\",\"tokenize_ms\":2,\"queue_wait_ms\":{queue},\"prefill_ms\":180,\"first_token_ms\":{},\"decode_ms\":4000}}\n",
+                queue + 182
+            )
+        })
+        .collect();
+    let artifact = upload(&mut app, id, "requests.jsonl", log.into_bytes()).await;
+
+    let p = app.get(&format!("{url}/steps/2")).await;
+    let options = p.select(".artifact-fill option");
+    assert_eq!(options.len(), 1);
+    assert!(options[0].starts_with("requests.jsonl ("), "{options:?}");
+    let p = app
+        .get(&format!("{url}/steps/2?from_artifact={artifact}"))
+        .await;
+    assert_eq!(p.status, StatusCode::OK);
+    assert!(p.select(".fill-notice")[0].starts_with("Filled from requests.jsonl (40 requests)"));
+    let html = p.html();
+    let value = |name: &str| {
+        let sel = scraper::Selector::parse(&format!("input[name='{name}']")).unwrap();
+        html.select(&sel)
+            .next()
+            .unwrap()
+            .value()
+            .attr("value")
+            .unwrap()
+            .to_string()
+    };
+    assert_eq!(value("prefill.p95"), "180");
+    assert_eq!(value("tokenize.p50"), "2");
+    assert!(
+        value("queue_wait.p99").starts_with("23"),
+        "{}",
+        value("queue_wait.p99")
+    );
+    assert_eq!(value("network.p50"), "");
+    // Filling is a suggestion: nothing is stored until the form is saved.
+    assert_eq!(step_rows(&app, &url).await, 0);
+
+    // Someone else's artifact cannot be pulled in through this investigation.
+    let r = app
+        .get(&format!("{url}/steps/2?from_artifact=999999"))
+        .await;
+    assert_eq!(r.status, StatusCode::NOT_FOUND);
+}
+
+/// Uploads an artifact onto an investigation through the API, analyzed at once.
+async fn upload(app: &mut TestApp, investigation: i64, name: &str, body: Vec<u8>) -> i64 {
+    use axum::body::Body;
+    use axum::http::{header, Request};
+    let token = app.api_token("ada").await;
+    let req = Request::post(format!(
+        "/api/v1/artifacts?name={name}&investigation={investigation}"
+    ))
+    .header(header::AUTHORIZATION, format!("Bearer {token}"))
+    .header(header::CONTENT_TYPE, "application/octet-stream")
+    .body(Body::from(body))
+    .unwrap();
+    let r = app.send(req).await;
+    assert_eq!(r.status, StatusCode::CREATED, "{}", r.body);
+    perfjournal::artifacts::ingest::drain(&app.state)
+        .await
+        .unwrap();
+    r.json()["id"].as_i64().unwrap()
+}
+
+#[tokio::test]
+async fn step_5_fills_from_a_kernel_summary_and_saves_the_ranking() {
+    let (mut app, url) = app_with_investigation().await;
+    let id: i64 = url.rsplit('/').next().unwrap().parse().unwrap();
+    let csv =
+        "Time (%),Total Time (ns),Instances,Avg (ns),Med (ns),Min (ns),Max (ns),StdDev (ns),Name\n\
+               20.0,2000000,100,20000,20000,19000,21000,100,rmsnorm_kernel\n\
+               80.0,8000000,400,20000,20000,19000,21000,100,\"gemv_kernel<bf16>\"\n";
+    let artifact = upload(&mut app, id, "kern_sum.csv", csv.as_bytes().to_vec()).await;
+    let p = app.get(&format!("{url}/steps/5")).await;
+    assert_eq!(p.select(".artifact-fill option").len(), 1);
+    let p = app
+        .get(&format!("{url}/steps/5?from_artifact={artifact}"))
+        .await;
+    assert!(p.select(".fill-notice")[0].starts_with("Filled from kern_sum.csv (2 kernels)"));
+    // Submit the filled form as it is.
+    let html = p.html();
+    let sel = scraper::Selector::parse(".step-form input[name^='kernels']").unwrap();
+    let fields: Vec<(String, String)> = html
+        .select(&sel)
+        .map(|e| {
+            let v = e.value();
+            (
+                v.attr("name").unwrap().to_string(),
+                v.attr("value").unwrap_or("").to_string(),
+            )
+        })
+        .collect();
+    let refs: Vec<(&str, &str)> = fields
+        .iter()
+        .map(|(k, v)| (k.as_str(), v.as_str()))
+        .collect();
+    save(&mut app, &url, 5, &refs).await;
+    let p = app.get(&format!("{url}/steps/5")).await;
+    assert_eq!(
+        p.select(".ranked-kernels td.name"),
+        ["gemv_kernel<bf16>", "rmsnorm_kernel"]
+    );
+    assert_eq!(p.select(".ranked-kernels td.share"), ["80%", "20%"]);
+
+    // A kernel summary cannot fill the phase table.
+    let p = app
+        .get(&format!("{url}/steps/2?from_artifact={artifact}"))
+        .await;
+    assert!(p.select(".fill-notice")[0].starts_with("kern_sum.csv cannot fill step 2"));
 }

@@ -175,6 +175,44 @@ async fn step_7_drafts_the_entry_which_is_listed_once_published() {
         .iter()
         .any(|w| w.starts_with("published the journal entry")));
 
+    // An upload on the investigation shows on its page and on the entry.
+    let inv_id: i64 = url.rsplit('/').next().unwrap().parse().unwrap();
+    sqlx::query(
+        "INSERT INTO artifacts (investigation_id, name, kind, sha256, size_bytes, status) \
+         VALUES ($1, 'requests.jsonl', 'request_log', repeat('a', 64), 10, 'done')",
+    )
+    .bind(inv_id)
+    .execute(&app.pool)
+    .await
+    .unwrap();
+    let overview = app.get(&url).await;
+    assert_eq!(
+        overview.select(".artifacts-section li a"),
+        ["requests.jsonl"]
+    );
+    let html = overview.html();
+    let sel = scraper::Selector::parse("form.upload").unwrap();
+    let action = html
+        .select(&sel)
+        .next()
+        .unwrap()
+        .value()
+        .attr("action")
+        .unwrap()
+        .to_string();
+    assert!(
+        action.ends_with(&format!("&investigation={inv_id}")),
+        "{action}"
+    );
+    let entry = app.get(&entry_path).await;
+    assert_eq!(entry.select(".artifacts-section li a"), ["requests.jsonl"]);
+    let token = app.api_token("ada").await;
+    let entry_id = entry_path.rsplit('/').next().unwrap();
+    let api = app
+        .api("GET", &format!("/api/v1/journal/{entry_id}"), &token, None)
+        .await;
+    assert_eq!(api.json()["artifacts"][0]["name"], "requests.jsonl");
+
     let md = app.get(&format!("{entry_path}/markdown")).await;
     assert!(
         md.body
@@ -308,6 +346,28 @@ async fn entries_written_directly_are_checked_and_listed_newest_first() {
     assert_eq!(
         list.select(".journal-item .entry-title"),
         ["newer", "middle", "older"]
+    );
+
+    // Text is text: markup typed into a field is shown, not run; line breaks stay.
+    let r = app
+        .post_form(
+            "/journal",
+            &[
+                ("title", "markup"),
+                ("date", "2026-03-02"),
+                ("symptom", "s"),
+                ("diagnosis", "<b>bold</b>\nsecond line"),
+                ("change", "c"),
+                ("action", "publish"),
+            ],
+        )
+        .await;
+    let entry = app.get(r.location().unwrap()).await;
+    assert!(entry.select(".section-diagnosis b").is_empty());
+    assert_eq!(entry.select(".section-diagnosis br").len(), 1);
+    assert_eq!(
+        entry.select(".section-diagnosis"),
+        ["<b>bold</b>second line"]
     );
     assert_eq!(list.select("main h1"), ["Journal"]);
 }

@@ -38,7 +38,8 @@ async fn seed_demo_loads_three_finished_walkthroughs_once() {
         .await
         .unwrap();
     assert!(!out.status.success());
-    assert!(String::from_utf8_lossy(&out.stderr).contains("no admin account yet"));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains("no admin account yet"), "{stderr}");
 
     app.setup_admin("ada").await;
     for run in 0..2 {

@@ -1,6 +1,8 @@
 //! `/api/v1/investigations`: open one from an alert or a script, read every step's
 //! record and computed results, record a step with the same validation as the form.
 
+use std::collections::BTreeMap;
+
 use axum::extract::rejection::JsonRejection;
 use axum::extract::{Path, State};
 use axum::http::StatusCode;
@@ -12,7 +14,8 @@ use utoipa::ToSchema;
 use crate::auth::{ApiUser, Role};
 use crate::core::method::expected::Expected;
 use crate::core::method::order::STEPS;
-use crate::core::method::record::pairs_from_json;
+use crate::core::method::record::{pairs_from_json, parse_step, Records, StepRecord};
+use crate::core::FieldError;
 use crate::error::{ApiError, ApiResult, AppError, ErrorBody};
 use crate::investigations::db::{self, Investigation};
 use crate::investigations::{self as inv, Loaded, StepState};
@@ -29,6 +32,13 @@ pub struct NewInvestigation {
     pub symptom: String,
     #[serde(default)]
     pub tags: Vec<String>,
+    /// Steps to record at once, by number: `{"1": {"metric": "ttft", "percentile":
+    /// "p95", "observed": 3200, "target": 800}}`, each validated like
+    /// `PUT /investigations/{id}/steps/{step}`. One invalid step refuses the whole
+    /// request (422, fields named `steps.1.observed`), and nothing is created.
+    #[serde(default)]
+    #[schema(value_type = Object)]
+    pub steps: BTreeMap<String, serde_json::Value>,
 }
 
 #[derive(Serialize, ToSchema)]
@@ -215,7 +225,12 @@ pub async fn create_investigation(
         &body.tags.join(","),
     )
     .map_err(AppError::Invalid)?;
+    let records = prefilled_steps(&body.steps).map_err(AppError::Invalid)?;
     let id = db::create(&state.pool, me.0.id, &opening, None).await?;
+    let mut recorded = Records::default();
+    for record in records {
+        inv::store(&state.pool, id, me.0.id, &mut recorded, record).await?;
+    }
     Ok((
         StatusCode::CREATED,
         Json(Created {
@@ -223,6 +238,43 @@ pub async fn create_investigation(
             url: format!("/investigations/{id}"),
         }),
     ))
+}
+
+/// Parses every prefilled step before anything is stored, in step order.
+fn prefilled_steps(
+    steps: &BTreeMap<String, serde_json::Value>,
+) -> Result<Vec<StepRecord>, Vec<FieldError>> {
+    let mut records = Vec::new();
+    let mut errors = Vec::new();
+    for (key, body) in steps {
+        let Some(n) = key.parse::<u8>().ok().filter(|n| *n < 8) else {
+            errors.push(FieldError::new(
+                format!("steps.{key}"),
+                "steps are numbered 0 to 7",
+            ));
+            continue;
+        };
+        if !body.is_object() {
+            errors.push(FieldError::new(
+                format!("steps.{key}"),
+                "send the step's fields as a JSON object",
+            ));
+            continue;
+        }
+        match parse_step(n, &pairs_from_json(n, body)) {
+            Ok(r) => records.push(r),
+            Err(es) => errors.extend(
+                es.into_iter()
+                    .map(|e| FieldError::new(format!("steps.{n}.{}", e.field), e.message)),
+            ),
+        }
+    }
+    records.sort_by_key(StepRecord::step);
+    if errors.is_empty() {
+        Ok(records)
+    } else {
+        Err(errors)
+    }
 }
 
 /// All investigations, most recently changed first.
@@ -268,16 +320,16 @@ pub async fn get_investigation(
 pub async fn put_step(
     State(state): State<AppState>,
     me: ApiUser,
-    Path((id, step)): Path<(i64, u8)>,
+    Path((id, step)): Path<(i64, u32)>,
     body: Result<Json<serde_json::Value>, JsonRejection>,
 ) -> ApiResult<Json<StepJson>> {
     me.require(Role::Editor)?;
-    if step > 7 {
+    let Some(step) = u8::try_from(step).ok().filter(|s| *s < 8) else {
         return Err(AppError::not_found(format!(
             "there is no step {step}: steps are numbered 0 to 7"
         ))
         .into());
-    }
+    };
     let Json(body) = body.map_err(bad_body)?;
     if !body.is_object() {
         return Err(AppError::field("body", "send the step's fields as a JSON object").into());

@@ -31,12 +31,22 @@ impl EntrySummary {
             id: e.id,
             url: format!("/journal/{}", e.id),
             title: e.title.clone(),
-            date: e.entry_date.clone(),
-            symptom: e.symptom.clone(),
+            date: e.entry.date.clone(),
+            symptom: e.entry.symptom.clone(),
             investigation_id: e.investigation_id,
             published_at: e.published_at,
         }
     }
+}
+
+#[derive(Serialize, ToSchema)]
+pub struct ArtifactJson {
+    pub id: i64,
+    /// The artifact's page.
+    pub url: String,
+    pub name: String,
+    pub kind: String,
+    pub status: String,
 }
 
 #[derive(Serialize, ToSchema)]
@@ -57,6 +67,8 @@ pub struct EntryDetail {
     pub investigation: Option<EntryLink>,
     /// Estimates attached to the investigation's steps.
     pub estimates: Vec<ExpectedJson>,
+    /// Uploads hanging on the entry or its investigation.
+    pub artifacts: Vec<ArtifactJson>,
     /// The entry as Markdown.
     pub markdown: String,
 }
@@ -92,8 +104,20 @@ pub async fn get_entry(
             .collect(),
         None => Vec::new(),
     };
-    let entry = e.entry();
+    let artifacts = crate::investigations::db::artifacts(&state.pool, e.investigation_id, Some(id))
+        .await?
+        .into_iter()
+        .map(|a| ArtifactJson {
+            url: format!("/artifacts/{}", a.id),
+            id: a.id,
+            name: a.name,
+            kind: a.kind,
+            status: a.status,
+        })
+        .collect();
+    let entry = e.entry.clone();
     Ok(Json(EntryDetail {
+        artifacts,
         summary: EntrySummary::new(&e),
         markdown: entry.to_markdown(&e.title),
         workload: entry.workload,

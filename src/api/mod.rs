@@ -2,6 +2,7 @@
 //! handlers themselves (utoipa), so the document cannot drift from the code.
 
 pub(crate) mod artifacts;
+pub(crate) mod comparisons;
 mod estimate;
 mod investigations;
 mod journal;
@@ -53,6 +54,7 @@ pub fn router() -> OpenApiRouter<AppState> {
         .routes(routes!(whoami))
         .merge(estimate::router())
         .merge(artifacts::router())
+        .merge(comparisons::router())
         .routes(routes!(
             investigations::create_investigation,
             investigations::list_investigations

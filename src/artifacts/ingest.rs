@@ -107,25 +107,15 @@ async fn process(state: &AppState, job: Job) -> anyhow::Result<Option<String>> {
         job.id,
         progress.clone(),
     ));
-    let outcome = analyze_blob(
-        &state.blobs,
-        &job.sha256,
-        kind,
-        job.options.0.clone(),
-        progress,
-    )
-    .await;
+    let options = job.options.0.clone();
+    // Request logs are loaded into the database and analyzed in the same pass.
+    let outcome = if kind == Kind::RequestLog {
+        load_request_rows(state, job.id, &job.sha256, options, progress).await
+    } else {
+        analyze_blob(&state.blobs, &job.sha256, kind, options, progress).await
+    };
     ticker.abort();
 
-    let outcome = match outcome {
-        Ok(analysis) if kind == Kind::RequestLog => {
-            match load_request_rows(&state.pool, &state.blobs, job.id, &job.sha256).await {
-                Ok(_) => Ok(analysis),
-                Err(e) => Err(e),
-            }
-        }
-        other => other,
-    };
     match outcome {
         Ok(analysis) => {
             sqlx::query(
@@ -226,22 +216,29 @@ async fn analyze_blob(
 }
 
 /// Loads every request row into `request_rows` with one COPY, replacing earlier rows of
-/// the same artifact. Rows are parsed on a blocking thread and handed over in ~1 MiB
-/// batches through a small channel, so memory stays bounded.
+/// the same artifact, and builds the request-log analysis from the same rows. Rows are
+/// parsed on a blocking thread and handed over in ~1 MiB batches through a small
+/// channel, so memory stays bounded and parsing overlaps the server's COPY work.
 async fn load_request_rows(
-    pool: &PgPool,
-    blobs: &BlobStore,
+    state: &AppState,
     id: i64,
     sha256: &str,
-) -> Result<u64, Failure> {
-    let reader = blob_reader(blobs, sha256).await?;
+    options: Options,
+    progress: Arc<AtomicU64>,
+) -> Result<serde_json::Value, Failure> {
+    let reader = blob_reader(&state.blobs, sha256).await?;
     let (tx, mut rx) = tokio::sync::mpsc::channel::<Vec<u8>>(4);
     let prefix = format!("{id}\t");
     let producer = tokio::task::spawn_blocking(move || {
+        let report = |n: u64| progress.store(n, Ordering::Relaxed);
+        let counted = analyze::CountingReader::new(reader, &report);
+        let input = analyze::decompressing_reader(counted, options.max_decompressed_bytes);
+        let mut acc = request_log::Accumulator::new(&options);
         let mut batch = Vec::with_capacity(1 << 20);
-        let rows = request_log::for_each_request(reader, |row| -> Result<(), AnalyzeError> {
+        request_log::for_each_request(input, |row| -> Result<(), AnalyzeError> {
             batch.extend_from_slice(prefix.as_bytes());
             row.write_copy_text(&mut batch);
+            acc.add(&row);
             if batch.len() >= 1 << 20 {
                 let full = std::mem::replace(&mut batch, Vec::with_capacity(1 << 20));
                 tx.blocking_send(full)
@@ -252,11 +249,11 @@ async fn load_request_rows(
         if !batch.is_empty() {
             let _ = tx.blocking_send(batch);
         }
-        Ok::<u64, AnalyzeError>(rows)
+        Ok::<serde_json::Value, AnalyzeError>(analyze::Analysis::RequestLog(acc.finish()).to_json())
     });
 
     let db = |e: sqlx::Error| Failure::Failed(format!("loading rows into the database: {e}"));
-    let mut tx = pool.begin().await.map_err(db)?;
+    let mut tx = state.pool.begin().await.map_err(db)?;
     sqlx::query("DELETE FROM request_rows WHERE artifact_id = $1")
         .bind(id)
         .execute(&mut *tx)
@@ -281,10 +278,10 @@ async fn load_request_rows(
         .await
         .map_err(|e| Failure::Failed(format!("the row reader stopped unexpectedly: {e}")))?;
     match (send_error, produced) {
-        (None, Ok(rows)) => {
+        (None, Ok(analysis)) => {
             copy.finish().await.map_err(db)?;
             tx.commit().await.map_err(db)?;
-            Ok(rows)
+            Ok(analysis)
         }
         (Some(e), _) => {
             let _ = copy.abort("send failed").await;

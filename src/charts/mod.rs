@@ -27,23 +27,51 @@ fn finish(buf: String) -> String {
 
 /// Empirical CDFs of one or more latency samples (same unit), overlaid.
 pub fn cdf(title: &str, unit: &str, series: &[(&str, &[f64])]) -> Option<String> {
-    let mut sorted: Vec<(&str, Vec<f64>)> = series
+    let curves: Vec<(String, Vec<(f64, f64)>)> = series
         .iter()
-        .map(|(name, v)| {
+        .filter_map(|(name, v)| {
             let mut s: Vec<f64> = v.iter().copied().filter(|x| x.is_finite()).collect();
+            if s.is_empty() {
+                return None;
+            }
             s.sort_by(f64::total_cmp);
-            (*name, s)
+            // At most ~400 points per curve: enough for the eye, small pages.
+            let step = (s.len() / 400).max(1);
+            let n = s.len() as f64;
+            let points = s
+                .iter()
+                .enumerate()
+                .filter(|(j, _)| j % step == 0 || *j == s.len() - 1)
+                .map(|(j, x)| (*x, (j + 1) as f64 / n))
+                .collect();
+            Some((name.to_string(), points))
         })
-        .filter(|(_, s)| !s.is_empty())
         .collect();
-    if sorted.is_empty() {
-        return None;
-    }
-    let max = sorted
+    let max = curves
         .iter()
-        .filter_map(|(_, s)| s.last().copied())
+        .filter_map(|(_, p)| p.last().map(|(x, _)| *x))
         .fold(0.0f64, f64::max)
         .max(1e-9);
+    line_chart(
+        title,
+        (unit, 0.0..max * 1.02),
+        ("fraction of requests", 0.0..1.0),
+        &curves,
+        SeriesLabelPosition::LowerRight,
+    )
+}
+
+/// Overlaid lines with a legend; the shared body of `cdf` and `lines`.
+fn line_chart(
+    title: &str,
+    (x_desc, x_range): (&str, std::ops::Range<f64>),
+    (y_desc, y_range): (&str, std::ops::Range<f64>),
+    series: &[(String, Vec<(f64, f64)>)],
+    legend: SeriesLabelPosition,
+) -> Option<String> {
+    if series.iter().all(|(_, p)| p.is_empty()) {
+        return None;
+    }
     let mut buf = String::new();
     {
         let root = SVGBackend::with_string(&mut buf, (640, 320)).into_drawing_area();
@@ -53,37 +81,28 @@ pub fn cdf(title: &str, unit: &str, series: &[(&str, &[f64])]) -> Option<String>
             .margin(10)
             .x_label_area_size(36)
             .y_label_area_size(44)
-            .build_cartesian_2d(0.0..max * 1.02, 0.0..1.0)
+            .build_cartesian_2d(x_range, y_range)
             .ok()?;
         chart
             .configure_mesh()
-            .x_desc(unit)
-            .y_desc("fraction of requests")
+            .x_desc(x_desc)
+            .y_desc(y_desc)
             .light_line_style(RGBColor(235, 238, 243))
             .draw()
             .ok()?;
-        for (i, (name, s)) in sorted.iter_mut().enumerate() {
-            // At most ~400 points per curve: enough for the eye, small pages.
-            let step = (s.len() / 400).max(1);
-            let n = s.len() as f64;
-            let points: Vec<(f64, f64)> = s
-                .iter()
-                .enumerate()
-                .filter(|(j, _)| j % step == 0 || *j == s.len() - 1)
-                .map(|(j, x)| (*x, (j + 1) as f64 / n))
-                .collect();
+        for (i, (name, pts)) in series.iter().enumerate() {
             let c = colour(i);
             chart
-                .draw_series(LineSeries::new(points, c.stroke_width(2)))
+                .draw_series(LineSeries::new(pts.iter().copied(), c.stroke_width(2)))
                 .ok()?
-                .label(name.to_string())
+                .label(name.clone())
                 .legend(move |(x, y)| {
                     PathElement::new(vec![(x, y), (x + 16, y)], c.stroke_width(2))
                 });
         }
         chart
             .configure_series_labels()
-            .position(SeriesLabelPosition::LowerRight)
+            .position(legend)
             .background_style(WHITE.mix(0.9))
             .border_style(GREY)
             .draw()
@@ -240,44 +259,13 @@ pub fn lines(
         .map(|(_, y)| *y)
         .fold(0.0f64, f64::max)
         .max(1.0);
-    let mut buf = String::new();
-    {
-        let root = SVGBackend::with_string(&mut buf, (640, 300)).into_drawing_area();
-        root.fill(&WHITE).ok()?;
-        let mut chart = ChartBuilder::on(&root)
-            .caption(title, ("sans-serif", 16))
-            .margin(10)
-            .x_label_area_size(36)
-            .y_label_area_size(44)
-            .build_cartesian_2d(x0..x1.max(x0 + 1e-9), 0.0..y1 * 1.05)
-            .ok()?;
-        chart
-            .configure_mesh()
-            .x_desc(x_desc)
-            .y_desc(y_desc)
-            .light_line_style(RGBColor(235, 238, 243))
-            .draw()
-            .ok()?;
-        for (i, (name, pts)) in series.iter().enumerate() {
-            let c = colour(i);
-            chart
-                .draw_series(LineSeries::new(pts.iter().copied(), c.stroke_width(2)))
-                .ok()?
-                .label(name.clone())
-                .legend(move |(x, y)| {
-                    PathElement::new(vec![(x, y), (x + 16, y)], c.stroke_width(2))
-                });
-        }
-        chart
-            .configure_series_labels()
-            .position(SeriesLabelPosition::UpperRight)
-            .background_style(WHITE.mix(0.9))
-            .border_style(GREY)
-            .draw()
-            .ok()?;
-        root.present().ok()?;
-    }
-    Some(finish(buf))
+    line_chart(
+        title,
+        (x_desc, x0..x1.max(x0 + 1e-9)),
+        (y_desc, 0.0..y1 * 1.05),
+        series,
+        SeriesLabelPosition::UpperRight,
+    )
 }
 
 /// Busy/idle over time, one row per stream: each bucket shaded by its busy fraction

@@ -369,3 +369,66 @@ pub async fn expected(pool: &PgPool, id: i64) -> sqlx::Result<Vec<(u8, Expected)
         })
         .collect())
 }
+
+/// An uploaded artifact as an investigation or entry lists it.
+#[derive(Debug, Clone, Serialize, sqlx::FromRow)]
+pub struct ArtifactLink {
+    pub id: i64,
+    pub name: String,
+    pub kind: String,
+    pub status: String,
+    pub created_at: DateTime<Utc>,
+}
+
+/// Artifacts hanging on an investigation or a journal entry (either may be absent),
+/// newest first.
+pub async fn artifacts(
+    pool: &PgPool,
+    investigation: Option<i64>,
+    entry: Option<i64>,
+) -> sqlx::Result<Vec<ArtifactLink>> {
+    sqlx::query_as(
+        "SELECT id, name, kind, status, created_at FROM artifacts \
+         WHERE investigation_id = $1 OR journal_entry_id = $2 ORDER BY created_at DESC, id DESC",
+    )
+    .bind(investigation)
+    .bind(entry)
+    .fetch_all(pool)
+    .await
+}
+
+/// Records that an artifact's analysis filled a step (once per artifact and step).
+/// False when the artifact is not attached to this investigation.
+pub async fn link_evidence(
+    tx: &mut Transaction<'_, Postgres>,
+    id: i64,
+    step: u8,
+    artifact: i64,
+    user: i64,
+) -> sqlx::Result<bool> {
+    let done = sqlx::query(
+        "INSERT INTO step_evidence (investigation_id, step, artifact_id, linked_by)
+         SELECT $1, $2, a.id, $4 FROM artifacts a WHERE a.id = $3 AND a.investigation_id = $1
+         ON CONFLICT DO NOTHING",
+    )
+    .bind(id)
+    .bind(step as i16)
+    .bind(artifact)
+    .bind(user)
+    .execute(&mut **tx)
+    .await?;
+    Ok(done.rows_affected() == 1)
+}
+
+/// The artifacts behind a step's numbers.
+pub async fn evidence(pool: &PgPool, id: i64, step: u8) -> sqlx::Result<Vec<ArtifactLink>> {
+    sqlx::query_as(
+        "SELECT a.id, a.name, a.kind, a.status, a.created_at FROM step_evidence e
+         JOIN artifacts a ON a.id = e.artifact_id
+         WHERE e.investigation_id = $1 AND e.step = $2 ORDER BY e.linked_at",
+    )
+    .bind(id)
+    .bind(step as i16)
+    .fetch_all(pool)
+    .await
+}

@@ -3,27 +3,20 @@
 
 use chrono::{DateTime, Utc};
 use serde::Serialize;
-use sqlx::PgPool;
+use sqlx::postgres::PgRow;
+use sqlx::{PgPool, Row};
 
 use super::db;
 use crate::core::method::JournalEntry;
 
 /// A stored entry with its bookkeeping.
-#[derive(Debug, Clone, Serialize, sqlx::FromRow)]
+#[derive(Debug, Clone, Serialize)]
 pub struct StoredEntry {
     pub id: i64,
     pub investigation_id: Option<i64>,
     pub investigation_title: Option<String>,
     pub title: String,
-    pub entry_date: String,
-    pub symptom: String,
-    pub workload: String,
-    pub baseline: String,
-    pub diagnosis: String,
-    pub change: String,
-    pub result: String,
-    pub quality: String,
-    pub effort: String,
+    pub entry: JournalEntry,
     pub published_at: Option<DateTime<Utc>>,
     pub author: String,
     pub version: i32,
@@ -32,22 +25,36 @@ pub struct StoredEntry {
 }
 
 impl StoredEntry {
-    pub fn entry(&self) -> JournalEntry {
-        JournalEntry {
-            date: self.entry_date.clone(),
-            symptom: self.symptom.clone(),
-            workload: self.workload.clone(),
-            baseline: self.baseline.clone(),
-            diagnosis: self.diagnosis.clone(),
-            change: self.change.clone(),
-            result: self.result.clone(),
-            quality: self.quality.clone(),
-            effort: self.effort.clone(),
-        }
-    }
-
     pub fn is_published(&self) -> bool {
         self.published_at.is_some()
+    }
+}
+
+impl<'r> sqlx::FromRow<'r, PgRow> for StoredEntry {
+    fn from_row(row: &'r PgRow) -> sqlx::Result<Self> {
+        let text = |name: &str| row.try_get::<String, _>(name);
+        Ok(StoredEntry {
+            id: row.try_get("id")?,
+            investigation_id: row.try_get("investigation_id")?,
+            investigation_title: row.try_get("investigation_title")?,
+            title: text("title")?,
+            entry: JournalEntry {
+                date: text("entry_date")?,
+                symptom: text("symptom")?,
+                workload: text("workload")?,
+                baseline: text("baseline")?,
+                diagnosis: text("diagnosis")?,
+                change: text("change")?,
+                result: text("result")?,
+                quality: text("quality")?,
+                effort: text("effort")?,
+            },
+            published_at: row.try_get("published_at")?,
+            author: text("author")?,
+            version: row.try_get("version")?,
+            created_at: row.try_get("created_at")?,
+            updated_at: row.try_get("updated_at")?,
+        })
     }
 }
 
@@ -85,30 +92,19 @@ pub async fn create(
     publish: bool,
     demo_key: Option<&str>,
 ) -> sqlx::Result<i64> {
-    let e = &revision.entry;
     let mut tx = pool.begin().await?;
-    let id: i64 = sqlx::query_scalar(
+    let query = sqlx::query_scalar(
         "INSERT INTO journal_entries (investigation_id, title, entry_date, symptom, workload, \
          baseline, diagnosis, change, result, quality, effort, published_at, author_id, demo_key) \
          VALUES ($1, $2, $3::date, $4, $5, $6, $7, $8, $9, $10, $11, \
          CASE WHEN $12 THEN now() END, $13, $14) RETURNING id",
     )
-    .bind(investigation)
-    .bind(&revision.title)
-    .bind(&e.date)
-    .bind(&e.symptom)
-    .bind(&e.workload)
-    .bind(&e.baseline)
-    .bind(&e.diagnosis)
-    .bind(&e.change)
-    .bind(&e.result)
-    .bind(&e.quality)
-    .bind(&e.effort)
-    .bind(publish)
-    .bind(author)
-    .bind(demo_key)
-    .fetch_one(&mut *tx)
-    .await?;
+    .bind(investigation);
+    let id: i64 = bind_revision(query, revision, publish)
+        .bind(author)
+        .bind(demo_key)
+        .fetch_one(&mut *tx)
+        .await?;
     insert_revision(&mut tx, id, 1, revision, author).await?;
     if let Some(inv) = investigation {
         let what = if publish { "published" } else { "drafted" };
@@ -124,6 +120,30 @@ pub async fn create(
     }
     tx.commit().await?;
     Ok(id)
+}
+
+type Scalar<'q, T> = sqlx::query::QueryScalar<'q, sqlx::Postgres, T, sqlx::postgres::PgArguments>;
+
+/// Binds the title, the nine fields and the publish flag, in that order ($2–$12 in
+/// both the insert and the update).
+fn bind_revision<'q, T>(
+    query: Scalar<'q, T>,
+    revision: &'q Revision,
+    publish: bool,
+) -> Scalar<'q, T> {
+    let e = &revision.entry;
+    query
+        .bind(&revision.title)
+        .bind(&e.date)
+        .bind(&e.symptom)
+        .bind(&e.workload)
+        .bind(&e.baseline)
+        .bind(&e.diagnosis)
+        .bind(&e.change)
+        .bind(&e.result)
+        .bind(&e.quality)
+        .bind(&e.effort)
+        .bind(publish)
 }
 
 async fn insert_revision(
@@ -155,7 +175,6 @@ pub async fn save(
     revision: &Revision,
     publish: bool,
 ) -> Result<i32, SaveError> {
-    let e = &revision.entry;
     let mut tx = pool.begin().await?;
     // Lock the row so two saves from the same version cannot both pass the check.
     let row: Option<(i32, bool, Option<i64>)> = sqlx::query_as(
@@ -174,26 +193,16 @@ pub async fn save(
             current,
         });
     }
-    let version: i32 = sqlx::query_scalar(
+    let query = sqlx::query_scalar(
         "UPDATE journal_entries SET title = $2, entry_date = $3::date, symptom = $4, workload = $5, \
          baseline = $6, diagnosis = $7, change = $8, result = $9, quality = $10, effort = $11, \
          published_at = CASE WHEN published_at IS NULL AND $12 THEN now() ELSE published_at END, \
          version = version + 1, updated_at = now() WHERE id = $1 RETURNING version",
     )
-    .bind(id)
-    .bind(&revision.title)
-    .bind(&e.date)
-    .bind(&e.symptom)
-    .bind(&e.workload)
-    .bind(&e.baseline)
-    .bind(&e.diagnosis)
-    .bind(&e.change)
-    .bind(&e.result)
-    .bind(&e.quality)
-    .bind(&e.effort)
-    .bind(publish)
-    .fetch_one(&mut *tx)
-    .await?;
+    .bind(id);
+    let version: i32 = bind_revision(query, revision, publish)
+        .fetch_one(&mut *tx)
+        .await?;
     let published_now = publish && !was_published;
     insert_revision(&mut tx, id, version, revision, user).await?;
     if let Some(inv) = investigation {
@@ -222,13 +231,6 @@ pub async fn get(pool: &PgPool, id: i64) -> sqlx::Result<Option<StoredEntry>> {
 pub async fn by_investigation(pool: &PgPool, investigation: i64) -> sqlx::Result<Option<i64>> {
     sqlx::query_scalar("SELECT id FROM journal_entries WHERE investigation_id = $1")
         .bind(investigation)
-        .fetch_optional(pool)
-        .await
-}
-
-pub async fn by_demo_key(pool: &PgPool, key: &str) -> sqlx::Result<Option<i64>> {
-    sqlx::query_scalar("SELECT id FROM journal_entries WHERE demo_key = $1")
-        .bind(key)
         .fetch_optional(pool)
         .await
 }

@@ -153,19 +153,24 @@ pub async fn save_step(
     pairs: &Pairs,
 ) -> Result<()> {
     let record = parse_step(step, pairs).map_err(AppError::Invalid)?;
-    let data = record.to_json();
     let mut records = loaded.records.clone();
+    store(pool, loaded.investigation.id, user.id, &mut records, record).await
+}
+
+/// Stores a parsed record with its history line; `records` holds what was recorded
+/// before and gains the new record (the summary is computed from all of them).
+pub async fn store(
+    pool: &PgPool,
+    investigation: i64,
+    user: i64,
+    records: &mut Records,
+    record: StepRecord,
+) -> Result<()> {
+    let step = record.step();
+    let data = record.to_json();
     records.set(record);
-    let summary = step_summary(step, &records, &evaluate(&records));
-    db::save_step(
-        pool,
-        loaded.investigation.id,
-        user.id,
-        step,
-        &data,
-        &summary,
-    )
-    .await?;
+    let summary = step_summary(step, records, &evaluate(records));
+    db::save_step(pool, investigation, user, step, &data, &summary).await?;
     Ok(())
 }
 
@@ -202,7 +207,13 @@ pub async fn draft_journal(pool: &PgPool, loaded: &Loaded, user: &User) -> Resul
         return Ok(id);
     }
     let today = Utc::now().date_naive().format("%Y-%m-%d").to_string();
-    let entry = draft_entry(&loaded.records, &loaded.evaluation, &today);
+    let mut entry = draft_entry(&loaded.records, &loaded.evaluation, &today);
+    // A measured comparison is the RESULT, with its intervals and a link to it.
+    if let Some(c) =
+        crate::comparisons::latest_for_investigation(pool, loaded.investigation.id).await?
+    {
+        entry.result = c.journal_result();
+    }
     let revision = Revision {
         title: loaded.investigation.title.clone(),
         entry,

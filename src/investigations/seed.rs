@@ -6,7 +6,7 @@ use serde_json::{json, Value};
 use sqlx::PgPool;
 
 use super::journal::{self, Revision};
-use super::{db, step_summary};
+use super::{db, store};
 use crate::core::method::expected::{attach, parse_inputs};
 use crate::core::method::record::{
     draft_entry, evaluate, pairs_from_json, parse_step, Opening, Records,
@@ -264,10 +264,7 @@ pub async fn seed_demo(pool: &PgPool, owner: i64) -> anyhow::Result<usize> {
             let step = step as u8;
             let record = parse_step(step, &pairs_from_json(step, data))
                 .map_err(|e| anyhow::anyhow!("example {} step {step}: {e:?}", ex.key))?;
-            let json = record.to_json();
-            records.set(record);
-            let summary = step_summary(step, &records, &evaluate(&records));
-            db::save_step(pool, id, owner, step, &json, &summary).await?;
+            store(pool, id, owner, &mut records, record).await?;
         }
         for (step, estimator, inputs, key, observed) in &ex.expected {
             let (_, inputs) = parse_inputs(inputs).map_err(|e| anyhow::anyhow!("{e}"))?;

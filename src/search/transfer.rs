@@ -15,7 +15,7 @@ pub fn exported(e: &StoredEntry) -> ExportedEntry {
     ExportedEntry {
         id: Some(e.id),
         title: e.title.clone(),
-        entry: e.entry(),
+        entry: e.entry.clone(),
         author: Some(e.author.clone()),
         published_at: e.published_at,
         investigation_id: e.investigation_id,
@@ -66,7 +66,7 @@ pub async fn investigation_entry(
 ) -> sqlx::Result<(String, JournalEntry, Option<StoredEntry>)> {
     if let Some(id) = loaded.journal_id {
         if let Some(stored) = journal::get(pool, id).await? {
-            return Ok((stored.title.clone(), stored.entry(), Some(stored)));
+            return Ok((stored.title.clone(), stored.entry.clone(), Some(stored)));
         }
     }
     Ok((

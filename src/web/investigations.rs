@@ -4,7 +4,7 @@
 //! in `crate::investigations`.
 
 use askama::Template;
-use axum::extract::{Path, State};
+use axum::extract::{Path, Query, State};
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Redirect, Response};
 use axum::routing::{get, post};
@@ -14,6 +14,7 @@ use serde::Deserialize;
 use super::{render, FormErrors, PageCtx};
 use crate::auth::{CurrentUser, Role};
 use crate::core::estimate;
+use crate::core::method::evidence;
 use crate::core::method::expected::{self, Expected};
 use crate::core::method::order::{skip_warning, StepInfo, STEPS};
 use crate::core::method::record::{
@@ -27,7 +28,7 @@ use crate::core::method::{
 };
 use crate::core::FieldError;
 use crate::error::{AppError, Result};
-use crate::investigations::db::{self, Event, Investigation, Listed, STATUSES};
+use crate::investigations::db::{self, ArtifactLink, Event, Investigation, Listed, STATUSES};
 use crate::investigations::{self as inv, Loaded, Recorded, StepState};
 use crate::state::AppState;
 
@@ -200,12 +201,17 @@ struct ShowPage {
     inv: Investigation,
     rail: Vec<RailItem>,
     next: StepInfo,
+    all_done: bool,
     summaries: Vec<(u8, String)>,
     expected: Vec<ExpectedView>,
     events: Vec<Event>,
     statuses: [&'static str; 4],
     journal_id: Option<i64>,
     change_done: bool,
+    artifacts: Vec<ArtifactLink>,
+    /// For the shared upload form: uploads from here hang on this investigation.
+    upload_investigation: Option<i64>,
+    upload_limit: String,
 }
 
 async fn show_investigation(
@@ -224,6 +230,7 @@ async fn show_investigation(
         ctx,
         rail: rail(&loaded, next),
         next: STEPS[next as usize],
+        all_done: done.len() == STEPS.len(),
         summaries,
         expected: loaded
             .expected
@@ -234,6 +241,9 @@ async fn show_investigation(
         statuses: STATUSES,
         journal_id: loaded.journal_id,
         change_done: loaded.records.change.is_some(),
+        artifacts: db::artifacts(&state.pool, Some(id), None).await?,
+        upload_investigation: Some(id),
+        upload_limit: super::artifacts::human_bytes(state.config.upload_limit as f64),
         inv: loaded.investigation,
     };
     Ok(render(&page)?.into_response())
@@ -392,9 +402,18 @@ struct StepPage {
     phases: [Phase; 6],
     verdicts: [Verdict; 5],
     journal_id: Option<i64>,
+    /// Analyzed artifacts of this investigation that can fill this step's form.
+    fillers: Vec<ArtifactLink>,
+    evidence: Vec<ArtifactLink>,
+    notice: Option<String>,
 }
 
 impl StepPage {
+    /// The artifact kinds that can fill this step, for the help text.
+    fn filler_kinds(&self) -> String {
+        evidence::kinds_for(self.step.number).join(" or ")
+    }
+
     fn dominant_label(&self) -> Option<String> {
         self.eval.phases.as_ref().map(|p| match &p.dominance {
             Dominance::Phase { phase, share } => {
@@ -467,9 +486,9 @@ impl<T: Copy, R: Copied<T> + ?Sized> Copied<T> for &R {
     }
 }
 
-fn parse_step_number(step: u8) -> Result<u8> {
+fn parse_step_number(step: u32) -> Result<u8> {
     if step < 8 {
-        Ok(step)
+        Ok(step as u8)
     } else {
         Err(AppError::not_found(format!(
             "there is no step {step}: steps are numbered 0 to 7"
@@ -541,6 +560,10 @@ fn stored_values(step: u8, records: &Records) -> Pairs {
 
 struct StepView {
     warning: Option<&'static str>,
+    notice: Option<String>,
+    fillers: Vec<ArtifactLink>,
+    /// Artifacts whose analysis filled this step before.
+    evidence: Vec<ArtifactLink>,
     values: Pairs,
     errors: Vec<FieldError>,
     attach: AttachForm,
@@ -592,17 +615,27 @@ fn step_page(ctx: PageCtx, loaded: Loaded, step: u8, view: StepView) -> StepPage
             Verdict::InvalidComparison,
         ],
         journal_id: loaded.journal_id,
+        fillers: view.fillers,
+        evidence: view.evidence,
+        notice: view.notice,
         records: loaded.records,
         eval: loaded.evaluation,
         inv: loaded.investigation,
     }
 }
 
+#[derive(Deserialize)]
+pub struct StepQuery {
+    /// Fill the form from this analyzed artifact (steps 2, 4 and 5).
+    from_artifact: Option<i64>,
+}
+
 async fn show_step(
     State(state): State<AppState>,
     CurrentUser(user): CurrentUser,
     ctx: PageCtx,
-    Path((id, step)): Path<(i64, u8)>,
+    Path((id, step)): Path<(i64, u32)>,
+    Query(query): Query<StepQuery>,
 ) -> Result<Response> {
     let step = parse_step_number(step)?;
     let loaded = inv::load_or_404(&state.pool, id).await?;
@@ -613,13 +646,31 @@ async fn show_step(
     } else {
         loaded
     };
-    let values = stored_values(step, &loaded.records);
+    let mut values = stored_values(step, &loaded.records);
+    let mut notice = None;
+    let kinds = evidence::kinds_for(step);
+    let mut fillers = Vec::new();
+    if !kinds.is_empty() {
+        fillers = db::artifacts(&state.pool, Some(id), None)
+            .await?
+            .into_iter()
+            .filter(|a| kinds.contains(&a.kind.as_str()) && a.status == "done")
+            .collect();
+        if let Some(artifact) = query.from_artifact {
+            let (filled, message) = filled_values(&state, id, step, artifact).await?;
+            values = filled.unwrap_or(values);
+            notice = Some(message);
+        }
+    }
     let page = step_page(
         ctx,
         loaded,
         step,
         StepView {
             warning,
+            notice,
+            fillers,
+            evidence: db::evidence(&state.pool, id, step).await?,
             values,
             errors: Vec::new(),
             attach: AttachForm::default(),
@@ -629,11 +680,52 @@ async fn show_step(
     Ok(render(&page)?.into_response())
 }
 
+/// The hidden form field naming the artifact a form was filled from.
+const EVIDENCE_FIELD: &str = "evidence_artifact";
+
+/// A step's form from one of this investigation's analyzed artifacts, with a sentence
+/// saying where the numbers came from (or why there are none).
+async fn filled_values(
+    state: &AppState,
+    investigation: i64,
+    step: u8,
+    artifact: i64,
+) -> Result<(Option<Pairs>, String)> {
+    let found = crate::artifacts::get(&state.pool, artifact)
+        .await?
+        .filter(|a| a.investigation_id == Some(investigation))
+        .ok_or_else(|| {
+            AppError::not_found(format!(
+                "artifact {artifact} is not attached to this investigation"
+            ))
+        })?;
+    let filled = found
+        .analysis
+        .as_ref()
+        .and_then(|a| evidence::fill(step, &found.kind, a));
+    Ok(match filled {
+        Some((pairs, what)) => (
+            Some(pairs.with(EVIDENCE_FIELD, artifact.to_string())),
+            format!(
+                "Filled from {} ({what}). Review the numbers, then save the step.",
+                found.name
+            ),
+        ),
+        None => (
+            None,
+            format!(
+                "{} cannot fill step {step} (kind {}, status {}).",
+                found.name, found.kind, found.status
+            ),
+        ),
+    })
+}
+
 async fn save_step(
     State(state): State<AppState>,
     me: CurrentUser,
     ctx: PageCtx,
-    Path((id, step)): Path<(i64, u8)>,
+    Path((id, step)): Path<(i64, u32)>,
     Form(fields): Form<Vec<(String, String)>>,
 ) -> Result<Response> {
     me.require(Role::Editor)?;
@@ -641,32 +733,69 @@ async fn save_step(
     let loaded = inv::load_or_404(&state.pool, id).await?;
     let pairs = Pairs::new(fields);
     match inv::save_step(&state.pool, &loaded, &me.0, step, &pairs).await {
-        Ok(()) => Ok(Redirect::to(&format!("/investigations/{id}/steps/{step}")).into_response()),
-        Err(AppError::Invalid(errors)) => {
-            let warning = skip_warning(step, &loaded.done_steps());
-            let page = step_page(
-                ctx,
-                loaded,
-                step,
-                StepView {
-                    warning,
-                    values: pairs,
-                    errors,
-                    attach: AttachForm::default(),
-                    attach_errors: Vec::new(),
-                },
-            );
-            Ok((StatusCode::UNPROCESSABLE_ENTITY, render(&page)?).into_response())
+        Ok(()) => {
+            // The numbers came from an artifact: keep it as the step's evidence.
+            if let Some(artifact) = pairs
+                .get(EVIDENCE_FIELD)
+                .and_then(|v| v.parse::<i64>().ok())
+            {
+                let mut tx = state.pool.begin().await?;
+                if db::link_evidence(&mut tx, id, step, artifact, me.0.id).await? {
+                    let summary = format!("step {step} filled from artifact {artifact}");
+                    db::log(&mut tx, id, me.0.id, "evidence", Some(step), &summary).await?;
+                }
+                tx.commit().await?;
+            }
+            Ok(Redirect::to(&format!("/investigations/{id}/steps/{step}")).into_response())
         }
+        Err(AppError::Invalid(errors)) => refused(
+            ctx,
+            loaded,
+            step,
+            pairs,
+            errors,
+            AttachForm::default(),
+            Vec::new(),
+        ),
         Err(e) => Err(e),
     }
+}
+
+/// The step page again with what was submitted and why it was refused (422). The
+/// skip warning is shown but not recorded again.
+fn refused(
+    ctx: PageCtx,
+    loaded: Loaded,
+    step: u8,
+    values: Pairs,
+    errors: Vec<FieldError>,
+    attach: AttachForm,
+    attach_errors: Vec<FieldError>,
+) -> Result<Response> {
+    let warning = skip_warning(step, &loaded.done_steps());
+    let page = step_page(
+        ctx,
+        loaded,
+        step,
+        StepView {
+            warning,
+            notice: None,
+            fillers: Vec::new(),
+            evidence: Vec::new(),
+            values,
+            errors,
+            attach,
+            attach_errors,
+        },
+    );
+    Ok((StatusCode::UNPROCESSABLE_ENTITY, render(&page)?).into_response())
 }
 
 async fn attach_expected(
     State(state): State<AppState>,
     me: CurrentUser,
     ctx: PageCtx,
-    Path((id, step)): Path<(i64, u8)>,
+    Path((id, step)): Path<(i64, u32)>,
     Form(form): Form<AttachForm>,
 ) -> Result<Response> {
     me.require(Role::Editor)?;
@@ -678,21 +807,8 @@ async fn attach_expected(
             Ok(Redirect::to(&format!("/investigations/{id}/steps/{step}")).into_response())
         }
         Err(errors) => {
-            let warning = skip_warning(step, &loaded.done_steps());
             let values = stored_values(step, &loaded.records);
-            let page = step_page(
-                ctx,
-                loaded,
-                step,
-                StepView {
-                    warning,
-                    values,
-                    errors: Vec::new(),
-                    attach: form,
-                    attach_errors: errors,
-                },
-            );
-            Ok((StatusCode::UNPROCESSABLE_ENTITY, render(&page)?).into_response())
+            refused(ctx, loaded, step, values, Vec::new(), form, errors)
         }
     }
 }

@@ -16,6 +16,7 @@ use crate::auth::{CurrentUser, Role};
 use crate::core::method::JournalEntry;
 use crate::core::FieldError;
 use crate::error::{AppError, Result};
+use crate::investigations::db::ArtifactLink;
 use crate::investigations::journal::{self, Revision, SaveError, StoredEntry};
 use crate::state::AppState;
 
@@ -52,6 +53,7 @@ struct ShowPage {
     entry: StoredEntry,
     sections: Vec<(&'static str, String)>,
     expected: Vec<ExpectedView>,
+    artifacts: Vec<ArtifactLink>,
 }
 
 async fn load_entry(state: &AppState, id: i64) -> Result<StoredEntry> {
@@ -87,9 +89,12 @@ async fn show_entry(
             .collect(),
         None => Vec::new(),
     };
+    let artifacts =
+        crate::investigations::db::artifacts(&state.pool, entry.investigation_id, Some(id)).await?;
     let page = ShowPage {
         ctx,
-        sections: sections(&entry.entry()),
+        artifacts,
+        sections: sections(&entry.entry),
         entry,
         expected,
     };
@@ -100,7 +105,7 @@ async fn entry_markdown(State(state): State<AppState>, Path(id): Path<i64>) -> R
     let entry = load_entry(&state, id).await?;
     Ok((
         [(header::CONTENT_TYPE, "text/markdown; charset=utf-8")],
-        entry.entry().to_markdown(&entry.title),
+        entry.entry.to_markdown(&entry.title),
     )
         .into_response())
 }
@@ -139,7 +144,7 @@ pub struct EntryForm {
 
 impl EntryForm {
     fn from_stored(e: &StoredEntry) -> EntryForm {
-        let j = e.entry();
+        let j = e.entry.clone();
         EntryForm {
             title: e.title.clone(),
             date: j.date,
@@ -389,7 +394,7 @@ async fn conflict(
 ) -> Result<Conflict> {
     let theirs = Revision {
         title: current.title.clone(),
-        entry: current.entry(),
+        entry: current.entry.clone(),
     };
     let by = journal::revision(&state.pool, current.id, now)
         .await?

@@ -5,6 +5,7 @@ pub mod account;
 pub mod areas;
 pub mod artifacts;
 pub mod assets;
+pub mod comparisons;
 pub mod ctx;
 pub mod estimators;
 pub mod investigations;
@@ -37,6 +38,7 @@ pub fn private_routes() -> Router<AppState> {
         .merge(areas::routes())
         .merge(estimators::routes())
         .merge(artifacts::routes())
+        .merge(comparisons::routes())
         .merge(investigations::routes())
         .merge(journal::routes())
         .merge(search::routes())

@@ -209,8 +209,8 @@ async fn atom_feed(
             author: e.author.clone(),
             published: e.published_at.unwrap_or(e.created_at),
             updated: e.updated_at,
-            summary: e.symptom.clone(),
-            content: e.entry().to_markdown(&e.title),
+            summary: e.entry.symptom.clone(),
+            content: e.entry.to_markdown(&e.title),
         })
         .collect();
     let base = base_url(&headers);

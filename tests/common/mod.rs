@@ -5,6 +5,7 @@
 
 pub mod browser;
 pub mod seeded;
+pub mod uploads;
 
 use std::str::FromStr;
 use std::sync::{Mutex, OnceLock};

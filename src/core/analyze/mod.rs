@@ -20,7 +20,6 @@ use std::fmt;
 use std::io::{self, Read};
 
 mod detect;
-pub mod feed;
 mod readers;
 mod stats;
 
@@ -34,9 +33,9 @@ pub mod vllm_bench;
 
 pub use detect::{detect, is_gzip, DETECT_HEAD_BYTES};
 pub use prometheus::{parse_snapshot, window, Snapshot};
-pub use readers::{decompressing_reader, SizeCapExceeded};
+pub use readers::{decompressing_reader, CountingReader, SizeCapExceeded};
 pub use request_log::{for_each_request, RequestRow, COPY_COLUMNS};
-pub use stats::Summary;
+pub use stats::{stride_sample, Summary};
 
 /// Default cap on decompressed bytes (64 GiB): far above any real trace, low
 /// enough that a gzip bomb stops long before it fills a disk or the clock.

@@ -12,7 +12,7 @@ const PROGRESS_EVERY: u64 = 1 << 20;
 
 /// Counts the bytes read from `inner` and reports them to `progress`
 /// about every MiB, plus once when the input ends.
-pub(crate) struct CountingReader<'a, R> {
+pub struct CountingReader<'a, R> {
     inner: R,
     count: u64,
     next_report: u64,
@@ -21,7 +21,7 @@ pub(crate) struct CountingReader<'a, R> {
 }
 
 impl<'a, R: Read> CountingReader<'a, R> {
-    pub(crate) fn new(inner: R, progress: &'a dyn Fn(u64)) -> Self {
+    pub fn new(inner: R, progress: &'a dyn Fn(u64)) -> Self {
         CountingReader {
             inner,
             count: 0,

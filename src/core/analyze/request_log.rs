@@ -644,41 +644,71 @@ impl Facets {
 /// applied while streaming. Columns are kept as one f64 per row per phase
 /// (NaN = missing), about 72 bytes per analyzed row.
 pub fn analyze<R: Read>(reader: R, opts: &Options) -> Result<RequestLogAnalysis, AnalyzeError> {
-    let mut cols: [Vec<f64>; NCOLS] = Default::default();
-    let mut tenant_of_row: Vec<u32> = Vec::new();
-    let mut tenants = Facets::default();
-    let mut models = Facets::default();
-    let mut rows_total = 0u64;
-    let mut arrival_first = f64::INFINITY;
-    let mut arrival_last = f64::NEG_INFINITY;
-    let mut negative_rows = 0u64;
-
+    let mut acc = Accumulator::new(opts);
     for_each_request(reader, |row: RequestRow| -> Result<(), AnalyzeError> {
-        rows_total += 1;
-        let t = tenants.add(row.tenant.as_deref());
-        models.add(row.model_version.as_deref());
+        acc.add(&row);
+        Ok(())
+    })?;
+    Ok(acc.finish())
+}
+
+/// The analysis built one row at a time, so a caller that already streams the rows
+/// (the database load) gets the phase table from the same pass.
+pub struct Accumulator<'a> {
+    opts: &'a Options,
+    cols: [Vec<f64>; NCOLS],
+    tenant_of_row: Vec<u32>,
+    tenants: Facets,
+    models: Facets,
+    rows_total: u64,
+    arrival_first: f64,
+    arrival_last: f64,
+    negative_rows: u64,
+}
+
+impl<'a> Accumulator<'a> {
+    pub fn new(opts: &'a Options) -> Self {
+        Accumulator {
+            opts,
+            cols: Default::default(),
+            tenant_of_row: Vec::new(),
+            tenants: Facets::default(),
+            models: Facets::default(),
+            rows_total: 0,
+            arrival_first: f64::INFINITY,
+            arrival_last: f64::NEG_INFINITY,
+            negative_rows: 0,
+        }
+    }
+
+    /// Counts one row, and keeps its phase times when it passes the filters.
+    pub fn add(&mut self, row: &RequestRow) {
+        let opts = self.opts;
+        self.rows_total += 1;
+        let t = self.tenants.add(row.tenant.as_deref());
+        self.models.add(row.model_version.as_deref());
         if let Some(want) = &opts.tenant {
             if row.tenant.as_deref() != Some(want.as_str()) {
-                return Ok(());
+                return;
             }
         }
         if let Some(want) = &opts.model_version {
             if row.model_version.as_deref() != Some(want.as_str()) {
-                return Ok(());
+                return;
             }
         }
         if opts.arrival_from.is_some() || opts.arrival_to.is_some() {
             let Some(ts) = row.arrival_ts else {
-                return Ok(());
+                return;
             };
             if opts.arrival_from.is_some_and(|f| ts < f) || opts.arrival_to.is_some_and(|e| ts >= e)
             {
-                return Ok(());
+                return;
             }
         }
         if let Some(ts) = row.arrival_ts {
-            arrival_first = arrival_first.min(ts);
-            arrival_last = arrival_last.max(ts);
+            self.arrival_first = self.arrival_first.min(ts);
+            self.arrival_last = self.arrival_last.max(ts);
         }
         let vals = [
             row.tokenize_ms,
@@ -692,129 +722,142 @@ pub fn analyze<R: Read>(reader: R, opts: &Options) -> Result<RequestLogAnalysis,
             row.itl_p99_ms,
         ];
         if vals.iter().flatten().any(|v| *v < 0.0) {
-            negative_rows += 1;
+            self.negative_rows += 1;
         }
-        for (col, v) in cols.iter_mut().zip(vals) {
+        for (col, v) in self.cols.iter_mut().zip(vals) {
             col.push(v.unwrap_or(f64::NAN));
         }
-        tenant_of_row.push(t);
-        Ok(())
-    })?;
-
-    let rows = tenant_of_row.len() as u64;
-    let mut notes = Vec::new();
-    if rows_total == 0 {
-        notes.push("the file holds no request rows".to_string());
-    } else if rows == 0 {
-        notes.push(format!(
-            "no rows match the filters ({rows_total} rows in the file)"
-        ));
-    }
-    if negative_rows > 0 {
-        notes.push(format!(
-            "{negative_rows} rows have negative phase times (clock skew between components?)"
-        ));
-    }
-    if tenants.overflow_rows > 0 || models.overflow_rows > 0 {
-        notes.push(format!(
-            "more than {MAX_FACETS} distinct tenants or model versions; the rest are counted as \"(other)\""
-        ));
+        self.tenant_of_row.push(t);
     }
 
-    let all_rows: Vec<usize> = (0..tenant_of_row.len()).collect();
-    let share_of_ttft = shares(&cols, &all_rows, FIRST, &TTFT_PARTS, &mut notes, "TTFT");
-    let share_of_e2e = shares(&cols, &all_rows, TOTAL, &E2E_PARTS, &mut notes, "E2E");
-
-    let mut phases = BTreeMap::new();
-    for (i, col) in cols.iter().enumerate() {
-        let mut v = col.clone();
-        let s = Summary::from_values(&mut v);
-        if s.count > 0 {
-            phases.insert(COL_NAMES[i].to_string(), s);
+    /// Percentiles, shares, the dominant phase and the per-tenant breakdowns.
+    pub fn finish(self) -> RequestLogAnalysis {
+        let Accumulator {
+            cols,
+            tenant_of_row,
+            tenants,
+            models,
+            rows_total,
+            arrival_first,
+            arrival_last,
+            negative_rows,
+            ..
+        } = self;
+        let rows = tenant_of_row.len() as u64;
+        let mut notes = Vec::new();
+        if rows_total == 0 {
+            notes.push("the file holds no request rows".to_string());
+        } else if rows == 0 {
+            notes.push(format!(
+                "no rows match the filters ({rows_total} rows in the file)"
+            ));
         }
-    }
-
-    let share_of_ttft_p95_tail = match phases.get("first_token_ms").and_then(|s| s.p95) {
-        Some(p95) => {
-            let tail: Vec<usize> = all_rows
-                .iter()
-                .copied()
-                .filter(|&r| cols[FIRST][r] >= p95)
-                .collect();
-            shares(&cols, &tail, FIRST, &TTFT_PARTS, &mut Vec::new(), "TTFT")
+        if negative_rows > 0 {
+            notes.push(format!(
+                "{negative_rows} rows have negative phase times (clock skew between components?)"
+            ));
         }
-        None => BTreeMap::new(),
-    };
-
-    let (dominant_phase, dominant_share) = if !share_of_ttft.is_empty() {
-        argmax(&share_of_ttft)
-    } else {
-        argmax(&share_of_e2e)
-    };
-    let (dominant_phase_e2e, _) = argmax(&share_of_e2e);
-    if dominant_phase.as_deref() == Some("other_ms") {
-        notes.push(
-            "most of the time is outside the recorded phases: check the measurement, or look at gaps between phases (step 3)"
-                .to_string(),
-        );
-    }
-
-    // Per tenant, largest first.
-    let mut by_tenant = Vec::new();
-    let mut tenant_rows: HashMap<u32, Vec<usize>> = HashMap::new();
-    for (r, &t) in tenant_of_row.iter().enumerate() {
-        if t != NO_FACET {
-            tenant_rows.entry(t).or_default().push(r);
+        if tenants.overflow_rows > 0 || models.overflow_rows > 0 {
+            notes.push(format!(
+                "more than {MAX_FACETS} distinct tenants or model versions; the rest are counted as \"(other)\""
+            ));
         }
-    }
-    let mut order: Vec<(u32, usize)> = tenant_rows.iter().map(|(&t, v)| (t, v.len())).collect();
-    order.sort_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(&b.0)));
-    for (t, _) in order.into_iter().take(MAX_TENANT_BREAKDOWNS) {
-        let idx = &tenant_rows[&t];
-        let pick = |c: usize| -> Summary {
-            let mut v: Vec<f64> = idx.iter().map(|&r| cols[c][r]).collect();
-            Summary::from_values(&mut v)
+
+        let all_rows: Vec<usize> = (0..tenant_of_row.len()).collect();
+        let share_of_ttft = shares(&cols, &all_rows, FIRST, &TTFT_PARTS, &mut notes, "TTFT");
+        let share_of_e2e = shares(&cols, &all_rows, TOTAL, &E2E_PARTS, &mut notes, "E2E");
+
+        let mut phases = BTreeMap::new();
+        for (i, col) in cols.iter().enumerate() {
+            let mut v = col.clone();
+            let s = Summary::from_values(&mut v);
+            if s.count > 0 {
+                phases.insert(COL_NAMES[i].to_string(), s);
+            }
+        }
+
+        let share_of_ttft_p95_tail = match phases.get("first_token_ms").and_then(|s| s.p95) {
+            Some(p95) => {
+                let tail: Vec<usize> = all_rows
+                    .iter()
+                    .copied()
+                    .filter(|&r| cols[FIRST][r] >= p95)
+                    .collect();
+                shares(&cols, &tail, FIRST, &TTFT_PARTS, &mut Vec::new(), "TTFT")
+            }
+            None => BTreeMap::new(),
         };
-        let share = shares(&cols, idx, FIRST, &TTFT_PARTS, &mut Vec::new(), "TTFT");
-        let (dom, _) = if share.is_empty() {
-            argmax(&shares(
-                &cols,
-                idx,
-                TOTAL,
-                &E2E_PARTS,
-                &mut Vec::new(),
-                "E2E",
-            ))
+
+        let (dominant_phase, dominant_share) = if !share_of_ttft.is_empty() {
+            argmax(&share_of_ttft)
         } else {
-            argmax(&share)
+            argmax(&share_of_e2e)
         };
-        by_tenant.push(TenantBreakdown {
-            tenant: tenants.names[t as usize].clone(),
-            rows: idx.len() as u64,
-            first_token_ms: pick(FIRST),
-            total_ms: pick(TOTAL),
-            share_of_ttft: share,
-            dominant_phase: dom,
-        });
-    }
+        let (dominant_phase_e2e, _) = argmax(&share_of_e2e);
+        if dominant_phase.as_deref() == Some("other_ms") {
+            notes.push(
+                "most of the time is outside the recorded phases: check the measurement, or look at gaps between phases (step 3)"
+                    .to_string(),
+            );
+        }
 
-    Ok(RequestLogAnalysis {
-        rows,
-        rows_total,
-        phases,
-        share_of_ttft,
-        share_of_e2e,
-        share_of_ttft_p95_tail,
-        dominant_phase,
-        dominant_share,
-        dominant_phase_e2e,
-        tenants: tenants.list(),
-        model_versions: models.list(),
-        by_tenant,
-        arrival_first: arrival_first.is_finite().then_some(arrival_first),
-        arrival_last: arrival_last.is_finite().then_some(arrival_last),
-        notes,
-    })
+        // Per tenant, largest first.
+        let mut by_tenant = Vec::new();
+        let mut tenant_rows: HashMap<u32, Vec<usize>> = HashMap::new();
+        for (r, &t) in tenant_of_row.iter().enumerate() {
+            if t != NO_FACET {
+                tenant_rows.entry(t).or_default().push(r);
+            }
+        }
+        let mut order: Vec<(u32, usize)> = tenant_rows.iter().map(|(&t, v)| (t, v.len())).collect();
+        order.sort_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(&b.0)));
+        for (t, _) in order.into_iter().take(MAX_TENANT_BREAKDOWNS) {
+            let idx = &tenant_rows[&t];
+            let pick = |c: usize| -> Summary {
+                let mut v: Vec<f64> = idx.iter().map(|&r| cols[c][r]).collect();
+                Summary::from_values(&mut v)
+            };
+            let share = shares(&cols, idx, FIRST, &TTFT_PARTS, &mut Vec::new(), "TTFT");
+            let (dom, _) = if share.is_empty() {
+                argmax(&shares(
+                    &cols,
+                    idx,
+                    TOTAL,
+                    &E2E_PARTS,
+                    &mut Vec::new(),
+                    "E2E",
+                ))
+            } else {
+                argmax(&share)
+            };
+            by_tenant.push(TenantBreakdown {
+                tenant: tenants.names[t as usize].clone(),
+                rows: idx.len() as u64,
+                first_token_ms: pick(FIRST),
+                total_ms: pick(TOTAL),
+                share_of_ttft: share,
+                dominant_phase: dom,
+            });
+        }
+
+        RequestLogAnalysis {
+            rows,
+            rows_total,
+            phases,
+            share_of_ttft,
+            share_of_e2e,
+            share_of_ttft_p95_tail,
+            dominant_phase,
+            dominant_share,
+            dominant_phase_e2e,
+            tenants: tenants.list(),
+            model_versions: models.list(),
+            by_tenant,
+            arrival_first: arrival_first.is_finite().then_some(arrival_first),
+            arrival_last: arrival_last.is_finite().then_some(arrival_last),
+            notes,
+        }
+    }
 }
 
 /// Shares of `target` explained by each of `parts`, over `rows` that have

@@ -2,6 +2,8 @@
 //! verdict and the journal entry. Pure domain code: no I/O, no clock, no
 //! environment; dates and measurements come in as arguments.
 
+pub mod comparison;
+pub mod evidence;
 pub mod expected;
 pub mod fixes;
 pub mod journal;

@@ -200,6 +200,13 @@ impl Pairs {
     }
 
     /// The trimmed value, `None` when missing or blank.
+    /// The same pairs with one more (or a replaced) value.
+    pub fn with(mut self, name: &str, value: String) -> Pairs {
+        self.0.retain(|(k, _)| k != name);
+        self.0.push((name.to_string(), value));
+        self
+    }
+
     pub fn get(&self, name: &str) -> Option<&str> {
         self.0
             .iter()

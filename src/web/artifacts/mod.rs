@@ -21,7 +21,7 @@ use crate::core::analyze::Options;
 use crate::error::{AppError, Result};
 use crate::state::AppState;
 
-mod views;
+pub mod views;
 pub use views::{Section, Table};
 
 pub fn routes() -> Router<AppState> {
@@ -121,6 +121,20 @@ struct ShowPage {
     a: Artifact,
     size: String,
     sections: Vec<Section>,
+    /// Steps of its investigation this artifact's analysis can fill: (number, title).
+    use_in: Vec<(u8, &'static str)>,
+}
+
+/// The steps an analyzed artifact of an investigation can fill.
+fn fillable_steps(a: &Artifact) -> Vec<(u8, &'static str)> {
+    if a.status != "done" || a.investigation_id.is_none() {
+        return Vec::new();
+    }
+    crate::core::method::order::STEPS
+        .iter()
+        .filter(|s| crate::core::method::evidence::kinds_for(s.number).contains(&a.kind.as_str()))
+        .map(|s| (s.number, s.title))
+        .collect()
 }
 
 #[derive(Template)]
@@ -147,6 +161,7 @@ async fn show_artifact(
         ctx,
         size: human_bytes(a.size_bytes as f64),
         sections: views::sections(&a),
+        use_in: fillable_steps(&a),
         a,
     })
 }

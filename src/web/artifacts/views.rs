@@ -782,33 +782,54 @@ fn phase_rows(row: &sqlx::postgres::PgRow, t: &mut Table, label: Option<&str>) {
     }
 }
 
-/// The method's question — where does p95 TTFT go — over the filtered rows.
-pub async fn decomposition(pool: &PgPool, id: i64, f: &RequestFilter) -> sqlx::Result<Table> {
-    let sql = format!(
-        "SELECT count(*) AS n, {} FROM request_rows WHERE {WHERE}",
-        phase_select()
-    );
-    let row = sqlx::query(&sql)
+/// Phase percentiles over the filtered rows, one row per group (or one row in all).
+async fn phase_query(
+    pool: &PgPool,
+    id: i64,
+    f: &RequestFilter,
+    group: Option<&'static str>,
+) -> sqlx::Result<Vec<sqlx::postgres::PgRow>> {
+    let sql = match group {
+        Some(col) => format!(
+            "SELECT {col} AS grp, count(*) AS n, {} FROM request_rows WHERE {WHERE} \
+             GROUP BY {col} ORDER BY count(*) DESC LIMIT 50",
+            phase_select()
+        ),
+        None => format!(
+            "SELECT NULL::text AS grp, count(*) AS n, {} FROM request_rows WHERE {WHERE}",
+            phase_select()
+        ),
+    };
+    sqlx::query(&sql)
         .bind(id)
         .bind(&f.tenant)
         .bind(&f.model_version)
         .bind(f.from)
         .bind(f.to)
-        .fetch_one(pool)
-        .await?;
-    let mut t = Table::new(&[
-        "phase (ms)",
-        "p50",
-        "p90",
-        "p95",
-        "p99",
-        "mean",
-        "p95 / p95 TTFT",
-    ]);
+        .fetch_all(pool)
+        .await
+}
+
+const DECOMPOSITION_COLUMNS: [&str; 7] = [
+    "phase (ms)",
+    "p50",
+    "p90",
+    "p95",
+    "p99",
+    "mean",
+    "p95 / p95 TTFT",
+];
+
+/// The method's question — where does p95 TTFT go — over the filtered rows.
+pub async fn decomposition(pool: &PgPool, id: i64, f: &RequestFilter) -> sqlx::Result<Table> {
     use sqlx::Row;
-    let n: i64 = row.try_get("n")?;
-    phase_rows(&row, &mut t, None);
-    t.headers[0] = format!("phase (ms) — {} requests", num(n as f64));
+    let rows = phase_query(pool, id, f, None).await?;
+    let mut t = Table::new(&DECOMPOSITION_COLUMNS);
+    if let Some(row) = rows.first() {
+        let n: i64 = row.try_get("n")?;
+        phase_rows(row, &mut t, None);
+        t.headers[0] = format!("phase (ms) — {} requests", num(n as f64));
+    }
     Ok(t)
 }
 
@@ -819,31 +840,12 @@ pub async fn decomposition_by(
     f: &RequestFilter,
     col: &'static str,
 ) -> sqlx::Result<Table> {
-    let sql = format!(
-        "SELECT {col} AS grp, count(*) AS n, {} FROM request_rows WHERE {WHERE} GROUP BY {col} ORDER BY count(*) DESC LIMIT 50",
-        phase_select()
-    );
-    let rows = sqlx::query(&sql)
-        .bind(id)
-        .bind(&f.tenant)
-        .bind(&f.model_version)
-        .bind(f.from)
-        .bind(f.to)
-        .fetch_all(pool)
-        .await?;
-    let mut t = Table::new(&[
-        col,
-        "phase (ms)",
-        "p50",
-        "p90",
-        "p95",
-        "p99",
-        "mean",
-        "p95 / p95 TTFT",
-    ]);
-    t.numeric = vec![false, false, true, true, true, true, true, true];
     use sqlx::Row;
-    for row in &rows {
+    let mut headers = vec![col];
+    headers.extend(DECOMPOSITION_COLUMNS);
+    let mut t = Table::new(&headers);
+    t.numeric[1] = false;
+    for row in &phase_query(pool, id, f, Some(col)).await? {
         let grp: Option<String> = row.try_get("grp")?;
         let n: i64 = row.try_get("n")?;
         let label = format!(

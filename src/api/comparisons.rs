@@ -1,0 +1,210 @@
+//! Comparisons over the API: create one from artifact ids (computed on the spot),
+//! read one back.
+
+use std::collections::BTreeMap;
+
+use axum::body::Bytes;
+use axum::extract::{Path, State};
+use axum::http::StatusCode;
+use axum::Json;
+use serde::Serialize;
+use utoipa::ToSchema;
+use utoipa_axum::router::OpenApiRouter;
+use utoipa_axum::routes;
+
+use crate::auth::{ApiUser, Role};
+use crate::comparisons::{self, Comparison, NewComparison};
+use crate::core::method::comparison::PercentileRow;
+use crate::error::{ApiResult, AppError};
+use crate::state::AppState;
+
+pub fn router() -> OpenApiRouter<AppState> {
+    OpenApiRouter::new()
+        .routes(routes!(create_comparison))
+        .routes(routes!(get_comparison))
+}
+
+/// One percentile of one series.
+#[derive(Serialize, ToSchema)]
+pub struct MetricCell {
+    pub before: f64,
+    pub after: f64,
+    /// after − before
+    pub diff: f64,
+    /// after / before
+    pub ratio: Option<f64>,
+    /// Seeded percentile-bootstrap 95% interval of the difference (requests resampled).
+    pub ci_low: f64,
+    pub ci_high: f64,
+    /// Two-sided Mann–Whitney U p-value of the two distributions.
+    pub p_value: f64,
+    pub verdict: String,
+    pub n_before: usize,
+    pub n_after: usize,
+    /// For an inconclusive result: about how many more requests per side would resolve it.
+    pub more_requests_per_side: Option<u64>,
+    /// Range of the per-run value on each side (several runs per side only).
+    pub before_run_range: Option<f64>,
+    pub after_run_range: Option<f64>,
+}
+
+#[derive(Serialize, ToSchema)]
+pub struct ComparisonDoc {
+    pub id: i64,
+    /// The comparison page.
+    pub url: String,
+    /// confirmed, improved, inconclusive, invalid_comparison or regressed
+    pub verdict: String,
+    /// Why; for an invalid comparison, each dimension that broke it.
+    pub reasons: Vec<String>,
+    /// Defects that do not invalidate it (present on both sides, or within tolerance).
+    pub warnings: Vec<String>,
+    pub variable: String,
+    pub investigation: Option<i64>,
+    /// The diagnosis names the cause this change removes (required for "confirmed").
+    pub cause_proven: bool,
+    /// vllm_bench or request_log
+    pub kind: String,
+    pub baseline: Vec<i64>,
+    pub candidate: Vec<i64>,
+    /// The series and percentile the verdict is about.
+    pub metric: String,
+    pub percentile: String,
+    pub headline: String,
+    /// Series key (ttft_ms, itl_ms, tpot_ms, e2el_ms, queue_wait_ms, prefill_ms,
+    /// decode_ms) → percentile (p50, p90, p95, p99) → cell.
+    pub metrics: BTreeMap<String, BTreeMap<String, MetricCell>>,
+    /// Output tokens per second, one value per run; judged with two or more runs per side.
+    #[schema(value_type = Object)]
+    pub throughput: Option<serde_json::Value>,
+    /// The prediction and its score (inside, below or above the range).
+    #[schema(value_type = Object)]
+    pub prediction: Option<serde_json::Value>,
+    /// Workload settings of each side and whether they match.
+    #[schema(value_type = Vec<Object>)]
+    pub settings: serde_json::Value,
+    /// The journal entry's RESULT text, with the link to the page.
+    pub journal_result: String,
+    pub created_at: chrono::DateTime<chrono::Utc>,
+}
+
+fn cell(r: &PercentileRow, n_before: usize, n_after: usize) -> MetricCell {
+    MetricCell {
+        before: r.before,
+        after: r.after,
+        diff: r.diff,
+        ratio: r.ratio,
+        ci_low: r.ci_low,
+        ci_high: r.ci_high,
+        p_value: r.p_value,
+        verdict: r.verdict.slug().into(),
+        n_before,
+        n_after,
+        more_requests_per_side: r.more_requests_per_side,
+        before_run_range: r.before_run_range,
+        after_run_range: r.after_run_range,
+    }
+}
+
+/// The API document of a stored comparison.
+pub fn doc(c: &Comparison, baseline: Vec<i64>, candidate: Vec<i64>) -> ComparisonDoc {
+    let r = &c.report.0;
+    let metrics = r
+        .metrics
+        .iter()
+        .map(|m| {
+            let cells = m
+                .rows
+                .iter()
+                .map(|row| {
+                    (
+                        row.percentile.slug().to_string(),
+                        cell(row, m.n_before, m.n_after),
+                    )
+                })
+                .collect();
+            (m.series.key().to_string(), cells)
+        })
+        .collect();
+    ComparisonDoc {
+        id: c.id,
+        url: c.url(),
+        verdict: c.verdict.clone(),
+        reasons: r.reasons.clone(),
+        warnings: r.warnings.clone(),
+        variable: c.variable.clone(),
+        investigation: c.investigation_id,
+        cause_proven: c.cause_proven,
+        kind: c.kind.clone(),
+        baseline,
+        candidate,
+        metric: r.headline.key().into(),
+        percentile: r.percentile.slug().into(),
+        headline: r.headline_summary.clone(),
+        metrics,
+        throughput: r.throughput.as_ref().map(value),
+        prediction: r.prediction.as_ref().map(value),
+        settings: value(&r.settings),
+        journal_result: c.journal_result(),
+        created_at: c.created_at,
+    }
+}
+
+/// Report parts are plain data (no maps with non-string keys), so this cannot fail.
+fn value<T: Serialize>(v: &T) -> serde_json::Value {
+    serde_json::to_value(v).unwrap_or(serde_json::Value::Null)
+}
+
+async fn load(state: &AppState, id: i64) -> Result<ComparisonDoc, AppError> {
+    let c = comparisons::get(&state.pool, id)
+        .await?
+        .ok_or_else(|| AppError::not_found(format!("no comparison {id}")))?;
+    let (baseline, candidate) = comparisons::sides(&state.pool, id).await?;
+    Ok(doc(&c, baseline, candidate))
+}
+
+/// Compares a baseline and a candidate (one or more analyzed artifacts of one kind
+/// each) and stores the result. Body: `{"baseline": [ids], "candidate": [ids],
+/// "variable": "what was changed", "investigation"?: id, "cause_proven"?: bool,
+/// "metric"?: "ttft_ms", "percentile"?: "p95", "baseline_config"?: {step-0 record},
+/// "candidate_config"?: {…}, "prediction"?: {"metric", "percentile", "low_pct",
+/// "high_pct", "source"}}`. Bad input answers 422 naming the field; nothing is stored.
+#[utoipa::path(post, path = "/comparisons", tag = "comparisons",
+    request_body(content = Object, description = "{\"baseline\": [1], \"candidate\": [2], \"variable\": \"enable chunked prefill\"}"),
+    responses(
+        (status = 201, body = ComparisonDoc),
+        (status = 403, body = crate::error::ErrorBody),
+        (status = 422, body = crate::error::ErrorBody)))]
+async fn create_comparison(
+    user: ApiUser,
+    State(state): State<AppState>,
+    body: Bytes,
+) -> ApiResult<(StatusCode, Json<ComparisonDoc>)> {
+    user.require(Role::Editor)?;
+    let value: serde_json::Value = serde_json::from_slice(&body).map_err(|e| {
+        AppError::field(
+            "body",
+            format!(
+                "not valid JSON at line {} column {}: {e}",
+                e.line(),
+                e.column()
+            ),
+        )
+    })?;
+    let input = NewComparison::from_json(&value).map_err(AppError::Invalid)?;
+    let id = comparisons::create(&state, input, user.0.id).await?;
+    Ok((StatusCode::CREATED, Json(load(&state, id).await?)))
+}
+
+/// A stored comparison: verdict, reasons, every metric with its interval and p-value,
+/// and the journal RESULT text.
+#[utoipa::path(get, path = "/comparisons/{id}", tag = "comparisons",
+    params(("id" = i64, Path)),
+    responses((status = 200, body = ComparisonDoc), (status = 404, body = crate::error::ErrorBody)))]
+async fn get_comparison(
+    _: ApiUser,
+    State(state): State<AppState>,
+    Path(id): Path<i64>,
+) -> ApiResult<Json<ComparisonDoc>> {
+    Ok(Json(load(&state, id).await?))
+}

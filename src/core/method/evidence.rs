@@ -1,0 +1,473 @@
+//! Filling a step's form from an analyzed artifact: a benchmark's TTFT the observed
+//! metric (step 1), per-request telemetry or a server's histograms the phase table
+//! (step 2), a profiler trace GPU busy time against its span (step 3), an Nsight
+//! Compute profile the kernel throughputs (step 4), a kernel summary or a trace the
+//! ranked kernels (step 5). The result is form pairs for a person to review and save,
+//! never a stored record by itself.
+
+use std::collections::BTreeMap;
+
+use serde::de::DeserializeOwned;
+use serde_json::Value;
+
+use super::phases::Phase;
+use super::record::Pairs;
+use super::regime::regime;
+use crate::core::analyze::ncu::NcuAnalysis;
+use crate::core::analyze::nsys::NsysAnalysis;
+use crate::core::analyze::prometheus::PrometheusAnalysis;
+use crate::core::analyze::pytorch_trace::TraceAnalysis;
+use crate::core::analyze::request_log::RequestLogAnalysis;
+use crate::core::analyze::vllm_bench::VllmBenchAnalysis;
+
+/// Kernels offered to a form: the ones that hold the time.
+const TOP_KERNELS: usize = 8;
+
+/// Artifact kinds whose analysis can fill `step`'s form.
+pub fn kinds_for(step: u8) -> &'static [&'static str] {
+    match step {
+        1 => &["vllm_bench"],
+        2 => &["request_log", "prometheus"],
+        3 => &["pytorch_trace"],
+        4 => &["ncu_csv"],
+        5 => &["nsys_kern_sum", "ncu_csv", "pytorch_trace"],
+        _ => &[],
+    }
+}
+
+/// The form pairs for `step` from a stored analysis of `kind`, with a few words on
+/// what they came from ("40 requests", "6 kernels"); `None` when that kind cannot fill
+/// that step or the analysis does not read as that kind.
+pub fn fill(step: u8, kind: &str, analysis: &Value) -> Option<(Pairs, String)> {
+    if !kinds_for(step).contains(&kind) {
+        return None;
+    }
+    match (step, kind) {
+        (1, _) => {
+            let a: VllmBenchAnalysis = decode(analysis)?;
+            let p95 = a.result.ttft_ms.p95?;
+            let pairs = vec![
+                ("metric".to_string(), "ttft".to_string()),
+                ("percentile".to_string(), "p95".to_string()),
+                ("observed".to_string(), round2(p95)),
+                ("unit".to_string(), "ms".to_string()),
+            ];
+            let n = a.result.completed.unwrap_or(a.result.ttft_ms.count);
+            Some((
+                Pairs::new(pairs),
+                format!("TTFT p95 of {n} requests; add the target"),
+            ))
+        }
+        (2, "prometheus") => {
+            let a: PrometheusAnalysis = decode(analysis)?;
+            let pairs = histogram_phases(&a);
+            (!pairs.is_empty()).then(|| {
+                (
+                    Pairs::new(pairs),
+                    format!("{} server histograms (bucket estimates)", a.engine),
+                )
+            })
+        }
+        (3, _) => {
+            let a: TraceAnalysis = decode(analysis)?;
+            let t = a.temporal.first()?;
+            let pairs = vec![
+                ("gpu_total".to_string(), round2(t.busy_us / 1000.0)),
+                ("wall".to_string(), round2(t.span_us / 1000.0)),
+            ];
+            Some((
+                Pairs::new(pairs),
+                "GPU busy and span in ms; a GPU trace holds no CPU busy time: add it from a CPU profile of the same window".to_string(),
+            ))
+        }
+        (5, "pytorch_trace") => {
+            let a: TraceAnalysis = decode(analysis)?;
+            let pairs = trace_kernels(&a);
+            Some((
+                pairs,
+                format!("{} kernels", a.kernels.len().min(TOP_KERNELS)),
+            ))
+        }
+        (2, _) => {
+            let a: RequestLogAnalysis = decode(analysis)?;
+            Some((phases(&a), format!("{} requests", a.rows)))
+        }
+        (4, _) => {
+            let a: NcuAnalysis = decode(analysis)?;
+            let top = by_kernel(&a);
+            Some((throughputs(&top), format!("{} kernels", top.len())))
+        }
+        (5, "nsys_kern_sum") => {
+            let a: NsysAnalysis = decode(analysis)?;
+            let pairs = nsys_kernels(&a);
+            Some((
+                pairs,
+                format!("{} kernels", a.kernels.len().min(TOP_KERNELS)),
+            ))
+        }
+        (5, _) => {
+            let a: NcuAnalysis = decode(analysis)?;
+            let top = by_kernel(&a);
+            Some((ncu_kernels(&top), format!("{} kernels", top.len())))
+        }
+        _ => None,
+    }
+}
+
+fn decode<T: DeserializeOwned>(v: &Value) -> Option<T> {
+    T::deserialize(v).ok()
+}
+
+fn round2(v: f64) -> String {
+    format!("{}", (v * 100.0).round() / 100.0)
+}
+
+/// Each phase's p50/p90/p95/p99 (`queue_wait_ms` → queue wait, …). Network time is
+/// not in server telemetry.
+pub fn phases(analysis: &RequestLogAnalysis) -> Pairs {
+    let mut pairs = Vec::new();
+    for phase in Phase::ALL {
+        let Some(s) = analysis.phases.get(&format!("{}_ms", phase.slug())) else {
+            continue;
+        };
+        for (col, v) in [
+            ("p50", s.p50),
+            ("p90", s.p90),
+            ("p95", s.p95),
+            ("p99", s.p99),
+        ] {
+            if let Some(v) = v {
+                pairs.push((format!("{}.{col}", phase.slug()), round2(v)));
+            }
+        }
+    }
+    Pairs::new(pairs)
+}
+
+/// One kernel over all its profiled launches: total time, and throughputs and
+/// occupancy weighted by each launch's duration.
+#[derive(Debug, Clone, PartialEq)]
+struct KernelTotal {
+    name: String,
+    total_us: f64,
+    share: f64,
+    sm_pct: Option<f64>,
+    dram_pct: Option<f64>,
+    occupancy_pct: Option<f64>,
+    launches: usize,
+}
+
+fn by_kernel(a: &NcuAnalysis) -> Vec<KernelTotal> {
+    #[derive(Default)]
+    struct Acc {
+        total: f64,
+        launches: usize,
+        sums: [(f64, f64); 3],
+    }
+    let mut acc: BTreeMap<&str, Acc> = BTreeMap::new();
+    for k in &a.kernels {
+        let d = k.duration_us.unwrap_or(0.0).max(0.0);
+        let e = acc.entry(k.name.as_str()).or_default();
+        e.total += d;
+        e.launches += 1;
+        for (slot, v) in [k.sm_pct, k.dram_pct, k.achieved_occupancy_pct]
+            .into_iter()
+            .enumerate()
+        {
+            if let Some(v) = v {
+                // Launches without a duration still count, with weight 1.
+                let w = if d > 0.0 { d } else { 1.0 };
+                e.sums[slot].0 += v * w;
+                e.sums[slot].1 += w;
+            }
+        }
+    }
+    let all: f64 = acc.values().map(|e| e.total).sum();
+    let mut list: Vec<KernelTotal> = acc
+        .into_iter()
+        .map(|(name, e)| {
+            let mean = |i: usize| (e.sums[i].1 > 0.0).then(|| e.sums[i].0 / e.sums[i].1);
+            KernelTotal {
+                name: name.to_string(),
+                total_us: e.total,
+                share: if all > 0.0 { e.total / all } else { 0.0 },
+                sm_pct: mean(0),
+                dram_pct: mean(1),
+                occupancy_pct: mean(2),
+                launches: e.launches,
+            }
+        })
+        .collect();
+    list.sort_by(|a, b| b.total_us.total_cmp(&a.total_us).then(a.name.cmp(&b.name)));
+    list.truncate(TOP_KERNELS);
+    list
+}
+
+fn throughputs(top: &[KernelTotal]) -> Pairs {
+    let mut pairs = Vec::new();
+    for (i, k) in top
+        .iter()
+        .filter(|k| k.sm_pct.is_some() && k.dram_pct.is_some())
+        .enumerate()
+    {
+        pairs.push((format!("kernels[{i}].name"), k.name.clone()));
+        pairs.push((
+            format!("kernels[{i}].sm_pct"),
+            round2(k.sm_pct.unwrap_or(0.0)),
+        ));
+        pairs.push((
+            format!("kernels[{i}].dram_pct"),
+            round2(k.dram_pct.unwrap_or(0.0)),
+        ));
+    }
+    Pairs::new(pairs)
+}
+
+fn ncu_kernels(top: &[KernelTotal]) -> Pairs {
+    let mut pairs = Vec::new();
+    for (i, k) in top.iter().enumerate() {
+        let f = |c: &str| format!("kernels[{i}].{c}");
+        pairs.push((f("name"), k.name.clone()));
+        pairs.push((
+            f("share"),
+            format!("{}", (k.share * 1000.0).round() / 1000.0),
+        ));
+        pairs.push((f("time_ms"), round2(k.total_us / 1000.0)));
+        if let Some(o) = k.occupancy_pct {
+            pairs.push((f("occupancy_pct"), round2(o)));
+        }
+        let kind = match (k.sm_pct, k.dram_pct) {
+            (Some(sm), Some(dram)) => regime(sm, dram).ok().map(|r| r.label()),
+            _ => None,
+        };
+        let launches = format!(
+            "{} profiled launch{}",
+            k.launches,
+            if k.launches == 1 { "" } else { "es" }
+        );
+        let notes = match kind {
+            Some(r) => format!("{r}; {launches}"),
+            None => launches,
+        };
+        pairs.push((f("notes"), notes));
+    }
+    Pairs::new(pairs)
+}
+
+/// Queue, prefill and decode from a server's latency histograms, seconds → ms.
+fn histogram_phases(a: &PrometheusAnalysis) -> Vec<(String, String)> {
+    let mut pairs = Vec::new();
+    for (phase, key) in [
+        (Phase::QueueWait, "queue_s"),
+        (Phase::Prefill, "prefill_s"),
+        (Phase::Decode, "decode_s"),
+    ] {
+        let Some(q) = a.quantiles.get(key) else {
+            continue;
+        };
+        // The form needs p50, p95 and p99 of a row; leave partial rows to the person.
+        let (Some(p50), Some(p95), Some(p99)) = (q.p50, q.p95, q.p99) else {
+            continue;
+        };
+        for (col, v) in [
+            ("p50", Some(p50)),
+            ("p90", q.p90),
+            ("p95", Some(p95)),
+            ("p99", Some(p99)),
+        ] {
+            if let Some(v) = v {
+                pairs.push((format!("{}.{col}", phase.slug()), round2(v * 1000.0)));
+            }
+        }
+    }
+    pairs
+}
+
+fn trace_kernels(a: &TraceAnalysis) -> Pairs {
+    let mut pairs = Vec::new();
+    for (i, k) in a.kernels.iter().take(TOP_KERNELS).enumerate() {
+        let f = |c: &str| format!("kernels[{i}].{c}");
+        pairs.push((f("name"), k.name.clone()));
+        pairs.push((f("share"), format!("{}", (k.pct * 10.0).round() / 1000.0)));
+        pairs.push((f("time_ms"), round2(k.sum_us / 1000.0)));
+        pairs.push((f("notes"), format!("{}; {} launches", k.category, k.count)));
+    }
+    if let Some(t) = a.temporal.first() {
+        pairs.push(("phase_total_ms".to_string(), round2(t.busy_us / 1000.0)));
+    }
+    Pairs::new(pairs)
+}
+
+fn nsys_kernels(a: &NsysAnalysis) -> Pairs {
+    let mut kernels: Vec<_> = a.kernels.iter().collect();
+    kernels.sort_by(|x, y| y.total_ns.total_cmp(&x.total_ns));
+    let mut pairs = Vec::new();
+    for (i, k) in kernels.into_iter().take(TOP_KERNELS).enumerate() {
+        let f = |c: &str| format!("kernels[{i}].{c}");
+        let share = match k.time_pct {
+            Some(p) => p / 100.0,
+            None if a.total_ns > 0.0 => k.total_ns / a.total_ns,
+            None => 0.0,
+        };
+        pairs.push((f("name"), k.name.clone()));
+        pairs.push((f("share"), format!("{}", (share * 1000.0).round() / 1000.0)));
+        pairs.push((f("time_ms"), round2(k.total_ns / 1e6)));
+        if let Some(n) = k.instances {
+            pairs.push((f("notes"), format!("{n} launches")));
+        }
+    }
+    Pairs::new(pairs)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::core::analyze::ncu::NcuKernel;
+    use crate::core::analyze::nsys::NsysKernel;
+    use crate::core::method::record::{parse_step, StepRecord};
+    use serde_json::json;
+
+    #[test]
+    fn traces_fill_steps_three_and_five_and_histograms_step_two() {
+        let trace = json!({"traceEvents": [
+            {"ph": "X", "cat": "cuda_runtime", "name": "cudaLaunchKernel", "pid": 1, "tid": 1, "ts": 0.0, "dur": 5.0, "args": {"correlation": 1}},
+            {"ph": "X", "cat": "kernel", "name": "gemm", "pid": 0, "tid": 7, "ts": 10.0, "dur": 6000.0, "args": {"correlation": 1}},
+            {"ph": "X", "cat": "cuda_runtime", "name": "cudaLaunchKernel", "pid": 1, "tid": 1, "ts": 6100.0, "dur": 5.0, "args": {"correlation": 2}},
+            {"ph": "X", "cat": "kernel", "name": "gemm", "pid": 0, "tid": 7, "ts": 8010.0, "dur": 2000.0, "args": {"correlation": 2}}
+        ]});
+        let analysis = crate::core::analyze::pytorch_trace::analyze(
+            trace.to_string().as_bytes(),
+            &crate::core::analyze::Options::default(),
+        )
+        .unwrap();
+        let value = serde_json::to_value(&analysis).unwrap();
+        let (pairs, _) = fill(3, "pytorch_trace", &value).unwrap();
+        assert_eq!(pairs.get("gpu_total"), Some("8"));
+        assert_eq!(pairs.get("wall"), Some("10"));
+        assert_eq!(pairs.get("cpu_total"), None, "the person adds the CPU time");
+        let (pairs, _) = fill(5, "pytorch_trace", &value).unwrap();
+        assert_eq!(pairs.get("kernels[0].name"), Some("gemm"));
+        assert_eq!(pairs.get("kernels[0].time_ms"), Some("8"));
+        assert_eq!(pairs.get("kernels[0].share"), Some("1"));
+        assert!(matches!(parse_step(5, &pairs), Ok(StepRecord::Kernels(_))));
+
+        let text = "# TYPE vllm:request_queue_time_seconds histogram\n\
+            vllm:request_queue_time_seconds_bucket{le=\"1\"} 50\n\
+            vllm:request_queue_time_seconds_bucket{le=\"2\"} 100\n\
+            vllm:request_queue_time_seconds_bucket{le=\"+Inf\"} 100\n\
+            vllm:request_queue_time_seconds_count 100\n\
+            vllm:request_queue_time_seconds_sum 120\n";
+        let prom = crate::core::analyze::prometheus::analyze(text.as_bytes()).unwrap();
+        let prom = serde_json::to_value(&prom).unwrap();
+        let (pairs, _) = fill(2, "prometheus", &prom).unwrap();
+        assert_eq!(pairs.get("queue_wait.p50"), Some("1000"));
+        assert!(matches!(parse_step(2, &pairs), Ok(StepRecord::Phases(_))));
+        assert!(fill(3, "nsys_kern_sum", &prom).is_none());
+    }
+
+    #[test]
+    fn telemetry_fills_the_phase_table() {
+        let lines: String = (0..20)
+            .map(|i| {
+                format!(
+                    "{{\"queue_wait_ms\":{},\"prefill_ms\":150,\"first_token_ms\":{}}}\n",
+                    1000 + i * 10,
+                    1150 + i * 10
+                )
+            })
+            .collect();
+        let analysis = crate::core::analyze::request_log::analyze(
+            lines.as_bytes(),
+            &crate::core::analyze::Options::default(),
+        )
+        .unwrap();
+        let (pairs, what) =
+            fill(2, "request_log", &serde_json::to_value(&analysis).unwrap()).unwrap();
+        assert_eq!(what, "20 requests");
+        assert_eq!(pairs.get("prefill.p95"), Some("150"));
+        assert!(pairs.get("queue_wait.p50").is_some());
+        assert_eq!(pairs.get("decode.p50"), None);
+        let StepRecord::Phases(table) = parse_step(2, &pairs).unwrap() else {
+            unreachable!()
+        };
+        assert_eq!(table.rows.len(), 2);
+    }
+
+    fn launch(name: &str, us: f64, sm: f64, dram: f64, occ: f64) -> NcuKernel {
+        NcuKernel {
+            name: name.into(),
+            duration_us: Some(us),
+            sm_pct: Some(sm),
+            dram_pct: Some(dram),
+            achieved_occupancy_pct: Some(occ),
+            ..NcuKernel::default()
+        }
+    }
+
+    #[test]
+    fn a_profile_fills_throughputs_and_kernels_per_kernel_name() {
+        let a = NcuAnalysis {
+            kernels: vec![
+                launch("gemm", 30.0, 80.0, 30.0, 60.0),
+                launch("attn", 50.0, 20.0, 90.0, 40.0),
+                launch("gemm", 10.0, 40.0, 10.0, 20.0),
+                launch("norm", 10.0, 10.0, 20.0, 30.0),
+            ],
+            ..NcuAnalysis::default()
+        };
+        let v = serde_json::to_value(&a).unwrap();
+        let (pairs, what) = fill(4, "ncu_csv", &v).unwrap();
+        assert_eq!(what, "3 kernels");
+        assert_eq!(pairs.get("kernels[0].name"), Some("attn"));
+        // gemm: (80·30 + 40·10) / 40 = 70
+        assert_eq!(pairs.get("kernels[1].sm_pct"), Some("70"));
+        assert!(matches!(parse_step(4, &pairs), Ok(StepRecord::Regime(r)) if r.kernels.len() == 3));
+
+        let (pairs, _) = fill(5, "ncu_csv", &v).unwrap();
+        assert_eq!(pairs.get("kernels[0].share"), Some("0.5"));
+        assert_eq!(pairs.get("kernels[1].time_ms"), Some("0.04"));
+        assert_eq!(
+            pairs.get("kernels[1].notes"),
+            Some("compute-bound; 2 profiled launches")
+        );
+        assert_eq!(
+            pairs.get("kernels[0].notes"),
+            Some("memory-bound; 1 profiled launch")
+        );
+        assert!(parse_step(5, &pairs).is_ok());
+
+        assert!(fill(2, "ncu_csv", &v).is_none(), "a profile has no phases");
+        assert!(fill(4, "ncu_csv", &json!({"rows": "x"})).is_none());
+    }
+
+    #[test]
+    fn a_kernel_summary_fills_step_5() {
+        let a = NsysAnalysis {
+            kernels: vec![
+                NsysKernel {
+                    name: "small".into(),
+                    time_pct: Some(10.0),
+                    total_ns: 1e6,
+                    instances: Some(100),
+                    ..NsysKernel::default()
+                },
+                NsysKernel {
+                    name: "big".into(),
+                    time_pct: None,
+                    total_ns: 9e6,
+                    instances: None,
+                    ..NsysKernel::default()
+                },
+            ],
+            total_ns: 1e7,
+            notes: vec![],
+        };
+        let (pairs, _) = fill(5, "nsys_kern_sum", &serde_json::to_value(&a).unwrap()).unwrap();
+        assert_eq!(pairs.get("kernels[0].name"), Some("big"));
+        assert_eq!(pairs.get("kernels[0].share"), Some("0.9"));
+        assert_eq!(pairs.get("kernels[1].notes"), Some("100 launches"));
+        assert_eq!(pairs.get("kernels[1].time_ms"), Some("1"));
+        assert!(parse_step(5, &pairs).is_ok());
+        assert_eq!(kinds_for(6), &[] as &[&str]);
+    }
+}

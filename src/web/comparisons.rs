@@ -1,0 +1,421 @@
+//! Comparison pages: the list with the form that creates one (plain POST, works
+//! without JavaScript), one comparison with its verdict, reasons, metrics table,
+//! intervals and pictures, and the record of predictions.
+
+use askama::Template;
+use axum::body::Bytes;
+use axum::extract::{Path, State};
+use axum::http::StatusCode;
+use axum::response::{IntoResponse, Redirect, Response};
+use axum::routing::get;
+use axum::Router;
+
+use super::{render, FormErrors, PageCtx};
+use crate::artifacts::Artifact;
+use crate::auth::{CurrentUser, Role};
+use crate::charts;
+use crate::comparisons::{self, Comparison, Listed, NewComparison, ScoredPrediction};
+use crate::core::method::comparison::{ttft_phase_shares, Report, Run, Series};
+use crate::core::method::metric::format_value;
+use crate::core::method::{Percentile, Unit, Verdict};
+use crate::error::{AppError, Result};
+use crate::state::AppState;
+
+pub fn routes() -> Router<AppState> {
+    Router::new()
+        .route(
+            "/comparisons",
+            get(list_comparisons).post(create_comparison),
+        )
+        .route("/comparisons/predictions", get(prediction_record))
+        .route("/comparisons/{id}", get(show_comparison))
+}
+
+/// The submitted form, kept so a refused form comes back as it was typed.
+#[derive(Default)]
+pub struct FormState {
+    pairs: Vec<(String, String)>,
+}
+
+impl FormState {
+    pub fn value(&self, name: &str) -> &str {
+        self.pairs
+            .iter()
+            .find(|(n, _)| n == name)
+            .map_or("", |(_, v)| v.as_str())
+    }
+
+    pub fn has(&self, name: &str, id: &i64) -> bool {
+        let id = id.to_string();
+        self.pairs.iter().any(|(n, v)| n == name && *v == id)
+    }
+
+    /// The chosen option of a select, or `default` when nothing was sent.
+    pub fn selected(&self, name: &str, option: &str, default: &str) -> bool {
+        match self.value(name) {
+            "" => option == default,
+            v => v == option,
+        }
+    }
+}
+
+#[derive(Template)]
+#[template(path = "comparisons/list.html")]
+struct ListPage {
+    ctx: PageCtx,
+    comparisons: Vec<Listed>,
+    artifacts: Vec<Artifact>,
+    form: FormState,
+    errors: FormErrors,
+    series: Vec<(&'static str, &'static str)>,
+    percentiles: Vec<&'static str>,
+}
+
+fn series_options() -> Vec<(&'static str, &'static str)> {
+    Series::ALL.iter().map(|s| (s.key(), s.label())).collect()
+}
+
+fn percentile_options() -> Vec<&'static str> {
+    Percentile::ALL.iter().map(|p| p.slug()).collect()
+}
+
+async fn list_page(
+    state: &AppState,
+    ctx: PageCtx,
+    form: FormState,
+    errors: FormErrors,
+) -> Result<ListPage> {
+    Ok(ListPage {
+        ctx,
+        comparisons: comparisons::list(&state.pool, 200).await?,
+        artifacts: comparisons::candidates(&state.pool, 300).await?,
+        form,
+        errors,
+        series: series_options(),
+        percentiles: percentile_options(),
+    })
+}
+
+/// The list and the form; `?investigation=ID&variable=…` prefills the form (the
+/// investigation's step 7 links here).
+async fn list_comparisons(
+    State(state): State<AppState>,
+    ctx: PageCtx,
+    axum::extract::RawQuery(raw): axum::extract::RawQuery,
+) -> Result<impl IntoResponse> {
+    let pairs: Vec<(String, String)> = serde_urlencoded::from_str(raw.as_deref().unwrap_or(""))
+        .map_err(|e| AppError::BadRequest(format!("the query string is malformed: {e}")))?;
+    let pairs = pairs
+        .into_iter()
+        .filter(|(k, _)| k == "investigation" || k == "variable")
+        .collect();
+    render(&list_page(&state, ctx, FormState { pairs }, FormErrors::default()).await?)
+}
+
+/// Creates a comparison from the form; a refused form is shown again with each
+/// problem beside its field (422).
+async fn create_comparison(
+    State(state): State<AppState>,
+    user: CurrentUser,
+    ctx: PageCtx,
+    body: Bytes,
+) -> Result<Response> {
+    user.require(Role::Editor)?;
+    let pairs: Vec<(String, String)> = serde_urlencoded::from_bytes(&body)
+        .map_err(|e| AppError::BadRequest(format!("the form is malformed: {e}")))?;
+    let created = match NewComparison::from_form(&pairs) {
+        Ok(input) => comparisons::create(&state, input, user.0.id).await,
+        Err(errors) => Err(AppError::Invalid(errors)),
+    };
+    match created {
+        Ok(id) => Ok(Redirect::to(&format!("/comparisons/{id}")).into_response()),
+        Err(AppError::Invalid(errors)) => {
+            let page = list_page(&state, ctx, FormState { pairs }, errors.into()).await?;
+            Ok((StatusCode::UNPROCESSABLE_ENTITY, render(&page)?).into_response())
+        }
+        Err(e) => Err(e),
+    }
+}
+
+/// One line of the metrics table, formatted.
+pub struct MetricLine {
+    pub series: &'static str,
+    pub percentile: &'static str,
+    pub before: String,
+    pub after: String,
+    pub diff: String,
+    pub ratio: String,
+    pub ci: String,
+    pub p_value: String,
+    pub verdict: &'static str,
+    pub verdict_label: &'static str,
+    pub runs: String,
+    pub more: String,
+    pub headline: bool,
+}
+
+fn ms(v: f64) -> String {
+    format_value(v, Unit::Ms)
+}
+
+fn signed(v: f64, unit: Unit) -> String {
+    let t = format_value(v, unit);
+    if v > 0.0 {
+        format!("+{t}")
+    } else {
+        t
+    }
+}
+
+/// "< 0.001" or three significant figures.
+fn p_text(p: f64) -> String {
+    if p < 0.001 {
+        "< 0.001".into()
+    } else {
+        format!("{p:.3}")
+    }
+}
+
+fn ratio_text(r: Option<f64>) -> String {
+    r.map_or("—".into(), |r| format!("×{r:.3}"))
+}
+
+fn metric_lines(r: &Report) -> Vec<MetricLine> {
+    let mut out = Vec::new();
+    for m in &r.metrics {
+        for row in &m.rows {
+            let runs = match (row.before_run_range, row.after_run_range) {
+                (None, None) => String::new(),
+                (b, a) => format!(
+                    "{} / {}",
+                    b.map_or("—".into(), ms),
+                    a.map_or("—".into(), ms)
+                ),
+            };
+            out.push(MetricLine {
+                series: m.series.label(),
+                percentile: row.percentile.slug(),
+                before: ms(row.before),
+                after: ms(row.after),
+                diff: signed(row.diff, Unit::Ms),
+                ratio: ratio_text(row.ratio),
+                ci: format!(
+                    "[{}, {}]",
+                    signed(row.ci_low, Unit::Ms),
+                    signed(row.ci_high, Unit::Ms)
+                ),
+                p_value: p_text(row.p_value),
+                verdict: row.verdict.slug(),
+                verdict_label: row.verdict.label(),
+                runs,
+                more: row.more_requests_per_side.map_or(String::new(), |n| {
+                    format!(
+                        "+{} per side",
+                        crate::core::method::format_number(n as f64, 0)
+                    )
+                }),
+                headline: m.series == r.headline && row.percentile == r.percentile,
+            });
+        }
+    }
+    out
+}
+
+/// Output throughput, formatted.
+pub struct ThroughputLine {
+    pub before: String,
+    pub after: String,
+    pub diff: String,
+    pub ratio: String,
+    pub runs: String,
+    pub ci: String,
+    pub p_value: String,
+    pub verdict: &'static str,
+    pub verdict_label: &'static str,
+    pub note: String,
+}
+
+fn throughput_line(r: &Report) -> Option<ThroughputLine> {
+    let t = r.throughput.as_ref()?;
+    let tok = |v: f64| format_value(v, Unit::TokPerS);
+    let list = |v: &[f64]| v.iter().map(|x| tok(*x)).collect::<Vec<_>>().join(", ");
+    Some(ThroughputLine {
+        before: tok(t.before),
+        after: tok(t.after),
+        diff: signed(t.diff, Unit::TokPerS),
+        ratio: ratio_text(t.ratio),
+        runs: format!(
+            "before: {}; after: {}",
+            list(&t.before_runs),
+            list(&t.after_runs)
+        ),
+        ci: t.judged.as_ref().map_or("—".into(), |j| {
+            format!(
+                "[{}, {}]",
+                signed(j.ci_low, Unit::TokPerS),
+                signed(j.ci_high, Unit::TokPerS)
+            )
+        }),
+        p_value: t.judged.as_ref().map_or("—".into(), |j| p_text(j.p_value)),
+        verdict: t.judged.as_ref().map_or("none", |j| j.verdict.slug()),
+        verdict_label: t
+            .judged
+            .as_ref()
+            .map_or("not judged", |j| j.verdict.label()),
+        note: t.note.clone().unwrap_or_default(),
+    })
+}
+
+/// Overlaid before/after CDFs per series, and the TTFT phase bar for request logs.
+fn pictures(report: &Report, before: &[Run], after: &[Run]) -> Vec<String> {
+    let pool = |runs: &[Run], s: Series| -> Vec<f64> {
+        runs.iter()
+            .filter_map(|r| r.series.get(&s))
+            .flatten()
+            .copied()
+            .collect()
+    };
+    let mut out = Vec::new();
+    for m in &report.metrics {
+        let (b, a) = (pool(before, m.series), pool(after, m.series));
+        let title = format!("{} CDF, before vs after", m.series.label());
+        if let Some(svg) = charts::cdf(&title, "ms", &[("before", &b), ("after", &a)]) {
+            out.push(svg);
+        }
+    }
+    if let (Some(b), Some(a)) = (ttft_phase_shares(before), ttft_phase_shares(after)) {
+        if let Some(svg) = charts::share_bar(
+            "Where TTFT goes (share of mean TTFT)",
+            &[("before", b), ("after", a)],
+        ) {
+            out.push(svg);
+        }
+    }
+    out
+}
+
+#[derive(Template)]
+#[template(path = "comparisons/show.html")]
+struct ShowPage {
+    ctx: PageCtx,
+    c: Comparison,
+    verdict: Verdict,
+    baseline: Vec<(i64, String)>,
+    candidate: Vec<(i64, String)>,
+    lines: Vec<MetricLine>,
+    /// Show the run-to-run range column (a side measured more than once).
+    several_runs: bool,
+    throughput: Option<ThroughputLine>,
+    charts: Vec<String>,
+    charts_note: Option<String>,
+    journal_result: String,
+    prediction: Option<String>,
+}
+
+async fn show_comparison(
+    State(state): State<AppState>,
+    ctx: PageCtx,
+    Path(id): Path<i64>,
+) -> Result<impl IntoResponse> {
+    let c = comparisons::get(&state.pool, id)
+        .await?
+        .ok_or_else(|| AppError::not_found(format!("no comparison {id}")))?;
+    let (b_ids, c_ids) = comparisons::sides(&state.pool, id).await?;
+    let report = &c.report.0;
+    // The pictures are redrawn from the artifacts; when one is being re-analyzed,
+    // the stored numbers still show.
+    let (charts, charts_note, names) =
+        match comparisons::load_runs(&state.pool, &b_ids, &c_ids).await {
+            Ok((before, after, _)) => {
+                let names: Vec<(i64, String)> = before
+                    .iter()
+                    .chain(after.iter())
+                    .map(|r| (r.artifact_id, r.name.clone()))
+                    .collect();
+                (pictures(report, &before, &after), None, names)
+            }
+            Err(AppError::Invalid(errors)) => {
+                (
+                    Vec::new(),
+                    Some(format!(
+                "The pictures need the artifacts' analyses, which are not available now: {}",
+                errors.iter().map(|e| e.message.clone()).collect::<Vec<_>>().join("; ")
+            )),
+                    Vec::new(),
+                )
+            }
+            Err(e) => return Err(e),
+        };
+    let name_of = |id: &i64| -> (i64, String) {
+        let name = names
+            .iter()
+            .find(|(i, _)| i == id)
+            .map_or_else(|| format!("artifact {id}"), |(_, n)| n.clone());
+        (*id, name)
+    };
+    let prediction = report.prediction.as_ref().map(|p| {
+        format!(
+            "Predicted {} {} change {:+.1}% … {:+.1}%{}; observed {:+.1}%: {}{}.",
+            p.prediction.percentile.slug(),
+            p.prediction.series.label(),
+            p.prediction.low_pct,
+            p.prediction.high_pct,
+            if p.prediction.source.is_empty() {
+                String::new()
+            } else {
+                format!(" ({})", p.prediction.source)
+            },
+            p.observed_pct,
+            comparisons::score_slug(p.score),
+            if p.counted {
+                ""
+            } else {
+                " — not counted in the record, because the comparison is invalid"
+            }
+        )
+    });
+    render(&ShowPage {
+        verdict: report.verdict,
+        baseline: b_ids.iter().map(name_of).collect(),
+        candidate: c_ids.iter().map(name_of).collect(),
+        lines: metric_lines(report),
+        several_runs: report.runs_before > 1 || report.runs_after > 1,
+        throughput: throughput_line(report),
+        charts,
+        charts_note,
+        journal_result: c.journal_result(),
+        prediction,
+        ctx,
+        c,
+    })
+}
+
+#[derive(Template)]
+#[template(path = "comparisons/predictions.html")]
+struct PredictionPage {
+    ctx: PageCtx,
+    record: Vec<ScoredPrediction>,
+    inside: usize,
+    counted: usize,
+    rate: String,
+}
+
+async fn prediction_record(
+    State(state): State<AppState>,
+    ctx: PageCtx,
+) -> Result<impl IntoResponse> {
+    let record = comparisons::predictions(&state.pool, 500).await?;
+    let (inside, counted) = comparisons::hit_rate(&record);
+    let rate = if counted == 0 {
+        "—".to_string()
+    } else {
+        format!("{:.0}%", inside as f64 * 100.0 / counted as f64)
+    };
+    render(&PredictionPage {
+        ctx,
+        record,
+        inside,
+        counted,
+        rate,
+    })
+}

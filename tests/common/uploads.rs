@@ -1,0 +1,20 @@
+//! Uploading generated or fixture files through the API and waiting for nothing:
+//! small files are analyzed before the upload answers.
+
+use axum::body::Body;
+use axum::http::{header, Request, StatusCode};
+
+use super::TestApp;
+
+/// Uploads `body` as `name` with a bearer token; asserts it was analyzed, returns its id.
+pub async fn upload_analyzed(app: &mut TestApp, token: &str, name: &str, body: Vec<u8>) -> i64 {
+    let req = Request::post(format!("/api/v1/artifacts?name={name}"))
+        .header(header::AUTHORIZATION, format!("Bearer {token}"))
+        .header(header::CONTENT_TYPE, "application/octet-stream")
+        .body(Body::from(body))
+        .unwrap();
+    let r = app.send(req).await;
+    assert_eq!(r.status, StatusCode::CREATED, "{}", r.body);
+    assert_eq!(r.json()["status"], "done", "{}", r.body);
+    r.json()["id"].as_i64().unwrap()
+}
