@@ -268,6 +268,13 @@ async fn facets_count_and_narrow() {
     req = req.header("HX-Request", "true");
     let partial = app.send(req.body(axum::body::Body::empty()).unwrap()).await;
     assert!(!partial.body.contains("<html"));
+    let restore = axum::http::Request::get("/search?metric=ttft")
+        .header("HX-Request", "true")
+        .header("HX-History-Restore-Request", "true");
+    let full = app
+        .send(restore.body(axum::body::Body::empty()).unwrap())
+        .await;
+    assert!(full.body.contains("<html"));
     assert!(partial.body.contains("search-results"));
     assert!(partial.headers.get("vary").is_some_and(|v| v
         .to_str()
@@ -715,4 +722,61 @@ async fn the_atom_feed_is_valid_and_needs_a_token() {
     );
     assert!(!r.body.contains("Draft only"));
     assert!(r.body.contains("/journal/"));
+}
+
+/// A small vLLM `bench serve --save-result` file: `n` requests with TTFTs around
+/// `ttft_ms`.
+fn bench_run(tag: &str, n: usize, ttft_ms: f64) -> Vec<u8> {
+    let ttfts: Vec<f64> = (0..n)
+        .map(|i| ttft_ms * (1.0 + 0.3 * ((i * 37 % n) as f64 / n as f64)) / 1000.0)
+        .collect();
+    json!({
+        "date": format!("20261129-{tag}"), "backend": "vllm",
+        "model_id": "meta-llama/Llama-3.1-8B-Instruct", "num_prompts": n,
+        "request_rate": "inf", "max_concurrency": 16, "completed": n, "failed": 0,
+        "total_output_tokens": n * 8, "request_throughput": 100.0, "output_throughput": 800.0,
+        "input_lens": vec![200; n], "output_lens": vec![8; n],
+        "ttfts": ttfts, "itls": vec![vec![0.02; 7]; n], "errors": vec![""; n]
+    })
+    .to_string()
+    .into_bytes()
+}
+
+#[tokio::test]
+async fn comparisons_and_artifacts_are_searchable() {
+    let (mut app, token) = admin().await;
+    let before = common::uploads::upload_analyzed(
+        &mut app,
+        &token,
+        "baseline-h100.json",
+        bench_run("a", 60, 900.0),
+    )
+    .await;
+    let after = common::uploads::upload_analyzed(
+        &mut app,
+        &token,
+        "candidate-h100.json",
+        bench_run("b", 60, 400.0),
+    )
+    .await;
+    let r = app
+        .api(
+            "POST",
+            "/api/v1/comparisons",
+            &token,
+            Some(json!({"baseline": [before], "candidate": [after], "variable": "enable chunked prefill"})),
+        )
+        .await;
+    assert_eq!(r.status, StatusCode::CREATED, "{}", r.body);
+    let id = r.json()["id"].as_i64().unwrap();
+
+    let v = search(&mut app, &token, "q=chunked+prefill&kind=comparison").await;
+    assert_eq!(v["total"], 1, "{v}");
+    assert_eq!(v["results"][0]["id"], id);
+    assert_eq!(v["results"][0]["url"], format!("/comparisons/{id}"));
+    let metrics = &v["facets"]["metric"];
+    assert_eq!(metrics[0]["value"], "ttft", "{v}");
+    // File names are searchable by their parts.
+    let v = search(&mut app, &token, "q=h100&kind=artifact").await;
+    assert_eq!(v["total"], 2, "{v}");
 }

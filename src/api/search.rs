@@ -15,7 +15,7 @@ use crate::state::AppState;
 
 #[derive(Serialize, ToSchema)]
 pub struct SearchResult {
-    /// journal, investigation or artifact
+    /// journal, investigation, comparison or artifact
     pub kind: String,
     pub id: i64,
     pub title: String,
@@ -48,7 +48,7 @@ pub struct SearchResponse {
     pub corrected: Option<String>,
 }
 
-/// Search journal entries, investigations and artifacts.
+/// Search journal entries, investigations, comparisons and artifacts.
 ///
 /// `q` takes web-search syntax ("quoted phrase", `OR`, `-word`); each facet narrows
 /// (`?q=prefill&metric=ttft&gpu=h100-sxm`); `from`/`to` bound the date (YYYY-MM-DD);

@@ -82,6 +82,7 @@ pub async fn refresh(pool: &PgPool) -> sqlx::Result<usize> {
         }
         docs.extend(journal_documents(pool, &ids("journal"), &mut profiles).await?);
         docs.extend(artifact_documents(pool, &ids("artifact")).await?);
+        docs.extend(comparison_documents(pool, &ids("comparison")).await?);
 
         let kinds: Vec<&str> = batch.iter().map(|(k, _)| k.as_str()).collect();
         let sources: Vec<i64> = batch.iter().map(|(_, id)| *id).collect();
@@ -292,17 +293,14 @@ async fn journal_documents(
     ids: &[i64],
     profiles: &mut HashMap<i64, Profile>,
 ) -> sqlx::Result<Vec<Document>> {
-    if ids.is_empty() {
-        return Ok(Vec::new());
-    }
-    let rows: Vec<JournalRow> = sqlx::query_as(
+    let rows: Vec<JournalRow> = rows_by_ids(
+        pool,
         "SELECT j.id, j.investigation_id, j.title, j.entry_date, j.symptom, j.workload, \
          j.baseline, j.diagnosis, j.change, j.result, j.quality, j.effort, j.published_at, \
          u.name AS author, i.tags FROM journal_entries j JOIN users u ON u.id = j.author_id \
          LEFT JOIN investigations i ON i.id = j.investigation_id WHERE j.id = ANY($1)",
+        ids,
     )
-    .bind(ids)
-    .fetch_all(pool)
     .await?;
     let mut docs = Vec::with_capacity(rows.len());
     for j in rows {
@@ -373,15 +371,12 @@ struct ArtifactRow {
 }
 
 async fn artifact_documents(pool: &PgPool, ids: &[i64]) -> sqlx::Result<Vec<Document>> {
-    if ids.is_empty() {
-        return Ok(Vec::new());
-    }
-    let rows: Vec<ArtifactRow> = sqlx::query_as(
+    let rows: Vec<ArtifactRow> = rows_by_ids(
+        pool,
         "SELECT a.id, a.name, a.kind, a.investigation_id, a.created_at, u.name AS author \
          FROM artifacts a LEFT JOIN users u ON u.id = a.uploaded_by WHERE a.id = ANY($1)",
+        ids,
     )
-    .bind(ids)
-    .fetch_all(pool)
     .await?;
     Ok(rows
         .into_iter()
@@ -405,6 +400,90 @@ async fn artifact_documents(pool: &PgPool, ids: &[i64]) -> sqlx::Result<Vec<Docu
             investigation_id: a.investigation_id,
         })
         .collect())
+}
+
+#[derive(sqlx::FromRow)]
+struct ComparisonRow {
+    id: i64,
+    investigation_id: Option<i64>,
+    variable: String,
+    metric: String,
+    percentile: String,
+    verdict: String,
+    baseline_config: Option<sqlx::types::Json<crate::core::method::FrozenConfig>>,
+    author: Option<String>,
+    created_at: DateTime<Utc>,
+}
+
+async fn comparison_documents(pool: &PgPool, ids: &[i64]) -> sqlx::Result<Vec<Document>> {
+    let rows: Vec<ComparisonRow> = rows_by_ids(
+        pool,
+        "SELECT c.id, c.investigation_id, c.variable, c.metric, c.percentile, c.verdict, \
+         c.baseline_config, u.name AS author, c.created_at FROM comparisons c \
+         LEFT JOIN users u ON u.id = c.created_by WHERE c.id = ANY($1)",
+        ids,
+    )
+    .await?;
+    let mut docs = Vec::with_capacity(rows.len());
+    for c in rows {
+        // The report's own sentence (verdict, before/after, checks) is the text to find.
+        let result = match crate::comparisons::get(pool, c.id).await? {
+            Some(full) => full.journal_result(),
+            None => continue,
+        };
+        let config = c.baseline_config.as_ref().map(|j| &j.0);
+        let clean = |v: Option<&Option<String>>| {
+            v.and_then(|v| v.as_deref())
+                .map(|s| s.trim().to_lowercase())
+                .filter(|s| !s.is_empty())
+        };
+        docs.push(Document {
+            kind: "comparison",
+            source_id: c.id,
+            title: strip_markers(&format!("Comparison: {}", c.variable)),
+            url: format!("/comparisons/{}", c.id),
+            text_a: join(&[&c.variable]),
+            text_b: join(&[&result]),
+            text_c: String::new(),
+            text_d: String::new(),
+            diagnosis: String::new(),
+            change: one_line(&c.variable),
+            profile: Profile {
+                metric: series_metric(&c.metric),
+                percentile: Some(c.percentile),
+                verdict: Some(c.verdict),
+                model: clean(config.map(|c| &c.model)),
+                gpu: clean(config.map(|c| &c.gpu_type)),
+                engine: clean(config.map(|c| &c.engine)),
+                engine_version: clean(config.map(|c| &c.engine_version)),
+                ..Profile::default()
+            },
+            tags: Vec::new(),
+            status: None,
+            author: c.author,
+            doc_date: c.created_at.date_naive(),
+            investigation_id: c.investigation_id,
+        });
+    }
+    Ok(docs)
+}
+
+/// A comparison's latency series ("ttft_ms", "e2el_ms") as the metric facet knows it;
+/// phase series (prefill_ms, decode_ms) name no metric.
+fn series_metric(series: &str) -> Option<String> {
+    let name = series.trim_end_matches("_ms").replace("e2el", "e2e");
+    crate::core::method::Metric::from_slug(&name).map(|m| m.slug().to_string())
+}
+
+/// Rows of one source table for the queued ids (`$1`), none when there are none.
+async fn rows_by_ids<T>(pool: &PgPool, sql: &str, ids: &[i64]) -> sqlx::Result<Vec<T>>
+where
+    T: for<'r> sqlx::FromRow<'r, sqlx::postgres::PgRow> + Send + Unpin,
+{
+    if ids.is_empty() {
+        return Ok(Vec::new());
+    }
+    sqlx::query_as(sql).bind(ids).fetch_all(pool).await
 }
 
 /// The first line, at most 200 characters: one line in a list.

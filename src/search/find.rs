@@ -146,8 +146,14 @@ fn push_from(qb: &mut QueryBuilder<'_, Postgres>, query: &SearchQuery) {
 
 async fn run(pool: &PgPool, query: &SearchQuery) -> sqlx::Result<SearchOutcome> {
     let has_text = !query.q.is_empty();
-    // The page of hits, ranked; headlines only for those (ts_headline is the costly part).
-    let mut qb = QueryBuilder::<Postgres>::new("WITH hits AS (SELECT d.kind, d.source_id, ");
+    // One pass over the matches gives the ranked page, the total and every facet's
+    // counts (grouping sets: a hash table per facet, about twice as fast as unpivoting
+    // the rows); matching is most of the cost, so it is done once.
+    let mut qb = QueryBuilder::<Postgres>::new(
+        "WITH m AS MATERIALIZED (SELECT d.kind, d.source_id, d.doc_date, d.metric, d.phase, \
+         d.regime, d.verdict, d.model, d.gpu, d.engine, d.engine_version, d.status, d.author, \
+         d.tags, ",
+    );
     qb.push(if has_text {
         "ts_rank(d.doc, tsq) AS score"
     } else {
@@ -155,42 +161,17 @@ async fn run(pool: &PgPool, query: &SearchQuery) -> sqlx::Result<SearchOutcome> 
     });
     push_from(&mut qb, query);
     push_conditions(&mut qb, query);
-    qb.push(" ORDER BY score DESC, d.doc_date DESC, d.kind, d.source_id DESC LIMIT ")
-        .push_bind(PAGE_SIZE)
-        .push(" OFFSET ")
-        .push_bind((query.page - 1) * PAGE_SIZE)
-        .push(") SELECT d.kind, d.source_id, x.title, x.url, d.doc_date, h.score, ");
-    if has_text {
-        qb.push("ts_headline('english', concat_ws(' · ', nullif(x.text_a, ''), nullif(x.text_b, ''), \
-                 nullif(x.text_c, ''), nullif(x.text_d, '')), websearch_to_tsquery('english', ")
-            .push_bind(query.q.clone())
-            .push("), ")
-            .push_bind(format!(
-                "StartSel={START}, StopSel={STOP}, MaxWords=30, MinWords=12, MaxFragments=2, FragmentDelimiter=\" … \""
-            ))
-            .push(")");
-    } else {
-        qb.push("left(x.text_a, 240)");
-    }
     qb.push(
-        " AS snippet_html FROM hits h JOIN search_documents d USING (kind, source_id) \
-             JOIN search_texts x USING (kind, source_id) ORDER BY h.score DESC, d.doc_date DESC, d.kind, d.source_id DESC",
-    );
-    let mut results: Vec<Hit> = qb.build_query_as().fetch_all(pool).await?;
-    for r in &mut results {
-        r.snippet_html = snippet::to_html(&r.snippet_html);
-    }
-
-    // Every facet's counts over the same matches, in one query: one pass of grouping
-    // sets (a hash table per facet) is about twice as fast as unpivoting the rows.
-    let mut qb = QueryBuilder::<Postgres>::new(
-        "WITH hits AS MATERIALIZED (SELECT d.kind, d.metric, d.phase, d.regime, d.verdict, \
-         d.model, d.gpu, d.engine, d.engine_version, d.status, d.author, d.tags",
-    );
-    push_from(&mut qb, query);
-    push_conditions(&mut qb, query);
-    qb.push(
-        ") SELECT facet, value, n FROM (SELECT CASE WHEN GROUPING(kind) = 0 THEN 'kind' \
+        "), page AS (SELECT kind, source_id, score, doc_date FROM m \
+         ORDER BY score DESC, doc_date DESC, kind, source_id DESC LIMIT ",
+    )
+    .push_bind(PAGE_SIZE)
+    .push(" OFFSET ")
+    .push_bind((query.page - 1) * PAGE_SIZE)
+    .push(
+        ") SELECT '#hit' AS facet, kind AS value, source_id, score, doc_date, 0::bigint AS n \
+         FROM page UNION ALL SELECT facet, value, NULL, NULL, NULL, n FROM (SELECT CASE \
+         WHEN GROUPING(kind) = 0 THEN 'kind' \
          WHEN GROUPING(metric) = 0 THEN 'metric' WHEN GROUPING(phase) = 0 THEN 'phase' \
          WHEN GROUPING(regime) = 0 THEN 'regime' WHEN GROUPING(verdict) = 0 THEN 'verdict' \
          WHEN GROUPING(model) = 0 THEN 'model' WHEN GROUPING(gpu) = 0 THEN 'gpu' \
@@ -198,16 +179,77 @@ async fn run(pool: &PgPool, query: &SearchQuery) -> sqlx::Result<SearchOutcome> 
          WHEN GROUPING(status) = 0 THEN 'status' WHEN GROUPING(author) = 0 THEN 'author' \
          ELSE '' END AS facet, \
          COALESCE(kind, metric, phase, regime, verdict, model, gpu, engine, engine_version, \
-         status, author, '') AS value, count(*) AS n FROM hits GROUP BY GROUPING SETS \
+         status, author, '') AS value, count(*) AS n FROM m GROUP BY GROUPING SETS \
          ((kind), (metric), (phase), (regime), (verdict), (model), (gpu), (engine), \
          (engine_version), (status), (author), ())) g \
          WHERE facet = '' OR value <> '' \
-         UNION ALL SELECT 'tag', t, count(*) FROM hits, unnest(tags) AS t GROUP BY 2",
+         UNION ALL SELECT 'tag', t, NULL, NULL, NULL, count(*) FROM m, unnest(tags) AS t GROUP BY 2",
     );
-    let rows: Vec<(String, String, i64)> = qb.build_query_as().fetch_all(pool).await?;
+    type Row = (
+        String,
+        String,
+        Option<i64>,
+        Option<f32>,
+        Option<NaiveDate>,
+        i64,
+    );
+    let rows: Vec<Row> = qb.build_query_as().fetch_all(pool).await?;
+    // (score, date, kind, id) of the page's hits, and (facet, value, count).
+    let mut page: Vec<(f32, NaiveDate, String, i64)> = Vec::new();
+    let mut counts = Vec::new();
+    for (facet, value, id, score, date, n) in rows {
+        match (facet.as_str(), id, date) {
+            ("#hit", Some(id), Some(date)) => page.push((score.unwrap_or(0.0), date, value, id)),
+            _ => counts.push((facet, value, n)),
+        }
+    }
+    // The SQL order: score, then date, descending; kind ascending; id descending.
+    page.sort_by(|a, b| {
+        b.0.total_cmp(&a.0)
+            .then(b.1.cmp(&a.1))
+            .then(a.2.cmp(&b.2))
+            .then(b.3.cmp(&a.3))
+    });
+
+    // Titles and snippets for the page only (ts_headline is the costly part).
+    let mut results: Vec<Hit> = Vec::new();
+    if !page.is_empty() {
+        let kinds: Vec<&str> = page.iter().map(|p| p.2.as_str()).collect();
+        let ids: Vec<i64> = page.iter().map(|p| p.3).collect();
+        let mut qb = QueryBuilder::<Postgres>::new(
+            "SELECT d.kind, d.source_id, x.title, x.url, d.doc_date, 0::real AS score, ",
+        );
+        if has_text {
+            qb.push("ts_headline('english', concat_ws(' · ', nullif(x.text_a, ''), nullif(x.text_b, ''), \
+                     nullif(x.text_c, ''), nullif(x.text_d, '')), websearch_to_tsquery('english', ")
+                .push_bind(query.q.clone())
+                .push("), ")
+                .push_bind(format!(
+                    "StartSel={START}, StopSel={STOP}, MaxWords=30, MinWords=12, MaxFragments=2, FragmentDelimiter=\" … \""
+                ))
+                .push(")");
+        } else {
+            qb.push("left(x.text_a, 240)");
+        }
+        qb.push(" AS snippet_html FROM unnest(")
+            .push_bind(kinds)
+            .push("::text[], ")
+            .push_bind(ids)
+            .push(
+                "::bigint[]) WITH ORDINALITY AS p(kind, source_id, ord) \
+                 JOIN search_documents d USING (kind, source_id) \
+                 JOIN search_texts x USING (kind, source_id) ORDER BY p.ord",
+            );
+        results = qb.build_query_as().fetch_all(pool).await?;
+        for (r, p) in results.iter_mut().zip(&page) {
+            r.snippet_html = snippet::to_html(&r.snippet_html);
+            r.score = p.0;
+        }
+    }
+
     let mut total = 0;
     let mut by_facet: HashMap<String, Vec<FacetCount>> = HashMap::new();
-    for (facet, value, count) in rows {
+    for (facet, value, count) in counts {
         if facet.is_empty() {
             total = count;
         } else {

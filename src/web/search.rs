@@ -7,10 +7,10 @@ use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use axum::routing::get;
 use axum::Router;
-use axum_htmx::HxRequest;
+use axum_htmx::{HxHistoryRestoreRequest, HxRequest};
 
 use super::{render, PageCtx};
-use crate::core::memory::query::{SearchQuery, FACETS};
+use crate::core::memory::query::{SearchQuery, FACETS, PAGE_SIZE};
 use crate::core::FieldError;
 use crate::error::{AppError, Result};
 use crate::search::find::Hit;
@@ -97,6 +97,7 @@ async fn search_page(
     State(state): State<AppState>,
     ctx: PageCtx,
     HxRequest(htmx): HxRequest,
+    HxHistoryRestoreRequest(restore): HxHistoryRestoreRequest,
     RawQuery(raw): RawQuery,
 ) -> Result<Response> {
     let pairs = query_pairs(raw.as_deref())?;
@@ -124,7 +125,7 @@ async fn search_page(
                     })
                 })
                 .collect();
-            let pages = (outcome.total + 19) / 20;
+            let pages = (outcome.total + PAGE_SIZE - 1) / PAGE_SIZE;
             ResultsView {
                 prev: (query.page > 1).then(|| query.href_page(query.page - 1)),
                 next: (query.page < pages).then(|| query.href_page(query.page + 1)),
@@ -161,7 +162,8 @@ async fn search_page(
     } else {
         StatusCode::UNPROCESSABLE_ENTITY
     };
-    let html = if htmx {
+    // Going back in history, htmx asks for the whole page to put in place of the body.
+    let html = if htmx && !restore {
         render(&ResultsPartial { view })?
     } else {
         render(&SearchPage { ctx, view })?

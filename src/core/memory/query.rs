@@ -85,7 +85,7 @@ pub const FACETS: [Facet; 12] = [
     },
 ];
 
-pub const KINDS: [&str; 3] = ["journal", "investigation", "artifact"];
+pub const KINDS: [&str; 4] = ["journal", "investigation", "artifact", "comparison"];
 
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
 pub struct SearchQuery {
