@@ -155,6 +155,8 @@ async fn anonymous_requests_to_private_routes_are_redirected_or_get_401() {
         "/proposals",
         "/drills",
         "/search",
+        "/artifacts",
+        "/comparisons",
         "/settings",
         "/admin/users",
         "/no/such/page",
