@@ -201,7 +201,11 @@ impl RequestRow {
         binary_text(out, self.model_version.as_deref());
         binary_text(out, self.tenant.as_deref());
         // jsonb's binary form: a version byte (1), then the JSON text.
-        let extra = serde_json::to_string(&self.extra).unwrap_or_else(|_| "{}".to_string());
+        let extra = if self.extra.is_empty() {
+            "{}".to_string()
+        } else {
+            serde_json::to_string(&self.extra).unwrap_or_else(|_| "{}".to_string())
+        };
         out.extend_from_slice(&(extra.len() as i32 + 1).to_be_bytes());
         out.push(1);
         out.extend_from_slice(extra.as_bytes());
@@ -282,6 +286,12 @@ pub fn for_each_request<R: Read, E: From<AnalyzeError>>(
 
 /// Parse one JSON line into a [`RequestRow`].
 pub fn parse_row(bytes: &[u8], line_no: u64) -> Result<RequestRow, AnalyzeError> {
+    // Most lines hold exactly the method's fields with plain types: read those straight
+    // into the row. Anything else (unknown fields, quoted numbers, RFC 3339 times,
+    // errors) takes the general path below, which keeps extras and explains problems.
+    if let Ok(k) = serde_json::from_slice::<KnownFields>(bytes) {
+        return Ok(k.into_row(line_no));
+    }
     let value: Value = match serde_json::from_slice(bytes) {
         Ok(v) => v,
         Err(e) => return Err(line_error(bytes, line_no, &e)),
@@ -326,6 +336,75 @@ pub fn parse_row(bytes: &[u8], line_no: u64) -> Result<RequestRow, AnalyzeError>
     }
     row.extra = map;
     Ok(row)
+}
+
+/// A request line holding only the method's fields, each with its plain JSON type.
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct KnownFields<'a> {
+    #[serde(borrow, default)]
+    request_id: Option<std::borrow::Cow<'a, str>>,
+    #[serde(default)]
+    arrival_ts: Option<f64>,
+    #[serde(default)]
+    tokenize_ms: Option<f64>,
+    #[serde(default)]
+    queue_wait_ms: Option<f64>,
+    #[serde(default)]
+    prefill_ms: Option<f64>,
+    #[serde(default)]
+    first_token_ms: Option<f64>,
+    #[serde(default)]
+    decode_ms: Option<f64>,
+    #[serde(default)]
+    itl_p50_ms: Option<f64>,
+    #[serde(default)]
+    itl_p99_ms: Option<f64>,
+    #[serde(default)]
+    detokenize_ms: Option<f64>,
+    #[serde(default)]
+    total_ms: Option<f64>,
+    #[serde(default)]
+    prompt_tokens: Option<i64>,
+    #[serde(default)]
+    output_tokens: Option<i64>,
+    #[serde(default)]
+    batch_size_at_admission: Option<i64>,
+    #[serde(default)]
+    kv_blocks_used: Option<i64>,
+    #[serde(default)]
+    prefix_cache_hit_tokens: Option<i64>,
+    #[serde(borrow, default)]
+    model_version: Option<std::borrow::Cow<'a, str>>,
+    #[serde(borrow, default)]
+    tenant: Option<std::borrow::Cow<'a, str>>,
+}
+
+impl KnownFields<'_> {
+    fn into_row(self, line: u64) -> RequestRow {
+        RequestRow {
+            line,
+            request_id: self.request_id.map(|s| s.into_owned()),
+            arrival_ts: self.arrival_ts,
+            tokenize_ms: self.tokenize_ms,
+            queue_wait_ms: self.queue_wait_ms,
+            prefill_ms: self.prefill_ms,
+            first_token_ms: self.first_token_ms,
+            decode_ms: self.decode_ms,
+            itl_p50_ms: self.itl_p50_ms,
+            itl_p99_ms: self.itl_p99_ms,
+            detokenize_ms: self.detokenize_ms,
+            total_ms: self.total_ms,
+            prompt_tokens: self.prompt_tokens,
+            output_tokens: self.output_tokens,
+            batch_size_at_admission: self.batch_size_at_admission,
+            kv_blocks_used: self.kv_blocks_used,
+            prefix_cache_hit_tokens: self.prefix_cache_hit_tokens,
+            model_version: self.model_version.map(|s| s.into_owned()),
+            tenant: self.tenant.map(|s| s.into_owned()),
+            extra: Map::new(),
+        }
+    }
 }
 
 /// Explain a JSON error on a line, calling out Python's NaN/Infinity tokens.
