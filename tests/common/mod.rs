@@ -30,8 +30,15 @@ struct Server {
 static SERVER: OnceLock<Server> = OnceLock::new();
 static CREATED: Mutex<Vec<String>> = Mutex::new(Vec::new());
 static CLUSTER: Mutex<Option<(EmbeddedCluster, std::path::PathBuf)>> = Mutex::new(None);
+/// Per-test blob directories, removed when the test binary exits.
+static BLOB_DIRS: Mutex<Vec<std::path::PathBuf>> = Mutex::new(Vec::new());
 
 extern "C" fn cleanup_at_exit() {
+    if let Ok(mut dirs) = BLOB_DIRS.lock() {
+        for dir in dirs.drain(..) {
+            let _ = std::fs::remove_dir_all(dir);
+        }
+    }
     let names: Vec<String> = CREATED
         .lock()
         .map(|mut v| std::mem::take(&mut *v))
@@ -173,6 +180,7 @@ pub async fn spawn_app_with(config: Config) -> TestApp {
         .tempdir()
         .unwrap()
         .keep();
+    BLOB_DIRS.lock().unwrap().push(blob_dir.clone());
     let blobs = perfjournal::storage::BlobStore::local(&blob_dir).unwrap();
     let state = AppState::new(pool.clone(), config, blobs);
     TestApp {
