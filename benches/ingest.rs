@@ -297,8 +297,7 @@ async fn phase_table(pool: &PgPool, id: i64, jsonl: &Path, rows: usize) -> anyho
             let file = std::fs::File::open(path)?;
             let mut buf = Vec::with_capacity(1 << 20);
             let n = request_log::for_each_request(file, |row| -> Result<(), AnalyzeError> {
-                buf.extend_from_slice(b"1\t");
-                row.write_copy_text(&mut buf);
+                row.write_copy_binary(1, &mut buf);
                 if buf.len() >= 1 << 20 {
                     buf.clear();
                 }

@@ -59,8 +59,8 @@ pub struct RequestRow {
     pub extra: Map<String, Value>,
 }
 
-/// Column order of [`RequestRow::write_copy_text`], for
-/// `COPY requests (<these columns>) FROM STDIN` (text format).
+/// Column order of [`RequestRow::write_copy_binary`] (after the artifact id), for
+/// `COPY request_rows (artifact_id, <these columns>) FROM STDIN WITH (FORMAT binary)`.
 /// Types: `request_id` text, `arrival_ts` float8 (epoch seconds), `*_ms`
 /// float8, token/batch/block counts int8, `model_version`/`tenant` text,
 /// `extra` jsonb (`{}` when empty).
@@ -132,36 +132,6 @@ impl RequestRow {
             self.prefix_cache_hit_tokens,
         ]
     }
-
-    /// Append this row as one line of PostgreSQL `COPY … FROM STDIN` text
-    /// format, columns in [`COPY_COLUMNS`] order: fields separated by tabs,
-    /// `\N` for null, and backslash, tab, newline and carriage return escaped
-    /// (PostgreSQL docs, "COPY", File Formats → Text Format).
-    pub fn write_copy_text(&self, out: &mut Vec<u8>) {
-        copy_text_field(out, self.request_id.as_deref());
-        for v in self.floats() {
-            out.push(b'\t');
-            match v {
-                Some(x) => out.extend_from_slice(format_f64(x).as_bytes()),
-                None => out.extend_from_slice(b"\\N"),
-            }
-        }
-        for v in self.ints() {
-            out.push(b'\t');
-            match v {
-                Some(x) => out.extend_from_slice(x.to_string().as_bytes()),
-                None => out.extend_from_slice(b"\\N"),
-            }
-        }
-        out.push(b'\t');
-        copy_text_field(out, self.model_version.as_deref());
-        out.push(b'\t');
-        copy_text_field(out, self.tenant.as_deref());
-        out.push(b'\t');
-        let extra = serde_json::to_string(&self.extra).unwrap_or_else(|_| "{}".to_string());
-        copy_text_field(out, Some(&extra));
-        out.push(b'\n');
-    }
 }
 
 /// Start of a PostgreSQL binary COPY stream: signature, flags, header extension length
@@ -219,28 +189,6 @@ fn binary_text(out: &mut Vec<u8>, v: Option<&str>) {
             out.extend_from_slice(s.as_bytes());
         }
         None => out.extend_from_slice(&(-1i32).to_be_bytes()),
-    }
-}
-
-/// Floats in a form PostgreSQL's float8 input accepts (Rust's `Display` never
-/// uses exponents and round-trips exactly).
-fn format_f64(x: f64) -> String {
-    format!("{x}")
-}
-
-fn copy_text_field(out: &mut Vec<u8>, v: Option<&str>) {
-    let Some(s) = v else {
-        out.extend_from_slice(b"\\N");
-        return;
-    };
-    for &b in s.as_bytes() {
-        match b {
-            b'\\' => out.extend_from_slice(b"\\\\"),
-            b'\t' => out.extend_from_slice(b"\\t"),
-            b'\n' => out.extend_from_slice(b"\\n"),
-            b'\r' => out.extend_from_slice(b"\\r"),
-            _ => out.push(b),
-        }
     }
 }
 
@@ -1243,38 +1191,6 @@ mod tests {
                 ..
             }))
         ));
-    }
-
-    #[test]
-    fn copy_text_format() {
-        let mut row = RequestRow {
-            request_id: Some("a\tb\\c\nd".into()),
-            arrival_ts: Some(1_764_400_000.02),
-            queue_wait_ms: Some(12.5),
-            prompt_tokens: Some(42),
-            tenant: Some("chat".into()),
-            ..RequestRow::default()
-        };
-        row.extra
-            .insert("note".into(), Value::String("x\\y\tz".into()));
-        let mut out = Vec::new();
-        row.write_copy_text(&mut out);
-        let line = String::from_utf8(out).unwrap();
-        assert!(line.ends_with('\n'));
-        let fields: Vec<&str> = line.trim_end_matches('\n').split('\t').collect();
-        assert_eq!(fields.len(), COPY_COLUMNS.len());
-        assert_eq!(fields[0], "a\\tb\\\\c\\nd");
-        assert_eq!(fields[1], "1764400000.02");
-        assert_eq!(fields[2], "\\N");
-        assert_eq!(fields[3], "12.5");
-        assert_eq!(fields[11], "42");
-        assert_eq!(fields[16], "\\N");
-        assert_eq!(fields[17], "chat");
-        // JSON escapes are backslashes too, so they are doubled for COPY.
-        assert_eq!(fields[18], r#"{"note":"x\\\\y\\tz"}"#);
-        let mut out = Vec::new();
-        RequestRow::default().write_copy_text(&mut out);
-        assert!(String::from_utf8(out).unwrap().ends_with("\t{}\n"));
     }
 
     #[test]
