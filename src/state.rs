@@ -9,6 +9,7 @@ use tokio::sync::Notify;
 use crate::auth::throttle::LoginThrottle;
 use crate::config::Config;
 use crate::metrics::HttpMetrics;
+use crate::search::Searcher;
 use crate::storage::BlobStore;
 
 #[derive(Clone)]
@@ -20,6 +21,8 @@ pub struct AppState {
     pub blobs: BlobStore,
     /// Wakes the analysis worker when an upload is queued.
     pub jobs: Arc<Notify>,
+    /// The search index, kept in memory and in step with the database.
+    pub search: Arc<Searcher>,
 }
 
 impl AppState {
@@ -34,6 +37,7 @@ impl AppState {
             metrics: Arc::new(HttpMetrics::new()),
             blobs,
             jobs: Arc::new(Notify::new()),
+            search: Arc::new(Searcher::new()),
         }
     }
 }

@@ -123,6 +123,62 @@ async fn an_exact_repeat_symptom_ranks_first_with_highlights() {
 }
 
 #[tokio::test]
+async fn results_follow_edits_and_removals_at_once() {
+    let (mut app, token) = admin().await;
+    let id = entry(
+        &mut app,
+        "Stall",
+        &[("symptom", "p95 TTFT doubled: zanzibar scheduler stall")],
+    )
+    .await;
+    entry(&mut app, "Other", &[("symptom", "p99 ITL 80 ms")]).await;
+    assert_eq!(
+        titles(&search(&mut app, &token, "q=zanzibar").await),
+        ["Stall"]
+    );
+    // Asked again unchanged: the same answer (from the cache).
+    assert_eq!(search(&mut app, &token, "q=zanzibar").await["total"], 1);
+
+    // An edit: the old words stop matching and the new ones match, on the next search.
+    let form = app.get(&format!("/journal/{id}/edit")).await;
+    let version = {
+        let html = form.html();
+        let sel = scraper::Selector::parse("[name=version]").unwrap();
+        let field = html.select(&sel).next().expect("a version field");
+        field.value().attr("value").unwrap().to_string()
+    };
+    let r = app
+        .post_form(
+            &format!("/journal/{id}"),
+            &[
+                ("title", "Stall"),
+                ("date", "2026-03-14"),
+                ("symptom", "p95 TTFT doubled: kilimanjaro scheduler stall"),
+                ("change", "a change"),
+                ("version", version.as_str()),
+                ("action", "publish"),
+            ],
+        )
+        .await;
+    assert_eq!(r.status, StatusCode::SEE_OTHER, "{}", r.body);
+    assert_eq!(search(&mut app, &token, "q=zanzibar").await["total"], 0);
+    let v = search(&mut app, &token, "q=kilimanjaro").await;
+    assert_eq!(titles(&v), ["Stall"]);
+    assert_eq!(search(&mut app, &token, "").await["total"], 2);
+
+    // A row removed behind the app's back (an admin in psql) leaves the results too.
+    sqlx::query("DELETE FROM journal_entries WHERE id = $1")
+        .bind(id)
+        .execute(&app.pool)
+        .await
+        .unwrap();
+    assert_eq!(search(&mut app, &token, "q=kilimanjaro").await["total"], 0);
+    let all = search(&mut app, &token, "").await;
+    assert_eq!(titles(&all), ["Other"]);
+    assert_eq!(all["facets"]["kind"][0]["count"], 1);
+}
+
+#[tokio::test]
 async fn snippets_escape_stored_markup() {
     let (mut app, token) = admin().await;
     entry(

@@ -69,7 +69,7 @@ pub async fn search_documents(
     RawQuery(raw): RawQuery,
 ) -> ApiResult<Json<SearchResponse>> {
     let query = crate::web::search::parse_query(raw.as_deref())?;
-    let outcome = search::search(&state.pool, &query).await?;
+    let outcome = state.search.search(&state.pool, &query).await?;
     Ok(Json(SearchResponse {
         results: outcome
             .results

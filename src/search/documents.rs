@@ -65,6 +65,13 @@ pub async fn refresh(pool: &PgPool) -> sqlx::Result<usize> {
             tx.rollback().await?;
             return Ok(total);
         }
+        // Taken first: the row lock orders concurrent rebuilds, so generations commit
+        // in order and an index that has seen generation G has seen everything before.
+        let generation: i64 = sqlx::query_scalar(
+            "UPDATE search_state SET generation = generation + 1 RETURNING generation",
+        )
+        .fetch_one(&mut *tx)
+        .await?;
         let ids = |k: &str| -> Vec<i64> {
             batch
                 .iter()
@@ -98,14 +105,14 @@ pub async fn refresh(pool: &PgPool) -> sqlx::Result<usize> {
         sqlx::query(
             "INSERT INTO search_documents (kind, source_id, doc, metric, percentile, phase, regime, \
              verdict, model, gpu, engine, engine_version, tags, status, author, doc_date, \
-             prompt_tokens, output_tokens, investigation_id) \
+             prompt_tokens, output_tokens, investigation_id, generation) \
              SELECT kind, source_id, \
              setweight(to_tsvector('english', title || ' ' || text_a), 'A') || \
              setweight(to_tsvector('english', text_b), 'B') || \
              setweight(to_tsvector('english', text_c), 'C') || \
              setweight(to_tsvector('english', text_d), 'D'), \
              metric, percentile, phase, regime, verdict, model, gpu, engine, engine_version, \
-             tags, status, author, doc_date, prompt_tokens, output_tokens, investigation_id \
+             tags, status, author, doc_date, prompt_tokens, output_tokens, investigation_id, $2 \
              FROM jsonb_to_recordset($1) AS d(kind text, source_id bigint, title text, \
              text_a text, text_b text, text_c text, text_d text, metric text, percentile text, \
              phase text, regime text, verdict text, model text, gpu text, engine text, \
@@ -113,6 +120,27 @@ pub async fn refresh(pool: &PgPool) -> sqlx::Result<usize> {
              prompt_tokens float8, output_tokens float8, investigation_id bigint)",
         )
         .bind(json)
+        .bind(generation)
+        .execute(&mut *tx)
+        .await?;
+        // Keys left without a document are removals the in-memory index must hear of.
+        sqlx::query(
+            "INSERT INTO search_removed (kind, source_id, generation) \
+             SELECT g.kind, g.id, $3 FROM unnest($1::text[], $2::bigint[]) AS g(kind, id) \
+             WHERE NOT EXISTS (SELECT 1 FROM search_documents d \
+                 WHERE d.kind = g.kind AND d.source_id = g.id) \
+             ON CONFLICT (kind, source_id) DO UPDATE SET generation = EXCLUDED.generation",
+        )
+        .bind(&kinds)
+        .bind(&sources)
+        .bind(generation)
+        .execute(&mut *tx)
+        .await?;
+        sqlx::query(
+            "DELETE FROM search_removed r USING search_documents d \
+             WHERE d.kind = r.kind AND d.source_id = r.source_id AND d.generation = $1",
+        )
+        .bind(generation)
         .execute(&mut *tx)
         .await?;
         sqlx::query(
@@ -136,9 +164,6 @@ pub async fn refresh(pool: &PgPool) -> sqlx::Result<usize> {
         .bind(&words)
         .execute(&mut *tx)
         .await?;
-        sqlx::query("UPDATE search_state SET generation = generation + 1")
-            .execute(&mut *tx)
-            .await?;
         tx.commit().await?;
         total += batch.len();
     }

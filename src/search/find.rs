@@ -1,16 +1,21 @@
-//! The search itself: full text with web-search syntax and weights, filters, one
-//! query for every facet's counts, highlighted snippets for the page shown, and a
-//! trigram-corrected second try when the words match nothing.
+//! The search itself: PostgreSQL reads the words (web-search syntax, stemming), the
+//! in-memory index ([`crate::core::memory::index`]) matches, ranks and counts facets,
+//! PostgreSQL cuts highlighted snippets for the page shown, and a trigram-corrected
+//! second try runs when the words match nothing.
 
 use std::collections::HashMap;
-use std::sync::{Arc, Mutex, OnceLock};
+use std::sync::atomic::{AtomicI64, Ordering as AtomicOrdering};
+use std::sync::{Arc, Mutex, RwLock};
 
 use chrono::NaiveDate;
+use futures::TryStreamExt;
 use serde::Serialize;
 use sqlx::{PgPool, Postgres, QueryBuilder};
 
-use crate::core::memory::query::{SearchQuery, FACETS, PAGE_SIZE};
+use crate::core::memory::index::{Answer, DocInput, Index, Request};
+use crate::core::memory::query::{SearchQuery, PAGE_SIZE};
 use crate::core::memory::snippet::{self, START, STOP};
+use crate::core::memory::tsquery;
 
 /// One result, its snippet already safe HTML (escaped text, `<mark>` around matches).
 #[derive(Debug, Clone, Serialize, sqlx::FromRow)]
@@ -44,11 +49,30 @@ pub struct SearchOutcome {
     pub corrected: Option<String>,
 }
 
-/// Answers are cached per database and search-state generation: any rebuilt document
-/// bumps the generation, so a cached answer is never older than the data.
-type Cache = Mutex<HashMap<String, (i64, Arc<SearchOutcome>)>>;
-static CACHE: OnceLock<Cache> = OnceLock::new();
-const CACHE_ENTRIES: usize = 1024;
+/// The in-memory index and the generation of the documents it holds. One per app
+/// (it lives in the app state); it catches up with the database before each search.
+pub struct Searcher {
+    index: Arc<RwLock<Index>>,
+    /// Generation the index reflects; -1 before the first load.
+    synced: AtomicI64,
+    loading: tokio::sync::Mutex<()>,
+    /// Answers by query, each with the generation it was computed at: a search page
+    /// asked again before anything changes is answered without searching.
+    answers: Mutex<HashMap<String, (i64, Arc<SearchOutcome>)>>,
+}
+
+const CACHED_ANSWERS: usize = 1024;
+
+impl Default for Searcher {
+    fn default() -> Self {
+        Searcher {
+            index: Arc::new(RwLock::new(Index::new())),
+            synced: AtomicI64::new(-1),
+            loading: tokio::sync::Mutex::new(()),
+            answers: Mutex::new(HashMap::new()),
+        }
+    }
+}
 
 /// Brings queued documents up to date and returns the current generation.
 pub(crate) async fn current_generation(pool: &PgPool) -> sqlx::Result<i64> {
@@ -65,215 +89,269 @@ pub(crate) async fn current_generation(pool: &PgPool) -> sqlx::Result<i64> {
         .await
 }
 
-pub async fn search(pool: &PgPool, query: &SearchQuery) -> sqlx::Result<Arc<SearchOutcome>> {
-    let generation = current_generation(pool).await?;
-    let key = format!(
-        "{}\u{0}{}",
-        pool.connect_options().get_database().unwrap_or(""),
-        serde_json::to_string(query).unwrap_or_default()
-    );
-    let cache = CACHE.get_or_init(|| Mutex::new(HashMap::new()));
-    if let Some((g, hit)) = cache.lock().ok().and_then(|c| c.get(&key).cloned()) {
-        if g == generation {
-            return Ok(hit);
-        }
+/// Documents loaded per step of a full load.
+const LOAD_CHUNK: usize = 5_000;
+
+type DocRow = (
+    String,
+    i64,
+    Vec<u8>,
+    NaiveDate,
+    [Option<String>; 10],
+    Vec<String>,
+);
+
+const DOC_COLUMNS: &str = "kind, source_id, tsvectorsend(doc), doc_date, \
+     ARRAY[metric, phase, regime, verdict, model, gpu, engine, engine_version, status, author], tags";
+
+fn doc_input(row: DocRow) -> DocInput {
+    let (kind, source_id, vector, date, values, tags) = row;
+    let [metric, phase, regime, verdict, model, gpu, engine, version, status, author] = values;
+    DocInput {
+        kind,
+        source_id,
+        date,
+        // In FACETS order; the kind goes in by itself and tags are a list.
+        facets: [
+            None, metric, phase, regime, verdict, model, gpu, engine, version, None, status, author,
+        ],
+        tags,
+        vector,
     }
-    let outcome = search_uncached(pool, query).await?;
-    let outcome = Arc::new(outcome);
-    if let Ok(mut c) = cache.lock() {
-        if c.len() >= CACHE_ENTRIES {
-            c.clear();
-        }
-        c.insert(key, (generation, outcome.clone()));
-    }
-    Ok(outcome)
 }
 
-/// The search without the cache (the benchmark measures this): the query as typed,
-/// then, when it matches nothing, once more with misspelt words corrected.
-pub async fn search_uncached(pool: &PgPool, query: &SearchQuery) -> sqlx::Result<SearchOutcome> {
-    let outcome = run(pool, query).await?;
-    if outcome.total == 0 && !query.q.is_empty() {
-        if let Some(corrected) = correct(pool, &query.q).await? {
-            let retry = SearchQuery {
-                q: corrected.clone(),
-                ..query.clone()
-            };
-            let mut outcome = run(pool, &retry).await?;
-            outcome.corrected = Some(corrected);
-            return Ok(outcome);
-        }
-    }
-    Ok(outcome)
+fn index_error(e: String) -> sqlx::Error {
+    sqlx::Error::Decode(format!("search index: {e}").into())
 }
 
-/// `WHERE …` for the text and every filter; `tsq` is in scope when there is text.
-fn push_conditions(qb: &mut QueryBuilder<'_, Postgres>, query: &SearchQuery) {
-    qb.push(" WHERE true");
-    if !query.q.is_empty() {
-        qb.push(" AND d.doc @@ tsq");
+impl Searcher {
+    pub fn new() -> Searcher {
+        Searcher::default()
     }
-    for (name, value) in &query.filters {
-        let Some(facet) = FACETS.iter().find(|f| f.name == *name) else {
-            continue;
+
+    /// Documents the index holds.
+    pub fn documents(&self) -> usize {
+        self.index.read().map(|i| i.len()).unwrap_or(0)
+    }
+
+    /// Loads what changed since the index's generation: everything on the first call
+    /// (or when the database went back in time, as after a restore), else only the
+    /// documents rebuilt or removed since.
+    pub async fn sync(&self, pool: &PgPool, generation: i64) -> sqlx::Result<()> {
+        if self.synced.load(AtomicOrdering::Acquire) == generation {
+            return Ok(());
+        }
+        let _one_at_a_time = self.loading.lock().await;
+        let have = self.synced.load(AtomicOrdering::Acquire);
+        if have == generation {
+            return Ok(());
+        }
+        let full = have < 0 || generation < have;
+        let since = if full { -1 } else { have };
+        let mut tx = pool.begin().await?;
+        sqlx::query("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ, READ ONLY")
+            .execute(&mut *tx)
+            .await?;
+        let now: i64 = sqlx::query_scalar("SELECT generation FROM search_state")
+            .fetch_one(&mut *tx)
+            .await?;
+        let sql = format!("SELECT {DOC_COLUMNS} FROM search_documents WHERE generation > $1");
+        if full {
+            // Built aside, chunk by chunk, and swapped in whole.
+            let mut fresh = Index::new();
+            let mut rows = sqlx::query_as::<_, DocRow>(&sql)
+                .bind(since)
+                .fetch(&mut *tx);
+            let mut chunk = Vec::with_capacity(LOAD_CHUNK);
+            loop {
+                let row = rows.try_next().await?;
+                let done = row.is_none();
+                chunk.extend(row.map(doc_input));
+                if chunk.len() == LOAD_CHUNK || (done && !chunk.is_empty()) {
+                    let docs = std::mem::replace(&mut chunk, Vec::with_capacity(LOAD_CHUNK));
+                    fresh =
+                        tokio::task::spawn_blocking(move || fresh.apply(docs, &[]).map(|()| fresh))
+                            .await
+                            .map_err(|e| index_error(e.to_string()))?
+                            .map_err(index_error)?;
+                }
+                if done {
+                    break;
+                }
+            }
+            drop(rows);
+            tx.commit().await?;
+            *self.index.write().expect("search index lock") = fresh;
+        } else {
+            let docs: Vec<DocRow> = sqlx::query_as(&sql).bind(since).fetch_all(&mut *tx).await?;
+            let removed: Vec<(String, i64)> =
+                sqlx::query_as("SELECT kind, source_id FROM search_removed WHERE generation > $1")
+                    .bind(since)
+                    .fetch_all(&mut *tx)
+                    .await?;
+            tx.commit().await?;
+            let docs: Vec<DocInput> = docs.into_iter().map(doc_input).collect();
+            let index = self.index.clone();
+            tokio::task::spawn_blocking(move || {
+                index
+                    .write()
+                    .expect("search index lock")
+                    .apply(docs, &removed)
+            })
+            .await
+            .map_err(|e| index_error(e.to_string()))?
+            .map_err(index_error)?;
+        }
+        self.synced.store(now, AtomicOrdering::Release);
+        Ok(())
+    }
+
+    /// The search, answered from the cache when nothing changed since the same query
+    /// was last answered.
+    pub async fn search(
+        &self,
+        pool: &PgPool,
+        query: &SearchQuery,
+    ) -> sqlx::Result<Arc<SearchOutcome>> {
+        let generation = current_generation(pool).await?;
+        let key = serde_json::to_string(query).unwrap_or_default();
+        let cached = self.answers.lock().ok().and_then(|a| a.get(&key).cloned());
+        if let Some((g, answer)) = cached {
+            if g == generation {
+                return Ok(answer);
+            }
+        }
+        let answer = Arc::new(self.search_uncached(pool, query).await?);
+        if let Ok(mut answers) = self.answers.lock() {
+            if answers.len() >= CACHED_ANSWERS {
+                answers.clear();
+            }
+            answers.insert(key, (generation, answer.clone()));
+        }
+        Ok(answer)
+    }
+
+    /// The search without the cache (the benchmark measures this): the words as
+    /// typed, then, when they match nothing, once more with misspelt words corrected.
+    pub async fn search_uncached(
+        &self,
+        pool: &PgPool,
+        query: &SearchQuery,
+    ) -> sqlx::Result<SearchOutcome> {
+        let outcome = self.run(pool, query).await?;
+        if outcome.total == 0 && !query.q.is_empty() {
+            if let Some(corrected) = correct(pool, &query.q).await? {
+                let retry = SearchQuery {
+                    q: corrected.clone(),
+                    ..query.clone()
+                };
+                let mut outcome = self.run(pool, &retry).await?;
+                outcome.corrected = Some(corrected);
+                return Ok(outcome);
+            }
+        }
+        Ok(outcome)
+    }
+
+    async fn run(&self, pool: &PgPool, query: &SearchQuery) -> sqlx::Result<SearchOutcome> {
+        // One round trip: the generation, whether documents wait to be rebuilt, and
+        // PostgreSQL's reading of the words (stemmed, stop words dropped).
+        let (mut generation, stale, tsquery): (i64, bool, Option<String>) = sqlx::query_as(
+            "SELECT generation, EXISTS (SELECT 1 FROM search_stale), \
+             CASE WHEN $1 = '' THEN NULL ELSE websearch_to_tsquery('english', $1)::text END \
+             FROM search_state",
+        )
+        .bind(&query.q)
+        .fetch_one(pool)
+        .await?;
+        if stale {
+            generation = current_generation(pool).await?;
+        }
+        self.sync(pool, generation).await?;
+        let node = match tsquery.as_deref() {
+            Some(text) => tsquery::parse(text).map_err(index_error)?,
+            None => None,
         };
-        if facet.name == "tag" {
-            qb.push(" AND d.tags @> ARRAY[")
-                .push_bind(value.clone())
-                .push("]::text[]");
-        } else {
-            // Column names come from the fixed FACETS table, never from input.
-            qb.push(format!(" AND d.{} = ", facet.column))
-                .push_bind(value.clone());
-        }
-    }
-    if let Some(from) = query.from {
-        qb.push(" AND d.doc_date >= ").push_bind(from);
-    }
-    if let Some(to) = query.to {
-        qb.push(" AND d.doc_date <= ").push_bind(to);
-    }
-}
-
-fn push_from(qb: &mut QueryBuilder<'_, Postgres>, query: &SearchQuery) {
-    qb.push(" FROM search_documents d");
-    if !query.q.is_empty() {
-        qb.push(", websearch_to_tsquery('english', ")
-            .push_bind(query.q.clone())
-            .push(") AS tsq");
-    }
-}
-
-async fn run(pool: &PgPool, query: &SearchQuery) -> sqlx::Result<SearchOutcome> {
-    let has_text = !query.q.is_empty();
-    // One pass over the matches gives the ranked page, the total and every facet's
-    // counts (grouping sets: a hash table per facet, about twice as fast as unpivoting
-    // the rows); matching is most of the cost, so it is done once.
-    let mut qb = QueryBuilder::<Postgres>::new(
-        "WITH m AS MATERIALIZED (SELECT d.kind, d.source_id, d.doc_date, d.metric, d.phase, \
-         d.regime, d.verdict, d.model, d.gpu, d.engine, d.engine_version, d.status, d.author, \
-         d.tags, ",
-    );
-    qb.push(if has_text {
-        "ts_rank(d.doc, tsq) AS score"
-    } else {
-        "0::real AS score"
-    });
-    push_from(&mut qb, query);
-    push_conditions(&mut qb, query);
-    qb.push(
-        "), page AS (SELECT kind, source_id, score, doc_date FROM m \
-         ORDER BY score DESC, doc_date DESC, kind, source_id DESC LIMIT ",
-    )
-    .push_bind(PAGE_SIZE)
-    .push(" OFFSET ")
-    .push_bind((query.page - 1) * PAGE_SIZE)
-    .push(
-        ") SELECT '#hit' AS facet, kind AS value, source_id, score, doc_date, 0::bigint AS n \
-         FROM page UNION ALL SELECT facet, value, NULL, NULL, NULL, n FROM (SELECT CASE \
-         WHEN GROUPING(kind) = 0 THEN 'kind' \
-         WHEN GROUPING(metric) = 0 THEN 'metric' WHEN GROUPING(phase) = 0 THEN 'phase' \
-         WHEN GROUPING(regime) = 0 THEN 'regime' WHEN GROUPING(verdict) = 0 THEN 'verdict' \
-         WHEN GROUPING(model) = 0 THEN 'model' WHEN GROUPING(gpu) = 0 THEN 'gpu' \
-         WHEN GROUPING(engine) = 0 THEN 'engine' WHEN GROUPING(engine_version) = 0 THEN 'version' \
-         WHEN GROUPING(status) = 0 THEN 'status' WHEN GROUPING(author) = 0 THEN 'author' \
-         ELSE '' END AS facet, \
-         COALESCE(kind, metric, phase, regime, verdict, model, gpu, engine, engine_version, \
-         status, author, '') AS value, count(*) AS n FROM m GROUP BY GROUPING SETS \
-         ((kind), (metric), (phase), (regime), (verdict), (model), (gpu), (engine), \
-         (engine_version), (status), (author), ())) g \
-         WHERE facet = '' OR value <> '' \
-         UNION ALL SELECT 'tag', t, NULL, NULL, NULL, count(*) FROM m, unnest(tags) AS t GROUP BY 2",
-    );
-    type Row = (
-        String,
-        String,
-        Option<i64>,
-        Option<f32>,
-        Option<NaiveDate>,
-        i64,
-    );
-    let rows: Vec<Row> = qb.build_query_as().fetch_all(pool).await?;
-    // (score, date, kind, id) of the page's hits, and (facet, value, count).
-    let mut page: Vec<(f32, NaiveDate, String, i64)> = Vec::new();
-    let mut counts = Vec::new();
-    for (facet, value, id, score, date, n) in rows {
-        match (facet.as_str(), id, date) {
-            ("#hit", Some(id), Some(date)) => page.push((score.unwrap_or(0.0), date, value, id)),
-            _ => counts.push((facet, value, n)),
-        }
-    }
-    // The SQL order: score, then date, descending; kind ascending; id descending.
-    page.sort_by(|a, b| {
-        b.0.total_cmp(&a.0)
-            .then(b.1.cmp(&a.1))
-            .then(a.2.cmp(&b.2))
-            .then(b.3.cmp(&a.3))
-    });
-
-    // Titles and snippets for the page only (ts_headline is the costly part).
-    let mut results: Vec<Hit> = Vec::new();
-    if !page.is_empty() {
-        let kinds: Vec<&str> = page.iter().map(|p| p.2.as_str()).collect();
-        let ids: Vec<i64> = page.iter().map(|p| p.3).collect();
-        let mut qb = QueryBuilder::<Postgres>::new(
-            "SELECT d.kind, d.source_id, x.title, x.url, d.doc_date, 0::real AS score, ",
-        );
-        if has_text {
-            qb.push("ts_headline('english', concat_ws(' · ', nullif(x.text_a, ''), nullif(x.text_b, ''), \
-                     nullif(x.text_c, ''), nullif(x.text_d, '')), websearch_to_tsquery('english', ")
-                .push_bind(query.q.clone())
-                .push("), ")
-                .push_bind(format!(
-                    "StartSel={START}, StopSel={STOP}, MaxWords=30, MinWords=12, MaxFragments=2, FragmentDelimiter=\" … \""
-                ))
-                .push(")");
-        } else {
-            qb.push("left(x.text_a, 240)");
-        }
-        qb.push(" AS snippet_html FROM unnest(")
-            .push_bind(kinds)
-            .push("::text[], ")
-            .push_bind(ids)
-            .push(
-                "::bigint[]) WITH ORDINALITY AS p(kind, source_id, ord) \
-                 JOIN search_documents d USING (kind, source_id) \
-                 JOIN search_texts x USING (kind, source_id) ORDER BY p.ord",
-            );
-        results = qb.build_query_as().fetch_all(pool).await?;
-        for (r, p) in results.iter_mut().zip(&page) {
-            r.snippet_html = snippet::to_html(&r.snippet_html);
-            r.score = p.0;
-        }
-    }
-
-    let mut total = 0;
-    let mut by_facet: HashMap<String, Vec<FacetCount>> = HashMap::new();
-    for (facet, value, count) in counts {
-        if facet.is_empty() {
-            total = count;
-        } else {
-            by_facet
-                .entry(facet)
-                .or_default()
-                .push(FacetCount { value, count });
-        }
-    }
-    let facets = FACETS
-        .iter()
-        .filter_map(|f| {
-            let mut values = by_facet.remove(f.name)?;
-            values.sort_by(|a, b| b.count.cmp(&a.count).then(a.value.cmp(&b.value)));
-            values.truncate(12);
-            Some((f.name, values))
+        let answer = {
+            let index = self.index.read().expect("search index lock");
+            index.search(&Request {
+                text: node.as_ref(),
+                empty_text: tsquery.is_some() && node.is_none(),
+                filters: &query.filters,
+                from: query.from,
+                to: query.to,
+                offset: ((query.page - 1) * PAGE_SIZE) as usize,
+                limit: PAGE_SIZE as usize,
+            })
+        };
+        let results = page_texts(pool, query, &answer).await?;
+        let facets = answer
+            .facets
+            .into_iter()
+            .map(|(name, values)| {
+                let values = values
+                    .into_iter()
+                    .map(|(value, count)| FacetCount { value, count })
+                    .collect();
+                (name, values)
+            })
+            .collect();
+        Ok(SearchOutcome {
+            results,
+            total: answer.total,
+            facets,
+            corrected: None,
         })
-        .collect();
-    Ok(SearchOutcome {
-        results,
-        total,
-        facets,
-        corrected: None,
-    })
+    }
+}
+
+/// Titles, links and highlighted snippets for the page shown (ts_headline, the costly
+/// part, runs on these 20 only).
+async fn page_texts(pool: &PgPool, query: &SearchQuery, answer: &Answer) -> sqlx::Result<Vec<Hit>> {
+    if answer.page.is_empty() {
+        return Ok(Vec::new());
+    }
+    let kinds: Vec<&str> = answer.page.iter().map(|p| p.kind.as_str()).collect();
+    let ids: Vec<i64> = answer.page.iter().map(|p| p.source_id).collect();
+    let mut qb = QueryBuilder::<Postgres>::new(
+        "SELECT x.kind, x.source_id, x.title, x.url, current_date AS doc_date, 0::real AS score, ",
+    );
+    if query.q.is_empty() {
+        qb.push("left(x.text_a, 240)");
+    } else {
+        qb.push(
+            "ts_headline('english', concat_ws(' · ', nullif(x.text_a, ''), nullif(x.text_b, ''), \
+             nullif(x.text_c, ''), nullif(x.text_d, '')), websearch_to_tsquery('english', ",
+        )
+        .push_bind(query.q.clone())
+        .push("), ")
+        .push_bind(format!(
+            "StartSel={START}, StopSel={STOP}, MaxWords=30, MinWords=12, MaxFragments=2, FragmentDelimiter=\" … \""
+        ))
+        .push(")");
+    }
+    qb.push(" AS snippet_html FROM unnest(")
+        .push_bind(kinds)
+        .push("::text[], ")
+        .push_bind(ids)
+        .push(
+            "::bigint[]) WITH ORDINALITY AS p(kind, source_id, ord) \
+             JOIN search_texts x USING (kind, source_id) ORDER BY p.ord",
+        );
+    let mut results: Vec<Hit> = qb.build_query_as().fetch_all(pool).await?;
+    // A document removed since the index loaded has no texts: it is simply not shown.
+    for r in results.iter_mut() {
+        if let Some(found) = answer
+            .page
+            .iter()
+            .find(|f| f.kind == r.kind && f.source_id == r.id)
+        {
+            r.score = found.score;
+            r.date = found.date;
+        }
+        r.snippet_html = snippet::to_html(&r.snippet_html);
+    }
+    Ok(results)
 }
 
 /// The query with each unknown word replaced by the closest word the documents use

@@ -8,5 +8,5 @@ pub mod similar;
 pub mod transfer;
 
 pub use documents::refresh;
-pub use find::{search, SearchOutcome};
+pub use find::{SearchOutcome, Searcher};
 pub use similar::{similar_to, SimilarItem};

@@ -104,7 +104,7 @@ async fn search_page(
     let parsed = SearchQuery::parse(pairs.iter().map(|(k, v)| (k.as_str(), v.as_str())));
     let view = match parsed {
         Ok(query) => {
-            let outcome = search::search(&state.pool, &query).await?;
+            let outcome = state.search.search(&state.pool, &query).await?;
             let facets = FACETS
                 .iter()
                 .filter_map(|f| {

@@ -1,13 +1,16 @@
 //! Institutional memory, pure: what an investigation or entry looks like as a symptom
 //! (its profile), how alike two symptoms are, the search request a page or the API
-//! sends, safe highlighted snippets, import bundles and the Atom feed. No SQL here.
+//! sends, the in-memory search index that answers it, safe highlighted snippets,
+//! import bundles and the Atom feed. No SQL here.
 
 pub mod atom;
 pub mod bundle;
+pub mod index;
 pub mod profile;
 pub mod query;
 pub mod similarity;
 pub mod snippet;
+pub mod tsquery;
 
 pub use profile::Profile;
 pub use query::{Facet, SearchQuery, FACETS};
