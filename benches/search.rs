@@ -298,16 +298,13 @@ fn parse(query: &str) -> SearchQuery {
 
 async fn query_latency(pool: &PgPool) -> anyhow::Result<()> {
     let searcher = perfjournal::search::Searcher::new();
-    let generation: i64 = sqlx::query_scalar("SELECT generation FROM search_state")
-        .fetch_one(pool)
-        .await?;
     let before = rss_mib();
     let t = Instant::now();
-    searcher.sync(pool, generation).await?;
+    let (documents, bytes) = searcher.warm(pool).await?;
     println!(
-        "loaded {} documents into the search index in {:.2} s; resident memory {:.0} MiB before, {:.0} MiB after",
-        searcher.documents(),
+        "loaded {documents} documents into the search index in {:.2} s: {:.1} MiB of index; resident memory {:.0} MiB before, {:.0} MiB after",
         t.elapsed().as_secs_f64(),
+        bytes as f64 / (1024.0 * 1024.0),
         before,
         rss_mib()
     );

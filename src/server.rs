@@ -118,6 +118,20 @@ pub async fn serve(state: AppState, bind: &str) -> anyhow::Result<()> {
     );
     let worker = tokio::spawn(crate::artifacts::ingest::run_worker(state.clone()));
     let blob_sweeper = tokio::spawn(sweep_blobs(state.clone()));
+    // The search index loads in the background, so the first search does not wait.
+    let (search, pool) = (state.search.clone(), state.pool.clone());
+    tokio::spawn(async move {
+        let started = std::time::Instant::now();
+        match search.warm(&pool).await {
+            Ok((documents, bytes)) => tracing::info!(
+                documents,
+                mib = bytes / (1024 * 1024),
+                ms = started.elapsed().as_millis() as u64,
+                "search index loaded"
+            ),
+            Err(e) => tracing::warn!("search index not loaded yet: {e}"),
+        }
+    });
     let throttle = state.throttle.clone();
     let throttle_sweeper = tokio::spawn(async move {
         let mut tick = tokio::time::interval(Duration::from_secs(300));

@@ -12,7 +12,7 @@ use futures::TryStreamExt;
 use serde::Serialize;
 use sqlx::{PgPool, Postgres, QueryBuilder};
 
-use crate::core::memory::index::{Answer, DocInput, Index, Request};
+use crate::core::memory::index::{Answer, DocInput, Index, IndexBuilder, Request};
 use crate::core::memory::query::{SearchQuery, PAGE_SIZE};
 use crate::core::memory::snippet::{self, START, STOP};
 use crate::core::memory::tsquery;
@@ -129,9 +129,19 @@ impl Searcher {
         Searcher::default()
     }
 
-    /// Documents the index holds.
-    pub fn documents(&self) -> usize {
-        self.index.read().map(|i| i.len()).unwrap_or(0)
+    /// Documents the index holds, and the bytes it holds them in.
+    pub fn size(&self) -> (usize, usize) {
+        self.index
+            .read()
+            .map(|i| (i.len(), i.heap_bytes()))
+            .unwrap_or((0, 0))
+    }
+
+    /// Rebuilds queued documents and loads the index; returns its size.
+    pub async fn warm(&self, pool: &PgPool) -> sqlx::Result<(usize, usize)> {
+        let generation = current_generation(pool).await?;
+        self.sync(pool, generation).await?;
+        Ok(self.size())
     }
 
     /// Loads what changed since the index's generation: everything on the first call
@@ -158,7 +168,7 @@ impl Searcher {
         let sql = format!("SELECT {DOC_COLUMNS} FROM search_documents WHERE generation > $1");
         if full {
             // Built aside, chunk by chunk, and swapped in whole.
-            let mut fresh = Index::new();
+            let mut fresh = IndexBuilder::default();
             let mut rows = sqlx::query_as::<_, DocRow>(&sql)
                 .bind(since)
                 .fetch(&mut *tx);
@@ -169,11 +179,10 @@ impl Searcher {
                 chunk.extend(row.map(doc_input));
                 if chunk.len() == LOAD_CHUNK || (done && !chunk.is_empty()) {
                     let docs = std::mem::replace(&mut chunk, Vec::with_capacity(LOAD_CHUNK));
-                    fresh =
-                        tokio::task::spawn_blocking(move || fresh.apply(docs, &[]).map(|()| fresh))
-                            .await
-                            .map_err(|e| index_error(e.to_string()))?
-                            .map_err(index_error)?;
+                    fresh = tokio::task::spawn_blocking(move || fresh.add(docs).map(|()| fresh))
+                        .await
+                        .map_err(|e| index_error(e.to_string()))?
+                        .map_err(index_error)?;
                 }
                 if done {
                     break;
@@ -181,6 +190,9 @@ impl Searcher {
             }
             drop(rows);
             tx.commit().await?;
+            let fresh = tokio::task::spawn_blocking(move || fresh.finish())
+                .await
+                .map_err(|e| index_error(e.to_string()))?;
             *self.index.write().expect("search index lock") = fresh;
         } else {
             let docs: Vec<DocRow> = sqlx::query_as(&sql).bind(since).fetch_all(&mut *tx).await?;

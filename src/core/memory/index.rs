@@ -65,17 +65,28 @@ struct Hot {
 
 /// What phrase checks and updates read.
 struct Doc {
-    /// Term ids, ascending; the positions of `terms[i]` are
-    /// `positions[offsets[i]..offsets[i + 1]]`.
+    /// Term ids, ascending.
     terms: Box<[u32]>,
-    offsets: Box<[u32]>,
+    /// For each term in order: how many positions, then the positions (PostgreSQL keeps
+    /// at most 256 per lexeme).
     positions: Box<[u16]>,
 }
 
 impl Doc {
+    /// (term, positions) in term order.
+    fn groups(&self) -> impl Iterator<Item = (u32, &[u16])> + '_ {
+        let mut at = 0;
+        self.terms.iter().map(move |&term| {
+            let n = self.positions[at] as usize;
+            let group = &self.positions[at + 1..at + 1 + n];
+            at += 1 + n;
+            (term, group)
+        })
+    }
+
     fn positions_of(&self, term: u32) -> &[u16] {
         match self.terms.binary_search(&term) {
-            Ok(i) => &self.positions[self.offsets[i] as usize..self.offsets[i + 1] as usize],
+            Ok(i) => self.groups().nth(i).map_or(&[], |(_, p)| p),
             Err(_) => &[],
         }
     }
@@ -158,7 +169,7 @@ pub struct Index {
 
 /// Reads `tsvectorsend(doc)`: a count, then per lexeme its text, a zero byte, the
 /// number of positions and the positions (big-endian 16-bit), handing each lexeme to `f`.
-pub fn read_tsvector(bytes: &[u8], mut f: impl FnMut(&str, Vec<u16>)) -> Result<(), String> {
+pub fn read_tsvector(bytes: &[u8], mut f: impl FnMut(&str, &[u16])) -> Result<(), String> {
     fn take<'a>(bytes: &'a [u8], at: &mut usize, n: usize) -> Result<&'a [u8], String> {
         let out = bytes
             .get(*at..*at + n)
@@ -168,6 +179,7 @@ pub fn read_tsvector(bytes: &[u8], mut f: impl FnMut(&str, Vec<u16>)) -> Result<
     }
     let mut at = 0;
     let count = u32::from_be_bytes(take(bytes, &mut at, 4)?.try_into().unwrap()) as usize;
+    let mut positions = Vec::new();
     for _ in 0..count {
         let end = bytes[at..]
             .iter()
@@ -178,11 +190,12 @@ pub fn read_tsvector(bytes: &[u8], mut f: impl FnMut(&str, Vec<u16>)) -> Result<
         at += end + 1;
         let n = u16::from_be_bytes(take(bytes, &mut at, 2)?.try_into().unwrap()) as usize;
         let raw = take(bytes, &mut at, 2 * n)?;
-        let positions = raw
-            .chunks_exact(2)
-            .map(|c| u16::from_be_bytes([c[0], c[1]]))
-            .collect();
-        f(lexeme, positions);
+        positions.clear();
+        positions.extend(
+            raw.chunks_exact(2)
+                .map(|c| u16::from_be_bytes([c[0], c[1]])),
+        );
+        f(lexeme, &positions);
     }
     if at != bytes.len() {
         return Err(format!("{} bytes after the last lexeme", bytes.len() - at));
@@ -202,6 +215,26 @@ pub fn encode_tsvector(lexemes: &[(&str, Vec<u16>)]) -> Vec<u8> {
         }
     }
     bytes
+}
+
+/// A whole index loaded in pieces, its posting lists built once at the end.
+pub struct IndexBuilder(Index);
+
+impl Default for IndexBuilder {
+    fn default() -> Self {
+        IndexBuilder(Index::new())
+    }
+}
+
+impl IndexBuilder {
+    pub fn add(&mut self, docs: Vec<DocInput>) -> Result<(), String> {
+        self.0.change(docs, &[], false)
+    }
+
+    pub fn finish(mut self) -> Index {
+        self.0.repost_all();
+        self.0
+    }
 }
 
 /// A set of slots.
@@ -272,6 +305,31 @@ impl Index {
         }
     }
 
+    /// Bytes the index holds on the heap (capacities, not counting the allocator's own
+    /// overhead).
+    pub fn heap_bytes(&self) -> usize {
+        use std::mem::size_of;
+        let docs = self.docs.capacity() * size_of::<Option<Doc>>()
+            + self
+                .docs
+                .iter()
+                .flatten()
+                .map(|d| d.terms.len() * 4 + d.positions.len() * 2)
+                .sum::<usize>();
+        let hot = self.hot.capacity() * size_of::<Hot>()
+            + self.hot.iter().map(|h| h.tags.len() * 4).sum::<usize>();
+        let postings = self.postings.capacity() * size_of::<Postings>()
+            + self
+                .postings
+                .iter()
+                .map(|p| p.slots.capacity() * 4 + p.tf.capacity() * 2)
+                .sum::<usize>();
+        let lexicon = self.lexicon.capacity() * (size_of::<Box<str>>() + 4 + 1)
+            + self.lexicon.keys().map(|k| k.len()).sum::<usize>();
+        let keys = self.slot_of.capacity() * (size_of::<(u32, i64)>() + 4 + 1);
+        docs + hot + postings + lexicon + keys + self.live.0.capacity() * 8
+    }
+
     /// Documents held.
     pub fn len(&self) -> usize {
         self.count
@@ -310,18 +368,23 @@ impl Index {
             .collect();
         tags.sort_unstable();
         tags.dedup();
-        let mut lexemes: Vec<(u32, Vec<u16>)> = Vec::new();
-        read_tsvector(&input.vector, |l, p| lexemes.push((self.term_id(l), p)))
-            .map_err(|e| format!("{} {}: {e}", input.kind, input.source_id))?;
-        lexemes.sort_by_key(|(id, _)| *id);
-        lexemes.dedup_by_key(|(id, _)| *id);
-        let mut offsets = Vec::with_capacity(lexemes.len() + 1);
-        let mut positions = Vec::new();
+        // (term, where its positions start in `read`, how many), then in term order.
+        let mut lexemes: Vec<(u32, usize, usize)> = Vec::new();
+        let mut read: Vec<u16> = Vec::new();
+        read_tsvector(&input.vector, |l, p| {
+            let p = &p[..p.len().min(u16::MAX as usize)];
+            lexemes.push((self.term_id(l), read.len(), p.len()));
+            read.extend_from_slice(p);
+        })
+        .map_err(|e| format!("{} {}: {e}", input.kind, input.source_id))?;
+        lexemes.sort_by_key(|(id, ..)| *id);
+        lexemes.dedup_by_key(|(id, ..)| *id);
+        let mut positions = Vec::with_capacity(lexemes.iter().map(|(.., n)| 1 + n).sum());
         let mut length = 0.0f32;
-        offsets.push(0);
-        for (_, p) in &lexemes {
+        for &(_, start, n) in &lexemes {
+            let p = &read[start..start + n];
+            positions.push(n as u16);
             positions.extend_from_slice(p);
-            offsets.push(positions.len() as u32);
             length += tf_tenths(p) as f32 / 10.0;
         }
         let hot = Hot {
@@ -332,8 +395,7 @@ impl Index {
             tags: tags.into(),
         };
         let doc = Doc {
-            terms: lexemes.iter().map(|(id, _)| *id).collect(),
-            offsets: offsets.into(),
+            terms: lexemes.iter().map(|(id, ..)| *id).collect(),
             positions: positions.into(),
         };
         Ok(((kind, input.source_id), hot, doc))
@@ -351,20 +413,22 @@ impl Index {
     }
 
     fn place(&mut self, key: (u32, i64), hot: Hot, doc: Doc) -> u32 {
+        self.count += 1;
+        self.total_length += hot.length as f64;
         let slot = match self.free.pop() {
-            Some(s) => s,
+            Some(s) => {
+                self.hot[s as usize] = hot;
+                self.docs[s as usize] = Some(doc);
+                s
+            }
             None => {
-                self.docs.push(None);
-                self.hot.push(hot.clone());
+                self.hot.push(hot);
+                self.docs.push(Some(doc));
                 self.live.grow(self.docs.len());
                 self.docs.len() as u32 - 1
             }
         };
-        self.count += 1;
         self.live.set(slot);
-        self.total_length += hot.length as f64;
-        self.hot[slot as usize] = hot;
-        self.docs[slot as usize] = Some(doc);
         self.slot_of.insert(key, slot);
         slot
     }
@@ -383,9 +447,8 @@ impl Index {
         let doc = self.docs[slot as usize]
             .as_ref()
             .expect("a placed document");
-        for (i, &term) in doc.terms.iter().enumerate() {
-            let tf =
-                tf_tenths(&doc.positions[doc.offsets[i] as usize..doc.offsets[i + 1] as usize]);
+        for (term, positions) in doc.groups() {
+            let tf = tf_tenths(positions);
             let p = &mut self.postings[term as usize];
             if let Err(at) = p.slots.binary_search(&slot) {
                 p.slots.insert(at, slot);
@@ -394,20 +457,27 @@ impl Index {
         }
     }
 
-    /// Every posting list again, from the documents (after large changes).
+    /// Every posting list again, from the documents (after large changes), each
+    /// allocated at its exact length.
     fn repost_all(&mut self) {
-        for p in &mut self.postings {
-            p.slots.clear();
-            p.tf.clear();
+        let mut lengths = vec![0u32; self.postings.len()];
+        for doc in self.docs.iter().flatten() {
+            for &term in doc.terms.iter() {
+                lengths[term as usize] += 1;
+            }
+        }
+        for (p, &n) in self.postings.iter_mut().zip(&lengths) {
+            *p = Postings {
+                slots: Vec::with_capacity(n as usize),
+                tf: Vec::with_capacity(n as usize),
+            };
         }
         for (slot, doc) in self.docs.iter().enumerate() {
             let Some(doc) = doc else { continue };
-            for (i, &term) in doc.terms.iter().enumerate() {
-                let tf =
-                    tf_tenths(&doc.positions[doc.offsets[i] as usize..doc.offsets[i + 1] as usize]);
+            for (term, positions) in doc.groups() {
                 let p = &mut self.postings[term as usize];
                 p.slots.push(slot as u32);
-                p.tf.push(tf);
+                p.tf.push(tf_tenths(positions));
             }
         }
     }
@@ -415,13 +485,27 @@ impl Index {
     /// Adds documents, replacing any with the same kind and id, and removes the
     /// documents named by `removed`. A vector that cannot be read changes nothing.
     pub fn apply(&mut self, docs: Vec<DocInput>, removed: &[(String, i64)]) -> Result<(), String> {
+        // Many changes at once: patch the documents, then rebuild the posting lists
+        // in one pass (cheaper than thousands of sorted inserts).
+        let bulk = (docs.len() + removed.len()) * 8 > self.count.max(64);
+        self.change(docs, removed, !bulk)?;
+        if bulk {
+            self.repost_all();
+        }
+        Ok(())
+    }
+
+    fn change(
+        &mut self,
+        docs: Vec<DocInput>,
+        removed: &[(String, i64)],
+        patch: bool,
+    ) -> Result<(), String> {
         let mut built = Vec::with_capacity(docs.len());
         for input in docs {
             built.push(self.build(input)?);
         }
-        // Many changes at once: patch the documents, then rebuild the posting lists
-        // in one pass (cheaper than thousands of sorted inserts).
-        let bulk = (built.len() + removed.len()) * 8 > self.count.max(64);
+        let bulk = !patch;
         for (kind, id) in removed {
             let Some(&code) = self.dictionaries[0].codes.get(kind) else {
                 continue;
@@ -442,9 +526,6 @@ impl Index {
             if !bulk {
                 self.post(slot);
             }
-        }
-        if bulk {
-            self.repost_all();
         }
         Ok(())
     }
@@ -1012,7 +1093,7 @@ mod tests {
         // count, then per lexeme text\0, number of positions, positions.
         assert_eq!(&bytes[..9], &[0, 0, 0, 2, b'c', b'a', b'c', b'h', 0]);
         let mut read = Vec::new();
-        read_tsvector(&bytes, |l, p| read.push((l.to_string(), p))).unwrap();
+        read_tsvector(&bytes, |l, p| read.push((l.to_string(), p.to_vec()))).unwrap();
         assert_eq!(read[0], ("cach".to_string(), vec![(3 << 14) | 2]));
         assert_eq!(read[1].1, vec![(3 << 14) | 1, 5]);
         assert!(read_tsvector(&bytes[..bytes.len() - 1], |_, _| {}).is_err());
