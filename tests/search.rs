@@ -179,6 +179,46 @@ async fn results_follow_edits_and_removals_at_once() {
 }
 
 #[tokio::test]
+async fn an_entry_written_directly_gets_model_gpu_and_engine_facets_from_its_text() {
+    let (mut app, token) = admin().await;
+    entry(
+        &mut app,
+        "Direct",
+        &[
+            ("symptom", "p95 TTFT 2,900 ms vs target 900 ms"),
+            (
+                "baseline",
+                "Llama 3.1 8B Instruct on 2×H100 SXM, vLLM v0.6.3",
+            ),
+        ],
+    )
+    .await;
+    entry(
+        &mut app,
+        "Elsewhere",
+        &[("baseline", "on an A100 80GB, SGLang 0.3.2")],
+    )
+    .await;
+    let v = search(&mut app, &token, "gpu=h100-sxm").await;
+    assert_eq!(titles(&v), ["Direct"]);
+    for (facet, value) in [
+        ("model", "llama-3.1-8b"),
+        ("engine", "vllm"),
+        ("version", "0.6.3"),
+    ] {
+        assert_eq!(v["facets"][facet][0]["value"], value, "{facet}: {v}");
+    }
+    let all = search(&mut app, &token, "").await;
+    let gpus: Vec<&str> = all["facets"]["gpu"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|g| g["value"].as_str().unwrap())
+        .collect();
+    assert_eq!(gpus, ["a100-80gb", "h100-sxm"]);
+}
+
+#[tokio::test]
 async fn snippets_escape_stored_markup() {
     let (mut app, token) = admin().await;
     entry(

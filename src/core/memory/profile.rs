@@ -122,15 +122,31 @@ impl Profile {
             })
             .map(|v| v.slug().to_string());
         let workload = entry.workload.to_lowercase();
+        // Hardware and software as BASELINE, WORKLOAD or SYMPTOM name them, first found.
+        let setting = [&entry.baseline, &entry.workload, &entry.symptom];
+        let first = |find: fn(&[String]) -> Option<String>| {
+            setting.iter().find_map(|text| find(&words_of(text)))
+        };
+        let engine = setting.iter().find_map(|text| engine_in(&words_of(text)));
         Profile {
             metric,
             percentile,
             phase,
             regime,
             verdict,
+            model: first(|w| {
+                named_in(
+                    w,
+                    crate::core::estimate::models::CATALOG
+                        .iter()
+                        .map(|m| m.name),
+                )
+            }),
+            gpu: first(|w| named_in(w, crate::core::estimate::gpus::GPUS.iter().map(|g| g.name))),
+            engine: engine.as_ref().map(|(e, _)| e.to_string()),
+            engine_version: engine.and_then(|(_, v)| v),
             prompt_tokens: number_after(&workload, "prompt"),
             output_tokens: number_after(&workload, "output"),
-            ..Profile::default()
         }
     }
 
@@ -162,6 +178,81 @@ pub fn first_number(text: &str) -> Option<f64> {
         .filter(|c| *c != ',' && *c != '_')
         .collect();
     digits.trim_end_matches('.').parse().ok()
+}
+
+/// A text's words, lower-case, split at spaces and punctuation that never sits inside a
+/// model or version name; a leading count ("4×H100", "8xA100") is dropped.
+fn words_of(text: &str) -> Vec<String> {
+    text.to_lowercase()
+        .split(|c: char| c.is_whitespace() || ",;:()[]{}/=\"'|+@".contains(c))
+        .map(|w| w.trim_end_matches(['.', '!', '?']))
+        .filter(|w| !w.is_empty())
+        .map(|w| {
+            let digits = w.len() - w.trim_start_matches(|c: char| c.is_ascii_digit()).len();
+            let rest = &w[digits..];
+            match rest.strip_prefix(['x', '×']) {
+                Some(name) if digits > 0 && name.starts_with(|c: char| c.is_alphabetic()) => {
+                    name.to_string()
+                }
+                _ => w.to_string(),
+            }
+        })
+        .collect()
+}
+
+/// Letters, digits and dots only: "Llama 3.1 8B", "llama-3.1-8b" → "llama3.18b".
+fn squash(text: &str) -> String {
+    text.chars()
+        .filter(|c| c.is_alphanumeric() || *c == '.')
+        .collect()
+}
+
+/// The first catalog name the words spell, alone or over up to four words, followed by
+/// nothing, a suffix in letters ("-Instruct") or one digit ("SXM5").
+fn named_in<'a>(words: &[String], names: impl Iterator<Item = &'a str>) -> Option<String> {
+    let names: Vec<(&str, String)> = names.map(|n| (n, squash(n))).collect();
+    for start in 0..words.len() {
+        let mut joined = String::new();
+        for word in &words[start..words.len().min(start + 4)] {
+            joined.push_str(&squash(word));
+            for (name, squashed) in &names {
+                if let Some(rest) = joined.strip_prefix(squashed.as_str()) {
+                    let one_digit = rest.len() == 1 && rest.chars().all(|c| c.is_ascii_digit());
+                    if rest.is_empty() || rest.starts_with(char::is_alphabetic) || one_digit {
+                        return Some(name.to_string());
+                    }
+                }
+            }
+        }
+    }
+    None
+}
+
+/// The serving engine the words name, and the version written right after it
+/// ("vLLM 0.6.3", "SGLang v0.3.2", "TensorRT-LLM 0.12").
+fn engine_in(words: &[String]) -> Option<(&'static str, Option<String>)> {
+    const ENGINES: [(&str, &[&str]); 5] = [
+        ("vllm", &["vllm"]),
+        ("sglang", &["sglang"]),
+        ("tensorrt-llm", &["tensorrtllm", "trtllm"]),
+        ("tgi", &["tgi", "textgenerationinference"]),
+        ("lmdeploy", &["lmdeploy"]),
+    ];
+    words.iter().enumerate().find_map(|(i, word)| {
+        let squashed = squash(word);
+        let (engine, _) = ENGINES
+            .iter()
+            .find(|(_, names)| names.contains(&squashed.as_str()))?;
+        let version = words.get(i + 1).and_then(|next| {
+            let v = next.strip_prefix('v').unwrap_or(next);
+            let end = v
+                .find(|c: char| !c.is_ascii_digit() && c != '.')
+                .unwrap_or(v.len());
+            let v = v[..end].trim_end_matches('.');
+            (v.contains('.') && v.starts_with(|c: char| c.is_ascii_digit())).then(|| v.to_string())
+        });
+        Some((*engine, version))
+    })
 }
 
 /// The first number after `word` within the same clause ("prompt tokens mean 1,800;").
@@ -200,6 +291,44 @@ mod tests {
             ..JournalEntry::default()
         });
         assert_eq!(vague, Profile::default());
+    }
+
+    #[test]
+    fn model_gpu_and_engine_as_an_entry_names_them() {
+        let p = Profile::from_entry(&JournalEntry {
+            baseline: "p95 TTFT 3,200 ms on Llama 3.1 70B Instruct, 4×H100 SXM5, vLLM v0.6.3."
+                .into(),
+            ..JournalEntry::default()
+        });
+        assert_eq!(p.model.as_deref(), Some("llama-3.1-70b"));
+        assert_eq!(p.gpu.as_deref(), Some("h100-sxm"));
+        assert_eq!(p.engine.as_deref(), Some("vllm"));
+        assert_eq!(p.engine_version.as_deref(), Some("0.6.3"));
+
+        let p = Profile::from_entry(&JournalEntry {
+            workload: "meta-llama/Llama-3.1-8B-Instruct on 8xA100-80GB with TensorRT-LLM 0.12"
+                .into(),
+            symptom: "p99 ITL on qwen2.5-72b".into(),
+            ..JournalEntry::default()
+        });
+        assert_eq!(
+            p.model.as_deref(),
+            Some("llama-3.1-8b"),
+            "WORKLOAD before SYMPTOM"
+        );
+        assert_eq!(p.gpu.as_deref(), Some("a100-80gb"));
+        assert_eq!(p.engine.as_deref(), Some("tensorrt-llm"));
+        assert_eq!(p.engine_version.as_deref(), Some("0.12"));
+
+        // Near misses stay unknown: another size, an ambiguous GPU, a version-less engine.
+        let p = Profile::from_entry(&JournalEntry {
+            baseline: "llama-3.1-80b on an L40 and an H100, SGLang nightly; mixtral-8x7b".into(),
+            ..JournalEntry::default()
+        });
+        assert_eq!(p.model.as_deref(), Some("mixtral-8x7b"));
+        assert_eq!(p.gpu, None);
+        assert_eq!(p.engine.as_deref(), Some("sglang"));
+        assert_eq!(p.engine_version, None);
     }
 
     #[test]
