@@ -1,7 +1,10 @@
 -- The app answers searches from an index it keeps in memory (src/core/memory/index.rs)
 -- and follows the documents by generation: each rebuilt document carries the generation
 -- that wrote it, and a document that no longer exists leaves its key and generation in
--- search_removed, so an index at generation G loads only what changed after G.
+-- search_removed, so an index at generation G loads only what changed after G. The
+-- epoch tells one instance's documents from another's (a restored backup).
+ALTER TABLE search_state ADD COLUMN epoch BIGINT NOT NULL
+    DEFAULT (floor(random() * 9e15))::bigint;
 ALTER TABLE search_documents ADD COLUMN generation BIGINT NOT NULL DEFAULT 0;
 CREATE INDEX search_documents_generation ON search_documents (generation);
 

@@ -176,6 +176,18 @@ async fn results_follow_edits_and_removals_at_once() {
     let all = search(&mut app, &token, "").await;
     assert_eq!(titles(&all), ["Other"]);
     assert_eq!(all["facets"]["kind"][0]["count"], 1);
+
+    // Another instance's backup restored underneath (documents replaced wholesale, a
+    // different epoch, the same generation): the index starts over.
+    sqlx::query("DELETE FROM search_documents")
+        .execute(&app.pool)
+        .await
+        .unwrap();
+    sqlx::query("UPDATE search_state SET epoch = epoch + 1")
+        .execute(&app.pool)
+        .await
+        .unwrap();
+    assert_eq!(search(&mut app, &token, "").await["total"], 0);
 }
 
 #[tokio::test]

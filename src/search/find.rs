@@ -4,7 +4,6 @@
 //! second try runs when the words match nothing.
 
 use std::collections::HashMap;
-use std::sync::atomic::{AtomicI64, Ordering as AtomicOrdering};
 use std::sync::{Arc, Mutex, RwLock};
 
 use chrono::NaiveDate;
@@ -49,16 +48,25 @@ pub struct SearchOutcome {
     pub corrected: Option<String>,
 }
 
+/// Which state of the documents: the instance's epoch (a random number each database
+/// gets once, so a restored backup of another instance is never mistaken for this one)
+/// and the generation every rebuild advances.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, sqlx::FromRow)]
+pub struct Stamp {
+    pub epoch: i64,
+    pub generation: i64,
+}
+
 /// The in-memory index and the generation of the documents it holds. One per app
 /// (it lives in the app state); it catches up with the database before each search.
 pub struct Searcher {
     index: Arc<RwLock<Index>>,
-    /// Generation the index reflects; -1 before the first load.
-    synced: AtomicI64,
+    /// The state the index reflects; `None` before the first load.
+    synced: Mutex<Option<Stamp>>,
     loading: tokio::sync::Mutex<()>,
     /// Answers by query, each with the generation it was computed at: a search page
     /// asked again before anything changes is answered without searching.
-    answers: Mutex<HashMap<String, (i64, Arc<SearchOutcome>)>>,
+    answers: Mutex<HashMap<String, (Stamp, Arc<SearchOutcome>)>>,
 }
 
 const CACHED_ANSWERS: usize = 1024;
@@ -67,24 +75,25 @@ impl Default for Searcher {
     fn default() -> Self {
         Searcher {
             index: Arc::new(RwLock::new(Index::new())),
-            synced: AtomicI64::new(-1),
+            synced: Mutex::new(None),
             loading: tokio::sync::Mutex::new(()),
             answers: Mutex::new(HashMap::new()),
         }
     }
 }
 
-/// Brings queued documents up to date and returns the current generation.
-pub(crate) async fn current_generation(pool: &PgPool) -> sqlx::Result<i64> {
-    let (generation, stale): (i64, bool) =
-        sqlx::query_as("SELECT generation, EXISTS (SELECT 1 FROM search_stale) FROM search_state")
-            .fetch_one(pool)
-            .await?;
+/// Brings queued documents up to date and returns the documents' current state.
+pub(crate) async fn current_generation(pool: &PgPool) -> sqlx::Result<Stamp> {
+    let (epoch, generation, stale): (i64, i64, bool) = sqlx::query_as(
+        "SELECT epoch, generation, EXISTS (SELECT 1 FROM search_stale) FROM search_state",
+    )
+    .fetch_one(pool)
+    .await?;
     if !stale {
-        return Ok(generation);
+        return Ok(Stamp { epoch, generation });
     }
     super::refresh(pool).await?;
-    sqlx::query_scalar("SELECT generation FROM search_state")
+    sqlx::query_as("SELECT epoch, generation FROM search_state")
         .fetch_one(pool)
         .await
 }
@@ -147,24 +156,35 @@ impl Searcher {
     /// Loads what changed since the index's generation: everything on the first call
     /// (or when the database went back in time, as after a restore), else only the
     /// documents rebuilt or removed since.
-    pub async fn sync(&self, pool: &PgPool, generation: i64) -> sqlx::Result<()> {
-        if self.synced.load(AtomicOrdering::Acquire) == generation {
+    pub async fn sync(&self, pool: &PgPool, seen: Stamp) -> sqlx::Result<()> {
+        let synced = || *self.synced.lock().expect("search stamp lock");
+        if synced() == Some(seen) {
             return Ok(());
         }
         let _one_at_a_time = self.loading.lock().await;
-        let have = self.synced.load(AtomicOrdering::Acquire);
-        if have == generation {
-            return Ok(());
-        }
-        let full = have < 0 || generation < have;
-        let since = if full { -1 } else { have };
         let mut tx = pool.begin().await?;
         sqlx::query("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ, READ ONLY")
             .execute(&mut *tx)
             .await?;
-        let now: i64 = sqlx::query_scalar("SELECT generation FROM search_state")
+        // Read again inside the snapshot: `seen` may be older than what another search
+        // loaded meanwhile, which is not the database going back in time.
+        let now: Stamp = sqlx::query_as("SELECT epoch, generation FROM search_state")
             .fetch_one(&mut *tx)
             .await?;
+        let have = synced();
+        if have == Some(now) {
+            return tx.commit().await;
+        }
+        // Everything, the first time or when the documents are not a later state of
+        // the ones held (another instance's backup, or an older one restored).
+        let full = match have {
+            Some(have) => have.epoch != now.epoch || now.generation < have.generation,
+            None => true,
+        };
+        let since = match have {
+            Some(have) if !full => have.generation,
+            _ => -1,
+        };
         let sql = format!("SELECT {DOC_COLUMNS} FROM search_documents WHERE generation > $1");
         if full {
             // Built aside, chunk by chunk, and swapped in whole.
@@ -214,7 +234,7 @@ impl Searcher {
             .map_err(|e| index_error(e.to_string()))?
             .map_err(index_error)?;
         }
-        self.synced.store(now, AtomicOrdering::Release);
+        *self.synced.lock().expect("search stamp lock") = Some(now);
         Ok(())
     }
 
@@ -266,20 +286,21 @@ impl Searcher {
     }
 
     async fn run(&self, pool: &PgPool, query: &SearchQuery) -> sqlx::Result<SearchOutcome> {
-        // One round trip: the generation, whether documents wait to be rebuilt, and
+        // One round trip: the documents' state, whether some wait to be rebuilt, and
         // PostgreSQL's reading of the words (stemmed, stop words dropped).
-        let (mut generation, stale, tsquery): (i64, bool, Option<String>) = sqlx::query_as(
-            "SELECT generation, EXISTS (SELECT 1 FROM search_stale), \
+        let (epoch, generation, stale, tsquery): (i64, i64, bool, Option<String>) = sqlx::query_as(
+            "SELECT epoch, generation, EXISTS (SELECT 1 FROM search_stale), \
              CASE WHEN $1 = '' THEN NULL ELSE websearch_to_tsquery('english', $1)::text END \
              FROM search_state",
         )
         .bind(&query.q)
         .fetch_one(pool)
         .await?;
+        let mut stamp = Stamp { epoch, generation };
         if stale {
-            generation = current_generation(pool).await?;
+            stamp = current_generation(pool).await?;
         }
-        self.sync(pool, generation).await?;
+        self.sync(pool, stamp).await?;
         let node = match tsquery.as_deref() {
             Some(text) => tsquery::parse(text).map_err(index_error)?,
             None => None,
