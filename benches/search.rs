@@ -245,7 +245,8 @@ async fn prepare() -> anyhow::Result<(PgPool, i64)> {
     })?;
     let options = PgConnectOptions::from_str(&url)?.database("perfjournal_bench");
     if std::env::var_os("BENCH_FRESH").is_some() {
-        let admin = perfjournal::db::connect(PgConnectOptions::from_str(&url)?).await?;
+        // A plain connection: the server's own database is not the app's to migrate.
+        let admin = PgPool::connect_with(PgConnectOptions::from_str(&url)?).await?;
         sqlx::query("DROP DATABASE IF EXISTS perfjournal_bench WITH (FORCE)")
             .execute(&admin)
             .await?;
