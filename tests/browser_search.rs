@@ -65,6 +65,14 @@ async fn search_as_you_type_narrow_and_open_in_a_browser() {
         );
     }
     assert!(b.path().await.contains("kind=journal"));
+    // Newest first keeps the words and the facet.
+    b.click(".sort-newest").await;
+    b.wait_text(".sort-order strong", "newest").await;
+    let path = b.path().await;
+    assert!(
+        path.contains("q=prefix") && path.contains("kind=journal") && path.contains("sort=newest"),
+        "{path}"
+    );
     b.screenshot("search").await;
 
     // Open the first result: its journal entry.

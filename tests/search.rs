@@ -64,6 +64,7 @@ async fn an_exact_repeat_symptom_ranks_first_with_highlights() {
         &mut app,
         "Notes mention it",
         &[
+            ("date", "2026-05-01"),
             ("quality", "checked chunked prefill budget notes"),
             ("symptom", "p95 TTFT 900 ms"),
         ],
@@ -114,6 +115,21 @@ async fn an_exact_repeat_symptom_ranks_first_with_highlights() {
         "{first}"
     );
 
+    // Newest first on request; the link on the page keeps the words.
+    let newest = search(&mut app, &token, "q=chunked+prefill+budget&sort=newest").await;
+    assert_eq!(newest["total"], 3);
+    assert_eq!(
+        titles(&newest),
+        ["Notes mention it", "The repeat", "Result mentions it"],
+        "by date; on the same date the later entry first"
+    );
+    let page = app.get("/search?q=chunked+prefill+budget").await;
+    let href = page.select_attr(".sort-newest", "href");
+    assert_eq!(href, ["/search?q=chunked+prefill+budget&sort=newest"]);
+    let sorted = app.get(&href[0]).await;
+    assert_eq!(sorted.select(".result-title")[0], "Notes mention it");
+    assert_eq!(sorted.select_attr("input[name=sort]", "value"), ["newest"]);
+
     // The page shows the same order, with the highlight as markup and the rest escaped.
     let page = app.get("/search?q=chunked+prefill+budget").await;
     assert_eq!(page.status, StatusCode::OK);
@@ -141,12 +157,7 @@ async fn results_follow_edits_and_removals_at_once() {
 
     // An edit: the old words stop matching and the new ones match, on the next search.
     let form = app.get(&format!("/journal/{id}/edit")).await;
-    let version = {
-        let html = form.html();
-        let sel = scraper::Selector::parse("[name=version]").unwrap();
-        let field = html.select(&sel).next().expect("a version field");
-        field.value().attr("value").unwrap().to_string()
-    };
+    let version = form.select_attr("[name=version]", "value").remove(0);
     let r = app
         .post_form(
             &format!("/journal/{id}"),
@@ -419,6 +430,7 @@ async fn bad_search_parameters_are_422s_naming_the_field() {
         ("metric=speed", "metric"),
         ("from=yesterday", "from"),
         ("page=0", "page"),
+        ("sort=oldest", "sort"),
     ] {
         let r = app
             .api("GET", &format!("/api/v1/search?{query}"), &token, None)

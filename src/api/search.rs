@@ -52,7 +52,8 @@ pub struct SearchResponse {
 ///
 /// `q` takes web-search syntax ("quoted phrase", `OR`, `-word`); each facet narrows
 /// (`?q=prefill&metric=ttft&gpu=h100-sxm`); `from`/`to` bound the date (YYYY-MM-DD);
-/// `page` pages. An unknown parameter or value is a 422 naming it.
+/// `sort=newest` orders by date instead of best match; `page` pages. An unknown
+/// parameter or value is a 422 naming it.
 #[utoipa::path(get, path = "/search", tag = "search",
     params(
         ("q" = Option<String>, Query, description = "words, \"phrases\", OR, -exclusions"),
@@ -60,6 +61,7 @@ pub struct SearchResponse {
         ("phase" = Option<String>, Query, description = "dominant phase: tokenize, queue_wait, prefill, decode, detokenize, network, nothing"),
         ("from" = Option<String>, Query, description = "YYYY-MM-DD"),
         ("to" = Option<String>, Query, description = "YYYY-MM-DD"),
+        ("sort" = Option<String>, Query, description = "relevance (default) or newest"),
         ("page" = Option<i64>, Query, description = "1-based"),
     ),
     responses((status = 200, body = SearchResponse), (status = 422, body = ErrorBody)))]

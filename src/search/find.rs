@@ -313,6 +313,7 @@ impl Searcher {
                 filters: &query.filters,
                 from: query.from,
                 to: query.to,
+                newest: query.newest,
                 offset: ((query.page - 1) * PAGE_SIZE) as usize,
                 limit: PAGE_SIZE as usize,
             })

@@ -164,6 +164,15 @@ impl Reply {
             .collect()
     }
 
+    /// An attribute of each element matching a CSS selector.
+    pub fn select_attr(&self, css: &str, attr: &str) -> Vec<String> {
+        let sel = scraper::Selector::parse(css).expect("valid selector");
+        self.html()
+            .select(&sel)
+            .filter_map(|e| e.value().attr(attr).map(str::to_string))
+            .collect()
+    }
+
     pub fn json(&self) -> serde_json::Value {
         serde_json::from_str(&self.body).unwrap_or_else(|e| panic!("not JSON ({e}): {}", self.body))
     }

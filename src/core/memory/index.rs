@@ -149,6 +149,8 @@ pub struct Request<'a> {
     pub filters: &'a [(&'static str, String)],
     pub from: Option<NaiveDate>,
     pub to: Option<NaiveDate>,
+    /// Newest first (scores still computed and reported).
+    pub newest: bool,
     pub offset: usize,
     pub limit: usize,
 }
@@ -737,8 +739,12 @@ impl Index {
         let score = |slot: u32| scores.get(slot as usize).copied().unwrap_or(0.0);
         let order = |a: &u32, b: &u32| -> Ordering {
             let (da, db) = (&self.hot[*a as usize], &self.hot[*b as usize]);
-            score(*b)
-                .total_cmp(&score(*a))
+            let by_score = if request.newest {
+                Ordering::Equal
+            } else {
+                score(*b).total_cmp(&score(*a))
+            };
+            by_score
                 .then(db.date.cmp(&da.date))
                 .then_with(|| kinds[da.facets[0] as usize].cmp(&kinds[db.facets[0] as usize]))
                 .then(db.source_id.cmp(&da.source_id))
@@ -979,6 +985,16 @@ mod tests {
         assert_eq!(ids(&ask(&index, "'prefix' & 'cach'")), [1, 2]);
         let a = ask(&index, "'prefix' & 'cach'");
         assert!(a.page[0].score > a.page[1].score);
+        // Asked for newest first, the date decides and the scores stay.
+        let node = parse("'prefix' & 'cach'").unwrap();
+        let newest = index.search(&Request {
+            text: node.as_ref(),
+            newest: true,
+            limit: 20,
+            ..Request::default()
+        });
+        assert_eq!(ids(&newest), [2, 1]);
+        assert!(newest.page[1].score > newest.page[0].score);
         // Browsing: no score, newest first.
         let all = index.search(&Request {
             limit: 20,

@@ -94,6 +94,8 @@ pub struct SearchQuery {
     pub filters: Vec<(&'static str, String)>,
     pub from: Option<NaiveDate>,
     pub to: Option<NaiveDate>,
+    /// Newest first instead of best match first (`sort=newest`).
+    pub newest: bool,
     /// 1-based.
     pub page: i64,
 }
@@ -130,6 +132,14 @@ impl SearchQuery {
                         format!("'{value}' is not a date: use YYYY-MM-DD"),
                     )),
                 },
+                "sort" => match value {
+                    "" | "relevance" => query.newest = false,
+                    "newest" => query.newest = true,
+                    other => errors.push(FieldError::new(
+                        "sort",
+                        format!("'{other}' is not an order: use relevance or newest"),
+                    )),
+                },
                 "page" if value.is_empty() => {}
                 "page" => match value.parse::<i64>() {
                     Ok(p) if (1..=500).contains(&p) => query.page = p,
@@ -150,7 +160,7 @@ impl SearchQuery {
                     None => errors.push(FieldError::new(
                         name,
                         format!(
-                            "'{name}' is not a search parameter: use q, from, to, page or a facet ({})",
+                            "'{name}' is not a search parameter: use q, from, to, sort, page or a facet ({})",
                             FACETS.iter().map(|f| f.name).collect::<Vec<_>>().join(", ")
                         ),
                     )),
@@ -204,12 +214,24 @@ impl SearchQuery {
         if let Some(d) = self.to {
             pairs.push(("to", d.to_string()));
         }
+        if self.newest {
+            pairs.push(("sort", "newest".to_string()));
+        }
         let query = serde_urlencoded::to_string(&pairs).unwrap_or_default();
         if query.is_empty() {
             "/search".to_string()
         } else {
             format!("/search?{query}")
         }
+    }
+
+    /// The same search in the other order (from page 1).
+    pub fn href_sorted(&self, newest: bool) -> String {
+        SearchQuery {
+            newest,
+            ..self.clone()
+        }
+        .href_with("", None)
     }
 
     /// The same search on another page.
@@ -283,5 +305,15 @@ mod tests {
         assert_eq!(q.href_with("phase", None), "/search?q=a%26b");
         assert_eq!(q.href_page(3), "/search?q=a%26b&phase=prefill&page=3");
         assert_eq!(SearchQuery::default().href_with("", None), "/search");
+        let newest = SearchQuery::parse([("q", "x"), ("sort", "newest"), ("page", "2")]).unwrap();
+        assert!(newest.newest);
+        assert_eq!(newest.href_page(3), "/search?q=x&sort=newest&page=3");
+        assert_eq!(newest.href_sorted(false), "/search?q=x");
+        assert_eq!(
+            q.href_sorted(true),
+            "/search?q=a%26b&phase=prefill&sort=newest"
+        );
+        let bad = SearchQuery::parse([("sort", "oldest")]).unwrap_err();
+        assert_eq!(bad[0].field, "sort");
     }
 }
