@@ -616,8 +616,8 @@ impl Index {
         }
     }
 
-    /// Answers a request. Results are ordered by score, then newest first, then kind
-    /// and id, so equal scores page stably.
+    /// Answers a request. Results are ordered by score (skipped when newest first is
+    /// asked for), then newest first, then kind and id, so equal scores page stably.
     pub fn search(&self, request: &Request<'_>) -> Answer {
         let live = &self.live;
         let text = request.text.map(|node| self.resolve(node));
