@@ -17,14 +17,12 @@ use crate::core::memory::snippet::{self, START, STOP};
 use crate::core::memory::tsquery;
 
 /// One result, its snippet already safe HTML (escaped text, `<mark>` around matches).
-#[derive(Debug, Clone, Serialize, sqlx::FromRow)]
+#[derive(Debug, Clone, Serialize)]
 pub struct Hit {
     pub kind: String,
-    #[sqlx(rename = "source_id")]
     pub id: i64,
     pub title: String,
     pub url: String,
-    #[sqlx(rename = "doc_date")]
     pub date: NaiveDate,
     pub score: f32,
     #[serde(rename = "snippet")]
@@ -148,8 +146,7 @@ impl Searcher {
 
     /// Rebuilds queued documents and loads the index; returns its size.
     pub async fn warm(&self, pool: &PgPool) -> sqlx::Result<(usize, usize)> {
-        let generation = current_generation(pool).await?;
-        self.sync(pool, generation).await?;
+        self.prepare(pool, "").await?;
         Ok(self.size())
     }
 
@@ -238,62 +235,16 @@ impl Searcher {
         Ok(())
     }
 
-    /// The search, answered from the cache when nothing changed since the same query
-    /// was last answered.
-    pub async fn search(
-        &self,
-        pool: &PgPool,
-        query: &SearchQuery,
-    ) -> sqlx::Result<Arc<SearchOutcome>> {
-        let generation = current_generation(pool).await?;
-        let key = serde_json::to_string(query).unwrap_or_default();
-        let cached = self.answers.lock().ok().and_then(|a| a.get(&key).cloned());
-        if let Some((g, answer)) = cached {
-            if g == generation {
-                return Ok(answer);
-            }
-        }
-        let answer = Arc::new(self.search_uncached(pool, query).await?);
-        if let Ok(mut answers) = self.answers.lock() {
-            if answers.len() >= CACHED_ANSWERS {
-                answers.clear();
-            }
-            answers.insert(key, (generation, answer.clone()));
-        }
-        Ok(answer)
-    }
-
-    /// The search without the cache (the benchmark measures this): the words as
-    /// typed, then, when they match nothing, once more with misspelt words corrected.
-    pub async fn search_uncached(
-        &self,
-        pool: &PgPool,
-        query: &SearchQuery,
-    ) -> sqlx::Result<SearchOutcome> {
-        let outcome = self.run(pool, query).await?;
-        if outcome.total == 0 && !query.q.is_empty() {
-            if let Some(corrected) = correct(pool, &query.q).await? {
-                let retry = SearchQuery {
-                    q: corrected.clone(),
-                    ..query.clone()
-                };
-                let mut outcome = self.run(pool, &retry).await?;
-                outcome.corrected = Some(corrected);
-                return Ok(outcome);
-            }
-        }
-        Ok(outcome)
-    }
-
-    async fn run(&self, pool: &PgPool, query: &SearchQuery) -> sqlx::Result<SearchOutcome> {
-        // One round trip: the documents' state, whether some wait to be rebuilt, and
-        // PostgreSQL's reading of the words (stemmed, stop words dropped).
+    /// One round trip for the documents' state, whether some wait to be rebuilt, and
+    /// PostgreSQL's reading of the words (stemmed, stop words dropped; `None` without
+    /// words); queued documents are rebuilt and the index brought up to date.
+    async fn prepare(&self, pool: &PgPool, q: &str) -> sqlx::Result<(Stamp, Option<String>)> {
         let (epoch, generation, stale, tsquery): (i64, i64, bool, Option<String>) = sqlx::query_as(
             "SELECT epoch, generation, EXISTS (SELECT 1 FROM search_stale), \
              CASE WHEN $1 = '' THEN NULL ELSE websearch_to_tsquery('english', $1)::text END \
              FROM search_state",
         )
-        .bind(&query.q)
+        .bind(q)
         .fetch_one(pool)
         .await?;
         let mut stamp = Stamp { epoch, generation };
@@ -301,6 +252,74 @@ impl Searcher {
             stamp = current_generation(pool).await?;
         }
         self.sync(pool, stamp).await?;
+        Ok((stamp, tsquery))
+    }
+
+    /// The search, answered from the cache when nothing changed since the same query
+    /// was last answered.
+    pub async fn search(
+        &self,
+        pool: &PgPool,
+        query: &SearchQuery,
+    ) -> sqlx::Result<Arc<SearchOutcome>> {
+        let (stamp, tsquery) = self.prepare(pool, &query.q).await?;
+        let key = serde_json::to_string(query).unwrap_or_default();
+        let cached = self.answers.lock().ok().and_then(|a| a.get(&key).cloned());
+        if let Some((at, answer)) = cached {
+            if at == stamp {
+                return Ok(answer);
+            }
+        }
+        let answer = Arc::new(self.answer(pool, query, tsquery).await?);
+        if let Ok(mut answers) = self.answers.lock() {
+            if answers.len() >= CACHED_ANSWERS {
+                answers.clear();
+            }
+            answers.insert(key, (stamp, answer.clone()));
+        }
+        Ok(answer)
+    }
+
+    /// The search without the cache (the benchmark measures this).
+    pub async fn search_uncached(
+        &self,
+        pool: &PgPool,
+        query: &SearchQuery,
+    ) -> sqlx::Result<SearchOutcome> {
+        let (_, tsquery) = self.prepare(pool, &query.q).await?;
+        self.answer(pool, query, tsquery).await
+    }
+
+    /// The words as typed, then, when they match nothing, once more with misspelt
+    /// words corrected.
+    async fn answer(
+        &self,
+        pool: &PgPool,
+        query: &SearchQuery,
+        tsquery: Option<String>,
+    ) -> sqlx::Result<SearchOutcome> {
+        let outcome = self.run(pool, query, tsquery).await?;
+        if outcome.total == 0 && !query.q.is_empty() {
+            if let Some(corrected) = correct(pool, &query.q).await? {
+                let retry = SearchQuery {
+                    q: corrected.clone(),
+                    ..query.clone()
+                };
+                let (_, tsquery) = self.prepare(pool, &retry.q).await?;
+                let mut outcome = self.run(pool, &retry, tsquery).await?;
+                outcome.corrected = Some(corrected);
+                return Ok(outcome);
+            }
+        }
+        Ok(outcome)
+    }
+
+    async fn run(
+        &self,
+        pool: &PgPool,
+        query: &SearchQuery,
+        tsquery: Option<String>,
+    ) -> sqlx::Result<SearchOutcome> {
         let node = match tsquery.as_deref() {
             Some(text) => tsquery::parse(text).map_err(index_error)?,
             None => None,
@@ -347,9 +366,7 @@ async fn page_texts(pool: &PgPool, query: &SearchQuery, answer: &Answer) -> sqlx
     }
     let kinds: Vec<&str> = answer.page.iter().map(|p| p.kind.as_str()).collect();
     let ids: Vec<i64> = answer.page.iter().map(|p| p.source_id).collect();
-    let mut qb = QueryBuilder::<Postgres>::new(
-        "SELECT x.kind, x.source_id, x.title, x.url, current_date AS doc_date, 0::real AS score, ",
-    );
+    let mut qb = QueryBuilder::<Postgres>::new("SELECT x.kind, x.source_id, x.title, x.url, ");
     if query.q.is_empty() {
         qb.push("left(x.text_a, 240)");
     } else {
@@ -364,7 +381,7 @@ async fn page_texts(pool: &PgPool, query: &SearchQuery, answer: &Answer) -> sqlx
         ))
         .push(")");
     }
-    qb.push(" AS snippet_html FROM unnest(")
+    qb.push(" FROM unnest(")
         .push_bind(kinds)
         .push("::text[], ")
         .push_bind(ids)
@@ -372,20 +389,28 @@ async fn page_texts(pool: &PgPool, query: &SearchQuery, answer: &Answer) -> sqlx
             "::bigint[]) WITH ORDINALITY AS p(kind, source_id, ord) \
              JOIN search_texts x USING (kind, source_id) ORDER BY p.ord",
         );
-    let mut results: Vec<Hit> = qb.build_query_as().fetch_all(pool).await?;
-    // A document removed since the index loaded has no texts: it is simply not shown.
-    for r in results.iter_mut() {
-        if let Some(found) = answer
-            .page
-            .iter()
-            .find(|f| f.kind == r.kind && f.source_id == r.id)
-        {
-            r.score = found.score;
-            r.date = found.date;
-        }
-        r.snippet_html = snippet::to_html(&r.snippet_html);
-    }
-    Ok(results)
+    let texts: Vec<(String, i64, String, String, String)> =
+        qb.build_query_as().fetch_all(pool).await?;
+    // In page order; a document removed since the index loaded has no texts and is
+    // simply not shown.
+    Ok(texts
+        .into_iter()
+        .filter_map(|(kind, id, title, url, snippet)| {
+            let found = answer
+                .page
+                .iter()
+                .find(|f| f.kind == kind && f.source_id == id)?;
+            Some(Hit {
+                score: found.score,
+                date: found.date,
+                snippet_html: snippet::to_html(&snippet),
+                kind,
+                id,
+                title,
+                url,
+            })
+        })
+        .collect())
 }
 
 /// The query with each unknown word replaced by the closest word the documents use

@@ -6,9 +6,6 @@
 //! Grammar, loosest first: `a | b`, `a & b`, `a <-> b` / `a <N> b`, `!a`, `( … )`, and
 //! quoted lexemes `'word'` with optional `:*` (prefix) and `:ABCD` (weights).
 
-/// A weight class of a lexeme position: A (title, symptom, diagnosis) … D (notes).
-pub const WEIGHT_A: u8 = 3;
-
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Node {
     /// A lexeme; `weights` is a bit set over classes (bit 3 = A … bit 0 = D), 0 for any.
