@@ -18,16 +18,7 @@ async fn app_with_tokens() -> (TestApp, String, String) {
 
 /// Opens an investigation titled "t" and returns its id.
 async fn open(app: &mut TestApp, token: &str) -> i64 {
-    let r = app
-        .api(
-            "POST",
-            "/api/v1/investigations",
-            token,
-            Some(json!({"title": "t"})),
-        )
-        .await;
-    assert_eq!(r.status, StatusCode::CREATED, "{}", r.body);
-    r.json()["id"].as_i64().unwrap()
+    app.open_investigation(token, "t").await
 }
 
 #[tokio::test]

@@ -579,16 +579,9 @@ async fn the_cli_streams_files_to_a_running_server() {
 #[tokio::test]
 async fn an_artifact_fills_a_step_and_stays_linked_as_its_evidence() {
     let (mut app, token) = editor_app().await;
-    let r = app
-        .api(
-            "POST",
-            "/api/v1/investigations",
-            &token,
-            Some(serde_json::json!({"title": "GPU idle between steps"})),
-        )
+    let inv = app
+        .open_investigation(&token, "GPU idle between steps")
         .await;
-    assert_eq!(r.status, StatusCode::CREATED, "{}", r.body);
-    let inv = r.json()["id"].as_i64().unwrap();
     let trace = serde_json::json!({"traceEvents": [
         {"ph": "X", "cat": "cuda_runtime", "name": "cudaLaunchKernel", "pid": 1, "tid": 1, "ts": 0.0, "dur": 5.0, "args": {"correlation": 1}},
         {"ph": "X", "cat": "kernel", "name": "gemm", "pid": 0, "tid": 7, "ts": 10.0, "dur": 6000.0, "args": {"correlation": 1}},

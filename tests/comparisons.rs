@@ -203,17 +203,7 @@ async fn improved_confirmed_and_regressed() {
 
     // Inside an investigation whose diagnosis names this change, the cause is proven
     // without saying so, and the comparison becomes the journal entry's RESULT.
-    let inv = app
-        .api(
-            "POST",
-            "/api/v1/investigations",
-            &token,
-            Some(json!({"title": "TTFT tail"})),
-        )
-        .await
-        .json()["id"]
-        .as_i64()
-        .unwrap();
+    let inv = app.open_investigation(&token, "TTFT tail").await;
     for (step, body) in [
         (
             2,
@@ -859,17 +849,7 @@ async fn request_logs_abba_with_a_prediction_record() {
 #[tokio::test]
 async fn step_seven_links_to_a_prefilled_comparison_form() {
     let (mut app, token) = editor_app().await;
-    let inv = app
-        .api(
-            "POST",
-            "/api/v1/investigations",
-            &token,
-            Some(json!({"title": "ITL spikes"})),
-        )
-        .await
-        .json()["id"]
-        .as_i64()
-        .unwrap();
+    let inv = app.open_investigation(&token, "ITL spikes").await;
     let step = app.get(&format!("/investigations/{inv}/steps/7")).await;
     let sel = scraper::Selector::parse("#compare-link a").unwrap();
     let href = step

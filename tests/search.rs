@@ -452,16 +452,7 @@ async fn investigation(
     metric: &str,
     phases: Value,
 ) -> i64 {
-    let r = app
-        .api(
-            "POST",
-            "/api/v1/investigations",
-            token,
-            Some(json!({"title": title})),
-        )
-        .await;
-    assert_eq!(r.status, StatusCode::CREATED, "{}", r.body);
-    let id = r.json()["id"].as_i64().unwrap();
+    let id = app.open_investigation(token, title).await;
     let mut step0 = json!({"reproducible": "yes", "engine": "vllm", "engine_version": "0.6.3"});
     for (k, v) in setup.as_object().unwrap() {
         step0[k] = v.clone();

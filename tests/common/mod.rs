@@ -329,6 +329,20 @@ impl TestApp {
             .1
     }
 
+    /// Opens an investigation through the API and returns its id.
+    pub async fn open_investigation(&mut self, token: &str, title: &str) -> i64 {
+        let r = self
+            .api(
+                "POST",
+                "/api/v1/investigations",
+                token,
+                Some(serde_json::json!({ "title": title })),
+            )
+            .await;
+        assert_eq!(r.status, StatusCode::CREATED, "{}", r.body);
+        r.json()["id"].as_i64().unwrap()
+    }
+
     pub async fn api(
         &mut self,
         method: &str,
