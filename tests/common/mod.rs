@@ -46,6 +46,12 @@ extern "C" fn cleanup_at_exit() {
     if let Ok(mut guard) = CLUSTER.lock() {
         if let Some((cluster, dir)) = guard.take() {
             let _ = cluster.stop();
+            // A cluster kept outside the temp dir (its user could not reach it) goes too.
+            if let Some(home) = cluster.cluster_dir().parent() {
+                if !home.starts_with(&dir) {
+                    let _ = std::fs::remove_dir_all(home);
+                }
+            }
             let _ = std::fs::remove_dir_all(dir);
             return;
         }
@@ -94,9 +100,8 @@ fn server() -> &'static Server {
             .tempdir()
             .expect("temp dir")
             .keep();
-        // The server runs as an unprivileged user when we are root: let it reach the dir.
-        use std::os::unix::fs::PermissionsExt;
-        std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o755)).unwrap();
+        // When we are root the server runs as the `postgres` user; if it cannot reach this
+        // private (mode 700) dir, the cluster start keeps the cluster where it can.
         let cluster = EmbeddedCluster::start(&dir).expect(
             "DATABASE_URL is unset, so the tests start a private PostgreSQL cluster; that failed",
         );
@@ -135,7 +140,7 @@ pub struct TestApp {
     pub pool: PgPool,
     pub database_url: String,
     pub blob_dir: std::path::PathBuf,
-    cookie: Option<String>,
+    pub cookie: Option<String>,
 }
 
 pub struct Reply {
