@@ -77,7 +77,7 @@ impl HttpMetrics {
 /// one series per id) and by status.
 pub async fn record(State(state): State<AppState>, req: Request, next: Next) -> Response {
     let started = Instant::now();
-    let method = req.method().as_str().to_string();
+    let method = method_label(req.method()).to_string();
     let route = req
         .extensions()
         .get::<MatchedPath>()
@@ -91,4 +91,20 @@ pub async fn record(State(state): State<AppState>, req: Request, next: Next) -> 
         started.elapsed().as_secs_f64(),
     );
     response
+}
+
+/// The method as a label: the standard methods by name, anything else (a client may send
+/// any token as a method) as `OTHER`, so a scanner cannot mint new series.
+fn method_label(method: &axum::http::Method) -> &'static str {
+    use axum::http::Method;
+    match *method {
+        Method::GET => "GET",
+        Method::HEAD => "HEAD",
+        Method::POST => "POST",
+        Method::PUT => "PUT",
+        Method::PATCH => "PATCH",
+        Method::DELETE => "DELETE",
+        Method::OPTIONS => "OPTIONS",
+        _ => "OTHER",
+    }
 }

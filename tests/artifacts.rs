@@ -328,6 +328,24 @@ async fn malformed_content_is_refused_with_the_line_and_nothing_is_kept() {
 }
 
 #[tokio::test]
+async fn an_empty_upload_is_refused_and_nothing_is_kept() {
+    let (mut app, token) = editor_app().await;
+    let r = upload(&mut app, &token, "name=empty.jsonl", Vec::new()).await;
+    assert_eq!(r.status, StatusCode::UNPROCESSABLE_ENTITY, "{}", r.body);
+    let field = &r.json()["error"]["fields"][0];
+    assert_eq!(field["field"], "file");
+    assert!(
+        field["message"]
+            .as_str()
+            .unwrap()
+            .contains("empty.jsonl is empty"),
+        "{field}"
+    );
+    assert_eq!(artifact_count(&app).await, 0);
+    assert!(walk(&app.blob_dir).is_empty(), "no 0-byte blob left behind");
+}
+
+#[tokio::test]
 async fn oversized_uploads_get_413_and_store_nothing() {
     let config = perfjournal::config::Config {
         upload_limit: 1000,

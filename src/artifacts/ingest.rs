@@ -211,7 +211,7 @@ async fn analyze_blob(
         analyze::analyze(kind, reader, &options, &report)
     })
     .await
-    .map_err(|e| Failure::Failed(format!("the analyzer stopped unexpectedly: {e}")))?;
+    .map_err(|e| internal_failure("the analyzer", e))?;
     Ok(result?.to_json())
 }
 
@@ -250,7 +250,7 @@ async fn load_request_rows(
         Ok::<serde_json::Value, AnalyzeError>(analyze::Analysis::RequestLog(acc.finish()).to_json())
     });
 
-    let db = |e: sqlx::Error| Failure::Failed(format!("loading rows into the database: {e}"));
+    let db = |e: sqlx::Error| internal_failure("loading rows into the database", e);
     let mut tx = state.pool.begin().await.map_err(db)?;
     sqlx::query("DELETE FROM request_rows WHERE artifact_id = $1")
         .bind(id)
@@ -274,7 +274,7 @@ async fn load_request_rows(
     drop(rx);
     let produced = producer
         .await
-        .map_err(|e| Failure::Failed(format!("the row reader stopped unexpectedly: {e}")))?;
+        .map_err(|e| internal_failure("the row reader", e))?;
     match (send_error, produced) {
         (None, Ok(analysis)) => {
             copy.finish().await.map_err(db)?;
@@ -289,5 +289,33 @@ async fn load_request_rows(
             let _ = copy.abort("malformed input").await;
             Err(e.into())
         }
+    }
+}
+
+/// An internal fault during analysis (a panic in an analyzer, a database error): the details
+/// go to the log under a reference; the artifact says only that, with the reference.
+fn internal_failure(what: &str, detail: impl std::fmt::Display) -> Failure {
+    let reference = crate::error::new_reference();
+    tracing::error!(what, error = %detail, %reference, "analysis failed on an internal error");
+    Failure::Failed(format!(
+        "{what} failed on an internal error (reference {reference}); the details are in the \
+         server log"
+    ))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_internal_failure_names_a_reference_not_the_panic_text() {
+        let Failure::Failed(message) = internal_failure(
+            "the analyzer",
+            "task 7 panicked with message \"byte index 27 is not a char boundary\"",
+        ) else {
+            panic!("expected Failed");
+        };
+        assert!(message.starts_with("the analyzer failed on an internal error (reference "));
+        assert!(!message.contains("panicked") && !message.contains("char boundary"));
     }
 }

@@ -238,6 +238,13 @@ where
         .blobs
         .put_stream(body, state.config.upload_limit)
         .await?;
+    if blob.size == 0 {
+        forget_blob(state, &blob).await;
+        return Err(UploadError::Field(crate::core::FieldError::new(
+            "file",
+            format!("{name} is empty (0 bytes); nothing was stored"),
+        )));
+    }
     let options = analyze::Options {
         max_decompressed_bytes: state.config.max_decompressed_bytes,
         ..analyze::Options::default()

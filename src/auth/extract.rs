@@ -8,7 +8,7 @@ use axum::response::{IntoResponse, Response};
 use tower_sessions::Session;
 
 use super::users::{self, Role, User};
-use super::{tokens, SESSION_AUTH_AT, SESSION_USER};
+use super::{tokens, SESSION_AUTH_AT, SESSION_GENERATION, SESSION_USER};
 use crate::error::{ApiError, AppError};
 use crate::state::AppState;
 
@@ -72,7 +72,21 @@ pub async fn session_user(session: &Session, state: &AppState) -> Result<Option<
         session.flush().await.map_err(session_err)?;
         return Ok(None);
     }
-    Ok(users::by_id(&state.pool, uid).await?)
+    let Some(user) = users::by_id(&state.pool, uid).await? else {
+        return Ok(None);
+    };
+    // A password change or reset, or disabling the account, raised the generation: every
+    // session signed in under an older one has ended.
+    let generation = session
+        .get::<i32>(SESSION_GENERATION)
+        .await
+        .map_err(session_err)?
+        .unwrap_or(0);
+    if user.disabled || generation != user.session_generation {
+        session.flush().await.map_err(session_err)?;
+        return Ok(None);
+    }
+    Ok(Some(user))
 }
 
 fn next_target(parts: &Parts) -> String {
