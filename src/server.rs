@@ -39,7 +39,7 @@ pub fn app(state: AppState) -> Router {
     let (api, mut openapi) = crate::api::router().split_for_parts();
     let (api_uploads, upload_doc) = crate::api::upload_router().split_for_parts();
     openapi.merge(upload_doc);
-    let openapi = Arc::new(openapi);
+    let openapi = Arc::new(crate::api::complete(openapi));
     let api = api
         .route(
             "/openapi.json",

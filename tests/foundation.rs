@@ -482,6 +482,36 @@ async fn openapi_document_describes_the_api() {
     assert!(doc["components"]["securitySchemes"]["bearer"].is_object());
 }
 
+/// A path part that does not parse (`abc` for an id, an id past i64) answers the JSON error
+/// envelope with 404, not axum's plain-text "Cannot parse".
+#[tokio::test]
+async fn bad_path_parameters_answer_the_json_envelope() {
+    let mut app = spawn_app().await;
+    app.setup_admin("ada").await;
+    let token = app.api_token("ada").await;
+    for (method, path) in [
+        ("GET", "/api/v1/investigations/abc"),
+        ("GET", "/api/v1/artifacts/9223372036854775808"),
+        ("PUT", "/api/v1/investigations/1/steps/-1"),
+    ] {
+        let body = (method == "PUT").then(|| serde_json::json!({}));
+        let r = app.api(method, path, &token, body).await;
+        assert_eq!(r.status, StatusCode::NOT_FOUND, "{path}: {}", r.body);
+        assert!(
+            r.headers["content-type"]
+                .to_str()
+                .unwrap()
+                .starts_with("application/json"),
+            "{path}"
+        );
+        assert!(!r.body.contains("Cannot parse"), "{}", r.body);
+        assert!(r.json()["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("no such address"));
+    }
+}
+
 #[tokio::test]
 async fn metrics_need_an_admin_or_a_token_and_count_requests_by_route() {
     let mut admin = spawn_app().await;

@@ -3,7 +3,8 @@
 
 use std::collections::BTreeMap;
 
-use axum::extract::{Path, RawQuery, State};
+use crate::extract::Path;
+use axum::extract::{RawQuery, State};
 use axum::Json;
 use serde::Serialize;
 use utoipa::ToSchema;
