@@ -30,6 +30,15 @@ fn python(test: &str) -> Option<String> {
     }
 }
 
+/// An app with an admin and their token, served on a loopback port.
+async fn served_admin() -> (TestApp, String, String) {
+    let mut app = spawn_app().await;
+    app.setup_admin("ada").await;
+    let token = app.api_token("ada").await;
+    let base = serve(&app).await;
+    (app, token, base)
+}
+
 /// Serves the app on a loopback port; returns the base URL.
 async fn serve(app: &TestApp) -> String {
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
@@ -65,10 +74,7 @@ async fn the_document_validates_and_a_client_made_from_it_uploads_a_file() {
     else {
         return;
     };
-    let mut app = spawn_app().await;
-    app.setup_admin("ada").await;
-    let token = app.api_token("ada").await;
-    let base = serve(&app).await;
+    let (_app, token, base) = served_admin().await;
     let script = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/openapi_client.py");
     let (ok, text) = tokio::task::spawn_blocking(move || run(&python, &[script, &base, &token]))
         .await
@@ -84,10 +90,7 @@ async fn schemathesis_finds_no_server_error_and_no_undocumented_response() {
     else {
         return;
     };
-    let mut app = spawn_app().await;
-    app.setup_admin("ada").await;
-    let token = app.api_token("ada").await;
-    let base = serve(&app).await;
+    let (_app, token, base) = served_admin().await;
     let examples = std::env::var("PERFJOURNAL_FUZZ_EXAMPLES").unwrap_or_else(|_| "25".into());
     let (ok, text) = tokio::task::spawn_blocking(move || {
         let schemathesis = std::path::Path::new(&python).with_file_name("schemathesis");
