@@ -31,6 +31,8 @@ pub enum AppError {
     PayloadTooLarge(String),
     #[error("the service is busy; try again shortly")]
     Unavailable,
+    #[error("{0}")]
+    StorageFull(String),
     #[error("database error")]
     Database(#[from] sqlx::Error),
     #[error("template error")]
@@ -64,6 +66,7 @@ impl AppError {
             AppError::TooManyRequests { .. } => StatusCode::TOO_MANY_REQUESTS,
             AppError::PayloadTooLarge(_) => StatusCode::PAYLOAD_TOO_LARGE,
             AppError::Unavailable => StatusCode::SERVICE_UNAVAILABLE,
+            AppError::StorageFull(_) => StatusCode::INSUFFICIENT_STORAGE,
             AppError::Database(e) if database_unreachable(e) => StatusCode::SERVICE_UNAVAILABLE,
             AppError::Internal(e) if wraps_unreachable_database(e) => {
                 StatusCode::SERVICE_UNAVAILABLE
@@ -80,7 +83,9 @@ impl AppError {
         match self {
             AppError::Database(sqlx::Error::RowNotFound) => "not found".into(),
             e if e.status() == StatusCode::SERVICE_UNAVAILABLE => AppError::Unavailable.to_string(),
-            e if e.status().is_server_error() && !matches!(e, AppError::Unavailable) => {
+            e if e.status().is_server_error()
+                && !matches!(e, AppError::Unavailable | AppError::StorageFull(_)) =>
+            {
                 "something went wrong on our side; the details are in the server log".into()
             }
             e => e.to_string(),
@@ -100,6 +105,10 @@ impl AppError {
     fn log_and_describe(&self) -> String {
         let status = self.status();
         if !status.is_server_error() {
+            return self.public_message();
+        }
+        if matches!(self, AppError::StorageFull(_)) {
+            tracing::error!(error = ?self, %status, "the blob store is full");
             return self.public_message();
         }
         if status == StatusCode::SERVICE_UNAVAILABLE {

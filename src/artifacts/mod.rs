@@ -195,6 +195,11 @@ impl From<UploadError> for crate::error::AppError {
             UploadError::Store(StoreError::Body(m)) => AppError::BadRequest(format!(
                 "the upload was interrupted ({m}); nothing was stored"
             )),
+            UploadError::Store(StoreError::Full) => AppError::StorageFull(
+                "the server's storage is full, so the file was not stored (nothing was kept); \
+                 ask an admin to free space, then upload again"
+                    .into(),
+            ),
             UploadError::Store(other) => AppError::Internal(other.into()),
             UploadError::Db(e) => AppError::Database(e),
             UploadError::Other(e) => AppError::Internal(e),

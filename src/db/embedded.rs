@@ -221,6 +221,16 @@ impl EmbeddedCluster {
         )
     }
 
+    /// Immediate shutdown: the server stops at once without a checkpoint, as after a crash
+    /// (it recovers from its WAL at the next start). For fault tests.
+    pub fn stop_immediately(&self) -> Result<(), ClusterError> {
+        let dir = self.cluster_dir.to_string_lossy().into_owned();
+        self.run(
+            "pg_ctl stop",
+            &["stop", "-D", &dir, "-m", "immediate", "-w", "-s"],
+        )
+    }
+
     fn command(&self, program: &str, args: &[&str]) -> Command {
         let mut cmd = Command::new(self.bin.join(program));
         cmd.args(args)

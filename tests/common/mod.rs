@@ -195,6 +195,17 @@ pub async fn spawn_app_with(config: Config) -> TestApp {
         .unwrap()
         .keep();
     BLOB_DIRS.lock().unwrap().push(blob_dir.clone());
+    app_on(pool, database_url, blob_dir, config)
+}
+
+/// The app over a given database and blob directory (tests that bring their own server
+/// or storage: a cluster they stop and start, a tiny file system).
+pub fn app_on(
+    pool: PgPool,
+    database_url: String,
+    blob_dir: std::path::PathBuf,
+    config: Config,
+) -> TestApp {
     let blobs = perfjournal::storage::BlobStore::local(&blob_dir).unwrap();
     let state = AppState::new(pool.clone(), config, blobs);
     TestApp {
