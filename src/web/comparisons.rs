@@ -124,7 +124,7 @@ async fn create_comparison(
     let pairs: Vec<(String, String)> = serde_urlencoded::from_bytes(&body)
         .map_err(|e| AppError::BadRequest(format!("the form is malformed: {e}")))?;
     let created = match NewComparison::from_form(&pairs) {
-        Ok(input) => comparisons::create(&state, input, user.0.id).await,
+        Ok(input) => crate::investigations::record_comparison(&state.pool, input, user.0.id).await,
         Err(errors) => Err(AppError::Invalid(errors)),
     };
     match created {
