@@ -8,7 +8,6 @@ use std::io::Write;
 use axum::body::Body;
 use axum::http::{header, Request, StatusCode};
 use common::{spawn_app, TestApp};
-use perfjournal::artifacts::ingest;
 use serde_json::Value;
 
 async fn editor_app() -> (TestApp, String) {
@@ -161,7 +160,7 @@ async fn big_files_are_analyzed_in_the_background_with_progress() {
         1,
         "the page polls while queued"
     );
-    assert_eq!(ingest::drain(&app.state).await.unwrap(), 1);
+    assert_eq!(app.drain_queue().await, 1);
     let a = fetch(&mut app, &token, id).await;
     assert_eq!(a["status"], "done", "{a}");
     assert_eq!(a["progress_bytes"], a["size_bytes"]);
@@ -397,7 +396,7 @@ async fn a_gzip_bomb_stops_at_the_decompressed_cap() {
     perfjournal::artifacts::requeue(&app.pool, id, &options)
         .await
         .unwrap();
-    ingest::drain(&app.state).await.unwrap();
+    app.drain_queue().await;
     let a = fetch(&mut app, &token, id).await;
     assert_eq!(a["status"], "failed");
     assert!(
