@@ -327,6 +327,27 @@ async fn malformed_content_is_refused_with_the_line_and_nothing_is_kept() {
 }
 
 #[tokio::test]
+async fn a_timestamp_with_a_multibyte_offset_is_refused_not_a_crash() {
+    let (mut app, token) = editor_app().await;
+    let mut body = request_log(2);
+    body.extend_from_slice(
+        "{\"request_id\": \"r9\", \"arrival_ts\": \"2025-01-01T00:00:00+1é:0\", \"queue_wait_ms\": 1}\n"
+            .as_bytes(),
+    );
+    let r = upload(&mut app, &token, "name=ts.jsonl", body).await;
+    assert_eq!(r.status, StatusCode::UNPROCESSABLE_ENTITY, "{}", r.body);
+    let msg = r.json()["error"]["fields"][0]["message"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    assert!(
+        msg.contains("line 3") && msg.contains("arrival_ts"),
+        "{msg}"
+    );
+    assert_eq!(artifact_count(&app).await, 0);
+}
+
+#[tokio::test]
 async fn oversized_uploads_get_413_and_store_nothing() {
     let config = perfjournal::config::Config {
         upload_limit: 1000,
