@@ -34,8 +34,9 @@
 //! `cuda_sync` events are not counted as GPU busy time.
 
 use super::readers::LossyUtf8;
-use super::stats::{union_length_sorted, Summary};
+use super::stats::union_length_sorted;
 use super::{AnalyzeError, Options};
+use crate::core::stats::Summary;
 use serde::de::{DeserializeSeed, Deserializer, IgnoredAny, MapAccess, SeqAccess, Visitor};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;

@@ -9,8 +9,8 @@
 //! (never silently dropped). The file is read one line at a time.
 
 use super::readers::{read_line_bounded, Line};
-use super::stats::Summary;
 use super::{decompressing_reader, AnalyzeError, Options, DEFAULT_MAX_DECOMPRESSED_BYTES};
+use crate::core::stats::Summary;
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 use std::collections::{BTreeMap, HashMap};

@@ -17,8 +17,9 @@
 //! kept only while small.
 
 use super::readers::NanToNull;
-use super::stats::{stride_sample, Summary};
+use super::stats::stride_sample;
 use super::AnalyzeError;
+use crate::core::stats::Summary;
 use serde::de::{DeserializeSeed, IgnoredAny, MapAccess, SeqAccess, Visitor};
 use serde::{Deserialize, Deserializer, Serialize};
 use serde_json::{Map, Value};

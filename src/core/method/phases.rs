@@ -497,10 +497,10 @@ mod tests {
                 let s = Summary::of(values)?;
                 Ok(PhaseRow {
                     phase: *phase,
-                    p50: s.p50,
-                    p90: Some(s.p90),
-                    p95: s.p95,
-                    p99: s.p99,
+                    p50: s.p50.unwrap(),
+                    p90: s.p90,
+                    p95: s.p95.unwrap(),
+                    p99: s.p99.unwrap(),
                     share: None,
                 })
             })
