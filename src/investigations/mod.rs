@@ -11,12 +11,13 @@ use sqlx::PgPool;
 
 use crate::auth::User;
 use crate::comparisons::{self, NewComparison};
+use crate::core::fmt::format_number;
 use crate::core::method::expected::Expected;
 use crate::core::method::order::{missing_before, skip_warning, STEPS};
 use crate::core::method::record::{
     draft_entry, evaluate, parse_step, Evaluation, Pairs, Records, StepRecord,
 };
-use crate::core::method::{format_number, Dominance};
+use crate::core::method::Dominance;
 use crate::error::{AppError, Result};
 use db::{Investigation, Skip};
 use journal::Revision;

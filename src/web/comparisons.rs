@@ -209,10 +209,7 @@ fn metric_lines(r: &Report) -> Vec<MetricLine> {
                 verdict_label: row.verdict.label(),
                 runs,
                 more: row.more_requests_per_side.map_or(String::new(), |n| {
-                    format!(
-                        "+{} per side",
-                        crate::core::method::format_number(n as f64, 0)
-                    )
+                    format!("+{} per side", crate::core::fmt::format_number(n as f64, 0))
                 }),
                 headline: m.series == r.headline && row.percentile == r.percentile,
             });
