@@ -130,7 +130,9 @@ pub(crate) async fn receive_multipart(
         }
         let file_name = artifacts::clean_name(name.or(field.file_name()))
             .map_err(|e| AppError::Invalid(vec![e]))?;
-        return Ok(artifacts::receive(state, owner, &file_name, field, user_id).await?);
+        return Ok(
+            artifacts::receive(&state.artifacts(), owner, &file_name, field, user_id).await?,
+        );
     }
 }
 
@@ -166,7 +168,7 @@ async fn upload_artifact(
             .into_body()
             .into_data_stream()
             .map_err(|e| e.to_string());
-        artifacts::receive(&state, owner, &name, body, user.0.id).await?
+        artifacts::receive(&state.artifacts(), owner, &name, body, user.0.id).await?
     };
     Ok((
         StatusCode::CREATED,

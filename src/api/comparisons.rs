@@ -193,7 +193,7 @@ async fn create_comparison(
         )
     })?;
     let input = NewComparison::from_json(&value).map_err(AppError::Invalid)?;
-    let id = comparisons::create(&state, input, user.0.id).await?;
+    let id = crate::investigations::record_comparison(&state.pool, input, user.0.id).await?;
     Ok((StatusCode::CREATED, Json(load(&state, id).await?)))
 }
 

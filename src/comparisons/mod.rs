@@ -20,7 +20,6 @@ use crate::core::method::{FrozenConfig, Percentile, RunHealth};
 use crate::core::stats::BootstrapConfig;
 use crate::core::FieldError;
 use crate::error::AppError;
-use crate::state::AppState;
 
 /// Request-log rows kept per run (evenly spaced), as many as the benchmark analyzer
 /// keeps per series: the bootstrap resamples them 2,000 times for each of 28
@@ -672,27 +671,10 @@ pub async fn load_runs(
     }
 }
 
-/// Computes and stores a comparison; nothing is stored when the input is refused.
-pub async fn create(
-    state: &AppState,
-    mut input: NewComparison,
-    user_id: i64,
-) -> Result<i64, AppError> {
-    // A named investigation must exist, and its diagnosis may prove the cause.
-    if let Some(inv) = input.investigation {
-        let loaded = crate::investigations::load(&state.pool, inv)
-            .await?
-            .ok_or_else(|| {
-                AppError::field("investigation", format!("there is no investigation {inv}"))
-            })?;
-        input.cause_proven = input.cause_proven
-            || crate::core::method::comparison::diagnosis_names_change(
-                &loaded.records,
-                &input.variable,
-            );
-    }
-    let (baseline, candidate, kind) =
-        load_runs(&state.pool, &input.baseline, &input.candidate).await?;
+/// Computes and stores a comparison; nothing is stored when the input is refused. The
+/// investigation it names is checked by `investigations::record_comparison`, which calls this.
+pub async fn create(pool: &PgPool, input: NewComparison, user_id: i64) -> Result<i64, AppError> {
+    let (baseline, candidate, kind) = load_runs(pool, &input.baseline, &input.candidate).await?;
     let job = input.clone();
     // Thousands of resamples per percentile: keep them off the async workers.
     let report = tokio::task::spawn_blocking(move || {
@@ -711,7 +693,7 @@ pub async fn create(
     .await
     .map_err(|e| AppError::Internal(e.into()))?
     .map_err(AppError::Invalid)?;
-    insert(&state.pool, &input, kind, &report, user_id).await
+    insert(pool, &input, kind, &report, user_id).await
 }
 
 async fn insert(

@@ -10,12 +10,14 @@ use chrono::{DateTime, Utc};
 use sqlx::PgPool;
 
 use crate::auth::User;
+use crate::comparisons::{self, NewComparison};
+use crate::core::fmt::format_number;
 use crate::core::method::expected::Expected;
 use crate::core::method::order::{missing_before, skip_warning, STEPS};
 use crate::core::method::record::{
     draft_entry, evaluate, parse_step, Evaluation, Pairs, Records, StepRecord,
 };
-use crate::core::method::{format_number, Dominance};
+use crate::core::method::Dominance;
 use crate::error::{AppError, Result};
 use db::{Investigation, Skip};
 use journal::Revision;
@@ -201,6 +203,26 @@ pub async fn open_step(
     Ok(warning)
 }
 
+/// Stores a comparison; the investigation it names must exist, and its diagnosis may
+/// prove the cause. Nothing is stored when the input is refused.
+pub async fn record_comparison(
+    pool: &PgPool,
+    mut input: NewComparison,
+    user_id: i64,
+) -> Result<i64> {
+    if let Some(inv) = input.investigation {
+        let loaded = load(pool, inv).await?.ok_or_else(|| {
+            AppError::field("investigation", format!("there is no investigation {inv}"))
+        })?;
+        input.cause_proven = input.cause_proven
+            || crate::core::method::comparison::diagnosis_names_change(
+                &loaded.records,
+                &input.variable,
+            );
+    }
+    comparisons::create(pool, input, user_id).await
+}
+
 /// The investigation's journal entry: the existing one, or a new draft from the steps.
 pub async fn draft_journal(pool: &PgPool, loaded: &Loaded, user: &User) -> Result<i64> {
     if let Some(id) = loaded.journal_id {
@@ -209,9 +231,7 @@ pub async fn draft_journal(pool: &PgPool, loaded: &Loaded, user: &User) -> Resul
     let today = Utc::now().date_naive().format("%Y-%m-%d").to_string();
     let mut entry = draft_entry(&loaded.records, &loaded.evaluation, &today);
     // A measured comparison is the RESULT, with its intervals and a link to it.
-    if let Some(c) =
-        crate::comparisons::latest_for_investigation(pool, loaded.investigation.id).await?
-    {
+    if let Some(c) = comparisons::latest_for_investigation(pool, loaded.investigation.id).await? {
         entry.result = c.journal_result();
     }
     let revision = Revision {

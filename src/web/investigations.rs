@@ -14,6 +14,7 @@ use serde::Deserialize;
 use super::{render, FormErrors, PageCtx};
 use crate::auth::{CurrentUser, Role};
 use crate::core::estimate;
+use crate::core::fmt::format_number;
 use crate::core::method::evidence;
 use crate::core::method::expected::{self, Expected};
 use crate::core::method::order::{skip_warning, StepInfo, STEPS};
@@ -23,9 +24,7 @@ use crate::core::method::record::{
 use crate::core::method::reproduce::{
     FieldKind, FrozenConfig, Reproducible, CONFIG_FIELDS, CONFIG_GROUPS,
 };
-use crate::core::method::{
-    format_number, Band, Boundness, Dominance, Metric, Percentile, Phase, Verdict,
-};
+use crate::core::method::{Band, Boundness, Dominance, Metric, Percentile, Phase, Verdict};
 use crate::core::FieldError;
 use crate::error::{AppError, Result};
 use crate::investigations::db::{self, ArtifactLink, Event, Investigation, Listed, STATUSES};

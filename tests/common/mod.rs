@@ -345,6 +345,19 @@ impl TestApp {
             .1
     }
 
+    /// Runs the analysis queue to the end without the background worker; how many it did.
+    pub async fn drain_queue(&self) -> usize {
+        let store = self.state.artifacts();
+        let mut n = 0;
+        while perfjournal::artifacts::ingest::process_next(&store)
+            .await
+            .unwrap()
+        {
+            n += 1;
+        }
+        n
+    }
+
     /// Opens an investigation through the API and returns its id.
     pub async fn open_investigation(&mut self, token: &str, title: &str) -> i64 {
         let r = self
