@@ -14,7 +14,7 @@ use utoipa::ToSchema;
 use crate::auth::{ApiUser, Role};
 use crate::core::method::expected::Expected;
 use crate::core::method::order::STEPS;
-use crate::core::method::record::{pairs_from_json, parse_step, Records, StepRecord};
+use crate::core::method::record::{pairs_from_json, parse_step_in, Records, StepRecord};
 use crate::core::FieldError;
 use crate::error::{ApiError, ApiResult, AppError, ErrorBody};
 use crate::investigations::db::{self, Investigation};
@@ -245,6 +245,7 @@ fn prefilled_steps(
     steps: &BTreeMap<String, serde_json::Value>,
 ) -> Result<Vec<StepRecord>, Vec<FieldError>> {
     let mut records = Vec::new();
+    let mut earlier = Records::default();
     let mut errors = Vec::new();
     for (key, body) in steps {
         let Some(n) = key.parse::<u8>().ok().filter(|n| *n < 8) else {
@@ -261,8 +262,11 @@ fn prefilled_steps(
             ));
             continue;
         }
-        match parse_step(n, &pairs_from_json(n, body)) {
-            Ok(r) => records.push(r),
+        match parse_step_in(n, &pairs_from_json(n, body), &earlier) {
+            Ok(r) => {
+                earlier.set(r.clone());
+                records.push(r)
+            }
             Err(es) => errors.extend(
                 es.into_iter()
                     .map(|e| FieldError::new(format!("steps.{n}.{}", e.field), e.message)),

@@ -13,7 +13,7 @@ use crate::auth::User;
 use crate::core::method::expected::Expected;
 use crate::core::method::order::{missing_before, skip_warning, STEPS};
 use crate::core::method::record::{
-    draft_entry, evaluate, parse_step, Evaluation, Pairs, Records, StepRecord,
+    draft_entry, evaluate, parse_step_in, Evaluation, Pairs, Records, StepRecord,
 };
 use crate::core::method::{format_number, Dominance};
 use crate::error::{AppError, Result};
@@ -152,7 +152,7 @@ pub async fn save_step(
     step: u8,
     pairs: &Pairs,
 ) -> Result<()> {
-    let record = parse_step(step, pairs).map_err(AppError::Invalid)?;
+    let record = parse_step_in(step, pairs, &loaded.records).map_err(AppError::Invalid)?;
     let mut records = loaded.records.clone();
     store(pool, loaded.investigation.id, user.id, &mut records, record).await
 }

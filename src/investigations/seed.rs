@@ -9,7 +9,7 @@ use super::journal::{self, Revision};
 use super::{db, store};
 use crate::core::method::expected::{attach, parse_inputs};
 use crate::core::method::record::{
-    draft_entry, evaluate, pairs_from_json, parse_step, Opening, Records,
+    draft_entry, evaluate, pairs_from_json, parse_step_in, Opening, Records,
 };
 
 struct Example {
@@ -262,7 +262,7 @@ pub async fn seed_demo(pool: &PgPool, owner: i64) -> anyhow::Result<usize> {
         let mut records = Records::default();
         for (step, data) in ex.steps.iter().enumerate() {
             let step = step as u8;
-            let record = parse_step(step, &pairs_from_json(step, data))
+            let record = parse_step_in(step, &pairs_from_json(step, data), &records)
                 .map_err(|e| anyhow::anyhow!("example {} step {step}: {e:?}", ex.key))?;
             store(pool, id, owner, &mut records, record).await?;
         }

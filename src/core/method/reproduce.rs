@@ -6,6 +6,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
 use super::FieldError;
+use crate::core::quantity::{self, Unit};
 use FieldKind::{Decimal, Flag, Integer, Text};
 
 /// Can the slowdown be produced on demand?
@@ -398,21 +399,30 @@ impl FrozenConfig {
     }
 }
 
+/// The unit a numeric setting is kept in: token budgets in tokens, the arrival rate
+/// in req/s, memory utilization as a fraction ("90%" reads as 0.9), the rest counts.
+fn field_unit(name: &str) -> Unit {
+    match name {
+        "max_num_batched_tokens" | "block_size" => Unit::Tokens,
+        "arrival_rate" => Unit::ReqPerS,
+        "gpu_memory_utilization" => Unit::Ratio,
+        _ => Unit::Count,
+    }
+}
+
 fn parse_value(desc: &ConfigField, text: &str) -> Result<Value, String> {
     match desc.kind {
         Text => Ok(Value::String(text.to_string())),
-        Integer => text
-            .replace([',', '_'], "")
-            .parse::<i64>()
+        Integer => quantity::read(text, field_unit(desc.name))
+            .map_err(|e| format!("{} ({})", e, desc.label))
+            .and_then(|v| {
+                (v.fract() == 0.0 && v.abs() < 9.0e15)
+                    .then_some(Value::from(v as i64))
+                    .ok_or_else(|| format!("'{text}' is not a whole number ({})", desc.label))
+            }),
+        Decimal => quantity::read(text, field_unit(desc.name))
             .map(Value::from)
-            .map_err(|_| format!("'{text}' is not a whole number ({})", desc.label)),
-        Decimal => text
-            .replace([',', '_'], "")
-            .parse::<f64>()
-            .ok()
-            .filter(|v| v.is_finite())
-            .map(Value::from)
-            .ok_or_else(|| format!("'{text}' is not a number ({})", desc.label)),
+            .map_err(|e| format!("{} ({})", e, desc.label)),
         Flag => match normalize(text).as_str() {
             "on" | "true" | "yes" | "1" | "enabled" | "enable" => Ok(Value::Bool(true)),
             "off" | "false" | "no" | "0" | "disabled" | "disable" => Ok(Value::Bool(false)),
@@ -756,7 +766,27 @@ mod tests {
         assert_eq!(c.reproducible, Reproducible::NotYet);
         let fields: Vec<&str> = errors.iter().map(|e| e.field.as_str()).collect();
         assert_eq!(fields, ["pp", "prefix_caching"]);
-        assert!(errors[0].message.contains("'two' is not a whole number"));
+        assert!(
+            errors[0].message.contains("'two' is not a number"),
+            "{errors:?}"
+        );
+        // The quantity parser reads settings like every other field.
+        let (c, errors) = FrozenConfig::from_form([
+            ("gpu_memory_utilization", "90%"),
+            ("max_num_batched_tokens", "8,192 tokens"),
+            ("tp", "2.5"),
+            ("arrival_rate", "12 rps"),
+            ("concurrency", "64 GB"),
+        ]);
+        assert_eq!(c.gpu_memory_utilization, Some(0.9));
+        assert_eq!(c.max_num_batched_tokens, Some(8192));
+        assert_eq!(c.arrival_rate, Some(12.0));
+        let fields: Vec<&str> = errors.iter().map(|e| e.field.as_str()).collect();
+        assert_eq!(fields, ["tp", "concurrency"]);
+        assert!(
+            errors[1].message.contains("a size in bytes in GB"),
+            "{errors:?}"
+        );
     }
 
     #[test]
