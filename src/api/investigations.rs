@@ -93,12 +93,16 @@ pub struct ExpectedJson {
     pub expected: f64,
     pub unit: String,
     pub observed: Option<f64>,
-    /// observed / expected: the gap to explain.
+    /// observed / expected: the gap to explain (absent when the two are of
+    /// different dimensions).
     pub ratio: Option<f64>,
+    /// Why there is no ratio: an expected value of another dimension than the
+    /// observed one, attached before units were checked.
+    pub unit_problem: Option<String>,
 }
 
 impl ExpectedJson {
-    pub fn new(e: &Expected) -> Self {
+    pub fn new(e: &Expected, step_unit: Option<crate::core::quantity::Unit>) -> Self {
         ExpectedJson {
             estimator: e.estimator.clone(),
             inputs: serde_json::to_value(&e.inputs).unwrap_or_default(),
@@ -106,7 +110,8 @@ impl ExpectedJson {
             expected: e.expected,
             unit: e.unit.clone(),
             observed: e.observed,
-            ratio: e.ratio(),
+            ratio: e.ratio(step_unit).ok().flatten(),
+            unit_problem: e.unit_problem(step_unit),
         }
     }
 }
@@ -174,7 +179,9 @@ fn step_json(loaded: &Loaded, n: u8, state: StepState) -> StepJson {
         recorded_at: recorded.map(|r| r.at),
         data,
         results: loaded.evaluation.step_json(n),
-        expected: loaded.expected_at(n).map(ExpectedJson::new),
+        expected: loaded
+            .expected_at(n)
+            .map(|e| ExpectedJson::new(e, loaded.observed_unit(n))),
     }
 }
 

@@ -13,9 +13,10 @@ use crate::auth::User;
 use crate::core::method::expected::Expected;
 use crate::core::method::order::{missing_before, skip_warning, STEPS};
 use crate::core::method::record::{
-    draft_entry, evaluate, parse_step_in, Evaluation, Pairs, Records, StepRecord,
+    draft_entry, evaluate, observed_at, parse_step_in, Evaluation, Pairs, Records, StepRecord,
 };
 use crate::core::method::{format_number, Dominance};
+use crate::core::quantity::Unit;
 use crate::error::{AppError, Result};
 use db::{Investigation, Skip};
 use journal::Revision;
@@ -98,6 +99,11 @@ impl Loaded {
             .map(|(_, e)| e)
     }
 
+    /// The unit of the value `step` observes, which its expected value must share.
+    pub fn observed_unit(&self, step: u8) -> Option<Unit> {
+        observed_at(step, &self.records).map(|q| q.unit)
+    }
+
     pub fn url(&self) -> String {
         format!("/investigations/{}", self.investigation.id)
     }
@@ -168,37 +174,18 @@ pub async fn store(
 ) -> Result<()> {
     let step = record.step();
     let data = record.to_json();
+    // Saving a step ahead of the ones it builds on is what records the skip (opening
+    // the page only shows the warning: a GET changes nothing).
+    let done = records.done_steps();
+    let missing = missing_before(step, &done);
+    let skip = skip_warning(step, &done).map(|reason| db::SkipNote {
+        missing: &missing,
+        reason,
+    });
     records.set(record);
     let summary = step_summary(step, records, &evaluate(records));
-    db::save_step(pool, investigation, user, step, &data, &summary).await?;
+    db::save_step(pool, investigation, user, step, &data, &summary, skip).await?;
     Ok(())
-}
-
-/// The warning for opening `step` before the steps it builds on; an editor's visit
-/// records the skip (viewers only read, so their visits change nothing).
-pub async fn open_step(
-    pool: &PgPool,
-    loaded: &Loaded,
-    user: &User,
-    step: u8,
-) -> Result<Option<&'static str>> {
-    let done = loaded.done_steps();
-    let warning = skip_warning(step, &done);
-    if let Some(reason) = warning {
-        if user.role >= crate::auth::Role::Editor {
-            let missing = missing_before(step, &done);
-            db::record_skip(
-                pool,
-                loaded.investigation.id,
-                user.id,
-                step,
-                &missing,
-                reason,
-            )
-            .await?;
-        }
-    }
-    Ok(warning)
 }
 
 /// The investigation's journal entry: the existing one, or a new draft from the steps.

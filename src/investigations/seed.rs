@@ -7,9 +7,9 @@ use sqlx::PgPool;
 
 use super::journal::{self, Revision};
 use super::{db, store};
-use crate::core::method::expected::{attach, parse_inputs};
+use crate::core::method::expected::{attach, parse_inputs, Observed};
 use crate::core::method::record::{
-    draft_entry, evaluate, pairs_from_json, parse_step_in, Opening, Records,
+    draft_entry, evaluate, observed_at, pairs_from_json, parse_step_in, Opening, Records,
 };
 
 struct Example {
@@ -268,7 +268,11 @@ pub async fn seed_demo(pool: &PgPool, owner: i64) -> anyhow::Result<usize> {
         }
         for (step, estimator, inputs, key, observed) in &ex.expected {
             let (_, inputs) = parse_inputs(inputs).map_err(|e| anyhow::anyhow!("{e}"))?;
-            let e = attach(estimator, inputs, key, Some(*observed))
+            let observed = Observed {
+                value: *observed,
+                unit: observed_at(*step, &records).map(|q| q.unit),
+            };
+            let e = attach(estimator, inputs, key, Some(observed))
                 .map_err(|e| anyhow::anyhow!("example {}: {e:?}", ex.key))?;
             db::attach_expected(pool, id, owner, *step, &e).await?;
         }

@@ -15,7 +15,7 @@ use super::resources::{classify, Classification};
 use super::verdict::Verdict;
 use super::FieldError;
 use crate::core::estimate::{self, Inputs};
-use crate::core::quantity::{self, Unit};
+use crate::core::quantity::{self, Quantity, Unit};
 
 /// Rows a table step reads at most (forms show a few; the API may send more).
 pub const MAX_ROWS: usize = 20;
@@ -1065,16 +1065,20 @@ pub fn draft_entry(records: &Records, evaluation: &Evaluation, date: &str) -> Jo
     })
 }
 
-/// The value a step naturally observes, offered as the "observed" side when an
-/// estimate is attached to it.
-pub fn observed_at(step: u8, records: &Records) -> Option<f64> {
+/// The value a step naturally observes, with its unit, offered as the "observed"
+/// side when an estimate is attached to it; an expected value must be of the same
+/// dimension.
+pub fn observed_at(step: u8, records: &Records) -> Option<Quantity> {
     match step {
-        1 => records.metric.map(|m| m.observed),
+        1 => records.metric.map(|m| Quantity::new(m.observed, m.unit)),
         4 => records
             .regime
             .as_ref()
-            .and_then(|r| r.decode.map(|d| d.measured_ms)),
-        7 => records.change.as_ref().map(|c| c.after_value),
+            .and_then(|r| r.decode.map(|d| Quantity::new(d.measured_ms, Unit::Ms))),
+        7 => records.change.as_ref().map(|c| {
+            let unit = records.metric.map_or(Unit::Ms, |m| m.unit);
+            Quantity::new(c.after_value, unit)
+        }),
         _ => None,
     }
 }
@@ -1472,7 +1476,7 @@ mod tests {
             )
             .unwrap(),
         );
-        assert_eq!(observed_at(4, &r), Some(24.0));
+        assert_eq!(observed_at(4, &r), Some(Quantity::new(24.0, Unit::Ms)));
         let d = evaluate(&r).regime.unwrap().decode.unwrap();
         assert_eq!(d.floor_source, "entered");
         assert_eq!(d.band.band, crate::core::method::Band::Overhead);
