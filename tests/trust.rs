@@ -356,3 +356,71 @@ async fn every_step_reads_amounts_the_same_way() {
         .unwrap();
     assert_eq!(steps_after, steps_before);
 }
+
+#[tokio::test]
+async fn step_zero_names_map_to_the_catalog_and_step_four_is_never_done_without_its_floor() {
+    let (mut app, url) = app_with_investigation().await;
+    let mut step0: Vec<(&str, &str)> = STEP0
+        .iter()
+        .filter(|(k, _)| *k != "model" && *k != "gpu_type")
+        .copied()
+        .collect();
+    step0.push(("model", "meta-llama/Llama-3.1-8B-Instruct"));
+    step0.push(("gpu_type", "H100 SXM 80GB"));
+    save(&mut app, &url, 0, &step0).await;
+    let p = app.get(&format!("{url}/steps/0")).await;
+    assert_eq!(p.select("datalist#catalog-models option").len() > 5, true);
+    let matches = p.select(".catalog-match");
+    assert!(matches[0].contains("llama-3.1-8b"), "{matches:?}");
+    assert!(matches[1].contains("h100-sxm"), "{matches:?}");
+    assert!(p.select(".catalog-flag").is_empty());
+    // Step 4's floor is estimated from those names.
+    save(
+        &mut app,
+        &url,
+        4,
+        &[
+            ("decode.measured_ms", "21"),
+            ("decode.batch", "64"),
+            ("decode.context", "4096"),
+        ],
+    )
+    .await;
+    let p = app.get(&format!("{url}/steps/4")).await;
+    assert_eq!(p.select(".rail-step.state-done").len(), 2, "steps 0 and 4");
+
+    // An unknown model is flagged at step 0 with the nearest catalog names, and step 4
+    // cannot be saved on it: nothing is written, and it is not done.
+    let (mut app, url) = app_with_investigation().await;
+    let mut step0: Vec<(&str, &str)> = STEP0
+        .iter()
+        .filter(|(k, _)| *k != "model")
+        .copied()
+        .collect();
+    step0.push(("model", "llama-9b"));
+    save(&mut app, &url, 0, &step0).await;
+    let p = app.get(&format!("{url}/steps/0")).await;
+    let flag = p.select(".catalog-flag[data-field=model]");
+    assert!(
+        flag[0].contains("nearest in the catalog: llama-3.1-8b"),
+        "{flag:?}"
+    );
+    let r = app
+        .post_form(
+            &format!("{url}/steps/4"),
+            &[
+                ("decode.measured_ms", "21"),
+                ("decode.batch", "64"),
+                ("decode.context", "4096"),
+            ],
+        )
+        .await;
+    assert_eq!(r.status, StatusCode::UNPROCESSABLE_ENTITY);
+    let e = r.select("[data-field='decode.floor_ms']");
+    assert!(e[0].contains("unknown model `llama-9b`"), "{e:?}");
+    let n: i64 = sqlx::query_scalar("SELECT count(*) FROM investigation_steps WHERE step = 4")
+        .fetch_one(&app.pool)
+        .await
+        .unwrap();
+    assert_eq!(n, 0);
+}

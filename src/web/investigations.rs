@@ -345,7 +345,10 @@ pub struct ConfigInput {
     pub name: String,
     pub label: &'static str,
     pub flag: bool,
-    pub number: bool,
+    /// The id of the catalog datalist offered while typing ("" for none).
+    pub list: &'static str,
+    /// A pasted document (config.json): a text area.
+    pub wide: bool,
 }
 
 pub struct ConfigGroup {
@@ -365,7 +368,12 @@ fn config_groups(prefix: &str) -> Vec<ConfigGroup> {
                     name: format!("{prefix}{}", f.name),
                     label: f.label,
                     flag: f.kind == FieldKind::Flag,
-                    number: matches!(f.kind, FieldKind::Integer | FieldKind::Decimal),
+                    list: match f.name {
+                        "model" => "catalog-models",
+                        "gpu_type" => "catalog-gpus",
+                        _ => "",
+                    },
+                    wide: f.name == "model_config",
                 })
                 .collect(),
         })
@@ -418,6 +426,15 @@ struct StepPage {
 }
 
 impl StepPage {
+    /// Catalog names offered while typing step 0's model and GPU.
+    fn catalog_models(&self) -> Vec<&'static str> {
+        estimate::models::CATALOG.iter().map(|m| m.name).collect()
+    }
+
+    fn catalog_gpus(&self) -> Vec<&'static str> {
+        estimate::gpus::GPUS.iter().map(|g| g.name).collect()
+    }
+
     /// The artifact kinds that can fill this step, for the help text.
     fn filler_kinds(&self) -> String {
         evidence::kinds_for(self.step.number).join(" or ")

@@ -29,6 +29,7 @@ mod periodic_tail;
 mod precision_change;
 mod prefix_reuse;
 mod setup;
+pub mod spelling;
 mod tp_allreduce;
 
 use std::collections::BTreeMap;

@@ -10,7 +10,9 @@ use super::kernels::{self, KernelRow, RankedKernel};
 use super::metric::{MetricForm, MetricReading, MetricTarget};
 use super::phases::{dominant, next_checks, Dominance, NextChecks, Phase, PhaseRow, PhaseTable};
 use super::regime::{decode_band, helps, regime, DecodeBand, Regime};
-use super::reproduce::{self, check_single_change, FrozenConfig, SingleChangeCheck};
+use super::reproduce::{
+    self, catalog_matches, check_single_change, CatalogMatch, FrozenConfig, SingleChangeCheck,
+};
 use super::resources::{classify, Classification};
 use super::verdict::Verdict;
 use super::FieldError;
@@ -175,14 +177,18 @@ impl Records {
         }
     }
 
-    /// Steps with a record that counts as done (step 0 needs a yes or "not yet").
+    /// Steps with a record that counts as done (step 0 needs a yes or "not yet"; step 4
+    /// needs its regimes or decode band computed, not just recorded).
     pub fn done_steps(&self) -> Vec<u8> {
         let present = [
             self.reproduce.as_ref().is_some_and(reproduce::is_done),
             self.metric.is_some(),
             self.phases.is_some(),
             self.resources.is_some(),
-            self.regime.is_some(),
+            // A step whose computation could not run is not done.
+            self.regime
+                .as_ref()
+                .is_some_and(|r| regime_ran(r, self.reproduce.as_ref())),
             self.kernels.is_some(),
             self.fixes.is_some(),
             self.change.is_some(),
@@ -327,7 +333,14 @@ pub fn parse_step_in(
         1 => parse_metric(pairs).map(StepRecord::Metric),
         2 => parse_phases(pairs).map(StepRecord::Phases),
         3 => parse_resources(pairs).map(StepRecord::Resources),
-        4 => parse_regime(pairs).map(StepRecord::Regime),
+        4 => parse_regime(pairs).and_then(|r| {
+            // The floor is estimated from step 0: refuse the step rather than store a
+            // decode check that cannot be computed.
+            match evaluate_regime(&r, earlier.reproduce.as_ref()).decode_problem {
+                Some(problem) => Err(vec![FieldError::new("decode.floor_ms", problem)]),
+                None => Ok(StepRecord::Regime(r)),
+            }
+        }),
         5 => parse_kernels(pairs).map(StepRecord::Kernels),
         6 => parse_fixes(pairs).map(StepRecord::Fixes),
         7 => parse_change(pairs, earlier.metric.map(|m| m.unit)).map(StepRecord::Change),
@@ -825,6 +838,8 @@ pub struct ChangeEval {
 /// step (and the steps it needs) are recorded.
 #[derive(Debug, Clone, Default, PartialEq, Serialize)]
 pub struct Evaluation {
+    /// Step 0's model and GPU against the estimators' catalogs.
+    pub setup: Vec<CatalogMatch>,
     pub metric: Option<MetricEval>,
     pub phases: Option<PhaseEval>,
     pub resources: Option<Classification>,
@@ -838,6 +853,7 @@ impl Evaluation {
     /// One step's computed results as JSON (null when there are none).
     pub fn step_json(&self, step: u8) -> serde_json::Value {
         let v = match step {
+            0 => serde_json::to_value(&self.setup),
             1 => serde_json::to_value(&self.metric),
             2 => serde_json::to_value(&self.phases),
             3 => serde_json::to_value(self.resources.as_ref().map(|c| ResourcesJson {
@@ -877,7 +893,11 @@ pub fn decode_floor_inputs(
         }
     };
     if let Some(c) = config {
-        put("model", c.model.clone());
+        // A pasted config.json stands for the model (the estimators take one or the other).
+        match c.model_config.as_deref().filter(|t| !t.trim().is_empty()) {
+            Some(json) => put("config", Some(json.to_string())),
+            None => put("model", c.model.clone()),
+        }
         put("gpu", c.gpu_type.clone());
         put("tp", c.tp.map(|v| v.to_string()));
         put("weight_dtype", c.weight_dtype.clone());
@@ -967,6 +987,7 @@ pub fn evaluate(records: &Records) -> Evaluation {
         }
     });
     Evaluation {
+        setup: config.map(catalog_matches).unwrap_or_default(),
         metric,
         phases,
         resources,
@@ -975,6 +996,12 @@ pub fn evaluate(records: &Records) -> Evaluation {
         fixes,
         change,
     }
+}
+
+/// Whether step 4 computed something: a kernel's regime, or the decode band.
+fn regime_ran(step: &RegimeStep, config: Option<&FrozenConfig>) -> bool {
+    let eval = evaluate_regime(step, config);
+    !eval.kernels.is_empty() || eval.decode.is_some()
 }
 
 fn evaluate_regime(step: &RegimeStep, config: Option<&FrozenConfig>) -> RegimeEval {
@@ -1349,7 +1376,9 @@ mod tests {
                 ],
             ),
         ] {
-            r.set(parse_step(step, &pairs(&list)).unwrap_or_else(|e| panic!("{step}: {e:?}")));
+            r.set(
+                parse_step_in(step, &pairs(&list), &r).unwrap_or_else(|e| panic!("{step}: {e:?}")),
+            );
         }
         assert_eq!(r.done_steps(), (0..8).collect::<Vec<u8>>());
         let e = evaluate(&r);

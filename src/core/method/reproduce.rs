@@ -54,6 +54,8 @@ pub struct FrozenConfig {
     pub engine_version: Option<String>,
     // model
     pub model: Option<String>,
+    /// The model's Hugging Face `config.json`, pasted, for a model the catalog lacks.
+    pub model_config: Option<String>,
     pub model_revision: Option<String>,
     pub weight_dtype: Option<String>,
     pub kv_dtype: Option<String>,
@@ -165,6 +167,13 @@ pub const CONFIG_FIELDS: &[ConfigField] = &[
         &["engine upgrade", "vllm version", "sglang version"],
     ),
     field("model", "Model", "model", Text, &[]),
+    field(
+        "model_config",
+        "Model config.json (paste, for a model not in the catalog)",
+        "model",
+        Text,
+        &["config.json"],
+    ),
     field(
         "model_revision",
         "Model revision",
@@ -897,5 +906,85 @@ mod tests {
         let nothing = check_single_change(&before, &before, "tp");
         assert!(!nothing.ok);
         assert!(nothing.problems[0].starts_with("Nothing differs"));
+    }
+}
+
+/// How step 0's model and GPU read against the estimators' catalogs.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct CatalogMatch {
+    /// `model` or `gpu_type`.
+    pub field: &'static str,
+    pub typed: String,
+    /// The catalog entry it maps to, when it maps to one.
+    pub catalog: Option<&'static str>,
+    /// Why it maps to none, with the nearest catalog names.
+    pub problem: Option<String>,
+}
+
+/// The catalog entries step 0's model and GPU map to ("H100 SXM 80GB" is `h100-sxm`,
+/// "meta-llama/Llama-3.1-8B-Instruct" is `llama-3.1-8b`), or why they map to none. A
+/// pasted config.json stands in for a model the catalog lacks.
+pub fn catalog_matches(config: &FrozenConfig) -> Vec<CatalogMatch> {
+    use crate::core::estimate::{gpus, models};
+    let mut out = Vec::new();
+    fn typed(v: &Option<String>) -> Option<&str> {
+        v.as_deref().map(str::trim).filter(|t| !t.is_empty())
+    }
+    let pasted = typed(&config.model_config).is_some();
+    if let Some(name) = typed(&config.model) {
+        let catalog = models::find(name).map(|m| m.name);
+        out.push(CatalogMatch {
+            field: "model",
+            typed: name.to_string(),
+            catalog,
+            problem: (catalog.is_none() && !pasted).then(|| models::unknown(name)),
+        });
+    }
+    if let Some(name) = typed(&config.gpu_type) {
+        let catalog = gpus::find(name).map(|g| g.name);
+        out.push(CatalogMatch {
+            field: "gpu_type",
+            typed: name.to_string(),
+            catalog,
+            problem: catalog.is_none().then(|| gpus::unknown(name)),
+        });
+    }
+    out
+}
+
+#[cfg(test)]
+mod catalog_tests {
+    use super::*;
+
+    #[test]
+    fn step_zero_spellings_map_to_the_catalog_or_are_flagged() {
+        let config = FrozenConfig {
+            model: Some("meta-llama/Llama-3.1-8B-Instruct".into()),
+            gpu_type: Some("H100 SXM 80GB".into()),
+            ..FrozenConfig::default()
+        };
+        let m = catalog_matches(&config);
+        assert_eq!(m[0].catalog, Some("llama-3.1-8b"));
+        assert_eq!(m[1].catalog, Some("h100-sxm"));
+        assert!(m.iter().all(|x| x.problem.is_none()));
+        let config = FrozenConfig {
+            model: Some("llama-9b".into()),
+            gpu_type: Some("h10".into()),
+            ..FrozenConfig::default()
+        };
+        let m = catalog_matches(&config);
+        assert!(m[0]
+            .problem
+            .as_deref()
+            .unwrap()
+            .contains("nearest in the catalog: llama-3.1-8b"));
+        assert!(m[1].problem.as_deref().unwrap().contains("h100"));
+        // A pasted config.json stands in for the model.
+        let config = FrozenConfig {
+            model: Some("my-finetune".into()),
+            model_config: Some("{}".into()),
+            ..FrozenConfig::default()
+        };
+        assert_eq!(catalog_matches(&config)[0].problem, None);
     }
 }
