@@ -424,3 +424,145 @@ async fn step_zero_names_map_to_the_catalog_and_step_four_is_never_done_without_
         .unwrap();
     assert_eq!(n, 0);
 }
+
+/// A vLLM `bench serve --save-result` file of `model` with TTFTs around `ttft_ms`.
+fn bench_file(model: &str, ttft_ms: f64, tag: &str) -> Vec<u8> {
+    let n = 60;
+    let ttfts: Vec<f64> = (0..n)
+        .map(|i| ttft_ms * (1.0 + 0.3 * ((i * 37 % n) as f64 / n as f64)) / 1000.0)
+        .collect();
+    serde_json::json!({
+        "date": format!("20261201-{tag}"), "backend": "vllm", "model_id": model,
+        "num_prompts": n, "request_rate": "inf", "max_concurrency": 16,
+        "completed": n, "failed": 0, "total_output_tokens": n * 8,
+        "request_throughput": 10.0, "output_throughput": 80.0,
+        "input_lens": vec![200; n], "output_lens": vec![8; n],
+        "ttfts": ttfts, "itls": vec![vec![0.02; 7]; n], "errors": vec![""; n]
+    })
+    .to_string()
+    .into_bytes()
+}
+
+/// Steps 0, 1 and 7 of the incident: 3,200 → 780 ms after chunked prefill, confirmed.
+async fn incident_with_result(app: &mut TestApp, url: &str) {
+    save(app, url, 0, STEP0).await;
+    save(
+        app,
+        url,
+        1,
+        &[
+            ("metric", "ttft"),
+            ("percentile", "p95"),
+            ("observed", "3.2 s"),
+            ("target", "800 ms"),
+        ],
+    )
+    .await;
+    let mut step7: Vec<(String, String)> = STEP0
+        .iter()
+        .filter(|(k, _)| *k != "reproducible" && *k != "chunked_prefill")
+        .map(|(k, v)| (format!("after_config.{k}"), v.to_string()))
+        .collect();
+    for (k, v) in [
+        ("after_config.chunked_prefill", "on"),
+        ("change", "chunked prefill"),
+        ("after_value", "780 ms"),
+        ("verdict", "confirmed"),
+        ("quality", "200 paired generations identical"),
+    ] {
+        step7.push((k.to_string(), v.to_string()));
+    }
+    let fields: Vec<(&str, &str)> = step7
+        .iter()
+        .map(|(k, v)| (k.as_str(), v.as_str()))
+        .collect();
+    save(app, url, 7, &fields).await;
+}
+
+#[tokio::test]
+async fn a_comparison_of_another_setup_never_replaces_the_recorded_result() {
+    let (mut app, url) = app_with_investigation().await;
+    incident_with_result(&mut app, &url).await;
+    let id: i64 = url.rsplit('/').next().unwrap().parse().unwrap();
+    let token = app.api_token("ada").await;
+    let model = "meta-llama/Llama-3.3-70B-Instruct";
+    let before = common::uploads::upload_analyzed(
+        &mut app,
+        &token,
+        "70b-before.json",
+        bench_file(model, 64.3, "a"),
+    )
+    .await;
+    let same = common::uploads::upload_analyzed(
+        &mut app,
+        &token,
+        "70b-copy.json",
+        bench_file(model, 64.3, "a"),
+    )
+    .await;
+    // The same file on both sides is refused with that reason; nothing is stored.
+    let r = app
+        .api(
+            "POST",
+            "/api/v1/comparisons",
+            &token,
+            Some(
+                serde_json::json!({"baseline": [before], "candidate": [same],
+                "variable": "chunked prefill", "investigation": id}),
+            ),
+        )
+        .await;
+    assert_eq!(r.status, StatusCode::UNPROCESSABLE_ENTITY, "{}", r.body);
+    assert!(r.body.contains("the same file (sha256"), "{}", r.body);
+    let n: i64 = sqlx::query_scalar("SELECT count(*) FROM comparisons")
+        .fetch_one(&app.pool)
+        .await
+        .unwrap();
+    assert_eq!(n, 0);
+
+    // A 70B bench linked to the 8B investigation is invalid, naming the model.
+    let after = common::uploads::upload_analyzed(
+        &mut app,
+        &token,
+        "70b-after.json",
+        bench_file(model, 64.3, "b"),
+    )
+    .await;
+    let r = app
+        .api(
+            "POST",
+            "/api/v1/comparisons",
+            &token,
+            Some(
+                serde_json::json!({"baseline": [before], "candidate": [after],
+                "variable": "chunked prefill", "investigation": id}),
+            ),
+        )
+        .await;
+    assert_eq!(r.status, StatusCode::CREATED, "{}", r.body);
+    let doc = r.json();
+    assert_eq!(doc["verdict"], "invalid_comparison");
+    let reasons = doc["reasons"].to_string();
+    assert!(
+        reasons.contains(
+            "model: step 0 froze llama-3.1-8b, this has meta-llama/Llama-3.3-70B-Instruct"
+        ),
+        "{reasons}"
+    );
+
+    // The draft keeps step 7's RESULT and says the comparison was not used.
+    let r = app.post_form(&format!("{url}/journal"), &[]).await;
+    assert_eq!(r.status, StatusCode::SEE_OTHER, "{}", r.body);
+    let result: String = sqlx::query_scalar("SELECT result FROM journal_entries")
+        .fetch_one(&app.pool)
+        .await
+        .unwrap();
+    assert!(
+        result.contains("3,200 ms") && result.contains("780 ms"),
+        "{result}"
+    );
+    assert!(
+        result.contains("A linked comparison was not used for this RESULT: Invalid comparison"),
+        "{result}"
+    );
+}

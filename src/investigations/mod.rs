@@ -13,7 +13,8 @@ use crate::auth::User;
 use crate::core::method::expected::Expected;
 use crate::core::method::order::{missing_before, skip_warning, STEPS};
 use crate::core::method::record::{
-    draft_entry, evaluate, observed_at, parse_step_in, Evaluation, Pairs, Records, StepRecord,
+    draft_entry, evaluate, observed_at, parse_step_in, reconcile_result, Evaluation, Measured,
+    Pairs, Records, StepRecord,
 };
 use crate::core::method::{format_number, Dominance};
 use crate::core::quantity::Unit;
@@ -195,11 +196,24 @@ pub async fn draft_journal(pool: &PgPool, loaded: &Loaded, user: &User) -> Resul
     }
     let today = Utc::now().date_naive().format("%Y-%m-%d").to_string();
     let mut entry = draft_entry(&loaded.records, &loaded.evaluation, &today);
-    // A measured comparison is the RESULT, with its intervals and a link to it.
+    // A measured comparison is the RESULT (with its intervals and a link) unless step 7
+    // recorded one: then both are kept, see `reconcile_result`.
     if let Some(c) =
         crate::comparisons::latest_for_investigation(pool, loaded.investigation.id).await?
     {
-        entry.result = c.journal_result();
+        let measured_text = c.journal_result();
+        let recorded = loaded.records.change.as_ref().map(|_| {
+            let verdict = loaded.evaluation.change.as_ref().and_then(|e| e.verdict);
+            (entry.result.as_str(), verdict)
+        });
+        entry.result = reconcile_result(
+            recorded,
+            Measured {
+                verdict: c.report.0.verdict,
+                invalid: c.report.0.invalid,
+                result: &measured_text,
+            },
+        );
     }
     let revision = Revision {
         title: loaded.investigation.title.clone(),

@@ -1092,6 +1092,44 @@ pub fn draft_entry(records: &Records, evaluation: &Evaluation, date: &str) -> Jo
     })
 }
 
+/// A comparison linked to the investigation, as the journal draft weighs it.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Measured<'a> {
+    pub verdict: Verdict,
+    /// Invalid for this investigation (another setup, or more than one change).
+    pub invalid: bool,
+    /// The comparison's RESULT text, with its intervals and link.
+    pub result: &'a str,
+}
+
+/// The draft's RESULT when a comparison is linked. What the person recorded in step 7
+/// is never replaced: with no step 7 the comparison is the RESULT; an invalid one is
+/// noted but not used; one that agrees (same verdict) is added as the measurement; one
+/// that disagrees is shown beside step 7's, asking which stands.
+pub fn reconcile_result(
+    recorded: Option<(&str, Option<Verdict>)>,
+    measured: Measured<'_>,
+) -> String {
+    let Some((text, verdict)) = recorded else {
+        return measured.result.to_string();
+    };
+    if measured.invalid {
+        return format!(
+            "{text}\n\nA linked comparison was not used for this RESULT: {}",
+            measured.result
+        );
+    }
+    if verdict == Some(measured.verdict) {
+        return format!("{text}\n\nMeasured: {}", measured.result);
+    }
+    format!(
+        "Two results disagree; decide which stands before publishing.\n\
+         - Recorded in step 7: {text}\n\
+         - Measured by the linked comparison: {}",
+        measured.result
+    )
+}
+
 /// The value a step naturally observes, with its unit, offered as the "observed"
 /// side when an estimate is attached to it; an expected value must be of the same
 /// dimension.
@@ -1568,5 +1606,36 @@ mod tests {
             panic!("step 7")
         };
         assert_eq!(c.after_value, 780.0);
+    }
+
+    #[test]
+    fn a_linked_comparison_never_replaces_step_seven() {
+        let m = |verdict, invalid| Measured {
+            verdict,
+            invalid,
+            result: "Inconclusive: p95 TTFT 64.3 ms to 64.3 ms",
+        };
+        let step7 = Some((
+            "p95 TTFT 3,200 ms → 780 ms (confirmed)",
+            Some(Verdict::Confirmed),
+        ));
+        assert_eq!(
+            reconcile_result(None, m(Verdict::Inconclusive, false)),
+            "Inconclusive: p95 TTFT 64.3 ms to 64.3 ms"
+        );
+        let both = reconcile_result(step7, m(Verdict::Inconclusive, false));
+        assert!(both.starts_with("Two results disagree"), "{both}");
+        assert!(
+            both.contains("Recorded in step 7: p95 TTFT 3,200 ms → 780 ms"),
+            "{both}"
+        );
+        assert!(
+            both.contains("Measured by the linked comparison: Inconclusive"),
+            "{both}"
+        );
+        let kept = reconcile_result(step7, m(Verdict::InvalidComparison, true));
+        assert!(kept.starts_with("p95 TTFT 3,200 ms → 780 ms"), "{kept}");
+        let agree = reconcile_result(step7, m(Verdict::Confirmed, false));
+        assert!(agree.contains("\n\nMeasured: Inconclusive"), "{agree}");
     }
 }
