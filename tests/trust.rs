@@ -479,39 +479,34 @@ async fn incident_with_result(app: &mut TestApp, url: &str) {
     save(app, url, 7, &fields).await;
 }
 
+async fn upload_bench(app: &mut TestApp, token: &str, name: &str, tag: &str) -> i64 {
+    let body = bench_file("meta-llama/Llama-3.3-70B-Instruct", 64.3, tag);
+    common::uploads::upload_analyzed(app, token, name, body).await
+}
+
+async fn link_comparison(
+    app: &mut TestApp,
+    token: &str,
+    [before, after]: [i64; 2],
+    investigation: i64,
+) -> common::Reply {
+    let body = serde_json::json!({"baseline": [before], "candidate": [after],
+        "variable": "chunked prefill", "investigation": investigation});
+    app.api("POST", "/api/v1/comparisons", token, Some(body))
+        .await
+}
+
 #[tokio::test]
 async fn a_comparison_of_another_setup_never_replaces_the_recorded_result() {
     let (mut app, url) = app_with_investigation().await;
     incident_with_result(&mut app, &url).await;
     let id: i64 = url.rsplit('/').next().unwrap().parse().unwrap();
     let token = app.api_token("ada").await;
-    let model = "meta-llama/Llama-3.3-70B-Instruct";
-    let before = common::uploads::upload_analyzed(
-        &mut app,
-        &token,
-        "70b-before.json",
-        bench_file(model, 64.3, "a"),
-    )
-    .await;
-    let same = common::uploads::upload_analyzed(
-        &mut app,
-        &token,
-        "70b-copy.json",
-        bench_file(model, 64.3, "a"),
-    )
-    .await;
+    // Bench files of a 70B model on eight GPUs, not the investigation's 8B on one.
+    let before = upload_bench(&mut app, &token, "70b-before.json", "a").await;
+    let same = upload_bench(&mut app, &token, "70b-copy.json", "a").await;
     // The same file on both sides is refused with that reason; nothing is stored.
-    let r = app
-        .api(
-            "POST",
-            "/api/v1/comparisons",
-            &token,
-            Some(
-                serde_json::json!({"baseline": [before], "candidate": [same],
-                "variable": "chunked prefill", "investigation": id}),
-            ),
-        )
-        .await;
+    let r = link_comparison(&mut app, &token, [before, same], id).await;
     assert_eq!(r.status, StatusCode::UNPROCESSABLE_ENTITY, "{}", r.body);
     assert!(r.body.contains("the same file (sha256"), "{}", r.body);
     let n: i64 = sqlx::query_scalar("SELECT count(*) FROM comparisons")
@@ -521,24 +516,8 @@ async fn a_comparison_of_another_setup_never_replaces_the_recorded_result() {
     assert_eq!(n, 0);
 
     // A 70B bench linked to the 8B investigation is invalid, naming the model.
-    let after = common::uploads::upload_analyzed(
-        &mut app,
-        &token,
-        "70b-after.json",
-        bench_file(model, 64.3, "b"),
-    )
-    .await;
-    let r = app
-        .api(
-            "POST",
-            "/api/v1/comparisons",
-            &token,
-            Some(
-                serde_json::json!({"baseline": [before], "candidate": [after],
-                "variable": "chunked prefill", "investigation": id}),
-            ),
-        )
-        .await;
+    let after = upload_bench(&mut app, &token, "70b-after.json", "b").await;
+    let r = link_comparison(&mut app, &token, [before, after], id).await;
     assert_eq!(r.status, StatusCode::CREATED, "{}", r.body);
     let doc = r.json();
     assert_eq!(doc["verdict"], "invalid_comparison");
