@@ -68,6 +68,7 @@ impl AppError {
             AppError::Unavailable => StatusCode::SERVICE_UNAVAILABLE,
             AppError::StorageFull(_) => StatusCode::INSUFFICIENT_STORAGE,
             AppError::Database(e) if database_unreachable(e) => StatusCode::SERVICE_UNAVAILABLE,
+            AppError::Database(e) if unstorable_text(e) => StatusCode::UNPROCESSABLE_ENTITY,
             AppError::Internal(e) if wraps_unreachable_database(e) => {
                 StatusCode::SERVICE_UNAVAILABLE
             }
@@ -82,6 +83,10 @@ impl AppError {
     pub fn public_message(&self) -> String {
         match self {
             AppError::Database(sqlx::Error::RowNotFound) => "not found".into(),
+            AppError::Database(e) if unstorable_text(e) => "a text value contains a character \
+                that cannot be stored (a NUL, \\u0000, or an invalid byte sequence); remove it \
+                and send again: nothing was saved"
+                .into(),
             e if e.status() == StatusCode::SERVICE_UNAVAILABLE => AppError::Unavailable.to_string(),
             e if e.status().is_server_error()
                 && !matches!(e, AppError::Unavailable | AppError::StorageFull(_)) =>
@@ -249,6 +254,17 @@ fn database_unreachable(e: &sqlx::Error) -> bool {
             // connect now (starting up or in recovery).
             code.starts_with("08") || matches!(code.as_ref(), "57P01" | "57P02" | "57P03")
         }),
+        _ => false,
+    }
+}
+
+/// PostgreSQL refused a text value (a NUL character, or bytes that are not UTF-8): the
+/// client's input, so a 422, and the statement (with its transaction) changed nothing.
+fn unstorable_text(e: &sqlx::Error) -> bool {
+    match e {
+        sqlx::Error::Database(db) => db
+            .code()
+            .is_some_and(|code| matches!(code.as_ref(), "22021" | "22P05")),
         _ => false,
     }
 }

@@ -512,6 +512,32 @@ async fn bad_path_parameters_answer_the_json_envelope() {
     }
 }
 
+/// A NUL character (valid JSON, not storable text) is the client's mistake: 422, nothing saved.
+#[tokio::test]
+async fn text_with_a_nul_character_is_refused_and_nothing_is_saved() {
+    let mut app = spawn_app().await;
+    app.setup_admin("ada").await;
+    let token = app.api_token("ada").await;
+    let r = app
+        .api(
+            "POST",
+            "/api/v1/investigations",
+            &token,
+            Some(serde_json::json!({ "title": "ok", "symptom": "bad\u{0}byte" })),
+        )
+        .await;
+    assert_eq!(r.status, StatusCode::UNPROCESSABLE_ENTITY, "{}", r.body);
+    assert!(r.json()["error"]["message"]
+        .as_str()
+        .unwrap()
+        .contains("NUL"));
+    let n: i64 = sqlx::query_scalar("SELECT count(*) FROM investigations")
+        .fetch_one(&app.pool)
+        .await
+        .unwrap();
+    assert_eq!(n, 0);
+}
+
 #[tokio::test]
 async fn metrics_need_an_admin_or_a_token_and_count_requests_by_route() {
     let mut admin = spawn_app().await;

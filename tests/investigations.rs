@@ -4,27 +4,12 @@
 mod common;
 
 use axum::http::StatusCode;
-use common::{spawn_app, TestApp};
+use common::TestApp;
 use perfjournal::auth::Role;
 
 /// An admin signed in (admins are editors too), with one investigation opened.
 async fn app_with_investigation() -> (TestApp, String) {
-    let mut app = spawn_app().await;
-    app.setup_admin("ada").await;
-    let r = app
-        .post_form(
-            "/investigations",
-            &[
-                ("title", "p95 TTFT above target after deploy"),
-                ("service", "chat"),
-                ("symptom", "Alert fired at 14:05"),
-                ("tags", "ttft, vllm"),
-            ],
-        )
-        .await;
-    assert_eq!(r.status, StatusCode::SEE_OTHER, "{}", r.body);
-    let url = r.location().unwrap().to_string();
-    (app, url)
+    common::app_with_investigation("p95 TTFT above target after deploy").await
 }
 
 const STEP0: &[(&str, &str)] = &[
@@ -440,9 +425,22 @@ async fn viewers_read_but_cannot_create_or_edit() {
 }
 
 #[tokio::test]
-async fn skipping_ahead_warns_once_and_is_recorded_on_the_rail_and_in_history() {
+async fn skipping_ahead_warns_on_the_page_and_is_recorded_only_when_the_step_is_saved() {
     let (mut app, url) = app_with_investigation().await;
     save(&mut app, &url, 0, STEP0).await;
+    let skips = |pool: sqlx::PgPool| async move {
+        sqlx::query_scalar::<_, i64>("SELECT count(*) FROM investigation_skips")
+            .fetch_one(&pool)
+            .await
+            .unwrap()
+    };
+    let events = |pool: sqlx::PgPool| async move {
+        sqlx::query_scalar::<_, i64>("SELECT count(*) FROM investigation_events")
+            .fetch_one(&pool)
+            .await
+            .unwrap()
+    };
+    let events_before = events(app.pool.clone()).await;
     let p = app.get(&format!("{url}/steps/5")).await;
     let w = p.select(".skip-warning");
     assert_eq!(w.len(), 1);
@@ -450,22 +448,48 @@ async fn skipping_ahead_warns_once_and_is_recorded_on_the_rail_and_in_history() 
         w[0].starts_with("Kernel work is the most expensive place to start"),
         "{w:?}"
     );
-    assert_eq!(p.select(".rail-step.state-skipped").len(), 4, "steps 1–4");
-    assert_eq!(p.select(".rail-step.state-done").len(), 1);
     assert_eq!(
         p.select(".rail-step.current .title"),
         ["Which kernel and why"]
     );
-    assert!(p.select(".rail-step.state-skipped .skip-reason")[0].starts_with("Kernel work"));
-
-    // Opening it again does not record a second skip.
-    app.get(&format!("{url}/steps/5")).await;
-    let skips: i64 = sqlx::query_scalar("SELECT count(*) FROM investigation_skips")
-        .fetch_one(&app.pool)
+    // Opening the page (or previewing other steps) as an editor changes nothing.
+    app.get(&format!("{url}/steps/6")).await;
+    app.get(&format!("{url}/steps/7")).await;
+    assert_eq!(skips(app.pool.clone()).await, 0);
+    assert_eq!(events(app.pool.clone()).await, events_before);
+    assert!(app
+        .get(&url)
         .await
-        .unwrap();
-    assert_eq!(skips, 1);
+        .select(".history li.event-skipped")
+        .is_empty());
+    let p = app.get(&format!("{url}/steps/5")).await;
+    assert!(p.select(".rail-step.state-skipped").is_empty());
 
+    // Saving step 5 records the skip once, on the rail and in the history.
+    save(
+        &mut app,
+        &url,
+        5,
+        &[
+            ("kernels[0].name", "flash_fwd"),
+            ("kernels[0].share", "40%"),
+        ],
+    )
+    .await;
+    save(
+        &mut app,
+        &url,
+        5,
+        &[
+            ("kernels[0].name", "flash_fwd"),
+            ("kernels[0].share", "45%"),
+        ],
+    )
+    .await;
+    assert_eq!(skips(app.pool.clone()).await, 1);
+    let p = app.get(&format!("{url}/steps/5")).await;
+    assert_eq!(p.select(".rail-step.state-skipped").len(), 4, "steps 1–4");
+    assert!(p.select(".rail-step.state-skipped .skip-reason")[0].starts_with("Kernel work"));
     let overview = app.get(&url).await;
     let history = overview.select(".history li.event-skipped .what");
     assert_eq!(history.len(), 1);
@@ -536,12 +560,12 @@ async fn an_estimate_attached_to_a_step_shows_the_gap_to_explain() {
     )
     .await;
     let p = app.get(&format!("{url}/steps/4")).await;
-    // The observed value is offered from the step's own measurement.
+    // The observed value is offered from the step's own measurement, with its unit.
     let html = p.html();
     let sel = scraper::Selector::parse("input[name=observed]").unwrap();
     assert_eq!(
         html.select(&sel).next().unwrap().value().attr("value"),
-        Some("24.00")
+        Some("24.00 ms")
     );
 
     let r = app

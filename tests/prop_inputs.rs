@@ -12,7 +12,7 @@ use perfjournal::core::estimate::{registry, run, Inputs};
 use perfjournal::core::memory::bundle::parse_import;
 use perfjournal::core::memory::{tsquery, SearchQuery};
 use perfjournal::core::method::expected::parse_inputs;
-use perfjournal::core::method::record::{parse_step, Pairs};
+use perfjournal::core::method::record::{parse_step_in, Pairs, Records};
 use perfjournal::core::method::{Percentile, Unit};
 use proptest::prelude::*;
 
@@ -366,7 +366,7 @@ proptest! {
         step in 0u8..9,
         pairs in prop::collection::vec((step_key(), field_value()), 0..16),
     ) {
-        let _ = parse_step(step, &Pairs::new(pairs));
+        let _ = parse_step_in(step, &Pairs::new(pairs), &Records::default());
     }
 
     #[test]

@@ -49,7 +49,7 @@ async fn list_estimators(_: ApiUser) -> Json<Vec<EstimatorDoc>> {
 
 /// Runs an estimator. The body is a JSON object of its inputs (numbers or strings;
 /// `config` may be a config.json object). Answers the worked chain
-/// `{estimator, inputs, results, lines, sanity}`, or 422 naming each bad field.
+/// `{estimator, inputs, results, lines, sanity, units}` (the unit of every numeric result), or 422 naming each bad field.
 #[utoipa::path(post, path = "/estimate/{name}", tag = "estimators",
     params(("name" = String, Path, description = "e.g. decode-floor")),
     request_body(content = Object, description = "inputs, e.g. {\"model\": \"llama-3.1-8b\", \"batch\": 64, \"context\": 4096}"),

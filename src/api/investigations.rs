@@ -15,7 +15,7 @@ use utoipa::ToSchema;
 use crate::auth::{ApiUser, Role};
 use crate::core::method::expected::Expected;
 use crate::core::method::order::STEPS;
-use crate::core::method::record::{pairs_from_json, parse_step, Records, StepRecord};
+use crate::core::method::record::{pairs_from_json, parse_step_in, Records, StepRecord};
 use crate::core::FieldError;
 use crate::error::{ApiError, ApiResult, AppError, ErrorBody};
 use crate::investigations::db::{self, Investigation};
@@ -94,12 +94,16 @@ pub struct ExpectedJson {
     pub expected: f64,
     pub unit: String,
     pub observed: Option<f64>,
-    /// observed / expected: the gap to explain.
+    /// observed / expected: the gap to explain (absent when the two are of
+    /// different dimensions).
     pub ratio: Option<f64>,
+    /// Why there is no ratio: an expected value of another dimension than the
+    /// observed one, attached before units were checked.
+    pub unit_problem: Option<String>,
 }
 
 impl ExpectedJson {
-    pub fn new(e: &Expected) -> Self {
+    pub fn new(e: &Expected, step_unit: Option<crate::core::quantity::Unit>) -> Self {
         ExpectedJson {
             estimator: e.estimator.clone(),
             inputs: serde_json::to_value(&e.inputs).unwrap_or_default(),
@@ -107,7 +111,8 @@ impl ExpectedJson {
             expected: e.expected,
             unit: e.unit.clone(),
             observed: e.observed,
-            ratio: e.ratio(),
+            ratio: e.ratio(step_unit).ok().flatten(),
+            unit_problem: e.unit_problem(step_unit),
         }
     }
 }
@@ -129,7 +134,7 @@ pub struct StepJson {
     /// What the app computed: step 1 `gap_ratio`, step 2 `dominant_phase` and next
     /// checks, step 3 `classification`, step 4 regimes and decode band, step 5 ranked
     /// kernels, step 6 ranked Amdahl ceilings, step 7 the configuration diff and verdict.
-    #[schema(value_type = Option<Object>)]
+    #[schema(value_type = Value)]
     pub results: serde_json::Value,
     pub expected: Option<ExpectedJson>,
 }
@@ -175,7 +180,9 @@ fn step_json(loaded: &Loaded, n: u8, state: StepState) -> StepJson {
         recorded_at: recorded.map(|r| r.at),
         data,
         results: loaded.evaluation.step_json(n),
-        expected: loaded.expected_at(n).map(ExpectedJson::new),
+        expected: loaded
+            .expected_at(n)
+            .map(|e| ExpectedJson::new(e, loaded.observed_unit(n))),
     }
 }
 
@@ -246,6 +253,7 @@ fn prefilled_steps(
     steps: &BTreeMap<String, serde_json::Value>,
 ) -> Result<Vec<StepRecord>, Vec<FieldError>> {
     let mut records = Vec::new();
+    let mut earlier = Records::default();
     let mut errors = Vec::new();
     for (key, body) in steps {
         let Some(n) = key.parse::<u8>().ok().filter(|n| *n < 8) else {
@@ -262,8 +270,11 @@ fn prefilled_steps(
             ));
             continue;
         }
-        match parse_step(n, &pairs_from_json(n, body)) {
-            Ok(r) => records.push(r),
+        match parse_step_in(n, &pairs_from_json(n, body), &earlier) {
+            Ok(r) => {
+                earlier.set(r.clone());
+                records.push(r)
+            }
             Err(es) => errors.extend(
                 es.into_iter()
                     .map(|e| FieldError::new(format!("steps.{n}.{}", e.field), e.message)),

@@ -98,11 +98,14 @@ pub async fn get_entry(
         .await?
         .ok_or_else(|| AppError::not_found(format!("there is no journal entry {id}")))?;
     let estimates = match e.investigation_id {
-        Some(i) => crate::investigations::db::expected(&state.pool, i)
-            .await?
-            .iter()
-            .map(|(_, x)| ExpectedJson::new(x))
-            .collect(),
+        Some(i) => match crate::investigations::load(&state.pool, i).await? {
+            Some(loaded) => loaded
+                .expected
+                .iter()
+                .map(|(s, x)| ExpectedJson::new(x, loaded.observed_unit(*s)))
+                .collect(),
+            None => Vec::new(),
+        },
         None => Vec::new(),
     };
     let artifacts = crate::investigations::db::artifacts(&state.pool, e.investigation_id, Some(id))

@@ -133,6 +133,7 @@ pub fn complete(mut doc: utoipa::openapi::OpenApi) -> utoipa::openapi::OpenApi {
             responses.entry("503".into()).or_insert_with(error);
             if writes {
                 responses.entry("403".into()).or_insert_with(error);
+                responses.entry("422".into()).or_insert_with(error);
             }
             if has_path_params {
                 responses.entry("404".into()).or_insert_with(error);

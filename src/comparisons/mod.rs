@@ -16,7 +16,7 @@ use crate::core::analyze::{stride_sample, Kind};
 use crate::core::method::comparison::{
     compare, workload_setting_keys, Defect, Prediction, Report, Request, Run, Series,
 };
-use crate::core::method::{FrozenConfig, Percentile, RunHealth};
+use crate::core::method::{setup_check, FrozenConfig, Percentile, RunHealth};
 use crate::core::stats::BootstrapConfig;
 use crate::core::FieldError;
 use crate::error::AppError;
@@ -672,12 +672,40 @@ pub async fn load_runs(
 }
 
 /// Computes and stores a comparison; nothing is stored when the input is refused. The
-/// investigation it names is checked by `investigations::record_comparison`, which calls this.
-pub async fn create(pool: &PgPool, input: NewComparison, user_id: i64) -> Result<i64, AppError> {
+/// investigation it names is checked by `investigations::record_comparison`, which calls this
+/// with that investigation's step-0 record: runs of another setup than step 0 froze make the
+/// comparison invalid for it, naming the dimension.
+pub async fn create(
+    pool: &PgPool,
+    input: NewComparison,
+    step0: Option<&FrozenConfig>,
+    user_id: i64,
+) -> Result<i64, AppError> {
+    refuse_identical_sides(pool, &input.baseline, &input.candidate).await?;
     let (baseline, candidate, kind) = load_runs(pool, &input.baseline, &input.candidate).await?;
+    let setup_reasons = match step0 {
+        Some(step0) => {
+            let runs: Vec<(&str, &str, Option<&str>)> = baseline
+                .iter()
+                .map(|r| ("baseline", r))
+                .chain(candidate.iter().map(|r| ("candidate", r)))
+                .map(|(side, r)| {
+                    let model = r.settings.get("model_id").map(String::as_str);
+                    (side, r.name.as_str(), model)
+                })
+                .collect();
+            setup_check::comparison_reasons(
+                step0,
+                &runs,
+                input.baseline_config.as_ref(),
+                input.candidate_config.as_ref(),
+            )
+        }
+        None => Vec::new(),
+    };
     let job = input.clone();
     // Thousands of resamples per percentile: keep them off the async workers.
-    let report = tokio::task::spawn_blocking(move || {
+    let mut report = tokio::task::spawn_blocking(move || {
         compare(&Request {
             baseline: &baseline,
             candidate: &candidate,
@@ -693,7 +721,42 @@ pub async fn create(pool: &PgPool, input: NewComparison, user_id: i64) -> Result
     .await
     .map_err(|e| AppError::Internal(e.into()))?
     .map_err(AppError::Invalid)?;
+    if !setup_reasons.is_empty() {
+        report.verdict = crate::core::method::Verdict::InvalidComparison;
+        report.invalid = true;
+        report.reasons.extend(setup_reasons);
+        if let Some(p) = report.prediction.as_mut() {
+            p.counted = false;
+        }
+    }
     insert(pool, &input, kind, &report, user_id).await
+}
+
+/// The same file (by content) on both sides compares a run with itself: refused,
+/// with the digest, before anything is computed or stored.
+async fn refuse_identical_sides(
+    pool: &PgPool,
+    baseline: &[i64],
+    candidate: &[i64],
+) -> Result<(), AppError> {
+    let shared: Option<(String, String, String)> = sqlx::query_as(
+        "SELECT b.sha256, b.name, c.name FROM artifacts b JOIN artifacts c ON c.sha256 = b.sha256 \
+         WHERE b.id = ANY($1) AND c.id = ANY($2) ORDER BY b.id, c.id LIMIT 1",
+    )
+    .bind(baseline)
+    .bind(candidate)
+    .fetch_optional(pool)
+    .await?;
+    match shared {
+        Some((sha, before, after)) => Err(AppError::field(
+            "candidate",
+            format!(
+                "{after} (candidate) and {before} (baseline) are the same file (sha256 {}…): a run compared with itself says nothing; choose the run measured after the change",
+                &sha[..sha.len().min(12)]
+            ),
+        )),
+        None => Ok(()),
+    }
 }
 
 async fn insert(

@@ -172,6 +172,15 @@ pub async fn steps(pool: &PgPool, id: i64) -> sqlx::Result<Vec<StepRow>> {
 }
 
 /// Stores a step's record (replacing an earlier one) with its history line.
+/// A step saved before the steps it builds on: the steps missing and why the order
+/// matters.
+pub struct SkipNote<'a> {
+    pub missing: &'a [u8],
+    pub reason: &'a str,
+}
+
+/// Stores a step's record with its history line, and the skip it makes (if it was
+/// saved ahead of earlier steps), in one transaction.
 pub async fn save_step(
     pool: &PgPool,
     id: i64,
@@ -179,8 +188,12 @@ pub async fn save_step(
     step: u8,
     data: &serde_json::Value,
     summary: &str,
+    skip: Option<SkipNote<'_>>,
 ) -> sqlx::Result<()> {
     let mut tx = pool.begin().await?;
+    if let Some(skip) = skip {
+        record_skip(&mut tx, id, user, step, skip.missing, skip.reason).await?;
+    }
     let existed: bool = sqlx::query_scalar(
         "SELECT EXISTS (SELECT 1 FROM investigation_steps WHERE investigation_id = $1 AND step = $2)",
     )
@@ -208,17 +221,16 @@ pub async fn save_step(
     tx.commit().await
 }
 
-/// Records that `step` was opened with `missing` steps unrecorded; once per step.
+/// Records that `step` was saved with `missing` steps unrecorded; once per step.
 /// Returns whether this was the first time.
-pub async fn record_skip(
-    pool: &PgPool,
+async fn record_skip(
+    tx: &mut sqlx::Transaction<'_, sqlx::Postgres>,
     id: i64,
     user: i64,
     step: u8,
     missing: &[u8],
     reason: &str,
 ) -> sqlx::Result<bool> {
-    let mut tx = pool.begin().await?;
     let missing: Vec<i16> = missing.iter().map(|&s| i16::from(s)).collect();
     let inserted = sqlx::query(
         "INSERT INTO investigation_skips (investigation_id, step, missing, reason, user_id) \
@@ -229,7 +241,7 @@ pub async fn record_skip(
     .bind(&missing)
     .bind(reason)
     .bind(user)
-    .execute(&mut *tx)
+    .execute(&mut **tx)
     .await?
     .rows_affected()
         == 1;
@@ -240,9 +252,8 @@ pub async fn record_skip(
             if list.len() == 1 { "" } else { "s" },
             list.join(", ")
         );
-        log(&mut tx, id, user, "skipped", Some(step), &summary).await?;
+        log(tx, id, user, "skipped", Some(step), &summary).await?;
     }
-    tx.commit().await?;
     Ok(inserted)
 }
 

@@ -15,9 +15,11 @@ use crate::core::fmt::format_number;
 use crate::core::method::expected::Expected;
 use crate::core::method::order::{missing_before, skip_warning, STEPS};
 use crate::core::method::record::{
-    draft_entry, evaluate, parse_step, Evaluation, Pairs, Records, StepRecord,
+    draft_entry, evaluate, observed_at, parse_step_in, reconcile_result, Evaluation, Measured,
+    Pairs, Records, StepRecord,
 };
 use crate::core::method::Dominance;
+use crate::core::quantity::Unit;
 use crate::error::{AppError, Result};
 use db::{Investigation, Skip};
 use journal::Revision;
@@ -100,6 +102,11 @@ impl Loaded {
             .map(|(_, e)| e)
     }
 
+    /// The unit of the value `step` observes, which its expected value must share.
+    pub fn observed_unit(&self, step: u8) -> Option<Unit> {
+        observed_at(step, &self.records).map(|q| q.unit)
+    }
+
     pub fn url(&self) -> String {
         format!("/investigations/{}", self.investigation.id)
     }
@@ -154,7 +161,7 @@ pub async fn save_step(
     step: u8,
     pairs: &Pairs,
 ) -> Result<()> {
-    let record = parse_step(step, pairs).map_err(AppError::Invalid)?;
+    let record = parse_step_in(step, pairs, &loaded.records).map_err(AppError::Invalid)?;
     let mut records = loaded.records.clone();
     store(pool, loaded.investigation.id, user.id, &mut records, record).await
 }
@@ -170,46 +177,29 @@ pub async fn store(
 ) -> Result<()> {
     let step = record.step();
     let data = record.to_json();
+    // Saving a step ahead of the ones it builds on is what records the skip (opening
+    // the page only shows the warning: a GET changes nothing).
+    let done = records.done_steps();
+    let missing = missing_before(step, &done);
+    let skip = skip_warning(step, &done).map(|reason| db::SkipNote {
+        missing: &missing,
+        reason,
+    });
     records.set(record);
     let summary = step_summary(step, records, &evaluate(records));
-    db::save_step(pool, investigation, user, step, &data, &summary).await?;
+    db::save_step(pool, investigation, user, step, &data, &summary, skip).await?;
     Ok(())
 }
 
-/// The warning for opening `step` before the steps it builds on; an editor's visit
-/// records the skip (viewers only read, so their visits change nothing).
-pub async fn open_step(
-    pool: &PgPool,
-    loaded: &Loaded,
-    user: &User,
-    step: u8,
-) -> Result<Option<&'static str>> {
-    let done = loaded.done_steps();
-    let warning = skip_warning(step, &done);
-    if let Some(reason) = warning {
-        if user.role >= crate::auth::Role::Editor {
-            let missing = missing_before(step, &done);
-            db::record_skip(
-                pool,
-                loaded.investigation.id,
-                user.id,
-                step,
-                &missing,
-                reason,
-            )
-            .await?;
-        }
-    }
-    Ok(warning)
-}
-
-/// Stores a comparison; the investigation it names must exist, and its diagnosis may
-/// prove the cause. Nothing is stored when the input is refused.
+/// Stores a comparison; the investigation it names must exist, its diagnosis may prove the
+/// cause, and its step 0 decides whether the runs are of the same setup. Nothing is stored
+/// when the input is refused.
 pub async fn record_comparison(
     pool: &PgPool,
     mut input: NewComparison,
     user_id: i64,
 ) -> Result<i64> {
+    let mut step0 = None;
     if let Some(inv) = input.investigation {
         let loaded = load(pool, inv).await?.ok_or_else(|| {
             AppError::field("investigation", format!("there is no investigation {inv}"))
@@ -219,8 +209,9 @@ pub async fn record_comparison(
                 &loaded.records,
                 &input.variable,
             );
+        step0 = loaded.records.reproduce;
     }
-    comparisons::create(pool, input, user_id).await
+    comparisons::create(pool, input, step0.as_ref(), user_id).await
 }
 
 /// The investigation's journal entry: the existing one, or a new draft from the steps.
@@ -230,9 +221,22 @@ pub async fn draft_journal(pool: &PgPool, loaded: &Loaded, user: &User) -> Resul
     }
     let today = Utc::now().date_naive().format("%Y-%m-%d").to_string();
     let mut entry = draft_entry(&loaded.records, &loaded.evaluation, &today);
-    // A measured comparison is the RESULT, with its intervals and a link to it.
+    // A measured comparison is the RESULT (with its intervals and a link) unless step 7
+    // recorded one: then both are kept, see `reconcile_result`.
     if let Some(c) = comparisons::latest_for_investigation(pool, loaded.investigation.id).await? {
-        entry.result = c.journal_result();
+        let measured_text = c.journal_result();
+        let recorded = loaded.records.change.as_ref().map(|_| {
+            let verdict = loaded.evaluation.change.as_ref().and_then(|e| e.verdict);
+            (entry.result.as_str(), verdict)
+        });
+        entry.result = reconcile_result(
+            recorded,
+            Measured {
+                verdict: c.report.0.verdict,
+                invalid: c.report.0.invalid,
+                result: &measured_text,
+            },
+        );
     }
     let revision = Revision {
         title: loaded.investigation.title.clone(),

@@ -7,9 +7,9 @@ use sqlx::PgPool;
 
 use super::journal::{self, Revision};
 use super::{db, store};
-use crate::core::method::expected::{attach, parse_inputs};
+use crate::core::method::expected::{attach, parse_inputs, Observed};
 use crate::core::method::record::{
-    draft_entry, evaluate, pairs_from_json, parse_step, Opening, Records,
+    draft_entry, evaluate, observed_at, pairs_from_json, parse_step_in, Opening, Records,
 };
 
 struct Example {
@@ -262,13 +262,17 @@ pub async fn seed_demo(pool: &PgPool, owner: i64) -> anyhow::Result<usize> {
         let mut records = Records::default();
         for (step, data) in ex.steps.iter().enumerate() {
             let step = step as u8;
-            let record = parse_step(step, &pairs_from_json(step, data))
+            let record = parse_step_in(step, &pairs_from_json(step, data), &records)
                 .map_err(|e| anyhow::anyhow!("example {} step {step}: {e:?}", ex.key))?;
             store(pool, id, owner, &mut records, record).await?;
         }
         for (step, estimator, inputs, key, observed) in &ex.expected {
             let (_, inputs) = parse_inputs(inputs).map_err(|e| anyhow::anyhow!("{e}"))?;
-            let e = attach(estimator, inputs, key, Some(*observed))
+            let observed = Observed {
+                value: *observed,
+                unit: observed_at(*step, &records).map(|q| q.unit),
+            };
+            let e = attach(estimator, inputs, key, Some(observed))
                 .map_err(|e| anyhow::anyhow!("example {}: {e:?}", ex.key))?;
             db::attach_expected(pool, id, owner, *step, &e).await?;
         }

@@ -25,6 +25,7 @@ use crate::core::method::reproduce::{
     FieldKind, FrozenConfig, Reproducible, CONFIG_FIELDS, CONFIG_GROUPS,
 };
 use crate::core::method::{Band, Boundness, Dominance, Metric, Percentile, Phase, Verdict};
+use crate::core::quantity::{self, Unit};
 use crate::core::FieldError;
 use crate::error::{AppError, Result};
 use crate::investigations::db::{self, ArtifactLink, Event, Investigation, Listed, STATUSES};
@@ -170,11 +171,14 @@ pub struct ExpectedView {
     pub expected: String,
     pub observed: Option<String>,
     pub ratio: Option<String>,
+    /// Why there is no ratio: the expected value is of another dimension than the
+    /// observed one (attached before units were checked).
+    pub problem: Option<String>,
     pub href: String,
 }
 
 impl ExpectedView {
-    pub fn new(step: u8, e: &Expected) -> ExpectedView {
+    pub fn new(step: u8, e: &Expected, step_unit: Option<Unit>) -> ExpectedView {
         let with_unit = |v: f64| {
             let decimals = if v.abs() >= 100.0 { 0 } else { 2 };
             format!("{} {}", format_number(v, decimals), e.unit)
@@ -187,7 +191,12 @@ impl ExpectedView {
             result_key: e.result_key.clone(),
             expected: with_unit(e.expected),
             observed: e.observed.map(with_unit),
-            ratio: e.ratio().map(|r| format!("{}×", format_number(r, 2))),
+            ratio: e
+                .ratio(step_unit)
+                .ok()
+                .flatten()
+                .map(|r| format!("{}×", format_number(r, 2))),
+            problem: e.unit_problem(step_unit),
             href: crate::core::method::record::estimator_href(&e.estimator, &e.inputs),
         }
     }
@@ -234,7 +243,7 @@ async fn show_investigation(
         expected: loaded
             .expected
             .iter()
-            .map(|(s, e)| ExpectedView::new(*s, e))
+            .map(|(s, e)| ExpectedView::new(*s, e, loaded.observed_unit(*s)))
             .collect(),
         events: db::events(&state.pool, id).await?,
         statuses: STATUSES,
@@ -335,7 +344,10 @@ pub struct ConfigInput {
     pub name: String,
     pub label: &'static str,
     pub flag: bool,
-    pub number: bool,
+    /// The id of the catalog datalist offered while typing ("" for none).
+    pub list: &'static str,
+    /// A pasted document (config.json): a text area.
+    pub wide: bool,
 }
 
 pub struct ConfigGroup {
@@ -355,7 +367,12 @@ fn config_groups(prefix: &str) -> Vec<ConfigGroup> {
                     name: format!("{prefix}{}", f.name),
                     label: f.label,
                     flag: f.kind == FieldKind::Flag,
-                    number: matches!(f.kind, FieldKind::Integer | FieldKind::Decimal),
+                    list: match f.name {
+                        "model" => "catalog-models",
+                        "gpu_type" => "catalog-gpus",
+                        _ => "",
+                    },
+                    wide: f.name == "model_config",
                 })
                 .collect(),
         })
@@ -408,6 +425,15 @@ struct StepPage {
 }
 
 impl StepPage {
+    /// Catalog names offered while typing step 0's model and GPU.
+    fn catalog_models(&self) -> Vec<&'static str> {
+        estimate::models::CATALOG.iter().map(|m| m.name).collect()
+    }
+
+    fn catalog_gpus(&self) -> Vec<&'static str> {
+        estimate::gpus::GPUS.iter().map(|g| g.name).collect()
+    }
+
     /// The artifact kinds that can fill this step, for the help text.
     fn filler_kinds(&self) -> String {
         evidence::kinds_for(self.step.number).join(" or ")
@@ -579,7 +605,8 @@ fn step_page(ctx: PageCtx, loaded: Loaded, step: u8, view: StepView) -> StepPage
     let mut attach = view.attach;
     if attach.observed.is_empty() {
         if let Some(o) = observed_at(step, &loaded.records) {
-            attach.observed = format_number(o, 2).replace(',', "");
+            let value = format_number(o.value, 2).replace(',', "");
+            attach.observed = format!("{value} {}", o.unit.slug()).trim_end().to_string();
         }
     }
     StepPage {
@@ -596,7 +623,9 @@ fn step_page(ctx: PageCtx, loaded: Loaded, step: u8, view: StepView) -> StepPage
         rows,
         config,
         recorded: loaded.recorded[step as usize].clone(),
-        expected: loaded.expected_at(step).map(|e| ExpectedView::new(step, e)),
+        expected: loaded
+            .expected_at(step)
+            .map(|e| ExpectedView::new(step, e, loaded.observed_unit(step))),
         attach,
         attach_errors: view.attach_errors.into(),
         estimators: estimate::registry()
@@ -631,20 +660,15 @@ pub struct StepQuery {
 
 async fn show_step(
     State(state): State<AppState>,
-    CurrentUser(user): CurrentUser,
+    _me: CurrentUser,
     ctx: PageCtx,
     Path((id, step)): Path<(i64, u32)>,
     Query(query): Query<StepQuery>,
 ) -> Result<Response> {
     let step = parse_step_number(step)?;
     let loaded = inv::load_or_404(&state.pool, id).await?;
-    let warning = inv::open_step(&state.pool, &loaded, &user, step).await?;
-    // Reload so the rail shows the skip just recorded.
-    let loaded = if warning.is_some() && user.role >= Role::Editor {
-        inv::load_or_404(&state.pool, id).await?
-    } else {
-        loaded
-    };
+    // Shown, not recorded: the skip is recorded when this step is saved.
+    let warning = skip_warning(step, &loaded.done_steps());
     let mut values = stored_values(step, &loaded.records);
     let mut notice = None;
     let kinds = evidence::kinds_for(step);
@@ -800,7 +824,7 @@ async fn attach_expected(
     me.require(Role::Editor)?;
     let step = parse_step_number(step)?;
     let loaded = inv::load_or_404(&state.pool, id).await?;
-    match read_attachment(&form) {
+    match read_attachment(&form, loaded.observed_unit(step)) {
         Ok(e) => {
             db::attach_expected(&state.pool, id, me.0.id, step, &e).await?;
             Ok(Redirect::to(&format!("/investigations/{id}/steps/{step}")).into_response())
@@ -812,8 +836,12 @@ async fn attach_expected(
     }
 }
 
-/// The attach form → an expected value, through the core.
-pub fn read_attachment(form: &AttachForm) -> std::result::Result<Expected, Vec<FieldError>> {
+/// The attach form → an expected value, through the core. A bare observed number is
+/// in `step_unit`, the unit of the value the step observes.
+pub fn read_attachment(
+    form: &AttachForm,
+    step_unit: Option<Unit>,
+) -> std::result::Result<Expected, Vec<FieldError>> {
     let (linked, inputs) = expected::parse_inputs(&form.inputs).map_err(|e| vec![e])?;
     let name = match (form.estimator.trim(), linked) {
         ("", Some(n)) => n,
@@ -827,12 +855,14 @@ pub fn read_attachment(form: &AttachForm) -> std::result::Result<Expected, Vec<F
     };
     let observed = match form.observed.trim() {
         "" => None,
-        raw => Some(raw.replace(',', "").parse::<f64>().map_err(|_| {
-            vec![FieldError::new(
-                "observed",
-                format!("'{raw}' is not a number"),
-            )]
-        })?),
+        raw => {
+            let (value, typed) = quantity::split(raw)
+                .map_err(|e| vec![FieldError::new("observed", e.to_string())])?;
+            Some(expected::Observed {
+                value,
+                unit: typed.or(step_unit),
+            })
+        }
     };
     expected::attach(&name, inputs, &form.result_key, observed)
 }

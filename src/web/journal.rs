@@ -82,11 +82,14 @@ async fn show_entry(
 ) -> Result<Response> {
     let entry = load_entry(&state, id).await?;
     let expected = match entry.investigation_id {
-        Some(i) => crate::investigations::db::expected(&state.pool, i)
-            .await?
-            .iter()
-            .map(|(s, e)| ExpectedView::new(*s, e))
-            .collect(),
+        Some(i) => match crate::investigations::load(&state.pool, i).await? {
+            Some(loaded) => loaded
+                .expected
+                .iter()
+                .map(|(s, e)| ExpectedView::new(*s, e, loaded.observed_unit(*s)))
+                .collect(),
+            None => Vec::new(),
+        },
         None => Vec::new(),
     };
     let artifacts =

@@ -183,6 +183,27 @@ impl Reply {
     }
 }
 
+/// A fresh app with an admin (admins are editors too) signed in, and one investigation
+/// opened through the pages; returns the investigation's address.
+pub async fn app_with_investigation(title: &str) -> (TestApp, String) {
+    let mut app = spawn_app().await;
+    app.setup_admin("ada").await;
+    let r = app
+        .post_form(
+            "/investigations",
+            &[
+                ("title", title),
+                ("service", "chat"),
+                ("symptom", "Alert fired at 14:05"),
+                ("tags", "ttft, vllm"),
+            ],
+        )
+        .await;
+    assert_eq!(r.status, StatusCode::SEE_OTHER, "{}", r.body);
+    let url = r.location().unwrap().to_string();
+    (app, url)
+}
+
 pub async fn spawn_app() -> TestApp {
     spawn_app_with(Config::default()).await
 }

@@ -6,6 +6,7 @@ use serde::Serialize;
 use serde_json::Value;
 
 use super::fmt;
+use crate::core::quantity::Unit;
 
 /// One derived step: `label  formula = value unit`, where `formula` has the numbers
 /// substituted (e.g. `(16.06 GB + 34.36 GB) / 3.35 TB/s`) and `value` is in `unit`.
@@ -18,7 +19,7 @@ pub struct Line {
     pub unit: String,
 }
 
-/// A worked estimate. JSON shape: `{estimator, inputs, results, lines, sanity}`.
+/// A worked estimate. JSON shape: `{estimator, inputs, results, lines, sanity, units}`.
 ///
 /// `inputs` are the values actually used (given, defaulted or taken from a catalog). It
 /// is a record for people, not a re-submittable input set: it also holds derived values
@@ -33,6 +34,8 @@ pub struct Chain {
     pub results: BTreeMap<String, Value>,
     pub lines: Vec<Line>,
     pub sanity: String,
+    /// The unit (and so the dimension) of every numeric result, by key.
+    pub units: BTreeMap<String, Unit>,
 }
 
 /// Formulas longer than this are not padded, so one long line does not push
@@ -129,6 +132,42 @@ impl Chain {
     }
 }
 
+/// The unit a result key names (see [`Chain`]: every result is in the unit its key
+/// names): `*_ms` times, `*bytes*` bytes, `*tokens_per_s*` token rates,
+/// `usd_per_million_*` dollars, `*_percent` percent, `*flops*` operations, `*tokens*`
+/// tokens, page/request/step counts, and shares, ratios and speedups plain.
+/// `None` for a key no rule covers (a test keeps every estimator's keys covered).
+pub fn result_unit(key: &str) -> Option<Unit> {
+    let has = |p: &str| key.contains(p);
+    Some(if key.ends_with("_ms") || has("_ms_") {
+        Unit::Ms
+    } else if has("bytes") {
+        Unit::Bytes
+    } else if has("tokens_per_s") {
+        Unit::TokPerS
+    } else if key.starts_with("usd_per_million") {
+        Unit::Usd
+    } else if key.ends_with("_percent") {
+        Unit::Percent
+    } else if has("flops") {
+        Unit::Flop
+    } else if has("tokens") || key.starts_with("computed_") {
+        Unit::Tokens
+    } else if has("pages") || has("requests") || has("steps_per") || has("chunks_per") {
+        Unit::Count
+    } else if has("share")
+        || has("ratio")
+        || has("_over_")
+        || has("speedup")
+        || has("ceiling")
+        || key == "r"
+    {
+        Unit::Ratio
+    } else {
+        return None;
+    })
+}
+
 /// Collects lines and results while an estimator works.
 #[derive(Debug, Default)]
 pub(crate) struct Work {
@@ -172,7 +211,14 @@ impl Work {
     }
 
     pub fn finish(self, estimator: &str, inputs: BTreeMap<String, Value>, sanity: String) -> Chain {
+        let units = self
+            .results
+            .iter()
+            .filter(|(_, v)| v.is_number())
+            .filter_map(|(k, _)| result_unit(k).map(|u| (k.clone(), u)))
+            .collect();
         Chain {
+            units,
             estimator: estimator.to_string(),
             inputs,
             results: self.results,
@@ -221,6 +267,39 @@ mod tests {
         assert_eq!(chain.lines[0].unit, "B");
         assert_eq!(chain.lines[1].unit, "GB");
         assert_eq!(chain.results["r"], json!(1));
+        assert_eq!(chain.units["r"], Unit::Ratio);
         assert!(chain.to_text().starts_with("x\n"));
+    }
+
+    /// Every numeric result of every estimator carries a unit.
+    #[test]
+    fn every_numeric_result_has_a_unit() {
+        let e = "model=llama-3.1-8b gpu=h100-sxm";
+        let runs = [
+            ("prefix-reuse", "prompt_tokens=3000 cached_tokens_before=2432".to_string()),
+            ("decode-floor", format!("{e} batch=64 context=4096 measured_itl_ms=24")),
+            ("mixed-step", format!("{e} batch=64 context=4096 chunk_tokens=2048 mfu=0.5")),
+            ("memory-fit", format!("{e} max_model_len=131072")),
+            ("kv-pages", "model=llama-3.1-8b device_bytes=80e9 requests=200 prompt_tokens=2048 output_tokens=1024".to_string()),
+            ("precision-change", format!("{e} batch=64 context=4096 to=fp8")),
+            ("tp-allreduce", "model=llama-3.3-70b tp=4 batch=64 context=4096".to_string()),
+            ("amdahl", "phases=prefill:0.4:1,decode:0.6:1.2".to_string()),
+            ("periodic-tail", format!("{e} batch=64 context=4096 chunk_tokens=2048 long_prompt_tokens=32768 period_s=10")),
+            ("cost", "gpu_hour_usd=2.5 gpus=8 output_tokens_per_s=3000".to_string()),
+        ];
+        for (name, args) in runs {
+            let chain = ok(name, &args);
+            for (key, v) in &chain.results {
+                if v.is_number() {
+                    assert!(chain.units.contains_key(key), "{name}: {key} has no unit");
+                }
+            }
+        }
+        let floor = ok(
+            "decode-floor",
+            &format!("{e} batch=64 context=4096 measured_itl_ms=24"),
+        );
+        assert_eq!(floor.units["floor_ms"], Unit::Ms);
+        assert_eq!(floor.units["floor_over_measured"], Unit::Ratio);
     }
 }

@@ -153,14 +153,26 @@ pub const GPUS: &[GpuSpec] = &[
 /// The default when an estimate names no GPU.
 pub const DEFAULT_GPU: &str = "h100-sxm";
 
-/// A catalog GPU by name, ignoring case.
+/// A catalog GPU by name, ignoring case, or by a printed name ("H100 SXM 80GB",
+/// "NVIDIA A100-SXM4-40GB", "A100-80G").
 pub fn find(name: &str) -> Option<&'static GpuSpec> {
     let name = name.trim();
-    GPUS.iter().find(|g| g.name.eq_ignore_ascii_case(name))
+    let alias = super::spelling::gpu_alias(name);
+    GPUS.iter()
+        .find(|g| g.name.eq_ignore_ascii_case(name))
+        .or_else(|| GPUS.iter().find(|g| Some(g.name) == alias))
 }
 
-pub(crate) fn names() -> String {
-    GPUS.iter().map(|g| g.name).collect::<Vec<_>>().join(", ")
+/// "unknown gpu `x`; nearest: a, b, c" for a name [`find`] cannot place.
+pub fn unknown(name: &str) -> String {
+    let near = super::spelling::nearest(name, GPUS.iter().map(|g| g.name));
+    let all: Vec<&str> = GPUS.iter().map(|g| g.name).collect();
+    format!(
+        "unknown gpu `{}`; nearest in the catalog: {} (known: {})",
+        name.trim(),
+        near.join(", "),
+        all.join(", ")
+    )
 }
 
 #[cfg(test)]

@@ -29,13 +29,14 @@ mod periodic_tail;
 mod precision_change;
 mod prefix_reuse;
 mod setup;
+pub mod spelling;
 mod tp_allreduce;
 
 use std::collections::BTreeMap;
 
 use serde::Serialize;
 
-pub use chain::{display, Chain, Line};
+pub use chain::{display, result_unit, Chain, Line};
 pub use dtype::Dtype;
 pub use gpus::{GpuSpec, Provenance, Sourced};
 pub use input::parse_number;
@@ -349,8 +350,8 @@ mod tests {
         let chain = ok("decode-floor", &format!("{E} batch=64 context=4096"));
         let v = serde_json::to_value(&chain).unwrap();
         let keys: Vec<_> = v.as_object().unwrap().keys().cloned().collect();
-        assert_eq!(keys.len(), 5);
-        for k in ["estimator", "inputs", "results", "lines", "sanity"] {
+        assert_eq!(keys.len(), 6);
+        for k in ["estimator", "inputs", "results", "lines", "sanity", "units"] {
             assert!(v.get(k).is_some(), "{k}");
         }
         let line = &v["lines"][0];
@@ -358,6 +359,8 @@ mod tests {
             assert!(line.get(k).is_some(), "line.{k}");
         }
         assert_eq!(v["inputs"]["gpu"], "h100-sxm");
+        assert_eq!(v["units"]["floor_ms"], "ms");
+        assert_eq!(v["units"]["kv_bytes_per_step"], "B");
         let defaulted = ok("decode-floor", "model=llama-3.1-8b batch=1 context=1");
         assert_eq!(defaulted.inputs["gpu"], "h100-sxm (default)");
     }

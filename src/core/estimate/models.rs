@@ -6,7 +6,7 @@ use std::collections::BTreeMap;
 use serde::Serialize;
 use serde_json::{Map, Value};
 
-use super::{fmt, Dtype};
+use super::{fmt, spelling, Dtype};
 
 /// Which attention projections carry a bias vector.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -694,12 +694,31 @@ pub const CATALOG: &[CatalogModel] = &[
     },
 ];
 
-/// A catalog model by name or Hugging Face repository, ignoring case.
+/// A catalog model by name or Hugging Face repository, ignoring case, or by a common
+/// spelling of either (organisation prefix and `-Instruct`/`-Chat` suffixes dropped:
+/// "meta-llama/Llama-3.1-8B-Instruct" is `llama-3.1-8b`).
 pub fn find(name: &str) -> Option<&'static CatalogModel> {
     let name = name.trim();
-    CATALOG
+    let exact = CATALOG
         .iter()
-        .find(|m| m.name.eq_ignore_ascii_case(name) || m.hf_repo.eq_ignore_ascii_case(name))
+        .find(|m| m.name.eq_ignore_ascii_case(name) || m.hf_repo.eq_ignore_ascii_case(name));
+    exact.or_else(|| {
+        let key = spelling::model_key(name);
+        CATALOG
+            .iter()
+            .find(|m| m.name == key || spelling::model_key(m.hf_repo) == key)
+    })
+}
+
+/// "unknown model `x`; nearest: a, b, c" for a name [`find`] cannot place.
+pub fn unknown(name: &str) -> String {
+    let near = spelling::nearest(&spelling::model_key(name), CATALOG.iter().map(|m| m.name));
+    format!(
+        "unknown model `{}`; nearest in the catalog: {} (known: {}; or paste its config.json)",
+        name.trim(),
+        near.join(", "),
+        names()
+    )
 }
 
 pub(crate) fn names() -> String {

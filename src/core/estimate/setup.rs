@@ -221,10 +221,7 @@ fn resolve_gpu(p: &mut Parser) -> Option<Gpu> {
                 Some(g)
             }
             None => {
-                p.fail(
-                    "gpu",
-                    format!("unknown gpu `{name}`; known: {}", gpus::names()),
-                );
+                p.fail("gpu", gpus::unknown(name));
                 None
             }
         },
@@ -273,10 +270,7 @@ fn base_model(p: &mut Parser) -> Result<Option<ModelSpec>, ()> {
                 Ok(Some(m.spec))
             }
             None => {
-                p.fail(
-                    "model",
-                    format!("unknown model `{name}`; known: {}", models::names()),
-                );
+                p.fail("model", models::unknown(name));
                 Err(())
             }
         },

@@ -1191,8 +1191,8 @@ mod diagnosis_tests {
                 phase: Phase::QueueWait,
                 p50: 1.0,
                 p90: None,
-                p95: 2.0,
-                p99: 3.0,
+                p95: Some(2.0),
+                p99: Some(3.0),
                 share: None,
             }],
         });

@@ -4,7 +4,8 @@
 use serde::{Deserialize, Serialize};
 
 use super::FieldError;
-use crate::core::estimate::{self, Chain, EstimateError, Inputs};
+use crate::core::estimate::{self, result_unit, Chain, EstimateError, Inputs};
+use crate::core::quantity::Unit;
 
 /// An estimate kept as a step's expected value: enough to rerun it (name + inputs) and
 /// the one result chosen from its chain.
@@ -19,13 +20,53 @@ pub struct Expected {
 }
 
 impl Expected {
-    /// `observed / expected`: 1 means the estimate explains the measurement; 1.6 means
-    /// 60% of the observed value is still unexplained.
-    pub fn ratio(&self) -> Option<f64> {
-        self.observed
-            .filter(|_| self.expected != 0.0)
-            .map(|o| o / self.expected)
+    /// The unit of the chosen result, from its key (`floor_ms` → ms,
+    /// `floor_over_measured` → a plain ratio). Records stored before units were
+    /// checked get theirs the same way.
+    pub fn result_unit(&self) -> Option<Unit> {
+        result_unit(&self.result_key)
     }
+
+    /// `observed / expected` when the two can be compared: 1 means the estimate
+    /// explains the measurement; 1.6 means 60% of the observed value is still
+    /// unexplained. `step_unit` is the unit of the value the step observes (`None`
+    /// when the step has none). An expected value of another dimension than the
+    /// observed one (attached before units were checked) gives an error saying so,
+    /// and no ratio.
+    pub fn ratio(&self, step_unit: Option<Unit>) -> Result<Option<f64>, String> {
+        if let Some(problem) = self.unit_problem(step_unit) {
+            return Err(problem);
+        }
+        Ok(self
+            .observed
+            .filter(|_| self.expected != 0.0)
+            .map(|o| o / self.expected))
+    }
+
+    /// Why observed and expected cannot be compared, if they cannot.
+    pub fn unit_problem(&self, step_unit: Option<Unit>) -> Option<String> {
+        let observed = step_unit.filter(|_| self.observed.is_some())?;
+        let result = self.result_unit();
+        if result.map(Unit::dimension) == Some(observed.dimension()) {
+            return None;
+        }
+        Some(format!(
+            "{} is {}, but the step observes {} in {}: the two cannot be compared (attached before units were checked; attach a result in {} instead)",
+            self.result_key,
+            result.map_or("of unknown unit".to_string(), |u| format!("{} in {}", u.dimension().phrase(), u.name())),
+            observed.dimension().phrase(),
+            observed.name(),
+            observed.slug(),
+        ))
+    }
+}
+
+/// The observed side of an attachment: the value, and the unit it is in (typed, or
+/// the unit of the step's own observed value; `None` means "in the result's unit").
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Observed {
+    pub value: f64,
+    pub unit: Option<Unit>,
 }
 
 /// Reads estimator inputs from what a person pastes: an estimator page link
@@ -82,12 +123,16 @@ fn headline(chain: &Chain) -> Option<&str> {
         .map(|l| l.key.as_str())
 }
 
-/// Runs the estimator and picks `result_key` (or the headline result when blank).
+/// Runs the estimator and picks `result_key`. When it is blank: the headline result
+/// if it is in the observed value's dimension, else the last result that is (on step
+/// 4's decode step, decode-floor's `floor_ms`, never the ratio `floor_over_measured`).
+/// A result of another dimension than the observed value is refused naming both
+/// units; the observed value is converted into the result's unit.
 pub fn attach(
     estimator_name: &str,
     inputs: Inputs,
     result_key: &str,
-    observed: Option<f64>,
+    observed: Option<Observed>,
 ) -> Result<Expected, Vec<FieldError>> {
     let chain = match estimate::run(estimator_name, &inputs) {
         Ok(c) => c,
@@ -108,8 +153,9 @@ pub fn attach(
                 .collect())
         }
     };
+    let wanted = observed.and_then(|o| o.unit).map(Unit::dimension);
     let key = match result_key.trim() {
-        "" => headline(&chain).map(str::to_string),
+        "" => default_result(&chain, wanted).map(str::to_string),
         k => Some(k.to_string()),
     };
     let numeric: Vec<&str> = chain
@@ -130,36 +176,74 @@ pub fn attach(
             ),
         )]);
     };
-    if let Some(o) = observed.filter(|o| !(o.is_finite() && *o > 0.0)) {
+    if let Some(o) = observed.filter(|o| !(o.value.is_finite() && o.value > 0.0)) {
         return Err(vec![FieldError::new(
             "observed",
-            format!("The observed value must be greater than 0, got {o}"),
+            format!("The observed value must be greater than 0, got {}", o.value),
         )]);
     }
-    let unit = chain
-        .lines
-        .iter()
-        .find(|l| l.key == key)
-        .map(|l| l.unit.clone())
-        .unwrap_or_else(|| unit_from_key(&key).to_string());
+    let Some(unit) = chain.units.get(&key).copied() else {
+        return Err(vec![FieldError::new(
+            "result_key",
+            format!("{key} has no unit, so it cannot be compared with a measurement"),
+        )]);
+    };
+    let observed = match observed {
+        None => None,
+        Some(Observed { value, unit: None }) => Some(value),
+        Some(Observed {
+            value,
+            unit: Some(from),
+        }) => Some(from.convert(value, unit).ok_or_else(|| {
+            let same: Vec<&str> = chain
+                .units
+                .iter()
+                .filter(|(k, u)| u.dimension() == from.dimension() && numeric.contains(&k.as_str()))
+                .map(|(k, _)| k.as_str())
+                .collect();
+            let instead = if same.is_empty() {
+                format!(
+                    "{estimator_name} has no result in {}",
+                    from.dimension().examples()
+                )
+            } else {
+                format!("choose {}", same.join(" or "))
+            };
+            vec![FieldError::new(
+                "result_key",
+                format!(
+                    "{key} is {} in {}, but the observed value is {} in {}: {instead}",
+                    unit.dimension().phrase(),
+                    unit.name(),
+                    from.dimension().phrase(),
+                    from.name(),
+                ),
+            )]
+        })?),
+    };
     Ok(Expected {
         estimator: estimator_name.to_string(),
         inputs,
         result_key: key,
         expected: value,
-        unit,
+        unit: unit.slug().to_string(),
         observed,
     })
 }
 
-/// Result keys name their unit by suffix (`floor_ms`, `*_bytes*`).
-fn unit_from_key(key: &str) -> &'static str {
-    if key.ends_with("_ms") {
-        "ms"
-    } else if key.contains("bytes") {
-        "B"
-    } else {
-        ""
+/// The headline result if it has the wanted dimension (or none is wanted), else the
+/// last derived result that has it.
+fn default_result(chain: &Chain, wanted: Option<crate::core::quantity::Dimension>) -> Option<&str> {
+    let fits =
+        |k: &str| wanted.is_none_or(|d| chain.units.get(k).is_some_and(|u| u.dimension() == d));
+    match headline(chain) {
+        Some(h) if fits(h) => Some(h),
+        _ => chain
+            .lines
+            .iter()
+            .rev()
+            .map(|l| l.key.as_str())
+            .find(|k| chain.results.get(*k).is_some_and(|v| v.is_number()) && fits(k)),
     }
 }
 
@@ -183,13 +267,19 @@ mod tests {
     fn attaching_picks_the_chosen_or_headline_result() {
         let (_, inputs) =
             parse_inputs("model=llama-3.1-8b gpu=h100-sxm batch=64 context=4096").unwrap();
-        let e = attach("decode-floor", inputs.clone(), "floor_ms", Some(24.0)).unwrap();
+        let ms = |v| {
+            Some(Observed {
+                value: v,
+                unit: Some(Unit::Ms),
+            })
+        };
+        let e = attach("decode-floor", inputs.clone(), "floor_ms", ms(24.0)).unwrap();
         assert!((e.expected - 15.05).abs() < 0.01);
         assert_eq!(e.unit, "ms");
-        assert!((e.ratio().unwrap() - 1.595).abs() < 0.01);
+        assert!((e.ratio(Some(Unit::Ms)).unwrap().unwrap() - 1.595).abs() < 0.01);
         let e = attach("decode-floor", inputs.clone(), "", None).unwrap();
         assert_eq!(e.result_key, "floor_ms");
-        assert_eq!(e.ratio(), None);
+        assert_eq!(e.ratio(None), Ok(None));
         let errors = attach("decode-floor", inputs.clone(), "nope", None).unwrap_err();
         assert_eq!(errors[0].field, "result_key");
         assert!(errors[0].message.contains("floor_ms"));
@@ -199,5 +289,61 @@ mod tests {
         );
         let errors = attach("decode-floor", Inputs::new(), "", None).unwrap_err();
         assert!(errors.iter().all(|e| e.field == "inputs"));
+    }
+
+    #[test]
+    fn only_a_result_of_the_observed_dimension_is_an_expected_value() {
+        let (_, inputs) = parse_inputs(
+            "model=llama-3.1-8b gpu=h100-sxm batch=64 context=4096 measured_itl_ms=21",
+        )
+        .unwrap();
+        let observed = |value, unit| Some(Observed { value, unit });
+        // Blank result: the time that matches the observed time, not the headline ratio.
+        let e = attach(
+            "decode-floor",
+            inputs.clone(),
+            "",
+            observed(21.0, Some(Unit::Ms)),
+        )
+        .unwrap();
+        assert_eq!(e.result_key, "floor_ms");
+        // Seconds typed on the observed side are converted into the result's ms.
+        let e = attach(
+            "decode-floor",
+            inputs.clone(),
+            "floor_ms",
+            observed(0.021, Some(Unit::S)),
+        )
+        .unwrap();
+        assert!((e.observed.unwrap() - 21.0).abs() < 1e-9);
+        // A ratio against a time is refused, naming both units and what fits.
+        let errors = attach(
+            "decode-floor",
+            inputs.clone(),
+            "floor_over_measured",
+            observed(21.0, Some(Unit::Ms)),
+        )
+        .unwrap_err();
+        assert_eq!(errors[0].field, "result_key");
+        let m = &errors[0].message;
+        assert!(
+            m.contains("a plain ratio") && m.contains("a time in ms"),
+            "{m}"
+        );
+        assert!(m.contains("floor_ms"), "{m}");
+        // An old record made under the old rules: flagged, no ratio.
+        let old = Expected {
+            estimator: "decode-floor".into(),
+            inputs,
+            result_key: "floor_over_measured".into(),
+            expected: 0.4555,
+            unit: String::new(),
+            observed: Some(21.0),
+        };
+        let problem = old.ratio(Some(Unit::Ms)).unwrap_err();
+        assert!(
+            problem.contains("attached before units were checked"),
+            "{problem}"
+        );
     }
 }

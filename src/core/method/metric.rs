@@ -98,7 +98,7 @@ impl Metric {
         match self {
             Metric::Throughput => matches!(unit, Unit::TokPerS | Unit::ReqPerS),
             Metric::CostPerMillion => unit == Unit::Usd,
-            _ => matches!(unit, Unit::Ms | Unit::S),
+            _ => unit.dimension() == Dimension::Time,
         }
     }
 
@@ -116,51 +116,14 @@ impl Metric {
     }
 }
 
-/// Units a metric may be given in. Seconds are converted to milliseconds.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
-pub enum Unit {
-    #[serde(rename = "ms")]
-    Ms,
-    #[serde(rename = "s")]
-    S,
-    #[serde(rename = "tok/s")]
-    TokPerS,
-    #[serde(rename = "req/s")]
-    ReqPerS,
-    #[serde(rename = "usd")]
-    Usd,
-}
+pub use crate::core::quantity::Unit;
+use crate::core::quantity::{self, Dimension};
 
-impl Unit {
-    pub fn slug(self) -> &'static str {
-        match self {
-            Unit::Ms => "ms",
-            Unit::S => "s",
-            Unit::TokPerS => "tok/s",
-            Unit::ReqPerS => "req/s",
-            Unit::Usd => "usd",
-        }
-    }
-
-    /// Lenient reading: "ms", "sec", "seconds", "tokens/s", "rps", "$", …
-    pub fn parse(raw: &str) -> Option<Unit> {
-        let s = raw.trim().to_lowercase().replace(' ', "");
-        Some(match s.as_str() {
-            "ms" | "msec" | "millisecond" | "milliseconds" => Unit::Ms,
-            "s" | "sec" | "secs" | "second" | "seconds" => Unit::S,
-            "tok/s" | "tokens/s" | "token/s" | "tps" | "tok/sec" | "tokens/sec" => Unit::TokPerS,
-            "req/s" | "requests/s" | "request/s" | "rps" | "qps" | "req/sec" => Unit::ReqPerS,
-            "usd" | "$" | "dollars" | "usd/1m" | "$/1m" => Unit::Usd,
-            _ => return None,
-        })
-    }
-
-    /// `(value, unit)` in the unit values are stored in: seconds become ms.
-    fn canonical(self, value: f64) -> (f64, Unit) {
-        match self {
-            Unit::S => (value * 1000.0, Unit::Ms),
-            other => (value, other),
-        }
+/// `(value, unit)` in the unit metric values are stored in: times become ms.
+fn canonical(unit: Unit, value: f64) -> (f64, Unit) {
+    match unit.convert(value, Unit::Ms) {
+        Some(ms) => (ms, Unit::Ms),
+        None => (value, unit),
     }
 }
 
@@ -448,22 +411,16 @@ fn parse_amount(
             format!("A number is required: {hint}"),
         ));
     }
-    let not_a_number = || FieldError::new(field, format!("'{text}' is not {what}: {hint}"));
-    let body = text.trim_start_matches(['~', '≈']).trim_start();
-    let body = body.strip_prefix('$').unwrap_or(body);
-    let split = body
-        .find(|c: char| !(c.is_ascii_digit() || matches!(c, '.' | ',' | '_' | '-' | '+')))
-        .unwrap_or(body.len());
-    let (number, suffix) = body.split_at(split);
-    let value: f64 = number
-        .replace([',', '_'], "")
-        .parse()
-        .map_err(|_| not_a_number())?;
-    let typed_unit = if suffix.trim().is_empty() {
-        unit
-    } else {
-        Unit::parse(suffix).ok_or_else(not_a_number)?
-    };
+    let (value, typed) = quantity::split(text).map_err(|e| {
+        // A word where the number belongs reads best as "'slow' is not a measurement".
+        let message = if text.starts_with(|c: char| c.is_ascii_digit() || ".~≈$+-".contains(c)) {
+            format!("{e}: {hint}")
+        } else {
+            format!("'{text}' is not {what}: {hint}")
+        };
+        FieldError::new(field, message)
+    })?;
+    let typed_unit = typed.unwrap_or(unit);
     if let Some(m) = metric {
         if !m.accepts(typed_unit) {
             return Err(unit_mismatch(field, m, typed_unit));
@@ -475,8 +432,8 @@ fn parse_amount(
             format!("The {field} value must be greater than 0: {hint}"),
         ));
     }
-    let (value, typed_canonical) = typed_unit.canonical(value);
-    let (_, wanted_canonical) = unit.canonical(1.0);
+    let (value, typed_canonical) = canonical(typed_unit, value);
+    let (_, wanted_canonical) = canonical(unit, 1.0);
     if typed_canonical != wanted_canonical {
         // tok/s typed into a req/s form, say: these cannot be converted.
         return Err(FieldError::new(

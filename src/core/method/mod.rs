@@ -15,6 +15,7 @@ pub mod record;
 pub mod regime;
 pub mod reproduce;
 pub mod resources;
+pub mod setup_check;
 pub mod verdict;
 
 pub use fixes::{amdahl_ceiling, Candidate, RankedCandidate};

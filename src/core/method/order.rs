@@ -1,6 +1,6 @@
 //! The order of the steps. Each step rules out whole classes of causes
-//! cheaply, so skipping ahead usually costs more than it saves; the app says
-//! so, once, when someone opens a later step first.
+//! cheaply, so skipping ahead usually costs more than it saves; a later step's
+//! page says so while earlier steps are missing, and saving it records the skip.
 
 use serde::Serialize;
 

@@ -75,11 +75,12 @@ impl Phase {
 pub struct PhaseRow {
     pub phase: Phase,
     pub p50: f64,
-    /// Needed only when the metric is a p90 target.
     #[serde(default)]
     pub p90: Option<f64>,
-    pub p95: f64,
-    pub p99: f64,
+    #[serde(default)]
+    pub p95: Option<f64>,
+    #[serde(default)]
+    pub p99: Option<f64>,
     #[serde(default)]
     pub share: Option<f64>,
 }
@@ -89,8 +90,8 @@ impl PhaseRow {
         match percentile {
             Percentile::P50 => Some(self.p50),
             Percentile::P90 => self.p90,
-            Percentile::P95 => Some(self.p95),
-            Percentile::P99 => Some(self.p99),
+            Percentile::P95 => self.p95,
+            Percentile::P99 => self.p99,
         }
     }
 }
@@ -115,7 +116,7 @@ impl PhaseTable {
         let mut errors = Vec::new();
         for (i, row) in self.rows.iter().enumerate() {
             let name = row.phase.slug();
-            let values = [Some(row.p50), row.p90, Some(row.p95), Some(row.p99)];
+            let values = [Some(row.p50), row.p90, row.p95, row.p99];
             if values.iter().flatten().any(|v| !v.is_finite() || *v < 0.0) {
                 errors.push(FieldError::new(
                     format!("phases[{i}]"),
@@ -353,8 +354,8 @@ mod tests {
             phase,
             p50: p95 / 2.0,
             p90: None,
-            p95,
-            p99: p95 * 1.2,
+            p95: Some(p95),
+            p99: Some(p95 * 1.2),
             share: None,
         }
     }
@@ -499,8 +500,8 @@ mod tests {
                     phase: *phase,
                     p50: s.p50.unwrap(),
                     p90: s.p90,
-                    p95: s.p95.unwrap(),
-                    p99: s.p99.unwrap(),
+                    p95: s.p95,
+                    p99: s.p99,
                     share: None,
                 })
             })
@@ -543,7 +544,7 @@ mod tests {
     #[test]
     fn validation_of_rows() {
         let mut bad = row(Phase::Prefill, 100.0);
-        bad.p99 = 50.0;
+        bad.p99 = Some(50.0);
         let mut share = row(Phase::Decode, 10.0);
         share.share = Some(1.5);
         let table = PhaseTable {

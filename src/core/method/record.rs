@@ -10,11 +10,14 @@ use super::kernels::{self, KernelRow, RankedKernel};
 use super::metric::{MetricForm, MetricReading, MetricTarget};
 use super::phases::{dominant, next_checks, Dominance, NextChecks, Phase, PhaseRow, PhaseTable};
 use super::regime::{decode_band, helps, regime, DecodeBand, Regime};
-use super::reproduce::{self, check_single_change, FrozenConfig, SingleChangeCheck};
+use super::reproduce::{
+    self, catalog_matches, check_single_change, CatalogMatch, FrozenConfig, SingleChangeCheck,
+};
 use super::resources::{classify, Classification};
 use super::verdict::Verdict;
 use super::FieldError;
 use crate::core::estimate::{self, Inputs};
+use crate::core::quantity::{self, Quantity, Unit};
 
 /// Rows a table step reads at most (forms show a few; the API may send more).
 pub const MAX_ROWS: usize = 20;
@@ -174,14 +177,18 @@ impl Records {
         }
     }
 
-    /// Steps with a record that counts as done (step 0 needs a yes or "not yet").
+    /// Steps with a record that counts as done (step 0 needs a yes or "not yet"; step 4
+    /// needs its regimes or decode band computed, not just recorded).
     pub fn done_steps(&self) -> Vec<u8> {
         let present = [
             self.reproduce.as_ref().is_some_and(reproduce::is_done),
             self.metric.is_some(),
             self.phases.is_some(),
             self.resources.is_some(),
-            self.regime.is_some(),
+            // A step whose computation could not run is not done.
+            self.regime
+                .as_ref()
+                .is_some_and(|r| regime_ran(r, self.reproduce.as_ref())),
             self.kernels.is_some(),
             self.fixes.is_some(),
             self.change.is_some(),
@@ -230,47 +237,53 @@ impl Pairs {
         self.0.iter().map(|(k, v)| (k.as_str(), v.as_str()))
     }
 
-    /// An optional number; a blank value is `None`, an unreadable one an error.
-    fn number(&self, name: &str, what: &str, errors: &mut Vec<FieldError>) -> Option<f64> {
+    /// An optional amount kept in `unit` (read by [`quantity::read`]: "3.2 s",
+    /// "620 ms", "40%", "4,096 tokens"); a blank value is `None`, an unreadable one
+    /// or one in another dimension an error naming the field.
+    fn number(
+        &self,
+        name: &str,
+        what: &str,
+        unit: Unit,
+        errors: &mut Vec<FieldError>,
+    ) -> Option<f64> {
         let raw = self.get(name)?;
-        match read_number(raw) {
-            Some(v) => Some(v),
-            None => {
-                errors.push(FieldError::new(
-                    name,
-                    format!("{what}: '{raw}' is not a number"),
-                ));
+        match quantity::read(raw, unit) {
+            Ok(v) => Some(v),
+            Err(e) => {
+                errors.push(FieldError::new(name, format!("{what}: {e}")));
                 None
             }
         }
     }
 
-    fn required(&self, name: &str, what: &str, errors: &mut Vec<FieldError>) -> Option<f64> {
+    fn required(
+        &self,
+        name: &str,
+        what: &str,
+        unit: Unit,
+        errors: &mut Vec<FieldError>,
+    ) -> Option<f64> {
         if self.get(name).is_none() {
             errors.push(FieldError::new(name, format!("{what} is required")));
             return None;
         }
-        self.number(name, what, errors)
+        self.number(name, what, unit, errors)
     }
 
     /// A fraction, accepting "0.4" or "40%".
     fn share(&self, name: &str, what: &str, errors: &mut Vec<FieldError>) -> Option<f64> {
-        let raw = self.get(name)?;
-        let value = match raw.strip_suffix('%') {
-            Some(pct) => read_number(pct).map(|v| v / 100.0),
-            None => read_number(raw),
-        };
-        if value.is_none() {
-            errors.push(FieldError::new(
-                name,
-                format!("{what}: '{raw}' is not a fraction (write 0.4 or 40%)"),
-            ));
-        }
-        value
+        self.number(name, what, Unit::Ratio, errors)
     }
 
-    fn whole(&self, name: &str, what: &str, errors: &mut Vec<FieldError>) -> Option<i64> {
-        let v = self.number(name, what, errors)?;
+    fn whole(
+        &self,
+        name: &str,
+        what: &str,
+        unit: Unit,
+        errors: &mut Vec<FieldError>,
+    ) -> Option<i64> {
+        let v = self.number(name, what, unit, errors)?;
         if v.fract() != 0.0 || v < 1.0 {
             errors.push(FieldError::new(
                 name,
@@ -280,15 +293,6 @@ impl Pairs {
         }
         Some(v as i64)
     }
-}
-
-/// "1,800", "2_000", "3.2e3" → a finite number.
-fn read_number(raw: &str) -> Option<f64> {
-    raw.trim()
-        .replace([',', '_'], "")
-        .parse::<f64>()
-        .ok()
-        .filter(|v| v.is_finite())
 }
 
 /// Rewrites `prefix[i]` in error fields from a compacted row index to the row's
@@ -310,17 +314,36 @@ fn reindex(errors: Vec<FieldError>, prefix: &str, original: &[usize]) -> Vec<Fie
         .collect()
 }
 
-/// Parses one step from submitted pairs, with every problem named by field.
+/// Parses one step without earlier steps to read it against (unit tests).
+#[cfg(test)]
 pub fn parse_step(step: u8, pairs: &Pairs) -> Result<StepRecord, Vec<FieldError>> {
+    parse_step_in(step, pairs, &Records::default())
+}
+
+/// Parses one step from submitted pairs, with every problem named by field. `earlier`
+/// holds what is recorded so far: step 7's value after the change is read in step 1's
+/// unit.
+pub fn parse_step_in(
+    step: u8,
+    pairs: &Pairs,
+    earlier: &Records,
+) -> Result<StepRecord, Vec<FieldError>> {
     match step {
         0 => parse_reproduce(pairs).map(StepRecord::Reproduce),
         1 => parse_metric(pairs).map(StepRecord::Metric),
         2 => parse_phases(pairs).map(StepRecord::Phases),
         3 => parse_resources(pairs).map(StepRecord::Resources),
-        4 => parse_regime(pairs).map(StepRecord::Regime),
+        4 => parse_regime(pairs).and_then(|r| {
+            // The floor is estimated from step 0: refuse the step rather than store a
+            // decode check that cannot be computed.
+            match evaluate_regime(&r, earlier.reproduce.as_ref()).decode_problem {
+                Some(problem) => Err(vec![FieldError::new("decode.floor_ms", problem)]),
+                None => Ok(StepRecord::Regime(r)),
+            }
+        }),
         5 => parse_kernels(pairs).map(StepRecord::Kernels),
         6 => parse_fixes(pairs).map(StepRecord::Fixes),
-        7 => parse_change(pairs).map(StepRecord::Change),
+        7 => parse_change(pairs, earlier.metric.map(|m| m.unit)).map(StepRecord::Change),
         _ => Err(vec![FieldError::new(
             "step",
             format!("there is no step {step}: steps are numbered 0 to 7"),
@@ -360,12 +383,21 @@ fn parse_phases(pairs: &Pairs) -> Result<PhaseTable, Vec<FieldError>> {
         }
         let label = phase.label();
         let f = |p: &str| format!("{slug}.{p}");
-        let p50 = pairs.required(&f("p50"), &format!("{label} p50"), &mut errors);
-        let p90 = pairs.number(&f("p90"), &format!("{label} p90"), &mut errors);
-        let p95 = pairs.required(&f("p95"), &format!("{label} p95"), &mut errors);
-        let p99 = pairs.required(&f("p99"), &format!("{label} p99"), &mut errors);
+        let p50 = pairs.required(&f("p50"), &format!("{label} p50"), Unit::Ms, &mut errors);
+        let p90 = pairs.number(&f("p90"), &format!("{label} p90"), Unit::Ms, &mut errors);
+        let p95 = pairs.number(&f("p95"), &format!("{label} p95"), Unit::Ms, &mut errors);
+        let p99 = pairs.number(&f("p99"), &format!("{label} p99"), Unit::Ms, &mut errors);
         let share = pairs.share(&f("share"), &format!("{label} share"), &mut errors);
-        if let (Some(p50), Some(p95), Some(p99)) = (p50, p95, p99) {
+        let tail_typed = ["p90", "p95", "p99"]
+            .iter()
+            .any(|c| pairs.get(&f(c)).is_some());
+        if p50.is_some() && !tail_typed {
+            errors.push(FieldError::new(
+                f("p95"),
+                format!("{label}: give at least one of p90, p95 or p99 beside the p50"),
+            ));
+        }
+        if let (Some(p50), true) = (p50, p90.is_some() || p95.is_some() || p99.is_some()) {
             rows.push(PhaseRow {
                 phase,
                 p50,
@@ -379,7 +411,7 @@ fn parse_phases(pairs: &Pairs) -> Result<PhaseTable, Vec<FieldError>> {
     if rows.is_empty() && errors.is_empty() {
         errors.push(FieldError::new(
             "phases",
-            "Fill in at least one phase: p50, p95 and p99 in milliseconds",
+            "Fill in at least one phase: its p50 and any of p90, p95 or p99 (ms, or with a unit: 1.2 s)",
         ));
     }
     let table = PhaseTable { rows };
@@ -411,9 +443,9 @@ fn parse_phases(pairs: &Pairs) -> Result<PhaseTable, Vec<FieldError>> {
 
 fn parse_resources(pairs: &Pairs) -> Result<ResourceTimes, Vec<FieldError>> {
     let mut errors = Vec::new();
-    let gpu = pairs.required("gpu_total", "GPU kernel time", &mut errors);
-    let cpu = pairs.required("cpu_total", "CPU busy time", &mut errors);
-    let wall = pairs.required("wall", "Wall-clock time", &mut errors);
+    let gpu = pairs.required("gpu_total", "GPU kernel time", Unit::Ms, &mut errors);
+    let cpu = pairs.required("cpu_total", "CPU busy time", Unit::Ms, &mut errors);
+    let wall = pairs.required("wall", "Wall-clock time", Unit::Ms, &mut errors);
     let (Some(gpu_total), Some(cpu_total), Some(wall)) = (gpu, cpu, wall) else {
         return Err(errors);
     };
@@ -441,8 +473,13 @@ fn parse_regime(pairs: &Pairs) -> Result<RegimeStep, Vec<FieldError>> {
         if name.is_empty() {
             errors.push(FieldError::new(f("name"), "Give the kernel's name"));
         }
-        let sm = pairs.required(&f("sm_pct"), "SM throughput %", &mut errors);
-        let dram = pairs.required(&f("dram_pct"), "DRAM throughput %", &mut errors);
+        let sm = pairs.required(&f("sm_pct"), "SM throughput %", Unit::Percent, &mut errors);
+        let dram = pairs.required(
+            &f("dram_pct"),
+            "DRAM throughput %",
+            Unit::Percent,
+            &mut errors,
+        );
         if let (Some(sm), Some(dram)) = (sm, dram) {
             if let Err(es) = regime(sm, dram) {
                 errors.extend(
@@ -458,10 +495,15 @@ fn parse_regime(pairs: &Pairs) -> Result<RegimeStep, Vec<FieldError>> {
         }
     }
     let decode = if pairs.any_with_prefix("decode.") {
-        let measured = pairs.required("decode.measured_ms", "Measured decode step", &mut errors);
-        let batch = pairs.whole("decode.batch", "Batch", &mut errors);
-        let context = pairs.whole("decode.context", "Context", &mut errors);
-        let floor = pairs.number("decode.floor_ms", "Bandwidth floor", &mut errors);
+        let measured = pairs.required(
+            "decode.measured_ms",
+            "Measured decode step",
+            Unit::Ms,
+            &mut errors,
+        );
+        let batch = pairs.whole("decode.batch", "Batch", Unit::Count, &mut errors);
+        let context = pairs.whole("decode.context", "Context", Unit::Tokens, &mut errors);
+        let floor = pairs.number("decode.floor_ms", "Bandwidth floor", Unit::Ms, &mut errors);
         if floor.is_none() && (batch.is_none() || context.is_none()) && errors.is_empty() {
             errors.push(FieldError::new(
                 "decode.floor_ms",
@@ -519,12 +561,17 @@ fn parse_kernels(pairs: &Pairs) -> Result<KernelStep, Vec<FieldError>> {
         rows.push(KernelRow {
             name: pairs.text(&f("name")),
             share: pairs.share(&f("share"), "Share", &mut errors),
-            time_ms: pairs.number(&f("time_ms"), "Time", &mut errors),
-            occupancy_pct: pairs.number(&f("occupancy_pct"), "Occupancy", &mut errors),
+            time_ms: pairs.number(&f("time_ms"), "Time", Unit::Ms, &mut errors),
+            occupancy_pct: pairs.number(
+                &f("occupancy_pct"),
+                "Occupancy",
+                Unit::Percent,
+                &mut errors,
+            ),
             notes: pairs.text(&f("notes")),
         });
     }
-    let phase_total_ms = pairs.number("phase_total_ms", "Phase total", &mut errors);
+    let phase_total_ms = pairs.number("phase_total_ms", "Phase total", Unit::Ms, &mut errors);
     if rows.is_empty() && errors.is_empty() {
         errors.push(FieldError::new(
             "kernels[0].name",
@@ -548,8 +595,8 @@ fn parse_fixes(pairs: &Pairs) -> Result<FixStep, Vec<FieldError>> {
     for &i in &rows_at {
         let f = |p: &str| format!("candidates[{i}].{p}");
         let share = pairs.share(&f("share"), "Share of time", &mut errors);
-        let speedup = pairs.required(&f("speedup"), "Speedup", &mut errors);
-        let effort = pairs.required(&f("effort_days"), "Effort", &mut errors);
+        let speedup = pairs.required(&f("speedup"), "Speedup", Unit::Ratio, &mut errors);
+        let effort = pairs.required(&f("effort_days"), "Effort", Unit::Day, &mut errors);
         if pairs.get(&f("share")).is_none() {
             errors.push(FieldError::new(
                 f("share"),
@@ -576,7 +623,7 @@ fn parse_fixes(pairs: &Pairs) -> Result<FixStep, Vec<FieldError>> {
     Ok(FixStep { candidates })
 }
 
-fn parse_change(pairs: &Pairs) -> Result<ChangeStep, Vec<FieldError>> {
+fn parse_change(pairs: &Pairs, unit: Option<Unit>) -> Result<ChangeStep, Vec<FieldError>> {
     let mut errors = Vec::new();
     let change = pairs.text("change");
     if change.is_empty() {
@@ -595,7 +642,27 @@ fn parse_change(pairs: &Pairs) -> Result<ChangeStep, Vec<FieldError>> {
             .into_iter()
             .map(|e| FieldError::new(format!("after_config.{}", e.field), e.message)),
     );
-    let after_value = pairs.required("after_value", "The metric after the change", &mut errors);
+    // In step 1's unit; before step 1 a value keeps the unit it was typed in.
+    let after_value = match unit {
+        Some(unit) => pairs.required(
+            "after_value",
+            "The metric after the change",
+            unit,
+            &mut errors,
+        ),
+        None => pairs.get("after_value").and_then(|raw| {
+            quantity::split(raw)
+                .map_err(|e| errors.push(FieldError::new("after_value", e.to_string())))
+                .ok()
+                .map(|(v, _)| v)
+        }),
+    };
+    if unit.is_none() && after_value.is_none() && pairs.get("after_value").is_none() {
+        errors.push(FieldError::new(
+            "after_value",
+            "The metric after the change is required",
+        ));
+    }
     if after_value.is_some_and(|v| v <= 0.0) {
         errors.push(FieldError::new(
             "after_value",
@@ -771,6 +838,8 @@ pub struct ChangeEval {
 /// step (and the steps it needs) are recorded.
 #[derive(Debug, Clone, Default, PartialEq, Serialize)]
 pub struct Evaluation {
+    /// Step 0's model and GPU against the estimators' catalogs.
+    pub setup: Vec<CatalogMatch>,
     pub metric: Option<MetricEval>,
     pub phases: Option<PhaseEval>,
     pub resources: Option<Classification>,
@@ -784,6 +853,7 @@ impl Evaluation {
     /// One step's computed results as JSON (null when there are none).
     pub fn step_json(&self, step: u8) -> serde_json::Value {
         let v = match step {
+            0 => serde_json::to_value(&self.setup),
             1 => serde_json::to_value(&self.metric),
             2 => serde_json::to_value(&self.phases),
             3 => serde_json::to_value(self.resources.as_ref().map(|c| ResourcesJson {
@@ -823,7 +893,11 @@ pub fn decode_floor_inputs(
         }
     };
     if let Some(c) = config {
-        put("model", c.model.clone());
+        // A pasted config.json stands for the model (the estimators take one or the other).
+        match c.model_config.as_deref().filter(|t| !t.trim().is_empty()) {
+            Some(json) => put("config", Some(json.to_string())),
+            None => put("model", c.model.clone()),
+        }
         put("gpu", c.gpu_type.clone());
         put("tp", c.tp.map(|v| v.to_string()));
         put("weight_dtype", c.weight_dtype.clone());
@@ -913,6 +987,7 @@ pub fn evaluate(records: &Records) -> Evaluation {
         }
     });
     Evaluation {
+        setup: config.map(catalog_matches).unwrap_or_default(),
         metric,
         phases,
         resources,
@@ -921,6 +996,12 @@ pub fn evaluate(records: &Records) -> Evaluation {
         fixes,
         change,
     }
+}
+
+/// Whether step 4 computed something: a kernel's regime, or the decode band.
+fn regime_ran(step: &RegimeStep, config: Option<&FrozenConfig>) -> bool {
+    let eval = evaluate_regime(step, config);
+    !eval.kernels.is_empty() || eval.decode.is_some()
 }
 
 fn evaluate_regime(step: &RegimeStep, config: Option<&FrozenConfig>) -> RegimeEval {
@@ -1011,16 +1092,58 @@ pub fn draft_entry(records: &Records, evaluation: &Evaluation, date: &str) -> Jo
     })
 }
 
-/// The value a step naturally observes, offered as the "observed" side when an
-/// estimate is attached to it.
-pub fn observed_at(step: u8, records: &Records) -> Option<f64> {
+/// A comparison linked to the investigation, as the journal draft weighs it.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Measured<'a> {
+    pub verdict: Verdict,
+    /// Invalid for this investigation (another setup, or more than one change).
+    pub invalid: bool,
+    /// The comparison's RESULT text, with its intervals and link.
+    pub result: &'a str,
+}
+
+/// The draft's RESULT when a comparison is linked. What the person recorded in step 7
+/// is never replaced: with no step 7 the comparison is the RESULT; an invalid one is
+/// noted but not used; one that agrees (same verdict) is added as the measurement; one
+/// that disagrees is shown beside step 7's, asking which stands.
+pub fn reconcile_result(
+    recorded: Option<(&str, Option<Verdict>)>,
+    measured: Measured<'_>,
+) -> String {
+    let Some((text, verdict)) = recorded else {
+        return measured.result.to_string();
+    };
+    if measured.invalid {
+        return format!(
+            "{text}\n\nA linked comparison was not used for this RESULT: {}",
+            measured.result
+        );
+    }
+    if verdict == Some(measured.verdict) {
+        return format!("{text}\n\nMeasured: {}", measured.result);
+    }
+    format!(
+        "Two results disagree; decide which stands before publishing.\n\
+         - Recorded in step 7: {text}\n\
+         - Measured by the linked comparison: {}",
+        measured.result
+    )
+}
+
+/// The value a step naturally observes, with its unit, offered as the "observed"
+/// side when an estimate is attached to it; an expected value must be of the same
+/// dimension.
+pub fn observed_at(step: u8, records: &Records) -> Option<Quantity> {
     match step {
-        1 => records.metric.map(|m| m.observed),
+        1 => records.metric.map(|m| Quantity::new(m.observed, m.unit)),
         4 => records
             .regime
             .as_ref()
-            .and_then(|r| r.decode.map(|d| d.measured_ms)),
-        7 => records.change.as_ref().map(|c| c.after_value),
+            .and_then(|r| r.decode.map(|d| Quantity::new(d.measured_ms, Unit::Ms))),
+        7 => records.change.as_ref().map(|c| {
+            let unit = records.metric.map_or(Unit::Ms, |m| m.unit);
+            Quantity::new(c.after_value, unit)
+        }),
         _ => None,
     }
 }
@@ -1291,7 +1414,9 @@ mod tests {
                 ],
             ),
         ] {
-            r.set(parse_step(step, &pairs(&list)).unwrap_or_else(|e| panic!("{step}: {e:?}")));
+            r.set(
+                parse_step_in(step, &pairs(&list), &r).unwrap_or_else(|e| panic!("{step}: {e:?}")),
+            );
         }
         assert_eq!(r.done_steps(), (0..8).collect::<Vec<u8>>());
         let e = evaluate(&r);
@@ -1418,9 +1543,99 @@ mod tests {
             )
             .unwrap(),
         );
-        assert_eq!(observed_at(4, &r), Some(24.0));
+        assert_eq!(observed_at(4, &r), Some(Quantity::new(24.0, Unit::Ms)));
         let d = evaluate(&r).regime.unwrap().decode.unwrap();
         assert_eq!(d.floor_source, "entered");
         assert_eq!(d.band.band, crate::core::method::Band::Overhead);
+    }
+
+    #[test]
+    fn every_amount_field_reads_units_the_same_way() {
+        let StepRecord::Resources(r) = parse_step(
+            3,
+            &pairs(&[
+                ("gpu_total", "620 ms"),
+                ("cpu_total", "0.4 s"),
+                ("wall", "3,200"),
+            ]),
+        )
+        .unwrap() else {
+            panic!("step 3")
+        };
+        assert_eq!((r.gpu_total, r.cpu_total, r.wall), (620.0, 400.0, 3200.0));
+        // p50 plus any one of p90/p95/p99 is a phase row.
+        let StepRecord::Phases(t) = parse_step(
+            2,
+            &pairs(&[("queue_wait.p50", "1.9 s"), ("queue_wait.p90", "2,700 ms")]),
+        )
+        .unwrap() else {
+            panic!("step 2")
+        };
+        assert_eq!(t.rows[0].p50, 1900.0);
+        assert_eq!((t.rows[0].p90, t.rows[0].p95), (Some(2700.0), None));
+        let errors = parse_step(2, &pairs(&[("prefill.p50", "180")])).unwrap_err();
+        assert_eq!(errors[0].field, "prefill.p95");
+        // A ratio where a time belongs is refused naming both units.
+        let errors = parse_step(
+            4,
+            &pairs(&[("decode.measured_ms", "46%"), ("decode.floor_ms", "15")]),
+        )
+        .unwrap_err();
+        assert!(errors[0].message.contains("a ratio in %"), "{errors:?}");
+        assert!(errors[0].message.contains("a time"), "{errors:?}");
+        // Step 7 reads the value after the change in step 1's unit.
+        let mut earlier = Records::default();
+        earlier.set(
+            parse_step(
+                1,
+                &pairs(&[
+                    ("metric", "ttft"),
+                    ("percentile", "p95"),
+                    ("observed", "3.2 s"),
+                    ("target", "800 ms"),
+                ]),
+            )
+            .unwrap(),
+        );
+        let change = [
+            ("change", "chunked prefill"),
+            ("after_value", "0.78 s"),
+            ("quality", "identical"),
+        ];
+        let StepRecord::Change(c) = parse_step_in(7, &pairs(&change), &earlier).unwrap() else {
+            panic!("step 7")
+        };
+        assert_eq!(c.after_value, 780.0);
+    }
+
+    #[test]
+    fn a_linked_comparison_never_replaces_step_seven() {
+        let m = |verdict, invalid| Measured {
+            verdict,
+            invalid,
+            result: "Inconclusive: p95 TTFT 64.3 ms to 64.3 ms",
+        };
+        let step7 = Some((
+            "p95 TTFT 3,200 ms → 780 ms (confirmed)",
+            Some(Verdict::Confirmed),
+        ));
+        assert_eq!(
+            reconcile_result(None, m(Verdict::Inconclusive, false)),
+            "Inconclusive: p95 TTFT 64.3 ms to 64.3 ms"
+        );
+        let both = reconcile_result(step7, m(Verdict::Inconclusive, false));
+        assert!(both.starts_with("Two results disagree"), "{both}");
+        assert!(
+            both.contains("Recorded in step 7: p95 TTFT 3,200 ms → 780 ms"),
+            "{both}"
+        );
+        assert!(
+            both.contains("Measured by the linked comparison: Inconclusive"),
+            "{both}"
+        );
+        let kept = reconcile_result(step7, m(Verdict::InvalidComparison, true));
+        assert!(kept.starts_with("p95 TTFT 3,200 ms → 780 ms"), "{kept}");
+        let agree = reconcile_result(step7, m(Verdict::Confirmed, false));
+        assert!(agree.contains("\n\nMeasured: Inconclusive"), "{agree}");
     }
 }

@@ -6,6 +6,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
 use super::FieldError;
+use crate::core::quantity::{self, Unit};
 use FieldKind::{Decimal, Flag, Integer, Text};
 
 /// Can the slowdown be produced on demand?
@@ -53,6 +54,8 @@ pub struct FrozenConfig {
     pub engine_version: Option<String>,
     // model
     pub model: Option<String>,
+    /// The model's Hugging Face `config.json`, pasted, for a model the catalog lacks.
+    pub model_config: Option<String>,
     pub model_revision: Option<String>,
     pub weight_dtype: Option<String>,
     pub kv_dtype: Option<String>,
@@ -164,6 +167,13 @@ pub const CONFIG_FIELDS: &[ConfigField] = &[
         &["engine upgrade", "vllm version", "sglang version"],
     ),
     field("model", "Model", "model", Text, &[]),
+    field(
+        "model_config",
+        "Model config.json (paste, for a model not in the catalog)",
+        "model",
+        Text,
+        &["config.json"],
+    ),
     field(
         "model_revision",
         "Model revision",
@@ -398,21 +408,30 @@ impl FrozenConfig {
     }
 }
 
+/// The unit a numeric setting is kept in: token budgets in tokens, the arrival rate
+/// in req/s, memory utilization as a fraction ("90%" reads as 0.9), the rest counts.
+fn field_unit(name: &str) -> Unit {
+    match name {
+        "max_num_batched_tokens" | "block_size" => Unit::Tokens,
+        "arrival_rate" => Unit::ReqPerS,
+        "gpu_memory_utilization" => Unit::Ratio,
+        _ => Unit::Count,
+    }
+}
+
 fn parse_value(desc: &ConfigField, text: &str) -> Result<Value, String> {
     match desc.kind {
         Text => Ok(Value::String(text.to_string())),
-        Integer => text
-            .replace([',', '_'], "")
-            .parse::<i64>()
+        Integer => quantity::read(text, field_unit(desc.name))
+            .map_err(|e| format!("{} ({})", e, desc.label))
+            .and_then(|v| {
+                (v.fract() == 0.0 && v.abs() < 9.0e15)
+                    .then_some(Value::from(v as i64))
+                    .ok_or_else(|| format!("'{text}' is not a whole number ({})", desc.label))
+            }),
+        Decimal => quantity::read(text, field_unit(desc.name))
             .map(Value::from)
-            .map_err(|_| format!("'{text}' is not a whole number ({})", desc.label)),
-        Decimal => text
-            .replace([',', '_'], "")
-            .parse::<f64>()
-            .ok()
-            .filter(|v| v.is_finite())
-            .map(Value::from)
-            .ok_or_else(|| format!("'{text}' is not a number ({})", desc.label)),
+            .map_err(|e| format!("{} ({})", e, desc.label)),
         Flag => match normalize(text).as_str() {
             "on" | "true" | "yes" | "1" | "enabled" | "enable" => Ok(Value::Bool(true)),
             "off" | "false" | "no" | "0" | "disabled" | "disable" => Ok(Value::Bool(false)),
@@ -756,7 +775,27 @@ mod tests {
         assert_eq!(c.reproducible, Reproducible::NotYet);
         let fields: Vec<&str> = errors.iter().map(|e| e.field.as_str()).collect();
         assert_eq!(fields, ["pp", "prefix_caching"]);
-        assert!(errors[0].message.contains("'two' is not a whole number"));
+        assert!(
+            errors[0].message.contains("'two' is not a number"),
+            "{errors:?}"
+        );
+        // The quantity parser reads settings like every other field.
+        let (c, errors) = FrozenConfig::from_form([
+            ("gpu_memory_utilization", "90%"),
+            ("max_num_batched_tokens", "8,192 tokens"),
+            ("tp", "2.5"),
+            ("arrival_rate", "12 rps"),
+            ("concurrency", "64 GB"),
+        ]);
+        assert_eq!(c.gpu_memory_utilization, Some(0.9));
+        assert_eq!(c.max_num_batched_tokens, Some(8192));
+        assert_eq!(c.arrival_rate, Some(12.0));
+        let fields: Vec<&str> = errors.iter().map(|e| e.field.as_str()).collect();
+        assert_eq!(fields, ["tp", "concurrency"]);
+        assert!(
+            errors[1].message.contains("a size in bytes in GB"),
+            "{errors:?}"
+        );
     }
 
     #[test]
@@ -867,5 +906,85 @@ mod tests {
         let nothing = check_single_change(&before, &before, "tp");
         assert!(!nothing.ok);
         assert!(nothing.problems[0].starts_with("Nothing differs"));
+    }
+}
+
+/// How step 0's model and GPU read against the estimators' catalogs.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct CatalogMatch {
+    /// `model` or `gpu_type`.
+    pub field: &'static str,
+    pub typed: String,
+    /// The catalog entry it maps to, when it maps to one.
+    pub catalog: Option<&'static str>,
+    /// Why it maps to none, with the nearest catalog names.
+    pub problem: Option<String>,
+}
+
+/// The catalog entries step 0's model and GPU map to ("H100 SXM 80GB" is `h100-sxm`,
+/// "meta-llama/Llama-3.1-8B-Instruct" is `llama-3.1-8b`), or why they map to none. A
+/// pasted config.json stands in for a model the catalog lacks.
+pub fn catalog_matches(config: &FrozenConfig) -> Vec<CatalogMatch> {
+    use crate::core::estimate::{gpus, models};
+    let mut out = Vec::new();
+    fn typed(v: &Option<String>) -> Option<&str> {
+        v.as_deref().map(str::trim).filter(|t| !t.is_empty())
+    }
+    let pasted = typed(&config.model_config).is_some();
+    if let Some(name) = typed(&config.model) {
+        let catalog = models::find(name).map(|m| m.name);
+        out.push(CatalogMatch {
+            field: "model",
+            typed: name.to_string(),
+            catalog,
+            problem: (catalog.is_none() && !pasted).then(|| models::unknown(name)),
+        });
+    }
+    if let Some(name) = typed(&config.gpu_type) {
+        let catalog = gpus::find(name).map(|g| g.name);
+        out.push(CatalogMatch {
+            field: "gpu_type",
+            typed: name.to_string(),
+            catalog,
+            problem: catalog.is_none().then(|| gpus::unknown(name)),
+        });
+    }
+    out
+}
+
+#[cfg(test)]
+mod catalog_tests {
+    use super::*;
+
+    #[test]
+    fn step_zero_spellings_map_to_the_catalog_or_are_flagged() {
+        let config = FrozenConfig {
+            model: Some("meta-llama/Llama-3.1-8B-Instruct".into()),
+            gpu_type: Some("H100 SXM 80GB".into()),
+            ..FrozenConfig::default()
+        };
+        let m = catalog_matches(&config);
+        assert_eq!(m[0].catalog, Some("llama-3.1-8b"));
+        assert_eq!(m[1].catalog, Some("h100-sxm"));
+        assert!(m.iter().all(|x| x.problem.is_none()));
+        let config = FrozenConfig {
+            model: Some("llama-9b".into()),
+            gpu_type: Some("h10".into()),
+            ..FrozenConfig::default()
+        };
+        let m = catalog_matches(&config);
+        assert!(m[0]
+            .problem
+            .as_deref()
+            .unwrap()
+            .contains("nearest in the catalog: llama-3.1-8b"));
+        assert!(m[1].problem.as_deref().unwrap().contains("h100"));
+        // A pasted config.json stands in for the model.
+        let config = FrozenConfig {
+            model: Some("my-finetune".into()),
+            model_config: Some("{}".into()),
+            ..FrozenConfig::default()
+        };
+        assert_eq!(catalog_matches(&config)[0].problem, None);
     }
 }

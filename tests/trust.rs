@@ -1,0 +1,559 @@
+//! A record you can trust (issue 11): no page view writes, no number in the wrong
+//! unit, one reading of every amount, fills that merge, comparisons checked against
+//! step 0, one definition of a phase's share.
+
+mod common;
+
+use std::collections::{BTreeMap, BTreeSet, VecDeque};
+
+use axum::http::StatusCode;
+use common::TestApp;
+use sqlx::PgPool;
+
+async fn app_with_investigation() -> (TestApp, String) {
+    common::app_with_investigation("p95 TTFT 3.2 s against 800 ms").await
+}
+
+const STEP0: &[(&str, &str)] = &[
+    ("reproducible", "yes"),
+    ("engine", "vllm"),
+    ("engine_version", "0.6.3"),
+    ("model", "llama-3.1-8b"),
+    ("gpu_type", "h100-sxm"),
+    ("gpu_count", "1"),
+    ("tp", "1"),
+    ("max_num_seqs", "256"),
+    ("chunked_prefill", "off"),
+    ("concurrency", "64"),
+];
+
+async fn save(app: &mut TestApp, url: &str, step: u8, fields: &[(&str, &str)]) {
+    let r = app.post_form(&format!("{url}/steps/{step}"), fields).await;
+    assert_eq!(r.status, StatusCode::SEE_OTHER, "step {step}: {}", r.body);
+}
+
+/// Row counts of every table in the app's schema.
+async fn row_counts(pool: &PgPool) -> BTreeMap<String, i64> {
+    let tables: Vec<String> = sqlx::query_scalar(
+        "SELECT tablename::text FROM pg_tables WHERE schemaname = 'public' ORDER BY 1",
+    )
+    .fetch_all(pool)
+    .await
+    .unwrap();
+    let mut out = BTreeMap::new();
+    for t in tables {
+        let n: i64 = sqlx::query_scalar(&format!("SELECT count(*) FROM \"{t}\""))
+            .fetch_one(pool)
+            .await
+            .unwrap();
+        out.insert(t, n);
+    }
+    out
+}
+
+/// Every connection of the pool flushes its pending table statistics, then the
+/// cumulative inserts, updates and deletes per table of the app's schema. (The
+/// session store's own schema is left out: keeping a session alive is not app state.)
+async fn write_counters(pool: &PgPool) -> BTreeMap<String, (i64, i64, i64)> {
+    let mut conns = Vec::new();
+    for _ in 0..pool.size() {
+        conns.push(pool.acquire().await.unwrap());
+    }
+    for c in conns.iter_mut() {
+        sqlx::query("SELECT pg_stat_force_next_flush()")
+            .execute(&mut **c)
+            .await
+            .unwrap();
+        sqlx::query("SELECT 1").execute(&mut **c).await.unwrap();
+    }
+    drop(conns);
+    // Backends publish their counters asynchronously (when idle, at most about once a
+    // second): read until two reads a little apart agree, so a busy machine cannot hand
+    // us a snapshot from before the last writes.
+    let mut conn = pool.acquire().await.unwrap();
+    let mut last = None;
+    for _ in 0..40 {
+        tokio::time::sleep(std::time::Duration::from_millis(250)).await;
+        sqlx::query("SELECT pg_stat_clear_snapshot()")
+            .execute(&mut *conn)
+            .await
+            .unwrap();
+        let rows: Vec<(String, i64, i64, i64)> = sqlx::query_as(
+            "SELECT relname::text, n_tup_ins, n_tup_upd, n_tup_del FROM pg_stat_user_tables \
+             WHERE schemaname = 'public' ORDER BY 1",
+        )
+        .fetch_all(&mut *conn)
+        .await
+        .unwrap();
+        let now: BTreeMap<String, (i64, i64, i64)> = rows
+            .into_iter()
+            .map(|(t, i, u, d)| (t, (i, u, d)))
+            .collect();
+        if last.as_ref() == Some(&now) {
+            return now;
+        }
+        last = Some(now);
+    }
+    last.unwrap()
+}
+
+/// Internal links of a page: `href` and `hx-get` values that stay on the site.
+fn links(body: &str) -> Vec<String> {
+    let html = scraper::Html::parse_document(body);
+    let sel = scraper::Selector::parse("[href], [hx-get]").unwrap();
+    html.select(&sel)
+        .flat_map(|e| [e.value().attr("href"), e.value().attr("hx-get")])
+        .flatten()
+        .filter(|h| h.starts_with('/') && !h.starts_with("//"))
+        .map(|h| h.split('#').next().unwrap_or_default().to_string())
+        .filter(|h| !h.is_empty() && !h.starts_with("/static/") && h != "/logout")
+        .collect()
+}
+
+#[tokio::test]
+async fn a_crawl_of_every_page_as_an_editor_writes_nothing() {
+    let (mut app, url) = app_with_investigation().await;
+    app.seed_demo().await;
+    // Step 0 only: every later step's page carries the skip warning.
+    save(&mut app, &url, 0, STEP0).await;
+    let id: i64 = url.rsplit('/').next().unwrap().parse().unwrap();
+    let token = app.api_token("ada").await;
+    let scrape = "vllm:num_requests_running{model_name=\"m\"} 3\n\
+                  vllm:time_to_first_token_seconds_bucket{le=\"0.5\",model_name=\"m\"} 10\n\
+                  vllm:time_to_first_token_seconds_bucket{le=\"1.0\",model_name=\"m\"} 18\n\
+                  vllm:time_to_first_token_seconds_bucket{le=\"+Inf\",model_name=\"m\"} 20\n\
+                  vllm:time_to_first_token_seconds_sum{model_name=\"m\"} 12\n\
+                  vllm:time_to_first_token_seconds_count{model_name=\"m\"} 20\n";
+    common::uploads::upload_analyzed(
+        &mut app,
+        &token,
+        &format!("metrics.prom&investigation={id}"),
+        scrape.as_bytes().to_vec(),
+    )
+    .await;
+    // The search index catches up with what was written before the crawl.
+    perfjournal::search::refresh(&app.pool).await.unwrap();
+
+    let counts = row_counts(&app.pool).await;
+    let counters = write_counters(&app.pool).await;
+
+    let mut seen = BTreeSet::new();
+    let mut queue: VecDeque<String> = ["/", "/investigations", "/journal", "/artifacts"]
+        .into_iter()
+        .map(String::from)
+        .collect();
+    for step in 0..8 {
+        queue.push_back(format!("{url}/steps/{step}"));
+    }
+    for api in ["/api/v1/investigations", "/api/v1/journal"] {
+        queue.push_back(api.to_string());
+    }
+    queue.push_back(format!("/api/v1/investigations/{id}"));
+    while let Some(path) = queue.pop_front() {
+        if seen.len() >= 400 || !seen.insert(path.clone()) {
+            continue;
+        }
+        let r = app.get(&path).await;
+        // An estimator link with inputs still to fill answers 422 with its form.
+        assert!(
+            r.status.is_success()
+                || r.status.is_redirection()
+                || (r.status == StatusCode::UNPROCESSABLE_ENTITY
+                    && path.starts_with("/estimators/")),
+            "GET {path}: {} {}",
+            r.status,
+            r.body
+        );
+        let html = r
+            .headers
+            .get("content-type")
+            .is_some_and(|v| v.to_str().unwrap_or_default().starts_with("text/html"));
+        if html {
+            queue.extend(links(&r.body).into_iter().filter(|l| !seen.contains(l)));
+        }
+    }
+    assert!(seen.len() > 40, "crawled only {seen:?}");
+    for must in [
+        format!("{url}/steps/5"),
+        "/estimators".to_string(),
+        "/search".to_string(),
+    ] {
+        assert!(seen.contains(&must), "{must} not crawled: {seen:?}");
+    }
+    assert!(
+        seen.iter().any(|p| p.contains("from_artifact=")),
+        "no fill link crawled: {seen:?}"
+    );
+
+    assert_eq!(row_counts(&app.pool).await, counts, "row counts changed");
+    assert_eq!(
+        write_counters(&app.pool).await,
+        counters,
+        "rows were inserted, updated or deleted by GETs"
+    );
+}
+
+#[tokio::test]
+async fn an_expected_value_must_be_in_the_unit_the_step_observes() {
+    let (mut app, url) = app_with_investigation().await;
+    save(&mut app, &url, 0, STEP0).await;
+    save(
+        &mut app,
+        &url,
+        4,
+        &[
+            ("decode.measured_ms", "21 ms"),
+            ("decode.batch", "64"),
+            ("decode.context", "4096"),
+        ],
+    )
+    .await;
+    let inputs = "model=llama-3.1-8b gpu=h100-sxm batch=64 context=4096 measured_itl_ms=21";
+    let expected_rows = |pool: PgPool| async move {
+        sqlx::query_scalar::<_, i64>(
+            "SELECT (SELECT count(*) FROM investigation_expected) + (SELECT count(*) FROM investigation_events)",
+        )
+        .fetch_one(&pool)
+        .await
+        .unwrap()
+    };
+    let before = expected_rows(app.pool.clone()).await;
+    // The ratio against the measured time is refused, naming both units; nothing written.
+    let r = app
+        .post_form(
+            &format!("{url}/steps/4/expected"),
+            &[
+                ("estimator", "decode-floor"),
+                ("inputs", inputs),
+                ("result_key", "floor_over_measured"),
+                ("observed", "21"),
+            ],
+        )
+        .await;
+    assert_eq!(r.status, StatusCode::UNPROCESSABLE_ENTITY, "{}", r.body);
+    let e = r.select("[data-field=result_key]");
+    assert!(
+        e[0].contains("a plain ratio")
+            && e[0].contains("a time in ms")
+            && e[0].contains("floor_ms"),
+        "{e:?}"
+    );
+    assert_eq!(expected_rows(app.pool.clone()).await, before);
+
+    // Result left blank: the estimator's time, floor_ms, is the expected value.
+    let r = app
+        .post_form(
+            &format!("{url}/steps/4/expected"),
+            &[
+                ("estimator", "decode-floor"),
+                ("inputs", inputs),
+                ("observed", "21"),
+            ],
+        )
+        .await;
+    assert_eq!(r.status, StatusCode::SEE_OTHER, "{}", r.body);
+    let key: String = sqlx::query_scalar("SELECT result_key FROM investigation_expected")
+        .fetch_one(&app.pool)
+        .await
+        .unwrap();
+    assert_eq!(key, "floor_ms");
+    let p = app.get(&format!("{url}/steps/4")).await;
+    assert_eq!(p.select(".expected-figures .gap-ratio-cell"), ["1.40×"]);
+
+    // An expected value attached under the old rules (a ratio against a time) is
+    // flagged and shows no gap.
+    sqlx::query(
+        "UPDATE investigation_expected SET result_key = 'floor_over_measured', expected = 0.716, unit = ''",
+    )
+    .execute(&app.pool)
+    .await
+    .unwrap();
+    let p = app.get(&format!("{url}/steps/4")).await;
+    let cell = p.select(".expected-figures .gap-ratio-cell");
+    assert!(cell[0].starts_with('—'), "{cell:?}");
+    let flag = p.select(".expected-figures .unit-mismatch");
+    assert!(
+        flag[0].contains("attached before units were checked"),
+        "{flag:?}"
+    );
+    let overview = app.get(&url).await;
+    assert_eq!(overview.select("table.expected .unit-mismatch").len(), 1);
+    let token = app.api_token("ada").await;
+    let id = url.rsplit('/').next().unwrap();
+    let api = app
+        .api("GET", &format!("/api/v1/investigations/{id}"), &token, None)
+        .await;
+    let step4 = &api.json()["steps"][4]["expected"];
+    assert!(step4["ratio"].is_null(), "{step4}");
+    assert!(step4["unit_problem"].is_string(), "{step4}");
+}
+
+#[tokio::test]
+async fn every_step_reads_amounts_the_same_way() {
+    let (mut app, url) = app_with_investigation().await;
+    save(&mut app, &url, 0, STEP0).await;
+    save(
+        &mut app,
+        &url,
+        1,
+        &[
+            ("metric", "ttft"),
+            ("percentile", "p95"),
+            ("observed", "3.2 s"),
+            ("target", "800 ms"),
+        ],
+    )
+    .await;
+    // Step 2 with p50 and p90 only, in seconds and milliseconds.
+    save(
+        &mut app,
+        &url,
+        2,
+        &[
+            ("queue_wait.p50", "1.9 s"),
+            ("queue_wait.p90", "2,700 ms"),
+            ("prefill.p50", "180"),
+            ("prefill.p99", "0.31 s"),
+        ],
+    )
+    .await;
+    // Step 3 takes "620 ms" like step 1 takes "800 ms".
+    save(
+        &mut app,
+        &url,
+        3,
+        &[
+            ("gpu_total", "620 ms"),
+            ("cpu_total", "0.2 s"),
+            ("wall", "3,200 ms"),
+        ],
+    )
+    .await;
+    let data: serde_json::Value =
+        sqlx::query_scalar("SELECT data FROM investigation_steps WHERE step = 3")
+            .fetch_one(&app.pool)
+            .await
+            .unwrap();
+    assert_eq!(data["gpu_total"], 620.0);
+    assert_eq!(data["cpu_total"], 200.0);
+    assert_eq!(data["wall"], 3200.0);
+    let data: serde_json::Value =
+        sqlx::query_scalar("SELECT data FROM investigation_steps WHERE step = 2")
+            .fetch_one(&app.pool)
+            .await
+            .unwrap();
+    assert_eq!(data["rows"][0]["p90"], 2700.0);
+    assert_eq!(data["rows"][1]["p99"], 310.0);
+
+    // A percentage where a time belongs: 422 naming both units, nothing written.
+    let steps_before: i64 = sqlx::query_scalar("SELECT count(*) FROM investigation_steps")
+        .fetch_one(&app.pool)
+        .await
+        .unwrap();
+    let r = app
+        .post_form(
+            &format!("{url}/steps/4"),
+            &[("decode.measured_ms", "46%"), ("decode.floor_ms", "15 ms")],
+        )
+        .await;
+    assert_eq!(r.status, StatusCode::UNPROCESSABLE_ENTITY);
+    let e = r.select("[data-field='decode.measured_ms']");
+    assert!(
+        e[0].contains("a ratio in %") && e[0].contains("a time"),
+        "{e:?}"
+    );
+    let steps_after: i64 = sqlx::query_scalar("SELECT count(*) FROM investigation_steps")
+        .fetch_one(&app.pool)
+        .await
+        .unwrap();
+    assert_eq!(steps_after, steps_before);
+}
+
+#[tokio::test]
+async fn step_zero_names_map_to_the_catalog_and_step_four_is_never_done_without_its_floor() {
+    let (mut app, url) = app_with_investigation().await;
+    let mut step0: Vec<(&str, &str)> = STEP0
+        .iter()
+        .filter(|(k, _)| *k != "model" && *k != "gpu_type")
+        .copied()
+        .collect();
+    step0.push(("model", "meta-llama/Llama-3.1-8B-Instruct"));
+    step0.push(("gpu_type", "H100 SXM 80GB"));
+    save(&mut app, &url, 0, &step0).await;
+    let p = app.get(&format!("{url}/steps/0")).await;
+    assert!(p.select("datalist#catalog-models option").len() > 5);
+    let matches = p.select(".catalog-match");
+    assert!(matches[0].contains("llama-3.1-8b"), "{matches:?}");
+    assert!(matches[1].contains("h100-sxm"), "{matches:?}");
+    assert!(p.select(".catalog-flag").is_empty());
+    // Step 4's floor is estimated from those names.
+    save(
+        &mut app,
+        &url,
+        4,
+        &[
+            ("decode.measured_ms", "21"),
+            ("decode.batch", "64"),
+            ("decode.context", "4096"),
+        ],
+    )
+    .await;
+    let p = app.get(&format!("{url}/steps/4")).await;
+    assert_eq!(p.select(".rail-step.state-done").len(), 2, "steps 0 and 4");
+
+    // An unknown model is flagged at step 0 with the nearest catalog names, and step 4
+    // cannot be saved on it: nothing is written, and it is not done.
+    let (mut app, url) = app_with_investigation().await;
+    let mut step0: Vec<(&str, &str)> = STEP0
+        .iter()
+        .filter(|(k, _)| *k != "model")
+        .copied()
+        .collect();
+    step0.push(("model", "llama-9b"));
+    save(&mut app, &url, 0, &step0).await;
+    let p = app.get(&format!("{url}/steps/0")).await;
+    let flag = p.select(".catalog-flag[data-field=model]");
+    assert!(
+        flag[0].contains("nearest in the catalog: llama-3.1-8b"),
+        "{flag:?}"
+    );
+    let r = app
+        .post_form(
+            &format!("{url}/steps/4"),
+            &[
+                ("decode.measured_ms", "21"),
+                ("decode.batch", "64"),
+                ("decode.context", "4096"),
+            ],
+        )
+        .await;
+    assert_eq!(r.status, StatusCode::UNPROCESSABLE_ENTITY);
+    let e = r.select("[data-field='decode.floor_ms']");
+    assert!(e[0].contains("unknown model `llama-9b`"), "{e:?}");
+    let n: i64 = sqlx::query_scalar("SELECT count(*) FROM investigation_steps WHERE step = 4")
+        .fetch_one(&app.pool)
+        .await
+        .unwrap();
+    assert_eq!(n, 0);
+}
+
+/// A vLLM `bench serve --save-result` file of `model` with TTFTs around `ttft_ms`.
+fn bench_file(model: &str, ttft_ms: f64, tag: &str) -> Vec<u8> {
+    let n = 60;
+    let ttfts: Vec<f64> = (0..n)
+        .map(|i| ttft_ms * (1.0 + 0.3 * ((i * 37 % n) as f64 / n as f64)) / 1000.0)
+        .collect();
+    serde_json::json!({
+        "date": format!("20261201-{tag}"), "backend": "vllm", "model_id": model,
+        "num_prompts": n, "request_rate": "inf", "max_concurrency": 16,
+        "completed": n, "failed": 0, "total_output_tokens": n * 8,
+        "request_throughput": 10.0, "output_throughput": 80.0,
+        "input_lens": vec![200; n], "output_lens": vec![8; n],
+        "ttfts": ttfts, "itls": vec![vec![0.02; 7]; n], "errors": vec![""; n]
+    })
+    .to_string()
+    .into_bytes()
+}
+
+/// Steps 0, 1 and 7 of the incident: 3,200 → 780 ms after chunked prefill, confirmed.
+async fn incident_with_result(app: &mut TestApp, url: &str) {
+    save(app, url, 0, STEP0).await;
+    save(
+        app,
+        url,
+        1,
+        &[
+            ("metric", "ttft"),
+            ("percentile", "p95"),
+            ("observed", "3.2 s"),
+            ("target", "800 ms"),
+        ],
+    )
+    .await;
+    let mut step7: Vec<(String, String)> = STEP0
+        .iter()
+        .filter(|(k, _)| *k != "reproducible" && *k != "chunked_prefill")
+        .map(|(k, v)| (format!("after_config.{k}"), v.to_string()))
+        .collect();
+    for (k, v) in [
+        ("after_config.chunked_prefill", "on"),
+        ("change", "chunked prefill"),
+        ("after_value", "780 ms"),
+        ("verdict", "confirmed"),
+        ("quality", "200 paired generations identical"),
+    ] {
+        step7.push((k.to_string(), v.to_string()));
+    }
+    let fields: Vec<(&str, &str)> = step7
+        .iter()
+        .map(|(k, v)| (k.as_str(), v.as_str()))
+        .collect();
+    save(app, url, 7, &fields).await;
+}
+
+async fn upload_bench(app: &mut TestApp, token: &str, name: &str, tag: &str) -> i64 {
+    let body = bench_file("meta-llama/Llama-3.3-70B-Instruct", 64.3, tag);
+    common::uploads::upload_analyzed(app, token, name, body).await
+}
+
+async fn link_comparison(
+    app: &mut TestApp,
+    token: &str,
+    [before, after]: [i64; 2],
+    investigation: i64,
+) -> common::Reply {
+    let body = serde_json::json!({"baseline": [before], "candidate": [after],
+        "variable": "chunked prefill", "investigation": investigation});
+    app.api("POST", "/api/v1/comparisons", token, Some(body))
+        .await
+}
+
+#[tokio::test]
+async fn a_comparison_of_another_setup_never_replaces_the_recorded_result() {
+    let (mut app, url) = app_with_investigation().await;
+    incident_with_result(&mut app, &url).await;
+    let id: i64 = url.rsplit('/').next().unwrap().parse().unwrap();
+    let token = app.api_token("ada").await;
+    // Bench files of a 70B model on eight GPUs, not the investigation's 8B on one.
+    let before = upload_bench(&mut app, &token, "70b-before.json", "a").await;
+    let same = upload_bench(&mut app, &token, "70b-copy.json", "a").await;
+    // The same file on both sides is refused with that reason; nothing is stored.
+    let r = link_comparison(&mut app, &token, [before, same], id).await;
+    assert_eq!(r.status, StatusCode::UNPROCESSABLE_ENTITY, "{}", r.body);
+    assert!(r.body.contains("the same file (sha256"), "{}", r.body);
+    let n: i64 = sqlx::query_scalar("SELECT count(*) FROM comparisons")
+        .fetch_one(&app.pool)
+        .await
+        .unwrap();
+    assert_eq!(n, 0);
+
+    // A 70B bench linked to the 8B investigation is invalid, naming the model.
+    let after = upload_bench(&mut app, &token, "70b-after.json", "b").await;
+    let r = link_comparison(&mut app, &token, [before, after], id).await;
+    assert_eq!(r.status, StatusCode::CREATED, "{}", r.body);
+    let doc = r.json();
+    assert_eq!(doc["verdict"], "invalid_comparison");
+    let reasons = doc["reasons"].to_string();
+    assert!(
+        reasons.contains(
+            "model: step 0 froze llama-3.1-8b, this has meta-llama/Llama-3.3-70B-Instruct"
+        ),
+        "{reasons}"
+    );
+
+    // The draft keeps step 7's RESULT and says the comparison was not used.
+    let r = app.post_form(&format!("{url}/journal"), &[]).await;
+    assert_eq!(r.status, StatusCode::SEE_OTHER, "{}", r.body);
+    let result: String = sqlx::query_scalar("SELECT result FROM journal_entries")
+        .fetch_one(&app.pool)
+        .await
+        .unwrap();
+    assert!(
+        result.contains("3,200 ms") && result.contains("780 ms"),
+        "{result}"
+    );
+    assert!(
+        result.contains("A linked comparison was not used for this RESULT: Invalid comparison"),
+        "{result}"
+    );
+}
