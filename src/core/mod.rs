@@ -5,6 +5,7 @@ pub mod analyze;
 pub mod estimate;
 pub mod memory;
 pub mod method;
+pub mod proposal;
 pub mod stats;
 
 use serde::{Deserialize, Serialize};

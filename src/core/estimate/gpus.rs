@@ -159,7 +159,7 @@ pub fn find(name: &str) -> Option<&'static GpuSpec> {
     GPUS.iter().find(|g| g.name.eq_ignore_ascii_case(name))
 }
 
-pub(crate) fn names() -> String {
+pub fn names() -> String {
     GPUS.iter().map(|g| g.name).collect::<Vec<_>>().join(", ")
 }
 

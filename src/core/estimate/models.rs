@@ -605,7 +605,7 @@ pub fn find(name: &str) -> Option<&'static CatalogModel> {
         .find(|m| m.name.eq_ignore_ascii_case(name) || m.hf_repo.eq_ignore_ascii_case(name))
 }
 
-pub(crate) fn names() -> String {
+pub fn names() -> String {
     CATALOG
         .iter()
         .map(|m| m.name)
