@@ -12,6 +12,7 @@ pub mod db;
 pub mod error;
 pub mod investigations;
 pub mod metrics;
+pub mod proposals;
 pub mod search;
 pub mod server;
 pub mod state;
