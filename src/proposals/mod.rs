@@ -77,15 +77,21 @@ pub fn prepare(pairs: &Pairs) -> Result<(ProposalInput, Sizing, Vec<Variant>), V
     Ok((input, sizing, sensitivity))
 }
 
+/// One history line as written.
+struct Change<'a> {
+    kind: &'a str,
+    from: Option<State>,
+    to: Option<State>,
+    section: Option<&'a str>,
+    comment: &'a str,
+}
+
 async fn event(
     tx: &mut Transaction<'_, Postgres>,
     id: i64,
     version: i32,
     actor: i64,
-    kind: &str,
-    states: (Option<State>, Option<State>),
-    section: Option<&str>,
-    comment: &str,
+    c: Change<'_>,
 ) -> sqlx::Result<()> {
     sqlx::query(
         "INSERT INTO proposal_events (proposal_id, version, actor_id, kind, from_state, to_state, \
@@ -94,11 +100,11 @@ async fn event(
     .bind(id)
     .bind(version)
     .bind(actor)
-    .bind(kind)
-    .bind(states.0.map(State::slug))
-    .bind(states.1.map(State::slug))
-    .bind(section)
-    .bind(comment)
+    .bind(c.kind)
+    .bind(c.from.map(State::slug))
+    .bind(c.to.map(State::slug))
+    .bind(c.section)
+    .bind(c.comment)
     .execute(&mut **tx)
     .await?;
     Ok(())
@@ -136,10 +142,13 @@ pub async fn create(
         id,
         1,
         owner,
-        "created",
-        (None, Some(State::Draft)),
-        None,
-        "",
+        Change {
+            kind: "created",
+            from: None,
+            to: Some(State::Draft),
+            section: None,
+            comment: "",
+        },
     )
     .await?;
     tx.commit().await?;
@@ -308,10 +317,13 @@ pub async fn edit(
         id,
         version,
         user,
-        "edited",
-        (Some(state), Some(state)),
-        None,
-        "",
+        Change {
+            kind: "edited",
+            from: Some(state),
+            to: Some(state),
+            section: None,
+            comment: "",
+        },
     )
     .await?;
     tx.commit().await?;
@@ -345,10 +357,13 @@ pub async fn review(
         id,
         version,
         user,
-        "review",
-        (Some(from), Some(r.to)),
-        Some(&r.section),
-        &r.comment,
+        Change {
+            kind: "review",
+            from: Some(from),
+            to: Some(r.to),
+            section: Some(&r.section),
+            comment: &r.comment,
+        },
     )
     .await?;
     tx.commit().await?;
@@ -522,10 +537,13 @@ pub async fn link_evidence(
         p.id,
         p.version,
         user,
-        "evidence",
-        (None, None),
-        Some("evidence"),
-        &comment,
+        Change {
+            kind: "evidence",
+            from: None,
+            to: None,
+            section: Some("evidence"),
+            comment: &comment,
+        },
     )
     .await?;
     tx.commit().await?;
@@ -608,10 +626,13 @@ pub async fn observe(
         p.id,
         p.version,
         user,
-        "observed",
-        (None, None),
-        Some("sizing"),
-        &summary.join(", "),
+        Change {
+            kind: "observed",
+            from: None,
+            to: None,
+            section: Some("sizing"),
+            comment: &summary.join(", "),
+        },
     )
     .await?;
     tx.commit().await?;

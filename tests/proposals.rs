@@ -1,0 +1,477 @@
+//! Capacity proposals on real PostgreSQL: the API, the review states and 409, evidence
+//! staleness, after-rollout scoring, and the sized figures against the standalone
+//! estimators.
+
+mod common;
+
+use axum::http::StatusCode;
+use common::{spawn_app, TestApp};
+use perfjournal::auth::Role;
+use serde_json::{json, Value};
+
+fn chat_api() -> Value {
+    json!({
+        "title": "chat-api on H100",
+        "question": "serve chat-api at 45 req/s with p95 TTFT < 800 ms and p99 ITL < 60 ms",
+        "model": "llama-3.1-8b", "gpu_type": "h100-sxm", "gpus_per_replica": 1, "tp": 1,
+        "weight_dtype": "bf16", "kv_dtype": "bf16", "engine": "vllm", "engine_version": "0.6.3",
+        "max_num_seqs": 256, "max_num_batched_tokens": 1536, "arrival_rate": 45,
+        "prompt_tokens_mean": 1500, "prompt_tokens_p95": 4000,
+        "output_tokens_mean": 300, "output_tokens_p95": 800,
+        "shared_prefix_tokens": 600, "prefix_hit_rate": 0.8,
+        "slo_ttft_p95_ms": 800, "slo_itl_p99_ms": 60, "gpu_hour_usd": 2.5, "headroom": 0.2
+    })
+}
+
+/// ada (editor, owner), bob (editor, reviewer), vic (viewer).
+async fn app() -> (TestApp, String, String, String) {
+    let mut app = spawn_app().await;
+    app.setup_admin("ada").await;
+    app.add_user("bob", Role::Editor).await;
+    app.add_user("vic", Role::Viewer).await;
+    let ada = app.api_token("ada").await;
+    let bob = app.api_token("bob").await;
+    let vic = app.api_token("vic").await;
+    (app, ada, bob, vic)
+}
+
+async fn create(app: &mut TestApp, token: &str, body: Value) -> Value {
+    let r = app
+        .api("POST", "/api/v1/proposals", token, Some(body))
+        .await;
+    assert_eq!(r.status, StatusCode::CREATED, "{}", r.body);
+    r.json()
+}
+
+async fn count(app: &TestApp) -> i64 {
+    sqlx::query_scalar("SELECT count(*) FROM proposals")
+        .fetch_one(&app.pool)
+        .await
+        .unwrap()
+}
+
+#[tokio::test]
+async fn a_proposal_is_sized_by_the_standalone_estimators() {
+    let (mut app, ada, _, vic) = app().await;
+    let doc = create(&mut app, &ada, chat_api()).await;
+    let id = doc["id"].as_i64().unwrap();
+    assert_eq!(doc["url"], format!("/proposals/{id}"));
+    assert_eq!(doc["state"], "draft");
+    assert_eq!(doc["version"], 1);
+    let s = &doc["sizing"];
+    for key in [
+        "kv_concurrency",
+        "decode_step_ms",
+        "tokens_per_s_per_replica",
+        "replicas_needed",
+        "cost_per_hour_usd",
+        "cost_per_million_tokens_usd",
+    ] {
+        assert!(s[key].is_number(), "{key}: {s}");
+    }
+    assert_eq!(doc["sensitivity"].as_array().unwrap().len(), 7);
+
+    // memory_fit is exactly what the standalone estimator answers at p95 + p95 tokens.
+    let standalone = app
+        .api(
+            "POST",
+            "/api/v1/estimate/memory-fit",
+            &vic,
+            Some(json!({"model": "llama-3.1-8b", "gpu": "h100-sxm", "tp": 1,
+                "weight_dtype": "bf16", "kv_dtype": "bf16", "gpu_memory_utilization": 0.92,
+                "max_model_len": 4800})),
+        )
+        .await;
+    assert_eq!(standalone.status, StatusCode::OK, "{}", standalone.body);
+    assert_eq!(s["memory_fit"], standalone.json()["results"]);
+
+    // Every estimator run equals the standalone endpoint on the same inputs.
+    for run in s["runs"].as_array().unwrap() {
+        let name = run["estimator"].as_str().unwrap();
+        let r = app
+            .api(
+                "POST",
+                &format!("/api/v1/estimate/{name}"),
+                &vic,
+                Some(run["inputs"].clone()),
+            )
+            .await;
+        assert_eq!(r.status, StatusCode::OK, "{name}: {}", r.body);
+        assert_eq!(r.json()["results"], run["chain"]["results"], "{name}");
+    }
+    let runs = s["runs"].as_array().unwrap();
+    let by = |name: &str| runs.iter().find(|r| r["estimator"] == name).unwrap();
+    assert_eq!(
+        s["decode_floor_ms"],
+        by("decode-floor")["chain"]["results"]["floor_ms"]
+    );
+    assert_eq!(
+        s["mixed_step_ms"],
+        by("mixed-step")["chain"]["results"]["step_ms"]
+    );
+    assert_eq!(
+        s["cost_per_million_tokens_usd"],
+        by("cost")["chain"]["results"]["usd_per_million_output_tokens"]
+    );
+    let replicas = s["replicas_needed"].as_f64().unwrap();
+    assert_eq!(
+        s["cost_per_hour_usd"].as_f64().unwrap(),
+        replicas * 1.0 * 2.5
+    );
+
+    // GET returns the same document; viewers read.
+    let got = app
+        .api("GET", &format!("/api/v1/proposals/{id}"), &vic, None)
+        .await;
+    assert_eq!(got.status, StatusCode::OK);
+    assert_eq!(got.json()["sizing"], doc["sizing"]);
+    // …but do not propose.
+    let r = app
+        .api("POST", "/api/v1/proposals", &vic, Some(chat_api()))
+        .await;
+    assert_eq!(r.status, StatusCode::FORBIDDEN);
+
+    // The OpenAPI document lists the endpoints.
+    let spec = app.api("GET", "/api/v1/openapi.json", &vic, None).await;
+    let paths = &spec.json()["paths"];
+    for (p, method) in [
+        ("/proposals", "post"),
+        ("/proposals/{id}", "get"),
+        ("/proposals/{id}/review", "post"),
+        ("/proposals/{id}/observed", "post"),
+    ] {
+        assert!(
+            paths.get(p).and_then(|p| p.get(method)).is_some(),
+            "{method} {p} missing from OpenAPI"
+        );
+    }
+}
+
+#[tokio::test]
+async fn impossible_inputs_say_what_would_work_and_save_nothing() {
+    let (mut app, ada, _, _) = app().await;
+    let mut body = chat_api();
+    body["model"] = json!("llama-3.3-70b");
+    body["tp"] = json!(2);
+    body["gpus_per_replica"] = json!(2);
+    body["slo_itl_p99_ms"] = json!(10);
+    let r = app.api("POST", "/api/v1/proposals", &ada, Some(body)).await;
+    assert_eq!(r.status, StatusCode::UNPROCESSABLE_ENTITY, "{}", r.body);
+    assert!(r.body.contains("slo_itl_p99_ms"), "{}", r.body);
+    assert!(r.body.contains("the decode floor alone is"), "{}", r.body);
+    assert!(
+        r.body.contains("FP8 weights or TP 4") || r.body.contains("TP 4"),
+        "{}",
+        r.body
+    );
+
+    let mut body = chat_api();
+    body["tp"] = json!(3);
+    body["gpus_per_replica"] = json!(3);
+    let r = app.api("POST", "/api/v1/proposals", &ada, Some(body)).await;
+    assert_eq!(r.status, StatusCode::UNPROCESSABLE_ENTITY);
+    assert!(r.body.contains("must divide"), "{}", r.body);
+
+    let mut body = chat_api();
+    body["model"] = json!("llama-3.1-405b");
+    let r = app.api("POST", "/api/v1/proposals", &ada, Some(body)).await;
+    assert_eq!(r.status, StatusCode::UNPROCESSABLE_ENTITY);
+    assert!(
+        r.body.contains("does not fit at any concurrency"),
+        "{}",
+        r.body
+    );
+
+    let r = app
+        .api(
+            "POST",
+            "/api/v1/proposals",
+            &ada,
+            Some(json!({"title": "x"})),
+        )
+        .await;
+    assert_eq!(r.status, StatusCode::UNPROCESSABLE_ENTITY);
+    assert!(r.body.contains("gpu_type"), "{}", r.body);
+    assert_eq!(count(&app).await, 0);
+}
+
+async fn review(app: &mut TestApp, token: &str, id: i64, body: Value) -> common::Reply {
+    app.api(
+        "POST",
+        &format!("/api/v1/proposals/{id}/review"),
+        token,
+        Some(body),
+    )
+    .await
+}
+
+#[tokio::test]
+async fn review_states_like_a_pull_request_with_409_on_a_stale_version() {
+    let (mut app, ada, bob, vic) = app().await;
+    let id = create(&mut app, &ada, chat_api()).await["id"]
+        .as_i64()
+        .unwrap();
+
+    let r = review(
+        &mut app,
+        &ada,
+        id,
+        json!({"state": "in_review", "version": 1}),
+    )
+    .await;
+    assert_eq!(r.status, StatusCode::OK, "{}", r.body);
+    assert_eq!(r.json()["state"], "in_review");
+    assert_eq!(r.json()["version"], 2);
+
+    // The owner cannot approve their own proposal.
+    let r = review(
+        &mut app,
+        &ada,
+        id,
+        json!({"state": "approved", "version": 2}),
+    )
+    .await;
+    assert_eq!(r.status, StatusCode::UNPROCESSABLE_ENTITY);
+    assert!(r.body.contains("another editor"), "{}", r.body);
+    // Viewers read only.
+    let r = review(&mut app, &vic, id, json!({"comment": "hm", "version": 2})).await;
+    assert_eq!(r.status, StatusCode::FORBIDDEN);
+
+    // bob comments on the workload, then requests changes.
+    let r = review(
+        &mut app,
+        &bob,
+        id,
+        json!({"comment": "is p95 4000 from last month?", "section": "workload", "version": 2}),
+    )
+    .await;
+    assert_eq!(r.status, StatusCode::OK, "{}", r.body);
+    // ada reviews from version 2 while it is at 3: 409 naming bob's comment.
+    let r = review(&mut app, &ada, id, json!({"comment": "ping", "version": 2})).await;
+    assert_eq!(r.status, StatusCode::CONFLICT, "{}", r.body);
+    assert!(r.body.contains("version 3: bob commented"), "{}", r.body);
+    assert!(
+        r.body.contains("is p95 4000 from last month?"),
+        "{}",
+        r.body
+    );
+
+    // A move that is not allowed names the allowed ones.
+    let r = review(
+        &mut app,
+        &bob,
+        id,
+        json!({"state": "rolled_out", "version": 3}),
+    )
+    .await;
+    assert_eq!(r.status, StatusCode::UNPROCESSABLE_ENTITY);
+    assert!(
+        r.body.contains("approved, changes_requested, rejected"),
+        "{}",
+        r.body
+    );
+
+    let r = review(
+        &mut app,
+        &bob,
+        id,
+        json!({"state": "approved", "section": "sizing", "comment": "numbers re-derive", "version": 3}),
+    )
+    .await;
+    assert_eq!(r.status, StatusCode::OK, "{}", r.body);
+    let r = review(
+        &mut app,
+        &ada,
+        id,
+        json!({"state": "rolled_out", "version": 4}),
+    )
+    .await;
+    assert_eq!(r.json()["state"], "rolled_out");
+
+    let history = r.json()["history"].clone();
+    let kinds: Vec<_> = history
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| {
+            (
+                e["actor"].as_str().unwrap().to_string(),
+                e["to_state"].clone(),
+            )
+        })
+        .collect();
+    assert_eq!(kinds.len(), 5, "{history}");
+    assert_eq!(history[2]["section"], "workload");
+    assert_eq!(history[3]["actor"], "bob");
+    assert_eq!(history[3]["to_state"], "approved");
+}
+
+#[tokio::test]
+async fn after_rollout_observations_are_scored_and_kept_per_estimator() {
+    let (mut app, ada, bob, _) = app().await;
+    let doc = create(&mut app, &ada, chat_api()).await;
+    let id = doc["id"].as_i64().unwrap();
+    let expected_tps = doc["sizing"]["tokens_per_s_per_replica"].as_f64().unwrap();
+    let expected_ttft = doc["sizing"]["ttft_p95_ms"].as_f64().unwrap();
+
+    // Not rolled out yet: 409.
+    let r = app
+        .api(
+            "POST",
+            &format!("/api/v1/proposals/{id}/observed"),
+            &ada,
+            Some(json!({"ttft_p95_ms": 300})),
+        )
+        .await;
+    assert_eq!(r.status, StatusCode::CONFLICT, "{}", r.body);
+    assert!(r.body.contains("after rollout"), "{}", r.body);
+
+    review(
+        &mut app,
+        &ada,
+        id,
+        json!({"state": "in_review", "version": 1}),
+    )
+    .await;
+    review(
+        &mut app,
+        &bob,
+        id,
+        json!({"state": "approved", "version": 2}),
+    )
+    .await;
+    review(
+        &mut app,
+        &ada,
+        id,
+        json!({"state": "rolled_out", "version": 3}),
+    )
+    .await;
+
+    let r = app
+        .api(
+            "POST",
+            &format!("/api/v1/proposals/{id}/observed"),
+            &ada,
+            Some(json!({"tokens_per_s_per_replica": 4000, "ttft_p95_ms": 300, "bogus": 1})),
+        )
+        .await;
+    assert_eq!(r.status, StatusCode::UNPROCESSABLE_ENTITY);
+    assert!(r.body.contains("bogus"), "{}", r.body);
+
+    let r = app
+        .api(
+            "POST",
+            &format!("/api/v1/proposals/{id}/observed"),
+            &ada,
+            Some(json!({"tokens_per_s_per_replica": 4000, "ttft_p95_ms": 300})),
+        )
+        .await;
+    assert_eq!(r.status, StatusCode::CREATED, "{}", r.body);
+    let scores = r.json()["scores"].clone();
+    assert_eq!(scores.as_array().unwrap().len(), 2);
+    assert_eq!(scores[0]["figure"], "tokens_per_s_per_replica");
+    assert_eq!(scores[0]["observed"], 4000.0);
+    assert_eq!(scores[0]["expected"], expected_tps);
+    let err = scores[0]["error_pct"].as_f64().unwrap();
+    assert!((err - (expected_tps - 4000.0) / 4000.0 * 100.0).abs() < 1e-9);
+    assert_eq!(scores[1]["estimator"], "mixed-step");
+    assert!(
+        (scores[1]["error_pct"].as_f64().unwrap() - (expected_ttft - 300.0) / 3.0).abs() < 1e-9
+    );
+
+    // The running record on /proposals shows the error per estimator.
+    app.login("ada").await;
+    let page = app.get("/proposals").await;
+    assert_eq!(page.status, StatusCode::OK);
+    let record = page.select("#error-record td").join(" | ");
+    assert!(record.contains("mixed-step"), "{record}");
+    assert!(record.contains(&format!("{:.1} %", err.abs())), "{record}");
+}
+
+#[tokio::test]
+async fn evidence_from_another_version_or_gpu_is_stale_with_the_difference_named() {
+    let (mut app, ada, _, _) = app().await;
+    let id = create(&mut app, &ada, chat_api()).await["id"]
+        .as_i64()
+        .unwrap();
+    // Two journal entries: one on this deployment, one on an older vLLM on A100.
+    let mut ids = Vec::new();
+    for (gpu, version) in [("h100-sxm", "0.6.3"), ("a100-80gb", "0.5.4")] {
+        let entry: i64 = sqlx::query_scalar(
+            "INSERT INTO journal_entries (title, entry_date, symptom, workload, baseline, \
+             diagnosis, change, result, author_id, published_at) VALUES ($1, current_date, \
+             'p95 TTFT', 'chat', $2, 'prefill', 'chunked prefill', 'ok', \
+             (SELECT id FROM users WHERE name = 'ada'), now()) RETURNING id",
+        )
+        .bind(format!("bench on {gpu}"))
+        .bind(format!("llama-3.1-8b on {gpu}, vllm {version}"))
+        .fetch_one(&app.pool)
+        .await
+        .unwrap();
+        ids.push(entry);
+    }
+    app.login("ada").await;
+    // The page suggests both (same model) before they are linked.
+    let page = app.get(&format!("/proposals/{id}")).await;
+    let suggested = page.select("#suggestions li").join(" | ");
+    assert!(suggested.contains("bench on h100-sxm"), "{suggested}");
+    for entry in &ids {
+        let r = app
+            .post_form(
+                &format!("/proposals/{id}/evidence"),
+                &[
+                    ("kind", "journal"),
+                    ("source_id", &entry.to_string()),
+                    ("note", ""),
+                ],
+            )
+            .await;
+        assert_eq!(r.status, StatusCode::SEE_OTHER, "{}", r.body);
+    }
+    let doc = app
+        .api("GET", &format!("/api/v1/proposals/{id}"), &ada, None)
+        .await
+        .json();
+    let evidence = doc["evidence"].as_array().unwrap();
+    assert_eq!(evidence.len(), 2);
+    assert_eq!(evidence[0]["stale"], json!([]), "{}", evidence[0]);
+    let stale: Vec<_> = evidence[1]["stale"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| s.as_str().unwrap())
+        .collect();
+    assert!(
+        stale.contains(&"GPU a100-80gb, the proposal has h100-sxm"),
+        "{stale:?}"
+    );
+    assert!(
+        stale.contains(&"engine version 0.5.4, the proposal has 0.6.3"),
+        "{stale:?}"
+    );
+    let page = app.get(&format!("/proposals/{id}")).await;
+    let shown = page.select("#evidence li").join(" | ");
+    assert!(shown.contains("stale: GPU a100-80gb"), "{shown}");
+}
+
+#[tokio::test]
+async fn proposals_are_searchable_and_export_to_markdown_and_json() {
+    let (mut app, ada, _, _) = app().await;
+    let id = create(&mut app, &ada, chat_api()).await["id"]
+        .as_i64()
+        .unwrap();
+    app.login("ada").await;
+    let r = app.get("/search?q=chat-api").await;
+    assert_eq!(r.status, StatusCode::OK);
+    assert!(r.body.contains(&format!("/proposals/{id}")), "{}", r.body);
+    let md = app.get(&format!("/proposals/{id}/export.md")).await;
+    assert_eq!(md.status, StatusCode::OK);
+    assert!(md
+        .body
+        .starts_with(&format!("# Capacity proposal {id}: chat-api on H100")));
+    assert!(md.body.contains("## Sensitivity"));
+    let js = app.get(&format!("/proposals/{id}/export.json")).await;
+    assert_eq!(js.json()["id"], id);
+    assert!(js.json()["sizing"]["memory_fit"]["fits"].as_bool().unwrap());
+}
