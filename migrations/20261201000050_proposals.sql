@@ -71,3 +71,6 @@ ALTER TABLE search_documents ADD CONSTRAINT search_documents_kind_check
     CHECK (kind IN ('journal', 'investigation', 'artifact', 'comparison', 'proposal'));
 CREATE TRIGGER search_proposal AFTER INSERT OR UPDATE OR DELETE ON proposals
     FOR EACH ROW EXECUTE FUNCTION search_row_changed('proposal');
+
+-- Example proposals from seed-demo are found again by this key (seeding twice adds nothing).
+ALTER TABLE proposals ADD COLUMN demo_key TEXT UNIQUE;

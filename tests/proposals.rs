@@ -475,3 +475,72 @@ async fn proposals_are_searchable_and_export_to_markdown_and_json() {
     assert_eq!(js.json()["id"], id);
     assert!(js.json()["sizing"]["memory_fit"]["fits"].as_bool().unwrap());
 }
+
+#[tokio::test]
+async fn seed_demo_adds_one_proposal_in_review_and_one_rolled_out_with_observations() {
+    let (mut app, _, _, _) = app().await;
+    for _ in 0..2 {
+        perfjournal::investigations::seed::seed_demo(&app.pool, 1)
+            .await
+            .unwrap();
+    }
+    let states: Vec<(String, i64)> = sqlx::query_as(
+        "SELECT p.state, (SELECT count(*) FROM proposal_observations o WHERE o.proposal_id = p.id) \
+         FROM proposals p ORDER BY p.id",
+    )
+    .fetch_all(&app.pool)
+    .await
+    .unwrap();
+    assert_eq!(
+        states,
+        [("rolled_out".to_string(), 1), ("in_review".to_string(), 0)]
+    );
+    app.login("ada").await;
+    let list = app.get("/proposals").await;
+    assert_eq!(list.select("#proposals tbody tr").len(), 2);
+    let record = list.select("#error-record td").join(" | ");
+    // The demo observed 0.78× the expected tokens/s: the estimate was 28.2 % high.
+    assert!(record.contains("+28.2 %"), "{record}");
+}
+
+#[tokio::test]
+async fn the_form_names_each_problem_beside_its_field_and_saves_nothing() {
+    let (mut app, _, _, _) = app().await;
+    app.login("ada").await;
+    let pairs: Vec<(String, String)> = chat_api()
+        .as_object()
+        .unwrap()
+        .iter()
+        .map(|(k, v)| {
+            let text = match v {
+                Value::String(s) => s.clone(),
+                other => other.to_string(),
+            };
+            (k.clone(), text)
+        })
+        .collect();
+    let mut bad = pairs.clone();
+    for (k, v) in bad.iter_mut() {
+        if k == "slo_itl_p99_ms" {
+            *v = "3".into();
+        }
+    }
+    let fields: Vec<(&str, &str)> = bad.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
+    let r = app.post_form("/proposals", &fields).await;
+    assert_eq!(r.status, StatusCode::UNPROCESSABLE_ENTITY);
+    let beside = r.select("#slo_itl_p99_ms-error").join("");
+    assert!(beside.contains("the decode floor alone is"), "{beside}");
+    assert_eq!(r.select_attr("#title", "value"), ["chat-api on H100"]);
+    assert_eq!(count(&app).await, 0);
+
+    let fields: Vec<(&str, &str)> = pairs
+        .iter()
+        .map(|(k, v)| (k.as_str(), v.as_str()))
+        .collect();
+    let r = app.post_form("/proposals", &fields).await;
+    assert_eq!(r.status, StatusCode::SEE_OTHER, "{}", r.body);
+    let page = app.get(r.location().unwrap()).await;
+    assert!(page.select("#figure-replicas_needed td").len() == 5);
+    assert_eq!(page.select("#sensitivity tbody tr").len(), 8);
+    assert_eq!(page.select("details.chain").len(), 6);
+}
