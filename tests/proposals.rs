@@ -465,6 +465,22 @@ async fn proposals_are_searchable_and_export_to_markdown_and_json() {
     let r = app.get("/search?q=chat-api").await;
     assert_eq!(r.status, StatusCode::OK);
     assert!(r.body.contains(&format!("/proposals/{id}")), "{}", r.body);
+    // A journal entry about throughput on this model lists it among related records.
+    let entry: i64 = sqlx::query_scalar(
+        "INSERT INTO journal_entries (title, entry_date, symptom, workload, baseline, author_id, \
+         published_at) VALUES ('tokens/s short', current_date, 'throughput below target', \
+         'chat', 'llama-3.1-8b on h100-sxm, vllm 0.6.3', \
+         (SELECT id FROM users WHERE name = 'ada'), now()) RETURNING id",
+    )
+    .fetch_one(&app.pool)
+    .await
+    .unwrap();
+    let related = app.get(&format!("/journal/{entry}/related")).await;
+    assert!(
+        related.body.contains(&format!("/proposals/{id}")),
+        "{}",
+        related.body
+    );
     let md = app.get(&format!("/proposals/{id}/export.md")).await;
     assert_eq!(md.status, StatusCode::OK);
     assert!(md
@@ -543,4 +559,79 @@ async fn the_form_names_each_problem_beside_its_field_and_saves_nothing() {
     assert!(page.select("#figure-replicas_needed td").len() == 5);
     assert_eq!(page.select("#sensitivity tbody tr").len(), 8);
     assert_eq!(page.select("details.chain").len(), 6);
+}
+
+#[tokio::test]
+async fn an_edit_from_an_older_version_gets_409_naming_what_changed() {
+    let (mut app, ada, bob, _) = app().await;
+    let doc = create(&mut app, &ada, chat_api()).await;
+    let id = doc["id"].as_i64().unwrap();
+    let replicas = doc["sizing"]["replicas_needed"].as_i64().unwrap();
+    app.login("ada").await;
+    let form = app.get(&format!("/proposals/{id}/edit")).await;
+    assert_eq!(form.select_attr("input[name=version]", "value"), ["1"]);
+    assert_eq!(form.select_attr("#arrival_rate", "value"), ["45"]);
+
+    // bob comments meanwhile.
+    let r = review(
+        &mut app,
+        &bob,
+        id,
+        json!({"comment": "arrivals doubled last week", "version": 1}),
+    )
+    .await;
+    assert_eq!(r.status, StatusCode::OK, "{}", r.body);
+
+    let mut fields: Vec<(String, String)> = doc["input"]
+        .as_object()
+        .unwrap()
+        .iter()
+        .filter(|(_, v)| !v.is_null())
+        .map(|(k, v)| {
+            let text = match v {
+                Value::String(s) => s.clone(),
+                other => other.to_string(),
+            };
+            (
+                k.clone(),
+                if k == "arrival_rate" {
+                    "90".into()
+                } else {
+                    text
+                },
+            )
+        })
+        .collect();
+    fields.push(("version".into(), "1".into()));
+    let as_refs = |f: &[(String, String)]| -> Vec<(String, String)> { f.to_vec() };
+    let send: Vec<(String, String)> = as_refs(&fields);
+    let pairs: Vec<(&str, &str)> = send.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
+    let r = app
+        .post_form(&format!("/proposals/{id}/edit"), &pairs)
+        .await;
+    assert_eq!(r.status, StatusCode::CONFLICT, "{}", r.body);
+    assert!(r.body.contains("arrivals doubled last week"), "{}", r.body);
+    let unchanged = app
+        .api("GET", &format!("/api/v1/proposals/{id}"), &ada, None)
+        .await
+        .json();
+    assert_eq!(unchanged["input"]["arrival_rate"], 45.0);
+
+    fields.pop();
+    fields.push(("version".into(), "2".into()));
+    let pairs: Vec<(&str, &str)> = fields
+        .iter()
+        .map(|(k, v)| (k.as_str(), v.as_str()))
+        .collect();
+    let r = app
+        .post_form(&format!("/proposals/{id}/edit"), &pairs)
+        .await;
+    assert_eq!(r.status, StatusCode::SEE_OTHER, "{}", r.body);
+    let edited = app
+        .api("GET", &format!("/api/v1/proposals/{id}"), &ada, None)
+        .await
+        .json();
+    assert_eq!(edited["version"], 3);
+    assert!(edited["sizing"]["replicas_needed"].as_i64().unwrap() > replicas);
+    assert_eq!(edited["history"][2]["kind"], "edited");
 }
