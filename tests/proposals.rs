@@ -603,9 +603,10 @@ async fn an_edit_from_an_older_version_gets_409_naming_what_changed() {
         })
         .collect();
     fields.push(("version".into(), "1".into()));
-    let as_refs = |f: &[(String, String)]| -> Vec<(String, String)> { f.to_vec() };
-    let send: Vec<(String, String)> = as_refs(&fields);
-    let pairs: Vec<(&str, &str)> = send.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
+    let pairs: Vec<(&str, &str)> = fields
+        .iter()
+        .map(|(k, v)| (k.as_str(), v.as_str()))
+        .collect();
     let r = app
         .post_form(&format!("/proposals/{id}/edit"), &pairs)
         .await;
