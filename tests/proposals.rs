@@ -636,3 +636,72 @@ async fn an_edit_from_an_older_version_gets_409_naming_what_changed() {
     assert!(edited["sizing"]["replicas_needed"].as_i64().unwrap() > replicas);
     assert_eq!(edited["history"][2]["kind"], "edited");
 }
+
+#[tokio::test]
+async fn a_linked_bench_shows_estimate_vs_measurement_and_sizes_from_it_when_asked() {
+    let Some(root) = std::env::var_os("PERFJOURNAL_REAL_FIXTURES") else {
+        eprintln!("skipped: PERFJOURNAL_REAL_FIXTURES is unset (it names the folder holding vllm_bench/*.json)");
+        return;
+    };
+    let dir = std::path::Path::new(&root).join("vllm_bench");
+    let mut files: Vec<_> = std::fs::read_dir(&dir)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|x| x == "json"))
+        .collect();
+    files.sort();
+    let bench = std::fs::read(&files[0]).unwrap();
+    let measured = serde_json::from_slice::<Value>(&bench).unwrap()["output_throughput"]
+        .as_f64()
+        .unwrap();
+
+    let (mut app, ada, _, _) = app().await;
+    // The bench is Llama-3.3-70B on TP 8 (H100): the proposal sizes that deployment.
+    let mut body = chat_api();
+    body["model"] = json!("llama-3.3-70b");
+    body["tp"] = json!(8);
+    body["gpus_per_replica"] = json!(8);
+    body["max_num_batched_tokens"] = json!(1024);
+    let doc = create(&mut app, &ada, body).await;
+    let id = doc["id"].as_i64().unwrap();
+    let artifact = common::uploads::upload_analyzed(&mut app, &ada, "bench.json", bench).await;
+
+    app.login("ada").await;
+    let r = app
+        .post_form(
+            &format!("/proposals/{id}/evidence"),
+            &[("kind", "artifact"), ("source_id", &artifact.to_string())],
+        )
+        .await;
+    assert_eq!(r.status, StatusCode::SEE_OTHER, "{}", r.body);
+    let page = app.get(&format!("/proposals/{id}")).await;
+    let shown = page.select("#evidence .measured").join("");
+    assert!(
+        shown.contains(&format!("measured {measured:.0} output tokens/s")),
+        "{shown}"
+    );
+    let r = app
+        .post_form(
+            &format!("/proposals/{id}/use-measurement"),
+            &[
+                ("kind", "artifact"),
+                ("source_id", &artifact.to_string()),
+                ("version", "1"),
+            ],
+        )
+        .await;
+    assert_eq!(r.status, StatusCode::SEE_OTHER, "{}", r.body);
+    let after = app
+        .api("GET", &format!("/api/v1/proposals/{id}"), &ada, None)
+        .await
+        .json();
+    let s = &after["sizing"];
+    assert_eq!(s["uses_measurement"], true);
+    assert_eq!(s["tokens_per_s_per_replica"], measured);
+    assert_eq!(
+        s["estimated_tokens_per_s_per_replica"],
+        doc["sizing"]["estimated_tokens_per_s_per_replica"]
+    );
+    let needed = (45.0_f64 * 1.2 / (measured / 300.0)).ceil();
+    assert_eq!(s["replicas_needed"].as_f64().unwrap(), needed);
+}

@@ -384,6 +384,9 @@ pub struct EvidenceItem {
     /// Each difference from the proposal (another engine version, GPU, model, precision);
     /// empty: current.
     pub stale: Vec<String>,
+    /// Output tokens/s a benchmark measured: a vLLM bench artifact's own figure, or the
+    /// mean of a comparison's candidate runs. One bench is taken as one replica.
+    pub measured_tokens_per_s: Option<f64>,
 }
 
 #[derive(sqlx::FromRow)]
@@ -398,6 +401,7 @@ struct EvidenceRow {
     engine: Option<String>,
     engine_version: Option<String>,
     precision: Option<String>,
+    measured: Option<f64>,
 }
 
 impl EvidenceRow {
@@ -426,14 +430,22 @@ impl EvidenceRow {
             id: self.source_id,
             note: self.note,
             facets,
+            measured_tokens_per_s: self.measured.filter(|v| v.is_finite() && *v > 0.0),
         }
     }
 }
 
-/// Columns of a search document plus a comparison's weight precision.
+/// Columns of a search document plus a comparison's weight precision and the output
+/// throughput a benchmark measured.
 const EVIDENCE_COLUMNS: &str = "x.title, x.url, d.model, d.gpu, d.engine, d.engine_version, \
      CASE WHEN d.kind = 'comparison' THEN (SELECT c.baseline_config->>'weight_dtype' \
-     FROM comparisons c WHERE c.id = d.source_id) END AS precision";
+     FROM comparisons c WHERE c.id = d.source_id) END AS precision, \
+     CASE WHEN d.kind = 'artifact' THEN (SELECT (a.analysis->>'output_throughput')::float8 \
+         FROM artifacts a WHERE a.id = d.source_id AND a.kind = 'vllm_bench') \
+     WHEN d.kind = 'comparison' THEN (SELECT avg((a.analysis->>'output_throughput')::float8) \
+         FROM comparison_artifacts ca JOIN artifacts a ON a.id = ca.artifact_id \
+         WHERE ca.comparison_id = d.source_id AND ca.side = 'candidate' \
+         AND a.kind = 'vllm_bench') END AS measured";
 
 pub async fn evidence(pool: &PgPool, p: &Proposal) -> sqlx::Result<Vec<EvidenceItem>> {
     crate::search::refresh(pool).await?;

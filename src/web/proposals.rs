@@ -30,6 +30,7 @@ pub fn routes() -> Router<AppState> {
         .route("/proposals/{id}/edit", get(edit_form).post(edit))
         .route("/proposals/{id}/review", post(review))
         .route("/proposals/{id}/evidence", post(evidence))
+        .route("/proposals/{id}/use-measurement", post(use_measurement))
         .route("/proposals/{id}/observed", post(observed))
         .route("/proposals/{id}/export.md", get(export_md))
         .route("/proposals/{id}/export.json", get(export_json))
@@ -495,6 +496,41 @@ async fn evidence(
     )
     .await?;
     Ok(Redirect::to(&format!("/proposals/{id}#evidence")).into_response())
+}
+
+/// Sizes from the throughput a linked benchmark measured (an edit: re-sized, versioned).
+async fn use_measurement(
+    State(state): State<AppState>,
+    user: CurrentUser,
+    Path(id): Path<i64>,
+    body: Bytes,
+) -> Result<Response> {
+    user.require(Role::Editor)?;
+    let (pairs, version) = form_pairs(&body)?;
+    let version = version.ok_or_else(|| {
+        AppError::field("version", "the form lost its version; reload the proposal")
+    })?;
+    let p = load(&state, id).await?;
+    let kind = one(&pairs, "kind").unwrap_or("");
+    let source = one(&pairs, "source_id").and_then(|s| s.trim().parse::<i64>().ok());
+    let measured = proposals::evidence(&state.pool, &p)
+        .await?
+        .into_iter()
+        .find(|e| e.kind == kind && Some(e.id) == source)
+        .and_then(|e| e.measured_tokens_per_s)
+        .ok_or_else(|| {
+            AppError::field(
+                "source_id",
+                "names no linked benchmark with a measured output throughput; link a vLLM bench \
+                 artifact or a comparison of benches first",
+            )
+        })?;
+    let mut input = p.input.clone();
+    input.measured_tokens_per_s_per_replica = Some(measured);
+    input.use_measured = true;
+    let prepared = proposals::prepare(&input.to_pairs()).map_err(AppError::Invalid)?;
+    proposals::edit(&state.pool, id, user.0.id, version, &prepared).await?;
+    Ok(Redirect::to(&format!("/proposals/{id}#headline")).into_response())
 }
 
 /// Observed figures typed after rollout (any subset), with artifact ids.
