@@ -121,6 +121,15 @@ fn num(chain: &Chain, key: &str) -> f64 {
         .unwrap_or(0.0)
 }
 
+/// The worked formula of a chain's line, numbers substituted, as the estimator wrote it.
+fn worked(chain: &Chain, key: &str, fallback: &str) -> String {
+    chain
+        .lines
+        .iter()
+        .find(|l| l.key == key)
+        .map_or_else(|| fallback.to_string(), |l| l.formula.clone())
+}
+
 fn run_estimator(name: &str, purpose: &str, inputs: Inputs) -> Result<Run, Vec<FieldError>> {
     match estimate::run(name, &inputs) {
         Ok(chain) => Ok(Run {
@@ -541,7 +550,11 @@ pub fn size(p: &ProposalInput) -> Result<Sizing, Vec<FieldError>> {
             "Weights per GPU",
             num(&mem.chain, "weight_bytes_per_gpu") / 1e9,
             "GB",
-            "params × bytes per weight / TP".into(),
+            worked(
+                &mem.chain,
+                "weight_bytes_per_gpu",
+                "params × bytes per weight / TP",
+            ),
             "memory-fit",
             &["model", "weight_dtype", "tp"],
         ),
@@ -550,9 +563,10 @@ pub fn size(p: &ProposalInput) -> Result<Sizing, Vec<FieldError>> {
             "KV capacity per GPU",
             num(&mem.chain, "max_kv_tokens"),
             "tokens",
-            format!(
-                "(budget − weights) / {} B per token",
-                fmt::num(num(&mem.chain, "kv_bytes_per_token_per_gpu"))
+            worked(
+                &mem.chain,
+                "max_kv_tokens",
+                "(budget − weights) / KV bytes per token",
             ),
             "memory-fit",
             &["gpu_type", "gpu_memory_utilization", "kv_dtype", "tp"],
@@ -602,8 +616,14 @@ pub fn size(p: &ProposalInput) -> Result<Sizing, Vec<FieldError>> {
             floor_ms,
             "ms",
             format!(
-                "(weights + {} seqs × {} tokens × KV per token) / HBM bandwidth",
-                point.batch, fx.context
+                "{} ({} seqs × {} tokens of context)",
+                worked(
+                    &point.floor.chain,
+                    "floor_ms",
+                    "(weights + KV read) / HBM bandwidth"
+                ),
+                point.batch,
+                fx.context
             ),
             "decode-floor",
             &[
