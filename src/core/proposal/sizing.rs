@@ -298,14 +298,51 @@ fn at_batch(p: &ProposalInput, fx: &Fixed, batch: u64) -> Result<Point, Vec<Fiel
 }
 
 /// Why not even a batch of one meets the SLOs, and what would.
+/// Mean tokens in a sequence's KV cache while it decodes: the prompt and half the output.
+fn decode_context(p: &ProposalInput) -> u64 {
+    (p.prompt_tokens_mean as f64 + p.output_tokens_mean as f64 / 2.0).round() as u64
+}
+
+/// The decode step at batch 1 (with the all-reduce when TP > 1) for another weight
+/// precision and TP; None when that setup is not valid (e.g. TP not dividing the heads).
+fn step_at_one(p: &ProposalInput, weight_dtype: &str, tp: u64) -> Option<f64> {
+    let mut q = p.clone();
+    q.weight_dtype = weight_dtype.to_string();
+    q.tp = tp;
+    let name = if tp > 1 {
+        "tp-allreduce"
+    } else {
+        "decode-floor"
+    };
+    let inputs = q.with(
+        true,
+        &[
+            ("batch", "1".to_string()),
+            ("context", decode_context(p).to_string()),
+        ],
+    );
+    let chain = estimate::run(name, &inputs).ok()?;
+    Some(num(&chain, if tp > 1 { "step_ms" } else { "floor_ms" }))
+}
+
+/// Why not even a batch of one meets the SLOs, and what would.
 fn infeasible(p: &ProposalInput, one: &Point) -> FieldError {
     let floor = num(&one.floor.chain, "floor_ms");
     if one.decode_step_ms > p.slo_itl_p99_ms {
+        // Fewer bytes per GPU per step: FP8 weights, more TP, or both; the first that fits.
+        let mut options = vec![("FP8 weights".to_string(), "fp8", p.tp)];
+        for tp in [p.tp * 2, p.tp * 4, p.tp * 8] {
+            options.push((format!("TP {tp}"), p.weight_dtype.as_str(), tp));
+            options.push((format!("FP8 weights and TP {tp}"), "fp8", tp));
+        }
+        let works = options.into_iter().find_map(|(label, dtype, tp)| {
+            let ms = step_at_one(p, dtype, tp)?;
+            (ms < p.slo_itl_p99_ms).then(|| format!("{label} (a {} floor)", fmt::ms(ms)))
+        });
         return FieldError::new(
             "slo_itl_p99_ms",
             format!(
-                "the decode floor alone is {} at batch 1{}; an ITL SLO of {} needs fewer bytes \
-                 read per step: FP8 weights, a faster GPU or TP {}",
+                "the decode floor alone is {} at batch 1{}; an ITL SLO of {} needs {}",
                 fmt::ms(floor),
                 if p.tp > 1 {
                     format!(" ({} with the TP all-reduce)", fmt::ms(one.decode_step_ms))
@@ -313,7 +350,11 @@ fn infeasible(p: &ProposalInput, one: &Point) -> FieldError {
                     String::new()
                 },
                 fmt::ms(p.slo_itl_p99_ms),
-                p.tp * 2
+                works.unwrap_or_else(|| {
+                    "more memory bandwidth than FP8 weights at 8× the TP give: a faster GPU or \
+                     a smaller model"
+                        .to_string()
+                })
             ),
         );
     }
@@ -458,7 +499,7 @@ pub fn size(p: &ProposalInput) -> Result<Sizing, Vec<FieldError>> {
         p.prompt_tokens_mean as f64
     };
     let fx = Fixed {
-        context: (p.prompt_tokens_mean as f64 + p.output_tokens_mean as f64 / 2.0).round() as u64,
+        context: decode_context(p),
         computed_mean,
         computed_p95: (p.prompt_tokens_p95 as f64 - cached).max(1.0),
     };
