@@ -195,6 +195,17 @@ async fn impossible_inputs_say_what_would_work_and_save_nothing() {
     assert_eq!(count(&app).await, 0);
 }
 
+/// Links evidence through the page's form.
+async fn link(app: &mut TestApp, id: i64, kind: &str, source: i64) {
+    let r = app
+        .post_form(
+            &format!("/proposals/{id}/evidence"),
+            &[("kind", kind), ("source_id", &source.to_string())],
+        )
+        .await;
+    assert_eq!(r.status, StatusCode::SEE_OTHER, "{}", r.body);
+}
+
 async fn review(app: &mut TestApp, token: &str, id: i64, body: Value) -> common::Reply {
     app.api(
         "POST",
@@ -417,17 +428,7 @@ async fn evidence_from_another_version_or_gpu_is_stale_with_the_difference_named
     let suggested = page.select("#suggestions li").join(" | ");
     assert!(suggested.contains("bench on h100-sxm"), "{suggested}");
     for entry in &ids {
-        let r = app
-            .post_form(
-                &format!("/proposals/{id}/evidence"),
-                &[
-                    ("kind", "journal"),
-                    ("source_id", &entry.to_string()),
-                    ("note", ""),
-                ],
-            )
-            .await;
-        assert_eq!(r.status, StatusCode::SEE_OTHER, "{}", r.body);
+        link(&mut app, id, "journal", *entry).await;
     }
     let doc = app
         .api("GET", &format!("/api/v1/proposals/{id}"), &ada, None)
@@ -667,13 +668,7 @@ async fn a_linked_bench_shows_estimate_vs_measurement_and_sizes_from_it_when_ask
     let artifact = common::uploads::upload_analyzed(&mut app, &ada, "bench.json", bench).await;
 
     app.login("ada").await;
-    let r = app
-        .post_form(
-            &format!("/proposals/{id}/evidence"),
-            &[("kind", "artifact"), ("source_id", &artifact.to_string())],
-        )
-        .await;
-    assert_eq!(r.status, StatusCode::SEE_OTHER, "{}", r.body);
+    link(&mut app, id, "artifact", artifact).await;
     let page = app.get(&format!("/proposals/{id}")).await;
     let shown = page.select("#evidence .measured").join("");
     assert!(

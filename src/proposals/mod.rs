@@ -112,6 +112,29 @@ async fn event(
     Ok(())
 }
 
+type Scalar<'q, T> = sqlx::query::QueryScalar<'q, Postgres, T, sqlx::postgres::PgArguments>;
+
+/// Binds title, inputs, sizing, sensitivity and the facet columns, in that order.
+fn bind_sized<'q, T>(
+    query: Scalar<'q, T>,
+    input: &'q ProposalInput,
+    sizing: &'q Sizing,
+    sensitivity: &'q [Variant],
+) -> Scalar<'q, T> {
+    query
+        .bind(&input.title)
+        .bind(Json(input))
+        .bind(Json(sizing))
+        .bind(Json(sensitivity))
+        .bind(input.model_name().to_lowercase())
+        .bind(&input.gpu_type)
+        .bind(&input.engine)
+        .bind(&input.engine_version)
+        .bind(&input.weight_dtype)
+        .bind(sizing.replicas_needed as i32)
+        .bind(sizing.cost_per_hour_usd)
+}
+
 pub async fn create(
     pool: &PgPool,
     owner: i64,
@@ -120,25 +143,15 @@ pub async fn create(
     sensitivity: &[Variant],
 ) -> sqlx::Result<i64> {
     let mut tx = pool.begin().await?;
-    let id: i64 = sqlx::query_scalar(
-        "INSERT INTO proposals (title, owner_id, input, sizing, sensitivity, model, gpu, engine, \
+    let query = sqlx::query_scalar(
+        "INSERT INTO proposals (owner_id, title, input, sizing, sensitivity, model, gpu, engine, \
          engine_version, weight_dtype, replicas, cost_per_hour_usd) \
          VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12) RETURNING id",
     )
-    .bind(&input.title)
-    .bind(owner)
-    .bind(Json(input))
-    .bind(Json(sizing))
-    .bind(Json(sensitivity))
-    .bind(input.model_name().to_lowercase())
-    .bind(&input.gpu_type)
-    .bind(&input.engine)
-    .bind(&input.engine_version)
-    .bind(&input.weight_dtype)
-    .bind(sizing.replicas_needed as i32)
-    .bind(sizing.cost_per_hour_usd)
-    .fetch_one(&mut *tx)
-    .await?;
+    .bind(owner);
+    let id: i64 = bind_sized(query, input, sizing, sensitivity)
+        .fetch_one(&mut *tx)
+        .await?;
     event(
         &mut tx,
         id,
@@ -294,26 +307,16 @@ pub async fn edit(
             state.label()
         )));
     }
-    let version: i32 = sqlx::query_scalar(
+    let query = sqlx::query_scalar(
         "UPDATE proposals SET title = $2, input = $3, sizing = $4, sensitivity = $5, model = $6, \
          gpu = $7, engine = $8, engine_version = $9, weight_dtype = $10, replicas = $11, \
          cost_per_hour_usd = $12, version = version + 1, updated_at = now() WHERE id = $1 \
          RETURNING version",
     )
-    .bind(id)
-    .bind(&input.title)
-    .bind(Json(input))
-    .bind(Json(sizing))
-    .bind(Json(sensitivity))
-    .bind(input.model_name().to_lowercase())
-    .bind(&input.gpu_type)
-    .bind(&input.engine)
-    .bind(&input.engine_version)
-    .bind(&input.weight_dtype)
-    .bind(sizing.replicas_needed as i32)
-    .bind(sizing.cost_per_hour_usd)
-    .fetch_one(&mut *tx)
-    .await?;
+    .bind(id);
+    let version: i32 = bind_sized(query, input, sizing, sensitivity)
+        .fetch_one(&mut *tx)
+        .await?;
     event(
         &mut tx,
         id,

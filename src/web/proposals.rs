@@ -52,6 +52,30 @@ fn form_pairs(body: &Bytes) -> Result<(Pairs, Option<i32>)> {
     Ok((pairs, version))
 }
 
+/// A form that acts on a version of the proposal (review, measurement): 422 without one.
+fn versioned_form(body: &Bytes) -> Result<(Pairs, i32)> {
+    let (pairs, version) = form_pairs(body)?;
+    let version = version.ok_or_else(|| {
+        AppError::field(
+            "version",
+            "the form lost the version it was opened at; reload the proposal",
+        )
+    })?;
+    Ok((pairs, version))
+}
+
+/// The evidence id a form names.
+fn source_id(pairs: &Pairs) -> Result<i64> {
+    one(pairs, "source_id")
+        .and_then(|s| s.trim().parse().ok())
+        .ok_or_else(|| {
+            AppError::field(
+                "source_id",
+                "must be the id of the entry, comparison or artifact, e.g. 12",
+            )
+        })
+}
+
 async fn load(state: &AppState, id: i64) -> Result<Proposal> {
     proposals::get(&state.pool, id)
         .await?
@@ -267,13 +291,7 @@ async fn edit(
     body: Bytes,
 ) -> Result<Response> {
     user.require(Role::Editor)?;
-    let (pairs, version) = form_pairs(&body)?;
-    let Some(version) = version else {
-        return Err(AppError::field(
-            "version",
-            "the form lost the version it was editing; reload the proposal and edit again",
-        ));
-    };
+    let (pairs, version) = versioned_form(&body)?;
     match proposals::prepare(&pairs) {
         Ok(prepared) => {
             proposals::edit(&state.pool, id, user.0.id, version, &prepared).await?;
@@ -450,10 +468,7 @@ async fn review(
     body: Bytes,
 ) -> Result<Response> {
     user.require(Role::Editor)?;
-    let (pairs, version) = form_pairs(&body)?;
-    let version = version.ok_or_else(|| {
-        AppError::field("version", "the form lost its version; reload the proposal")
-    })?;
+    let (pairs, version) = versioned_form(&body)?;
     proposals::review(
         &state.pool,
         id,
@@ -477,14 +492,7 @@ async fn evidence(
     user.require(Role::Editor)?;
     let (pairs, _) = form_pairs(&body)?;
     let p = load(&state, id).await?;
-    let source: i64 = one(&pairs, "source_id")
-        .and_then(|s| s.trim().parse().ok())
-        .ok_or_else(|| {
-            AppError::field(
-                "source_id",
-                "must be the id of the entry, comparison or artifact, e.g. 12",
-            )
-        })?;
+    let source = source_id(&pairs)?;
     proposals::link_evidence(
         &state.pool,
         &p,
@@ -506,17 +514,14 @@ async fn use_measurement(
     body: Bytes,
 ) -> Result<Response> {
     user.require(Role::Editor)?;
-    let (pairs, version) = form_pairs(&body)?;
-    let version = version.ok_or_else(|| {
-        AppError::field("version", "the form lost its version; reload the proposal")
-    })?;
+    let (pairs, version) = versioned_form(&body)?;
     let p = load(&state, id).await?;
     let kind = one(&pairs, "kind").unwrap_or("");
-    let source = one(&pairs, "source_id").and_then(|s| s.trim().parse::<i64>().ok());
+    let source = source_id(&pairs)?;
     let measured = proposals::evidence(&state.pool, &p)
         .await?
         .into_iter()
-        .find(|e| e.kind == kind && Some(e.id) == source)
+        .find(|e| e.kind == kind && e.id == source)
         .and_then(|e| e.measured_tokens_per_s)
         .ok_or_else(|| {
             AppError::field(
