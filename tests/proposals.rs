@@ -337,27 +337,21 @@ async fn after_rollout_observations_are_scored_and_kept_per_estimator() {
     assert_eq!(r.status, StatusCode::CONFLICT, "{}", r.body);
     assert!(r.body.contains("after rollout"), "{}", r.body);
 
-    review(
-        &mut app,
-        &ada,
-        id,
-        json!({"state": "in_review", "version": 1}),
-    )
-    .await;
-    review(
-        &mut app,
-        &bob,
-        id,
-        json!({"state": "approved", "version": 2}),
-    )
-    .await;
-    review(
-        &mut app,
-        &ada,
-        id,
-        json!({"state": "rolled_out", "version": 3}),
-    )
-    .await;
+    // ada submits, bob approves, ada rolls it out.
+    for (token, state, version) in [
+        (&ada, "in_review", 1),
+        (&bob, "approved", 2),
+        (&ada, "rolled_out", 3),
+    ] {
+        let r = review(
+            &mut app,
+            token,
+            id,
+            json!({"state": state, "version": version}),
+        )
+        .await;
+        assert_eq!(r.status, StatusCode::OK, "{}", r.body);
+    }
 
     let r = app
         .api(
