@@ -89,10 +89,14 @@ pub const FIELDS: &[(Section, FieldSpec)] = &[
         "Fraction of peak compute prefill GEMMs reach, in (0, 1].")),
     (Section::Workload, f("arrival_rate", "Arrival rate at peak", "req/s", None, true,
         "Requests per second at the busiest hour.")),
-    (Section::Workload, f("prompt_tokens_mean", "Prompt length, mean", "tokens", None, true, "")),
-    (Section::Workload, f("prompt_tokens_p95", "Prompt length, p95", "tokens", None, true, "")),
-    (Section::Workload, f("output_tokens_mean", "Output length, mean", "tokens", None, true, "")),
-    (Section::Workload, f("output_tokens_p95", "Output length, p95", "tokens", None, true, "")),
+    (Section::Workload, f("prompt_tokens_mean", "Prompt length, mean", "tokens", None, false, "Or give the histogram below.")),
+    (Section::Workload, f("prompt_tokens_p95", "Prompt length, p95", "tokens", None, false, "Or give the histogram below.")),
+    (Section::Workload, f("output_tokens_mean", "Output length, mean", "tokens", None, false, "Or give the histogram below.")),
+    (Section::Workload, f("output_tokens_p95", "Output length, p95", "tokens", None, false, "Or give the histogram below.")),
+    (Section::Workload, f("prompt_tokens_histogram", "Prompt length histogram", "tokens", None,
+        false, "Instead of mean and p95: bucket upper bound:count pairs, e.g. 512:120, 2048:300, 8192:40.")),
+    (Section::Workload, f("output_tokens_histogram", "Output length histogram", "tokens", None,
+        false, "Instead of mean and p95, e.g. 128:200, 512:250, 1024:30.")),
     (Section::Workload, f("shared_prefix_tokens", "Shared prefix", "tokens", Some("0"), false,
         "Length of the prefix (system prompt) requests share.")),
     (Section::Workload, f("prefix_hit_rate", "Prefix hit rate", "", Some("0"), false,
@@ -136,6 +140,11 @@ pub struct ProposalInput {
     pub prompt_tokens_p95: u64,
     pub output_tokens_mean: u64,
     pub output_tokens_p95: u64,
+    /// The histograms the mean and p95 were read from, when given that way.
+    #[serde(default)]
+    pub prompt_tokens_histogram: Option<String>,
+    #[serde(default)]
+    pub output_tokens_histogram: Option<String>,
     pub shared_prefix_tokens: u64,
     pub prefix_hit_rate: f64,
     pub slo_ttft_p95_ms: f64,
@@ -199,10 +208,20 @@ impl ProposalInput {
         );
         put("mfu", self.mfu.to_string());
         put("arrival_rate", self.arrival_rate.to_string());
-        put("prompt_tokens_mean", self.prompt_tokens_mean.to_string());
-        put("prompt_tokens_p95", self.prompt_tokens_p95.to_string());
-        put("output_tokens_mean", self.output_tokens_mean.to_string());
-        put("output_tokens_p95", self.output_tokens_p95.to_string());
+        match &self.prompt_tokens_histogram {
+            Some(h) => put("prompt_tokens_histogram", h.clone()),
+            None => {
+                put("prompt_tokens_mean", self.prompt_tokens_mean.to_string());
+                put("prompt_tokens_p95", self.prompt_tokens_p95.to_string());
+            }
+        }
+        match &self.output_tokens_histogram {
+            Some(h) => put("output_tokens_histogram", h.clone()),
+            None => {
+                put("output_tokens_mean", self.output_tokens_mean.to_string());
+                put("output_tokens_p95", self.output_tokens_p95.to_string());
+            }
+        }
         put(
             "shared_prefix_tokens",
             self.shared_prefix_tokens.to_string(),
@@ -340,6 +359,47 @@ impl<'a> Reader<'a> {
         .map(|v| v as u64)
     }
 
+    /// Mean and p95 of `which` (prompt or output) lengths: given directly, or read from
+    /// a histogram (then the histogram's text too).
+    fn lengths(&mut self, which: &str) -> (Option<u64>, Option<u64>, Option<String>) {
+        let (mean, p95, hist) = (
+            format!("{which}_tokens_mean"),
+            format!("{which}_tokens_p95"),
+            format!("{which}_tokens_histogram"),
+        );
+        match self.text(&hist) {
+            Some(text) => {
+                if self.text(&mean).is_some() || self.text(&p95).is_some() {
+                    self.fail(
+                        &hist,
+                        format!("give {mean} and {p95}, or a histogram, not both"),
+                    );
+                    return (None, None, None);
+                }
+                match histogram_summary(text) {
+                    Ok((m, p)) => (Some(m), Some(p), Some(text.to_string())),
+                    Err(e) => {
+                        self.fail(&hist, e);
+                        (None, None, None)
+                    }
+                }
+            }
+            None => {
+                let mut read = |key: &str| {
+                    if self.text(key).is_none() {
+                        self.fail(key, format!("is required (or give {hist})"));
+                        None
+                    } else {
+                        self.count(key)
+                    }
+                };
+                let m = read(&mean);
+                let p = read(&p95);
+                (m, p, None)
+            }
+        }
+    }
+
     fn flag(&mut self, key: &str) -> Option<bool> {
         let raw = self
             .text(key)
@@ -368,6 +428,53 @@ impl<'a> Reader<'a> {
             }
         }
     }
+}
+
+/// A length histogram `upper:count, upper:count, …` (bucket upper bounds in tokens,
+/// increasing) → (mean, p95): the mean counts each bucket at its midpoint (the first
+/// bucket starts at 0); the p95 is the upper bound of the bucket that reaches 95 %.
+pub fn histogram_summary(text: &str) -> Result<(u64, u64), String> {
+    let example = "write upper bound:count pairs, e.g. 512:120, 2048:300, 8192:40";
+    let mut buckets: Vec<(f64, f64)> = Vec::new();
+    for part in text
+        .split([',', ';', '\n'])
+        .map(str::trim)
+        .filter(|p| !p.is_empty())
+    {
+        let (upper, count) = part
+            .split_once(':')
+            .ok_or_else(|| format!("`{part}` has no count; {example}"))?;
+        let upper = parse_number(upper).map_err(|e| format!("{e}; {example}"))?;
+        let count = parse_number(count).map_err(|e| format!("{e}; {example}"))?;
+        if upper < 1.0 || count < 0.0 {
+            return Err(format!(
+                "`{part}`: bounds are ≥ 1 token and counts ≥ 0; {example}"
+            ));
+        }
+        if buckets.last().is_some_and(|(u, _)| *u >= upper) {
+            return Err(format!("bucket bounds must increase (`{part}`); {example}"));
+        }
+        buckets.push((upper, count));
+    }
+    let total: f64 = buckets.iter().map(|(_, c)| c).sum();
+    if total <= 0.0 {
+        return Err(format!("the histogram holds no requests; {example}"));
+    }
+    let mut lower = 0.0;
+    let mut sum = 0.0;
+    for (upper, count) in &buckets {
+        sum += (lower + upper) / 2.0 * count;
+        lower = *upper;
+    }
+    let mut seen = 0.0;
+    let p95 = buckets
+        .iter()
+        .find(|(_, c)| {
+            seen += c;
+            seen >= 0.95 * total
+        })
+        .map_or(lower, |(u, _)| *u);
+    Ok(((sum / total).round().max(1.0) as u64, p95 as u64))
 }
 
 fn positive(v: f64) -> Result<(), &'static str> {
@@ -494,10 +601,8 @@ pub fn parse(pairs: &Pairs) -> Result<ProposalInput, Vec<FieldError>> {
     let util = r.number("gpu_memory_utilization", fraction);
     let mfu = r.number("mfu", fraction);
     let arrival_rate = r.number("arrival_rate", positive);
-    let prompt_mean = r.count("prompt_tokens_mean");
-    let prompt_p95 = r.count("prompt_tokens_p95");
-    let output_mean = r.count("output_tokens_mean");
-    let output_p95 = r.count("output_tokens_p95");
+    let (prompt_mean, prompt_p95, prompt_hist) = r.lengths("prompt");
+    let (output_mean, output_p95, output_hist) = r.lengths("output");
     let shared = r
         .number("shared_prefix_tokens", whole_or_zero)
         .map(|v| v as u64);
@@ -601,6 +706,8 @@ pub fn parse(pairs: &Pairs) -> Result<ProposalInput, Vec<FieldError>> {
         prompt_tokens_p95: prompt_p95.unwrap_or(1),
         output_tokens_mean: output_mean.unwrap_or(1),
         output_tokens_p95: output_p95.unwrap_or(1),
+        prompt_tokens_histogram: prompt_hist,
+        output_tokens_histogram: output_hist,
         shared_prefix_tokens: shared.unwrap_or(0),
         prefix_hit_rate: hit.unwrap_or(0.0),
         slo_ttft_p95_ms: ttft.unwrap_or(1.0),
@@ -723,6 +830,43 @@ pub(crate) mod tests {
         assert_eq!(from_json, parse(&chat_api()).unwrap());
         let e = pairs_from_json(&serde_json::json!({"tp": [1]})).unwrap_err();
         has(&e, "tp", "string, number or boolean");
+    }
+
+    #[test]
+    fn a_histogram_gives_mean_and_p95() {
+        // midpoints 256, 1280, 5120: (256×120 + 1280×300 + 5120×40) / 460 = 1346.8
+        assert_eq!(
+            histogram_summary("512:120, 2048:300, 8192:40"),
+            Ok((1347, 8192))
+        );
+        assert_eq!(histogram_summary("512:100, 2048:900").unwrap().1, 2048);
+        assert!(histogram_summary("512:1, 256:2")
+            .unwrap_err()
+            .contains("increase"));
+        assert!(histogram_summary("512").unwrap_err().contains("no count"));
+        let mut pairs = chat_api();
+        pairs.remove("prompt_tokens_mean");
+        pairs.remove("prompt_tokens_p95");
+        pairs.insert(
+            "prompt_tokens_histogram".into(),
+            "512:120, 2048:300, 8192:40".into(),
+        );
+        let p = parse(&pairs).unwrap();
+        assert_eq!((p.prompt_tokens_mean, p.prompt_tokens_p95), (1347, 8192));
+        assert_eq!(parse(&p.to_pairs()).unwrap(), p);
+        pairs.insert("prompt_tokens_mean".into(), "100".into());
+        has(
+            &parse(&pairs).unwrap_err(),
+            "prompt_tokens_histogram",
+            "not both",
+        );
+        pairs.remove("prompt_tokens_mean");
+        pairs.remove("prompt_tokens_histogram");
+        has(
+            &parse(&pairs).unwrap_err(),
+            "prompt_tokens_mean",
+            "or give prompt_tokens_histogram",
+        );
     }
 
     #[test]

@@ -141,6 +141,16 @@ pub fn markdown(e: &Export) -> String {
             ));
         }
     }
+    for (what, h) in [
+        ("prompt", &p.prompt_tokens_histogram),
+        ("output", &p.output_tokens_histogram),
+    ] {
+        if let Some(h) = h {
+            out.push_str(&format!(
+                "\nThe {what} mean and p95 were read from the histogram `{h}`.\n"
+            ));
+        }
+    }
     if !e.reviews.is_empty() {
         out.push_str("\n## Review\n\n");
         for r in e.reviews {
