@@ -693,4 +693,60 @@ async fn a_linked_bench_shows_estimate_vs_measurement_and_sizes_from_it_when_ask
     );
     let needed = (45.0_f64 * 1.2 / (measured / 300.0)).ceil();
     assert_eq!(s["replicas_needed"].as_f64().unwrap(), needed);
+
+    // After rollout the same bench, attached without typed figures, is scored on what
+    // it measured: its p95 TTFT and p99 ITL.
+    let bob = app.api_token("bob").await;
+    for (token, state, version) in [
+        (&ada, "in_review", 2),
+        (&bob, "approved", 3),
+        (&ada, "rolled_out", 4),
+    ] {
+        let r = review(
+            &mut app,
+            token,
+            id,
+            json!({"state": state, "version": version}),
+        )
+        .await;
+        assert_eq!(r.status, StatusCode::OK, "{}", r.body);
+    }
+    let r = app
+        .api(
+            "POST",
+            &format!("/api/v1/proposals/{id}/observed"),
+            &ada,
+            Some(json!({"artifact_ids": [artifact], "note": "the rollout bench"})),
+        )
+        .await;
+    assert_eq!(r.status, StatusCode::CREATED, "{}", r.body);
+    let analysis: Value = sqlx::query_scalar("SELECT analysis FROM artifacts WHERE id = $1")
+        .bind(artifact)
+        .fetch_one(&app.pool)
+        .await
+        .unwrap();
+    let scores = r.json()["scores"].clone();
+    let figures: Vec<_> = scores
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| s["figure"].as_str().unwrap().to_string())
+        .collect();
+    assert_eq!(figures, ["ttft_p95_ms", "itl_p99_ms"]);
+    assert_eq!(scores[0]["observed"], analysis["ttft_ms"]["p95"]);
+    assert_eq!(scores[1]["observed"], analysis["itl_ms"]["p99"]);
+    let r = app
+        .api(
+            "POST",
+            &format!("/api/v1/proposals/{id}/observed"),
+            &ada,
+            Some(json!({})),
+        )
+        .await;
+    assert_eq!(r.status, StatusCode::UNPROCESSABLE_ENTITY);
+    assert!(
+        r.body.contains("at least one observed figure"),
+        "{}",
+        r.body
+    );
 }

@@ -608,26 +608,33 @@ pub async fn observe(
             p.state.label()
         )));
     }
-    if !artifact_ids.is_empty() {
-        let found: i64 = sqlx::query_scalar("SELECT count(*) FROM artifacts WHERE id = ANY($1)")
-            .bind(artifact_ids)
-            .fetch_one(pool)
-            .await?;
-        if found != artifact_ids.len() as i64 {
+    let mut measured = Vec::new();
+    for id in artifact_ids {
+        let row: Option<(String, Option<Json<serde_json::Value>>)> =
+            sqlx::query_as("SELECT kind, analysis FROM artifacts WHERE id = $1")
+                .bind(id)
+                .fetch_optional(pool)
+                .await?;
+        let Some((kind, analysis)) = row else {
             return Err(AppError::Invalid(vec![FieldError::new(
                 "artifact_ids",
-                "names an artifact that does not exist; upload it first, then give its id",
+                format!("there is no artifact {id}; upload it first, then give its id"),
             )]));
+        };
+        if let Some(a) = analysis {
+            measured.push(outcome::from_analysis(&kind, &a.0));
         }
     }
-    let scores = outcome::score(&p.sizing, observed);
+    let observed =
+        outcome::complete(observed.clone(), &measured).map_err(|e| AppError::Invalid(vec![e]))?;
+    let scores = outcome::score(&p.sizing, &observed);
     let mut tx = pool.begin().await?;
     sqlx::query(
         "INSERT INTO proposal_observations (proposal_id, observed, scores, artifact_ids, note, \
          created_by) VALUES ($1, $2, $3, $4, $5, $6)",
     )
     .bind(p.id)
-    .bind(Json(observed))
+    .bind(Json(&observed))
     .bind(Json(&scores))
     .bind(artifact_ids)
     .bind(note.trim())

@@ -31,7 +31,8 @@ pub const FIGURES: [(&str, &str, &str, &str); 4] = [
 /// Observed figures; any subset.
 pub type Observed = BTreeMap<String, f64>;
 
-/// Parses observed figures (form or JSON pairs); at least one, each > 0.
+/// Parses typed observed figures (form or JSON pairs), each > 0. None typed is fine
+/// here: [`complete`] fills what attached artifacts measured and insists on one.
 pub fn parse_observed(pairs: &Pairs) -> Result<Observed, Vec<FieldError>> {
     let mut out = Observed::new();
     let mut errors = Vec::new();
@@ -55,17 +56,61 @@ pub fn parse_observed(pairs: &Pairs) -> Result<Observed, Vec<FieldError>> {
             Err(e) => errors.push(FieldError::new(k.as_str(), e)),
         }
     }
-    if errors.is_empty() && out.is_empty() {
-        errors.push(FieldError::new(
-            "tokens_per_s_per_replica",
-            format!("give at least one observed figure: {}", known.join(", ")),
-        ));
-    }
     if errors.is_empty() {
         Ok(out)
     } else {
         Err(errors)
     }
+}
+
+/// What an analyzed artifact measured, as observed figures: a vLLM benchmark's p95
+/// TTFT and p99 ITL, a request log's p95 time to first token. Throughput is not taken
+/// from an artifact (whether a bench ran one replica or the fleet is not recorded): type it.
+pub fn from_analysis(kind: &str, analysis: &serde_json::Value) -> Observed {
+    let at = |path: &[&str]| {
+        path.iter()
+            .try_fold(analysis, |v, k| v.get(k))
+            .and_then(serde_json::Value::as_f64)
+            .filter(|v| v.is_finite() && *v > 0.0)
+    };
+    let mut out = Observed::new();
+    let found = match kind {
+        "vllm_bench" => vec![
+            ("ttft_p95_ms", at(&["ttft_ms", "p95"])),
+            ("itl_p99_ms", at(&["itl_ms", "p99"])),
+        ],
+        "request_log" => vec![("ttft_p95_ms", at(&["phases", "first_token_ms", "p95"]))],
+        _ => Vec::new(),
+    };
+    for (key, value) in found {
+        if let Some(v) = value {
+            out.insert(key.to_string(), v);
+        }
+    }
+    out
+}
+
+/// Typed figures, then what the artifacts measured for the figures not typed (the first
+/// artifact that has one). At least one figure must result.
+pub fn complete(typed: Observed, measured: &[Observed]) -> Result<Observed, FieldError> {
+    let mut out = typed;
+    for m in measured {
+        for (k, v) in m {
+            out.entry(k.clone()).or_insert(*v);
+        }
+    }
+    if out.is_empty() {
+        let known: Vec<_> = FIGURES.iter().map(|f| f.0).collect();
+        return Err(FieldError::new(
+            "tokens_per_s_per_replica",
+            format!(
+                "give at least one observed figure ({}), or attach an analyzed vLLM bench or \
+                 request log",
+                known.join(", ")
+            ),
+        ));
+    }
+    Ok(out)
 }
 
 /// Expected vs observed for one figure.
@@ -166,8 +211,15 @@ mod tests {
     fn any_subset_but_not_nothing() {
         let o = parse_observed(&pairs(&[("ttft_p95_ms", "700"), ("itl_p99_ms", "")])).unwrap();
         assert_eq!(o.len(), 1);
-        let e = parse_observed(&pairs(&[])).unwrap_err();
-        assert!(e[0].message.contains("at least one"));
+        let e = complete(parse_observed(&pairs(&[])).unwrap(), &[]).unwrap_err();
+        assert!(e.message.contains("at least one"));
+        let bench = serde_json::json!({"ttft_ms": {"p95": 612.5}, "itl_ms": {"p99": 41.0}});
+        let from = from_analysis("vllm_bench", &bench);
+        let done = complete(o.clone(), &[from]).unwrap();
+        assert_eq!(done["ttft_p95_ms"], 700.0, "typed wins");
+        assert_eq!(done["itl_p99_ms"], 41.0);
+        let log = serde_json::json!({"phases": {"first_token_ms": {"p95": 380.0}}});
+        assert_eq!(from_analysis("request_log", &log)["ttft_p95_ms"], 380.0);
         let e = parse_observed(&pairs(&[("ttft", "1"), ("itl_p99_ms", "-3")])).unwrap_err();
         assert_eq!(e.len(), 2);
     }
