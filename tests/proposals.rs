@@ -606,7 +606,11 @@ async fn an_edit_from_an_older_version_gets_409_naming_what_changed() {
         .post_form(&format!("/proposals/{id}/edit"), &pairs)
         .await;
     assert_eq!(r.status, StatusCode::CONFLICT, "{}", r.body);
-    assert!(r.body.contains("arrivals doubled last week"), "{}", r.body);
+    let said = r.select("#conflict").join("");
+    assert!(said.contains("arrivals doubled last week"), "{said}");
+    // The form keeps the typed 90 req/s, now on version 2.
+    assert_eq!(r.select_attr("#arrival_rate", "value"), ["90"]);
+    assert_eq!(r.select_attr("input[name=version]", "value"), ["2"]);
     let unchanged = app
         .api("GET", &format!("/api/v1/proposals/{id}"), &ada, None)
         .await

@@ -199,6 +199,9 @@ struct FormPage {
     version: i32,
     sections: Vec<FormSection>,
     errors: FormErrors,
+    /// A save from an older version: what changed since (the form keeps your text on
+    /// the current version, so saving again applies it over theirs).
+    conflict: Option<String>,
 }
 
 impl FormPage {
@@ -221,6 +224,7 @@ async fn new_form(user: CurrentUser, ctx: PageCtx) -> Result<Response> {
         version: 0,
         sections: sections(&Pairs::new(), &errors),
         errors,
+        conflict: None,
     })?
     .into_response())
 }
@@ -239,6 +243,7 @@ fn refused(
         version,
         sections: sections(pairs, &errors),
         errors,
+        conflict: None,
     };
     Ok((StatusCode::UNPROCESSABLE_ENTITY, render(&page)?).into_response())
 }
@@ -277,6 +282,7 @@ async fn edit_form(
         version: p.version,
         sections: sections(&p.input.to_pairs(), &errors),
         errors,
+        conflict: None,
     })?
     .into_response())
 }
@@ -293,10 +299,25 @@ async fn edit(
     user.require(Role::Editor)?;
     let (pairs, version) = versioned_form(&body)?;
     match proposals::prepare(&pairs) {
-        Ok(prepared) => {
-            proposals::edit(&state.pool, id, user.0.id, version, &prepared).await?;
-            Ok(Redirect::to(&format!("/proposals/{id}")).into_response())
-        }
+        Ok(prepared) => match proposals::edit(&state.pool, id, user.0.id, version, &prepared).await
+        {
+            Ok(_) => Ok(Redirect::to(&format!("/proposals/{id}")).into_response()),
+            Err(AppError::Conflict(what)) => {
+                // Keep the person's inputs, on the current version.
+                let current = load(&state, id).await?;
+                let errors = FormErrors::default();
+                let page = FormPage {
+                    ctx,
+                    id: Some(id),
+                    version: current.version,
+                    sections: sections(&pairs, &errors),
+                    errors,
+                    conflict: Some(what),
+                };
+                Ok((StatusCode::CONFLICT, render(&page)?).into_response())
+            }
+            Err(e) => Err(e),
+        },
         Err(errors) => refused(ctx, Some(id), version, &pairs, errors),
     }
 }
