@@ -754,3 +754,40 @@ async fn a_linked_bench_shows_estimate_vs_measurement_and_sizes_from_it_when_ask
         r.body
     );
 }
+
+#[tokio::test]
+async fn viewers_read_proposals_but_get_no_forms_and_histograms_size_too() {
+    let (mut app, ada, _, _) = app().await;
+    let mut body = chat_api();
+    let o = body.as_object_mut().unwrap();
+    o.remove("prompt_tokens_mean");
+    o.remove("prompt_tokens_p95");
+    o.insert(
+        "prompt_tokens_histogram".into(),
+        json!("512:120, 2048:300, 8192:40"),
+    );
+    let doc = create(&mut app, &ada, body).await;
+    assert_eq!(doc["input"]["prompt_tokens_mean"], 1347);
+    assert_eq!(doc["input"]["prompt_tokens_p95"], 8192);
+    assert_eq!(doc["sizing"]["max_model_len"], 8192 + 800);
+    let id = doc["id"].as_i64().unwrap();
+
+    app.login("vic").await;
+    let page = app.get(&format!("/proposals/{id}")).await;
+    assert_eq!(page.status, StatusCode::OK);
+    assert!(page.select("#figures tr").len() > 10);
+    for form in ["#review-form", "#link-evidence", "#edit"] {
+        assert!(page.select(form).is_empty(), "{form} shown to a viewer");
+    }
+    assert_eq!(
+        app.get("/proposals/new").await.status,
+        StatusCode::FORBIDDEN
+    );
+    let r = app
+        .post_form(
+            &format!("/proposals/{id}/review"),
+            &[("comment", "x"), ("version", "1")],
+        )
+        .await;
+    assert_eq!(r.status, StatusCode::FORBIDDEN);
+}
