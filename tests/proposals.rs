@@ -791,3 +791,28 @@ async fn viewers_read_proposals_but_get_no_forms_and_histograms_size_too() {
         .await;
     assert_eq!(r.status, StatusCode::FORBIDDEN);
 }
+
+#[tokio::test]
+async fn the_list_pages_fifty_at_a_time() {
+    let (mut app, ada, _, _) = app().await;
+    create(&mut app, &ada, chat_api()).await;
+    sqlx::query(
+        "INSERT INTO proposals (title, owner_id, input, sizing, sensitivity, model, gpu, engine, \
+         engine_version, weight_dtype, replicas, cost_per_hour_usd) \
+         SELECT title || ' ' || n, owner_id, input, sizing, sensitivity, model, gpu, engine, \
+         engine_version, weight_dtype, replicas, cost_per_hour_usd \
+         FROM proposals, generate_series(1, 50) AS n",
+    )
+    .execute(&app.pool)
+    .await
+    .unwrap();
+    app.login("ada").await;
+    let first = app.get("/proposals").await;
+    assert_eq!(first.select("#proposals tbody tr").len(), 50);
+    let older = first.select_attr("a[rel=next]", "href");
+    assert_eq!(older.len(), 1);
+    let rest = app.get(&older[0]).await;
+    let rows = rest.select("#proposals tbody tr td:first-child a");
+    assert_eq!(rows, ["chat-api on H100"]);
+    assert!(rest.select_attr("a[rel=next]", "href").is_empty());
+}
