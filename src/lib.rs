@@ -13,6 +13,7 @@ pub mod error;
 pub mod extract;
 pub mod investigations;
 pub mod metrics;
+pub mod proposals;
 pub mod search;
 pub mod server;
 pub mod state;

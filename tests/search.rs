@@ -329,8 +329,8 @@ async fn facets_count_and_narrow() {
 
     let all = search(&mut app, &token, "").await;
     let total = all["total"].as_i64().unwrap();
-    // 3 demo investigations + their 3 entries + 2 direct entries.
-    assert_eq!(total, 8, "{all}");
+    // 3 demo investigations + their 3 entries + 2 demo proposals + 2 direct entries.
+    assert_eq!(total, 10, "{all}");
     let kinds = &all["facets"]["kind"];
     let count = |facet: &Value, value: &str| {
         facet
@@ -342,6 +342,7 @@ async fn facets_count_and_narrow() {
     };
     assert_eq!(count(kinds, "journal"), 5);
     assert_eq!(count(kinds, "investigation"), 3);
+    assert_eq!(count(kinds, "proposal"), 2);
     let ttft = count(&all["facets"]["metric"], "ttft");
     assert!(ttft >= 3, "{}", all["facets"]["metric"]);
 
@@ -367,8 +368,8 @@ async fn facets_count_and_narrow() {
             "no {facet} facet: {all}"
         );
     }
-    assert_eq!(count(&all["facets"]["model"], "llama-3.1-8b"), 6);
-    assert_eq!(count(&all["facets"]["author"], "ada"), 8);
+    assert_eq!(count(&all["facets"]["model"], "llama-3.1-8b"), 7);
+    assert_eq!(count(&all["facets"]["author"], "ada"), 10);
 
     // Date range.
     let none = search(&mut app, &token, "from=2030-01-01").await;

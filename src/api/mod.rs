@@ -6,6 +6,7 @@ pub(crate) mod comparisons;
 mod estimate;
 mod investigations;
 mod journal;
+pub(crate) mod proposals;
 mod search;
 
 use axum::Json;
@@ -55,6 +56,7 @@ pub fn router() -> OpenApiRouter<AppState> {
         .merge(estimate::router())
         .merge(artifacts::router())
         .merge(comparisons::router())
+        .merge(proposals::router())
         .routes(routes!(
             investigations::create_investigation,
             investigations::list_investigations

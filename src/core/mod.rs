@@ -6,6 +6,7 @@ pub mod estimate;
 pub mod fmt;
 pub mod memory;
 pub mod method;
+pub mod proposal;
 pub mod quantity;
 pub mod stats;
 

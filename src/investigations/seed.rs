@@ -285,6 +285,7 @@ pub async fn seed_demo(pool: &PgPool, owner: i64) -> anyhow::Result<usize> {
         journal::create(pool, owner, Some(id), &revision, true, Some(ex.key)).await?;
         added += 1;
     }
+    crate::proposals::seed::seed_demo(pool, owner).await?;
     Ok(added)
 }
 

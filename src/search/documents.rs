@@ -90,6 +90,7 @@ pub async fn refresh(pool: &PgPool) -> sqlx::Result<usize> {
         docs.extend(journal_documents(pool, &ids("journal"), &mut profiles).await?);
         docs.extend(artifact_documents(pool, &ids("artifact")).await?);
         docs.extend(comparison_documents(pool, &ids("comparison")).await?);
+        docs.extend(proposal_documents(pool, &ids("proposal")).await?);
 
         let kinds: Vec<&str> = batch.iter().map(|(k, _)| k.as_str()).collect();
         let sources: Vec<i64> = batch.iter().map(|(_, id)| *id).collect();
@@ -491,6 +492,73 @@ async fn comparison_documents(pool: &PgPool, ids: &[i64]) -> sqlx::Result<Vec<Do
         });
     }
     Ok(docs)
+}
+
+async fn proposal_documents(pool: &PgPool, ids: &[i64]) -> sqlx::Result<Vec<Document>> {
+    let mut docs = Vec::with_capacity(ids.len());
+    for id in ids {
+        if let Some(p) = crate::proposals::get(pool, *id).await? {
+            docs.push(proposal_document(&p));
+        }
+    }
+    Ok(docs)
+}
+
+/// A proposal: found by its title, question and deployment; its facets are the model,
+/// GPU and engine it sizes, and the SLO that bounded its batch as the metric (so it
+/// shows among "seen before" for that symptom).
+fn proposal_document(p: &crate::proposals::Proposal) -> Document {
+    let i = &p.input;
+    let s = &p.sizing;
+    let metric = match s.limited_by.as_str() {
+        "itl_slo" => "itl",
+        "ttft_slo" => "ttft",
+        "e2e_slo" => "e2e",
+        _ => "throughput",
+    };
+    let sizing = format!(
+        "{} replicas of {} × {} ({} {}), ${}/h, {} tokens/s per replica",
+        s.replicas_needed,
+        i.gpus_per_replica,
+        i.gpu_type,
+        i.engine,
+        i.engine_version,
+        (s.cost_per_hour_usd * 100.0).round() / 100.0,
+        s.tokens_per_s_per_replica.round()
+    );
+    Document {
+        kind: "proposal",
+        source_id: p.id,
+        title: strip_markers(&format!("Proposal: {}", p.title)),
+        url: format!("/proposals/{}", p.id),
+        text_a: join(&[&p.title, &i.question]),
+        text_b: join(&[&sizing]),
+        text_c: join(&[
+            &i.model_name(),
+            &i.gpu_type,
+            &i.engine,
+            &i.weight_dtype,
+            &i.kv_dtype,
+        ]),
+        text_d: String::new(),
+        diagnosis: one_line(&i.question),
+        change: one_line(&sizing),
+        profile: Profile {
+            metric: Some(metric.to_string()),
+            model: Some(i.model_name().to_lowercase()),
+            gpu: Some(i.gpu_type.clone()),
+            engine: Some(i.engine.clone()),
+            engine_version: Some(i.engine_version.to_lowercase()),
+            prompt_tokens: Some(i.prompt_tokens_mean as f64),
+            output_tokens: Some(i.output_tokens_mean as f64),
+            ..Profile::default()
+        },
+        tags: vec!["proposal".to_string()],
+        status: Some(p.state.slug().to_string()),
+        author: Some(p.owner.clone()),
+        doc_date: p.updated_at.date_naive(),
+        investigation_id: None,
+    }
 }
 
 /// A comparison's latency series ("ttft_ms", "e2el_ms") as the metric facet knows it;

@@ -101,7 +101,7 @@ pub async fn similar_to(
     }
     let rows: Vec<Row> = sqlx::query_as(&format!(
         "SELECT {COLUMNS} FROM search_documents d JOIN search_texts x USING (kind, source_id) \
-         WHERE d.kind IN ('journal', 'investigation') AND d.metric = $1 \
+         WHERE d.kind IN ('journal', 'investigation', 'proposal') AND d.metric = $1 \
          AND ($2::text IS NULL OR d.phase = $2) \
          AND NOT (d.kind = $3 AND d.source_id = $4) \
          AND ($5::bigint IS NULL OR d.investigation_id IS DISTINCT FROM $5) \

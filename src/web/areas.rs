@@ -12,7 +12,6 @@ use crate::state::AppState;
 pub fn routes() -> Router<AppState> {
     Router::new()
         .route("/", get(home))
-        .route("/proposals", get(proposals))
         .route("/drills", get(drills))
 }
 
@@ -35,16 +34,6 @@ struct EmptyArea {
     lead: &'static str,
     empty: &'static str,
     meanwhile: &'static str,
-}
-
-async fn proposals(ctx: PageCtx) -> Result<Html<String>> {
-    render(&EmptyArea {
-        ctx,
-        title: "Proposals",
-        lead: "Capacity proposals put a change of hardware, precision or parallelism next to the numbers that justify it.",
-        empty: "No proposals yet: reviewing proposals is not part of this version.",
-        meanwhile: "The memory-fit, kv-pages and cost estimators answer most capacity questions today.",
-    })
 }
 
 async fn drills(ctx: PageCtx) -> Result<Html<String>> {

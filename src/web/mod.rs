@@ -11,6 +11,7 @@ pub mod estimators;
 pub mod investigations;
 pub mod journal;
 pub mod ops;
+pub mod proposals;
 pub mod search;
 pub mod transfer;
 
@@ -41,6 +42,7 @@ pub fn private_routes() -> Router<AppState> {
         .merge(comparisons::routes())
         .merge(investigations::routes())
         .merge(journal::routes())
+        .merge(proposals::routes())
         .merge(search::routes())
         .merge(transfer::routes())
 }

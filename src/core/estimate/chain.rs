@@ -2,7 +2,7 @@
 
 use std::collections::BTreeMap;
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use super::fmt;
@@ -10,7 +10,7 @@ use crate::core::quantity::Unit;
 
 /// One derived step: `label  formula = value unit`, where `formula` has the numbers
 /// substituted (e.g. `(16.06 GB + 34.36 GB) / 3.35 TB/s`) and `value` is in `unit`.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Line {
     pub key: String,
     pub label: String,
@@ -27,7 +27,7 @@ pub struct Line {
 ///
 /// `results` is flat and each value is in the unit its key names (`*_bytes*` integers
 /// where exact, `*_ms` floats, ratios plain, booleans and band strings as such).
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Chain {
     pub estimator: String,
     pub inputs: BTreeMap<String, Value>,

@@ -175,6 +175,10 @@ pub fn unknown(name: &str) -> String {
     )
 }
 
+pub fn names() -> String {
+    GPUS.iter().map(|g| g.name).collect::<Vec<_>>().join(", ")
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

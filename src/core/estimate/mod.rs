@@ -18,7 +18,7 @@ mod chain;
 mod cost;
 mod decode_floor;
 pub mod dtype;
-mod fmt;
+pub(crate) mod fmt;
 pub mod gpus;
 mod input;
 mod kv_pages;

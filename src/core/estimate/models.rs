@@ -721,7 +721,7 @@ pub fn unknown(name: &str) -> String {
     )
 }
 
-pub(crate) fn names() -> String {
+pub fn names() -> String {
     CATALOG
         .iter()
         .map(|m| m.name)

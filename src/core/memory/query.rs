@@ -85,7 +85,13 @@ pub const FACETS: [Facet; 12] = [
     },
 ];
 
-pub const KINDS: [&str; 4] = ["journal", "investigation", "artifact", "comparison"];
+pub const KINDS: [&str; 5] = [
+    "journal",
+    "investigation",
+    "artifact",
+    "comparison",
+    "proposal",
+];
 
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
 pub struct SearchQuery {

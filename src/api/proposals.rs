@@ -1,0 +1,264 @@
+//! Capacity proposals over the API: create one from its inputs (sized on the spot by the
+//! estimators), read it, review it, attach what production measured after rollout.
+
+use crate::extract::Path;
+use axum::body::Bytes;
+use axum::extract::State;
+use axum::http::StatusCode;
+use axum::Json;
+use serde::Serialize;
+use utoipa::ToSchema;
+use utoipa_axum::router::OpenApiRouter;
+use utoipa_axum::routes;
+
+use crate::auth::{ApiUser, Role};
+use crate::core::proposal::{outcome, pairs_from_json, Score};
+use crate::error::{ApiResult, AppError};
+use crate::proposals::{self, Event, EvidenceItem, Observation, Proposal};
+use crate::state::AppState;
+
+pub fn router() -> OpenApiRouter<AppState> {
+    OpenApiRouter::new()
+        .routes(routes!(create_proposal))
+        .routes(routes!(get_proposal))
+        .routes(routes!(review_proposal))
+        .routes(routes!(observe_proposal))
+}
+
+/// A proposal as the API (and the JSON export) returns it.
+#[derive(Serialize, ToSchema)]
+pub struct ProposalDoc {
+    pub id: i64,
+    /// The proposal page.
+    pub url: String,
+    pub title: String,
+    pub owner: String,
+    /// draft, in_review, approved, changes_requested, rejected or rolled_out
+    pub state: String,
+    /// Send it back with a review; a stale one gets 409.
+    pub version: i32,
+    /// The inputs as checked (defaults filled in).
+    #[schema(value_type = Object)]
+    pub input: serde_json::Value,
+    /// `memory_fit` (the memory-fit estimator's results, max_model_len = prompt p95 +
+    /// output p95), `kv_concurrency`, `batch`, `decode_step_ms`, `itl_p99_ms`,
+    /// `ttft_p95_ms`, `tokens_per_s_per_replica`, `replicas_needed`,
+    /// `cost_per_hour_usd`, `cost_per_million_tokens_usd`, the worked `figures`, and
+    /// `runs`: each estimator call with its exact inputs and chain.
+    #[schema(value_type = Object)]
+    pub sizing: serde_json::Value,
+    /// Replicas and cost if prompts, outputs or arrivals are 30 % / 50 % higher, or the
+    /// prefix hit rate halves.
+    #[schema(value_type = Vec<Object>)]
+    pub sensitivity: serde_json::Value,
+    #[schema(value_type = Vec<Object>)]
+    pub evidence: serde_json::Value,
+    #[schema(value_type = Vec<Object>)]
+    pub history: serde_json::Value,
+    #[schema(value_type = Vec<Object>)]
+    pub observations: serde_json::Value,
+    pub created_at: chrono::DateTime<chrono::Utc>,
+    pub updated_at: chrono::DateTime<chrono::Utc>,
+}
+
+fn value<T: Serialize>(v: &T) -> serde_json::Value {
+    serde_json::to_value(v).unwrap_or(serde_json::Value::Null)
+}
+
+pub fn doc(
+    p: &Proposal,
+    evidence: &[EvidenceItem],
+    history: &[Event],
+    observations: &[Observation],
+) -> ProposalDoc {
+    ProposalDoc {
+        id: p.id,
+        url: format!("/proposals/{}", p.id),
+        title: p.title.clone(),
+        owner: p.owner.clone(),
+        state: p.state.slug().to_string(),
+        version: p.version,
+        input: value(&p.input),
+        sizing: value(&p.sizing),
+        sensitivity: value(&p.sensitivity),
+        evidence: value(&evidence),
+        history: value(&history),
+        observations: value(&observations),
+        created_at: p.created_at,
+        updated_at: p.updated_at,
+    }
+}
+
+/// The whole document of proposal `id` (404 when there is none).
+pub async fn load(state: &AppState, id: i64) -> Result<ProposalDoc, AppError> {
+    let p = proposals::get(&state.pool, id)
+        .await?
+        .ok_or_else(|| AppError::not_found(format!("no proposal {id}")))?;
+    let evidence = proposals::evidence(&state.pool, &p).await?;
+    let history = proposals::events(&state.pool, id, 0).await?;
+    let observations = proposals::observations(&state.pool, id).await?;
+    Ok(doc(&p, &evidence, &history, &observations))
+}
+
+fn json_body(body: &Bytes) -> Result<serde_json::Value, AppError> {
+    serde_json::from_slice(body).map_err(|e| {
+        AppError::field(
+            "body",
+            format!(
+                "not valid JSON at line {} column {}: {e}",
+                e.line(),
+                e.column()
+            ),
+        )
+    })
+}
+
+/// Sizes a deployment for a workload and SLOs with the estimators and stores it as a
+/// draft. Body: `{"title", "question", "model" (catalog name) or "config" (config.json
+/// object), "gpu_type", "gpus_per_replica", "tp", "weight_dtype", "kv_dtype", "engine",
+/// "engine_version", "max_num_seqs", "max_num_batched_tokens", "arrival_rate",
+/// "prompt_tokens_mean", "prompt_tokens_p95", "output_tokens_mean", "output_tokens_p95",
+/// "prefix_hit_rate", "shared_prefix_tokens", "slo_ttft_p95_ms", "slo_itl_p99_ms",
+/// "gpu_hour_usd", "headroom", …}`. Bad or impossible input (TP not dividing the heads,
+/// a model that does not fit, an SLO below the decode floor) answers 422 naming the
+/// field and what would work; nothing is stored.
+#[utoipa::path(post, path = "/proposals", tag = "proposals",
+    request_body(content = Object, description = "{\"title\": \"chat-api\", \"question\": \"serve chat-api at 45 req/s\", \"model\": \"llama-3.1-8b\", \"gpu_type\": \"h100-sxm\", \"gpus_per_replica\": 1, \"engine\": \"vllm\", \"engine_version\": \"0.6.3\", \"arrival_rate\": 45, \"prompt_tokens_mean\": 1500, \"prompt_tokens_p95\": 4000, \"output_tokens_mean\": 300, \"output_tokens_p95\": 800, \"slo_ttft_p95_ms\": 800, \"slo_itl_p99_ms\": 60, \"gpu_hour_usd\": 2.5}"),
+    responses(
+        (status = 201, body = ProposalDoc),
+        (status = 403, body = crate::error::ErrorBody),
+        (status = 422, body = crate::error::ErrorBody)))]
+async fn create_proposal(
+    user: ApiUser,
+    State(state): State<AppState>,
+    body: Bytes,
+) -> ApiResult<(StatusCode, Json<ProposalDoc>)> {
+    user.require(Role::Editor)?;
+    let pairs = pairs_from_json(&json_body(&body)?).map_err(AppError::Invalid)?;
+    let (input, sizing, sensitivity) = proposals::prepare(&pairs).map_err(AppError::Invalid)?;
+    let id = proposals::create(&state.pool, user.0.id, &input, &sizing, &sensitivity).await?;
+    Ok((StatusCode::CREATED, Json(load(&state, id).await?)))
+}
+
+/// A stored proposal: inputs, sizing with every estimator run, sensitivity, evidence
+/// (stale evidence names its difference), history and observations.
+#[utoipa::path(get, path = "/proposals/{id}", tag = "proposals",
+    params(("id" = i64, Path)),
+    responses((status = 200, body = ProposalDoc), (status = 404, body = crate::error::ErrorBody)))]
+async fn get_proposal(
+    _: ApiUser,
+    State(state): State<AppState>,
+    Path(id): Path<i64>,
+) -> ApiResult<Json<ProposalDoc>> {
+    Ok(Json(load(&state, id).await?))
+}
+
+fn text<'a>(v: &'a serde_json::Value, key: &str) -> Option<&'a str> {
+    v.get(key).and_then(|s| s.as_str())
+}
+
+/// Reviews a proposal like a pull request. Body: `{"state"?: "in_review" | "approved" |
+/// "changes_requested" | "rejected" | "rolled_out" | "draft", "comment"?: "…",
+/// "section"?: "general" | "deployment" | "workload" | "sizing" | "evidence",
+/// "version": n}`; without a new state it is a comment. The owner cannot approve their
+/// own proposal. A `version` older than the proposal's answers 409 with what changed.
+#[utoipa::path(post, path = "/proposals/{id}/review", tag = "proposals",
+    params(("id" = i64, Path)),
+    request_body(content = Object, description = "{\"state\": \"approved\", \"comment\": \"sizing checks out\", \"section\": \"sizing\", \"version\": 2}"),
+    responses(
+        (status = 200, body = ProposalDoc),
+        (status = 409, body = crate::error::ErrorBody),
+        (status = 422, body = crate::error::ErrorBody)))]
+async fn review_proposal(
+    user: ApiUser,
+    State(state): State<AppState>,
+    Path(id): Path<i64>,
+    body: Bytes,
+) -> ApiResult<Json<ProposalDoc>> {
+    user.require(Role::Editor)?;
+    let v = json_body(&body)?;
+    let version = v
+        .get("version")
+        .and_then(|n| n.as_i64())
+        .and_then(|n| i32::try_from(n).ok())
+        .ok_or_else(|| {
+            AppError::field(
+                "version",
+                "is required: the proposal's version you reviewed (GET it for the current one)",
+            )
+        })?;
+    proposals::review(
+        &state.pool,
+        id,
+        user.0.id,
+        version,
+        text(&v, "state"),
+        text(&v, "comment").unwrap_or(""),
+        text(&v, "section"),
+    )
+    .await?;
+    Ok(Json(load(&state, id).await?))
+}
+
+/// Expected vs observed after rollout.
+#[derive(Serialize, ToSchema)]
+pub struct ObservedDoc {
+    pub id: i64,
+    pub url: String,
+    /// One per observed figure: expected, observed, error_pct = (expected − observed) /
+    /// observed × 100, and the estimator behind it.
+    #[schema(value_type = Vec<Object>)]
+    pub scores: Vec<Score>,
+}
+
+/// Attaches what production measured to a rolled-out proposal. Body: any subset of
+/// `{"tokens_per_s_per_replica", "ttft_p95_ms", "itl_p99_ms",
+/// "cost_per_million_tokens_usd"}`, optionally `"artifact_ids": [ids]` (request log,
+/// Prometheus snapshot, bench) and `"note"`. Answers expected vs observed with the
+/// error in %.
+#[utoipa::path(post, path = "/proposals/{id}/observed", tag = "proposals",
+    params(("id" = i64, Path)),
+    request_body(content = Object, description = "{\"tokens_per_s_per_replica\": 4100, \"ttft_p95_ms\": 240}"),
+    responses(
+        (status = 201, body = ObservedDoc),
+        (status = 409, body = crate::error::ErrorBody),
+        (status = 422, body = crate::error::ErrorBody)))]
+async fn observe_proposal(
+    user: ApiUser,
+    State(state): State<AppState>,
+    Path(id): Path<i64>,
+    body: Bytes,
+) -> ApiResult<(StatusCode, Json<ObservedDoc>)> {
+    user.require(Role::Editor)?;
+    let v = json_body(&body)?;
+    let artifact_ids: Vec<i64> = match v.get("artifact_ids") {
+        None | Some(serde_json::Value::Null) => Vec::new(),
+        Some(a) => serde_json::from_value(a.clone()).map_err(|_| {
+            AppError::field(
+                "artifact_ids",
+                "must be a list of artifact ids, e.g. [12, 13]",
+            )
+        })?,
+    };
+    let note = text(&v, "note").unwrap_or("").to_string();
+    let mut figures = v.clone();
+    if let Some(o) = figures.as_object_mut() {
+        o.remove("artifact_ids");
+        o.remove("note");
+    }
+    let pairs = pairs_from_json(&figures).map_err(AppError::Invalid)?;
+    let observed = outcome::parse_observed(&pairs).map_err(AppError::Invalid)?;
+    let p = proposals::get(&state.pool, id)
+        .await?
+        .ok_or_else(|| AppError::not_found(format!("no proposal {id}")))?;
+    let scores =
+        proposals::observe(&state.pool, &p, user.0.id, &observed, &artifact_ids, &note).await?;
+    Ok((
+        StatusCode::CREATED,
+        Json(ObservedDoc {
+            id,
+            url: format!("/proposals/{id}"),
+            scores,
+        }),
+    ))
+}

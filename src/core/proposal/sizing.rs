@@ -1,0 +1,1115 @@
+//! Sizing a proposal with the estimators themselves: every estimator figure below is
+//! the `results` of [`estimate::run`] on the inputs recorded beside it, so the page,
+//! the API and the standalone estimator cannot disagree. What this module adds is
+//! only the composition (which estimator answers which question, and the arithmetic
+//! joining their results), written out as worked lines.
+//!
+//! The model of one replica at running batch B (every figure per replica):
+//! - concurrency the KV pool admits at the p95 lengths = kv-pages `max_full_length_requests`
+//!   with requests = max_num_seqs (capped at max_num_seqs);
+//! - decode step = decode-floor `floor_ms` (TP 1) or tp-allreduce `step_ms` (TP > 1);
+//! - chunk = max_num_batched_tokens − B with chunked prefill (a whole p95 prompt without);
+//! - ITL p99 = mixed-step `step_ms` (a full chunk rides along) + the all-reduce time;
+//! - TTFT p95 = ⌈computed p95 prompt / chunk⌉ × ITL p99 (no queueing);
+//! - per request, prefill needs computed / chunk mixed steps and decode needs output / B
+//!   steps of the batch; time per request = m × mixed + max(0, output/B − m) × decode;
+//! - the largest B ≤ admitted concurrency that meets the SLOs is the running batch.
+
+use std::collections::BTreeMap;
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+use super::input::{field_for_estimator_key, ProposalInput};
+use crate::core::estimate::{self, fmt, Chain, EstimateError, Inputs};
+use crate::core::FieldError;
+
+/// One estimator call: what it answers, its exact inputs and its chain.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Run {
+    pub estimator: String,
+    pub purpose: String,
+    pub inputs: BTreeMap<String, String>,
+    pub chain: Chain,
+}
+
+/// A sized figure as the page shows it: value, unit, the worked formula, where it
+/// comes from and which inputs drive it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Figure {
+    pub key: String,
+    pub label: String,
+    pub value: f64,
+    pub unit: String,
+    pub formula: String,
+    /// The estimator whose result this is (or which the arithmetic builds on).
+    pub source: String,
+    pub drivers: Vec<String>,
+}
+
+impl Figure {
+    pub fn display_value(&self) -> String {
+        let v = fmt::num(self.value);
+        if self.unit.is_empty() {
+            v
+        } else {
+            format!("{v} {}", self.unit)
+        }
+    }
+}
+
+/// The sized proposal.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Sizing {
+    /// The memory-fit estimator's `results`, max_model_len = prompt p95 + output p95.
+    pub memory_fit: BTreeMap<String, Value>,
+    pub max_model_len: u64,
+    /// Sequences the KV pool holds at full p95 length, capped at max_num_seqs.
+    pub kv_concurrency: u64,
+    /// The running batch inside the SLOs.
+    pub batch: u64,
+    /// What set the batch: kv_pool, max_num_seqs, itl_slo, ttft_slo, e2e_slo or step_budget.
+    pub limited_by: String,
+    pub context_tokens: u64,
+    pub computed_prompt_tokens_mean: f64,
+    pub computed_prompt_tokens_p95: f64,
+    pub chunk_tokens: u64,
+    pub decode_floor_ms: f64,
+    pub allreduce_ms: f64,
+    pub decode_step_ms: f64,
+    pub mixed_step_ms: f64,
+    pub itl_p99_ms: f64,
+    pub prefill_ms: f64,
+    pub ttft_p95_ms: f64,
+    pub e2e_p95_ms: f64,
+    pub requests_per_s_per_replica: f64,
+    /// Output tokens/s one replica sustains inside the SLOs (the estimate).
+    pub estimated_tokens_per_s_per_replica: f64,
+    /// What sizing used: the estimate, or the measurement when the person said so.
+    pub tokens_per_s_per_replica: f64,
+    pub measured_tokens_per_s_per_replica: Option<f64>,
+    pub uses_measurement: bool,
+    pub replicas_needed: u64,
+    pub gpus: u64,
+    pub cost_per_hour_usd: f64,
+    /// USD per million output tokens at the peak arrival rate.
+    pub cost_per_million_tokens_usd: f64,
+    pub figures: Vec<Figure>,
+    pub runs: Vec<Run>,
+}
+
+/// One row of the sensitivity table.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Variant {
+    pub label: String,
+    pub replicas_needed: Option<u64>,
+    pub cost_per_hour_usd: Option<f64>,
+    pub cost_per_million_tokens_usd: Option<f64>,
+    /// Replicas relative to the proposal (+2 means two more).
+    pub replicas_change: Option<i64>,
+    /// Why the variant cannot be served as configured.
+    pub problem: Option<String>,
+}
+
+/// A figure of a chain: its result, or else the worked line of that key.
+fn num(chain: &Chain, key: &str) -> f64 {
+    chain
+        .results
+        .get(key)
+        .or_else(|| chain.lines.iter().find(|l| l.key == key).map(|l| &l.value))
+        .and_then(Value::as_f64)
+        .unwrap_or(0.0)
+}
+
+/// The worked formula of a chain's line, numbers substituted, as the estimator wrote it.
+fn worked(chain: &Chain, key: &str, fallback: &str) -> String {
+    chain
+        .lines
+        .iter()
+        .find(|l| l.key == key)
+        .map_or_else(|| fallback.to_string(), |l| l.formula.clone())
+}
+
+fn run_estimator(name: &str, purpose: &str, inputs: Inputs) -> Result<Run, Vec<FieldError>> {
+    match estimate::run(name, &inputs) {
+        Ok(chain) => Ok(Run {
+            estimator: name.to_string(),
+            purpose: purpose.to_string(),
+            inputs,
+            chain,
+        }),
+        Err(EstimateError::Invalid(errors)) => Err(errors
+            .into_iter()
+            .map(|e| {
+                FieldError::new(
+                    field_for_estimator_key(&e.field),
+                    format!("{} (from the {name} estimator)", e.message),
+                )
+            })
+            .collect()),
+        Err(e) => Err(vec![FieldError::new("model", e.to_string())]),
+    }
+}
+
+fn inputs(pairs: &[(&str, String)]) -> Inputs {
+    pairs
+        .iter()
+        .map(|(k, v)| (k.to_string(), v.clone()))
+        .collect()
+}
+
+impl ProposalInput {
+    /// The model/GPU fields every model estimator shares; `weights` false for
+    /// mixed-step, which takes no weight dtype.
+    fn setup(&self, weights: bool) -> Vec<(&'static str, String)> {
+        let mut v = Vec::new();
+        match (&self.model, &self.config) {
+            (Some(m), _) => v.push(("model", m.clone())),
+            (None, Some(c)) => v.push(("config", c.clone())),
+            _ => {}
+        }
+        v.push(("gpu", self.gpu_type.clone()));
+        v.push(("tp", self.tp.to_string()));
+        if weights {
+            v.push(("weight_dtype", self.weight_dtype.clone()));
+        }
+        v.push(("kv_dtype", self.kv_dtype.clone()));
+        v
+    }
+
+    fn with(&self, weights: bool, extra: &[(&'static str, String)]) -> Inputs {
+        let mut v = self.setup(weights);
+        v.extend(extra.iter().cloned());
+        inputs(&v)
+    }
+
+    /// Tokens already cached per request (the shared prefix times its hit rate).
+    fn cached_tokens(&self) -> f64 {
+        if self.prefix_caching {
+            self.shared_prefix_tokens as f64 * self.prefix_hit_rate
+        } else {
+            0.0
+        }
+    }
+}
+
+/// The replica at one running batch.
+struct Point {
+    batch: u64,
+    chunk: u64,
+    floor: Run,
+    allreduce: Option<Run>,
+    mixed: Run,
+    decode_step_ms: f64,
+    allreduce_ms: f64,
+    itl_p99_ms: f64,
+    prefill_chunks: f64,
+    ttft_p95_ms: f64,
+    e2e_p95_ms: f64,
+    mixed_per_request: f64,
+    decode_per_request: f64,
+    requests_per_s: f64,
+}
+
+impl Point {
+    fn meets(&self, p: &ProposalInput) -> Option<&'static str> {
+        if self.itl_p99_ms > p.slo_itl_p99_ms {
+            Some("itl_slo")
+        } else if self.ttft_p95_ms > p.slo_ttft_p95_ms {
+            Some("ttft_slo")
+        } else if p.slo_e2e_p95_ms.is_some_and(|e| self.e2e_p95_ms > e) {
+            Some("e2e_slo")
+        } else {
+            None
+        }
+    }
+}
+
+struct Fixed {
+    context: u64,
+    computed_mean: f64,
+    computed_p95: f64,
+}
+
+fn at_batch(p: &ProposalInput, fx: &Fixed, batch: u64) -> Result<Point, Vec<FieldError>> {
+    let chunk = if p.chunked_prefill {
+        p.max_num_batched_tokens - batch
+    } else {
+        fx.computed_p95.ceil() as u64
+    };
+    let in_step = (chunk as f64).min(fx.computed_p95).ceil().max(1.0) as u64;
+    let ctx = fx.context.to_string();
+    let b = batch.to_string();
+    let floor = run_estimator(
+        "decode-floor",
+        "Decode step floor at the running batch",
+        p.with(true, &[("batch", b.clone()), ("context", ctx.clone())]),
+    )?;
+    let allreduce = if p.tp > 1 {
+        Some(run_estimator(
+            "tp-allreduce",
+            "Decode step with the TP all-reduce",
+            p.with(true, &[("batch", b.clone()), ("context", ctx.clone())]),
+        )?)
+    } else {
+        None
+    };
+    let mixed = run_estimator(
+        "mixed-step",
+        "A decode step carrying a prefill chunk",
+        p.with(
+            false,
+            &[
+                ("batch", b),
+                ("context", ctx),
+                ("chunk_tokens", in_step.to_string()),
+                ("mfu", p.mfu.to_string()),
+            ],
+        ),
+    )?;
+    let (decode_step_ms, allreduce_ms) = match &allreduce {
+        Some(a) => (num(&a.chain, "step_ms"), num(&a.chain, "allreduce_ms")),
+        None => (num(&floor.chain, "floor_ms"), 0.0),
+    };
+    let itl_p99_ms = num(&mixed.chain, "step_ms") + allreduce_ms;
+    let prefill_chunks = (fx.computed_p95 / chunk as f64).ceil().max(1.0);
+    let ttft_p95_ms = prefill_chunks * itl_p99_ms;
+    let e2e_p95_ms = ttft_p95_ms + p.output_tokens_p95 as f64 * decode_step_ms;
+    let mixed_per_request = fx.computed_mean / in_step as f64;
+    let decode_per_request = p.output_tokens_mean as f64 / batch as f64;
+    let request_ms = mixed_per_request * itl_p99_ms
+        + (decode_per_request - mixed_per_request).max(0.0) * decode_step_ms;
+    Ok(Point {
+        batch,
+        chunk: in_step,
+        floor,
+        allreduce,
+        mixed,
+        decode_step_ms,
+        allreduce_ms,
+        itl_p99_ms,
+        prefill_chunks,
+        ttft_p95_ms,
+        e2e_p95_ms,
+        mixed_per_request,
+        decode_per_request,
+        requests_per_s: 1000.0 / request_ms,
+    })
+}
+
+/// Why not even a batch of one meets the SLOs, and what would.
+/// Mean tokens in a sequence's KV cache while it decodes: the prompt and half the output.
+fn decode_context(p: &ProposalInput) -> u64 {
+    (p.prompt_tokens_mean as f64 + p.output_tokens_mean as f64 / 2.0).round() as u64
+}
+
+/// The decode step at batch 1 (with the all-reduce when TP > 1) for another weight
+/// precision and TP; None when that setup is not valid (e.g. TP not dividing the heads).
+fn step_at_one(p: &ProposalInput, weight_dtype: &str, tp: u64) -> Option<f64> {
+    let mut q = p.clone();
+    q.weight_dtype = weight_dtype.to_string();
+    q.tp = tp;
+    let name = if tp > 1 {
+        "tp-allreduce"
+    } else {
+        "decode-floor"
+    };
+    let inputs = q.with(
+        true,
+        &[
+            ("batch", "1".to_string()),
+            ("context", decode_context(p).to_string()),
+        ],
+    );
+    let chain = estimate::run(name, &inputs).ok()?;
+    Some(num(&chain, if tp > 1 { "step_ms" } else { "floor_ms" }))
+}
+
+/// Why not even a batch of one meets the SLOs, and what would.
+fn infeasible(p: &ProposalInput, one: &Point) -> FieldError {
+    let floor = num(&one.floor.chain, "floor_ms");
+    if one.decode_step_ms > p.slo_itl_p99_ms {
+        // Fewer bytes per GPU per step: FP8 weights, more TP, or both; the first that fits.
+        let mut options = vec![("FP8 weights".to_string(), "fp8", p.tp)];
+        for tp in [p.tp * 2, p.tp * 4, p.tp * 8] {
+            options.push((format!("TP {tp}"), p.weight_dtype.as_str(), tp));
+            options.push((format!("FP8 weights and TP {tp}"), "fp8", tp));
+        }
+        let works = options.into_iter().find_map(|(label, dtype, tp)| {
+            let ms = step_at_one(p, dtype, tp)?;
+            (ms < p.slo_itl_p99_ms).then(|| format!("{label} (a {} floor)", fmt::ms(ms)))
+        });
+        return FieldError::new(
+            "slo_itl_p99_ms",
+            format!(
+                "the decode floor alone is {} at batch 1{}; an ITL SLO of {} needs {}",
+                fmt::ms(floor),
+                if p.tp > 1 {
+                    format!(" ({} with the TP all-reduce)", fmt::ms(one.decode_step_ms))
+                } else {
+                    String::new()
+                },
+                fmt::ms(p.slo_itl_p99_ms),
+                works.unwrap_or_else(|| {
+                    "more memory bandwidth than FP8 weights at 8× the TP give: a faster GPU or \
+                     a smaller model"
+                        .to_string()
+                })
+            ),
+        );
+    }
+    if one.itl_p99_ms > p.slo_itl_p99_ms {
+        let compute = num(&one.mixed.chain, "compute_ms");
+        let tokens = num(&one.mixed.chain, "step_tokens").max(1.0);
+        let kv = num(&one.mixed.chain, "kv_ms");
+        let room = p.slo_itl_p99_ms - kv - one.allreduce_ms;
+        let fits = (room / (compute / tokens)).floor().max(0.0) as u64;
+        let what = if p.chunked_prefill {
+            format!("a max_num_batched_tokens of at most {}", fits.max(2))
+        } else {
+            format!(
+                "chunked prefill with max_num_batched_tokens of at most {}",
+                fits.max(2)
+            )
+        };
+        return FieldError::new(
+            "slo_itl_p99_ms",
+            format!(
+                "a step carrying a {}-token prefill chunk takes {}; an ITL SLO of {} needs {} \
+                 (or more TP)",
+                one.chunk,
+                fmt::ms(one.itl_p99_ms),
+                fmt::ms(p.slo_itl_p99_ms),
+                what
+            ),
+        );
+    }
+    if one.ttft_p95_ms > p.slo_ttft_p95_ms {
+        return FieldError::new(
+            "slo_ttft_p95_ms",
+            format!(
+                "prefilling a p95 prompt takes {} even at batch 1 ({} chunks of {} tokens at {} \
+                 each); a TTFT SLO of {} needs a larger max_num_batched_tokens, more TP or a \
+                 higher prefix hit rate",
+                fmt::ms(one.ttft_p95_ms),
+                fmt::num(one.prefill_chunks),
+                one.chunk,
+                fmt::ms(one.itl_p99_ms),
+                fmt::ms(p.slo_ttft_p95_ms)
+            ),
+        );
+    }
+    FieldError::new(
+        "slo_e2e_p95_ms",
+        format!(
+            "a p95 request takes {} end to end even at batch 1; an E2E SLO below that cannot be \
+             met by this deployment",
+            fmt::ms(one.e2e_p95_ms)
+        ),
+    )
+}
+
+fn figure(
+    key: &str,
+    label: &str,
+    value: f64,
+    unit: &str,
+    formula: String,
+    source: &str,
+    drivers: &[&str],
+) -> Figure {
+    Figure {
+        key: key.to_string(),
+        label: label.to_string(),
+        value,
+        unit: unit.to_string(),
+        formula,
+        source: source.to_string(),
+        drivers: drivers.iter().map(|d| d.to_string()).collect(),
+    }
+}
+
+/// Sizes a proposal. Errors are field errors saying what would work.
+pub fn size(p: &ProposalInput) -> Result<Sizing, Vec<FieldError>> {
+    let max_model_len = p.prompt_tokens_p95 + p.output_tokens_p95;
+    let util = p.gpu_memory_utilization.to_string();
+    let mem = run_estimator(
+        "memory-fit",
+        "Memory fit per GPU at the longest (p95) sequence",
+        p.with(
+            true,
+            &[
+                ("gpu_memory_utilization", util.clone()),
+                ("max_model_len", max_model_len.to_string()),
+            ],
+        ),
+    )?;
+    if mem.chain.results.get("fits") != Some(&Value::Bool(true)) {
+        return Err(vec![FieldError::new(
+            "weight_dtype",
+            format!(
+                "does not fit at any concurrency: {} (memory-fit)",
+                mem.chain.sanity
+            ),
+        )]);
+    }
+    let kv = run_estimator(
+        "kv-pages",
+        "KV pool and the p95-length sequences it holds",
+        p.with(
+            true,
+            &[
+                ("gpu_memory_utilization", util),
+                ("requests", p.max_num_seqs.to_string()),
+                ("prompt_tokens", p.prompt_tokens_p95.to_string()),
+                ("output_tokens", p.output_tokens_p95.to_string()),
+            ],
+        ),
+    )?;
+    let admitted = num(&kv.chain, "max_full_length_requests") as u64;
+    if admitted == 0 {
+        return Err(vec![FieldError::new(
+            "prompt_tokens_p95",
+            format!(
+                "the KV pool ({} pages) cannot hold even one p95-length sequence ({} tokens): use \
+                 FP8 KV, more TP or shorter sequences",
+                fmt::num(num(&kv.chain, "pool_pages")),
+                max_model_len
+            ),
+        )]);
+    }
+    let kv_concurrency = admitted.min(p.max_num_seqs);
+
+    let mut runs = vec![mem.clone(), kv.clone()];
+    let cached = p.cached_tokens();
+    let computed_mean = if cached > 0.0 {
+        let reuse = run_estimator(
+            "prefix-reuse",
+            "Prompt tokens computed per request with the prefix cache",
+            inputs(&[
+                ("prompt_tokens", p.prompt_tokens_mean.to_string()),
+                ("shared_prefix_tokens", p.shared_prefix_tokens.to_string()),
+                ("hit_rate", p.prefix_hit_rate.to_string()),
+            ]),
+        )?;
+        let c = num(&reuse.chain, "computed_before");
+        runs.push(reuse);
+        c
+    } else {
+        p.prompt_tokens_mean as f64
+    };
+    let fx = Fixed {
+        context: decode_context(p),
+        computed_mean,
+        computed_p95: (p.prompt_tokens_p95 as f64 - cached).max(1.0),
+    };
+
+    // The largest batch meeting the SLOs (the step budget leaves room for a chunk).
+    let mut hi = kv_concurrency;
+    let mut cap = if admitted < p.max_num_seqs {
+        "kv_pool"
+    } else {
+        "max_num_seqs"
+    };
+    if p.chunked_prefill && hi >= p.max_num_batched_tokens {
+        hi = p.max_num_batched_tokens - 1;
+        cap = "step_budget";
+    }
+    if hi == 0 {
+        return Err(vec![FieldError::new(
+            "max_num_batched_tokens",
+            "must be at least 2 with chunked prefill (one decode token and one prefill token)",
+        )]);
+    }
+    let one = at_batch(p, &fx, 1)?;
+    if one.meets(p).is_some() {
+        return Err(vec![infeasible(p, &one)]);
+    }
+    let top = at_batch(p, &fx, hi)?;
+    let (point, limited_by) = match top.meets(p) {
+        None => (top, cap),
+        Some(why) => {
+            let (mut lo, mut lo_point, mut hi) = (1, one, hi);
+            while hi - lo > 1 {
+                let mid = lo + (hi - lo) / 2;
+                let m = at_batch(p, &fx, mid)?;
+                if m.meets(p).is_none() {
+                    lo = mid;
+                    lo_point = m;
+                } else {
+                    hi = mid;
+                }
+            }
+            debug_assert_eq!(lo_point.batch, lo);
+            (lo_point, why)
+        }
+    };
+
+    runs.push(point.floor.clone());
+    if let Some(a) = &point.allreduce {
+        runs.push(a.clone());
+    }
+    runs.push(point.mixed.clone());
+
+    let out_mean = p.output_tokens_mean as f64;
+    let estimated_tps = point.requests_per_s * out_mean;
+    let uses_measurement = p.use_measured && p.measured_tokens_per_s_per_replica.is_some();
+    let tps = if uses_measurement {
+        p.measured_tokens_per_s_per_replica.unwrap_or(estimated_tps)
+    } else {
+        estimated_tps
+    };
+    let per_replica_rps = tps / out_mean;
+    let needed_rps = p.arrival_rate * (1.0 + p.headroom);
+    let replicas = (needed_rps / per_replica_rps - 1e-9).ceil().max(1.0) as u64;
+    let gpus = replicas * p.gpus_per_replica;
+    let cost = run_estimator(
+        "cost",
+        "Fleet cost per hour and per million output tokens at peak",
+        inputs(&[
+            ("gpu_hour_usd", p.gpu_hour_usd.to_string()),
+            ("gpus", gpus.to_string()),
+            (
+                "output_tokens_per_s",
+                (p.arrival_rate * out_mean).to_string(),
+            ),
+            (
+                "input_tokens_per_s",
+                (p.arrival_rate * p.prompt_tokens_mean as f64).to_string(),
+            ),
+        ]),
+    )?;
+    let cost_per_hour = num(&cost.chain, "usd_per_hour");
+    let cost_per_million = num(&cost.chain, "usd_per_million_output_tokens");
+    runs.push(cost);
+
+    let floor_ms = num(&point.floor.chain, "floor_ms");
+    let mixed_ms = num(&point.mixed.chain, "step_ms");
+    let mut figures = vec![
+        figure(
+            "weight_bytes_per_gpu",
+            "Weights per GPU",
+            num(&mem.chain, "weight_bytes_per_gpu") / 1e9,
+            "GB",
+            worked(
+                &mem.chain,
+                "weight_bytes_per_gpu",
+                "params × bytes per weight / TP",
+            ),
+            "memory-fit",
+            &["model", "weight_dtype", "tp"],
+        ),
+        figure(
+            "max_kv_tokens",
+            "KV capacity per GPU",
+            num(&mem.chain, "max_kv_tokens"),
+            "tokens",
+            worked(
+                &mem.chain,
+                "max_kv_tokens",
+                "(budget − weights) / KV bytes per token",
+            ),
+            "memory-fit",
+            &["gpu_type", "gpu_memory_utilization", "kv_dtype", "tp"],
+        ),
+        figure(
+            "kv_concurrency",
+            "Concurrency the KV pool admits at p95 lengths",
+            kv_concurrency as f64,
+            "sequences",
+            format!(
+                "min({} sequences of {} + {} tokens, max_num_seqs {})",
+                admitted, p.prompt_tokens_p95, p.output_tokens_p95, p.max_num_seqs
+            ),
+            "kv-pages",
+            &[
+                "prompt_tokens_p95",
+                "output_tokens_p95",
+                "kv_dtype",
+                "max_num_seqs",
+            ],
+        ),
+        figure(
+            "batch",
+            "Running batch inside the SLOs",
+            point.batch as f64,
+            "sequences",
+            format!(
+                "largest batch ≤ {} whose ITL, TTFT{} stay within the SLOs (set by {})",
+                hi,
+                if p.slo_e2e_p95_ms.is_some() {
+                    " and E2E"
+                } else {
+                    ""
+                },
+                limited_by.replace('_', " ")
+            ),
+            "decode-floor, mixed-step",
+            &[
+                "slo_itl_p99_ms",
+                "slo_ttft_p95_ms",
+                "max_num_batched_tokens",
+            ],
+        ),
+        figure(
+            "decode_floor_ms",
+            "Decode floor",
+            floor_ms,
+            "ms",
+            format!(
+                "{} ({} seqs × {} tokens of context)",
+                worked(
+                    &point.floor.chain,
+                    "floor_ms",
+                    "(weights + KV read) / HBM bandwidth"
+                ),
+                point.batch,
+                fx.context
+            ),
+            "decode-floor",
+            &[
+                "model",
+                "weight_dtype",
+                "kv_dtype",
+                "gpu_type",
+                "prompt_tokens_mean",
+                "output_tokens_mean",
+            ],
+        ),
+        figure(
+            "decode_step_ms",
+            "Decode step",
+            point.decode_step_ms,
+            "ms",
+            if p.tp > 1 {
+                format!(
+                    "{} floor + {} all-reduce",
+                    fmt::ms(floor_ms),
+                    fmt::ms(point.allreduce_ms)
+                )
+            } else {
+                format!("{} floor (TP 1: no all-reduce)", fmt::ms(floor_ms))
+            },
+            if p.tp > 1 {
+                "tp-allreduce"
+            } else {
+                "decode-floor"
+            },
+            &["tp", "gpu_type"],
+        ),
+        figure(
+            "itl_p99_ms",
+            "ITL p99 (a step with a prefill chunk)",
+            point.itl_p99_ms,
+            "ms",
+            format!(
+                "{} mixed step ({} chunk tokens + {} decode) + {} all-reduce",
+                fmt::ms(mixed_ms),
+                point.chunk,
+                point.batch,
+                fmt::ms(point.allreduce_ms)
+            ),
+            "mixed-step",
+            &["max_num_batched_tokens", "chunked_prefill", "mfu"],
+        ),
+        figure(
+            "ttft_p95_ms",
+            "TTFT p95 (prefill of a p95 prompt, no queueing)",
+            point.ttft_p95_ms,
+            "ms",
+            format!(
+                "⌈{} computed tokens / {} per chunk⌉ = {} steps × {}",
+                fmt::num(fx.computed_p95),
+                point.chunk,
+                fmt::num(point.prefill_chunks),
+                fmt::ms(point.itl_p99_ms)
+            ),
+            "mixed-step",
+            &[
+                "prompt_tokens_p95",
+                "shared_prefix_tokens",
+                "prefix_hit_rate",
+            ],
+        ),
+        figure(
+            "e2e_p95_ms",
+            "E2E p95",
+            point.e2e_p95_ms,
+            "ms",
+            format!(
+                "{} TTFT + {} output tokens × {}",
+                fmt::ms(point.ttft_p95_ms),
+                p.output_tokens_p95,
+                fmt::ms(point.decode_step_ms)
+            ),
+            "decode-floor, mixed-step",
+            &["output_tokens_p95"],
+        ),
+        figure(
+            "requests_per_s_per_replica",
+            "Requests/s per replica",
+            point.requests_per_s,
+            "req/s",
+            format!(
+                "1000 / ({} chunk steps × {} + max(0, {} − {}) decode steps × {})",
+                fmt::num(point.mixed_per_request),
+                fmt::ms(point.itl_p99_ms),
+                fmt::num(point.decode_per_request),
+                fmt::num(point.mixed_per_request),
+                fmt::ms(point.decode_step_ms)
+            ),
+            "decode-floor, mixed-step",
+            &[
+                "prompt_tokens_mean",
+                "output_tokens_mean",
+                "prefix_hit_rate",
+            ],
+        ),
+        figure(
+            "tokens_per_s_per_replica",
+            "Output tokens/s per replica inside the SLOs",
+            tps,
+            "tokens/s",
+            if uses_measurement {
+                format!(
+                    "measured {} (the estimate was {})",
+                    fmt::num(tps),
+                    fmt::num(estimated_tps)
+                )
+            } else {
+                format!(
+                    "{} req/s × {} output tokens",
+                    fmt::num(point.requests_per_s),
+                    p.output_tokens_mean
+                )
+            },
+            if uses_measurement {
+                "measurement"
+            } else {
+                "decode-floor, mixed-step"
+            },
+            &["output_tokens_mean", "measured_tokens_per_s_per_replica"],
+        ),
+        figure(
+            "replicas_needed",
+            "Replicas at peak",
+            replicas as f64,
+            "replicas",
+            format!(
+                "⌈{} req/s × (1 + {} headroom) / {} req/s per replica⌉",
+                fmt::num(p.arrival_rate),
+                fmt::num(p.headroom),
+                fmt::num(per_replica_rps)
+            ),
+            "decode-floor, mixed-step",
+            &["arrival_rate", "headroom"],
+        ),
+        figure(
+            "cost_per_hour_usd",
+            "Cost per hour",
+            cost_per_hour,
+            "USD/h",
+            format!(
+                "{} replicas × {} GPUs × ${}",
+                replicas,
+                p.gpus_per_replica,
+                fmt::num(p.gpu_hour_usd)
+            ),
+            "cost",
+            &["gpu_hour_usd", "gpus_per_replica"],
+        ),
+        figure(
+            "cost_per_million_tokens_usd",
+            "Cost per million output tokens at peak",
+            cost_per_million,
+            "USD",
+            format!(
+                "${} / ({} req/s × {} tokens × 3600 s) × 1e6",
+                fmt::num(cost_per_hour),
+                fmt::num(p.arrival_rate),
+                p.output_tokens_mean
+            ),
+            "cost",
+            &["arrival_rate", "output_tokens_mean"],
+        ),
+    ];
+    if let Some(m) = p.measured_tokens_per_s_per_replica {
+        figures.push(figure(
+            "estimate_over_measured",
+            "Estimated / measured tokens/s per replica",
+            estimated_tps / m,
+            "×",
+            format!("{} / {}", fmt::num(estimated_tps), fmt::num(m)),
+            "measurement",
+            &["measured_tokens_per_s_per_replica"],
+        ));
+    }
+
+    Ok(Sizing {
+        memory_fit: mem.chain.results.clone(),
+        max_model_len,
+        kv_concurrency,
+        batch: point.batch,
+        limited_by: limited_by.to_string(),
+        context_tokens: fx.context,
+        computed_prompt_tokens_mean: fx.computed_mean,
+        computed_prompt_tokens_p95: fx.computed_p95,
+        chunk_tokens: point.chunk,
+        decode_floor_ms: floor_ms,
+        allreduce_ms: point.allreduce_ms,
+        decode_step_ms: point.decode_step_ms,
+        mixed_step_ms: mixed_ms,
+        itl_p99_ms: point.itl_p99_ms,
+        prefill_ms: point.ttft_p95_ms,
+        ttft_p95_ms: point.ttft_p95_ms,
+        e2e_p95_ms: point.e2e_p95_ms,
+        requests_per_s_per_replica: point.requests_per_s,
+        estimated_tokens_per_s_per_replica: estimated_tps,
+        tokens_per_s_per_replica: tps,
+        measured_tokens_per_s_per_replica: p.measured_tokens_per_s_per_replica,
+        uses_measurement,
+        replicas_needed: replicas,
+        gpus,
+        cost_per_hour_usd: cost_per_hour,
+        cost_per_million_tokens_usd: cost_per_million,
+        figures,
+        runs,
+    })
+}
+
+fn scaled(v: u64, factor: f64) -> u64 {
+    ((v as f64) * factor).round().max(1.0) as u64
+}
+
+/// How replicas and cost move when the workload is heavier than proposed.
+pub fn sensitivity(p: &ProposalInput, base: &Sizing) -> Vec<Variant> {
+    let mut variants: Vec<(String, ProposalInput)> = Vec::new();
+    for (pct, factor) in [(30, 1.3), (50, 1.5)] {
+        let mut v = p.clone();
+        v.prompt_tokens_mean = scaled(p.prompt_tokens_mean, factor);
+        v.prompt_tokens_p95 = scaled(p.prompt_tokens_p95, factor);
+        variants.push((format!("prompt length +{pct} %"), v));
+    }
+    for (pct, factor) in [(30, 1.3), (50, 1.5)] {
+        let mut v = p.clone();
+        v.output_tokens_mean = scaled(p.output_tokens_mean, factor);
+        v.output_tokens_p95 = scaled(p.output_tokens_p95, factor);
+        variants.push((format!("output length +{pct} %"), v));
+    }
+    for (pct, factor) in [(30, 1.3), (50, 1.5)] {
+        let mut v = p.clone();
+        v.arrival_rate = p.arrival_rate * factor;
+        variants.push((format!("arrival rate +{pct} %"), v));
+    }
+    let mut v = p.clone();
+    v.prefix_hit_rate = p.prefix_hit_rate / 2.0;
+    variants.push(("prefix hit rate halves".to_string(), v));
+
+    variants
+        .into_iter()
+        .map(|(label, v)| match size(&v) {
+            Ok(s) => Variant {
+                label,
+                replicas_needed: Some(s.replicas_needed),
+                cost_per_hour_usd: Some(s.cost_per_hour_usd),
+                cost_per_million_tokens_usd: Some(s.cost_per_million_tokens_usd),
+                replicas_change: Some(s.replicas_needed as i64 - base.replicas_needed as i64),
+                problem: None,
+            },
+            Err(errors) => Variant {
+                label,
+                replicas_needed: None,
+                cost_per_hour_usd: None,
+                cost_per_million_tokens_usd: None,
+                replicas_change: None,
+                problem: Some(
+                    errors
+                        .iter()
+                        .map(ToString::to_string)
+                        .collect::<Vec<_>>()
+                        .join("; "),
+                ),
+            },
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::input::{parse, tests::chat_api, Pairs};
+    use super::*;
+
+    fn with(changes: &[(&str, &str)]) -> Pairs {
+        let mut pairs = chat_api();
+        for (k, v) in changes {
+            pairs.insert(k.to_string(), v.to_string());
+        }
+        pairs
+    }
+
+    fn sized(changes: &[(&str, &str)]) -> Result<Sizing, Vec<FieldError>> {
+        size(&parse(&with(changes)).unwrap())
+    }
+
+    #[test]
+    fn every_estimator_figure_is_the_standalone_result() {
+        let s = sized(&[]).unwrap();
+        let names: Vec<_> = s.runs.iter().map(|r| r.estimator.as_str()).collect();
+        assert_eq!(
+            names,
+            [
+                "memory-fit",
+                "kv-pages",
+                "prefix-reuse",
+                "decode-floor",
+                "mixed-step",
+                "cost"
+            ]
+        );
+        for r in &s.runs {
+            let again = estimate::run(&r.estimator, &r.inputs).unwrap();
+            assert_eq!(again, r.chain, "{}", r.estimator);
+        }
+        assert_eq!(s.memory_fit, s.runs[0].chain.results);
+        assert_eq!(s.runs[0].inputs["max_model_len"], "4800");
+        assert_eq!(s.decode_floor_ms, num(&s.runs[3].chain, "floor_ms"));
+        assert_eq!(s.mixed_step_ms, num(&s.runs[4].chain, "step_ms"));
+        assert_eq!(s.cost_per_hour_usd, num(&s.runs[5].chain, "usd_per_hour"));
+        assert_eq!(
+            s.cost_per_hour_usd,
+            s.replicas_needed as f64 * 1.0 * 2.5,
+            "replicas × GPUs per replica × price"
+        );
+        assert_eq!(
+            s.cost_per_million_tokens_usd,
+            num(&s.runs[5].chain, "usd_per_million_output_tokens")
+        );
+        // 600 shared tokens at 80 % hits: 1500 − 480 computed
+        assert_eq!(s.computed_prompt_tokens_mean, 1020.0);
+    }
+
+    #[test]
+    fn the_batch_meets_the_slos_and_one_more_would_not_or_is_capped() {
+        let s = sized(&[]).unwrap();
+        assert!(s.itl_p99_ms <= 60.0 && s.ttft_p95_ms <= 800.0, "{s:?}");
+        assert!(s.batch >= 1 && s.batch <= s.kv_concurrency);
+        if s.limited_by == "itl_slo" || s.limited_by == "ttft_slo" {
+            let p = parse(&chat_api()).unwrap();
+            let fx = Fixed {
+                context: s.context_tokens,
+                computed_mean: s.computed_prompt_tokens_mean,
+                computed_p95: s.computed_prompt_tokens_p95,
+            };
+            assert!(at_batch(&p, &fx, s.batch + 1).unwrap().meets(&p).is_some());
+        }
+        let tps = s.requests_per_s_per_replica * 300.0;
+        assert!((s.tokens_per_s_per_replica - tps).abs() < 1e-9);
+        let needed = 45.0 * 1.2 / s.requests_per_s_per_replica;
+        assert_eq!(s.replicas_needed, needed.ceil() as u64);
+    }
+
+    #[test]
+    fn tp_adds_the_allreduce_run() {
+        let s = sized(&[
+            ("model", "llama-3.3-70b"),
+            ("tp", "4"),
+            ("gpus_per_replica", "4"),
+            ("max_num_batched_tokens", "512"),
+        ])
+        .unwrap();
+        let tp = s
+            .runs
+            .iter()
+            .find(|r| r.estimator == "tp-allreduce")
+            .unwrap();
+        assert_eq!(s.decode_step_ms, num(&tp.chain, "step_ms"));
+        assert!(s.allreduce_ms > 0.0);
+        assert_eq!(s.gpus, s.replicas_needed * 4);
+    }
+
+    #[test]
+    fn itl_below_the_decode_floor_says_what_would_work() {
+        let e = sized(&[("model", "llama-3.3-70b"), ("slo_itl_p99_ms", "10")]).unwrap_err();
+        assert_eq!(
+            e[0].field, "weight_dtype",
+            "70B bf16 on one GPU does not fit: {e:?}"
+        );
+        let e = sized(&[
+            ("model", "llama-3.3-70b"),
+            ("tp", "2"),
+            ("gpus_per_replica", "2"),
+            ("slo_itl_p99_ms", "10"),
+        ])
+        .unwrap_err();
+        assert_eq!(e[0].field, "slo_itl_p99_ms");
+        assert!(e[0].message.contains("the decode floor alone is"), "{e:?}");
+        assert!(e[0].message.contains("FP8 weights"), "{e:?}");
+        assert!(e[0].message.contains("TP 4"), "{e:?}");
+    }
+
+    #[test]
+    fn a_chunk_too_long_for_the_itl_slo_names_the_budget_that_fits() {
+        let e = sized(&[
+            ("slo_itl_p99_ms", "20"),
+            ("max_num_batched_tokens", "16384"),
+        ])
+        .unwrap_err();
+        assert_eq!(e[0].field, "slo_itl_p99_ms");
+        assert!(
+            e[0].message.contains("max_num_batched_tokens of at most"),
+            "{e:?}"
+        );
+    }
+
+    #[test]
+    fn tp_not_dividing_heads_is_named() {
+        let e = sized(&[("tp", "3"), ("gpus_per_replica", "3")]).unwrap_err();
+        assert_eq!(e[0].field, "tp");
+        assert!(e[0].message.contains("must divide"), "{e:?}");
+    }
+
+    #[test]
+    fn measurement_replaces_the_estimate_only_when_asked() {
+        let base = sized(&[]).unwrap();
+        let shown = sized(&[("measured_tokens_per_s_per_replica", "1000")]).unwrap();
+        assert_eq!(shown.replicas_needed, base.replicas_needed);
+        assert!(shown
+            .figures
+            .iter()
+            .any(|f| f.key == "estimate_over_measured"));
+        let used = sized(&[
+            ("measured_tokens_per_s_per_replica", "1000"),
+            ("use_measured", "true"),
+        ])
+        .unwrap();
+        assert!(used.uses_measurement);
+        assert_eq!(
+            used.replicas_needed,
+            (45.0_f64 * 1.2 / (1000.0 / 300.0)).ceil() as u64
+        );
+    }
+
+    #[test]
+    fn sensitivity_moves_the_right_way() {
+        let p = parse(&chat_api()).unwrap();
+        let s = size(&p).unwrap();
+        let rows = sensitivity(&p, &s);
+        assert_eq!(rows.len(), 7);
+        for r in &rows {
+            if let Some(change) = r.replicas_change {
+                if r.label.contains('+') {
+                    assert!(change >= 0, "{r:?}");
+                }
+            }
+        }
+        let arrival = rows
+            .iter()
+            .find(|r| r.label == "arrival rate +50 %")
+            .unwrap();
+        assert!(arrival.replicas_needed.unwrap() > s.replicas_needed);
+        assert_eq!(
+            arrival.cost_per_hour_usd.unwrap(),
+            arrival.replicas_needed.unwrap() as f64 * 2.5
+        );
+    }
+}
