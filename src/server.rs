@@ -132,6 +132,8 @@ pub async fn serve(state: AppState, bind: &str) -> anyhow::Result<()> {
             Err(e) => tracing::warn!("search index not loaded yet: {e}"),
         }
     });
+    // Changes reach the search index from here, never on a request's path.
+    let indexer = tokio::spawn(state.search.clone().run_indexer(state.pool.clone()));
     let throttle = state.throttle.clone();
     let throttle_sweeper = tokio::spawn(async move {
         let mut tick = tokio::time::interval(Duration::from_secs(300));
@@ -149,6 +151,7 @@ pub async fn serve(state: AppState, bind: &str) -> anyhow::Result<()> {
     .await?;
     sweeper.abort();
     throttle_sweeper.abort();
+    indexer.abort();
     worker.abort();
     blob_sweeper.abort();
     tracing::info!("server stopped");

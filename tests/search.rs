@@ -919,3 +919,58 @@ async fn comparisons_and_artifacts_are_searchable() {
     let v = search(&mut app, &token, "q=h100&kind=artifact").await;
     assert_eq!(v["total"], 2, "{v}");
 }
+
+/// A search never rebuilds documents on its request: with changes queued it answers at
+/// once from the index it has and says how many changes are pending; the background
+/// indexer then brings them in within a second or two.
+#[tokio::test]
+async fn a_search_with_pending_changes_answers_at_once_and_says_so() {
+    use tower::ServiceExt;
+    let (mut app, token) = admin().await;
+    entry(&mut app, "Tokenizer stall under burst", &[]).await;
+    // Straight to the router, past the harness's catch-up: the entry is still queued.
+    let ask = |app: &TestApp| {
+        let req = axum::http::Request::get("/api/v1/search?q=tokenizer")
+            .header("authorization", format!("Bearer {token}"))
+            .body(axum::body::Body::empty())
+            .unwrap();
+        let router = app.app.clone();
+        async move {
+            let res = router.oneshot(req).await.unwrap();
+            let bytes = http_body_util::BodyExt::collect(res.into_body())
+                .await
+                .unwrap()
+                .to_bytes();
+            serde_json::from_slice::<Value>(&bytes).unwrap()
+        }
+    };
+    let stale: i64 = sqlx::query_scalar("SELECT count(*) FROM search_stale")
+        .fetch_one(&app.pool)
+        .await
+        .unwrap();
+    assert!(stale >= 1, "the new entry is queued for the index");
+    let answer = ask(&app).await;
+    assert_eq!(answer["total"], 0, "{answer}");
+    assert!(answer["pending_changes"].as_i64().unwrap() >= 1, "{answer}");
+    let still: i64 = sqlx::query_scalar("SELECT count(*) FROM search_stale")
+        .fetch_one(&app.pool)
+        .await
+        .unwrap();
+    assert_eq!(still, stale, "the search itself rebuilt nothing");
+
+    let indexer = tokio::spawn(app.state.search.clone().run_indexer(app.pool.clone()));
+    let started = std::time::Instant::now();
+    loop {
+        let answer = ask(&app).await;
+        if answer["total"] == 1 && answer["pending_changes"] == 0 {
+            break;
+        }
+        assert!(
+            started.elapsed() < std::time::Duration::from_secs(10),
+            "the indexer did not catch up: {answer}"
+        );
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    }
+    println!("indexed {:?} after the first search", started.elapsed());
+    indexer.abort();
+}

@@ -47,6 +47,8 @@ pub struct SearchResponse {
     pub facets: BTreeMap<String, Vec<FacetValue>>,
     /// Set when the words matched nothing and a corrected spelling was searched.
     pub corrected: Option<String>,
+    /// Changes saved but not yet indexed (they appear within a second or two).
+    pub pending_changes: i64,
 }
 
 /// Search journal entries, investigations, comparisons and artifacts.
@@ -72,7 +74,7 @@ pub async fn search_documents(
     RawQuery(raw): RawQuery,
 ) -> ApiResult<Json<SearchResponse>> {
     let query = crate::search::parse_query(raw.as_deref())?;
-    let outcome = state.search.search(&state.pool, &query).await?;
+    let (outcome, pending) = state.search.search(&state.pool, &query).await?;
     Ok(Json(SearchResponse {
         results: outcome
             .results
@@ -105,6 +107,7 @@ pub async fn search_documents(
             })
             .collect(),
         corrected: outcome.corrected.clone(),
+        pending_changes: pending,
     }))
 }
 

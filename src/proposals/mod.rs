@@ -451,7 +451,6 @@ const EVIDENCE_COLUMNS: &str = "x.title, x.url, d.model, d.gpu, d.engine, d.engi
          AND a.kind = 'vllm_bench') END AS measured";
 
 pub async fn evidence(pool: &PgPool, p: &Proposal) -> sqlx::Result<Vec<EvidenceItem>> {
-    crate::search::find::current_generation(pool).await?;
     let rows: Vec<EvidenceRow> = sqlx::query_as(&format!(
         "SELECT e.kind, e.source_id, e.note, {EVIDENCE_COLUMNS} FROM proposal_evidence e \
          LEFT JOIN search_documents d ON d.kind = e.kind AND d.source_id = e.source_id \
@@ -467,7 +466,6 @@ pub async fn evidence(pool: &PgPool, p: &Proposal) -> sqlx::Result<Vec<EvidenceI
 /// Journal entries and comparisons that name this model or GPU, best match first, not
 /// yet linked (from the search documents, the same facets "seen before" uses).
 pub async fn suggestions(pool: &PgPool, p: &Proposal) -> sqlx::Result<Vec<EvidenceItem>> {
-    crate::search::find::current_generation(pool).await?;
     let rows: Vec<EvidenceRow> = sqlx::query_as(&format!(
         "SELECT d.kind, d.source_id, '' AS note, {EVIDENCE_COLUMNS} FROM search_documents d \
          JOIN search_texts x USING (kind, source_id) \

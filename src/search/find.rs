@@ -65,6 +65,8 @@ pub struct Searcher {
     /// Answers by query, each with the generation it was computed at: a search page
     /// asked again before anything changes is answered without searching.
     answers: Mutex<HashMap<String, (Stamp, Arc<SearchOutcome>)>>,
+    /// Wakes the background indexer when a search sees queued changes.
+    wake: tokio::sync::Notify,
 }
 
 const CACHED_ANSWERS: usize = 1024;
@@ -76,24 +78,21 @@ impl Default for Searcher {
             synced: Mutex::new(None),
             loading: tokio::sync::Mutex::new(()),
             answers: Mutex::new(HashMap::new()),
+            wake: tokio::sync::Notify::new(),
         }
     }
 }
 
-/// Brings queued documents up to date and returns the documents' current state.
-pub(crate) async fn current_generation(pool: &PgPool) -> sqlx::Result<Stamp> {
-    let (epoch, generation, stale): (i64, i64, bool) = sqlx::query_as(
-        "SELECT epoch, generation, EXISTS (SELECT 1 FROM search_stale) FROM search_state",
+/// The documents' current state and how many changes still wait to be indexed. Reads
+/// only: queued documents are rebuilt by the background indexer ([`Searcher::run_indexer`]),
+/// never on a request's path.
+pub(crate) async fn current_state(pool: &PgPool) -> sqlx::Result<(Stamp, i64)> {
+    let (epoch, generation, pending): (i64, i64, i64) = sqlx::query_as(
+        "SELECT epoch, generation, (SELECT count(*) FROM search_stale) FROM search_state",
     )
     .fetch_one(pool)
     .await?;
-    if !stale {
-        return Ok(Stamp { epoch, generation });
-    }
-    super::refresh(pool).await?;
-    sqlx::query_as("SELECT epoch, generation FROM search_state")
-        .fetch_one(pool)
-        .await
+    Ok((Stamp { epoch, generation }, pending))
 }
 
 /// Documents loaded per step of a full load.
@@ -144,10 +143,36 @@ impl Searcher {
             .unwrap_or((0, 0))
     }
 
-    /// Rebuilds queued documents and loads the index; returns its size.
+    /// Rebuilds queued documents and loads the index; returns its size (at start-up).
     pub async fn warm(&self, pool: &PgPool) -> sqlx::Result<(usize, usize)> {
+        super::refresh(pool).await?;
         self.prepare(pool, "").await?;
         Ok(self.size())
+    }
+
+    /// The background indexer: rebuilds queued documents when a search saw some (woken at
+    /// once) and at least every second (changes made through another replica), then loads
+    /// them into the index. Runs until the task is dropped.
+    pub async fn run_indexer(self: Arc<Self>, pool: PgPool) {
+        loop {
+            tokio::select! {
+                _ = self.wake.notified() => {}
+                _ = tokio::time::sleep(std::time::Duration::from_secs(1)) => {}
+            }
+            match self.catch_up(&pool).await {
+                Ok(0) => {}
+                Ok(n) => tracing::debug!(documents = n, "search index caught up"),
+                Err(e) => tracing::warn!("search index catch-up: {e}"),
+            }
+        }
+    }
+
+    /// Rebuilds every queued document and loads the result; returns how many were rebuilt.
+    pub async fn catch_up(&self, pool: &PgPool) -> sqlx::Result<usize> {
+        let n = super::refresh(pool).await?;
+        let (stamp, _) = current_state(pool).await?;
+        self.sync(pool, stamp).await?;
+        Ok(n)
     }
 
     /// Loads what changed since the index's generation: everything on the first call
@@ -235,39 +260,41 @@ impl Searcher {
         Ok(())
     }
 
-    /// One round trip for the documents' state, whether some wait to be rebuilt, and
+    /// One round trip for the documents' state, how many changes wait to be indexed, and
     /// PostgreSQL's reading of the words (stemmed, stop words dropped; `None` without
-    /// words); queued documents are rebuilt and the index brought up to date.
-    async fn prepare(&self, pool: &PgPool, q: &str) -> sqlx::Result<(Stamp, Option<String>)> {
-        let (epoch, generation, stale, tsquery): (i64, i64, bool, Option<String>) = sqlx::query_as(
-            "SELECT epoch, generation, EXISTS (SELECT 1 FROM search_stale), \
-             CASE WHEN $1 = '' THEN NULL ELSE websearch_to_tsquery('english', $1)::text END \
-             FROM search_state",
-        )
-        .bind(q)
-        .fetch_one(pool)
-        .await?;
-        let mut stamp = Stamp { epoch, generation };
-        if stale {
-            stamp = current_generation(pool).await?;
+    /// words); the index is brought up to what is built. Queued changes wake the indexer
+    /// and are reported, never rebuilt here: a search only reads.
+    async fn prepare(&self, pool: &PgPool, q: &str) -> sqlx::Result<(Stamp, i64, Option<String>)> {
+        let (epoch, generation, pending, tsquery): (i64, i64, i64, Option<String>) =
+            sqlx::query_as(
+                "SELECT epoch, generation, (SELECT count(*) FROM search_stale), \
+                 CASE WHEN $1 = '' THEN NULL ELSE websearch_to_tsquery('english', $1)::text END \
+                 FROM search_state",
+            )
+            .bind(q)
+            .fetch_one(pool)
+            .await?;
+        if pending > 0 {
+            self.wake.notify_one();
         }
+        let stamp = Stamp { epoch, generation };
         self.sync(pool, stamp).await?;
-        Ok((stamp, tsquery))
+        Ok((stamp, pending, tsquery))
     }
 
     /// The search, answered from the cache when nothing changed since the same query
-    /// was last answered.
+    /// was last answered, with how many changes are still being indexed.
     pub async fn search(
         &self,
         pool: &PgPool,
         query: &SearchQuery,
-    ) -> sqlx::Result<Arc<SearchOutcome>> {
-        let (stamp, tsquery) = self.prepare(pool, &query.q).await?;
+    ) -> sqlx::Result<(Arc<SearchOutcome>, i64)> {
+        let (stamp, pending, tsquery) = self.prepare(pool, &query.q).await?;
         let key = serde_json::to_string(query).unwrap_or_default();
         let cached = self.answers.lock().ok().and_then(|a| a.get(&key).cloned());
         if let Some((at, answer)) = cached {
             if at == stamp {
-                return Ok(answer);
+                return Ok((answer, pending));
             }
         }
         let answer = Arc::new(self.answer(pool, query, tsquery).await?);
@@ -277,7 +304,7 @@ impl Searcher {
             }
             answers.insert(key, (stamp, answer.clone()));
         }
-        Ok(answer)
+        Ok((answer, pending))
     }
 
     /// The search without the cache (the search benchmark measures this; built only
@@ -288,7 +315,7 @@ impl Searcher {
         pool: &PgPool,
         query: &SearchQuery,
     ) -> sqlx::Result<SearchOutcome> {
-        let (_, tsquery) = self.prepare(pool, &query.q).await?;
+        let (_, _, tsquery) = self.prepare(pool, &query.q).await?;
         self.answer(pool, query, tsquery).await
     }
 
@@ -307,7 +334,7 @@ impl Searcher {
                     q: corrected.clone(),
                     ..query.clone()
                 };
-                let (_, tsquery) = self.prepare(pool, &retry.q).await?;
+                let (_, _, tsquery) = self.prepare(pool, &retry.q).await?;
                 let mut outcome = self.run(pool, &retry, tsquery).await?;
                 outcome.corrected = Some(corrected);
                 return Ok(outcome);

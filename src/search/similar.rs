@@ -81,7 +81,6 @@ pub async fn similar_to(
     kind: &str,
     id: i64,
 ) -> sqlx::Result<Option<(Profile, Vec<SimilarItem>)>> {
-    super::find::current_generation(pool).await?;
     let subject: Option<Row> = sqlx::query_as(&format!(
         "SELECT {COLUMNS} FROM search_documents d JOIN search_texts x USING (kind, source_id) \
          WHERE d.kind = $1 AND d.source_id = $2"

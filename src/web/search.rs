@@ -57,6 +57,8 @@ struct ResultsView {
     total: i64,
     facets: Vec<FacetView>,
     corrected: Option<String>,
+    /// Changes saved but not yet in the index (the background indexer is on them).
+    pending: i64,
     errors: Vec<FieldError>,
     prev: Option<String>,
     next: Option<String>,
@@ -92,7 +94,7 @@ async fn search_page(
     let parsed = SearchQuery::parse(pairs.iter().map(|(k, v)| (k.as_str(), v.as_str())));
     let view = match parsed {
         Ok(query) => {
-            let outcome = state.search.search(&state.pool, &query).await?;
+            let (outcome, pending) = state.search.search(&state.pool, &query).await?;
             let facets = FACETS
                 .iter()
                 .filter_map(|f| {
@@ -120,6 +122,7 @@ async fn search_page(
                 results: outcome.results.clone(),
                 total: outcome.total,
                 corrected: outcome.corrected.clone(),
+                pending,
                 facets,
                 errors: Vec::new(),
                 query,
@@ -140,6 +143,7 @@ async fn search_page(
             total: 0,
             facets: Vec::new(),
             corrected: None,
+            pending: 0,
             errors,
             prev: None,
             next: None,

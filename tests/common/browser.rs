@@ -16,6 +16,7 @@ pub struct Browser {
     pub base: String,
     chromedriver: Child,
     server: tokio::task::JoinHandle<()>,
+    indexer: tokio::task::JoinHandle<()>,
 }
 
 fn find(candidates: &[&str]) -> Option<String> {
@@ -48,6 +49,8 @@ pub async fn start(app: &TestApp, test: &str) -> Option<Browser> {
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let addr = listener.local_addr().unwrap();
     let router = app.app.clone();
+    // As in the real server, search catches up in the background.
+    let indexer = tokio::spawn(app.state.search.clone().run_indexer(app.pool.clone()));
     let server = tokio::spawn(async move {
         axum::serve(
             listener,
@@ -90,6 +93,7 @@ pub async fn start(app: &TestApp, test: &str) -> Option<Browser> {
                     base: format!("http://{addr}"),
                     chromedriver,
                     server,
+                    indexer,
                 })
             }
             Err(e) => {
@@ -173,5 +177,6 @@ impl Browser {
         let _ = self.chromedriver.kill();
         let _ = self.chromedriver.wait();
         self.server.abort();
+        self.indexer.abort();
     }
 }

@@ -242,6 +242,13 @@ pub fn app_on(
 impl TestApp {
     /// Sends a request as this client (with its session cookie), keeping any new cookie.
     pub async fn send(&mut self, mut req: Request<Body>) -> Reply {
+        // The server's background indexer keeps search within a second of the database;
+        // here it runs before each request instead, so tests see every earlier write.
+        self.state
+            .search
+            .catch_up(&self.pool)
+            .await
+            .expect("search index catch-up");
         if let Some(c) = &self.cookie {
             if !req.headers().contains_key(header::COOKIE) {
                 req.headers_mut().insert(header::COOKIE, c.parse().unwrap());
