@@ -497,7 +497,10 @@ async fn the_page_form_uploads_multipart_and_redirects_to_the_artifact() {
 async fn real_fixtures_upload_and_analyze() {
     let Some(root) = std::env::var_os("PERFJOURNAL_REAL_FIXTURES").map(std::path::PathBuf::from)
     else {
-        eprintln!("skipped real_fixtures_upload_and_analyze: PERFJOURNAL_REAL_FIXTURES unset");
+        common::skip(
+            "real_fixtures_upload_and_analyze",
+            "PERFJOURNAL_REAL_FIXTURES unset",
+        );
         return;
     };
     let (mut app, token) = editor_app().await;
@@ -509,7 +512,14 @@ async fn real_fixtures_upload_and_analyze() {
         ("pytorch_trace", "pytorch_trace"),
     ];
     for (dir, kind) in expect {
-        for file in walk(&root.join(dir)) {
+        let files = walk(&root.join(dir));
+        // An empty or missing folder would make this test pass without checking anything.
+        assert!(
+            !files.is_empty(),
+            "no fixtures under {}",
+            root.join(dir).display()
+        );
+        for file in files {
             let name = file.file_name().unwrap().to_string_lossy().to_string();
             let r = upload(
                 &mut app,

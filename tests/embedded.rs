@@ -3,13 +3,19 @@
 
 use std::os::unix::fs::PermissionsExt;
 
+#[path = "../src/test_skip.rs"]
+mod test_skip;
+
 use perfjournal::db::EmbeddedCluster;
 use sqlx::{Connection, PgConnection};
 
 #[tokio::test]
 async fn embedded_cluster_restarts_with_its_data() {
     if EmbeddedCluster::find_binaries().is_err() {
-        eprintln!("skipped: no PostgreSQL server binaries on this machine");
+        test_skip::skip(
+            "embedded_cluster_restarts_with_its_data",
+            "no PostgreSQL server binaries on this machine",
+        );
         return;
     }
     let tmp = tempfile::Builder::new()

@@ -4,6 +4,9 @@
 #![allow(dead_code)]
 
 pub mod browser;
+#[path = "../../src/test_skip.rs"]
+pub mod test_skip;
+pub use test_skip::skip;
 pub mod seeded;
 pub mod uploads;
 

@@ -1239,7 +1239,7 @@ mod tests {
                 .filter(|p| p.exists())
             });
         let Some(script) = script else {
-            println!("skipped: gen_requests.py not found");
+            crate::test_skip::skip("shared_generator_shape", "gen_requests.py not found");
             return;
         };
         let out = std::env::temp_dir().join(format!("pj-gen-{}.jsonl", std::process::id()));
@@ -1249,7 +1249,10 @@ mod tests {
             .arg(&out)
             .status();
         if !matches!(status, Ok(s) if s.success()) {
-            println!("skipped: python3 could not run gen_requests.py");
+            crate::test_skip::skip(
+                "shared_generator_shape",
+                "python3 could not run gen_requests.py",
+            );
             return;
         }
         let file = std::fs::File::open(&out).unwrap();
