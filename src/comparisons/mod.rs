@@ -10,9 +10,9 @@ use sqlx::types::Json;
 use sqlx::PgPool;
 
 use crate::artifacts::{self, Artifact};
-use crate::core::analyze::request_log::RequestLogAnalysis;
+use crate::core::analyze::request_log::{outcome, Outcome, RequestLogAnalysis};
 use crate::core::analyze::vllm_bench::VllmBenchAnalysis;
-use crate::core::analyze::{stride_sample, Kind};
+use crate::core::analyze::Kind;
 use crate::core::method::comparison::{
     compare, workload_setting_keys, Defect, Prediction, Report, Request, Run, Series,
 };
@@ -20,11 +20,6 @@ use crate::core::method::{FrozenConfig, Percentile, RunHealth};
 use crate::core::stats::BootstrapConfig;
 use crate::core::FieldError;
 use crate::error::AppError;
-
-/// Request-log rows kept per run (evenly spaced), as many as the benchmark analyzer
-/// keeps per series: the bootstrap resamples them 2,000 times for each of 28
-/// series × percentile cells, within one request's time budget.
-pub const MAX_ROWS_PER_RUN: usize = crate::core::analyze::vllm_bench::MAX_SAMPLES;
 
 /// A comparison as asked for, checked field by field.
 #[derive(Debug, Clone)]
@@ -608,13 +603,17 @@ type RequestRowValues = (
     Option<f64>,
     Option<i64>,
     Option<i64>,
+    Option<String>,
+    Option<String>,
+    Option<String>,
 );
 
 /// One run from a request log's loaded rows.
 async fn log_run(pool: &PgPool, a: &Artifact) -> Result<Run, AppError> {
     let rows: Vec<RequestRowValues> = sqlx::query_as(
         "SELECT first_token_ms, total_ms, queue_wait_ms, prefill_ms, decode_ms,
-                prompt_tokens, output_tokens
+                prompt_tokens, output_tokens,
+                extra->>'status', extra->>'finish_reason', extra->>'error'
          FROM request_rows WHERE artifact_id = $1
          ORDER BY arrival_ts NULLS LAST, request_id NULLS LAST",
     )
@@ -629,7 +628,13 @@ async fn log_run(pool: &PgPool, a: &Artifact) -> Result<Run, AppError> {
     };
     let mut prompts = Vec::new();
     let mut output_tokens = 0u64;
-    for (ttft, total, queue, prefill, decode, prompt, output) in &rows {
+    let (mut errors, mut cancelled) = (0u64, 0u64);
+    for (ttft, total, queue, prefill, decode, prompt, output, status, finish, error) in &rows {
+        match outcome(status.as_deref(), finish.as_deref(), error.as_deref()) {
+            Outcome::Succeeded => {}
+            Outcome::Errored => errors += 1,
+            Outcome::Cancelled => cancelled += 1,
+        }
         push(Series::TtftMs, *ttft);
         push(Series::E2elMs, *total);
         push(Series::QueueWaitMs, *queue);
@@ -644,10 +649,7 @@ async fn log_run(pool: &PgPool, a: &Artifact) -> Result<Run, AppError> {
         }
         output_tokens += output.unwrap_or(0).max(0) as u64;
     }
-    let series = cols
-        .into_iter()
-        .map(|(s, v)| (s, stride_sample(&v, MAX_ROWS_PER_RUN)))
-        .collect();
+    let series = cols;
     let analysis: Option<RequestLogAnalysis> = a
         .analysis
         .clone()
@@ -660,9 +662,9 @@ async fn log_run(pool: &PgPool, a: &Artifact) -> Result<Run, AppError> {
         settings: BTreeMap::new(),
         health: RunHealth {
             requests_sent: n,
-            succeeded: n,
-            errors: 0,
-            cancelled: 0,
+            succeeded: n - errors - cancelled,
+            errors,
+            cancelled,
             output_tokens,
             concurrency: None,
         },

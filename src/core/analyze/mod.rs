@@ -36,7 +36,6 @@ pub use detect::{detect, is_gzip, DETECT_HEAD_BYTES};
 pub use prometheus::{parse_snapshot, window, Snapshot};
 pub use readers::{decompressing_reader, CountingReader, SizeCapExceeded};
 pub use request_log::{for_each_request, RequestRow, COPY_COLUMNS};
-pub use stats::stride_sample;
 
 /// Default cap on decompressed bytes (64 GiB): far above any real trace, low
 /// enough that a gzip bomb stops long before it fills a disk or the clock.

@@ -17,7 +17,6 @@
 //! kept only while small.
 
 use super::readers::NanToNull;
-use super::stats::stride_sample;
 use super::AnalyzeError;
 use crate::core::stats::Summary;
 use serde::de::{DeserializeSeed, IgnoredAny, MapAccess, SeqAccess, Visitor};
@@ -30,9 +29,6 @@ use std::rc::Rc;
 
 /// Bump when the JSON output of [`analyze`] changes.
 pub const ANALYZER_VERSION: u32 = 1;
-
-/// Per-request samples kept per series for charts (evenly strided).
-pub const MAX_SAMPLES: usize = 2000;
 
 /// Arrays longer than this inside metadata are dropped (they are per-request
 /// data we don't use, e.g. GuideLLM's `requests`).
@@ -58,8 +54,8 @@ fn flag(code: &str, message: String) -> Flag {
     }
 }
 
-/// Per-request values for charts, request order, each strided to at most
-/// [`MAX_SAMPLES`] independently. Empty when the tool saved only summaries.
+/// Every per-request value, in request order, for comparisons (which resample them
+/// all) and charts. Empty when the tool saved only summaries.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct Samples {
     pub ttft_ms: Vec<f64>,
@@ -740,12 +736,12 @@ impl RawDoc {
             .or_else(|| Some(num_prompts?.saturating_sub(completed?)));
 
         let samples = Samples {
-            ttft_ms: stride_sample(&ttft, MAX_SAMPLES),
-            tpot_ms: stride_sample(&tpot, MAX_SAMPLES),
-            itl_ms: stride_sample(&itl, MAX_SAMPLES),
-            e2el_ms: stride_sample(&e2el, MAX_SAMPLES),
-            output_lens: stride_sample(&out_lens, MAX_SAMPLES),
-            input_lens: stride_sample(&in_lens, MAX_SAMPLES),
+            ttft_ms: ttft.clone(),
+            tpot_ms: tpot.clone(),
+            itl_ms: itl.clone(),
+            e2el_ms: e2el.clone(),
+            output_lens: out_lens,
+            input_lens: in_lens,
         };
         let from_arrays = !ttft.is_empty();
         let pick = |mut v: Vec<f64>, metric: &str| -> Summary {
