@@ -12,9 +12,11 @@
 //! * GPU events: `ph` "X" with cat `kernel`, `gpu_memcpy`, `gpu_memset` (older
 //!   traces: `Kernel`, `Memcpy`, `Memset`); stream = `args.stream` (else `tid`).
 //! * Temporal breakdown per rank (`distributedInfo.rank`, default 0):
-//!   span = last GPU end − first GPU start; busy = length of the union of all
-//!   GPU intervals; idle = span − busy; compute = union of computation
-//!   kernels; non-compute = busy − compute.
+//!   span = last end − first start over the GPU events *and* the `cuda_sync`
+//!   events on GPU streams (HTA takes every event with a stream); busy = length
+//!   of the union of the GPU intervals (synchronisation is not work); idle =
+//!   span − busy, of which `sync_us` is covered by synchronisation and by no GPU
+//!   event; compute = union of computation kernels; non-compute = busy − compute.
 //! * Kernel categories: COMM (name contains `nccl`), MEM (memcpy/memset
 //!   events, or names starting `Memcpy`/`Memset`/`dma`), COMP (the rest).
 //! * Idle breakdown per stream, for each gap before a kernel: *host wait* when
@@ -23,15 +25,18 @@
 //!   is under 30 µs (HTA's `consecutive_kernel_delay` default of 30; its
 //!   docstring says ns, but it is compared with trace times, which are µs);
 //!   else *other*. Host wait is tested first, as in HTA.
-//! * Launch delay = kernel start − (launch start + launch duration).
+//! * Launch delay = kernel start − (launch start + launch duration). It is
+//!   negative when the kernel started before its launch call returned (an idle
+//!   GPU picks the kernel up while the call is still running; a CUDA graph
+//!   launch enqueues many kernels in one long call); such delays are counted
+//!   and kept, as HTA keeps them.
 //! * Step filter: when the trace has at least two distinct `ProfilerStep#`
 //!   names, HTA keeps only GPU work whose launch started before the last step
 //!   (`include_last_profiler_step=False`, its default) or before the last
 //!   step ended (`True`); unlaunched GPU work is then dropped too.
 //!
 //! Differences from HTA, on purpose: timestamps keep their fractional
-//! microseconds (HTA rounds starts up and ends down to whole µs), and
-//! `cuda_sync` events are not counted as GPU busy time.
+//! microseconds (HTA rounds starts up and ends down to whole µs).
 
 use super::readers::LossyUtf8;
 use super::stats::union_length_sorted;
@@ -155,6 +160,8 @@ struct Counts {
 #[derive(Default)]
 struct State {
     gpu: Vec<GpuEv>,
+    /// `cuda_sync` events on a GPU stream: (start, end, correlation).
+    syncs: Vec<(f64, f64, u64)>,
     launches: HashMap<u64, Launch>,
     names: Interner,
     stream_index: HashMap<(i64, i64), u32>,
@@ -599,7 +606,13 @@ impl State {
             Cat::PythonFunction => self.counts.python += 1,
             Cat::UserAnnotation | Cat::GpuUserAnnotation => self.counts.user_annotations += 1,
             Cat::ProfilerRange => self.counts.profiler_ranges += 1,
-            Cat::Sync => self.counts.syncs += 1,
+            Cat::Sync => {
+                self.counts.syncs += 1;
+                if args.stream.is_some_and(|s| s >= 0) {
+                    let corr = args.correlation.unwrap_or(NO_CORRELATION);
+                    self.syncs.push((ts, ts + dur, corr));
+                }
+            }
             _ => {}
         }
         // HTA joins kernels to any CPU-side event with the same correlation;
@@ -703,6 +716,9 @@ pub struct Temporal {
     pub rank: i64,
     pub span_us: f64,
     pub idle_us: f64,
+    /// The part of the idle time covered by `cuda_sync` events (and no GPU work).
+    #[serde(default)]
+    pub sync_us: f64,
     pub compute_us: f64,
     pub non_compute_us: f64,
     pub busy_us: f64,
@@ -768,6 +784,9 @@ pub struct LaunchStats {
     /// Launches that started several GPU events (CUDA graphs): delays of the
     /// later events are measured to the one graph launch.
     pub multi_kernel_launches: u64,
+    /// Kernels that started before their launch call returned (negative delay).
+    #[serde(default)]
+    pub negative_delays: u64,
 }
 
 /// A GPU seen in the trace.
@@ -949,11 +968,13 @@ fn finish(mut st: State, opts: &Options, mut notes: Vec<String>) -> TraceAnalysi
             (st.last_step_start.unwrap_or(f64::INFINITY), false)
         };
         let before = st.gpu.len();
-        st.gpu.retain(|e| match launches.get(&e.correlation) {
+        let kept = |correlation: u64| match launches.get(&correlation) {
             Some(l) if inclusive => l.ts <= limit,
             Some(l) => l.ts < limit,
             None => false,
-        });
+        };
+        st.gpu.retain(|e| kept(e.correlation));
+        st.syncs.retain(|s| kept(s.2));
         excluded = (before - st.gpu.len()) as u64;
         if excluded > 0 {
             let what = if opts.include_last_profiler_step {
@@ -965,12 +986,6 @@ fn finish(mut st: State, opts: &Options, mut notes: Vec<String>) -> TraceAnalysi
         }
     } else if st.step_names.len() == 1 {
         notes.push("only one ProfilerStep in the trace: all GPU work is analyzed".to_string());
-    }
-    if st.counts.syncs > 0 {
-        notes.push(format!(
-            "{} cuda_sync events are not counted as GPU busy time",
-            grouped(st.counts.syncs)
-        ));
     }
 
     let counts = &st.counts;
@@ -1009,9 +1024,14 @@ fn finish(mut st: State, opts: &Options, mut notes: Vec<String>) -> TraceAnalysi
     }
     gpu.sort_unstable_by(|a, b| a.start.total_cmp(&b.start));
 
-    // Temporal breakdown.
-    let first = gpu[0].start;
-    let last = gpu.iter().map(|e| e.end).fold(f64::NEG_INFINITY, f64::max);
+    // Temporal breakdown: synchronisation on GPU streams counts in the span (HTA).
+    let syncs = std::mem::take(&mut st.syncs);
+    let first = syncs.iter().map(|s| s.0).fold(gpu[0].start, f64::min);
+    let last = gpu
+        .iter()
+        .map(|e| e.end)
+        .chain(syncs.iter().map(|s| s.1))
+        .fold(f64::NEG_INFINITY, f64::max);
     let span = last - first;
     let is_comp: Vec<bool> = st
         .names
@@ -1025,10 +1045,26 @@ fn finish(mut st: State, opts: &Options, mut notes: Vec<String>) -> TraceAnalysi
             .filter(|e| !e.is_mem && is_comp[e.name as usize])
             .map(|e| (e.start, e.end)),
     );
+    let sync_idle = if syncs.is_empty() {
+        0.0
+    } else {
+        let mut all: Vec<(f64, f64)> = gpu.iter().map(|e| (e.start, e.end)).collect();
+        all.extend(syncs.iter().map(|s| (s.0, s.1)));
+        all.sort_unstable_by(|a, b| a.0.total_cmp(&b.0));
+        union_length_sorted(all.into_iter()) - busy
+    };
+    if !syncs.is_empty() {
+        notes.push(format!(
+            "{} cuda_sync events on GPU streams count in the span as idle time, as in HTA: {} µs of the idle time is synchronisation",
+            grouped(syncs.len() as u64),
+            crate::core::fmt::format_number(sync_idle, 1)
+        ));
+    }
     let temporal = vec![Temporal {
         rank,
         span_us: span,
         idle_us: span - busy,
+        sync_us: sync_idle,
         compute_us: compute,
         non_compute_us: busy - compute,
         busy_us: busy,
@@ -1164,6 +1200,9 @@ fn finish(mut st: State, opts: &Options, mut notes: Vec<String>) -> TraceAnalysi
                 let delay = e.start - (l.ts + l.dur);
                 let d = e.end - e.start;
                 delays.push(delay);
+                if delay < 0.0 {
+                    launch.negative_delays += 1;
+                }
                 cpu.push(l.dur);
                 gpu_d.push(d);
                 if d < l.dur {
@@ -1189,6 +1228,13 @@ fn finish(mut st: State, opts: &Options, mut notes: Vec<String>) -> TraceAnalysi
     launch.launch_delay_us = Summary::from_values(&mut delays);
     launch.cpu_launch_us = Summary::from_values(&mut cpu);
     launch.gpu_duration_us = Summary::from_values(&mut gpu_d);
+    if launch.negative_delays > 0 {
+        notes.push(format!(
+            "{} of {} kernels started before their launch call returned (negative launch delay): an idle GPU picks a kernel up while the call is still running, and a CUDA graph launch enqueues many kernels in one long call; the delay is kept signed, as HTA does",
+            grouped(launch.negative_delays),
+            grouped(launch.matched)
+        ));
+    }
     if launch.multi_kernel_launches > 0 {
         notes.push(format!(
             "{} launches started more than one GPU event (CUDA graphs): their later kernels' launch delay is measured to the graph launch",
@@ -1568,6 +1614,54 @@ mod tests {
         )
         .unwrap();
         assert_eq!(top.kind(), super::super::Kind::PytorchTrace);
+    }
+
+    #[test]
+    fn stream_synchronisation_counts_in_the_span_as_idle() {
+        // Kernels 0–100 and 150–200; a stream sync 200–260 after the last kernel and
+        // one 90–120 overlapping a kernel. HTA's span runs to the end of the sync.
+        let sync = |ts: f64, dur: f64, corr: u64| {
+            json!({"ph": "X", "cat": "cuda_sync", "name": "Stream Sync", "pid": 0, "tid": 7,
+                   "ts": ts, "dur": dur, "args": {"device": 0, "stream": 7, "correlation": corr}})
+        };
+        let doc = json!({"traceEvents": [
+            launch(-10.0, 5.0, 1), kernel("gemm", 0.0, 100.0, 7, 1),
+            launch(140.0, 5.0, 2), kernel("gemm", 150.0, 50.0, 7, 2),
+            sync(200.0, 60.0, 3), sync(90.0, 30.0, 4),
+            // A sync with no stream (a context sync) is not on a GPU stream.
+            json!({"ph": "X", "cat": "cuda_sync", "name": "Context Sync", "pid": 0, "tid": 0,
+                   "ts": 300.0, "dur": 50.0, "args": {"device": 0, "stream": -1}}),
+        ]});
+        let a = run(&doc, &Options::default());
+        let t = &a.temporal[0];
+        assert!(close(t.span_us, 260.0), "{t:?}");
+        assert!(close(t.idle_us, 110.0), "{t:?}");
+        // 100–120 (the overlapping sync past the kernel) and 200–260.
+        assert!(close(t.sync_us, 80.0), "{t:?}");
+        assert!(
+            a.notes.iter().any(|n| n.contains("cuda_sync")),
+            "{:?}",
+            a.notes
+        );
+    }
+
+    #[test]
+    fn negative_launch_delays_are_counted_and_explained() {
+        // The second kernel starts 20 µs before its 50 µs launch call returns.
+        let doc = json!({"traceEvents": [
+            launch(0.0, 5.0, 1), kernel("a", 10.0, 5.0, 7, 1),
+            launch(20.0, 50.0, 2), kernel("b", 50.0, 5.0, 7, 2),
+        ]});
+        let a = run(&doc, &Options::default());
+        assert_eq!(a.launch.negative_delays, 1);
+        assert!(close(a.launch.launch_delay_us.min.unwrap(), -20.0));
+        assert!(
+            a.notes
+                .iter()
+                .any(|n| n.contains("before their launch call returned")),
+            "{:?}",
+            a.notes
+        );
     }
 
     #[test]

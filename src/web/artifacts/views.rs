@@ -366,6 +366,7 @@ fn trace(x: &TraceAnalysis) -> Vec<Section> {
         "rank",
         "span",
         "idle",
+        "of which sync",
         "compute",
         "non-compute",
         "idle %",
@@ -377,6 +378,7 @@ fn trace(x: &TraceAnalysis) -> Vec<Section> {
             r.rank.to_string(),
             us(r.span_us),
             us(r.idle_us),
+            us(r.sync_us),
             us(r.compute_us),
             us(r.non_compute_us),
             format!("{:.1}%", r.idle_pct),
@@ -390,7 +392,11 @@ fn trace(x: &TraceAnalysis) -> Vec<Section> {
             let parts = vec![
                 ("compute".to_string(), r.compute_us / r.span_us),
                 ("non-compute".to_string(), r.non_compute_us / r.span_us),
-                ("idle".to_string(), r.idle_us / r.span_us),
+                ("sync (idle)".to_string(), r.sync_us / r.span_us),
+                (
+                    "other idle".to_string(),
+                    (r.idle_us - r.sync_us) / r.span_us,
+                ),
             ];
             if let Some(svg) = charts::share_bar("Busy and idle", &[("GPU", parts)]) {
                 s.charts.push(svg);
@@ -490,7 +496,7 @@ fn trace(x: &TraceAnalysis) -> Vec<Section> {
         let mut t = Table::new(&["measure", "p50", "p90", "p95", "p99", "mean", "count"]);
         for (name, s) in [
             (
-                "launch delay (kernel start − launch end)",
+                "launch delay (kernel start − launch end; below 0: started before the call returned)",
                 &x.launch.launch_delay_us,
             ),
             ("CPU launch duration", &x.launch.cpu_launch_us),
