@@ -957,50 +957,8 @@ fn finish(mut st: State, opts: &Options, mut notes: Vec<String>) -> TraceAnalysi
     if st.counts.hip_runtime > 0 {
         notes.push("AMD ROCm trace (HIP runtime)".to_string());
     }
-
-    // HTA's last-step filter (see module docs).
-    let mut excluded = 0u64;
-    if st.step_names.len() >= 2 {
-        let launches = &st.launches;
-        let (limit, inclusive) = if opts.include_last_profiler_step {
-            (st.last_step_end.unwrap_or(f64::INFINITY), true)
-        } else {
-            (st.last_step_start.unwrap_or(f64::INFINITY), false)
-        };
-        let before = st.gpu.len();
-        let kept = |correlation: u64| match launches.get(&correlation) {
-            Some(l) if inclusive => l.ts <= limit,
-            Some(l) => l.ts < limit,
-            None => false,
-        };
-        st.gpu.retain(|e| kept(e.correlation));
-        st.syncs.retain(|s| kept(s.2));
-        excluded = (before - st.gpu.len()) as u64;
-        if excluded > 0 {
-            let what = if opts.include_last_profiler_step {
-                "launched after the last ProfilerStep ended or never launched from the CPU"
-            } else {
-                "launched in the last ProfilerStep (often cut short; include_last_profiler_step keeps it) or never launched from the CPU"
-            };
-            notes.push(format!("{} GPU events left out: {what}", grouped(excluded)));
-        }
-    } else if st.step_names.len() == 1 {
-        notes.push("only one ProfilerStep in the trace: all GPU work is analyzed".to_string());
-    }
-
-    let counts = &st.counts;
-    let events = EventCounts {
-        total: counts.events,
-        kernels: counts.kernels,
-        memcpy: counts.memcpy,
-        memset: counts.memset,
-        runtime: counts.runtime,
-        cpu_ops: counts.cpu_ops,
-        python_functions: counts.python,
-        user_annotations: counts.user_annotations,
-        profiler_ranges: counts.profiler_ranges,
-        syncs: counts.syncs,
-    };
+    let excluded = keep_work_before_last_step(&mut st, opts, &mut notes);
+    let events = event_counts(&st.counts);
 
     let mut gpu = std::mem::take(&mut st.gpu);
     if gpu.is_empty() {
@@ -1023,9 +981,95 @@ fn finish(mut st: State, opts: &Options, mut notes: Vec<String>) -> TraceAnalysi
         };
     }
     gpu.sort_unstable_by(|a, b| a.start.total_cmp(&b.start));
-
-    // Temporal breakdown: synchronisation on GPU streams counts in the span (HTA).
     let syncs = std::mem::take(&mut st.syncs);
+    let temporal = temporal_breakdown(rank, &gpu, &syncs, &st.names, &mut notes);
+    let top = if opts.top_kernels == 0 {
+        50
+    } else {
+        opts.top_kernels
+    };
+    let (kernels, kernel_categories) = kernel_breakdown(&gpu, &st.names, top);
+    let idle = idle_breakdown(rank, &gpu, &st);
+    let launch = launch_stats(&gpu, &st.launches, &mut notes);
+    let devices = device_list(&st, &gpu, &idle);
+    let timeline = stream_timelines(&gpu, &st.streams);
+    TraceAnalysis {
+        timeline,
+        rank,
+        gpu_busy_ratio: (temporal.span_us > 0.0).then(|| temporal.busy_us / temporal.span_us),
+        temporal: vec![temporal],
+        kernels,
+        kernel_categories,
+        idle,
+        launch,
+        devices,
+        events,
+        profiler_steps: st.step_names.len() as u64,
+        excluded_gpu_events: excluded,
+        base_time_ns: st.base_time_ns,
+        notes,
+    }
+}
+
+/// HTA's last-step filter (see module docs): drops GPU work (and synchronisation)
+/// launched in or after the last `ProfilerStep`; how many GPU events it dropped.
+fn keep_work_before_last_step(st: &mut State, opts: &Options, notes: &mut Vec<String>) -> u64 {
+    if st.step_names.len() == 1 {
+        notes.push("only one ProfilerStep in the trace: all GPU work is analyzed".to_string());
+    }
+    if st.step_names.len() < 2 {
+        return 0;
+    }
+    let launches = &st.launches;
+    let (limit, inclusive) = if opts.include_last_profiler_step {
+        (st.last_step_end.unwrap_or(f64::INFINITY), true)
+    } else {
+        (st.last_step_start.unwrap_or(f64::INFINITY), false)
+    };
+    let before = st.gpu.len();
+    let kept = |correlation: u64| match launches.get(&correlation) {
+        Some(l) if inclusive => l.ts <= limit,
+        Some(l) => l.ts < limit,
+        None => false,
+    };
+    st.gpu.retain(|e| kept(e.correlation));
+    st.syncs.retain(|s| kept(s.2));
+    let excluded = (before - st.gpu.len()) as u64;
+    if excluded > 0 {
+        let what = if opts.include_last_profiler_step {
+            "launched after the last ProfilerStep ended or never launched from the CPU"
+        } else {
+            "launched in the last ProfilerStep (often cut short; include_last_profiler_step keeps it) or never launched from the CPU"
+        };
+        notes.push(format!("{} GPU events left out: {what}", grouped(excluded)));
+    }
+    excluded
+}
+
+fn event_counts(counts: &Counts) -> EventCounts {
+    EventCounts {
+        total: counts.events,
+        kernels: counts.kernels,
+        memcpy: counts.memcpy,
+        memset: counts.memset,
+        runtime: counts.runtime,
+        cpu_ops: counts.cpu_ops,
+        python_functions: counts.python,
+        user_annotations: counts.user_annotations,
+        profiler_ranges: counts.profiler_ranges,
+        syncs: counts.syncs,
+    }
+}
+
+/// Span, busy, idle (with its synchronisation part), compute and non-compute time
+/// of GPU events sorted by start; synchronisation on GPU streams counts in the span.
+fn temporal_breakdown(
+    rank: i64,
+    gpu: &[GpuEv],
+    syncs: &[(f64, f64, u64)],
+    names: &Interner,
+    notes: &mut Vec<String>,
+) -> Temporal {
     let first = syncs.iter().map(|s| s.0).fold(gpu[0].start, f64::min);
     let last = gpu
         .iter()
@@ -1033,8 +1077,7 @@ fn finish(mut st: State, opts: &Options, mut notes: Vec<String>) -> TraceAnalysi
         .chain(syncs.iter().map(|s| s.1))
         .fold(f64::NEG_INFINITY, f64::max);
     let span = last - first;
-    let is_comp: Vec<bool> = st
-        .names
+    let is_comp: Vec<bool> = names
         .names
         .iter()
         .map(|n| category(n, false) == "COMP")
@@ -1060,7 +1103,7 @@ fn finish(mut st: State, opts: &Options, mut notes: Vec<String>) -> TraceAnalysi
             crate::core::fmt::format_number(sync_idle, 1)
         ));
     }
-    let temporal = vec![Temporal {
+    Temporal {
         rank,
         span_us: span,
         idle_us: span - busy,
@@ -1071,9 +1114,16 @@ fn finish(mut st: State, opts: &Options, mut notes: Vec<String>) -> TraceAnalysi
         idle_pct: pct(span - busy, span),
         compute_pct: pct(compute, span),
         non_compute_pct: pct(busy - compute, span),
-    }];
+    }
+}
 
-    // Kernel breakdown by name (memcpy and memset keep their own names).
+/// Time per kernel name (memcpy and memset keep their own names), the `top` largest,
+/// and per category (COMM, MEM, COMP), largest first.
+fn kernel_breakdown(
+    gpu: &[GpuEv],
+    names: &Interner,
+    top: usize,
+) -> (Vec<KernelStat>, Vec<CategoryStat>) {
     struct Acc {
         count: u64,
         sum: f64,
@@ -1083,7 +1133,7 @@ fn finish(mut st: State, opts: &Options, mut notes: Vec<String>) -> TraceAnalysi
     }
     let mut by_name: HashMap<u32, Acc> = HashMap::new();
     let mut total_dur = 0.0;
-    for e in &gpu {
+    for e in gpu {
         let d = e.end - e.start;
         total_dur += d;
         let a = by_name.entry(e.name).or_insert(Acc {
@@ -1101,7 +1151,7 @@ fn finish(mut st: State, opts: &Options, mut notes: Vec<String>) -> TraceAnalysi
     let mut kernels: Vec<KernelStat> = by_name
         .iter()
         .map(|(&id, a)| {
-            let name = &st.names.names[id as usize];
+            let name = &names.names[id as usize];
             KernelStat {
                 name: name.clone(),
                 category: category(name, a.is_mem).to_string(),
@@ -1119,17 +1169,14 @@ fn finish(mut st: State, opts: &Options, mut notes: Vec<String>) -> TraceAnalysi
             .total_cmp(&a.sum_us)
             .then_with(|| a.name.cmp(&b.name))
     });
-    let mut kernel_categories: Vec<CategoryStat> = Vec::new();
+    let mut categories: Vec<CategoryStat> = Vec::new();
     for k in &kernels {
-        match kernel_categories
-            .iter_mut()
-            .find(|c| c.category == k.category)
-        {
+        match categories.iter_mut().find(|c| c.category == k.category) {
             Some(c) => {
                 c.count += k.count;
                 c.sum_us += k.sum_us;
             }
-            None => kernel_categories.push(CategoryStat {
+            None => categories.push(CategoryStat {
                 category: k.category.clone(),
                 count: k.count,
                 sum_us: k.sum_us,
@@ -1137,18 +1184,17 @@ fn finish(mut st: State, opts: &Options, mut notes: Vec<String>) -> TraceAnalysi
             }),
         }
     }
-    for c in &mut kernel_categories {
+    for c in &mut categories {
         c.pct = pct(c.sum_us, total_dur);
     }
-    kernel_categories.sort_by(|a, b| b.sum_us.total_cmp(&a.sum_us));
-    let top = if opts.top_kernels == 0 {
-        50
-    } else {
-        opts.top_kernels
-    };
+    categories.sort_by(|a, b| b.sum_us.total_cmp(&a.sum_us));
     kernels.truncate(top);
+    (kernels, categories)
+}
 
-    // Idle breakdown per stream: walk each stream's events in start order.
+/// Idle time per stream by cause (host wait, kernel wait, other): each stream's
+/// events walked in start order.
+fn idle_breakdown(rank: i64, gpu: &[GpuEv], st: &State) -> Vec<IdleRow> {
     let mut order: Vec<u32> = (0..gpu.len() as u32).collect();
     order.sort_by(|&a, &b| {
         let (x, y) = (&gpu[a as usize], &gpu[b as usize]);
@@ -1185,16 +1231,23 @@ fn finish(mut st: State, opts: &Options, mut notes: Vec<String>) -> TraceAnalysi
         }
         prev = Some(e);
     }
-    drop(order);
+    idle
+}
 
-    // Launch statistics.
+/// Launch delay, CPU launch time and GPU time of every GPU event matched to its
+/// launch call by correlation id, with the outliers and what the notes must say.
+fn launch_stats(
+    gpu: &[GpuEv],
+    launches: &HashMap<u64, Launch>,
+    notes: &mut Vec<String>,
+) -> LaunchStats {
     let mut delays = Vec::new();
     let mut cpu = Vec::new();
     let mut gpu_d = Vec::new();
     let mut launch = LaunchStats::default();
     let mut corr_seen: Vec<u64> = Vec::new();
-    for e in &gpu {
-        match st.launches.get(&e.correlation) {
+    for e in gpu {
+        match launches.get(&e.correlation) {
             Some(l) => {
                 launch.matched += 1;
                 let delay = e.start - (l.ts + l.dur);
@@ -1224,7 +1277,6 @@ fn finish(mut st: State, opts: &Options, mut notes: Vec<String>) -> TraceAnalysi
         .chunk_by(|a, b| a == b)
         .filter(|g| g.len() > 1)
         .count() as u64;
-    drop(corr_seen);
     launch.launch_delay_us = Summary::from_values(&mut delays);
     launch.cpu_launch_us = Summary::from_values(&mut cpu);
     launch.gpu_duration_us = Summary::from_values(&mut gpu_d);
@@ -1247,25 +1299,7 @@ fn finish(mut st: State, opts: &Options, mut notes: Vec<String>) -> TraceAnalysi
             grouped(launch.unmatched)
         ));
     }
-
-    let devices = device_list(&st, &gpu, &idle);
-    let timeline = stream_timelines(&gpu, &st.streams);
-    TraceAnalysis {
-        timeline,
-        rank,
-        gpu_busy_ratio: (span > 0.0).then(|| busy / span),
-        temporal,
-        kernels,
-        kernel_categories,
-        idle,
-        launch,
-        devices,
-        events,
-        profiler_steps: st.step_names.len() as u64,
-        excluded_gpu_events: excluded,
-        base_time_ns: st.base_time_ns,
-        notes,
-    }
+    launch
 }
 
 /// Plain words for a trace without GPU work.
