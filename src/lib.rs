@@ -19,3 +19,6 @@ pub mod server;
 pub mod state;
 pub mod storage;
 pub mod web;
+
+#[cfg(test)]
+mod test_skip;

@@ -244,6 +244,34 @@ async fn each_kind_is_detected_from_content_and_analyzed() {
 }
 
 #[tokio::test]
+async fn a_trace_counts_stream_synchronisation_in_its_span_and_explains_negative_delays() {
+    let (mut app, token) = editor_app().await;
+    let trace = serde_json::json!({"traceEvents": [
+        {"ph": "X", "cat": "cuda_runtime", "name": "cudaLaunchKernel", "pid": 1, "tid": 1, "ts": 0.0, "dur": 5.0, "args": {"correlation": 1}},
+        {"ph": "X", "cat": "kernel", "name": "gemm", "pid": 0, "tid": 7, "ts": 10.0, "dur": 90.0, "args": {"device": 0, "stream": 7, "correlation": 1}},
+        // This launch call returns at 160, after its kernel started at 150.
+        {"ph": "X", "cat": "cuda_runtime", "name": "cudaLaunchKernel", "pid": 1, "tid": 1, "ts": 110.0, "dur": 50.0, "args": {"correlation": 2}},
+        {"ph": "X", "cat": "kernel", "name": "gemm", "pid": 0, "tid": 7, "ts": 150.0, "dur": 50.0, "args": {"device": 0, "stream": 7, "correlation": 2}},
+        {"ph": "X", "cat": "cuda_sync", "name": "Stream Sync", "pid": 0, "tid": 7, "ts": 200.0, "dur": 100.0, "args": {"device": 0, "stream": 7, "correlation": 3}}
+    ]})
+    .to_string();
+    let r = upload(&mut app, &token, "name=sync.json", trace.into_bytes()).await;
+    assert_eq!(r.status, StatusCode::CREATED, "{}", r.body);
+    let a = fetch(&mut app, &token, r.json()["id"].as_i64().unwrap()).await;
+    let t = &a["analysis"]["temporal"][0];
+    // HTA's span: first kernel start (10) to the end of the sync (300).
+    assert_eq!(t["span_us"], 290.0, "{t}");
+    assert_eq!(t["sync_us"], 100.0, "{t}");
+    assert_eq!(a["analysis"]["launch"]["negative_delays"], 1);
+    let page = app.get(&format!("/artifacts/{}", a["id"])).await;
+    assert!(
+        page.body.contains("of which sync"),
+        "the idle column for synchronisation"
+    );
+    assert!(page.body.contains("before their launch call returned"));
+}
+
+#[tokio::test]
 async fn downloads_return_the_original_bytes_as_an_attachment_and_duplicates_share_a_blob() {
     let (mut app, token) = editor_app().await;
     let body = gzip(&request_log(10));
@@ -515,7 +543,10 @@ async fn the_page_form_uploads_multipart_and_redirects_to_the_artifact() {
 async fn real_fixtures_upload_and_analyze() {
     let Some(root) = std::env::var_os("PERFJOURNAL_REAL_FIXTURES").map(std::path::PathBuf::from)
     else {
-        eprintln!("skipped real_fixtures_upload_and_analyze: PERFJOURNAL_REAL_FIXTURES unset");
+        common::skip(
+            "real_fixtures_upload_and_analyze",
+            "PERFJOURNAL_REAL_FIXTURES unset",
+        );
         return;
     };
     let (mut app, token) = editor_app().await;
@@ -527,7 +558,14 @@ async fn real_fixtures_upload_and_analyze() {
         ("pytorch_trace", "pytorch_trace"),
     ];
     for (dir, kind) in expect {
-        for file in walk(&root.join(dir)) {
+        let files = walk(&root.join(dir));
+        // An empty or missing folder would make this test pass without checking anything.
+        assert!(
+            !files.is_empty(),
+            "no fixtures under {}",
+            root.join(dir).display()
+        );
+        for file in files {
             let name = file.file_name().unwrap().to_string_lossy().to_string();
             let r = upload(
                 &mut app,

@@ -38,7 +38,10 @@ fn faster_first_token(original: &[u8]) -> Vec<u8> {
 #[tokio::test]
 async fn comparison_of_two_vllm_runs_in_a_browser() {
     let Some(path) = real_bench_file() else {
-        eprintln!("skipped comparison_of_two_vllm_runs_in_a_browser: PERFJOURNAL_REAL_FIXTURES is unset (it names the folder holding vllm_bench/*.json)");
+        common::skip(
+            "comparison_of_two_vllm_runs_in_a_browser",
+            "PERFJOURNAL_REAL_FIXTURES is unset (it names the folder holding vllm_bench/*.json)",
+        );
         return;
     };
     let mut app = spawn_app().await;

@@ -760,20 +760,56 @@ async fn the_form_creates_a_comparison_and_the_page_shows_it() {
 
 /// Per-request telemetry where queue wait is `queue` ms per request.
 fn request_log(n: usize, queue: f64, tag: &str) -> Vec<u8> {
+    request_log_failing(n, queue, tag, usize::MAX)
+}
+
+/// The same log with every `every`-th request ending in an error (`status` 500).
+fn request_log_failing(n: usize, queue: f64, tag: &str, every: usize) -> Vec<u8> {
     let mut out = String::new();
     for i in 0..n {
+        let status = if (i + 1) % every == 0 { 500 } else { 200 };
         let u = ((i * 37) % n) as f64 / n as f64;
         let q = queue * (0.5 + u);
         let prefill = 150.0 + 30.0 * u;
         let first = 1.5 + q + prefill + 0.5;
         let decode = 2500.0 + 100.0 * u;
         out.push_str(&format!(
-            "{{\"request_id\":\"{tag}{i}\",\"arrival_ts\":{},\"tokenize_ms\":1.5,\"queue_wait_ms\":{q},\"prefill_ms\":{prefill},\"first_token_ms\":{first},\"decode_ms\":{decode},\"total_ms\":{},\"prompt_tokens\":1800,\"output_tokens\":250,\"tenant\":\"t\"}}\n",
+            "{{\"request_id\":\"{tag}{i}\",\"status\":{status},\"arrival_ts\":{},\"tokenize_ms\":1.5,\"queue_wait_ms\":{q},\"prefill_ms\":{prefill},\"first_token_ms\":{first},\"decode_ms\":{decode},\"total_ms\":{},\"prompt_tokens\":1800,\"output_tokens\":250,\"tenant\":\"t\"}}\n",
             1_764_400_000.0 + i as f64,
             first + decode
         ));
     }
     out.into_bytes()
+}
+
+#[tokio::test]
+async fn every_request_counts_and_errors_come_from_the_rows() {
+    let (mut app, token) = editor_app().await;
+    // More rows than the 2,000 the comparison used to keep per run.
+    let before =
+        upload_analyzed(&mut app, &token, "all.jsonl", request_log(2600, 900.0, "a")).await;
+    let after = upload_analyzed(&mut app, &token, "ok.jsonl", request_log(2600, 880.0, "b")).await;
+    let doc = created(
+        &mut app,
+        &token,
+        json!({"baseline": [before], "candidate": [after], "variable": "chunked prefill"}),
+    )
+    .await;
+    let ttft = &doc["metrics"]["ttft_ms"]["p95"];
+    assert_eq!(ttft["n_before"], 2600, "{ttft}");
+    assert_eq!(ttft["n_after"], 2600, "{ttft}");
+    assert_ne!(doc["verdict"], "invalid_comparison", "{}", reasons(&doc));
+    // One request in ten fails on the candidate: its rows say so, and that breaks it.
+    let failing = request_log_failing(2600, 880.0, "c", 10);
+    let after = upload_analyzed(&mut app, &token, "failing.jsonl", failing).await;
+    let doc = judged(
+        &mut app,
+        &token,
+        json!({"baseline": [before], "candidate": [after], "variable": "chunked prefill"}),
+        "invalid_comparison",
+    )
+    .await;
+    has_reason(&doc, "0.0% of requests before, 10.0% after");
 }
 
 #[tokio::test]

@@ -4,6 +4,9 @@
 use std::os::unix::fs::PermissionsExt;
 
 use perfjournal::db::embedded::ClusterError;
+#[path = "../src/test_skip.rs"]
+mod test_skip;
+
 use perfjournal::db::EmbeddedCluster;
 use sqlx::{Connection, PgConnection};
 
@@ -16,7 +19,10 @@ async fn start(data_dir: std::path::PathBuf) -> Result<EmbeddedCluster, ClusterE
 #[tokio::test]
 async fn embedded_cluster_restarts_with_its_data() {
     if EmbeddedCluster::find_binaries().is_err() {
-        eprintln!("skipped: no PostgreSQL server binaries on this machine");
+        test_skip::skip(
+            "embedded_cluster_restarts_with_its_data",
+            "no PostgreSQL server binaries on this machine",
+        );
         return;
     }
     let tmp = tempfile::Builder::new()

@@ -208,6 +208,28 @@ async fn api_reproduces_every_reference_number_for_any_role() {
         check("api", name, &args, &r.json()["results"], &want);
         assert!(r.json()["lines"][0]["formula"].as_str().is_some());
     }
+    // periodic-tail counts the plain steps in what the slow steps leave of the period.
+    let r = app
+        .api(
+            "POST",
+            "/api/v1/estimate/periodic-tail",
+            &token,
+            Some(json_body(
+                "model=llama-3.1-8b gpu=h100-sxm batch=64 context=4096 chunk_tokens=2048 long_prompt_tokens=32768 period_s=10",
+            )),
+        )
+        .await;
+    assert_eq!(r.status, StatusCode::OK, "{}", r.body);
+    let res = &r.json()["results"];
+    let (plain, slow) = (
+        res["plain_step_ms"].as_f64().unwrap(),
+        res["slow_step_ms"].as_f64().unwrap(),
+    );
+    let normal = res["normal_steps_per_period"].as_f64().unwrap();
+    assert!(
+        ((10_000.0 - 16.0 * slow) / plain - normal).abs() < 1e-6,
+        "{res}"
+    );
     let list = app
         .api("GET", "/api/v1/estimate", &token, None)
         .await

@@ -10,9 +10,9 @@ use sqlx::types::Json;
 use sqlx::PgPool;
 
 use crate::artifacts::{self, Artifact};
-use crate::core::analyze::request_log::RequestLogAnalysis;
+use crate::core::analyze::request_log::{outcome, Outcome, RequestLogAnalysis};
 use crate::core::analyze::vllm_bench::VllmBenchAnalysis;
-use crate::core::analyze::{stride_sample, Kind};
+use crate::core::analyze::Kind;
 use crate::core::method::comparison::{
     compare, workload_setting_keys, Defect, Prediction, Report, Request, Run, Series,
 };
@@ -20,11 +20,6 @@ use crate::core::method::{setup_check, FrozenConfig, Percentile, RunHealth};
 use crate::core::stats::BootstrapConfig;
 use crate::core::FieldError;
 use crate::error::AppError;
-
-/// Request-log rows kept per run (evenly spaced), as many as the benchmark analyzer
-/// keeps per series: the bootstrap resamples them 2,000 times for each of 28
-/// series × percentile cells, within one request's time budget.
-pub const MAX_ROWS_PER_RUN: usize = crate::core::analyze::vllm_bench::MAX_SAMPLES;
 
 /// A comparison as asked for, checked field by field.
 #[derive(Debug, Clone)]
@@ -112,14 +107,234 @@ fn check_variable(raw: &str, errors: &mut Vec<FieldError>) -> String {
     v.to_string()
 }
 
-fn check_prediction(p: &Prediction, errors: &mut Vec<FieldError>) {
-    for (field, v) in [
-        ("prediction.low_pct", p.low_pct),
-        ("prediction.high_pct", p.high_pct),
-    ] {
-        if !v.is_finite() || v.abs() > 1e6 {
-            errors.push(FieldError::new(field, "a finite percentage, e.g. -25"));
+/// A comparison request as written, before any check. The API's JSON and the page's
+/// form each read into this (they differ only in how ids, settings and the prediction
+/// are spelled); [`Draft::check`] is the one validator.
+#[derive(Debug, Default)]
+struct Draft {
+    /// Each side's ids as written; `None` when the side is not a list at all.
+    baseline: Option<Vec<String>>,
+    candidate: Option<Vec<String>>,
+    variable: String,
+    investigation: Option<String>,
+    cause_proven: Option<String>,
+    metric: Option<String>,
+    percentile: Option<String>,
+    baseline_config: Option<ConfigDraft>,
+    candidate_config: Option<ConfigDraft>,
+    prediction: Option<PredictionDraft>,
+    /// Problems of shape the adapter found (e.g. a JSON value of the wrong type).
+    errors: Vec<FieldError>,
+}
+
+/// A side's step-0 settings: `name = value` lines (form) or a record (JSON).
+#[derive(Debug)]
+enum ConfigDraft {
+    Lines(String),
+    Record(Result<Box<FrozenConfig>, String>),
+}
+
+#[derive(Debug, Default)]
+struct PredictionDraft {
+    metric: Option<String>,
+    percentile: Option<String>,
+    low: Option<String>,
+    high: Option<String>,
+    source: String,
+}
+
+/// How an input names the prediction's fields in its error messages.
+struct PredictionNames {
+    metric: &'static str,
+    percentile: &'static str,
+    low: &'static str,
+    high: &'static str,
+}
+
+const JSON_PREDICTION: PredictionNames = PredictionNames {
+    metric: "prediction.metric",
+    percentile: "prediction.percentile",
+    low: "prediction.low_pct",
+    high: "prediction.high_pct",
+};
+
+const FORM_PREDICTION: PredictionNames = PredictionNames {
+    metric: "prediction_metric",
+    percentile: "prediction_percentile",
+    low: "prediction_low",
+    high: "prediction_high",
+};
+
+/// A positive id, or an error naming the field.
+fn positive_id(field: &str, raw: &str, what: &str, errors: &mut Vec<FieldError>) -> Option<i64> {
+    let id = raw.trim().parse::<i64>().ok().filter(|n| *n > 0);
+    if id.is_none() {
+        errors.push(FieldError::new(
+            field,
+            format!("{raw} is not {what} (a positive integer)"),
+        ));
+    }
+    id
+}
+
+fn side_ids(field: &str, raw: Option<&[String]>, errors: &mut Vec<FieldError>) -> Vec<i64> {
+    match raw {
+        Some(items) => items
+            .iter()
+            .filter_map(|v| positive_id(field, v, "an artifact id", errors))
+            .collect(),
+        None => {
+            errors.push(FieldError::new(
+                field,
+                "a list of artifact ids is required, e.g. [12, 15]",
+            ));
+            Vec::new()
         }
+    }
+}
+
+fn flag(field: &str, raw: Option<&str>, errors: &mut Vec<FieldError>) -> bool {
+    match raw.map(|s| s.trim().to_ascii_lowercase()).as_deref() {
+        None | Some("" | "off" | "0" | "false" | "no") => false,
+        Some("on" | "1" | "true" | "yes") => true,
+        Some(_) => {
+            errors.push(FieldError::new(field, "true or false"));
+            false
+        }
+    }
+}
+
+fn config_of(
+    field: &str,
+    draft: Option<ConfigDraft>,
+    errors: &mut Vec<FieldError>,
+) -> Option<FrozenConfig> {
+    match draft? {
+        ConfigDraft::Record(Ok(cfg)) => Some(*cfg),
+        ConfigDraft::Record(Err(e)) => {
+            errors.push(FieldError::new(
+                field,
+                format!("not a step-0 configuration record: {e}"),
+            ));
+            None
+        }
+        ConfigDraft::Lines(text) => config_lines(field, &text, errors),
+    }
+}
+
+/// `name = value` lines (blank lines and `#` comments skipped) as a step-0 record.
+fn config_lines(field: &str, text: &str, errors: &mut Vec<FieldError>) -> Option<FrozenConfig> {
+    if text.trim().is_empty() {
+        return None;
+    }
+    let mut lines = Vec::new();
+    for (i, line) in text.lines().enumerate() {
+        let line = line.trim();
+        if line.is_empty() || line.starts_with('#') {
+            continue;
+        }
+        match line.split_once(['=', ':']) {
+            Some((k, v)) => lines.push((k.trim().to_string(), v.trim().to_string())),
+            None => errors.push(FieldError::new(
+                field,
+                format!(
+                    "line {}: write name = value, e.g. chunked_prefill = on",
+                    i + 1
+                ),
+            )),
+        }
+    }
+    for (k, _) in &lines {
+        if crate::core::method::reproduce::config_field(k).is_none() {
+            errors.push(FieldError::new(
+                field,
+                format!("{k:?} is not a step-0 setting (e.g. tp, chunked_prefill, max_num_batched_tokens)"),
+            ));
+        }
+    }
+    let (cfg, errs) = FrozenConfig::from_form(lines.iter().map(|(k, v)| (k.as_str(), v.as_str())));
+    errors.extend(
+        errs.into_iter()
+            .map(|e| FieldError::new(field, format!("{}: {}", e.field, e.message))),
+    );
+    Some(cfg)
+}
+
+fn percent(field: &str, raw: Option<&str>, errors: &mut Vec<FieldError>) -> f64 {
+    let parsed = raw.and_then(|r| r.trim().trim_end_matches('%').trim().parse::<f64>().ok());
+    match parsed {
+        Some(v) if v.is_finite() && v.abs() <= 1e6 => v,
+        _ => {
+            errors.push(FieldError::new(
+                field,
+                "the expected change in percent, a finite number, e.g. -25",
+            ));
+            0.0
+        }
+    }
+}
+
+impl Draft {
+    /// Every field checked; every problem named by the field it is about.
+    fn check(self, names: &PredictionNames) -> Result<NewComparison, Vec<FieldError>> {
+        let mut errors = self.errors;
+        let baseline = side_ids("baseline", self.baseline.as_deref(), &mut errors);
+        let candidate = side_ids("candidate", self.candidate.as_deref(), &mut errors);
+        if !errors
+            .iter()
+            .any(|e| e.field == "baseline" || e.field == "candidate")
+        {
+            check_sides(&baseline, &candidate, &mut errors);
+        }
+        let variable = check_variable(&self.variable, &mut errors);
+        let investigation = self
+            .investigation
+            .filter(|s| !s.trim().is_empty())
+            .and_then(|s| positive_id("investigation", &s, "an investigation id", &mut errors));
+        let cause_proven = flag("cause_proven", self.cause_proven.as_deref(), &mut errors);
+        let metric = series_or("metric", self.metric.as_deref(), &mut errors);
+        let percentile = percentile_or("percentile", self.percentile.as_deref(), &mut errors);
+        let baseline_config = config_of("baseline_config", self.baseline_config, &mut errors);
+        let candidate_config = config_of("candidate_config", self.candidate_config, &mut errors);
+        let prediction = self.prediction.map(|p| Prediction {
+            series: match p.metric.as_deref().map(str::trim) {
+                None | Some("") => metric,
+                m => series_or(names.metric, m, &mut errors),
+            },
+            percentile: match p.percentile.as_deref().map(str::trim) {
+                None | Some("") => percentile,
+                q => percentile_or(names.percentile, q, &mut errors),
+            },
+            low_pct: percent(names.low, p.low.as_deref(), &mut errors),
+            high_pct: percent(names.high, p.high.as_deref(), &mut errors),
+            source: p.source.trim().chars().take(500).collect(),
+        });
+        if !errors.is_empty() {
+            return Err(errors);
+        }
+        Ok(NewComparison {
+            baseline,
+            candidate,
+            variable,
+            investigation,
+            cause_proven,
+            metric,
+            percentile,
+            baseline_config,
+            candidate_config,
+            prediction,
+        })
+    }
+}
+
+/// A JSON value as the text a form would carry: strings unquoted, numbers and
+/// booleans as written, other values as JSON (which then fails the field's check).
+fn json_text(v: &Value) -> Option<String> {
+    match v {
+        Value::Null => None,
+        Value::String(s) => Some(s.clone()),
+        Value::Number(_) | Value::Bool(_) => Some(v.to_string()),
+        other => Some(format!("{other} ")),
     }
 }
 
@@ -128,115 +343,38 @@ impl NewComparison {
     /// "investigation"?, "cause_proven"?, "metric"?, "percentile"?,
     /// "baseline_config"?, "candidate_config"?, "prediction"?}`.
     pub fn from_json(body: &Value) -> Result<NewComparison, Vec<FieldError>> {
-        let mut errors = Vec::new();
         let Some(obj) = body.as_object() else {
             return Err(vec![FieldError::new("body", "expected a JSON object")]);
         };
-        let ids = |field: &str, errors: &mut Vec<FieldError>| -> Vec<i64> {
-            match obj.get(field) {
-                Some(Value::Array(items)) => items
-                    .iter()
-                    .filter_map(|v| match v.as_i64().filter(|n| *n > 0) {
-                        Some(n) => Some(n),
-                        None => {
-                            errors.push(FieldError::new(
-                                field,
-                                format!("{v} is not an artifact id (a positive integer)"),
-                            ));
-                            None
-                        }
-                    })
-                    .collect(),
-                _ => {
-                    errors.push(FieldError::new(
-                        field,
-                        "a list of artifact ids is required, e.g. [12, 15]",
-                    ));
-                    Vec::new()
-                }
-            }
+        // A JSON string where a number or boolean belongs is kept quoted, so it fails.
+        let strict = |v: &Value| match v {
+            Value::String(s) => Some(format!("{s:?}")),
+            other => json_text(other),
         };
-        let baseline = ids("baseline", &mut errors);
-        let candidate = ids("candidate", &mut errors);
-        if !errors
-            .iter()
-            .any(|e| e.field == "baseline" || e.field == "candidate")
-        {
-            check_sides(&baseline, &candidate, &mut errors);
-        }
-        let variable = match obj.get("variable") {
-            Some(Value::String(s)) => check_variable(s, &mut errors),
-            _ => check_variable("", &mut errors),
+        let ids = |k: &str| match obj.get(k) {
+            Some(Value::Array(items)) => Some(items.iter().filter_map(strict).collect()),
+            _ => None,
         };
-        let investigation = match obj.get("investigation") {
+        let text = |k: &str| obj.get(k).and_then(Value::as_str).map(str::to_string);
+        let config = |k: &str| match obj.get(k) {
             None | Some(Value::Null) => None,
-            Some(v) => match v.as_i64().filter(|n| *n > 0) {
-                Some(n) => Some(n),
-                None => {
-                    errors.push(FieldError::new(
-                        "investigation",
-                        "an investigation id (a positive integer) or null",
-                    ));
-                    None
-                }
-            },
+            Some(v) => Some(ConfigDraft::Record(
+                serde_json::from_value::<Box<FrozenConfig>>(v.clone()).map_err(|e| e.to_string()),
+            )),
         };
-        let cause_proven = match obj.get("cause_proven") {
-            None | Some(Value::Null) => false,
-            Some(Value::Bool(b)) => *b,
-            Some(_) => {
-                errors.push(FieldError::new("cause_proven", "true or false"));
-                false
-            }
-        };
-        let text = |k: &str| obj.get(k).and_then(Value::as_str);
-        let metric = series_or("metric", text("metric"), &mut errors);
-        let percentile = percentile_or("percentile", text("percentile"), &mut errors);
-        let config = |field: &str, errors: &mut Vec<FieldError>| match obj.get(field) {
-            None | Some(Value::Null) => None,
-            Some(v) => serde_json::from_value::<FrozenConfig>(v.clone())
-                .map_err(|e| {
-                    errors.push(FieldError::new(
-                        field,
-                        format!("not a step-0 configuration record: {e}"),
-                    ))
-                })
-                .ok(),
-        };
-        let baseline_config = config("baseline_config", &mut errors);
-        let candidate_config = config("candidate_config", &mut errors);
+        let mut errors = Vec::new();
         let prediction = match obj.get("prediction") {
             None | Some(Value::Null) => None,
             Some(Value::Object(p)) => {
-                let t = |k: &str| p.get(k).and_then(Value::as_str);
-                let num = |k: &str, errors: &mut Vec<FieldError>| match p
-                    .get(k)
-                    .and_then(Value::as_f64)
-                {
-                    Some(v) => v,
-                    None => {
-                        errors.push(FieldError::new(
-                            format!("prediction.{k}"),
-                            "the expected change in percent, e.g. -25",
-                        ));
-                        0.0
-                    }
-                };
-                let pr = Prediction {
-                    series: match t("metric") {
-                        Some(m) => series_or("prediction.metric", Some(m), &mut errors),
-                        None => metric,
-                    },
-                    percentile: match t("percentile") {
-                        Some(m) => percentile_or("prediction.percentile", Some(m), &mut errors),
-                        None => percentile,
-                    },
-                    low_pct: num("low_pct", &mut errors),
-                    high_pct: num("high_pct", &mut errors),
-                    source: t("source").unwrap_or("").trim().chars().take(500).collect(),
-                };
-                check_prediction(&pr, &mut errors);
-                Some(pr)
+                let t = |k: &str| p.get(k).and_then(Value::as_str).map(str::to_string);
+                let n = |k: &str| p.get(k).filter(|v| v.is_number()).map(Value::to_string);
+                Some(PredictionDraft {
+                    metric: t("metric"),
+                    percentile: t("percentile"),
+                    low: n("low_pct"),
+                    high: n("high_pct"),
+                    source: t("source").unwrap_or_default(),
+                })
             }
             Some(_) => {
                 errors.push(FieldError::new(
@@ -246,155 +384,62 @@ impl NewComparison {
                 None
             }
         };
-        if !errors.is_empty() {
-            return Err(errors);
-        }
-        Ok(NewComparison {
-            baseline,
-            candidate,
-            variable,
-            investigation,
-            cause_proven,
-            metric,
-            percentile,
-            baseline_config,
-            candidate_config,
+        Draft {
+            baseline: ids("baseline"),
+            candidate: ids("candidate"),
+            variable: text("variable").unwrap_or_default(),
+            investigation: obj.get("investigation").and_then(strict),
+            cause_proven: obj.get("cause_proven").and_then(strict),
+            metric: text("metric"),
+            percentile: text("percentile"),
+            baseline_config: config("baseline_config"),
+            candidate_config: config("candidate_config"),
             prediction,
-        })
+            errors,
+        }
+        .check(&JSON_PREDICTION)
     }
 
     /// The page's form: checkboxes `baseline`/`candidate` (repeated), `variable`,
     /// `metric`, `percentile`, `cause_proven`, `investigation`, settings textareas
-    /// (`name = value` lines) and the prediction's fields.
+    /// (`name = value` lines) and the prediction's fields (blank low and high: none).
     pub fn from_form(pairs: &[(String, String)]) -> Result<NewComparison, Vec<FieldError>> {
-        let mut errors = Vec::new();
-        fn all<'a>(pairs: &'a [(String, String)], k: &'a str) -> impl Iterator<Item = &'a String> {
-            pairs.iter().filter(move |(n, _)| n == k).map(|(_, v)| v)
-        }
+        let all = |k: &str| -> Vec<String> {
+            pairs
+                .iter()
+                .filter(|(n, _)| n == k)
+                .map(|(_, v)| v.clone())
+                .collect()
+        };
         let one = |k: &str| {
             pairs
                 .iter()
                 .find(|(n, _)| n == k)
-                .map_or("", |(_, v)| v.as_str())
+                .map(|(_, v)| v.clone())
+                .filter(|v| !v.trim().is_empty())
         };
-        let ids = |k: &str, errors: &mut Vec<FieldError>| -> Vec<i64> {
-            all(pairs, k)
-                .filter_map(|v| match v.trim().parse::<i64>().ok().filter(|n| *n > 0) {
-                    Some(n) => Some(n),
-                    None => {
-                        errors.push(FieldError::new(k, format!("{v:?} is not an artifact id")));
-                        None
-                    }
-                })
-                .collect()
-        };
-        let baseline = ids("baseline", &mut errors);
-        let candidate = ids("candidate", &mut errors);
-        check_sides(&baseline, &candidate, &mut errors);
-        let variable = check_variable(one("variable"), &mut errors);
-        let investigation = match one("investigation").trim() {
-            "" => None,
-            s => match s.parse::<i64>().ok().filter(|n| *n > 0) {
-                Some(n) => Some(n),
-                None => {
-                    errors.push(FieldError::new(
-                        "investigation",
-                        format!("{s:?} is not an investigation id"),
-                    ));
-                    None
-                }
-            },
-        };
-        let cause_proven = matches!(one("cause_proven"), "on" | "1" | "true" | "yes");
-        let metric = series_or("metric", Some(one("metric")), &mut errors);
-        let percentile = percentile_or("percentile", Some(one("percentile")), &mut errors);
-        let config = |field: &str, errors: &mut Vec<FieldError>| -> Option<FrozenConfig> {
-            let text = one(field);
-            if text.trim().is_empty() {
-                return None;
-            }
-            let mut lines = Vec::new();
-            for (i, line) in text.lines().enumerate() {
-                let line = line.trim();
-                if line.is_empty() || line.starts_with('#') {
-                    continue;
-                }
-                match line.split_once(['=', ':']) {
-                    Some((k, v)) => lines.push((k.trim().to_string(), v.trim().to_string())),
-                    None => errors.push(FieldError::new(
-                        field,
-                        format!(
-                            "line {}: write name = value, e.g. chunked_prefill = on",
-                            i + 1
-                        ),
-                    )),
-                }
-            }
-            for (k, _) in &lines {
-                if crate::core::method::reproduce::config_field(k).is_none() {
-                    errors.push(FieldError::new(
-                        field,
-                        format!("{k:?} is not a step-0 setting (e.g. tp, chunked_prefill, max_num_batched_tokens)"),
-                    ));
-                }
-            }
-            let (cfg, errs) =
-                FrozenConfig::from_form(lines.iter().map(|(k, v)| (k.as_str(), v.as_str())));
-            errors.extend(
-                errs.into_iter()
-                    .map(|e| FieldError::new(field, format!("{}: {}", e.field, e.message))),
-            );
-            Some(cfg)
-        };
-        let baseline_config = config("baseline_config", &mut errors);
-        let candidate_config = config("candidate_config", &mut errors);
-        let (low, high) = (one("prediction_low").trim(), one("prediction_high").trim());
-        let prediction = if low.is_empty() && high.is_empty() {
-            None
-        } else {
-            let pct = |field: &str, raw: &str, errors: &mut Vec<FieldError>| {
-                raw.trim_end_matches('%')
-                    .trim()
-                    .parse::<f64>()
-                    .map_err(|_| {
-                        errors.push(FieldError::new(
-                            field,
-                            format!("{raw:?} is not a percentage, e.g. -25"),
-                        ))
-                    })
-                    .unwrap_or(0.0)
-            };
-            let pr = Prediction {
-                series: match one("prediction_metric").trim() {
-                    "" => metric,
-                    m => series_or("prediction_metric", Some(m), &mut errors),
-                },
-                percentile: match one("prediction_percentile").trim() {
-                    "" => percentile,
-                    p => percentile_or("prediction_percentile", Some(p), &mut errors),
-                },
-                low_pct: pct("prediction_low", low, &mut errors),
-                high_pct: pct("prediction_high", high, &mut errors),
-                source: one("prediction_source").trim().chars().take(500).collect(),
-            };
-            check_prediction(&pr, &mut errors);
-            Some(pr)
-        };
-        if !errors.is_empty() {
-            return Err(errors);
-        }
-        Ok(NewComparison {
-            baseline,
-            candidate,
-            variable,
-            investigation,
-            cause_proven,
-            metric,
-            percentile,
-            baseline_config,
-            candidate_config,
+        let (low, high) = (one("prediction_low"), one("prediction_high"));
+        let prediction = (low.is_some() || high.is_some()).then(|| PredictionDraft {
+            metric: one("prediction_metric"),
+            percentile: one("prediction_percentile"),
+            low,
+            high,
+            source: one("prediction_source").unwrap_or_default(),
+        });
+        Draft {
+            baseline: Some(all("baseline")),
+            candidate: Some(all("candidate")),
+            variable: one("variable").unwrap_or_default(),
+            investigation: one("investigation"),
+            cause_proven: one("cause_proven"),
+            metric: one("metric"),
+            percentile: one("percentile"),
+            baseline_config: one("baseline_config").map(ConfigDraft::Lines),
+            candidate_config: one("candidate_config").map(ConfigDraft::Lines),
             prediction,
-        })
+            errors: Vec::new(),
+        }
+        .check(&FORM_PREDICTION)
     }
 }
 
@@ -558,13 +603,17 @@ type RequestRowValues = (
     Option<f64>,
     Option<i64>,
     Option<i64>,
+    Option<String>,
+    Option<String>,
+    Option<String>,
 );
 
 /// One run from a request log's loaded rows.
 async fn log_run(pool: &PgPool, a: &Artifact) -> Result<Run, AppError> {
     let rows: Vec<RequestRowValues> = sqlx::query_as(
         "SELECT first_token_ms, total_ms, queue_wait_ms, prefill_ms, decode_ms,
-                prompt_tokens, output_tokens
+                prompt_tokens, output_tokens,
+                extra->>'status', extra->>'finish_reason', extra->>'error'
          FROM request_rows WHERE artifact_id = $1
          ORDER BY arrival_ts NULLS LAST, request_id NULLS LAST",
     )
@@ -579,7 +628,13 @@ async fn log_run(pool: &PgPool, a: &Artifact) -> Result<Run, AppError> {
     };
     let mut prompts = Vec::new();
     let mut output_tokens = 0u64;
-    for (ttft, total, queue, prefill, decode, prompt, output) in &rows {
+    let (mut errors, mut cancelled) = (0u64, 0u64);
+    for (ttft, total, queue, prefill, decode, prompt, output, status, finish, error) in &rows {
+        match outcome(status.as_deref(), finish.as_deref(), error.as_deref()) {
+            Outcome::Succeeded => {}
+            Outcome::Errored => errors += 1,
+            Outcome::Cancelled => cancelled += 1,
+        }
         push(Series::TtftMs, *ttft);
         push(Series::E2elMs, *total);
         push(Series::QueueWaitMs, *queue);
@@ -594,10 +649,7 @@ async fn log_run(pool: &PgPool, a: &Artifact) -> Result<Run, AppError> {
         }
         output_tokens += output.unwrap_or(0).max(0) as u64;
     }
-    let series = cols
-        .into_iter()
-        .map(|(s, v)| (s, stride_sample(&v, MAX_ROWS_PER_RUN)))
-        .collect();
+    let series = cols;
     let analysis: Option<RequestLogAnalysis> = a
         .analysis
         .clone()
@@ -610,9 +662,9 @@ async fn log_run(pool: &PgPool, a: &Artifact) -> Result<Run, AppError> {
         settings: BTreeMap::new(),
         health: RunHealth {
             requests_sent: n,
-            succeeded: n,
-            errors: 0,
-            cancelled: 0,
+            succeeded: n - errors - cancelled,
+            errors,
+            cancelled,
             output_tokens,
             concurrency: None,
         },
@@ -971,4 +1023,60 @@ pub async fn candidates(pool: &PgPool, limit: i64) -> sqlx::Result<Vec<Artifact>
         .into_iter()
         .filter(|a| comparable(a.kind()) && a.status == "done")
         .collect())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn pairs(list: &[(&str, &str)]) -> Vec<(String, String)> {
+        list.iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect()
+    }
+
+    #[test]
+    fn form_and_json_read_into_the_same_comparison() {
+        let form = NewComparison::from_form(&pairs(&[
+            ("baseline", "3"),
+            ("baseline", "4"),
+            ("candidate", "5"),
+            ("variable", " chunked prefill on "),
+            ("investigation", "9"),
+            ("cause_proven", "on"),
+            ("metric", "itl_ms"),
+            ("percentile", "p99"),
+            ("prediction_low", "-30%"),
+            ("prediction_high", "-20"),
+            ("prediction_source", "mixed-step"),
+        ]))
+        .unwrap();
+        let json = NewComparison::from_json(&serde_json::json!({
+            "baseline": [3, 4], "candidate": [5], "variable": "chunked prefill on",
+            "investigation": 9, "cause_proven": true, "metric": "itl_ms", "percentile": "p99",
+            "prediction": {"low_pct": -30, "high_pct": -20, "source": "mixed-step"}
+        }))
+        .unwrap();
+        assert_eq!(format!("{form:?}"), format!("{json:?}"));
+    }
+
+    #[test]
+    fn each_input_names_its_own_fields() {
+        let form = NewComparison::from_form(&pairs(&[
+            ("baseline", "3"),
+            ("candidate", "x"),
+            ("variable", "tp"),
+            ("prediction_low", "lots"),
+        ]))
+        .unwrap_err();
+        let fields: Vec<&str> = form.iter().map(|e| e.field.as_str()).collect();
+        assert_eq!(fields, ["candidate", "prediction_low", "prediction_high"]);
+        let json = NewComparison::from_json(&serde_json::json!({
+            "baseline": [3], "candidate": ["4"], "variable": "tp",
+            "cause_proven": "maybe", "prediction": {"low_pct": -5}
+        }))
+        .unwrap_err();
+        let fields: Vec<&str> = json.iter().map(|e| e.field.as_str()).collect();
+        assert_eq!(fields, ["candidate", "cause_proven", "prediction.high_pct"]);
+    }
 }

@@ -36,7 +36,6 @@ pub use detect::{detect, is_gzip, DETECT_HEAD_BYTES};
 pub use prometheus::{parse_snapshot, window, Snapshot};
 pub use readers::{decompressing_reader, CountingReader, SizeCapExceeded};
 pub use request_log::{for_each_request, RequestRow, COPY_COLUMNS};
-pub use stats::stride_sample;
 
 /// Default cap on decompressed bytes (64 GiB): far above any real trace, low
 /// enough that a gzip bomb stops long before it fills a disk or the clock.
@@ -341,16 +340,19 @@ pub fn analyze(
 pub(crate) mod test_support {
     use std::path::PathBuf;
 
-    /// The folder of real fixtures, or `None` (after saying so) when the
-    /// `PERFJOURNAL_REAL_FIXTURES` variable is unset.
+    /// The folder of real fixtures, or `None` (after recording the skip) when the
+    /// `PERFJOURNAL_REAL_FIXTURES` variable is unset or names an empty folder.
     pub fn real_fixtures() -> Option<PathBuf> {
-        match std::env::var_os("PERFJOURNAL_REAL_FIXTURES") {
-            Some(p) => Some(PathBuf::from(p)),
-            None => {
-                println!("skipped: PERFJOURNAL_REAL_FIXTURES unset");
-                None
-            }
+        let skip = |reason: &str| crate::test_skip::skip(&crate::test_skip::current_test(), reason);
+        let Some(p) = std::env::var_os("PERFJOURNAL_REAL_FIXTURES").map(PathBuf::from) else {
+            skip("PERFJOURNAL_REAL_FIXTURES unset");
+            return None;
+        };
+        if std::fs::read_dir(&p).map_or(true, |mut d| d.next().is_none()) {
+            skip(&format!("{} is missing or empty", p.display()));
+            return None;
         }
+        Some(p)
     }
 
     /// Open a fixture file under the real-fixtures folder.

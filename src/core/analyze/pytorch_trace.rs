@@ -12,9 +12,11 @@
 //! * GPU events: `ph` "X" with cat `kernel`, `gpu_memcpy`, `gpu_memset` (older
 //!   traces: `Kernel`, `Memcpy`, `Memset`); stream = `args.stream` (else `tid`).
 //! * Temporal breakdown per rank (`distributedInfo.rank`, default 0):
-//!   span = last GPU end − first GPU start; busy = length of the union of all
-//!   GPU intervals; idle = span − busy; compute = union of computation
-//!   kernels; non-compute = busy − compute.
+//!   span = last end − first start over the GPU events *and* the `cuda_sync`
+//!   events on GPU streams (HTA takes every event with a stream); busy = length
+//!   of the union of the GPU intervals (synchronisation is not work); idle =
+//!   span − busy, of which `sync_us` is covered by synchronisation and by no GPU
+//!   event; compute = union of computation kernels; non-compute = busy − compute.
 //! * Kernel categories: COMM (name contains `nccl`), MEM (memcpy/memset
 //!   events, or names starting `Memcpy`/`Memset`/`dma`), COMP (the rest).
 //! * Idle breakdown per stream, for each gap before a kernel: *host wait* when
@@ -23,15 +25,18 @@
 //!   is under 30 µs (HTA's `consecutive_kernel_delay` default of 30; its
 //!   docstring says ns, but it is compared with trace times, which are µs);
 //!   else *other*. Host wait is tested first, as in HTA.
-//! * Launch delay = kernel start − (launch start + launch duration).
+//! * Launch delay = kernel start − (launch start + launch duration). It is
+//!   negative when the kernel started before its launch call returned (an idle
+//!   GPU picks the kernel up while the call is still running; a CUDA graph
+//!   launch enqueues many kernels in one long call); such delays are counted
+//!   and kept, as HTA keeps them.
 //! * Step filter: when the trace has at least two distinct `ProfilerStep#`
 //!   names, HTA keeps only GPU work whose launch started before the last step
 //!   (`include_last_profiler_step=False`, its default) or before the last
 //!   step ended (`True`); unlaunched GPU work is then dropped too.
 //!
 //! Differences from HTA, on purpose: timestamps keep their fractional
-//! microseconds (HTA rounds starts up and ends down to whole µs), and
-//! `cuda_sync` events are not counted as GPU busy time.
+//! microseconds (HTA rounds starts up and ends down to whole µs).
 
 use super::readers::LossyUtf8;
 use super::stats::union_length_sorted;
@@ -155,6 +160,8 @@ struct Counts {
 #[derive(Default)]
 struct State {
     gpu: Vec<GpuEv>,
+    /// `cuda_sync` events on a GPU stream: (start, end, correlation).
+    syncs: Vec<(f64, f64, u64)>,
     launches: HashMap<u64, Launch>,
     names: Interner,
     stream_index: HashMap<(i64, i64), u32>,
@@ -599,7 +606,13 @@ impl State {
             Cat::PythonFunction => self.counts.python += 1,
             Cat::UserAnnotation | Cat::GpuUserAnnotation => self.counts.user_annotations += 1,
             Cat::ProfilerRange => self.counts.profiler_ranges += 1,
-            Cat::Sync => self.counts.syncs += 1,
+            Cat::Sync => {
+                self.counts.syncs += 1;
+                if args.stream.is_some_and(|s| s >= 0) {
+                    let corr = args.correlation.unwrap_or(NO_CORRELATION);
+                    self.syncs.push((ts, ts + dur, corr));
+                }
+            }
             _ => {}
         }
         // HTA joins kernels to any CPU-side event with the same correlation;
@@ -703,6 +716,9 @@ pub struct Temporal {
     pub rank: i64,
     pub span_us: f64,
     pub idle_us: f64,
+    /// The part of the idle time covered by `cuda_sync` events (and no GPU work).
+    #[serde(default)]
+    pub sync_us: f64,
     pub compute_us: f64,
     pub non_compute_us: f64,
     pub busy_us: f64,
@@ -768,6 +784,9 @@ pub struct LaunchStats {
     /// Launches that started several GPU events (CUDA graphs): delays of the
     /// later events are measured to the one graph launch.
     pub multi_kernel_launches: u64,
+    /// Kernels that started before their launch call returned (negative delay).
+    #[serde(default)]
+    pub negative_delays: u64,
 }
 
 /// A GPU seen in the trace.
@@ -938,54 +957,8 @@ fn finish(mut st: State, opts: &Options, mut notes: Vec<String>) -> TraceAnalysi
     if st.counts.hip_runtime > 0 {
         notes.push("AMD ROCm trace (HIP runtime)".to_string());
     }
-
-    // HTA's last-step filter (see module docs).
-    let mut excluded = 0u64;
-    if st.step_names.len() >= 2 {
-        let launches = &st.launches;
-        let (limit, inclusive) = if opts.include_last_profiler_step {
-            (st.last_step_end.unwrap_or(f64::INFINITY), true)
-        } else {
-            (st.last_step_start.unwrap_or(f64::INFINITY), false)
-        };
-        let before = st.gpu.len();
-        st.gpu.retain(|e| match launches.get(&e.correlation) {
-            Some(l) if inclusive => l.ts <= limit,
-            Some(l) => l.ts < limit,
-            None => false,
-        });
-        excluded = (before - st.gpu.len()) as u64;
-        if excluded > 0 {
-            let what = if opts.include_last_profiler_step {
-                "launched after the last ProfilerStep ended or never launched from the CPU"
-            } else {
-                "launched in the last ProfilerStep (often cut short; include_last_profiler_step keeps it) or never launched from the CPU"
-            };
-            notes.push(format!("{} GPU events left out: {what}", grouped(excluded)));
-        }
-    } else if st.step_names.len() == 1 {
-        notes.push("only one ProfilerStep in the trace: all GPU work is analyzed".to_string());
-    }
-    if st.counts.syncs > 0 {
-        notes.push(format!(
-            "{} cuda_sync events are not counted as GPU busy time",
-            grouped(st.counts.syncs)
-        ));
-    }
-
-    let counts = &st.counts;
-    let events = EventCounts {
-        total: counts.events,
-        kernels: counts.kernels,
-        memcpy: counts.memcpy,
-        memset: counts.memset,
-        runtime: counts.runtime,
-        cpu_ops: counts.cpu_ops,
-        python_functions: counts.python,
-        user_annotations: counts.user_annotations,
-        profiler_ranges: counts.profiler_ranges,
-        syncs: counts.syncs,
-    };
+    let excluded = keep_work_before_last_step(&mut st, opts, &mut notes);
+    let events = event_counts(&st.counts);
 
     let mut gpu = std::mem::take(&mut st.gpu);
     if gpu.is_empty() {
@@ -1008,13 +981,103 @@ fn finish(mut st: State, opts: &Options, mut notes: Vec<String>) -> TraceAnalysi
         };
     }
     gpu.sort_unstable_by(|a, b| a.start.total_cmp(&b.start));
+    let syncs = std::mem::take(&mut st.syncs);
+    let temporal = temporal_breakdown(rank, &gpu, &syncs, &st.names, &mut notes);
+    let top = if opts.top_kernels == 0 {
+        50
+    } else {
+        opts.top_kernels
+    };
+    let (kernels, kernel_categories) = kernel_breakdown(&gpu, &st.names, top);
+    let idle = idle_breakdown(rank, &gpu, &st);
+    let launch = launch_stats(&gpu, &st.launches, &mut notes);
+    let devices = device_list(&st, &gpu, &idle);
+    let timeline = stream_timelines(&gpu, &st.streams);
+    TraceAnalysis {
+        timeline,
+        rank,
+        gpu_busy_ratio: (temporal.span_us > 0.0).then(|| temporal.busy_us / temporal.span_us),
+        temporal: vec![temporal],
+        kernels,
+        kernel_categories,
+        idle,
+        launch,
+        devices,
+        events,
+        profiler_steps: st.step_names.len() as u64,
+        excluded_gpu_events: excluded,
+        base_time_ns: st.base_time_ns,
+        notes,
+    }
+}
 
-    // Temporal breakdown.
-    let first = gpu[0].start;
-    let last = gpu.iter().map(|e| e.end).fold(f64::NEG_INFINITY, f64::max);
+/// HTA's last-step filter (see module docs): drops GPU work (and synchronisation)
+/// launched in or after the last `ProfilerStep`; how many GPU events it dropped.
+fn keep_work_before_last_step(st: &mut State, opts: &Options, notes: &mut Vec<String>) -> u64 {
+    if st.step_names.len() == 1 {
+        notes.push("only one ProfilerStep in the trace: all GPU work is analyzed".to_string());
+    }
+    if st.step_names.len() < 2 {
+        return 0;
+    }
+    let launches = &st.launches;
+    let (limit, inclusive) = if opts.include_last_profiler_step {
+        (st.last_step_end.unwrap_or(f64::INFINITY), true)
+    } else {
+        (st.last_step_start.unwrap_or(f64::INFINITY), false)
+    };
+    let before = st.gpu.len();
+    let kept = |correlation: u64| match launches.get(&correlation) {
+        Some(l) if inclusive => l.ts <= limit,
+        Some(l) => l.ts < limit,
+        None => false,
+    };
+    st.gpu.retain(|e| kept(e.correlation));
+    st.syncs.retain(|s| kept(s.2));
+    let excluded = (before - st.gpu.len()) as u64;
+    if excluded > 0 {
+        let what = if opts.include_last_profiler_step {
+            "launched after the last ProfilerStep ended or never launched from the CPU"
+        } else {
+            "launched in the last ProfilerStep (often cut short; include_last_profiler_step keeps it) or never launched from the CPU"
+        };
+        notes.push(format!("{} GPU events left out: {what}", grouped(excluded)));
+    }
+    excluded
+}
+
+fn event_counts(counts: &Counts) -> EventCounts {
+    EventCounts {
+        total: counts.events,
+        kernels: counts.kernels,
+        memcpy: counts.memcpy,
+        memset: counts.memset,
+        runtime: counts.runtime,
+        cpu_ops: counts.cpu_ops,
+        python_functions: counts.python,
+        user_annotations: counts.user_annotations,
+        profiler_ranges: counts.profiler_ranges,
+        syncs: counts.syncs,
+    }
+}
+
+/// Span, busy, idle (with its synchronisation part), compute and non-compute time
+/// of GPU events sorted by start; synchronisation on GPU streams counts in the span.
+fn temporal_breakdown(
+    rank: i64,
+    gpu: &[GpuEv],
+    syncs: &[(f64, f64, u64)],
+    names: &Interner,
+    notes: &mut Vec<String>,
+) -> Temporal {
+    let first = syncs.iter().map(|s| s.0).fold(gpu[0].start, f64::min);
+    let last = gpu
+        .iter()
+        .map(|e| e.end)
+        .chain(syncs.iter().map(|s| s.1))
+        .fold(f64::NEG_INFINITY, f64::max);
     let span = last - first;
-    let is_comp: Vec<bool> = st
-        .names
+    let is_comp: Vec<bool> = names
         .names
         .iter()
         .map(|n| category(n, false) == "COMP")
@@ -1025,19 +1088,42 @@ fn finish(mut st: State, opts: &Options, mut notes: Vec<String>) -> TraceAnalysi
             .filter(|e| !e.is_mem && is_comp[e.name as usize])
             .map(|e| (e.start, e.end)),
     );
-    let temporal = vec![Temporal {
+    let sync_idle = if syncs.is_empty() {
+        0.0
+    } else {
+        let mut all: Vec<(f64, f64)> = gpu.iter().map(|e| (e.start, e.end)).collect();
+        all.extend(syncs.iter().map(|s| (s.0, s.1)));
+        all.sort_unstable_by(|a, b| a.0.total_cmp(&b.0));
+        union_length_sorted(all.into_iter()) - busy
+    };
+    if !syncs.is_empty() {
+        notes.push(format!(
+            "{} cuda_sync events on GPU streams count in the span as idle time, as in HTA: {} µs of the idle time is synchronisation",
+            grouped(syncs.len() as u64),
+            crate::core::fmt::format_number(sync_idle, 1)
+        ));
+    }
+    Temporal {
         rank,
         span_us: span,
         idle_us: span - busy,
+        sync_us: sync_idle,
         compute_us: compute,
         non_compute_us: busy - compute,
         busy_us: busy,
         idle_pct: pct(span - busy, span),
         compute_pct: pct(compute, span),
         non_compute_pct: pct(busy - compute, span),
-    }];
+    }
+}
 
-    // Kernel breakdown by name (memcpy and memset keep their own names).
+/// Time per kernel name (memcpy and memset keep their own names), the `top` largest,
+/// and per category (COMM, MEM, COMP), largest first.
+fn kernel_breakdown(
+    gpu: &[GpuEv],
+    names: &Interner,
+    top: usize,
+) -> (Vec<KernelStat>, Vec<CategoryStat>) {
     struct Acc {
         count: u64,
         sum: f64,
@@ -1047,7 +1133,7 @@ fn finish(mut st: State, opts: &Options, mut notes: Vec<String>) -> TraceAnalysi
     }
     let mut by_name: HashMap<u32, Acc> = HashMap::new();
     let mut total_dur = 0.0;
-    for e in &gpu {
+    for e in gpu {
         let d = e.end - e.start;
         total_dur += d;
         let a = by_name.entry(e.name).or_insert(Acc {
@@ -1065,7 +1151,7 @@ fn finish(mut st: State, opts: &Options, mut notes: Vec<String>) -> TraceAnalysi
     let mut kernels: Vec<KernelStat> = by_name
         .iter()
         .map(|(&id, a)| {
-            let name = &st.names.names[id as usize];
+            let name = &names.names[id as usize];
             KernelStat {
                 name: name.clone(),
                 category: category(name, a.is_mem).to_string(),
@@ -1083,17 +1169,14 @@ fn finish(mut st: State, opts: &Options, mut notes: Vec<String>) -> TraceAnalysi
             .total_cmp(&a.sum_us)
             .then_with(|| a.name.cmp(&b.name))
     });
-    let mut kernel_categories: Vec<CategoryStat> = Vec::new();
+    let mut categories: Vec<CategoryStat> = Vec::new();
     for k in &kernels {
-        match kernel_categories
-            .iter_mut()
-            .find(|c| c.category == k.category)
-        {
+        match categories.iter_mut().find(|c| c.category == k.category) {
             Some(c) => {
                 c.count += k.count;
                 c.sum_us += k.sum_us;
             }
-            None => kernel_categories.push(CategoryStat {
+            None => categories.push(CategoryStat {
                 category: k.category.clone(),
                 count: k.count,
                 sum_us: k.sum_us,
@@ -1101,18 +1184,17 @@ fn finish(mut st: State, opts: &Options, mut notes: Vec<String>) -> TraceAnalysi
             }),
         }
     }
-    for c in &mut kernel_categories {
+    for c in &mut categories {
         c.pct = pct(c.sum_us, total_dur);
     }
-    kernel_categories.sort_by(|a, b| b.sum_us.total_cmp(&a.sum_us));
-    let top = if opts.top_kernels == 0 {
-        50
-    } else {
-        opts.top_kernels
-    };
+    categories.sort_by(|a, b| b.sum_us.total_cmp(&a.sum_us));
     kernels.truncate(top);
+    (kernels, categories)
+}
 
-    // Idle breakdown per stream: walk each stream's events in start order.
+/// Idle time per stream by cause (host wait, kernel wait, other): each stream's
+/// events walked in start order.
+fn idle_breakdown(rank: i64, gpu: &[GpuEv], st: &State) -> Vec<IdleRow> {
     let mut order: Vec<u32> = (0..gpu.len() as u32).collect();
     order.sort_by(|&a, &b| {
         let (x, y) = (&gpu[a as usize], &gpu[b as usize]);
@@ -1149,21 +1231,31 @@ fn finish(mut st: State, opts: &Options, mut notes: Vec<String>) -> TraceAnalysi
         }
         prev = Some(e);
     }
-    drop(order);
+    idle
+}
 
-    // Launch statistics.
+/// Launch delay, CPU launch time and GPU time of every GPU event matched to its
+/// launch call by correlation id, with the outliers and what the notes must say.
+fn launch_stats(
+    gpu: &[GpuEv],
+    launches: &HashMap<u64, Launch>,
+    notes: &mut Vec<String>,
+) -> LaunchStats {
     let mut delays = Vec::new();
     let mut cpu = Vec::new();
     let mut gpu_d = Vec::new();
     let mut launch = LaunchStats::default();
     let mut corr_seen: Vec<u64> = Vec::new();
-    for e in &gpu {
-        match st.launches.get(&e.correlation) {
+    for e in gpu {
+        match launches.get(&e.correlation) {
             Some(l) => {
                 launch.matched += 1;
                 let delay = e.start - (l.ts + l.dur);
                 let d = e.end - e.start;
                 delays.push(delay);
+                if delay < 0.0 {
+                    launch.negative_delays += 1;
+                }
                 cpu.push(l.dur);
                 gpu_d.push(d);
                 if d < l.dur {
@@ -1185,10 +1277,16 @@ fn finish(mut st: State, opts: &Options, mut notes: Vec<String>) -> TraceAnalysi
         .chunk_by(|a, b| a == b)
         .filter(|g| g.len() > 1)
         .count() as u64;
-    drop(corr_seen);
     launch.launch_delay_us = Summary::from_values(&mut delays);
     launch.cpu_launch_us = Summary::from_values(&mut cpu);
     launch.gpu_duration_us = Summary::from_values(&mut gpu_d);
+    if launch.negative_delays > 0 {
+        notes.push(format!(
+            "{} of {} kernels started before their launch call returned (negative launch delay): an idle GPU picks a kernel up while the call is still running, and a CUDA graph launch enqueues many kernels in one long call; the delay is kept signed, as HTA does",
+            grouped(launch.negative_delays),
+            grouped(launch.matched)
+        ));
+    }
     if launch.multi_kernel_launches > 0 {
         notes.push(format!(
             "{} launches started more than one GPU event (CUDA graphs): their later kernels' launch delay is measured to the graph launch",
@@ -1201,25 +1299,7 @@ fn finish(mut st: State, opts: &Options, mut notes: Vec<String>) -> TraceAnalysi
             grouped(launch.unmatched)
         ));
     }
-
-    let devices = device_list(&st, &gpu, &idle);
-    let timeline = stream_timelines(&gpu, &st.streams);
-    TraceAnalysis {
-        timeline,
-        rank,
-        gpu_busy_ratio: (span > 0.0).then(|| busy / span),
-        temporal,
-        kernels,
-        kernel_categories,
-        idle,
-        launch,
-        devices,
-        events,
-        profiler_steps: st.step_names.len() as u64,
-        excluded_gpu_events: excluded,
-        base_time_ns: st.base_time_ns,
-        notes,
-    }
+    launch
 }
 
 /// Plain words for a trace without GPU work.
@@ -1568,6 +1648,54 @@ mod tests {
         )
         .unwrap();
         assert_eq!(top.kind(), super::super::Kind::PytorchTrace);
+    }
+
+    #[test]
+    fn stream_synchronisation_counts_in_the_span_as_idle() {
+        // Kernels 0–100 and 150–200; a stream sync 200–260 after the last kernel and
+        // one 90–120 overlapping a kernel. HTA's span runs to the end of the sync.
+        let sync = |ts: f64, dur: f64, corr: u64| {
+            json!({"ph": "X", "cat": "cuda_sync", "name": "Stream Sync", "pid": 0, "tid": 7,
+                   "ts": ts, "dur": dur, "args": {"device": 0, "stream": 7, "correlation": corr}})
+        };
+        let doc = json!({"traceEvents": [
+            launch(-10.0, 5.0, 1), kernel("gemm", 0.0, 100.0, 7, 1),
+            launch(140.0, 5.0, 2), kernel("gemm", 150.0, 50.0, 7, 2),
+            sync(200.0, 60.0, 3), sync(90.0, 30.0, 4),
+            // A sync with no stream (a context sync) is not on a GPU stream.
+            json!({"ph": "X", "cat": "cuda_sync", "name": "Context Sync", "pid": 0, "tid": 0,
+                   "ts": 300.0, "dur": 50.0, "args": {"device": 0, "stream": -1}}),
+        ]});
+        let a = run(&doc, &Options::default());
+        let t = &a.temporal[0];
+        assert!(close(t.span_us, 260.0), "{t:?}");
+        assert!(close(t.idle_us, 110.0), "{t:?}");
+        // 100–120 (the overlapping sync past the kernel) and 200–260.
+        assert!(close(t.sync_us, 80.0), "{t:?}");
+        assert!(
+            a.notes.iter().any(|n| n.contains("cuda_sync")),
+            "{:?}",
+            a.notes
+        );
+    }
+
+    #[test]
+    fn negative_launch_delays_are_counted_and_explained() {
+        // The second kernel starts 20 µs before its 50 µs launch call returns.
+        let doc = json!({"traceEvents": [
+            launch(0.0, 5.0, 1), kernel("a", 10.0, 5.0, 7, 1),
+            launch(20.0, 50.0, 2), kernel("b", 50.0, 5.0, 7, 2),
+        ]});
+        let a = run(&doc, &Options::default());
+        assert_eq!(a.launch.negative_delays, 1);
+        assert!(close(a.launch.launch_delay_us.min.unwrap(), -20.0));
+        assert!(
+            a.notes
+                .iter()
+                .any(|n| n.contains("before their launch call returned")),
+            "{:?}",
+            a.notes
+        );
     }
 
     #[test]

@@ -595,6 +595,41 @@ pub(crate) fn days_from_civil(y: i64, m: i64, d: i64) -> i64 {
     era * 146_097 + doe - 719_468
 }
 
+/// How one request ended, as far as its optional `status`, `finish_reason` and `error`
+/// fields say (a row without them counts as succeeded).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Outcome {
+    Succeeded,
+    Errored,
+    Cancelled,
+}
+
+/// Cancelled: `finish_reason` or `status` abort/aborted/cancel(l)ed. Errored: a
+/// non-empty `error`, an HTTP `status` of 400 or more, a `status` of error, failed,
+/// failure or timeout, or `finish_reason` error.
+pub fn outcome(status: Option<&str>, finish_reason: Option<&str>, error: Option<&str>) -> Outcome {
+    let norm = |v: Option<&str>| v.map(|s| s.trim().to_ascii_lowercase()).unwrap_or_default();
+    let (status, finish) = (norm(status), norm(finish_reason));
+    let cancelled =
+        |s: &str| matches!(s, "abort" | "aborted" | "cancelled" | "canceled" | "cancel");
+    if cancelled(&finish) || cancelled(&status) {
+        return Outcome::Cancelled;
+    }
+    let error = error
+        .map(str::trim)
+        .is_some_and(|e| !e.is_empty() && e != "null");
+    let http_error = status.parse::<u16>().is_ok_and(|code| code >= 400);
+    let failed = matches!(
+        status.as_str(),
+        "error" | "errored" | "failed" | "failure" | "fail" | "timeout" | "timed_out"
+    );
+    if error || http_error || failed || finish == "error" {
+        Outcome::Errored
+    } else {
+        Outcome::Succeeded
+    }
+}
+
 /// Count of rows per distinct tenant / model version.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Facet {
@@ -1197,6 +1232,27 @@ mod tests {
     }
 
     #[test]
+    fn outcomes_from_status_finish_reason_and_error() {
+        assert_eq!(outcome(None, None, None), Outcome::Succeeded);
+        assert_eq!(
+            outcome(Some("ok"), Some("stop"), Some("")),
+            Outcome::Succeeded
+        );
+        assert_eq!(
+            outcome(Some("200"), Some("length"), None),
+            Outcome::Succeeded
+        );
+        assert_eq!(outcome(Some("503"), None, None), Outcome::Errored);
+        assert_eq!(outcome(Some("Failed"), None, None), Outcome::Errored);
+        assert_eq!(outcome(None, None, Some("CUDA OOM")), Outcome::Errored);
+        assert_eq!(outcome(None, Some("abort"), None), Outcome::Cancelled);
+        assert_eq!(
+            outcome(Some("cancelled"), None, Some("x")),
+            Outcome::Cancelled
+        );
+    }
+
+    #[test]
     fn rfc3339_parsing() {
         assert_eq!(parse_rfc3339("1970-01-01T00:00:00Z"), Some(0.0));
         assert_eq!(parse_rfc3339("2000-03-01 00:00:00"), Some(951_868_800.0));
@@ -1239,7 +1295,7 @@ mod tests {
                 .filter(|p| p.exists())
             });
         let Some(script) = script else {
-            println!("skipped: gen_requests.py not found");
+            crate::test_skip::skip("shared_generator_shape", "gen_requests.py not found");
             return;
         };
         let out = std::env::temp_dir().join(format!("pj-gen-{}.jsonl", std::process::id()));
@@ -1249,7 +1305,10 @@ mod tests {
             .arg(&out)
             .status();
         if !matches!(status, Ok(s) if s.success()) {
-            println!("skipped: python3 could not run gen_requests.py");
+            crate::test_skip::skip(
+                "shared_generator_shape",
+                "python3 could not run gen_requests.py",
+            );
             return;
         }
         let file = std::fs::File::open(&out).unwrap();

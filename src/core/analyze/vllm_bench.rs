@@ -17,7 +17,6 @@
 //! kept only while small.
 
 use super::readers::NanToNull;
-use super::stats::stride_sample;
 use super::AnalyzeError;
 use crate::core::stats::Summary;
 use serde::de::{DeserializeSeed, IgnoredAny, MapAccess, SeqAccess, Visitor};
@@ -30,9 +29,6 @@ use std::rc::Rc;
 
 /// Bump when the JSON output of [`analyze`] changes.
 pub const ANALYZER_VERSION: u32 = 1;
-
-/// Per-request samples kept per series for charts (evenly strided).
-pub const MAX_SAMPLES: usize = 2000;
 
 /// Arrays longer than this inside metadata are dropped (they are per-request
 /// data we don't use, e.g. GuideLLM's `requests`).
@@ -58,8 +54,8 @@ fn flag(code: &str, message: String) -> Flag {
     }
 }
 
-/// Per-request values for charts, request order, each strided to at most
-/// [`MAX_SAMPLES`] independently. Empty when the tool saved only summaries.
+/// Every per-request value, in request order, for comparisons (which resample them
+/// all) and charts. Empty when the tool saved only summaries.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct Samples {
     pub ttft_ms: Vec<f64>,
@@ -624,44 +620,6 @@ impl RawDoc {
 
     fn vllm_result(self, nan_replaced: u64) -> BenchResult {
         let small = &self.small;
-        let n = [
-            self.ttfts.as_ref().map(Vec::len),
-            self.output_lens.as_ref().map(Vec::len),
-            self.input_lens.as_ref().map(Vec::len),
-            self.itls
-                .as_ref()
-                .map(|i| i.offsets.len().saturating_sub(1)),
-            self.errors.as_ref().map(|e| e.failed.len()),
-        ]
-        .into_iter()
-        .flatten()
-        .max()
-        .unwrap_or(0);
-        let ok = |i: usize| -> bool {
-            self.errors
-                .as_ref()
-                .is_none_or(|e| !e.failed.get(i).copied().unwrap_or(false))
-        };
-        let at = |v: &Option<Vec<f64>>, i: usize| -> f64 {
-            v.as_ref()
-                .and_then(|v| v.get(i).copied())
-                .unwrap_or(f64::NAN)
-        };
-        let itl_slice = |i: usize| -> Option<&[f64]> {
-            let it = self.itls.as_ref()?;
-            let (a, b) = (*it.offsets.get(i)?, *it.offsets.get(i + 1)?);
-            Some(&it.flat[a..b])
-        };
-
-        let mut ttft = Vec::new();
-        let mut itl = Vec::new();
-        let mut e2el = Vec::new();
-        let mut tpot = Vec::new();
-        let mut out_lens = Vec::new();
-        let mut in_lens = Vec::new();
-        let mut nulls = 0u64;
-        let mut zero_out = 0u64;
-        let mut very_short = 0u64;
         let requested = [
             "output_len",
             "random_output_len",
@@ -671,83 +629,24 @@ impl RawDoc {
         .iter()
         .find_map(|k| num(small.get(*k)))
         .filter(|x| *x > 0.0);
-        let mut below_requested = 0u64;
-        let mut successes = 0u64;
-        for i in 0..n {
-            if !ok(i) {
-                continue;
-            }
-            successes += 1;
-            let t = at(&self.ttfts, i);
-            let ol = at(&self.output_lens, i);
-            let il = at(&self.input_lens, i);
-            if self.ttfts.is_some() && t.is_nan() {
-                nulls += 1;
-            }
-            if !t.is_nan() {
-                ttft.push(t * 1000.0);
-            }
-            let gaps = itl_slice(i);
-            let mut gap_sum = 0.0;
-            let mut gap_nan = false;
-            if let Some(g) = gaps {
-                for &x in g {
-                    if x.is_nan() {
-                        gap_nan = true;
-                        nulls += 1;
-                    } else {
-                        itl.push(x * 1000.0);
-                        gap_sum += x;
-                    }
-                }
-            }
-            let e = if self.e2els.is_some() {
-                at(&self.e2els, i)
-            } else if gaps.is_some() && !gap_nan {
-                t + gap_sum
-            } else {
-                f64::NAN
-            };
-            if !e.is_nan() {
-                e2el.push(e * 1000.0);
-            }
-            let given_tpot = at(&self.tpots, i);
-            if !given_tpot.is_nan() {
-                tpot.push(given_tpot * 1000.0);
-            } else if ol > 1.0 && !e.is_nan() && !t.is_nan() {
-                tpot.push((e - t) / (ol - 1.0) * 1000.0);
-            }
-            if !ol.is_nan() {
-                out_lens.push(ol);
-                if ol <= 0.0 {
-                    zero_out += 1;
-                } else if ol <= 4.0 {
-                    very_short += 1;
-                }
-                if requested.is_some_and(|r| ol < r) {
-                    below_requested += 1;
-                }
-            }
-            if !il.is_nan() {
-                in_lens.push(il);
-            }
-        }
+        let n = self.request_count();
+        let per = self.per_request(n, requested);
 
-        let completed = count(small.get("completed")).or((n > 0).then_some(successes));
+        let completed = count(small.get("completed")).or((n > 0).then_some(per.successes));
         let num_prompts = count(small.get("num_prompts"));
         let failed = count(small.get("failed"))
             .or(self.errors.as_ref().map(|e| e.count))
             .or_else(|| Some(num_prompts?.saturating_sub(completed?)));
 
         let samples = Samples {
-            ttft_ms: stride_sample(&ttft, MAX_SAMPLES),
-            tpot_ms: stride_sample(&tpot, MAX_SAMPLES),
-            itl_ms: stride_sample(&itl, MAX_SAMPLES),
-            e2el_ms: stride_sample(&e2el, MAX_SAMPLES),
-            output_lens: stride_sample(&out_lens, MAX_SAMPLES),
-            input_lens: stride_sample(&in_lens, MAX_SAMPLES),
+            ttft_ms: per.ttft.clone(),
+            tpot_ms: per.tpot.clone(),
+            itl_ms: per.itl.clone(),
+            e2el_ms: per.e2el.clone(),
+            output_lens: per.out_lens,
+            input_lens: per.in_lens,
         };
-        let from_arrays = !ttft.is_empty();
+        let from_arrays = !per.ttft.is_empty();
         let pick = |mut v: Vec<f64>, metric: &str| -> Summary {
             let s = Summary::from_values(&mut v);
             if s.count > 0 {
@@ -756,24 +655,11 @@ impl RawDoc {
                 summary_from_keys(small, metric, completed)
             }
         };
-        let ttft_ms = pick(ttft, "ttft");
-        let tpot_ms = pick(tpot, "tpot");
-        let itl_ms = pick(itl, "itl");
-        let e2el_ms = pick(e2el, "e2el");
-
-        let mut config = Map::new();
-        let mut reported = Map::new();
-        for (k, v) in small {
-            if matches!(v, Value::Array(_) | Value::Object(_)) {
-                continue;
-            }
-            let key = k.trim_end_matches(':').to_string();
-            if is_result_key(&key) {
-                reported.insert(key, v.clone());
-            } else {
-                config.insert(key, v.clone());
-            }
-        }
+        let ttft_ms = pick(per.ttft, "ttft");
+        let tpot_ms = pick(per.tpot, "tpot");
+        let itl_ms = pick(per.itl, "itl");
+        let e2el_ms = pick(per.e2el, "e2el");
+        let (config, reported) = settings_and_results(small);
 
         let mut flags = Vec::new();
         if let Some(f) = failed.filter(|f| *f > 0) {
@@ -795,14 +681,14 @@ impl RawDoc {
         }
         push_length_flags(
             &mut flags,
-            successes,
-            zero_out,
-            very_short,
+            per.successes,
+            per.zero_out,
+            per.very_short,
             requested,
-            below_requested,
+            per.below_requested,
         );
-        if nan_replaced > 0 || nulls > 0 {
-            let k = nan_replaced.max(nulls);
+        if nan_replaced > 0 || per.nulls > 0 {
+            let k = nan_replaced.max(per.nulls);
             flags.push(flag(
                 "nan_values",
                 format!("{k} NaN/Infinity or missing values were read as missing"),
@@ -837,6 +723,134 @@ impl RawDoc {
             .into(),
         }
     }
+
+    /// Requests in the file: the longest of its per-request arrays.
+    fn request_count(&self) -> usize {
+        [
+            self.ttfts.as_ref().map(Vec::len),
+            self.output_lens.as_ref().map(Vec::len),
+            self.input_lens.as_ref().map(Vec::len),
+            self.itls
+                .as_ref()
+                .map(|i| i.offsets.len().saturating_sub(1)),
+            self.errors.as_ref().map(|e| e.failed.len()),
+        ]
+        .into_iter()
+        .flatten()
+        .max()
+        .unwrap_or(0)
+    }
+
+    /// Every successful request's latencies (ms) and lengths, with the counts the
+    /// flags need. E2E latency is TTFT plus the inter-token gaps when the file has no
+    /// `e2els`; TPOT is (E2E − TTFT) / (output tokens − 1) when it has no `tpots`.
+    fn per_request(&self, n: usize, requested: Option<f64>) -> PerRequest {
+        let ok = |i: usize| -> bool {
+            self.errors
+                .as_ref()
+                .is_none_or(|e| !e.failed.get(i).copied().unwrap_or(false))
+        };
+        let at = |v: &Option<Vec<f64>>, i: usize| -> f64 {
+            v.as_ref()
+                .and_then(|v| v.get(i).copied())
+                .unwrap_or(f64::NAN)
+        };
+        let itl_slice = |i: usize| -> Option<&[f64]> {
+            let it = self.itls.as_ref()?;
+            let (a, b) = (*it.offsets.get(i)?, *it.offsets.get(i + 1)?);
+            Some(&it.flat[a..b])
+        };
+        let mut per = PerRequest::default();
+        for i in (0..n).filter(|&i| ok(i)) {
+            per.successes += 1;
+            let t = at(&self.ttfts, i);
+            let ol = at(&self.output_lens, i);
+            let il = at(&self.input_lens, i);
+            if self.ttfts.is_some() && t.is_nan() {
+                per.nulls += 1;
+            }
+            if !t.is_nan() {
+                per.ttft.push(t * 1000.0);
+            }
+            let gaps = itl_slice(i);
+            let mut gap_sum = 0.0;
+            let mut gap_nan = false;
+            for &x in gaps.unwrap_or_default() {
+                if x.is_nan() {
+                    gap_nan = true;
+                    per.nulls += 1;
+                } else {
+                    per.itl.push(x * 1000.0);
+                    gap_sum += x;
+                }
+            }
+            let e = if self.e2els.is_some() {
+                at(&self.e2els, i)
+            } else if gaps.is_some() && !gap_nan {
+                t + gap_sum
+            } else {
+                f64::NAN
+            };
+            if !e.is_nan() {
+                per.e2el.push(e * 1000.0);
+            }
+            let given_tpot = at(&self.tpots, i);
+            if !given_tpot.is_nan() {
+                per.tpot.push(given_tpot * 1000.0);
+            } else if ol > 1.0 && !e.is_nan() && !t.is_nan() {
+                per.tpot.push((e - t) / (ol - 1.0) * 1000.0);
+            }
+            if !ol.is_nan() {
+                per.out_lens.push(ol);
+                if ol <= 0.0 {
+                    per.zero_out += 1;
+                } else if ol <= 4.0 {
+                    per.very_short += 1;
+                }
+                if requested.is_some_and(|r| ol < r) {
+                    per.below_requested += 1;
+                }
+            }
+            if !il.is_nan() {
+                per.in_lens.push(il);
+            }
+        }
+        per
+    }
+}
+
+/// What the successful requests of a vLLM result measured, and what looked wrong.
+#[derive(Default)]
+struct PerRequest {
+    ttft: Vec<f64>,
+    itl: Vec<f64>,
+    e2el: Vec<f64>,
+    tpot: Vec<f64>,
+    out_lens: Vec<f64>,
+    in_lens: Vec<f64>,
+    successes: u64,
+    nulls: u64,
+    zero_out: u64,
+    very_short: u64,
+    below_requested: u64,
+}
+
+/// The scalar keys of a vLLM result split into settings and reported results.
+fn settings_and_results(small: &Map<String, Value>) -> (Map<String, Value>, Map<String, Value>) {
+    let mut config = Map::new();
+    let mut reported = Map::new();
+    for (k, v) in small {
+        if matches!(v, Value::Array(_) | Value::Object(_)) {
+            continue;
+        }
+        let key = k.trim_end_matches(':').to_string();
+        if is_result_key(&key) {
+            reported.insert(key, v.clone());
+        } else {
+            config.insert(key, v.clone());
+        }
+    }
+    (config, reported)
 }
 
 fn push_length_flags(

@@ -620,15 +620,30 @@ impl Index {
     /// Answers a request. Results are ordered by score (skipped when newest first is
     /// asked for), then newest first, then kind and id, so equal scores page stably.
     pub fn search(&self, request: &Request<'_>) -> Answer {
-        let live = &self.live;
         let text = request.text.map(|node| self.resolve(node));
-        let mut matched = match &text {
+        let slots = self.matching_slots(request, text.as_ref());
+        let scores = match &text {
+            Some(q) => self.bm25_scores(q, &slots),
+            None => Vec::new(),
+        };
+        let facets = self.facet_counts(&slots);
+        let total = slots.len() as i64;
+        Answer {
+            page: self.ranked_page(request, slots, &scores),
+            total,
+            facets,
+        }
+    }
+
+    /// The live documents the text matches that pass every filter (facet values,
+    /// dates); a facet value never seen matches nothing.
+    fn matching_slots(&self, request: &Request<'_>, text: Option<&Q>) -> Vec<u32> {
+        let live = &self.live;
+        let mut matched = match text {
             _ if request.empty_text => Bits::empty(self.docs.len()),
             Some(q) => self.eval(q, live).and(live),
             None => live.clone(),
         };
-
-        // Filters: a value never seen matches nothing.
         let mut wanted: Vec<(usize, u32)> = Vec::new();
         for (name, value) in request.filters {
             let Some(f) = FACETS.iter().position(|f| f.name == *name) else {
@@ -649,63 +664,60 @@ impl Index {
             }) && request.from.is_none_or(|d| doc.date >= d)
                 && request.to.is_none_or(|d| doc.date <= d)
         };
-        let slots: Vec<u32> = matched
+        matched
             .ones()
             .filter(|&slot| keep(&self.hot[slot as usize]))
-            .collect();
+            .collect()
+    }
 
-        // Scores: BM25 over the weighted term frequency of the terms searched for.
-        let mut scores = vec![
-            0f32;
-            if request.text.is_some() {
-                self.docs.len()
-            } else {
-                0
-            }
-        ];
-        if let Some(q) = &text {
-            let mut terms = Vec::new();
-            scoring_terms(q, false, &mut terms);
-            let n = self.count.max(1) as f32;
-            let average = (self.total_length / self.count.max(1) as f64).max(0.1) as f32;
-            matched = Bits::empty(self.docs.len());
-            for &slot in &slots {
-                matched.set(slot);
-            }
-            for (term, weights) in terms {
-                let p = &self.postings[term as usize];
-                let df = p.slots.len() as f32;
-                let idf = (1.0 + (n - df + 0.5) / (df + 0.5)).ln();
-                for (&slot, &tf) in p.slots.iter().zip(&p.tf) {
-                    if !matched.get(slot) {
-                        continue;
-                    }
-                    let tf = if weights == 0 {
-                        tf
-                    } else {
-                        let kept: Vec<u16> = self
-                            .doc(slot)
-                            .positions_of(term)
-                            .iter()
-                            .copied()
-                            .filter(|&p| weights & (1 << class(p)) != 0)
-                            .collect();
-                        tf_tenths(&kept)
-                    } as f32
-                        / 10.0;
-                    let norm = K1 * (1.0 - B + B * self.hot[slot as usize].length / average);
-                    scores[slot as usize] += idf * tf * (K1 + 1.0) / (tf + norm);
+    /// BM25 of each matching slot over the weighted term frequency of the terms
+    /// searched for (indexed by slot; zero for the rest).
+    fn bm25_scores(&self, q: &Q, slots: &[u32]) -> Vec<f32> {
+        let mut scores = vec![0f32; self.docs.len()];
+        let mut terms = Vec::new();
+        scoring_terms(q, false, &mut terms);
+        let n = self.count.max(1) as f32;
+        let average = (self.total_length / self.count.max(1) as f64).max(0.1) as f32;
+        let mut matched = Bits::empty(self.docs.len());
+        for &slot in slots {
+            matched.set(slot);
+        }
+        for (term, weights) in terms {
+            let p = &self.postings[term as usize];
+            let df = p.slots.len() as f32;
+            let idf = (1.0 + (n - df + 0.5) / (df + 0.5)).ln();
+            for (&slot, &tf) in p.slots.iter().zip(&p.tf) {
+                if !matched.get(slot) {
+                    continue;
                 }
+                let tf = if weights == 0 {
+                    tf
+                } else {
+                    let kept: Vec<u16> = self
+                        .doc(slot)
+                        .positions_of(term)
+                        .iter()
+                        .copied()
+                        .filter(|&p| weights & (1 << class(p)) != 0)
+                        .collect();
+                    tf_tenths(&kept)
+                } as f32
+                    / 10.0;
+                let norm = K1 * (1.0 - B + B * self.hot[slot as usize].length / average);
+                scores[slot as usize] += idf * tf * (K1 + 1.0) / (tf + norm);
             }
         }
+        scores
+    }
 
-        // Facet counts over every match.
+    /// Facet counts over every match: per facet, its values largest first.
+    fn facet_counts(&self, slots: &[u32]) -> Vec<(&'static str, Vec<(String, i64)>)> {
         let mut counts: Vec<Vec<i64>> = self
             .dictionaries
             .iter()
             .map(|d| vec![0; d.values.len()])
             .collect();
-        for &slot in &slots {
+        for &slot in slots {
             let doc = &self.hot[slot as usize];
             for (f, &code) in doc.facets.iter().enumerate() {
                 if code != NONE {
@@ -716,7 +728,7 @@ impl Index {
                 counts[TAG][tag as usize] += 1;
             }
         }
-        let facets = FACETS
+        FACETS
             .iter()
             .enumerate()
             .filter_map(|(f, facet)| {
@@ -733,9 +745,12 @@ impl Index {
                 values.truncate(FACET_VALUES);
                 Some((facet.name, values))
             })
-            .collect();
+            .collect()
+    }
 
-        // The page: a partial sort of the matches.
+    /// The requested page of the matches in order: a partial sort, only as far as
+    /// the page reaches.
+    fn ranked_page(&self, request: &Request<'_>, slots: Vec<u32>, scores: &[f32]) -> Vec<Found> {
         let kinds = &self.dictionaries[0].values;
         let score = |slot: u32| scores.get(slot as usize).copied().unwrap_or(0.0);
         let order = |a: &u32, b: &u32| -> Ordering {
@@ -750,7 +765,6 @@ impl Index {
                 .then_with(|| kinds[da.facets[0] as usize].cmp(&kinds[db.facets[0] as usize]))
                 .then(db.source_id.cmp(&da.source_id))
         };
-        let total = slots.len() as i64;
         let wanted_len = request.offset + request.limit;
         let mut ranked = slots;
         if wanted_len == 0 {
@@ -760,7 +774,7 @@ impl Index {
             ranked.truncate(wanted_len);
         }
         ranked.sort_by(order);
-        let page = ranked
+        ranked
             .into_iter()
             .skip(request.offset)
             .map(|slot| {
@@ -772,12 +786,7 @@ impl Index {
                     date: doc.date,
                 }
             })
-            .collect();
-        Answer {
-            page,
-            total,
-            facets,
-        }
+            .collect()
     }
 }
 

@@ -325,6 +325,51 @@ pub fn workload_setting_keys() -> impl Iterator<Item = &'static str> {
 /// Compare; `Err` names the input that makes the comparison impossible
 /// (an empty side, a headline or prediction series the runs do not carry).
 pub fn compare(req: &Request) -> Result<Report, Vec<FieldError>> {
+    let before = pooled(req.baseline);
+    let after = pooled(req.candidate);
+    let common = common_series(req, &before, &after)?;
+    let (settings, problems, warnings) = validity(req);
+    let metrics: Vec<SeriesResult> = common
+        .iter()
+        .map(|&s| series_result(req, s, &before[&s], &after[&s], &problems))
+        .collect();
+    let throughput = throughput_result(req, &problems);
+    let head = metrics
+        .iter()
+        .find(|m| m.series == req.headline.0)
+        .and_then(|m| m.row(req.headline.1))
+        .expect("the headline series was checked to be common");
+    let invalid = !problems.is_empty();
+    let (verdict, reasons) = if invalid {
+        (head.verdict, head.reasons.clone())
+    } else {
+        headline_verdict(req, head, &metrics, throughput.as_ref())
+    };
+    Ok(Report {
+        verdict,
+        headline: req.headline.0,
+        percentile: req.headline.1,
+        headline_summary: head.summary.clone(),
+        reasons,
+        warnings,
+        invalid,
+        settings,
+        prediction: prediction_result(req, &metrics, invalid),
+        metrics,
+        throughput,
+        runs_before: req.baseline.len(),
+        runs_after: req.candidate.len(),
+        bootstrap: req.bootstrap,
+    })
+}
+
+/// The latency series both sides carry (at least two values each); refuses empty
+/// sides and a headline or prediction series outside them.
+fn common_series(
+    req: &Request,
+    before: &BTreeMap<Series, Vec<f64>>,
+    after: &BTreeMap<Series, Vec<f64>>,
+) -> Result<Vec<Series>, Vec<FieldError>> {
     let mut errors = Vec::new();
     if req.baseline.is_empty() {
         errors.push(FieldError::new("baseline", "choose at least one artifact"));
@@ -335,8 +380,6 @@ pub fn compare(req: &Request) -> Result<Report, Vec<FieldError>> {
     if !errors.is_empty() {
         return Err(errors);
     }
-    let before = pooled(req.baseline);
-    let after = pooled(req.candidate);
     let common: Vec<Series> = Series::ALL
         .into_iter()
         .filter(|s| {
@@ -366,10 +409,17 @@ pub fn compare(req: &Request) -> Result<Report, Vec<FieldError>> {
     if let Some(p) = req.prediction {
         errors.extend(carried("prediction.metric", p.series));
     }
-    if !errors.is_empty() {
-        return Err(errors);
+    if errors.is_empty() {
+        Ok(common)
+    } else {
+        Err(errors)
     }
+}
 
+/// Whether the two sides may be compared: the workload settings side by side, the
+/// problems that make the comparison invalid (another change than the declared one,
+/// other health or workload) and the warnings that do not.
+fn validity(req: &Request) -> (Vec<SettingRow>, Vec<String>, Vec<String>) {
     let declared = check_single_change(
         &FrozenConfig::default(),
         &FrozenConfig::default(),
@@ -411,57 +461,62 @@ pub fn compare(req: &Request) -> Result<Report, Vec<FieldError>> {
     if req.baseline.len() == 1 && req.candidate.len() == 1 {
         warnings.push("One run per side: run-to-run noise is unknown. Repeat the runs (A/B/B/A) before trusting a small change.".into());
     }
+    (settings, problems, warnings)
+}
 
-    let metrics: Vec<SeriesResult> = common
-        .iter()
-        .map(|&s| series_result(req, s, &before[&s], &after[&s], &problems))
-        .collect();
-    let throughput = throughput_result(req, &problems);
-
-    let head = metrics
-        .iter()
-        .find(|m| m.series == req.headline.0)
-        .and_then(|m| m.row(req.headline.1))
-        .expect("the headline series was checked to be common");
-    let invalid = !problems.is_empty();
+/// A valid comparison's verdict and reasons: the headline's, with how many more
+/// requests would tell, a prediction that expected the other direction, and
+/// regressions elsewhere.
+fn headline_verdict(
+    req: &Request,
+    head: &PercentileRow,
+    metrics: &[SeriesResult],
+    throughput: Option<&ThroughputResult>,
+) -> (Verdict, Vec<String>) {
     let mut verdict = head.verdict;
     let mut reasons = head.reasons.clone();
-    if !invalid {
-        if let Some(n) = head.more_requests_per_side {
-            let have = (metric_n(&metrics, req.headline.0) as u64).max(1);
+    if let Some(n) = head.more_requests_per_side {
+        let have = (metric_n(metrics, req.headline.0) as u64).max(1);
+        reasons.push(format!(
+            "About {} more requests per side ({} in all per side) would narrow the interval enough to tell, if the change is as large as observed.",
+            grouped(n),
+            grouped(n + have)
+        ));
+    }
+    if verdict == Verdict::Confirmed {
+        if let Some(p) = req.prediction.filter(|p| wrong_direction(p)) {
+            verdict = Verdict::Improved;
             reasons.push(format!(
-                "About {} more requests per side ({} in all per side) would narrow the interval enough to tell, if the change is as large as observed.",
-                grouped(n),
-                grouped(n + have)
+                "The prediction expected {} to move the other way ({:+.1}% … {:+.1}%): the cause is not confirmed by this change.",
+                p.series.label(),
+                p.low_pct,
+                p.high_pct
             ));
         }
-        if verdict == Verdict::Confirmed {
-            if let Some(p) = req.prediction.filter(|p| wrong_direction(p)) {
-                verdict = Verdict::Improved;
-                reasons.push(format!(
-                    "The prediction expected {} to move the other way ({:+.1}% … {:+.1}%): the cause is not confirmed by this change.",
-                    p.series.label(),
-                    p.low_pct,
-                    p.high_pct
-                ));
-            }
-        }
-        for m in &metrics {
-            for r in &m.rows {
-                let is_head = m.series == req.headline.0 && r.percentile == req.headline.1;
-                if !is_head && r.verdict == Verdict::Regressed {
-                    reasons.push(format!("Elsewhere — {}", r.summary));
-                }
-            }
-        }
-        if let Some(j) = throughput.as_ref().and_then(|t| t.judged.as_ref()) {
-            if j.verdict == Verdict::Regressed {
-                reasons.push(format!("Elsewhere — {}", j.summary));
+    }
+    for m in metrics {
+        for r in &m.rows {
+            let is_head = m.series == req.headline.0 && r.percentile == req.headline.1;
+            if !is_head && r.verdict == Verdict::Regressed {
+                reasons.push(format!("Elsewhere — {}", r.summary));
             }
         }
     }
+    if let Some(j) = throughput.and_then(|t| t.judged.as_ref()) {
+        if j.verdict == Verdict::Regressed {
+            reasons.push(format!("Elsewhere — {}", j.summary));
+        }
+    }
+    (verdict, reasons)
+}
 
-    let prediction = req.prediction.map(|p| {
+/// The prediction scored against the observed change (not counted when invalid).
+fn prediction_result(
+    req: &Request,
+    metrics: &[SeriesResult],
+    invalid: bool,
+) -> Option<PredictionResult> {
+    req.prediction.map(|p| {
         let observed_pct = metrics
             .iter()
             .find(|m| m.series == p.series)
@@ -474,23 +529,6 @@ pub fn compare(req: &Request) -> Result<Report, Vec<FieldError>> {
             score: score_prediction(p.low_pct, p.high_pct, observed_pct),
             counted: !invalid,
         }
-    });
-
-    Ok(Report {
-        verdict,
-        headline: req.headline.0,
-        percentile: req.headline.1,
-        headline_summary: head.summary.clone(),
-        reasons,
-        warnings,
-        invalid,
-        settings,
-        metrics,
-        throughput,
-        prediction,
-        runs_before: req.baseline.len(),
-        runs_after: req.candidate.len(),
-        bootstrap: req.bootstrap,
     })
 }
 

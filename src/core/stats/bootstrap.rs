@@ -39,7 +39,17 @@ impl Default for BootstrapConfig {
 ///
 /// Each of the B resamples draws `n_before` values with replacement from
 /// `before` and `n_after` from `after` (independently), and records
-/// `Δ* = T(after*) − T(before*)`. The interval is
+/// `Δ* = T(after*) − T(before*)`. Every value takes part (no subsample).
+///
+/// For a quantile the resample is never built: a resample of n values from the
+/// sorted sample `x₍₁₎ ≤ … ≤ x₍ₙ₎` is `x₍⌈n·Uᵢ⌉₎` for n uniform `Uᵢ`, a monotone map,
+/// so its k-th smallest value is `x₍⌈n·U₍ₖ₎⌉₎` where `U₍ₖ₎ ~ Beta(k, n + 1 − k)` is the
+/// k-th smallest of n uniforms, and the next one is
+/// `U₍ₖ₊₁₎ = U₍ₖ₎ + (1 − U₍ₖ₎)·(1 − V^{1/(n−k)})` (the least of the n − k uniforms
+/// above it, V uniform). The linear quantile needs only those two order statistics,
+/// so each resample costs a few random draws instead of n draws and a selection: the
+/// same distribution of `Δ*`, so 100,000 values per side answer in milliseconds.
+/// The mean is resampled value by value. The interval is
 /// `[Q(α/2), Q(1 − α/2)]` of the B values of `Δ*` with `α = 1 − confidence`,
 /// using the linear quantile rule. Negative Δ means the statistic went down.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
@@ -86,15 +96,33 @@ pub fn bootstrap_diff_ci(
 
     let observed_diff = statistic.of(after)? - statistic.of(before)?;
     let mut rng = Pcg64::seed_from_u64(config.seed);
-    let mut before_buf = vec![0.0; before.len()];
-    let mut after_buf = vec![0.0; after.len()];
     let mut diffs = Vec::with_capacity(config.resamples);
-    for _ in 0..config.resamples {
-        resample_into(&mut rng, before, &mut before_buf);
-        resample_into(&mut rng, after, &mut after_buf);
-        diffs.push(
-            statistic.eval_in_place(&mut after_buf) - statistic.eval_in_place(&mut before_buf),
-        );
+    match statistic {
+        Statistic::Quantile(p) => {
+            let sorted = |v: &[f64]| {
+                let mut s = v.to_vec();
+                s.sort_unstable_by(f64::total_cmp);
+                s
+            };
+            let (before, after) = (sorted(before), sorted(after));
+            for _ in 0..config.resamples {
+                let b = resampled_quantile(&mut rng, &before, p);
+                let a = resampled_quantile(&mut rng, &after, p);
+                diffs.push(a - b);
+            }
+        }
+        Statistic::Mean => {
+            let mut before_buf = vec![0.0; before.len()];
+            let mut after_buf = vec![0.0; after.len()];
+            for _ in 0..config.resamples {
+                resample_into(&mut rng, before, &mut before_buf);
+                resample_into(&mut rng, after, &mut after_buf);
+                diffs.push(
+                    statistic.eval_in_place(&mut after_buf)
+                        - statistic.eval_in_place(&mut before_buf),
+                );
+            }
+        }
     }
     diffs.sort_by(f64::total_cmp);
     let alpha = 1.0 - config.confidence;
@@ -109,6 +137,60 @@ pub fn bootstrap_diff_ci(
         n_before: before.len(),
         n_after: after.len(),
     })
+}
+
+/// The linear quantile `p` of one bootstrap resample of the sorted sample, drawn
+/// through the resample's order statistics (see [`DiffCi`]'s doc).
+fn resampled_quantile(rng: &mut Pcg64, sorted: &[f64], p: f64) -> f64 {
+    let n = sorted.len();
+    let h = (n - 1) as f64 * p;
+    let lo = h.floor() as usize;
+    let frac = h - lo as f64;
+    // 1-based rank k = lo + 1 of n: U₍ₖ₎ ~ Beta(k, n + 1 − k).
+    let k = lo + 1;
+    let u_k = beta(rng, k as f64, (n + 1 - k) as f64);
+    let value = |u: f64| sorted[((u * n as f64) as usize).min(n - 1)];
+    let x_lo = value(u_k);
+    if frac == 0.0 || k == n {
+        return x_lo;
+    }
+    let above = (n - k) as f64;
+    let u_next = u_k + (1.0 - u_k) * (1.0 - uniform(rng).powf(1.0 / above));
+    x_lo + frac * (value(u_next) - x_lo)
+}
+
+/// Uniform on (0, 1), never exactly 0 (53 random bits).
+fn uniform(rng: &mut Pcg64) -> f64 {
+    ((rng.next_u64() >> 11) as f64 + 0.5) / (1u64 << 53) as f64
+}
+
+/// Standard normal by the Box–Muller transform.
+fn normal(rng: &mut Pcg64) -> f64 {
+    let (u, v) = (uniform(rng), uniform(rng));
+    (-2.0 * u.ln()).sqrt() * (std::f64::consts::TAU * v).cos()
+}
+
+/// Gamma(shape, 1) for shape ≥ 1 (Marsaglia & Tsang, 2000).
+fn gamma(rng: &mut Pcg64, shape: f64) -> f64 {
+    let d = shape - 1.0 / 3.0;
+    let c = 1.0 / (9.0 * d).sqrt();
+    loop {
+        let x = normal(rng);
+        let v = (1.0 + c * x).powi(3);
+        if v <= 0.0 {
+            continue;
+        }
+        let u = uniform(rng);
+        if u.ln() < 0.5 * x * x + d - d * v + d * v.ln() {
+            return d * v;
+        }
+    }
+}
+
+/// Beta(a, b) for a, b ≥ 1, as X / (X + Y) with X ~ Gamma(a), Y ~ Gamma(b).
+fn beta(rng: &mut Pcg64, a: f64, b: f64) -> f64 {
+    let x = gamma(rng, a);
+    x / (x + gamma(rng, b))
 }
 
 /// Fill `out` with draws (with replacement) from `source`.
@@ -223,6 +305,41 @@ mod tests {
         assert!((p95.observed_diff - -178.04724422651316).abs() < 1e-6);
         assert!((p95.low - -340.387).abs() < 12.0, "{}", p95.low);
         assert!((p95.high - -16.958).abs() < 12.0, "{}", p95.high);
+    }
+
+    #[test]
+    fn order_statistics_draw_the_same_distribution_as_resampling() {
+        // The p90 of resamples of 1..=50, built value by value, against the draws
+        // through order statistics: the same mean and spread within Monte-Carlo error.
+        let sample: Vec<f64> = (1..=50).map(f64::from).collect();
+        let mut rng = Pcg64::seed_from_u64(3);
+        let mut buf = vec![0.0; sample.len()];
+        let (mut by_values, mut by_ranks) = (Vec::new(), Vec::new());
+        for _ in 0..20_000 {
+            resample_into(&mut rng, &sample, &mut buf);
+            by_values.push(Statistic::P90.eval_in_place(&mut buf));
+            by_ranks.push(resampled_quantile(&mut rng, &sample, 0.9));
+        }
+        let moments = |v: &[f64]| {
+            let m = v.iter().sum::<f64>() / v.len() as f64;
+            let var = v.iter().map(|x| (x - m) * (x - m)).sum::<f64>() / v.len() as f64;
+            (m, var.sqrt())
+        };
+        let ((m1, s1), (m2, s2)) = (moments(&by_values), moments(&by_ranks));
+        assert!((m1 - m2).abs() < 0.1, "{m1} vs {m2}");
+        assert!((s1 - s2).abs() < 0.1, "{s1} vs {s2}");
+    }
+
+    #[test]
+    fn a_hundred_thousand_values_per_side_in_well_under_a_second() {
+        let before = shaped(800.0, 100_000);
+        let after = shaped(760.0, 100_000);
+        let t = std::time::Instant::now();
+        let ci = bootstrap_diff_ci(&before, &after, Statistic::P99, &BootstrapConfig::default())
+            .unwrap();
+        assert!(t.elapsed().as_secs_f64() < 1.0, "{:?}", t.elapsed());
+        assert_eq!((ci.n_before, ci.n_after), (100_000, 100_000));
+        assert!(ci.low < ci.observed_diff && ci.observed_diff < ci.high);
     }
 
     #[test]

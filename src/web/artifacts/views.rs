@@ -348,7 +348,21 @@ fn us(x: f64) -> String {
 }
 
 fn trace(x: &TraceAnalysis) -> Vec<Section> {
-    let mut out = Vec::new();
+    let mut out = vec![trace_temporal(x)];
+    if !x.kernels.is_empty() {
+        out.push(trace_kernels(x));
+    }
+    if !x.idle.is_empty() {
+        out.push(trace_idle(x));
+    }
+    if x.launch.matched > 0 {
+        out.push(trace_launches(x));
+    }
+    out
+}
+
+/// Span, busy and idle time with the busy/idle pictures and the trace's notes.
+fn trace_temporal(x: &TraceAnalysis) -> Section {
     let mut s = Section::new("temporal", "GPU time (µs)");
     s.lead = Some(match x.gpu_busy_ratio {
         Some(r) => format!(
@@ -366,6 +380,7 @@ fn trace(x: &TraceAnalysis) -> Vec<Section> {
         "rank",
         "span",
         "idle",
+        "of which sync",
         "compute",
         "non-compute",
         "idle %",
@@ -377,6 +392,7 @@ fn trace(x: &TraceAnalysis) -> Vec<Section> {
             r.rank.to_string(),
             us(r.span_us),
             us(r.idle_us),
+            us(r.sync_us),
             us(r.compute_us),
             us(r.non_compute_us),
             format!("{:.1}%", r.idle_pct),
@@ -390,7 +406,11 @@ fn trace(x: &TraceAnalysis) -> Vec<Section> {
             let parts = vec![
                 ("compute".to_string(), r.compute_us / r.span_us),
                 ("non-compute".to_string(), r.non_compute_us / r.span_us),
-                ("idle".to_string(), r.idle_us / r.span_us),
+                ("sync (idle)".to_string(), r.sync_us / r.span_us),
+                (
+                    "other idle".to_string(),
+                    (r.idle_us - r.sync_us) / r.span_us,
+                ),
             ];
             if let Some(svg) = charts::share_bar("Busy and idle", &[("GPU", parts)]) {
                 s.charts.push(svg);
@@ -419,97 +439,101 @@ fn trace(x: &TraceAnalysis) -> Vec<Section> {
         }
     }
     s.notes = x.notes.clone();
-    out.push(s);
+    s
+}
 
-    if !x.kernels.is_empty() {
-        let mut k = Section::new("kernels", "Kernels by total time (µs)");
-        let mut t = Table::new(&[
-            "kernel", "category", "count", "total", "mean", "min", "max", "share",
+/// Kernels by total time, the top ones and the categories as pictures.
+fn trace_kernels(x: &TraceAnalysis) -> Section {
+    let mut k = Section::new("kernels", "Kernels by total time (µs)");
+    let mut t = Table::new(&[
+        "kernel", "category", "count", "total", "mean", "min", "max", "share",
+    ]);
+    t.numeric = vec![false, false, true, true, true, true, true, true];
+    for s in &x.kernels {
+        t.row(vec![
+            s.name.clone(),
+            s.category.clone(),
+            num(s.count as f64),
+            us(s.sum_us),
+            us(s.mean_us),
+            us(s.min_us),
+            us(s.max_us),
+            format!("{:.1}%", s.pct),
         ]);
-        t.numeric = vec![false, false, true, true, true, true, true, true];
-        for s in &x.kernels {
-            t.row(vec![
-                s.name.clone(),
-                s.category.clone(),
-                num(s.count as f64),
-                us(s.sum_us),
-                us(s.mean_us),
-                us(s.min_us),
-                us(s.max_us),
-                format!("{:.1}%", s.pct),
-            ]);
-        }
-        k.table = Some(t);
-        let top: Vec<(String, f64)> = x
-            .kernels
-            .iter()
-            .take(15)
-            .map(|s| (s.name.clone(), s.sum_us))
-            .collect();
-        if let Some(svg) = charts::bars("Top kernels", "µs", &top) {
-            k.charts.push(svg);
-        }
-        let cats: Vec<(String, f64)> = x
-            .kernel_categories
-            .iter()
-            .map(|c| (c.category.clone(), c.pct / 100.0))
-            .collect();
-        if let Some(svg) = charts::share_bar("Kernel time by category", &[("kernels", cats)]) {
-            k.charts.push(svg);
-        }
-        out.push(k);
     }
-    if !x.idle.is_empty() {
-        let mut i = Section::new("idle", "Idle time per stream (µs)");
-        i.lead = Some(
-            "Host wait: the kernel was launched after the previous one ended (the CPU was late). \
-             Kernel wait: a gap under 30 µs between back-to-back kernels. Other: the rest."
-                .into(),
-        );
-        let mut t = Table::new(&[
-            "device / stream",
-            "kernels",
-            "host wait",
-            "kernel wait",
-            "other",
+    k.table = Some(t);
+    let top: Vec<(String, f64)> = x
+        .kernels
+        .iter()
+        .take(15)
+        .map(|s| (s.name.clone(), s.sum_us))
+        .collect();
+    if let Some(svg) = charts::bars("Top kernels", "µs", &top) {
+        k.charts.push(svg);
+    }
+    let cats: Vec<(String, f64)> = x
+        .kernel_categories
+        .iter()
+        .map(|c| (c.category.clone(), c.pct / 100.0))
+        .collect();
+    if let Some(svg) = charts::share_bar("Kernel time by category", &[("kernels", cats)]) {
+        k.charts.push(svg);
+    }
+    k
+}
+
+/// Idle time per stream by cause.
+fn trace_idle(x: &TraceAnalysis) -> Section {
+    let mut i = Section::new("idle", "Idle time per stream (µs)");
+    i.lead = Some(
+        "Host wait: the kernel was launched after the previous one ended (the CPU was late). \
+         Kernel wait: a gap under 30 µs between back-to-back kernels. Other: the rest."
+            .into(),
+    );
+    let mut t = Table::new(&[
+        "device / stream",
+        "kernels",
+        "host wait",
+        "kernel wait",
+        "other",
+    ]);
+    for r in &x.idle {
+        t.row(vec![
+            format!("GPU {} / stream {}", r.device, r.stream),
+            num(r.kernels as f64),
+            us(r.host_wait_us),
+            us(r.kernel_wait_us),
+            us(r.other_us),
         ]);
-        for r in &x.idle {
-            t.row(vec![
-                format!("GPU {} / stream {}", r.device, r.stream),
-                num(r.kernels as f64),
-                us(r.host_wait_us),
-                us(r.kernel_wait_us),
-                us(r.other_us),
-            ]);
-        }
-        i.table = Some(t);
-        out.push(i);
     }
-    if x.launch.matched > 0 {
-        let mut l = Section::new("launch", "Launches (µs)");
-        let mut t = Table::new(&["measure", "p50", "p90", "p95", "p99", "mean", "count"]);
-        for (name, s) in [
-            (
-                "launch delay (kernel start − launch end)",
-                &x.launch.launch_delay_us,
-            ),
-            ("CPU launch duration", &x.launch.cpu_launch_us),
-            ("GPU kernel duration", &x.launch.gpu_duration_us),
-        ] {
-            let mut cells = vec![name.to_string()];
-            cells.extend(summary_cells(s));
-            t.row(cells);
-        }
-        l.table = Some(t);
-        if x.launch.shorter_than_launch > 0 {
-            l.notes.push(format!(
-                "{} kernels ran shorter than their CPU launch: the GPU cannot stay fed (CUDA graphs help).",
-                num(x.launch.shorter_than_launch as f64)
-            ));
-        }
-        out.push(l);
+    i.table = Some(t);
+    i
+}
+
+/// Launch delay, CPU launch and GPU kernel durations.
+fn trace_launches(x: &TraceAnalysis) -> Section {
+    let mut l = Section::new("launch", "Launches (µs)");
+    let mut t = Table::new(&["measure", "p50", "p90", "p95", "p99", "mean", "count"]);
+    for (name, s) in [
+        (
+            "launch delay (kernel start − launch end; below 0: started before the call returned)",
+            &x.launch.launch_delay_us,
+        ),
+        ("CPU launch duration", &x.launch.cpu_launch_us),
+        ("GPU kernel duration", &x.launch.gpu_duration_us),
+    ] {
+        let mut cells = vec![name.to_string()];
+        cells.extend(summary_cells(s));
+        t.row(cells);
     }
-    out
+    l.table = Some(t);
+    if x.launch.shorter_than_launch > 0 {
+        l.notes.push(format!(
+            "{} kernels ran shorter than their CPU launch: the GPU cannot stay fed (CUDA graphs help).",
+            num(x.launch.shorter_than_launch as f64)
+        ));
+    }
+    l
 }
 
 fn ncu(x: &NcuAnalysis) -> Vec<Section> {
