@@ -545,3 +545,171 @@ async fn a_comparison_of_another_setup_never_replaces_the_recorded_result() {
         "{result}"
     );
 }
+
+/// A vLLM `/metrics` scrape of `model` with queue, prefill, decode and TTFT histograms.
+fn vllm_scrape(model: &str) -> Vec<u8> {
+    let mut out = String::new();
+    for (family, bounds, counts) in [
+        ("request_queue_time_seconds", [0.5, 1.0, 2.5], [10, 40, 95]),
+        (
+            "request_prefill_time_seconds",
+            [0.1, 0.25, 0.5],
+            [30, 90, 99],
+        ),
+        ("request_decode_time_seconds", [1.0, 2.5, 5.0], [20, 70, 98]),
+        ("time_to_first_token_seconds", [1.0, 2.5, 5.0], [5, 60, 97]),
+    ] {
+        out.push_str(&format!("# TYPE vllm:{family} histogram\n"));
+        for (b, c) in bounds.iter().zip(counts) {
+            out.push_str(&format!(
+                "vllm:{family}_bucket{{le=\"{b}\",model_name=\"{model}\"}} {c}\n"
+            ));
+        }
+        out.push_str(&format!(
+            "vllm:{family}_bucket{{le=\"+Inf\",model_name=\"{model}\"}} 100\n\
+             vllm:{family}_sum{{model_name=\"{model}\"}} 120\n\
+             vllm:{family}_count{{model_name=\"{model}\"}} 100\n"
+        ));
+    }
+    out.into_bytes()
+}
+
+fn input_value(page: &common::Reply, name: &str) -> String {
+    let html = page.html();
+    let sel = scraper::Selector::parse(&format!("input[name='{name}']")).unwrap();
+    html.select(&sel)
+        .next()
+        .and_then(|e| e.value().attr("value"))
+        .unwrap_or_default()
+        .to_string()
+}
+
+#[tokio::test]
+async fn filling_from_an_artifact_merges_says_what_changed_and_warns_of_another_setup() {
+    let (mut app, url) = app_with_investigation().await;
+    save(&mut app, &url, 0, STEP0).await;
+    save(
+        &mut app,
+        &url,
+        2,
+        &[
+            ("tokenize.p50", "4"),
+            ("tokenize.p95", "9"),
+            ("queue_wait.p50", "100"),
+            ("queue_wait.p95", "200"),
+        ],
+    )
+    .await;
+    let id: i64 = url.rsplit('/').next().unwrap().parse().unwrap();
+    let token = app.api_token("ada").await;
+    let scrape = common::uploads::upload_analyzed(
+        &mut app,
+        &token,
+        &format!("vllm-70b.prom&investigation={id}"),
+        vllm_scrape("meta-llama/Llama-3.3-70B-Instruct"),
+    )
+    .await;
+    let p = app
+        .get(&format!("{url}/steps/2?from_artifact={scrape}"))
+        .await;
+    assert_eq!(p.status, StatusCode::OK);
+    // The histograms set queue, prefill and decode; the typed tokenize row stays.
+    assert_eq!(input_value(&p, "tokenize.p50"), "4");
+    assert_eq!(input_value(&p, "tokenize.p95"), "9");
+    assert_ne!(input_value(&p, "queue_wait.p50"), "100");
+    assert!(!input_value(&p, "prefill.p95").is_empty());
+    let changed = p.select(".fill-notice .fill-changed");
+    assert!(
+        changed[0].contains("queue_wait.p50") && changed[0].contains("prefill.p95"),
+        "{changed:?}"
+    );
+    let kept = p.select(".fill-notice .fill-kept");
+    assert!(kept[0].contains("tokenize.p50"), "{kept:?}");
+    // Each histogram value states its bucket.
+    let buckets = p.select("small.bucket[data-field='queue_wait.p50']");
+    assert!(buckets[0].contains("ms bucket"), "{buckets:?}");
+    // The scrape is of a 70B model; step 0 froze the 8B.
+    let w = p.select(".fill-setup-warning");
+    assert!(w[0].contains("model: step 0 froze llama-3.1-8b"), "{w:?}");
+    // Nothing was written by the fill (a GET).
+    let stored: serde_json::Value =
+        sqlx::query_scalar("SELECT data FROM investigation_steps WHERE step = 2")
+            .fetch_one(&app.pool)
+            .await
+            .unwrap();
+    assert_eq!(stored["rows"][1]["p50"], 100.0);
+}
+
+#[tokio::test]
+async fn prometheus_fills_only_the_steps_its_histograms_support() {
+    let (mut app, url) = app_with_investigation().await;
+    save(&mut app, &url, 0, STEP0).await;
+    let id: i64 = url.rsplit('/').next().unwrap().parse().unwrap();
+    let token = app.api_token("ada").await;
+    let vllm = common::uploads::upload_analyzed(
+        &mut app,
+        &token,
+        &format!("vllm.prom&investigation={id}"),
+        vllm_scrape("meta-llama/Llama-3.1-8B-Instruct"),
+    )
+    .await;
+    let page = app.get(&format!("/artifacts/{vllm}")).await;
+    let offered = page.select("#use-in a");
+    assert_eq!(offered.len(), 2, "{offered:?}");
+    assert!(offered[0].starts_with("step 1") && offered[1].starts_with("step 2"));
+    let p = app
+        .get(&format!("{url}/steps/2?from_artifact={vllm}"))
+        .await;
+    assert_eq!(p.select(".fill-notice.ok").len(), 1);
+    for phase in ["queue_wait", "prefill", "decode"] {
+        assert!(
+            !input_value(&p, &format!("{phase}.p50")).is_empty(),
+            "{phase}"
+        );
+    }
+    assert!(p.select(".fill-setup-warning").is_empty());
+
+    // SGLang's documented example has TTFT, E2E and ITL histograms but no phase ones:
+    // it fills step 1 (TTFT p95, with its bucket) and is not offered for step 2.
+    let Some(dir) = std::env::var_os("PERFJOURNAL_REAL_FIXTURES") else {
+        assert!(
+            std::env::var_os("PERFJOURNAL_REQUIRE_ALL").is_none(),
+            "PERFJOURNAL_REAL_FIXTURES is unset"
+        );
+        eprintln!("skipped the SGLang half: PERFJOURNAL_REAL_FIXTURES is unset");
+        return;
+    };
+    let body = std::fs::read(
+        std::path::Path::new(&dir).join("prometheus/sglang_docs_production_metrics_example.prom"),
+    )
+    .unwrap();
+    let sglang = common::uploads::upload_analyzed(
+        &mut app,
+        &token,
+        &format!("sglang.prom&investigation={id}"),
+        body,
+    )
+    .await;
+    let page = app.get(&format!("/artifacts/{sglang}")).await;
+    let offered = page.select("#use-in a");
+    assert_eq!(offered.len(), 1, "{offered:?}");
+    assert!(offered[0].starts_with("step 1"), "{offered:?}");
+    let p = app
+        .get(&format!("{url}/steps/1?from_artifact={sglang}"))
+        .await;
+    assert!(!input_value(&p, "observed").is_empty());
+    // Its p95 lies past the last finite bucket: the note says the value is a lower bound.
+    let b = p.select("small.bucket[data-field=observed]");
+    assert!(b[0].contains("a lower bound"), "{b:?}");
+    // Step 2's picker does not list it.
+    let p = app.get(&format!("{url}/steps/2")).await;
+    let options = p.select("#from-artifact option");
+    assert!(
+        options.iter().all(|o| !o.contains("sglang.prom")),
+        "{options:?}"
+    );
+    let p = app
+        .get(&format!("{url}/steps/2?from_artifact={sglang}"))
+        .await;
+    assert_eq!(p.select(".fill-notice.error").len(), 1);
+}
