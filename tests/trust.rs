@@ -713,3 +713,61 @@ async fn prometheus_fills_only_the_steps_its_histograms_support() {
         .await;
     assert_eq!(p.select(".fill-notice.error").len(), 1);
 }
+
+/// Per-request telemetry whose queue wait has a heavy tail, so a phase's p95 over the
+/// p95 TTFT is far from its share of the TTFT time.
+fn skewed_request_log(n: usize) -> Vec<u8> {
+    let mut out = String::new();
+    for i in 0..n {
+        let u = ((i * 37) % n) as f64 / n as f64;
+        let queue = if u > 0.9 { 4000.0 * u } else { 50.0 * u };
+        let prefill = 150.0 + 300.0 * u;
+        let first = 2.0 + queue + prefill;
+        out.push_str(&format!(
+            "{{\"request_id\":\"r{i}\",\"arrival_ts\":{},\"tokenize_ms\":2,\"queue_wait_ms\":{queue},\"prefill_ms\":{prefill},\"first_token_ms\":{first},\"decode_ms\":900,\"total_ms\":{}}}\n",
+            1_764_400_000 + i,
+            first + 900.0
+        ));
+    }
+    out.into_bytes()
+}
+
+/// phase label → the cell of column `col` of the table `css`.
+fn column(page: &common::Reply, css: &str, col: usize) -> BTreeMap<String, String> {
+    let html = page.html();
+    let rows = scraper::Selector::parse(&format!("{css} tbody tr")).unwrap();
+    let cells = scraper::Selector::parse("td").unwrap();
+    html.select(&rows)
+        .map(|r| {
+            let c: Vec<String> = r
+                .select(&cells)
+                .map(|c| c.text().collect::<String>().trim().to_string())
+                .collect();
+            (c[0].clone(), c.get(col).cloned().unwrap_or_default())
+        })
+        .collect()
+}
+
+#[tokio::test]
+async fn the_analysis_and_the_request_page_give_one_share_per_phase() {
+    let (mut app, _url) = app_with_investigation().await;
+    let token = app.api_token("ada").await;
+    let id =
+        common::uploads::upload_analyzed(&mut app, &token, "skewed.jsonl", skewed_request_log(400))
+            .await;
+    let shown = app.get(&format!("/artifacts/{id}")).await;
+    let analysis = column(&shown, "section#section-phases table", 7);
+    let page = app.get(&format!("/artifacts/{id}/requests")).await;
+    let decomposition = column(&page, "#decomposition", 6);
+    for phase in ["tokenize", "queue wait", "prefill"] {
+        let a = &analysis[phase];
+        assert!(a.ends_with('%'), "{phase}: {analysis:?}");
+        assert_eq!(
+            &decomposition[phase], a,
+            "{phase}: page {decomposition:?} vs analysis {analysis:?}"
+        );
+    }
+    // The definition is stated on both pages.
+    assert!(page.select(".share-definition")[0].contains("Σ phase ms ÷ Σ TTFT ms"));
+    assert!(shown.body.contains("Σ phase ms ÷ Σ TTFT ms"));
+}

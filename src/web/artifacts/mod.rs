@@ -244,6 +244,7 @@ struct BreakdownPage {
     grouped: Option<Table>,
     tenants: Vec<String>,
     models: Vec<String>,
+    share_definition: &'static str,
 }
 
 async fn request_breakdown(
@@ -282,6 +283,7 @@ async fn request_breakdown(
         grouped,
         tenants,
         models,
+        share_definition: crate::core::analyze::request_log::SHARE_DEFINITION,
     };
     Ok((status, render(&page)?).into_response())
 }
