@@ -771,3 +771,89 @@ async fn the_analysis_and_the_request_page_give_one_share_per_phase() {
     assert!(page.select(".share-definition")[0].contains("Σ phase ms ÷ Σ TTFT ms"));
     assert!(shown.body.contains("Σ phase ms ÷ Σ TTFT ms"));
 }
+
+#[tokio::test]
+async fn guidance_follows_what_earlier_steps_established() {
+    let (mut app, url) = app_with_investigation().await;
+    incident_with_result(&mut app, &url).await;
+    // Step 2: queue wait is 84% of the p95 TTFT.
+    save(
+        &mut app,
+        &url,
+        2,
+        &[
+            ("queue_wait.p50", "1,900"),
+            ("queue_wait.p95", "2,690"),
+            ("prefill.p50", "150"),
+            ("prefill.p95", "300"),
+        ],
+    )
+    .await;
+    // Step 3: both processors mostly idle.
+    save(
+        &mut app,
+        &url,
+        3,
+        &[
+            ("gpu_total", "620 ms"),
+            ("cpu_total", "200 ms"),
+            ("wall", "3,200 ms"),
+        ],
+    )
+    .await;
+    let p = app.get(&format!("{url}/steps/3")).await;
+    let suspects = p.select("ol.suspects li");
+    assert!(
+        suspects[0].starts_with("admission or capacity"),
+        "{suspects:?}"
+    );
+    assert!(
+        suspects.iter().all(|s| !s.contains("queue was empty")),
+        "{suspects:?}"
+    );
+    // Step 4: a decode measurement, which says nothing about TTFT.
+    save(
+        &mut app,
+        &url,
+        4,
+        &[
+            ("decode.measured_ms", "21"),
+            ("decode.batch", "64"),
+            ("decode.context", "4096"),
+        ],
+    )
+    .await;
+    // Step 6: the best candidate's ceiling is 1.25×, far below 3,200 → 780 ms (4.1×).
+    save(
+        &mut app,
+        &url,
+        6,
+        &[
+            ("candidates[0].description", "chunked prefill"),
+            ("candidates[0].share", "20%"),
+            ("candidates[0].speedup", "100"),
+            ("candidates[0].effort_days", "1"),
+        ],
+    )
+    .await;
+    let p = app.get(&format!("{url}/steps/7")).await;
+    let flag = p.select(".ceiling-flag");
+    assert!(
+        flag[0].contains("beats step 6's Amdahl ceiling")
+            && flag[0].contains("something else changed"),
+        "{flag:?}"
+    );
+    let r = app.post_form(&format!("{url}/journal"), &[]).await;
+    assert_eq!(r.status, StatusCode::SEE_OTHER, "{}", r.body);
+    let (diagnosis, result): (String, String) =
+        sqlx::query_as("SELECT diagnosis, result FROM journal_entries")
+            .fetch_one(&app.pool)
+            .await
+            .unwrap();
+    assert!(diagnosis.contains("Queue wait dominates"), "{diagnosis}");
+    assert!(!diagnosis.contains("bandwidth floor"), "{diagnosis}");
+    assert!(
+        result.contains("the ceiling was wrong or something else changed"),
+        "{result}"
+    );
+}

@@ -13,9 +13,9 @@ use super::regime::{decode_band, helps, regime, DecodeBand, Regime};
 use super::reproduce::{
     self, catalog_matches, check_single_change, CatalogMatch, FrozenConfig, SingleChangeCheck,
 };
-use super::resources::{classify, Classification};
+use super::resources::{classify, consistent_with_queueing, Classification};
 use super::verdict::Verdict;
-use super::FieldError;
+use super::{format_number, FieldError};
 use crate::core::estimate::{self, Inputs};
 use crate::core::quantity::{self, Quantity, Unit};
 
@@ -832,6 +832,8 @@ pub struct ChangeEval {
     pub after: Option<MetricReading>,
     /// (after − before) / before × 100.
     pub change_percent: Option<f64>,
+    /// Set when the measured speedup beats step 6's best Amdahl ceiling.
+    pub beats_ceiling: Option<String>,
 }
 
 /// What the app computes from the recorded steps. A step's result is `None` until the
@@ -952,9 +954,21 @@ pub fn evaluate(records: &Records) -> Evaluation {
         }
         _ => None,
     };
+    // Step 3's suspects follow what step 2 established.
+    let queue_dominates = matches!(
+        phases.as_ref().map(|p| &p.dominance),
+        Some(Dominance::Phase {
+            phase: Phase::QueueWait,
+            ..
+        })
+    );
     let resources = records
         .resources
-        .and_then(|r| classify(r.gpu_total, r.cpu_total, r.wall).ok());
+        .and_then(|r| classify(r.gpu_total, r.cpu_total, r.wall).ok())
+        .map(|c| Classification {
+            bound: consistent_with_queueing(c.bound, queue_dominates),
+            ..c
+        });
     let regime = records.regime.as_ref().map(|r| evaluate_regime(r, config));
     let kernels = records
         .kernels
@@ -978,12 +992,18 @@ pub fn evaluate(records: &Records) -> Evaluation {
         let change_percent = before
             .filter(|b| b.value != 0.0)
             .map(|b| (c.after_value - b.value) / b.value * 100.0);
+        let beats_ceiling = records
+            .metric
+            .as_ref()
+            .zip(fixes.as_deref())
+            .and_then(|(m, ranked)| ceiling_flag(m, c.after_value, ranked));
         ChangeEval {
             check,
             verdict,
             before,
             after,
             change_percent,
+            beats_ceiling,
         }
     });
     Evaluation {
@@ -996,6 +1016,32 @@ pub fn evaluate(records: &Records) -> Evaluation {
         fixes,
         change,
     }
+}
+
+/// Above this, a measured speedup "beats" an Amdahl ceiling (the ceiling is a bound,
+/// so anything past it by more than measurement noise means a wrong input).
+const CEILING_SLACK: f64 = 1.02;
+
+/// Step 7's speedup (before ÷ after; after ÷ before for throughput) against the best
+/// ceiling step 6 computed: a RESULT past every ceiling means the ceiling was wrong
+/// (a share or speedup too small) or something else changed too.
+fn ceiling_flag(metric: &MetricTarget, after: f64, ranked: &[RankedCandidate]) -> Option<String> {
+    let best = ranked
+        .iter()
+        .max_by(|a, b| a.ceiling.total_cmp(&b.ceiling))?;
+    let speedup = if metric.metric.higher_is_better() {
+        after / metric.observed
+    } else {
+        metric.observed / after
+    };
+    (speedup.is_finite() && speedup > best.ceiling * CEILING_SLACK).then(|| {
+        format!(
+            "The measured speedup {}× beats step 6's Amdahl ceiling of {}× (best candidate: {}): the ceiling was wrong or something else changed.",
+            format_number(speedup, 2),
+            format_number(best.ceiling, 2),
+            best.candidate.description
+        )
+    })
 }
 
 /// Whether step 4 computed something: a kernel's regime, or the decode band.
@@ -1074,7 +1120,7 @@ pub fn draft_entry(records: &Records, evaluation: &Evaluation, date: &str) -> Jo
         .regime
         .as_ref()
         .and_then(|r| r.decode.as_ref().map(|d| &d.band));
-    journal::draft(&DraftInput {
+    let mut entry = journal::draft(&DraftInput {
         date,
         config: records.reproduce.as_ref(),
         target: records.metric.as_ref(),
@@ -1089,7 +1135,16 @@ pub fn draft_entry(records: &Records, evaluation: &Evaluation, date: &str) -> Jo
         verdict: evaluation.change.as_ref().and_then(|c| c.verdict),
         quality: change.map_or("", |c| c.quality.as_str()),
         effort: change.map_or("", |c| c.effort.as_str()),
-    })
+    });
+    // A RESULT past step 6's own ceiling is flagged where the reader sees the RESULT.
+    if let Some(flag) = evaluation
+        .change
+        .as_ref()
+        .and_then(|c| c.beats_ceiling.as_ref())
+    {
+        entry.result = format!("{}\n\nFlag: {flag}", entry.result);
+    }
+    entry
 }
 
 /// A comparison linked to the investigation, as the journal draft weighs it.

@@ -139,6 +139,25 @@ pub fn classify(
     })
 }
 
+/// The low-load suspect, which step 2 rules out when requests queue.
+const LOW_LOAD: &str = "insufficient offered load";
+
+/// The suspects for a waiting window made consistent with step 2: when queue wait
+/// dominates, requests were waiting for admission, so "the queue was empty" cannot be
+/// the cause; admission and capacity lead instead.
+pub fn consistent_with_queueing(bound: Boundness, queue_dominates: bool) -> Boundness {
+    match bound {
+        Boundness::Waiting { suspects } if queue_dominates => {
+            let mut list = vec![
+                "admission or capacity: step 2 shows requests waiting in the queue while the GPU idles — check max_num_seqs, KV-cache preemptions and the scheduler's admission rules",
+            ];
+            list.extend(suspects.into_iter().filter(|s| !s.starts_with(LOW_LOAD)));
+            Boundness::Waiting { suspects: list }
+        }
+        other => other,
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
