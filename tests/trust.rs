@@ -14,6 +14,13 @@ async fn app_with_investigation() -> (TestApp, String) {
     common::app_with_investigation("p95 TTFT 3.2 s against 800 ms").await
 }
 
+/// Step 4's decode check: 21 ms per step at batch 64, context 4,096.
+const DECODE_21_MS: &[(&str, &str)] = &[
+    ("decode.measured_ms", "21"),
+    ("decode.batch", "64"),
+    ("decode.context", "4096"),
+];
+
 const STEP0: &[(&str, &str)] = &[
     ("reproducible", "yes"),
     ("engine", "vllm"),
@@ -185,17 +192,7 @@ async fn a_crawl_of_every_page_as_an_editor_writes_nothing() {
 async fn an_expected_value_must_be_in_the_unit_the_step_observes() {
     let (mut app, url) = app_with_investigation().await;
     save(&mut app, &url, 0, STEP0).await;
-    save(
-        &mut app,
-        &url,
-        4,
-        &[
-            ("decode.measured_ms", "21 ms"),
-            ("decode.batch", "64"),
-            ("decode.context", "4096"),
-        ],
-    )
-    .await;
+    save(&mut app, &url, 4, DECODE_21_MS).await;
     let inputs = "model=llama-3.1-8b gpu=h100-sxm batch=64 context=4096 measured_itl_ms=21";
     let expected_rows = |pool: PgPool| async move {
         sqlx::query_scalar::<_, i64>(
@@ -375,17 +372,7 @@ async fn step_zero_names_map_to_the_catalog_and_step_four_is_never_done_without_
     assert!(matches[1].contains("h100-sxm"), "{matches:?}");
     assert!(p.select(".catalog-flag").is_empty());
     // Step 4's floor is estimated from those names.
-    save(
-        &mut app,
-        &url,
-        4,
-        &[
-            ("decode.measured_ms", "21"),
-            ("decode.batch", "64"),
-            ("decode.context", "4096"),
-        ],
-    )
-    .await;
+    save(&mut app, &url, 4, DECODE_21_MS).await;
     let p = app.get(&format!("{url}/steps/4")).await;
     assert_eq!(p.select(".rail-step.state-done").len(), 2, "steps 0 and 4");
 
@@ -405,16 +392,7 @@ async fn step_zero_names_map_to_the_catalog_and_step_four_is_never_done_without_
         flag[0].contains("nearest in the catalog: llama-3.1-8b"),
         "{flag:?}"
     );
-    let r = app
-        .post_form(
-            &format!("{url}/steps/4"),
-            &[
-                ("decode.measured_ms", "21"),
-                ("decode.batch", "64"),
-                ("decode.context", "4096"),
-            ],
-        )
-        .await;
+    let r = app.post_form(&format!("{url}/steps/4"), DECODE_21_MS).await;
     assert_eq!(r.status, StatusCode::UNPROCESSABLE_ENTITY);
     let e = r.select("[data-field='decode.floor_ms']");
     assert!(e[0].contains("unknown model `llama-9b`"), "{e:?}");
@@ -812,17 +790,7 @@ async fn guidance_follows_what_earlier_steps_established() {
         "{suspects:?}"
     );
     // Step 4: a decode measurement, which says nothing about TTFT.
-    save(
-        &mut app,
-        &url,
-        4,
-        &[
-            ("decode.measured_ms", "21"),
-            ("decode.batch", "64"),
-            ("decode.context", "4096"),
-        ],
-    )
-    .await;
+    save(&mut app, &url, 4, DECODE_21_MS).await;
     // Step 6: the best candidate's ceiling is 1.25×, far below 3,200 → 780 ms (4.1×).
     save(
         &mut app,
