@@ -7,36 +7,14 @@ mod common;
 use std::collections::{BTreeMap, BTreeSet, VecDeque};
 
 use axum::http::StatusCode;
+use common::incident::{
+    incident_with_result, link_comparison, save, upload_bench, vllm_scrape, DECODE_21_MS, STEP0,
+};
 use common::TestApp;
 use sqlx::PgPool;
 
 async fn app_with_investigation() -> (TestApp, String) {
     common::app_with_investigation("p95 TTFT 3.2 s against 800 ms").await
-}
-
-/// Step 4's decode check: 21 ms per step at batch 64, context 4,096.
-const DECODE_21_MS: &[(&str, &str)] = &[
-    ("decode.measured_ms", "21"),
-    ("decode.batch", "64"),
-    ("decode.context", "4096"),
-];
-
-const STEP0: &[(&str, &str)] = &[
-    ("reproducible", "yes"),
-    ("engine", "vllm"),
-    ("engine_version", "0.6.3"),
-    ("model", "llama-3.1-8b"),
-    ("gpu_type", "h100-sxm"),
-    ("gpu_count", "1"),
-    ("tp", "1"),
-    ("max_num_seqs", "256"),
-    ("chunked_prefill", "off"),
-    ("concurrency", "64"),
-];
-
-async fn save(app: &mut TestApp, url: &str, step: u8, fields: &[(&str, &str)]) {
-    let r = app.post_form(&format!("{url}/steps/{step}"), fields).await;
-    assert_eq!(r.status, StatusCode::SEE_OTHER, "step {step}: {}", r.body);
 }
 
 /// Row counts of every table in the app's schema.
@@ -403,77 +381,6 @@ async fn step_zero_names_map_to_the_catalog_and_step_four_is_never_done_without_
     assert_eq!(n, 0);
 }
 
-/// A vLLM `bench serve --save-result` file of `model` with TTFTs around `ttft_ms`.
-fn bench_file(model: &str, ttft_ms: f64, tag: &str) -> Vec<u8> {
-    let n = 60;
-    let ttfts: Vec<f64> = (0..n)
-        .map(|i| ttft_ms * (1.0 + 0.3 * ((i * 37 % n) as f64 / n as f64)) / 1000.0)
-        .collect();
-    serde_json::json!({
-        "date": format!("20261201-{tag}"), "backend": "vllm", "model_id": model,
-        "num_prompts": n, "request_rate": "inf", "max_concurrency": 16,
-        "completed": n, "failed": 0, "total_output_tokens": n * 8,
-        "request_throughput": 10.0, "output_throughput": 80.0,
-        "input_lens": vec![200; n], "output_lens": vec![8; n],
-        "ttfts": ttfts, "itls": vec![vec![0.02; 7]; n], "errors": vec![""; n]
-    })
-    .to_string()
-    .into_bytes()
-}
-
-/// Steps 0, 1 and 7 of the incident: 3,200 → 780 ms after chunked prefill, confirmed.
-async fn incident_with_result(app: &mut TestApp, url: &str) {
-    save(app, url, 0, STEP0).await;
-    save(
-        app,
-        url,
-        1,
-        &[
-            ("metric", "ttft"),
-            ("percentile", "p95"),
-            ("observed", "3.2 s"),
-            ("target", "800 ms"),
-        ],
-    )
-    .await;
-    let mut step7: Vec<(String, String)> = STEP0
-        .iter()
-        .filter(|(k, _)| *k != "reproducible" && *k != "chunked_prefill")
-        .map(|(k, v)| (format!("after_config.{k}"), v.to_string()))
-        .collect();
-    for (k, v) in [
-        ("after_config.chunked_prefill", "on"),
-        ("change", "chunked prefill"),
-        ("after_value", "780 ms"),
-        ("verdict", "confirmed"),
-        ("quality", "200 paired generations identical"),
-    ] {
-        step7.push((k.to_string(), v.to_string()));
-    }
-    let fields: Vec<(&str, &str)> = step7
-        .iter()
-        .map(|(k, v)| (k.as_str(), v.as_str()))
-        .collect();
-    save(app, url, 7, &fields).await;
-}
-
-async fn upload_bench(app: &mut TestApp, token: &str, name: &str, tag: &str) -> i64 {
-    let body = bench_file("meta-llama/Llama-3.3-70B-Instruct", 64.3, tag);
-    common::uploads::upload_analyzed(app, token, name, body).await
-}
-
-async fn link_comparison(
-    app: &mut TestApp,
-    token: &str,
-    [before, after]: [i64; 2],
-    investigation: i64,
-) -> common::Reply {
-    let body = serde_json::json!({"baseline": [before], "candidate": [after],
-        "variable": "chunked prefill", "investigation": investigation});
-    app.api("POST", "/api/v1/comparisons", token, Some(body))
-        .await
-}
-
 #[tokio::test]
 async fn a_comparison_of_another_setup_never_replaces_the_recorded_result() {
     let (mut app, url) = app_with_investigation().await;
@@ -522,34 +429,6 @@ async fn a_comparison_of_another_setup_never_replaces_the_recorded_result() {
         result.contains("A linked comparison was not used for this RESULT: Invalid comparison"),
         "{result}"
     );
-}
-
-/// A vLLM `/metrics` scrape of `model` with queue, prefill, decode and TTFT histograms.
-fn vllm_scrape(model: &str) -> Vec<u8> {
-    let mut out = String::new();
-    for (family, bounds, counts) in [
-        ("request_queue_time_seconds", [0.5, 1.0, 2.5], [10, 40, 95]),
-        (
-            "request_prefill_time_seconds",
-            [0.1, 0.25, 0.5],
-            [30, 90, 99],
-        ),
-        ("request_decode_time_seconds", [1.0, 2.5, 5.0], [20, 70, 98]),
-        ("time_to_first_token_seconds", [1.0, 2.5, 5.0], [5, 60, 97]),
-    ] {
-        out.push_str(&format!("# TYPE vllm:{family} histogram\n"));
-        for (b, c) in bounds.iter().zip(counts) {
-            out.push_str(&format!(
-                "vllm:{family}_bucket{{le=\"{b}\",model_name=\"{model}\"}} {c}\n"
-            ));
-        }
-        out.push_str(&format!(
-            "vllm:{family}_bucket{{le=\"+Inf\",model_name=\"{model}\"}} 100\n\
-             vllm:{family}_sum{{model_name=\"{model}\"}} 120\n\
-             vllm:{family}_count{{model_name=\"{model}\"}} 100\n"
-        ));
-    }
-    out.into_bytes()
 }
 
 fn input_value(page: &common::Reply, name: &str) -> String {

@@ -4,6 +4,7 @@
 #![allow(dead_code)]
 
 pub mod browser;
+pub mod incident;
 pub mod seeded;
 pub mod uploads;
 
