@@ -5,7 +5,7 @@
 mod common;
 
 use common::incident::{
-    incident_with_result, link_comparison, save, upload_bench, vllm_scrape, STEP0,
+    incident_with_result, link_comparison, save, upload_bench, vllm_scrape, STEP0, STEP1,
 };
 use common::{browser, TestApp, PASSWORD};
 
@@ -61,18 +61,7 @@ async fn opening_a_later_step_warns_and_records_the_skip_only_on_save() {
 async fn a_fill_keeps_what_was_typed_and_names_what_it_changed() {
     let (mut app, url) = common::app_with_investigation("p95 TTFT 3.2 s").await;
     save(&mut app, &url, 0, STEP0).await;
-    save(
-        &mut app,
-        &url,
-        1,
-        &[
-            ("metric", "ttft"),
-            ("percentile", "p95"),
-            ("observed", "3.2 s"),
-            ("target", "800 ms"),
-        ],
-    )
-    .await;
+    save(&mut app, &url, 1, STEP1).await;
     save(
         &mut app,
         &url,
