@@ -700,14 +700,11 @@ pub async fn create(
     // make the comparison invalid for this investigation, naming the dimension.
     let setup_reasons = match &step0 {
         Some(step0) => {
-            let runs: Vec<(&str, &str, Option<&str>)> = baseline
+            let runs: Vec<(&str, &str, setup_check::Claimed)> = baseline
                 .iter()
                 .map(|r| ("baseline", r))
                 .chain(candidate.iter().map(|r| ("candidate", r)))
-                .map(|(side, r)| {
-                    let model = r.settings.get("model_id").map(String::as_str);
-                    (side, r.name.as_str(), model)
-                })
+                .map(|(side, r)| (side, r.name.as_str(), run_setup(r)))
                 .collect();
             setup_check::comparison_reasons(
                 step0,
@@ -745,6 +742,24 @@ pub async fn create(
         }
     }
     insert(&state.pool, &input, kind, &report, user_id).await
+}
+
+/// What a benchmark file records about its setup: the model, and the workload's
+/// concurrency and (finite) request rate.
+fn run_setup(run: &Run) -> setup_check::Claimed {
+    let number = |k: &str| {
+        run.settings
+            .get(k)
+            .and_then(|v| v.trim().parse::<f64>().ok())
+    };
+    setup_check::Claimed {
+        model: run.settings.get("model_id").cloned(),
+        concurrency: number("max_concurrency")
+            .filter(|v| v.fract() == 0.0 && *v > 0.0)
+            .map(|v| v as i64),
+        arrival_rate: number("request_rate").filter(|v| v.is_finite()),
+        ..setup_check::Claimed::default()
+    }
 }
 
 /// The same file (by content) on both sides compares a run with itself: refused,
