@@ -597,11 +597,14 @@ fn column(page: &common::Reply, css: &str, col: usize) -> BTreeMap<String, Strin
 
 #[tokio::test]
 async fn the_analysis_and_the_request_page_give_one_share_per_phase() {
-    let (mut app, _url) = app_with_investigation().await;
+    let (mut app, url) = app_with_investigation().await;
+    save(&mut app, &url, 0, STEP0).await;
+    save(&mut app, &url, 1, STEP1).await;
+    let inv: i64 = url.rsplit('/').next().unwrap().parse().unwrap();
     let token = app.api_token("ada").await;
+    let name = format!("skewed.jsonl&investigation={inv}");
     let id =
-        common::uploads::upload_analyzed(&mut app, &token, "skewed.jsonl", skewed_request_log(400))
-            .await;
+        common::uploads::upload_analyzed(&mut app, &token, &name, skewed_request_log(400)).await;
     let shown = app.get(&format!("/artifacts/{id}")).await;
     let analysis = column(&shown, "section#section-phases table", 7);
     let page = app.get(&format!("/artifacts/{id}/requests")).await;
@@ -614,8 +617,17 @@ async fn the_analysis_and_the_request_page_give_one_share_per_phase() {
             "{phase}: page {decomposition:?} vs analysis {analysis:?}"
         );
     }
-    // The definition is stated on both pages.
+    // Step 2 filled from the log (the metric is TTFT) carries the same shares.
+    let filled = app.get(&format!("{url}/steps/2?from_artifact={id}")).await;
+    for (phase, slug) in [("queue wait", "queue_wait"), ("prefill", "prefill")] {
+        let share: f64 = input_value(&filled, &format!("{slug}.share"))
+            .parse()
+            .unwrap();
+        assert_eq!(format!("{:.1}%", share * 100.0), analysis[phase], "{phase}");
+    }
+    // The definition is stated on both pages, and on step 2.
     assert!(page.select(".share-definition")[0].contains("Σ phase ms ÷ Σ TTFT ms"));
+    assert!(filled.select(".share-definition")[0].contains("Σ phase ÷ Σ metric"));
     assert!(shown.body.contains("Σ phase ms ÷ Σ TTFT ms"));
 }
 

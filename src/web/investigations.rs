@@ -761,10 +761,11 @@ async fn filled_values(state: &AppState, loaded: &Loaded, step: u8, artifact: i6
                 "artifact {artifact} is not attached to this investigation"
             ))
         })?;
+    let metric = loaded.records.metric.map(|m| m.metric);
     let filled = found
         .analysis
         .as_ref()
-        .and_then(|a| evidence::fill(step, &found.kind, a));
+        .and_then(|a| evidence::fill_for(step, &found.kind, a, metric));
     let setup_warnings = match (&loaded.records.reproduce, &found.analysis) {
         (Some(step0), Some(analysis)) => {
             setup_check::mismatches(step0, &evidence::claimed_setup(&found.kind, analysis))

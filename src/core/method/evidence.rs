@@ -10,6 +10,7 @@ use std::collections::BTreeMap;
 use serde::de::DeserializeOwned;
 use serde_json::Value;
 
+use super::metric::Metric;
 use super::phases::Phase;
 use super::record::Pairs;
 use super::regime::regime;
@@ -135,6 +136,42 @@ pub fn fill(step: u8, kind: &str, analysis: &Value) -> Option<(Pairs, String)> {
         }
         _ => None,
     }
+}
+
+/// [`fill`] for an investigation whose step 1 chose `metric`: a request log's step-2
+/// rows also carry each phase's share of that metric as the analysis computed it
+/// (Σ phase ÷ Σ TTFT, or ÷ Σ E2E), so the step uses the one definition of a share.
+pub fn fill_for(
+    step: u8,
+    kind: &str,
+    analysis: &Value,
+    metric: Option<Metric>,
+) -> Option<(Pairs, String)> {
+    let (mut pairs, what) = fill(step, kind, analysis)?;
+    if (step, kind) == (2, "request_log") {
+        if let Some(a) = decode::<RequestLogAnalysis>(analysis) {
+            let shares = match metric {
+                Some(Metric::Ttft) => Some(&a.share_of_ttft),
+                Some(Metric::E2e) => Some(&a.share_of_e2e),
+                _ => None,
+            };
+            for (key, share) in shares.into_iter().flatten() {
+                let Some(phase) = Phase::ALL
+                    .iter()
+                    .find(|p| format!("{}_ms", p.slug()) == *key)
+                else {
+                    continue;
+                };
+                if pairs.get(&format!("{}.p50", phase.slug())).is_some() {
+                    pairs = pairs.with(
+                        &format!("{}.share", phase.slug()),
+                        format!("{}", (share * 10_000.0).round() / 10_000.0),
+                    );
+                }
+            }
+        }
+    }
+    Some((pairs, what))
 }
 
 fn decode<T: DeserializeOwned>(v: &Value) -> Option<T> {
