@@ -672,6 +672,10 @@ async fn guidance_follows_what_earlier_steps_established() {
     );
     // Step 4: a decode measurement, which says nothing about TTFT.
     save(&mut app, &url, 4, DECODE_21_MS).await;
+    // Step 4's findings are bounded by step 3's: the GPU was mostly idle.
+    let p = app.get(&format!("{url}/steps/4")).await;
+    let note = p.select(".regime-context");
+    assert!(note[0].contains("busy only 19%"), "{note:?}");
     // Step 6: the best candidate's ceiling is 1.25×, far below 3,200 → 780 ms (4.1×).
     save(
         &mut app,

@@ -820,6 +820,9 @@ pub struct RegimeEval {
     pub decode: Option<DecodeEval>,
     /// Why the decode band could not be computed, when it could not.
     pub decode_problem: Option<String>,
+    /// What earlier steps established that bounds these findings (step 3 found the
+    /// GPU mostly idle, so kernel regimes cannot explain the metric).
+    pub context: Option<String>,
 }
 
 /// Step 7 computed.
@@ -969,7 +972,10 @@ pub fn evaluate(records: &Records) -> Evaluation {
             bound: consistent_with_queueing(c.bound, queue_dominates),
             ..c
         });
-    let regime = records.regime.as_ref().map(|r| evaluate_regime(r, config));
+    let regime = records.regime.as_ref().map(|r| RegimeEval {
+        context: resources.as_ref().and_then(regime_context),
+        ..evaluate_regime(r, config)
+    });
     let kernels = records
         .kernels
         .as_ref()
@@ -1044,6 +1050,20 @@ fn ceiling_flag(metric: &MetricTarget, after: f64, ranked: &[RankedCandidate]) -
     })
 }
 
+/// Step 4 read against step 3: when the GPU was not the busy resource, kernel regimes
+/// describe the little GPU work there was, not where the time went.
+fn regime_context(c: &Classification) -> Option<String> {
+    let what = match &c.bound {
+        super::resources::Boundness::GpuBound => return None,
+        super::resources::Boundness::CpuBound => "the CPU was the busy resource",
+        super::resources::Boundness::Waiting { .. } => "both GPU and CPU were mostly idle",
+    };
+    Some(format!(
+        "Step 3 found the GPU busy only {:.0}% of the window ({what}): these regimes describe the GPU work there was; faster kernels cannot recover the time spent elsewhere.",
+        c.gpu_ratio * 100.0
+    ))
+}
+
 /// Whether step 4 computed something: a kernel's regime, or the decode band.
 fn regime_ran(step: &RegimeStep, config: Option<&FrozenConfig>) -> bool {
     let eval = evaluate_regime(step, config);
@@ -1099,6 +1119,7 @@ fn evaluate_regime(step: &RegimeStep, config: Option<&FrozenConfig>) -> RegimeEv
         kernels,
         decode,
         decode_problem,
+        context: None,
     }
 }
 
