@@ -247,6 +247,9 @@ async fn an_expected_value_must_be_in_the_unit_the_step_observes() {
     let api = app
         .api("GET", &format!("/api/v1/investigations/{id}"), &token, None)
         .await;
+    let observed = &api.json()["steps"][4]["observed"];
+    assert_eq!(observed["unit"], "ms", "{observed}");
+    assert_eq!(observed["dimension"], "time", "{observed}");
     let step4 = &api.json()["steps"][4]["expected"];
     assert!(step4["ratio"].is_null(), "{step4}");
     assert!(step4["unit_problem"].is_string(), "{step4}");

@@ -211,4 +211,19 @@ mod tests {
         let fields: Vec<&str> = errors.iter().map(|e| e.field.as_str()).collect();
         assert_eq!(fields, ["wall", "gpu_total", "cpu_total"]);
     }
+
+    #[test]
+    fn a_dominant_queue_rules_out_low_load() {
+        let c = classify(40.0, 20.0, 1000.0).unwrap();
+        let Boundness::Waiting { suspects } = consistent_with_queueing(c.bound.clone(), true)
+        else {
+            panic!("waiting")
+        };
+        assert!(suspects[0].starts_with("admission or capacity"));
+        assert!(suspects.iter().all(|s| !s.starts_with(LOW_LOAD)));
+        let Boundness::Waiting { suspects } = consistent_with_queueing(c.bound, false) else {
+            panic!("waiting")
+        };
+        assert!(suspects[0].starts_with(LOW_LOAD));
+    }
 }
