@@ -510,8 +510,36 @@ mod tests {
         let prom = serde_json::to_value(&prom).unwrap();
         let (pairs, _) = fill(2, "prometheus", &prom).unwrap();
         assert_eq!(pairs.get("queue_wait.p50"), Some("1000"));
+        assert_eq!(
+            pairs.get("queue_wait.p95.bucket"),
+            Some("in the 1,000–2,000 ms bucket")
+        );
         assert!(matches!(parse_step(2, &pairs), Ok(StepRecord::Phases(_))));
         assert!(fill(3, "nsys_kern_sum", &prom).is_none());
+
+        // SGLang's queue histogram fills the same row; its TTFT fills step 1.
+        let text = "sglang:queue_time_seconds_bucket{le=\"0.5\"} 80\n\
+            sglang:queue_time_seconds_bucket{le=\"1\"} 100\n\
+            sglang:queue_time_seconds_bucket{le=\"+Inf\"} 100\n\
+            sglang:queue_time_seconds_count 100\n\
+            sglang:queue_time_seconds_sum 30\n\
+            sglang:time_to_first_token_seconds_bucket{le=\"1\"} 90\n\
+            sglang:time_to_first_token_seconds_bucket{le=\"2\"} 100\n\
+            sglang:time_to_first_token_seconds_bucket{le=\"+Inf\"} 100\n\
+            sglang:time_to_first_token_seconds_count 100\n\
+            sglang:time_to_first_token_seconds_sum 60\n";
+        let prom = crate::core::analyze::prometheus::analyze(text.as_bytes()).unwrap();
+        let prom = serde_json::to_value(&prom).unwrap();
+        let (pairs, what) = fill(2, "prometheus", &prom).unwrap();
+        assert!(what.starts_with("sglang"), "{what}");
+        assert!(pairs.get("queue_wait.p50").is_some());
+        assert!(pairs.get("prefill.p50").is_none());
+        let (pairs, _) = fill(1, "prometheus", &prom).unwrap();
+        assert_eq!(pairs.get("observed"), Some("1500"));
+        assert_eq!(
+            pairs.get("observed.bucket"),
+            Some("in the 1,000–2,000 ms bucket")
+        );
     }
 
     #[test]
