@@ -374,12 +374,29 @@ async fn step_zero_names_map_to_the_catalog_and_step_four_is_never_done_without_
     assert_eq!(n, 0);
 }
 
-#[tokio::test]
-async fn a_comparison_of_another_setup_never_replaces_the_recorded_result() {
+/// The incident recorded through step 7: the app, the investigation's address and id,
+/// and an API token.
+async fn recorded_incident() -> (TestApp, String, i64, String) {
     let (mut app, url) = app_with_investigation().await;
     incident_with_result(&mut app, &url).await;
     let id: i64 = url.rsplit('/').next().unwrap().parse().unwrap();
     let token = app.api_token("ada").await;
+    (app, url, id, token)
+}
+
+/// Drafts the investigation's journal entry and answers its RESULT.
+async fn drafted_result(app: &mut TestApp, url: &str) -> String {
+    let r = app.post_form(&format!("{url}/journal"), &[]).await;
+    assert_eq!(r.status, StatusCode::SEE_OTHER, "{}", r.body);
+    sqlx::query_scalar("SELECT result FROM journal_entries")
+        .fetch_one(&app.pool)
+        .await
+        .unwrap()
+}
+
+#[tokio::test]
+async fn a_comparison_of_another_setup_never_replaces_the_recorded_result() {
+    let (mut app, url, id, token) = recorded_incident().await;
     // Bench files of a 70B model on eight GPUs, not the investigation's 8B on one.
     let before = upload_bench(&mut app, &token, "70b-before.json", "a").await;
     let same = upload_bench(&mut app, &token, "70b-copy.json", "a").await;
@@ -408,12 +425,7 @@ async fn a_comparison_of_another_setup_never_replaces_the_recorded_result() {
     );
 
     // The draft keeps step 7's RESULT and says the comparison was not used.
-    let r = app.post_form(&format!("{url}/journal"), &[]).await;
-    assert_eq!(r.status, StatusCode::SEE_OTHER, "{}", r.body);
-    let result: String = sqlx::query_scalar("SELECT result FROM journal_entries")
-        .fetch_one(&app.pool)
-        .await
-        .unwrap();
+    let result = drafted_result(&mut app, &url).await;
     assert!(
         result.contains("3,200 ms") && result.contains("780 ms"),
         "{result}"
@@ -710,6 +722,33 @@ async fn guidance_follows_what_earlier_steps_established() {
     assert!(!diagnosis.contains("bandwidth floor"), "{diagnosis}");
     assert!(
         result.contains("the ceiling was wrong or something else changed"),
+        "{result}"
+    );
+}
+
+#[tokio::test]
+async fn a_comparison_stored_before_the_setup_check_is_caught_when_drafting() {
+    let (mut app, url, id, token) = recorded_incident().await;
+    let before = upload_bench(&mut app, &token, "70b-before.json", "a").await;
+    let after = upload_bench(&mut app, &token, "70b-after.json", "b").await;
+    // Made without the investigation (nothing to check against), then linked, as a
+    // comparison stored under the old rules would be.
+    let body = serde_json::json!({"baseline": [before], "candidate": [after],
+        "variable": "chunked prefill"});
+    let r = app
+        .api("POST", "/api/v1/comparisons", &token, Some(body))
+        .await;
+    assert_eq!(r.status, StatusCode::CREATED, "{}", r.body);
+    assert_ne!(r.json()["verdict"], "invalid_comparison");
+    sqlx::query("UPDATE comparisons SET investigation_id = $1")
+        .bind(id)
+        .execute(&app.pool)
+        .await
+        .unwrap();
+    let result = drafted_result(&mut app, &url).await;
+    assert!(result.starts_with("p95 TTFT"), "{result}");
+    assert!(
+        result.contains("not used for this RESULT: Invalid comparison for this investigation: Not the investigation's setup (baseline runs) — model: step 0 froze llama-3.1-8b"),
         "{result}"
     );
 }

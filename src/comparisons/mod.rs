@@ -704,7 +704,11 @@ pub async fn create(
                 .iter()
                 .map(|r| ("baseline", r))
                 .chain(candidate.iter().map(|r| ("candidate", r)))
-                .map(|(side, r)| (side, r.name.as_str(), run_setup(r)))
+                .map(|(side, r)| {
+                    let claimed =
+                        setup_check::Claimed::of_bench_settings(|k| r.settings.get(k).cloned());
+                    (side, r.name.as_str(), claimed)
+                })
                 .collect();
             setup_check::comparison_reasons(
                 step0,
@@ -742,24 +746,6 @@ pub async fn create(
         }
     }
     insert(&state.pool, &input, kind, &report, user_id).await
-}
-
-/// What a benchmark file records about its setup: the model, and the workload's
-/// concurrency and (finite) request rate.
-fn run_setup(run: &Run) -> setup_check::Claimed {
-    let number = |k: &str| {
-        run.settings
-            .get(k)
-            .and_then(|v| v.trim().parse::<f64>().ok())
-    };
-    setup_check::Claimed {
-        model: run.settings.get("model_id").cloned(),
-        concurrency: number("max_concurrency")
-            .filter(|v| v.fract() == 0.0 && *v > 0.0)
-            .map(|v| v as i64),
-        arrival_rate: number("request_rate").filter(|v| v.is_finite()),
-        ..setup_check::Claimed::default()
-    }
 }
 
 /// The same file (by content) on both sides compares a run with itself: refused,
@@ -888,6 +874,35 @@ impl Comparison {
     /// The journal entry's RESULT text for this comparison.
     pub fn journal_result(&self) -> String {
         crate::core::method::comparison::journal_result(&self.report.0, &self.url())
+    }
+
+    /// Why this comparison is not about the setup `step0` froze, from the settings its
+    /// files recorded and the configurations given with it. Checked again wherever
+    /// it is used, so one stored before the check existed is caught as well.
+    pub fn setup_reasons(&self, step0: &FrozenConfig) -> Vec<String> {
+        let side = |after: bool| {
+            let value = |key: &str| {
+                self.report
+                    .0
+                    .settings
+                    .iter()
+                    .find(|r| r.name == key)
+                    .and_then(|r| {
+                        if after {
+                            r.after.clone()
+                        } else {
+                            r.before.clone()
+                        }
+                    })
+            };
+            setup_check::Claimed::of_bench_settings(value)
+        };
+        setup_check::comparison_reasons(
+            step0,
+            &[("baseline", "", side(false)), ("candidate", "", side(true))],
+            self.baseline_config.as_ref().map(|c| &c.0),
+            self.candidate_config.as_ref().map(|c| &c.0),
+        )
     }
 }
 

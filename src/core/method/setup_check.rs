@@ -22,6 +22,20 @@ pub struct Claimed {
 }
 
 impl Claimed {
+    /// What a benchmark file's recorded settings say (`model_id`, `max_concurrency`,
+    /// a finite `request_rate`), looked up through `setting`.
+    pub fn of_bench_settings(setting: impl Fn(&str) -> Option<String>) -> Claimed {
+        let number = |key: &str| setting(key).and_then(|v| v.trim().parse::<f64>().ok());
+        Claimed {
+            model: setting("model_id"),
+            concurrency: number("max_concurrency")
+                .filter(|v| v.fract() == 0.0 && *v > 0.0)
+                .map(|v| v as i64),
+            arrival_rate: number("request_rate").filter(|v| v.is_finite()),
+            ..Claimed::default()
+        }
+    }
+
     /// Everything a configuration records.
     pub fn of_config(c: &FrozenConfig) -> Claimed {
         Claimed {
@@ -157,8 +171,13 @@ pub fn comparison_reasons(
     let mut reasons = Vec::new();
     for (side, name, claimed) in runs {
         for m in mismatches(step0, claimed) {
+            let whose = if name.is_empty() {
+                format!("{side} runs")
+            } else {
+                format!("{side} run {name}")
+            };
             reasons.push(format!(
-                "Not the investigation's setup ({side} run {name}) — {}.",
+                "Not the investigation's setup ({whose}) — {}.",
                 m.sentence()
             ));
         }
