@@ -171,12 +171,21 @@ async fn run(
         let t = Instant::now();
         let file = tokio::fs::File::open(jsonl).await?;
         let body = tokio_util::io::ReaderStream::with_capacity(file, 1 << 20);
-        let artifact =
-            artifacts::receive(&state, Owner::default(), "requests.jsonl", body, user.id)
-                .await
-                .map_err(|e| anyhow::anyhow!("upload failed: {e}"))?;
+        let artifact = artifacts::receive(
+            &state.artifacts(),
+            Owner::default(),
+            "requests.jsonl",
+            body,
+            user.id,
+        )
+        .await
+        .map_err(|e| anyhow::anyhow!("upload failed: {e}"))?;
         let put = t.elapsed();
-        let processed = ingest::drain(&state).await?;
+        let store = state.artifacts();
+        let mut processed = 0;
+        while ingest::process_next(&store).await? {
+            processed += 1;
+        }
         let total = t.elapsed();
         let done = artifacts::get(&pool, artifact.id)
             .await?

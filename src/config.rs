@@ -73,13 +73,18 @@ pub struct ServeArgs {
 #[derive(Debug, Clone)]
 pub struct Config {
     pub secure_cookies: bool,
+    /// The address users reach the app by (no trailing slash); absolute links (the Atom
+    /// feed) are built from it. Unset: from the request's Host header, which a proxy or a
+    /// client can set to anything, so set it behind a proxy.
+    pub public_url: Option<String>,
     pub request_timeout: Duration,
     pub body_limit: usize,
     pub upload_limit: u64,
     pub max_decompressed_bytes: u64,
     pub session_idle: Duration,
     pub session_max_age: chrono::Duration,
-    /// Failed-or-not login attempts allowed per minute for one username / one address.
+    /// Failed login attempts allowed within five minutes for one user name / one address
+    /// (successful sign-ins are not counted; see auth::throttle).
     pub login_per_minute_user: u32,
     pub login_per_minute_ip: u32,
 }
@@ -88,6 +93,7 @@ impl Default for Config {
     fn default() -> Self {
         Config {
             secure_cookies: false,
+            public_url: None,
             request_timeout: Duration::from_secs(30),
             body_limit: 2 * 1024 * 1024,
             upload_limit: 2 * 1024 * 1024 * 1024,
@@ -107,6 +113,11 @@ impl From<&ServeArgs> for Config {
                 .public_url
                 .as_deref()
                 .is_some_and(|u| u.starts_with("https://")),
+            public_url: a
+                .public_url
+                .as_deref()
+                .map(|u| u.trim().trim_end_matches('/').to_string())
+                .filter(|u| !u.is_empty()),
             request_timeout: Duration::from_secs(a.request_timeout_secs.max(1)),
             body_limit: a.body_limit,
             upload_limit: a.upload_limit,

@@ -31,6 +31,8 @@ pub enum AppError {
     PayloadTooLarge(String),
     #[error("the service is busy; try again shortly")]
     Unavailable,
+    #[error("{0}")]
+    StorageFull(String),
     #[error("database error")]
     Database(#[from] sqlx::Error),
     #[error("template error")]
@@ -64,7 +66,12 @@ impl AppError {
             AppError::TooManyRequests { .. } => StatusCode::TOO_MANY_REQUESTS,
             AppError::PayloadTooLarge(_) => StatusCode::PAYLOAD_TOO_LARGE,
             AppError::Unavailable => StatusCode::SERVICE_UNAVAILABLE,
-            AppError::Database(sqlx::Error::PoolTimedOut) => StatusCode::SERVICE_UNAVAILABLE,
+            AppError::StorageFull(_) => StatusCode::INSUFFICIENT_STORAGE,
+            AppError::Database(e) if database_unreachable(e) => StatusCode::SERVICE_UNAVAILABLE,
+            AppError::Database(e) if unstorable_text(e) => StatusCode::UNPROCESSABLE_ENTITY,
+            AppError::Internal(e) if wraps_unreachable_database(e) => {
+                StatusCode::SERVICE_UNAVAILABLE
+            }
             AppError::Database(sqlx::Error::RowNotFound) => StatusCode::NOT_FOUND,
             AppError::Database(_) | AppError::Render(_) | AppError::Internal(_) => {
                 StatusCode::INTERNAL_SERVER_ERROR
@@ -76,8 +83,14 @@ impl AppError {
     pub fn public_message(&self) -> String {
         match self {
             AppError::Database(sqlx::Error::RowNotFound) => "not found".into(),
-            AppError::Database(sqlx::Error::PoolTimedOut) => AppError::Unavailable.to_string(),
-            e if e.status().is_server_error() && !matches!(e, AppError::Unavailable) => {
+            AppError::Database(e) if unstorable_text(e) => "a text value contains a character \
+                that cannot be stored (a NUL, \\u0000, or an invalid byte sequence); remove it \
+                and send again: nothing was saved"
+                .into(),
+            e if e.status() == StatusCode::SERVICE_UNAVAILABLE => AppError::Unavailable.to_string(),
+            e if e.status().is_server_error()
+                && !matches!(e, AppError::Unavailable | AppError::StorageFull(_)) =>
+            {
                 "something went wrong on our side; the details are in the server log".into()
             }
             e => e.to_string(),
@@ -91,11 +104,28 @@ impl AppError {
         }
     }
 
-    fn log(&self) {
+    /// Logs a server error under a new reference and returns the text a client sees: the
+    /// generic sentence with that reference for faults (never the internal message), the
+    /// public message otherwise.
+    fn log_and_describe(&self) -> String {
         let status = self.status();
-        if status.is_server_error() {
-            tracing::error!(error = ?self, %status, "request failed");
+        if !status.is_server_error() {
+            return self.public_message();
         }
+        if matches!(self, AppError::StorageFull(_)) {
+            tracing::error!(error = ?self, %status, "the blob store is full");
+            return self.public_message();
+        }
+        if status == StatusCode::SERVICE_UNAVAILABLE {
+            tracing::warn!(error = ?self, %status, "request failed");
+            return self.public_message();
+        }
+        let reference = new_reference();
+        tracing::error!(error = ?self, %status, %reference, "request failed");
+        format!(
+            "something went wrong on our side (reference {reference}); the details are in the \
+             server log"
+        )
     }
 
     fn extra_headers(&self, response: &mut Response) {
@@ -123,13 +153,12 @@ struct ErrorPage<'a> {
 
 impl IntoResponse for AppError {
     fn into_response(self) -> Response {
-        self.log();
         if let AppError::LoginRequired { next } = &self {
             let target = format!("/login?next={}", urlencode(next));
             return Redirect::to(&target).into_response();
         }
         let status = self.status();
-        let message = self.public_message();
+        let message = self.log_and_describe();
         let page = ErrorPage {
             status: status.as_u16(),
             reason: status.canonical_reason().unwrap_or("Error"),
@@ -179,7 +208,7 @@ pub struct ErrorDetail {
 impl IntoResponse for ApiError {
     fn into_response(self) -> Response {
         let e = self.0;
-        e.log();
+        let described = e.log_and_describe();
         let status = e.status();
         let body = ErrorBody {
             error: ErrorDetail {
@@ -189,7 +218,7 @@ impl IntoResponse for ApiError {
                         "authentication required: send a bearer API token or a session cookie"
                             .into()
                     }
-                    other => other.public_message(),
+                    _ => described,
                 },
                 fields: e.fields().to_vec(),
             },
@@ -211,4 +240,89 @@ pub fn urlencode(s: &str) -> String {
     serde_urlencoded::to_string([("", s)])
         .map(|q| q.trim_start_matches('=').to_string())
         .unwrap_or_default()
+}
+
+/// Errors that mean the database cannot be reached right now (a pool timeout, a refused or
+/// dropped connection, a server shutting down or starting up), as opposed to a fault in a
+/// query: they answer 503 with Retry-After, so clients retry instead of reporting a bug.
+fn database_unreachable(e: &sqlx::Error) -> bool {
+    match e {
+        sqlx::Error::PoolTimedOut | sqlx::Error::PoolClosed | sqlx::Error::Io(_) => true,
+        sqlx::Error::Tls(_) | sqlx::Error::WorkerCrashed => true,
+        sqlx::Error::Database(db) => db.code().is_some_and(|code| {
+            // Class 08: connection exceptions; 57P01-57P03: admin/crash shutdown, cannot
+            // connect now (starting up or in recovery).
+            code.starts_with("08") || matches!(code.as_ref(), "57P01" | "57P02" | "57P03")
+        }),
+        _ => false,
+    }
+}
+
+/// PostgreSQL refused a text value (a NUL character, or bytes that are not UTF-8): the
+/// client's input, so a 422, and the statement (with its transaction) changed nothing.
+fn unstorable_text(e: &sqlx::Error) -> bool {
+    match e {
+        sqlx::Error::Database(db) => db
+            .code()
+            .is_some_and(|code| matches!(code.as_ref(), "22021" | "22P05")),
+        _ => false,
+    }
+}
+
+fn wraps_unreachable_database(e: &anyhow::Error) -> bool {
+    e.chain()
+        .filter_map(|cause| cause.downcast_ref::<sqlx::Error>())
+        .any(database_unreachable)
+}
+
+/// A short random reference that ties what a user was told to the log line with the details.
+pub fn new_reference() -> String {
+    uuid::Uuid::new_v4().simple().to_string()[..12].to_string()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    async fn body_of(response: Response) -> String {
+        let bytes = axum::body::to_bytes(response.into_body(), 1 << 20)
+            .await
+            .unwrap();
+        String::from_utf8(bytes.to_vec()).unwrap()
+    }
+
+    #[tokio::test]
+    async fn internal_messages_never_reach_the_client() {
+        let secret = "thread 'worker' panicked at src/core/analyze/x.rs:12: index out of bounds";
+        let page = AppError::Internal(anyhow::anyhow!(secret)).into_response();
+        assert_eq!(page.status(), StatusCode::INTERNAL_SERVER_ERROR);
+        let text = body_of(page).await;
+        assert!(
+            !text.contains("panicked") && !text.contains("x.rs"),
+            "{text}"
+        );
+        assert!(text.contains("reference "), "{text}");
+
+        let api = ApiError(AppError::Internal(anyhow::anyhow!(secret))).into_response();
+        let json: serde_json::Value = serde_json::from_str(&body_of(api).await).unwrap();
+        let message = json["error"]["message"].as_str().unwrap();
+        assert!(!message.contains("panicked"), "{message}");
+        assert!(message.contains("reference "), "{message}");
+    }
+
+    #[tokio::test]
+    async fn a_lost_database_connection_is_503_with_retry_after() {
+        let lost = std::io::Error::new(std::io::ErrorKind::ConnectionRefused, "refused");
+        for e in [
+            AppError::Database(sqlx::Error::Io(lost)),
+            AppError::Database(sqlx::Error::PoolClosed),
+            AppError::Internal(anyhow::Error::new(sqlx::Error::PoolTimedOut).context("loading")),
+        ] {
+            let r = ApiError(e).into_response();
+            assert_eq!(r.status(), StatusCode::SERVICE_UNAVAILABLE);
+            assert_eq!(r.headers()[header::RETRY_AFTER], "5");
+            let text = body_of(r).await;
+            assert!(text.contains("busy"), "{text}");
+        }
+    }
 }

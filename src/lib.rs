@@ -10,6 +10,7 @@ pub mod config;
 pub mod core;
 pub mod db;
 pub mod error;
+pub mod extract;
 pub mod investigations;
 pub mod metrics;
 pub mod search;

@@ -1,6 +1,7 @@
 //! Request counts and latency histograms by route and status, in Prometheus text.
 //! A registry per app (not the process-global one), so tests build many apps.
 
+use std::sync::Arc;
 use std::time::Instant;
 
 use axum::extract::{MatchedPath, Request, State};
@@ -9,8 +10,6 @@ use axum::response::Response;
 use prometheus::{
     Encoder, HistogramOpts, HistogramVec, IntCounterVec, Opts, Registry, TextEncoder,
 };
-
-use crate::state::AppState;
 
 pub struct HttpMetrics {
     registry: Registry,
@@ -75,20 +74,36 @@ impl HttpMetrics {
 
 /// Middleware: labels by the matched route template (not the raw path, which would give
 /// one series per id) and by status.
-pub async fn record(State(state): State<AppState>, req: Request, next: Next) -> Response {
+pub async fn record(State(metrics): State<Arc<HttpMetrics>>, req: Request, next: Next) -> Response {
     let started = Instant::now();
-    let method = req.method().as_str().to_string();
+    let method = method_label(req.method()).to_string();
     let route = req
         .extensions()
         .get::<MatchedPath>()
         .map(|p| p.as_str().to_string())
         .unwrap_or_else(|| "unmatched".to_string());
     let response = next.run(req).await;
-    state.metrics.observe(
+    metrics.observe(
         &method,
         &route,
         response.status().as_u16(),
         started.elapsed().as_secs_f64(),
     );
     response
+}
+
+/// The method as a label: the standard methods by name, anything else (a client may send
+/// any token as a method) as `OTHER`, so a scanner cannot mint new series.
+fn method_label(method: &axum::http::Method) -> &'static str {
+    use axum::http::Method;
+    match *method {
+        Method::GET => "GET",
+        Method::HEAD => "HEAD",
+        Method::POST => "POST",
+        Method::PUT => "PUT",
+        Method::PATCH => "PATCH",
+        Method::DELETE => "DELETE",
+        Method::OPTIONS => "OPTIONS",
+        _ => "OTHER",
+    }
 }

@@ -39,7 +39,7 @@ pub fn app(state: AppState) -> Router {
     let (api, mut openapi) = crate::api::router().split_for_parts();
     let (api_uploads, upload_doc) = crate::api::upload_router().split_for_parts();
     openapi.merge(upload_doc);
-    let openapi = Arc::new(openapi);
+    let openapi = Arc::new(crate::api::complete(openapi));
     let api = api
         .route(
             "/openapi.json",
@@ -116,7 +116,7 @@ pub async fn serve(state: AppState, bind: &str) -> anyhow::Result<()> {
             Duration::from_secs(600),
         ),
     );
-    let worker = tokio::spawn(crate::artifacts::ingest::run_worker(state.clone()));
+    let worker = tokio::spawn(crate::artifacts::ingest::run_worker(state.artifacts()));
     let blob_sweeper = tokio::spawn(sweep_blobs(state.clone()));
     // The search index loads in the background, so the first search does not wait.
     let (search, pool) = (state.search.clone(), state.pool.clone());

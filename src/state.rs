@@ -6,6 +6,8 @@ use axum::extract::FromRef;
 use sqlx::PgPool;
 use tokio::sync::Notify;
 
+use crate::artifacts::ArtifactStore;
+use crate::auth::extract::AuthContext;
 use crate::auth::throttle::LoginThrottle;
 use crate::config::Config;
 use crate::metrics::HttpMetrics;
@@ -26,6 +28,17 @@ pub struct AppState {
 }
 
 impl AppState {
+    /// What the artifact upload and analysis code needs.
+    pub fn artifacts(&self) -> ArtifactStore {
+        ArtifactStore {
+            pool: self.pool.clone(),
+            blobs: self.blobs.clone(),
+            jobs: self.jobs.clone(),
+            upload_limit: self.config.upload_limit,
+            max_decompressed_bytes: self.config.max_decompressed_bytes,
+        }
+    }
+
     pub fn new(pool: PgPool, config: Config, blobs: BlobStore) -> Self {
         AppState {
             pool,
@@ -45,5 +58,26 @@ impl AppState {
 impl FromRef<AppState> for PgPool {
     fn from_ref(state: &AppState) -> PgPool {
         state.pool.clone()
+    }
+}
+
+impl FromRef<AppState> for Arc<Config> {
+    fn from_ref(state: &AppState) -> Arc<Config> {
+        state.config.clone()
+    }
+}
+
+impl FromRef<AppState> for Arc<HttpMetrics> {
+    fn from_ref(state: &AppState) -> Arc<HttpMetrics> {
+        state.metrics.clone()
+    }
+}
+
+impl FromRef<AppState> for AuthContext {
+    fn from_ref(state: &AppState) -> AuthContext {
+        AuthContext {
+            pool: state.pool.clone(),
+            config: state.config.clone(),
+        }
     }
 }

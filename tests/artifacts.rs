@@ -8,7 +8,6 @@ use std::io::Write;
 use axum::body::Body;
 use axum::http::{header, Request, StatusCode};
 use common::{spawn_app, TestApp};
-use perfjournal::artifacts::ingest;
 use serde_json::Value;
 
 async fn editor_app() -> (TestApp, String) {
@@ -161,7 +160,7 @@ async fn big_files_are_analyzed_in_the_background_with_progress() {
         1,
         "the page polls while queued"
     );
-    assert_eq!(ingest::drain(&app.state).await.unwrap(), 1);
+    assert_eq!(app.drain_queue().await, 1);
     let a = fetch(&mut app, &token, id).await;
     assert_eq!(a["status"], "done", "{a}");
     assert_eq!(a["progress_bytes"], a["size_bytes"]);
@@ -328,6 +327,45 @@ async fn malformed_content_is_refused_with_the_line_and_nothing_is_kept() {
 }
 
 #[tokio::test]
+async fn an_empty_upload_is_refused_and_nothing_is_kept() {
+    let (mut app, token) = editor_app().await;
+    let r = upload(&mut app, &token, "name=empty.jsonl", Vec::new()).await;
+    assert_eq!(r.status, StatusCode::UNPROCESSABLE_ENTITY, "{}", r.body);
+    let field = &r.json()["error"]["fields"][0];
+    assert_eq!(field["field"], "file");
+    assert!(
+        field["message"]
+            .as_str()
+            .unwrap()
+            .contains("empty.jsonl is empty"),
+        "{field}"
+    );
+    assert_eq!(artifact_count(&app).await, 0);
+    assert!(walk(&app.blob_dir).is_empty(), "no 0-byte blob left behind");
+}
+
+#[tokio::test]
+async fn a_timestamp_with_a_multibyte_offset_is_refused_not_a_crash() {
+    let (mut app, token) = editor_app().await;
+    let mut body = request_log(2);
+    body.extend_from_slice(
+        "{\"request_id\": \"r9\", \"arrival_ts\": \"2025-01-01T00:00:00+1é:0\", \"queue_wait_ms\": 1}\n"
+            .as_bytes(),
+    );
+    let r = upload(&mut app, &token, "name=ts.jsonl", body).await;
+    assert_eq!(r.status, StatusCode::UNPROCESSABLE_ENTITY, "{}", r.body);
+    let msg = r.json()["error"]["fields"][0]["message"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    assert!(
+        msg.contains("line 3") && msg.contains("arrival_ts"),
+        "{msg}"
+    );
+    assert_eq!(artifact_count(&app).await, 0);
+}
+
+#[tokio::test]
 async fn oversized_uploads_get_413_and_store_nothing() {
     let config = perfjournal::config::Config {
         upload_limit: 1000,
@@ -397,7 +435,7 @@ async fn a_gzip_bomb_stops_at_the_decompressed_cap() {
     perfjournal::artifacts::requeue(&app.pool, id, &options)
         .await
         .unwrap();
-    ingest::drain(&app.state).await.unwrap();
+    app.drain_queue().await;
     let a = fetch(&mut app, &token, id).await;
     assert_eq!(a["status"], "failed");
     assert!(

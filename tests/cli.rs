@@ -9,10 +9,16 @@ use axum::http::StatusCode;
 use common::{fresh_db, spawn_app};
 
 fn perfjournal(database_url: &str, args: &[&str], stdin: &str) -> std::process::Output {
-    let mut child = Command::new(env!("CARGO_BIN_EXE_perfjournal"))
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_perfjournal"));
+    cmd.env("DATABASE_URL", database_url)
+        .env("RUST_LOG", "warn");
+    run(cmd, args, stdin)
+}
+
+/// Runs the binary with `args`, writing `stdin` to it, and collects what it printed.
+fn run(mut cmd: Command, args: &[&str], stdin: &str) -> std::process::Output {
+    let mut child = cmd
         .args(args)
-        .env("DATABASE_URL", database_url)
-        .env("RUST_LOG", "warn")
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
@@ -135,4 +141,51 @@ async fn migrate_creates_a_missing_database() {
         .execute(&admin)
         .await
         .unwrap();
+}
+
+/// `TOKEN=$(perfjournal token create …)` in embedded mode: the cluster's start-up log goes to
+/// stderr (without colour codes, since stderr is not a terminal), so stdout is the token alone.
+#[test]
+fn embedded_mode_prints_only_the_token_on_stdout() {
+    let dir = tempfile::Builder::new()
+        .prefix("pj-cli-embedded-")
+        .tempdir()
+        .unwrap();
+    let data = dir.path().join("data");
+    let run = |args: &[&str], stdin: &str| {
+        let mut cmd = Command::new(env!("CARGO_BIN_EXE_perfjournal"));
+        cmd.env_remove("DATABASE_URL")
+            .env("PERFJOURNAL_DATA_DIR", &data)
+            .env("RUST_LOG", "info");
+        run(cmd, args, stdin)
+    };
+    let added = run(
+        &["user", "add", "erin", "--role", "editor"],
+        "a long enough password\n",
+    );
+    let stderr = String::from_utf8_lossy(&added.stderr).to_string();
+    assert!(added.status.success(), "{stderr}");
+    assert!(stderr.contains("embedded PostgreSQL"), "{stderr}");
+    assert!(
+        !stderr.contains('\u{1b}'),
+        "colour codes in a pipe: {stderr}"
+    );
+    let out = run(&["token", "create", "--user", "erin"], "");
+    let stdout = String::from_utf8_lossy(&out.stdout).to_string();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(stdout.lines().count(), 1, "stdout: {stdout:?}");
+    assert!(!stdout.contains("INFO") && !stdout.contains("PostgreSQL"));
+    assert!(stdout.trim().len() >= 20, "stdout: {stdout:?}");
+    // Stop the cluster the CLI left running (a later command adopts it; nothing else will).
+    let cluster = perfjournal::db::EmbeddedCluster::start(&data).unwrap();
+    cluster.stop().unwrap();
+    if let Some(home) = cluster.cluster_dir().parent() {
+        if !home.starts_with(dir.path()) {
+            let _ = std::fs::remove_dir_all(home);
+        }
+    }
 }

@@ -256,6 +256,27 @@ async fn api_bad_input_is_422_naming_each_field() {
         .await;
     assert_eq!(r.status, StatusCode::UNPROCESSABLE_ENTITY);
     assert_eq!(r.json()["error"]["fields"][0]["field"], "config");
+    // Sizes near 2^32 overflow the 64-bit parameter count: refused, naming the field.
+    let huge = json!({"hidden_size": 4_294_967_296u64, "intermediate_size": 14336,
+        "num_attention_heads": 32, "num_hidden_layers": 32, "vocab_size": 4_294_967_295u64});
+    let r = app
+        .api(
+            "POST",
+            "/api/v1/estimate/decode-floor",
+            &token,
+            Some(json!({"config": huge.to_string(), "batch": 1, "context": 1})),
+        )
+        .await;
+    assert_eq!(r.status, StatusCode::UNPROCESSABLE_ENTITY, "{}", r.body);
+    let field = &r.json()["error"]["fields"][0];
+    assert_eq!(field["field"], "config");
+    assert!(
+        field["message"]
+            .as_str()
+            .unwrap()
+            .contains("`hidden_size` = 4294967296"),
+        "{field}"
+    );
 
     let broken = Request::post("/api/v1/estimate/cost")
         .header(header::AUTHORIZATION, format!("Bearer {token}"))

@@ -277,6 +277,33 @@ async fn repeated_failed_logins_are_rate_limited_per_user() {
     assert!(limited.select(".message")[0].contains("too many attempts"));
 }
 
+/// Signing in several times in a row (new tabs, a second browser) is not an attack: only
+/// failed attempts count toward the lock-out.
+#[tokio::test]
+async fn successful_logins_never_lock_a_user_out() {
+    let mut app = spawn_app().await;
+    app.setup_admin("ada").await;
+    for i in 0..12 {
+        let mut browser = app.new_client();
+        let r = browser
+            .post_form("/login", &[("name", "ada"), ("password", PASSWORD)])
+            .await;
+        assert_eq!(r.status, StatusCode::SEE_OTHER, "sign-in {i}");
+    }
+    // Four failures are still under the limit of five; the right password then works.
+    let mut typo = app.new_client();
+    for _ in 0..4 {
+        let r = typo
+            .post_form("/login", &[("name", "ada"), ("password", "typo")])
+            .await;
+        assert_eq!(r.status, StatusCode::UNAUTHORIZED);
+    }
+    let r = typo
+        .post_form("/login", &[("name", "ada"), ("password", PASSWORD)])
+        .await;
+    assert_eq!(r.status, StatusCode::SEE_OTHER);
+}
+
 fn assert_security_headers(r: &common::Reply, what: &str) {
     let csp = r
         .headers
@@ -455,6 +482,62 @@ async fn openapi_document_describes_the_api() {
     assert!(doc["components"]["securitySchemes"]["bearer"].is_object());
 }
 
+/// A path part that does not parse (`abc` for an id, an id past i64) answers the JSON error
+/// envelope with 404, not axum's plain-text "Cannot parse".
+#[tokio::test]
+async fn bad_path_parameters_answer_the_json_envelope() {
+    let mut app = spawn_app().await;
+    app.setup_admin("ada").await;
+    let token = app.api_token("ada").await;
+    for (method, path) in [
+        ("GET", "/api/v1/investigations/abc"),
+        ("GET", "/api/v1/artifacts/9223372036854775808"),
+        ("PUT", "/api/v1/investigations/1/steps/-1"),
+    ] {
+        let body = (method == "PUT").then(|| serde_json::json!({}));
+        let r = app.api(method, path, &token, body).await;
+        assert_eq!(r.status, StatusCode::NOT_FOUND, "{path}: {}", r.body);
+        assert!(
+            r.headers["content-type"]
+                .to_str()
+                .unwrap()
+                .starts_with("application/json"),
+            "{path}"
+        );
+        assert!(!r.body.contains("Cannot parse"), "{}", r.body);
+        assert!(r.json()["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("no such address"));
+    }
+}
+
+/// A NUL character (valid JSON, not storable text) is the client's mistake: 422, nothing saved.
+#[tokio::test]
+async fn text_with_a_nul_character_is_refused_and_nothing_is_saved() {
+    let mut app = spawn_app().await;
+    app.setup_admin("ada").await;
+    let token = app.api_token("ada").await;
+    let r = app
+        .api(
+            "POST",
+            "/api/v1/investigations",
+            &token,
+            Some(serde_json::json!({ "title": "ok", "symptom": "bad\u{0}byte" })),
+        )
+        .await;
+    assert_eq!(r.status, StatusCode::UNPROCESSABLE_ENTITY, "{}", r.body);
+    assert!(r.json()["error"]["message"]
+        .as_str()
+        .unwrap()
+        .contains("NUL"));
+    let n: i64 = sqlx::query_scalar("SELECT count(*) FROM investigations")
+        .fetch_one(&app.pool)
+        .await
+        .unwrap();
+    assert_eq!(n, 0);
+}
+
 #[tokio::test]
 async fn metrics_need_an_admin_or_a_token_and_count_requests_by_route() {
     let mut admin = spawn_app().await;
@@ -485,6 +568,47 @@ async fn metrics_need_an_admin_or_a_token_and_count_requests_by_route() {
             .status,
         StatusCode::OK
     );
+}
+
+/// A scanner's made-up methods and paths must not mint new metric series: methods outside
+/// the standard set count as OTHER and unknown paths as one "unmatched" route.
+#[tokio::test]
+async fn metric_labels_stay_bounded_under_odd_methods_and_paths() {
+    let mut admin = spawn_app().await;
+    admin.setup_admin("ada").await;
+    for (i, method) in ["FOOBAR", "PROPFIND", "X-SCAN-1"].iter().enumerate() {
+        for uri in [format!("/no/such/path/{i}"), "/settings".to_string()] {
+            let req = Request::builder()
+                .method(*method)
+                .uri(uri)
+                .body(Body::empty())
+                .unwrap();
+            admin.send(req).await;
+        }
+    }
+    let m = admin.get("/metrics").await;
+    assert_eq!(m.status, StatusCode::OK);
+    for raw in ["FOOBAR", "PROPFIND", "X-SCAN-1", "/no/such/path"] {
+        assert!(
+            !m.body.contains(raw),
+            "{raw} leaked into a label:\n{}",
+            m.body
+        );
+    }
+    // Every method label is one of the fixed set.
+    for line in m.body.lines().filter(|l| l.contains("method=\"")) {
+        let method = line
+            .split("method=\"")
+            .nth(1)
+            .unwrap()
+            .split('"')
+            .next()
+            .unwrap();
+        assert!(
+            ["GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS", "OTHER"].contains(&method),
+            "{line}"
+        );
+    }
 }
 
 #[tokio::test]
@@ -577,7 +701,7 @@ async fn password_change_needs_the_current_password() {
             ],
         )
         .await;
-    assert_eq!(r.select(".alert.ok"), vec!["Password changed."]);
+    assert!(r.select(".alert.ok")[0].starts_with("Password changed."));
     let mut c = app.new_client();
     let r = c
         .post_form(
@@ -586,6 +710,168 @@ async fn password_change_needs_the_current_password() {
         )
         .await;
     assert_eq!(r.status, StatusCode::SEE_OTHER);
+}
+
+/// A password change ends every other session and gives this one a new id; the old id is
+/// worth nothing. Ticking the box also revokes the user's API tokens.
+#[tokio::test]
+async fn a_password_change_ends_other_sessions_and_rotates_this_one() {
+    let mut app = spawn_app().await;
+    app.setup_admin("ada").await;
+    let mut laptop = app.new_client();
+    assert_eq!(laptop.login("ada").await.status, StatusCode::SEE_OTHER);
+    assert_eq!(laptop.get("/settings").await.status, StatusCode::OK);
+    let token = app.api_token("ada").await;
+    let old_cookie = app.cookie.clone().expect("signed in");
+
+    let r = app
+        .post_form(
+            "/settings/password",
+            &[
+                ("current", PASSWORD),
+                ("password", "a new long password"),
+                ("confirm", "a new long password"),
+            ],
+        )
+        .await;
+    assert_eq!(r.status, StatusCode::OK, "{}", r.body);
+    let notice = &r.select(".alert.ok")[0];
+    assert!(
+        notice.contains("other sessions were signed out"),
+        "{notice}"
+    );
+    assert!(notice.contains("1 active API token"), "{notice}");
+    let new_cookie = app.cookie.clone().expect("still signed in");
+    assert_ne!(new_cookie, old_cookie, "the session id rotates");
+    assert_eq!(app.get("/settings").await.status, StatusCode::OK);
+
+    // The other browser is signed out, and so is anyone holding the old id.
+    assert_eq!(laptop.get("/settings").await.status, StatusCode::SEE_OTHER);
+    let mut thief = app.new_client();
+    thief.cookie = Some(old_cookie);
+    assert_eq!(thief.get("/settings").await.status, StatusCode::SEE_OTHER);
+    // Tokens survive unless asked.
+    let me = app
+        .new_client()
+        .api("GET", "/api/v1/me", &token, None)
+        .await;
+    assert_eq!(me.status, StatusCode::OK);
+    let r = app
+        .post_form(
+            "/settings/password",
+            &[
+                ("current", "a new long password"),
+                ("password", "a third long password"),
+                ("confirm", "a third long password"),
+                ("revoke_tokens", "on"),
+            ],
+        )
+        .await;
+    assert!(r.select(".alert.ok")[0].contains("1 API token(s) revoked"));
+    let me = app
+        .new_client()
+        .api("GET", "/api/v1/me", &token, None)
+        .await;
+    assert_eq!(me.status, StatusCode::UNAUTHORIZED);
+}
+
+/// An admin's reset ends the user's sessions; disabling ends them and stops their tokens,
+/// and enabling lets them sign in again. The last admin cannot be disabled.
+#[tokio::test]
+async fn an_admin_reset_or_disable_ends_the_users_sessions() {
+    let mut admin = spawn_app().await;
+    admin.setup_admin("ada").await;
+    let bob_id = admin.add_user("bob", Role::Editor).await;
+    let mut bob = admin.new_client();
+    assert_eq!(bob.login("bob").await.status, StatusCode::SEE_OTHER);
+    let token = admin.api_token("bob").await;
+
+    let short = admin
+        .post_form(
+            &format!("/admin/users/{bob_id}/password"),
+            &[("password", "short")],
+        )
+        .await;
+    assert_eq!(short.status, StatusCode::UNPROCESSABLE_ENTITY);
+    assert_eq!(
+        bob.get("/settings").await.status,
+        StatusCode::OK,
+        "refusal changes nothing"
+    );
+    let r = admin
+        .post_form(
+            &format!("/admin/users/{bob_id}/password"),
+            &[("password", "reset by the admin")],
+        )
+        .await;
+    assert_eq!(r.status, StatusCode::SEE_OTHER, "{}", r.body);
+    assert_eq!(bob.get("/settings").await.status, StatusCode::SEE_OTHER);
+    let r = bob
+        .post_form(
+            "/login",
+            &[("name", "bob"), ("password", "reset by the admin")],
+        )
+        .await;
+    assert_eq!(r.status, StatusCode::SEE_OTHER);
+
+    let r = admin
+        .post_form(
+            &format!("/admin/users/{bob_id}/disabled"),
+            &[("disabled", "true")],
+        )
+        .await;
+    assert_eq!(r.status, StatusCode::SEE_OTHER);
+    assert_eq!(bob.get("/settings").await.status, StatusCode::SEE_OTHER);
+    let me = admin
+        .new_client()
+        .api("GET", "/api/v1/me", &token, None)
+        .await;
+    assert_eq!(me.status, StatusCode::UNAUTHORIZED);
+    let r = bob
+        .post_form(
+            "/login",
+            &[("name", "bob"), ("password", "reset by the admin")],
+        )
+        .await;
+    assert_eq!(r.status, StatusCode::FORBIDDEN);
+    assert!(r.body.contains("disabled"));
+    assert!(admin.get("/admin/users").await.body.contains("disabled"));
+
+    admin
+        .post_form(
+            &format!("/admin/users/{bob_id}/disabled"),
+            &[("disabled", "false")],
+        )
+        .await;
+    let r = bob
+        .post_form(
+            "/login",
+            &[("name", "bob"), ("password", "reset by the admin")],
+        )
+        .await;
+    assert_eq!(r.status, StatusCode::SEE_OTHER);
+    let me = admin
+        .new_client()
+        .api("GET", "/api/v1/me", &token, None)
+        .await;
+    assert_eq!(
+        me.status,
+        StatusCode::OK,
+        "an enabled user's tokens work again"
+    );
+
+    // The admin cannot disable themselves.
+    let ada_id: i64 = sqlx::query_scalar("SELECT id FROM users WHERE name = 'ada'")
+        .fetch_one(&admin.pool)
+        .await
+        .unwrap();
+    let r = admin
+        .post_form(
+            &format!("/admin/users/{ada_id}/disabled"),
+            &[("disabled", "true")],
+        )
+        .await;
+    assert_eq!(r.status, StatusCode::CONFLICT);
 }
 
 #[tokio::test]

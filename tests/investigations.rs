@@ -732,9 +732,7 @@ async fn upload(app: &mut TestApp, investigation: i64, name: &str, body: Vec<u8>
     .unwrap();
     let r = app.send(req).await;
     assert_eq!(r.status, StatusCode::CREATED, "{}", r.body);
-    perfjournal::artifacts::ingest::drain(&app.state)
-        .await
-        .unwrap();
+    app.drain_queue().await;
     r.json()["id"].as_i64().unwrap()
 }
 

@@ -752,6 +752,33 @@ async fn a_bad_import_is_a_422_naming_the_line_and_stores_nothing() {
     assert_eq!(count(app.pool.clone()).await, 0);
 }
 
+/// With --public-url set, the feed's links use it, whatever Host the request claims.
+#[tokio::test]
+async fn feed_links_come_from_the_public_url_not_the_host_header() {
+    let config = perfjournal::config::Config {
+        public_url: Some("https://perf.example.org".into()),
+        ..perfjournal::config::Config::default()
+    };
+    let mut app = common::spawn_app_with(config).await;
+    app.setup_admin("ada").await;
+    let token = app.api_token("ada").await;
+    let id = entry(&mut app, "Linked entry", &[]).await;
+    let req = axum::http::Request::get("/journal/feed.atom")
+        .header("host", "evil.example.com")
+        .header("authorization", format!("Bearer {token}"))
+        .body(axum::body::Body::empty())
+        .unwrap();
+    let r = app.send(req).await;
+    assert_eq!(r.status, StatusCode::OK);
+    assert!(!r.body.contains("evil.example.com"), "{}", r.body);
+    assert!(
+        r.body
+            .contains(&format!("https://perf.example.org/journal/{id}")),
+        "{}",
+        r.body
+    );
+}
+
 #[tokio::test]
 async fn the_atom_feed_is_valid_and_needs_a_token() {
     let (mut app, token) = admin().await;

@@ -53,22 +53,34 @@ async fn write_counters(pool: &PgPool) -> BTreeMap<String, (i64, i64, i64)> {
         sqlx::query("SELECT 1").execute(&mut **c).await.unwrap();
     }
     drop(conns);
-    tokio::time::sleep(std::time::Duration::from_millis(300)).await;
+    // Backends publish their counters asynchronously (when idle, at most about once a
+    // second): read until two reads a little apart agree, so a busy machine cannot hand
+    // us a snapshot from before the last writes.
     let mut conn = pool.acquire().await.unwrap();
-    sqlx::query("SELECT pg_stat_clear_snapshot()")
-        .execute(&mut *conn)
+    let mut last = None;
+    for _ in 0..40 {
+        tokio::time::sleep(std::time::Duration::from_millis(250)).await;
+        sqlx::query("SELECT pg_stat_clear_snapshot()")
+            .execute(&mut *conn)
+            .await
+            .unwrap();
+        let rows: Vec<(String, i64, i64, i64)> = sqlx::query_as(
+            "SELECT relname::text, n_tup_ins, n_tup_upd, n_tup_del FROM pg_stat_user_tables \
+             WHERE schemaname = 'public' ORDER BY 1",
+        )
+        .fetch_all(&mut *conn)
         .await
         .unwrap();
-    let rows: Vec<(String, i64, i64, i64)> = sqlx::query_as(
-        "SELECT relname::text, n_tup_ins, n_tup_upd, n_tup_del FROM pg_stat_user_tables \
-         WHERE schemaname = 'public' ORDER BY 1",
-    )
-    .fetch_all(&mut *conn)
-    .await
-    .unwrap();
-    rows.into_iter()
-        .map(|(t, i, u, d)| (t, (i, u, d)))
-        .collect()
+        let now: BTreeMap<String, (i64, i64, i64)> = rows
+            .into_iter()
+            .map(|(t, i, u, d)| (t, (i, u, d)))
+            .collect();
+        if last.as_ref() == Some(&now) {
+            return now;
+        }
+        last = Some(now);
+    }
+    last.unwrap()
 }
 
 /// Internal links of a page: `href` and `hx-get` values that stay on the site.

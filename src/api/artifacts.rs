@@ -1,7 +1,8 @@
 //! Artifacts over the API: upload (raw body or multipart), status and analysis, download.
 
+use crate::extract::Path;
 use axum::body::Body;
-use axum::extract::{FromRequest, Multipart, Path, RawQuery, Request, State};
+use axum::extract::{FromRequest, Multipart, RawQuery, Request, State};
 use axum::http::{header, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::Json;
@@ -30,6 +31,7 @@ pub fn upload_router() -> OpenApiRouter<AppState> {
 }
 
 #[derive(Deserialize, IntoParams)]
+#[into_params(parameter_in = Query)]
 pub struct UploadQuery {
     /// Investigation to attach the file to.
     pub investigation: Option<String>,
@@ -40,6 +42,7 @@ pub struct UploadQuery {
 }
 
 #[derive(Serialize, ToSchema)]
+#[schema(as = ArtifactCreated)]
 pub struct Created {
     pub id: i64,
     /// request_log, vllm_bench, prometheus, pytorch_trace, ncu_csv, nsys_kern_sum, gpu_telemetry or unknown
@@ -127,7 +130,9 @@ pub(crate) async fn receive_multipart(
         }
         let file_name = artifacts::clean_name(name.or(field.file_name()))
             .map_err(|e| AppError::Invalid(vec![e]))?;
-        return Ok(artifacts::receive(state, owner, &file_name, field, user_id).await?);
+        return Ok(
+            artifacts::receive(&state.artifacts(), owner, &file_name, field, user_id).await?,
+        );
     }
 }
 
@@ -163,7 +168,7 @@ async fn upload_artifact(
             .into_body()
             .into_data_stream()
             .map_err(|e| e.to_string());
-        artifacts::receive(&state, owner, &name, body, user.0.id).await?
+        artifacts::receive(&state.artifacts(), owner, &name, body, user.0.id).await?
     };
     Ok((
         StatusCode::CREATED,
@@ -190,7 +195,7 @@ pub struct ArtifactDoc {
     pub journal_entry: Option<i64>,
     pub analyzer_version: Option<i32>,
     /// The kind's analysis (see the contract), once done.
-    #[schema(value_type = Object)]
+    #[schema(value_type = Option<Object>)]
     pub analysis: Option<serde_json::Value>,
 }
 

@@ -3,8 +3,9 @@
 
 use std::collections::BTreeMap;
 
+use crate::extract::Path;
 use axum::body::Bytes;
-use axum::extract::{Path, State};
+use axum::extract::State;
 use axum::http::StatusCode;
 use axum::Json;
 use serde::Serialize;
@@ -75,10 +76,10 @@ pub struct ComparisonDoc {
     /// decode_ms) → percentile (p50, p90, p95, p99) → cell.
     pub metrics: BTreeMap<String, BTreeMap<String, MetricCell>>,
     /// Output tokens per second, one value per run; judged with two or more runs per side.
-    #[schema(value_type = Object)]
+    #[schema(value_type = Option<Object>)]
     pub throughput: Option<serde_json::Value>,
     /// The prediction and its score (inside, below or above the range).
-    #[schema(value_type = Object)]
+    #[schema(value_type = Option<Object>)]
     pub prediction: Option<serde_json::Value>,
     /// Workload settings of each side and whether they match.
     #[schema(value_type = Vec<Object>)]
@@ -192,7 +193,7 @@ async fn create_comparison(
         )
     })?;
     let input = NewComparison::from_json(&value).map_err(AppError::Invalid)?;
-    let id = comparisons::create(&state, input, user.0.id).await?;
+    let id = crate::investigations::record_comparison(&state.pool, input, user.0.id).await?;
     Ok((StatusCode::CREATED, Json(load(&state, id).await?)))
 }
 

@@ -1,7 +1,7 @@
 //! `POST /api/v1/estimate/{name}`: the same chain as the CLI and the page.
 
+use crate::extract::Path;
 use axum::body::Bytes;
-use axum::extract::Path;
 use axum::Json;
 use serde::Serialize;
 use serde_json::Value;

@@ -3,8 +3,9 @@
 
 use std::collections::BTreeMap;
 
+use crate::extract::Path;
 use axum::extract::rejection::JsonRejection;
-use axum::extract::{Path, State};
+use axum::extract::State;
 use axum::http::StatusCode;
 use axum::Json;
 use chrono::{DateTime, Utc};
@@ -130,12 +131,12 @@ pub struct StepJson {
     pub recorded_by: Option<String>,
     pub recorded_at: Option<DateTime<Utc>>,
     /// The step's record as stored (null until recorded).
-    #[schema(value_type = Object)]
+    #[schema(value_type = Option<Object>)]
     pub data: serde_json::Value,
     /// What the app computed: step 1 `gap_ratio`, step 2 `dominant_phase` and next
     /// checks, step 3 `classification`, step 4 regimes and decode band, step 5 ranked
     /// kernels, step 6 ranked Amdahl ceilings, step 7 the configuration diff and verdict.
-    #[schema(value_type = Object)]
+    #[schema(value_type = Value)]
     pub results: serde_json::Value,
     /// The value this step observes, with its unit and dimension (steps 1, 4 and 7):
     /// an expected value must be of the same dimension.

@@ -1,6 +1,7 @@
 //! `/api/v1/journal`: published entries for scripts, exports and search tools.
 
-use axum::extract::{Path, State};
+use crate::extract::Path;
+use axum::extract::State;
 use axum::Json;
 use chrono::{DateTime, Utc};
 use serde::Serialize;

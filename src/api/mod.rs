@@ -85,3 +85,106 @@ async fn whoami(ApiUser(user): ApiUser) -> Json<Me> {
         role: user.role.to_string(),
     })
 }
+
+/// Finishes the merged document so standard tools accept it and clients resolve it: the
+/// base path as `servers`, a description on every response (the status's meaning in this
+/// API where the annotation gave none), the statuses every route can answer (401 without a
+/// valid token, 503 while the database is unreachable), and binary bodies as binary strings
+/// rather than arrays of integers.
+pub fn complete(mut doc: utoipa::openapi::OpenApi) -> utoipa::openapi::OpenApi {
+    use utoipa::openapi::{
+        schema::{KnownFormat, ObjectBuilder, SchemaFormat, Type},
+        Ref, RefOr, ResponseBuilder, Server,
+    };
+    doc.servers = Some(vec![Server::new("/api/v1")]);
+    let error = || {
+        RefOr::T(
+            ResponseBuilder::new()
+                .content(
+                    "application/json",
+                    utoipa::openapi::ContentBuilder::new()
+                        .schema(Some(Ref::from_schema_name("ErrorBody")))
+                        .build(),
+                )
+                .build(),
+        )
+    };
+    let binary = || {
+        RefOr::T(utoipa::openapi::Schema::Object(
+            ObjectBuilder::new()
+                .schema_type(Type::String)
+                .format(Some(SchemaFormat::KnownFormat(KnownFormat::Binary)))
+                .build(),
+        ))
+    };
+    for (path, item) in doc.paths.paths.iter_mut() {
+        let has_path_params = path.contains('{');
+        let operations = [
+            (false, &mut item.get),
+            (true, &mut item.put),
+            (true, &mut item.post),
+            (true, &mut item.delete),
+            (true, &mut item.patch),
+        ];
+        for (writes, op) in operations {
+            let Some(op) = op else { continue };
+            let responses = &mut op.responses.responses;
+            responses.entry("401".into()).or_insert_with(error);
+            responses.entry("503".into()).or_insert_with(error);
+            if writes {
+                responses.entry("403".into()).or_insert_with(error);
+                responses.entry("422".into()).or_insert_with(error);
+            }
+            if has_path_params {
+                responses.entry("404".into()).or_insert_with(error);
+            }
+            for (status, response) in responses.iter_mut() {
+                let RefOr::T(response) = response else {
+                    continue;
+                };
+                if response.description.is_empty() {
+                    response.description = describe_status(status).to_string();
+                }
+                for (content_type, content) in response.content.iter_mut() {
+                    if let (true, RefOr::T(content)) =
+                        (content_type == "application/octet-stream", content)
+                    {
+                        content.schema = Some(binary());
+                    }
+                }
+            }
+            if let Some(RefOr::T(body)) = &mut op.request_body {
+                for (content_type, content) in body.content.iter_mut() {
+                    if let (true, RefOr::T(content)) =
+                        (content_type == "application/octet-stream", content)
+                    {
+                        content.schema = Some(binary());
+                    }
+                }
+            }
+        }
+    }
+    doc
+}
+
+/// What a status means from this API, for responses documented without a description.
+fn describe_status(status: &str) -> &'static str {
+    match status {
+        "200" => "OK",
+        "201" => "Created; the body names the new record and its address",
+        "204" => "Done; no body",
+        "400" => "The request could not be read (the message says what)",
+        "401" => "No valid API token: send `Authorization: Bearer <token>`",
+        "403" => {
+            "Your role does not allow this (viewers read; editors write), or a browser \
+             session's request came without its CSRF token"
+        }
+        "404" => "No such record, or a part of the address is not a valid id or name",
+        "409" => "The record changed since you read it: reload, then save again",
+        "413" => "The body is larger than the configured limit; nothing was stored",
+        "422" => "The input was refused; `error.fields` names each field and what is wrong",
+        "429" => "Too many attempts; wait for `Retry-After` seconds",
+        "503" => "The database is unreachable right now; retry after `Retry-After` seconds",
+        _ => "See the message in the body",
+    }
+}

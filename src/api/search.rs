@@ -3,7 +3,8 @@
 
 use std::collections::BTreeMap;
 
-use axum::extract::{Path, RawQuery, State};
+use crate::extract::Path;
+use axum::extract::{RawQuery, State};
 use axum::Json;
 use serde::Serialize;
 use utoipa::ToSchema;
@@ -70,7 +71,7 @@ pub async fn search_documents(
     _me: ApiUser,
     RawQuery(raw): RawQuery,
 ) -> ApiResult<Json<SearchResponse>> {
-    let query = crate::web::search::parse_query(raw.as_deref())?;
+    let query = crate::search::parse_query(raw.as_deref())?;
     let outcome = state.search.search(&state.pool, &query).await?;
     Ok(Json(SearchResponse {
         results: outcome

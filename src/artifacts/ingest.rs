@@ -10,8 +10,8 @@ use futures::TryStreamExt;
 use sqlx::PgPool;
 use tokio_util::io::{StreamReader, SyncIoBridge};
 
+use super::ArtifactStore;
 use crate::core::analyze::{self, request_log, AnalyzeError, Kind, Options};
-use crate::state::AppState;
 use crate::storage::BlobStore;
 
 /// A claimed job.
@@ -23,9 +23,9 @@ struct Job {
     options: sqlx::types::Json<Options>,
 }
 
-/// Runs forever: processes jobs as they are queued (woken by `state.jobs`), and at
+/// Runs forever: processes jobs as they are queued (woken by `store.jobs`), and at
 /// least every few seconds in case another replica queued one.
-pub async fn run_worker(state: AppState) {
+pub async fn run_worker(state: ArtifactStore) {
     if let Err(e) = requeue_stale(&state.pool).await {
         tracing::error!(error = %e, "requeueing interrupted analyses");
     }
@@ -53,18 +53,8 @@ pub async fn requeue_stale(pool: &PgPool) -> sqlx::Result<u64> {
     Ok(done.rows_affected())
 }
 
-/// Processes every queued artifact, then returns how many it did (tests use this to
-/// run the queue without a background task).
-pub async fn drain(state: &AppState) -> anyhow::Result<usize> {
-    let mut n = 0;
-    while process_next(state).await? {
-        n += 1;
-    }
-    Ok(n)
-}
-
 /// Claims and processes one queued artifact; false when the queue is empty.
-pub async fn process_next(state: &AppState) -> anyhow::Result<bool> {
+pub async fn process_next(state: &ArtifactStore) -> anyhow::Result<bool> {
     match claim(&state.pool, None).await? {
         Some(job) => {
             process(state, job).await?;
@@ -76,7 +66,7 @@ pub async fn process_next(state: &AppState) -> anyhow::Result<bool> {
 
 /// Analyzes one queued artifact now, on the request path (small uploads). Returns the
 /// failure message when the content is malformed.
-pub async fn analyze_now(state: &AppState, id: i64) -> anyhow::Result<Option<String>> {
+pub async fn analyze_now(state: &ArtifactStore, id: i64) -> anyhow::Result<Option<String>> {
     match claim(&state.pool, Some(id)).await? {
         Some(job) => process(state, job).await,
         None => Ok(None),
@@ -99,7 +89,7 @@ async fn claim(pool: &PgPool, id: Option<i64>) -> sqlx::Result<Option<Job>> {
 
 /// Runs the analyzer on a claimed job and stores the outcome; returns the failure
 /// message when the analysis failed.
-async fn process(state: &AppState, job: Job) -> anyhow::Result<Option<String>> {
+async fn process(state: &ArtifactStore, job: Job) -> anyhow::Result<Option<String>> {
     let kind: Kind = job.kind.parse().unwrap_or(Kind::Unknown);
     let progress = Arc::new(AtomicU64::new(0));
     let ticker = tokio::spawn(report_progress(
@@ -211,7 +201,7 @@ async fn analyze_blob(
         analyze::analyze(kind, reader, &options, &report)
     })
     .await
-    .map_err(|e| Failure::Failed(format!("the analyzer stopped unexpectedly: {e}")))?;
+    .map_err(|e| internal_failure("the analyzer", e))?;
     Ok(result?.to_json())
 }
 
@@ -220,7 +210,7 @@ async fn analyze_blob(
 /// parsed on a blocking thread and handed over in ~1 MiB batches through a small
 /// channel, so memory stays bounded and parsing overlaps the server's COPY work.
 async fn load_request_rows(
-    state: &AppState,
+    state: &ArtifactStore,
     id: i64,
     sha256: &str,
     options: Options,
@@ -250,7 +240,7 @@ async fn load_request_rows(
         Ok::<serde_json::Value, AnalyzeError>(analyze::Analysis::RequestLog(acc.finish()).to_json())
     });
 
-    let db = |e: sqlx::Error| Failure::Failed(format!("loading rows into the database: {e}"));
+    let db = |e: sqlx::Error| internal_failure("loading rows into the database", e);
     let mut tx = state.pool.begin().await.map_err(db)?;
     sqlx::query("DELETE FROM request_rows WHERE artifact_id = $1")
         .bind(id)
@@ -274,7 +264,7 @@ async fn load_request_rows(
     drop(rx);
     let produced = producer
         .await
-        .map_err(|e| Failure::Failed(format!("the row reader stopped unexpectedly: {e}")))?;
+        .map_err(|e| internal_failure("the row reader", e))?;
     match (send_error, produced) {
         (None, Ok(analysis)) => {
             copy.finish().await.map_err(db)?;
@@ -289,5 +279,33 @@ async fn load_request_rows(
             let _ = copy.abort("malformed input").await;
             Err(e.into())
         }
+    }
+}
+
+/// An internal fault during analysis (a panic in an analyzer, a database error): the details
+/// go to the log under a reference; the artifact says only that, with the reference.
+fn internal_failure(what: &str, detail: impl std::fmt::Display) -> Failure {
+    let reference = crate::error::new_reference();
+    tracing::error!(what, error = %detail, %reference, "analysis failed on an internal error");
+    Failure::Failed(format!(
+        "{what} failed on an internal error (reference {reference}); the details are in the \
+         server log"
+    ))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_internal_failure_names_a_reference_not_the_panic_text() {
+        let Failure::Failed(message) = internal_failure(
+            "the analyzer",
+            "task 7 panicked with message \"byte index 27 is not a char boundary\"",
+        ) else {
+            panic!("expected Failed");
+        };
+        assert!(message.starts_with("the analyzer failed on an internal error (reference "));
+        assert!(!message.contains("panicked") && !message.contains("char boundary"));
     }
 }

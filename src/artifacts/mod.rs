@@ -3,12 +3,29 @@
 
 pub mod ingest;
 
+use std::sync::Arc;
+
 use chrono::{DateTime, Utc};
 use serde::Serialize;
 use sqlx::PgPool;
+use tokio::sync::Notify;
 
 use crate::core::analyze::{self, Kind};
-use crate::storage::StoredBlob;
+use crate::storage::{BlobStore, StoredBlob};
+
+/// What storing and analyzing artifacts needs: the rows, the blobs, the analysis
+/// worker's wake-up and the size limits (the app's state hands these out).
+#[derive(Clone)]
+pub struct ArtifactStore {
+    pub pool: PgPool,
+    pub blobs: BlobStore,
+    /// Wakes the analysis worker when an upload is queued.
+    pub jobs: Arc<Notify>,
+    /// Largest upload, bytes.
+    pub upload_limit: u64,
+    /// Gzip-bomb guard for analysis, bytes.
+    pub max_decompressed_bytes: u64,
+}
 
 /// Where an artifact hangs: an investigation, a journal entry, or nothing yet.
 #[derive(Debug, Clone, Copy, Default)]
@@ -195,6 +212,11 @@ impl From<UploadError> for crate::error::AppError {
             UploadError::Store(StoreError::Body(m)) => AppError::BadRequest(format!(
                 "the upload was interrupted ({m}); nothing was stored"
             )),
+            UploadError::Store(StoreError::Full) => AppError::StorageFull(
+                "the server's storage is full, so the file was not stored (nothing was kept); \
+                 ask an admin to free space, then upload again"
+                    .into(),
+            ),
             UploadError::Store(other) => AppError::Internal(other.into()),
             UploadError::Db(e) => AppError::Database(e),
             UploadError::Other(e) => AppError::Internal(e),
@@ -224,7 +246,7 @@ pub fn clean_name(raw: Option<&str>) -> Result<String, crate::core::FieldError> 
 /// Streams a body into blob storage and records it; the worker is woken to analyze it.
 /// Nothing is recorded when the body is too large or breaks off.
 pub async fn receive<S, E>(
-    state: &crate::state::AppState,
+    state: &ArtifactStore,
     owner: Owner,
     name: &str,
     body: S,
@@ -234,12 +256,16 @@ where
     S: futures::Stream<Item = Result<bytes::Bytes, E>> + Unpin,
     E: std::fmt::Display,
 {
-    let blob = state
-        .blobs
-        .put_stream(body, state.config.upload_limit)
-        .await?;
+    let blob = state.blobs.put_stream(body, state.upload_limit).await?;
+    if blob.size == 0 {
+        forget_blob(state, &blob).await;
+        return Err(UploadError::Field(crate::core::FieldError::new(
+            "file",
+            format!("{name} is empty (0 bytes); nothing was stored"),
+        )));
+    }
     let options = analyze::Options {
-        max_decompressed_bytes: state.config.max_decompressed_bytes,
+        max_decompressed_bytes: state.max_decompressed_bytes,
         ..analyze::Options::default()
     };
     let artifact = match insert(&state.pool, owner, name, &blob, uploaded_by, &options).await {
@@ -276,7 +302,7 @@ where
 pub const INLINE_ANALYSIS_BYTES: u64 = 32 * 1024 * 1024;
 
 /// Removes a just-stored blob that no row points to (unless it was there before).
-async fn forget_blob(state: &crate::state::AppState, blob: &StoredBlob) {
+async fn forget_blob(state: &ArtifactStore, blob: &StoredBlob) {
     if !blob.existed && !blob_in_use(&state.pool, &blob.sha256).await.unwrap_or(true) {
         state.blobs.delete(&blob.sha256).await.ok();
     }

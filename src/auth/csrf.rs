@@ -3,6 +3,8 @@
 //! and must not come from another site. Bearer-token API calls carry no ambient
 //! credential, so they are exempt.
 
+use std::sync::Arc;
+
 use axum::body::{to_bytes, Body};
 use axum::extract::{Request, State};
 use axum::http::{header, HeaderMap, Method};
@@ -13,8 +15,8 @@ use subtle::ConstantTimeEq;
 use tower_sessions::Session;
 
 use super::SESSION_CSRF;
+use crate::config::Config;
 use crate::error::{ApiError, AppError};
-use crate::state::AppState;
 
 pub const HEADER: &str = "x-csrf-token";
 pub const FIELD: &str = "_csrf";
@@ -64,7 +66,7 @@ fn cross_site(headers: &HeaderMap) -> Option<&'static str> {
     (!origin_host.eq_ignore_ascii_case(host)).then_some("its Origin is another site")
 }
 
-pub async fn verify(State(state): State<AppState>, req: Request, next: Next) -> Response {
+pub async fn verify(State(config): State<Arc<Config>>, req: Request, next: Next) -> Response {
     if matches!(*req.method(), Method::GET | Method::HEAD | Method::OPTIONS) {
         return next.run(req).await;
     }
@@ -104,12 +106,12 @@ pub async fn verify(State(state): State<AppState>, req: Request, next: Next) -> 
     let mut body = body;
     if presented.is_none() && content_type.starts_with("application/x-www-form-urlencoded") {
         // Forms are small: buffer, read the field, hand the same bytes on.
-        let bytes = match to_bytes(body, state.config.body_limit).await {
+        let bytes = match to_bytes(body, config.body_limit).await {
             Ok(b) => b,
             Err(_) => {
                 return AppError::PayloadTooLarge(format!(
                     "the form is larger than {} bytes",
-                    state.config.body_limit
+                    config.body_limit
                 ))
                 .into_response()
             }

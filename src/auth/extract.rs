@@ -1,6 +1,8 @@
 //! Who is asking: a session user for pages, a bearer token or session for the API.
 
-use axum::extract::{FromRequestParts, Request, State};
+use std::sync::Arc;
+
+use axum::extract::{FromRef, FromRequestParts, Request, State};
 use axum::http::header::AUTHORIZATION;
 use axum::http::request::Parts;
 use axum::middleware::Next;
@@ -8,9 +10,18 @@ use axum::response::{IntoResponse, Response};
 use tower_sessions::Session;
 
 use super::users::{self, Role, User};
-use super::{tokens, SESSION_AUTH_AT, SESSION_USER};
+use super::{tokens, SESSION_AUTH_AT, SESSION_GENERATION, SESSION_USER};
+use crate::config::Config;
 use crate::error::{ApiError, AppError};
-use crate::state::AppState;
+use sqlx::PgPool;
+
+/// What telling who is asking needs: the accounts and the session lifetime. The app's
+/// state provides it (`FromRef`), so this module does not depend on the state.
+#[derive(Clone)]
+pub struct AuthContext {
+    pub pool: PgPool,
+    pub config: Arc<Config>,
+}
 
 /// A signed-in user (session). Rejection: redirect to the login page.
 #[derive(Debug, Clone)]
@@ -53,7 +64,10 @@ pub(crate) fn session_of(parts: &Parts) -> Result<Session, AppError> {
 }
 
 /// The user a session belongs to, enforcing the absolute session lifetime.
-pub async fn session_user(session: &Session, state: &AppState) -> Result<Option<User>, AppError> {
+pub async fn session_user(
+    session: &Session,
+    state: &AuthContext,
+) -> Result<Option<User>, AppError> {
     let session_err = |e: tower_sessions::session::Error| AppError::Internal(e.into());
     let Some(uid) = session
         .get::<i64>(SESSION_USER)
@@ -72,7 +86,21 @@ pub async fn session_user(session: &Session, state: &AppState) -> Result<Option<
         session.flush().await.map_err(session_err)?;
         return Ok(None);
     }
-    Ok(users::by_id(&state.pool, uid).await?)
+    let Some(user) = users::by_id(&state.pool, uid).await? else {
+        return Ok(None);
+    };
+    // A password change or reset, or disabling the account, raised the generation: every
+    // session signed in under an older one has ended.
+    let generation = session
+        .get::<i32>(SESSION_GENERATION)
+        .await
+        .map_err(session_err)?
+        .unwrap_or(0);
+    if user.disabled || generation != user.session_generation {
+        session.flush().await.map_err(session_err)?;
+        return Ok(None);
+    }
+    Ok(Some(user))
 }
 
 fn next_target(parts: &Parts) -> String {
@@ -83,10 +111,15 @@ fn next_target(parts: &Parts) -> String {
         .unwrap_or_else(|| "/".into())
 }
 
-impl FromRequestParts<AppState> for CurrentUser {
+impl<S> FromRequestParts<S> for CurrentUser
+where
+    S: Send + Sync,
+    AuthContext: FromRef<S>,
+{
     type Rejection = AppError;
 
-    async fn from_request_parts(parts: &mut Parts, state: &AppState) -> Result<Self, AppError> {
+    async fn from_request_parts(parts: &mut Parts, state: &S) -> Result<Self, AppError> {
+        let state = &AuthContext::from_ref(state);
         if let Some(u) = parts.extensions.get::<CurrentUser>() {
             return Ok(u.clone());
         }
@@ -111,10 +144,15 @@ pub(crate) fn bearer(parts: &Parts) -> Option<&str> {
     scheme.eq_ignore_ascii_case("bearer").then(|| token.trim())
 }
 
-impl FromRequestParts<AppState> for ApiUser {
+impl<S> FromRequestParts<S> for ApiUser
+where
+    S: Send + Sync,
+    AuthContext: FromRef<S>,
+{
     type Rejection = ApiError;
 
-    async fn from_request_parts(parts: &mut Parts, state: &AppState) -> Result<Self, ApiError> {
+    async fn from_request_parts(parts: &mut Parts, state: &S) -> Result<Self, ApiError> {
+        let state = &AuthContext::from_ref(state);
         if let Some(u) = parts.extensions.get::<ApiUser>() {
             return Ok(u.clone());
         }
@@ -138,7 +176,7 @@ impl FromRequestParts<AppState> for ApiUser {
 }
 
 /// Middleware for every page route outside the public few: no session, no page.
-pub async fn require_login(State(state): State<AppState>, req: Request, next: Next) -> Response {
+pub async fn require_login(State(state): State<AuthContext>, req: Request, next: Next) -> Response {
     let (mut parts, body) = req.into_parts();
     match CurrentUser::from_request_parts(&mut parts, &state).await {
         Ok(_) => next.run(Request::from_parts(parts, body)).await,
@@ -147,7 +185,11 @@ pub async fn require_login(State(state): State<AppState>, req: Request, next: Ne
 }
 
 /// Middleware for `/api/v1/*`: a valid token or session, else 401 JSON.
-pub async fn require_api_user(State(state): State<AppState>, req: Request, next: Next) -> Response {
+pub async fn require_api_user(
+    State(state): State<AuthContext>,
+    req: Request,
+    next: Next,
+) -> Response {
     let (mut parts, body) = req.into_parts();
     match ApiUser::from_request_parts(&mut parts, &state).await {
         Ok(_) => next.run(Request::from_parts(parts, body)).await,

@@ -13,4 +13,6 @@ pub use users::{Role, User};
 /// Session keys.
 pub(crate) const SESSION_USER: &str = "uid";
 pub(crate) const SESSION_AUTH_AT: &str = "auth_at";
+/// The user's session generation at sign-in; a session from an older generation has ended.
+pub(crate) const SESSION_GENERATION: &str = "gen";
 pub(crate) const SESSION_CSRF: &str = "csrf";

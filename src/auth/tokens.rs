@@ -48,15 +48,26 @@ pub async fn authenticate(pool: &PgPool, token: &str) -> sqlx::Result<Option<Use
     if !token.starts_with(PREFIX) || token.len() > 200 {
         return Ok(None);
     }
+    // One round trip; `last_used_at` is written at most once a minute, so a burst of reads
+    // does not turn into a burst of row updates.
     let row: Option<(i64,)> = sqlx::query_as(
-        "UPDATE api_tokens SET last_used_at = now()
-         WHERE token_hash = $1 AND revoked_at IS NULL RETURNING user_id",
+        "WITH t AS (
+             SELECT id, user_id, last_used_at FROM api_tokens
+             WHERE token_hash = $1 AND revoked_at IS NULL
+         ), touched AS (
+             UPDATE api_tokens SET last_used_at = now() FROM t
+             WHERE api_tokens.id = t.id
+               AND (t.last_used_at IS NULL OR t.last_used_at < now() - interval '1 minute')
+         )
+         SELECT user_id FROM t",
     )
     .bind(digest(token))
     .fetch_optional(pool)
     .await?;
     match row {
-        Some((uid,)) => super::users::by_id(pool, uid).await,
+        Some((uid,)) => Ok(super::users::by_id(pool, uid)
+            .await?
+            .filter(|u| !u.disabled)),
         None => Ok(None),
     }
 }
@@ -81,4 +92,15 @@ pub async fn revoke(pool: &PgPool, user_id: i64, token_id: i64) -> sqlx::Result<
     .execute(pool)
     .await?;
     Ok(done.rows_affected() == 1)
+}
+
+/// Revokes every live token of a user; returns how many.
+pub async fn revoke_all(pool: &PgPool, user_id: i64) -> sqlx::Result<u64> {
+    let done = sqlx::query(
+        "UPDATE api_tokens SET revoked_at = now() WHERE user_id = $1 AND revoked_at IS NULL",
+    )
+    .bind(user_id)
+    .execute(pool)
+    .await?;
+    Ok(done.rows_affected())
 }

@@ -44,6 +44,10 @@ pub struct User {
     pub id: i64,
     pub name: String,
     pub role: Role,
+    /// Raised by a password change or reset and by disabling; older sessions have ended.
+    #[serde(skip)]
+    pub session_generation: i32,
+    pub disabled: bool,
 }
 
 #[derive(sqlx::FromRow)]
@@ -51,7 +55,13 @@ struct UserRow {
     id: i64,
     name: String,
     role: String,
+    session_generation: i32,
+    disabled: bool,
 }
+
+/// The columns a [`UserRow`] reads.
+const USER_COLUMNS: &str =
+    "id, name, role, session_generation, disabled_at IS NOT NULL AS disabled";
 
 impl From<UserRow> for User {
     fn from(r: UserRow) -> Self {
@@ -59,6 +69,8 @@ impl From<UserRow> for User {
             id: r.id,
             name: r.name,
             role: Role::parse(&r.role).unwrap_or(Role::Viewer),
+            session_generation: r.session_generation,
+            disabled: r.disabled,
         }
     }
 }
@@ -99,30 +111,39 @@ pub async fn count(pool: &PgPool) -> sqlx::Result<i64> {
         .await
 }
 
+/// The user with this id, disabled or not (callers that authenticate check `disabled`).
 pub async fn by_id(pool: &PgPool, id: i64) -> sqlx::Result<Option<User>> {
-    let row: Option<UserRow> = sqlx::query_as("SELECT id, name, role FROM users WHERE id = $1")
-        .bind(id)
-        .fetch_optional(pool)
-        .await?;
+    let row: Option<UserRow> =
+        sqlx::query_as(&format!("SELECT {USER_COLUMNS} FROM users WHERE id = $1"))
+            .bind(id)
+            .fetch_optional(pool)
+            .await?;
     Ok(row.map(User::from))
 }
 
 /// The user and the stored password hash, for a login attempt.
 pub async fn credentials(pool: &PgPool, name: &str) -> sqlx::Result<Option<(User, String)>> {
-    let row: Option<(i64, String, String, String)> = sqlx::query_as(
-        "SELECT id, name, role, password_hash FROM users WHERE lower(name) = lower($1)",
-    )
+    #[derive(sqlx::FromRow)]
+    struct WithHash {
+        #[sqlx(flatten)]
+        user: UserRow,
+        password_hash: String,
+    }
+    let row: Option<WithHash> = sqlx::query_as(&format!(
+        "SELECT {USER_COLUMNS}, password_hash FROM users WHERE lower(name) = lower($1)"
+    ))
     .bind(name)
     .fetch_optional(pool)
     .await?;
-    Ok(row.map(|(id, name, role, hash)| (UserRow { id, name, role }.into(), hash)))
+    Ok(row.map(|r| (r.user.into(), r.password_hash)))
 }
 
 pub async fn list(pool: &PgPool) -> sqlx::Result<Vec<User>> {
-    let rows: Vec<UserRow> =
-        sqlx::query_as("SELECT id, name, role FROM users ORDER BY lower(name)")
-            .fetch_all(pool)
-            .await?;
+    let rows: Vec<UserRow> = sqlx::query_as(&format!(
+        "SELECT {USER_COLUMNS} FROM users ORDER BY lower(name)"
+    ))
+    .fetch_all(pool)
+    .await?;
     Ok(rows.into_iter().map(User::from).collect())
 }
 
@@ -158,7 +179,9 @@ pub async fn create(
         }
     }
     let row: Result<UserRow, sqlx::Error> = sqlx::query_as(
-        "INSERT INTO users (name, password_hash, role) VALUES ($1, $2, $3) RETURNING id, name, role",
+        &format!(
+            "INSERT INTO users (name, password_hash, role) VALUES ($1, $2, $3) RETURNING {USER_COLUMNS}"
+        ),
     )
     .bind(name)
     .bind(password_hash)
@@ -185,17 +208,35 @@ pub async fn set_role(pool: &PgPool, id: i64, role: Role) -> sqlx::Result<bool> 
     Ok(done.rows_affected() == 1)
 }
 
-pub async fn set_password(pool: &PgPool, id: i64, password_hash: &str) -> sqlx::Result<()> {
-    sqlx::query("UPDATE users SET password_hash = $2 WHERE id = $1")
-        .bind(id)
-        .bind(password_hash)
-        .execute(pool)
-        .await?;
-    Ok(())
+/// Sets a new password and raises the session generation, which ends every session signed
+/// in before; returns the new generation (the caller re-stamps the session it keeps).
+pub async fn set_password(pool: &PgPool, id: i64, password_hash: &str) -> sqlx::Result<i32> {
+    sqlx::query_scalar(
+        "UPDATE users SET password_hash = $2, session_generation = session_generation + 1
+         WHERE id = $1 RETURNING session_generation",
+    )
+    .bind(id)
+    .bind(password_hash)
+    .fetch_one(pool)
+    .await
+}
+
+/// Disables (ending the user's sessions; their API tokens stop working) or enables a user.
+pub async fn set_disabled(pool: &PgPool, id: i64, disabled: bool) -> sqlx::Result<bool> {
+    let done = sqlx::query(
+        "UPDATE users SET disabled_at = CASE WHEN $2 THEN coalesce(disabled_at, now()) END,
+                          session_generation = session_generation + CASE WHEN $2 THEN 1 ELSE 0 END
+         WHERE id = $1",
+    )
+    .bind(id)
+    .bind(disabled)
+    .execute(pool)
+    .await?;
+    Ok(done.rows_affected() == 1)
 }
 
 pub async fn count_admins(pool: &PgPool) -> sqlx::Result<i64> {
-    sqlx::query_scalar("SELECT count(*) FROM users WHERE role = 'admin'")
+    sqlx::query_scalar("SELECT count(*) FROM users WHERE role = 'admin' AND disabled_at IS NULL")
         .fetch_one(pool)
         .await
 }

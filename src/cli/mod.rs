@@ -112,7 +112,13 @@ pub enum TokenCommand {
 pub fn init_logging(json: bool) {
     let filter = tracing_subscriber::EnvFilter::try_from_default_env()
         .unwrap_or_else(|_| "info,sqlx=warn,tower_sessions=warn".into());
-    let builder = tracing_subscriber::fmt().with_env_filter(filter);
+    // Log lines go to stderr so stdout carries only a command's answer (a token, a URL);
+    // colours only when stderr is a terminal.
+    use std::io::IsTerminal;
+    let builder = tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr)
+        .with_ansi(std::io::stderr().is_terminal());
     let _ = if json {
         builder.json().try_init()
     } else {

@@ -20,7 +20,6 @@ use crate::core::method::{setup_check, FrozenConfig, Percentile, RunHealth};
 use crate::core::stats::BootstrapConfig;
 use crate::core::FieldError;
 use crate::error::AppError;
-use crate::state::AppState;
 
 /// Request-log rows kept per run (evenly spaced), as many as the benchmark analyzer
 /// keeps per series: the bootstrap resamples them 2,000 times for each of 28
@@ -672,33 +671,19 @@ pub async fn load_runs(
     }
 }
 
-/// Computes and stores a comparison; nothing is stored when the input is refused.
+/// Computes and stores a comparison; nothing is stored when the input is refused. The
+/// investigation it names is checked by `investigations::record_comparison`, which calls this
+/// with that investigation's step-0 record: runs of another setup than step 0 froze make the
+/// comparison invalid for it, naming the dimension.
 pub async fn create(
-    state: &AppState,
-    mut input: NewComparison,
+    pool: &PgPool,
+    input: NewComparison,
+    step0: Option<&FrozenConfig>,
     user_id: i64,
 ) -> Result<i64, AppError> {
-    refuse_identical_sides(&state.pool, &input.baseline, &input.candidate).await?;
-    // A named investigation must exist, and its diagnosis may prove the cause.
-    let mut step0 = None;
-    if let Some(inv) = input.investigation {
-        let loaded = crate::investigations::load(&state.pool, inv)
-            .await?
-            .ok_or_else(|| {
-                AppError::field("investigation", format!("there is no investigation {inv}"))
-            })?;
-        input.cause_proven = input.cause_proven
-            || crate::core::method::comparison::diagnosis_names_change(
-                &loaded.records,
-                &input.variable,
-            );
-        step0 = loaded.records.reproduce.clone();
-    }
-    let (baseline, candidate, kind) =
-        load_runs(&state.pool, &input.baseline, &input.candidate).await?;
-    // Runs of another model (or a configuration of another setup) than step 0 froze
-    // make the comparison invalid for this investigation, naming the dimension.
-    let setup_reasons = match &step0 {
+    refuse_identical_sides(pool, &input.baseline, &input.candidate).await?;
+    let (baseline, candidate, kind) = load_runs(pool, &input.baseline, &input.candidate).await?;
+    let setup_reasons = match step0 {
         Some(step0) => {
             let runs: Vec<(&str, &str, setup_check::Claimed)> = baseline
                 .iter()
@@ -745,7 +730,7 @@ pub async fn create(
             p.counted = false;
         }
     }
-    insert(&state.pool, &input, kind, &report, user_id).await
+    insert(pool, &input, kind, &report, user_id).await
 }
 
 /// The same file (by content) on both sides compares a run with itself: refused,

@@ -3,6 +3,7 @@
 
 pub mod analyze;
 pub mod estimate;
+pub mod fmt;
 pub mod memory;
 pub mod method;
 pub mod quantity;

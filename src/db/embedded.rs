@@ -27,6 +27,18 @@ pub enum ClusterError {
          to run it as; create one, run perfjournal as a normal user, or set DATABASE_URL"
     )]
     NoUnprivilegedUser,
+    #[error(
+        "the `postgres` system user (PostgreSQL will not run as root) cannot reach {data_dir}: \
+         {blocked} is not searchable for it, and the fallback {fallback} is not either \
+         ({fallback_blocked}); set PERFJOURNAL_DATA_DIR to a directory outside root's home \
+         (e.g. /var/lib/perfjournal), run perfjournal as a normal user, or set DATABASE_URL"
+    )]
+    Unreachable {
+        data_dir: PathBuf,
+        blocked: PathBuf,
+        fallback: PathBuf,
+        fallback_blocked: PathBuf,
+    },
     #[error("{what} failed: {detail}")]
     Command { what: String, detail: String },
     #[error("preparing {path}: {source}")]
@@ -98,8 +110,9 @@ impl EmbeddedCluster {
         };
         std::fs::create_dir_all(data_dir).map_err(io(data_dir))?;
         let data_dir = data_dir.canonicalize().map_err(io(data_dir))?;
-        let cluster_dir = data_dir.join("postgres");
-        let socket_dir = socket_dir_for(&data_dir);
+        let home = cluster_home(&data_dir, run_as)?;
+        let cluster_dir = home.join("postgres");
+        let socket_dir = socket_dir_for(&home);
         let log_file = socket_dir.join("server.log");
         for dir in [&cluster_dir, &socket_dir] {
             std::fs::create_dir_all(dir).map_err(io(dir))?;
@@ -208,6 +221,16 @@ impl EmbeddedCluster {
         )
     }
 
+    /// Immediate shutdown: the server stops at once without a checkpoint, as after a crash
+    /// (it recovers from its WAL at the next start). For fault tests.
+    pub fn stop_immediately(&self) -> Result<(), ClusterError> {
+        let dir = self.cluster_dir.to_string_lossy().into_owned();
+        self.run(
+            "pg_ctl stop",
+            &["stop", "-D", &dir, "-m", "immediate", "-w", "-s"],
+        )
+    }
+
     fn command(&self, program: &str, args: &[&str]) -> Command {
         let mut cmd = Command::new(self.bin.join(program));
         cmd.args(args)
@@ -244,6 +267,95 @@ impl EmbeddedCluster {
             detail,
         })
     }
+}
+
+/// Where the cluster and its socket live: under the data directory, unless the server's
+/// system user cannot reach it (a clone in root's mode-700 home directory, say). Then they
+/// live under [`FALLBACK_ROOT`], in a directory named after the data directory, and a
+/// pointer file in the data directory records where, so later starts find the same cluster.
+fn cluster_home(data_dir: &Path, run_as: Option<(u32, u32)>) -> Result<PathBuf, ClusterError> {
+    let io = |path: &Path| {
+        let path = path.to_path_buf();
+        move |source| ClusterError::Io { path, source }
+    };
+    let pointer = data_dir.join(LOCATION_FILE);
+    if let Ok(text) = std::fs::read_to_string(&pointer) {
+        let home = PathBuf::from(text.trim());
+        if home.is_absolute() {
+            tracing::info!(
+                cluster = %home.join("postgres").display(),
+                pointer = %pointer.display(),
+                "embedded PostgreSQL lives outside the data directory (see the pointer file)"
+            );
+            return Ok(home);
+        }
+    }
+    let Some((uid, gid)) = run_as else {
+        return Ok(data_dir.to_path_buf());
+    };
+    let Some(blocked) = first_unreachable(data_dir, uid, gid) else {
+        return Ok(data_dir.to_path_buf());
+    };
+    let digest = Sha256::digest(data_dir.as_os_str().as_encoded_bytes());
+    let home = Path::new(FALLBACK_ROOT).join(&hex::encode(digest)[..16]);
+    let mut dir = PathBuf::from("/");
+    for part in home.strip_prefix("/").unwrap_or(&home).components() {
+        dir.push(part);
+        if !dir.exists() {
+            std::fs::create_dir(&dir).map_err(io(&dir))?;
+            std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o755))
+                .map_err(io(&dir))?;
+        }
+    }
+    if let Some(stop) = first_unreachable(&home, uid, gid) {
+        return Err(ClusterError::Unreachable {
+            data_dir: data_dir.to_path_buf(),
+            blocked,
+            fallback: home,
+            fallback_blocked: stop,
+        });
+    }
+    std::fs::write(&pointer, format!("{}\n", home.display())).map_err(io(&pointer))?;
+    tracing::warn!(
+        data_dir = %data_dir.display(),
+        blocked = %blocked.display(),
+        cluster = %home.join("postgres").display(),
+        "the `postgres` system user cannot reach the data directory (a parent is not searchable \
+         for it), so the embedded cluster lives elsewhere; the pointer file {} records where",
+        pointer.display()
+    );
+    Ok(home)
+}
+
+/// Where clusters go whose data directory the server's system user cannot reach.
+pub const FALLBACK_ROOT: &str = "/var/lib/perfjournal/clusters";
+
+/// The file in the data directory that names a cluster kept outside it.
+pub const LOCATION_FILE: &str = "postgres-location";
+
+/// The first directory on the way to `path` (itself included) that the user `uid`/`gid`
+/// may not search, judged by the permission bits the way the kernel would.
+fn first_unreachable(path: &Path, uid: u32, gid: u32) -> Option<PathBuf> {
+    use std::os::unix::fs::MetadataExt;
+    let mut dir = PathBuf::new();
+    for part in path.components() {
+        dir.push(part);
+        let Ok(meta) = std::fs::metadata(&dir) else {
+            return Some(dir);
+        };
+        let mode = meta.mode();
+        let searchable = if meta.uid() == uid {
+            mode & 0o100 != 0
+        } else if meta.gid() == gid {
+            mode & 0o010 != 0
+        } else {
+            mode & 0o001 != 0
+        };
+        if !searchable {
+            return Some(dir);
+        }
+    }
+    None
 }
 
 /// Unix sockets have a path limit of about 107 bytes; a deep data dir gets a short,

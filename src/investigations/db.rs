@@ -339,7 +339,7 @@ pub async fn attach_expected(
         "attached {} {} = {} {} as the expected value",
         e.estimator,
         e.result_key,
-        crate::core::method::format_number(e.expected, 2),
+        crate::core::fmt::format_number(e.expected, 2),
         e.unit
     );
     log(

@@ -10,13 +10,15 @@ use chrono::{DateTime, Utc};
 use sqlx::PgPool;
 
 use crate::auth::User;
+use crate::comparisons::{self, NewComparison};
+use crate::core::fmt::format_number;
 use crate::core::method::expected::Expected;
 use crate::core::method::order::{missing_before, skip_warning, STEPS};
 use crate::core::method::record::{
     draft_entry, evaluate, observed_at, parse_step_in, reconcile_result, Evaluation, Measured,
     Pairs, Records, StepRecord,
 };
-use crate::core::method::{format_number, Dominance};
+use crate::core::method::Dominance;
 use crate::core::quantity::Unit;
 use crate::error::{AppError, Result};
 use db::{Investigation, Skip};
@@ -189,6 +191,29 @@ pub async fn store(
     Ok(())
 }
 
+/// Stores a comparison; the investigation it names must exist, its diagnosis may prove the
+/// cause, and its step 0 decides whether the runs are of the same setup. Nothing is stored
+/// when the input is refused.
+pub async fn record_comparison(
+    pool: &PgPool,
+    mut input: NewComparison,
+    user_id: i64,
+) -> Result<i64> {
+    let mut step0 = None;
+    if let Some(inv) = input.investigation {
+        let loaded = load(pool, inv).await?.ok_or_else(|| {
+            AppError::field("investigation", format!("there is no investigation {inv}"))
+        })?;
+        input.cause_proven = input.cause_proven
+            || crate::core::method::comparison::diagnosis_names_change(
+                &loaded.records,
+                &input.variable,
+            );
+        step0 = loaded.records.reproduce;
+    }
+    comparisons::create(pool, input, step0.as_ref(), user_id).await
+}
+
 /// The investigation's journal entry: the existing one, or a new draft from the steps.
 pub async fn draft_journal(pool: &PgPool, loaded: &Loaded, user: &User) -> Result<i64> {
     if let Some(id) = loaded.journal_id {
@@ -198,9 +223,7 @@ pub async fn draft_journal(pool: &PgPool, loaded: &Loaded, user: &User) -> Resul
     let mut entry = draft_entry(&loaded.records, &loaded.evaluation, &today);
     // A measured comparison is the RESULT (with its intervals and a link) unless step 7
     // recorded one: then both are kept, see `reconcile_result`.
-    if let Some(c) =
-        crate::comparisons::latest_for_investigation(pool, loaded.investigation.id).await?
-    {
+    if let Some(c) = comparisons::latest_for_investigation(pool, loaded.investigation.id).await? {
         // Checked against step 0 again: a comparison stored before that check existed
         // (or before step 0 was recorded) is caught here.
         let reasons = loaded

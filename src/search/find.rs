@@ -280,7 +280,9 @@ impl Searcher {
         Ok(answer)
     }
 
-    /// The search without the cache (the benchmark measures this).
+    /// The search without the cache (the search benchmark measures this; built only
+    /// with the `bench` feature, which that benchmark requires).
+    #[cfg(feature = "bench")]
     pub async fn search_uncached(
         &self,
         pool: &PgPool,

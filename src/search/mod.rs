@@ -10,3 +10,19 @@ pub mod transfer;
 pub use documents::refresh;
 pub use find::{SearchOutcome, Searcher};
 pub use similar::{similar_to, SimilarItem};
+
+use crate::core::memory::query::SearchQuery;
+use crate::error::{AppError, Result};
+
+/// Query-string pairs in order (the last value of a name wins when parsed).
+pub fn query_pairs(raw: Option<&str>) -> Result<Vec<(String, String)>> {
+    serde_urlencoded::from_str(raw.unwrap_or(""))
+        .map_err(|_| AppError::BadRequest("the query string is not valid URL encoding".into()))
+}
+
+/// The search query a query string asks for; 422 naming each bad parameter.
+pub fn parse_query(raw: Option<&str>) -> Result<SearchQuery> {
+    let pairs = query_pairs(raw)?;
+    SearchQuery::parse(pairs.iter().map(|(k, v)| (k.as_str(), v.as_str())))
+        .map_err(AppError::Invalid)
+}

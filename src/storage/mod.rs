@@ -21,8 +21,33 @@ pub enum StoreError {
     TooLarge { limit: u64 },
     #[error("the upload was interrupted: {0}")]
     Body(String),
+    #[error("the server's storage is full")]
+    Full,
     #[error("blob storage: {0}")]
-    Store(#[from] object_store::Error),
+    Store(object_store::Error),
+}
+
+impl From<object_store::Error> for StoreError {
+    /// A write that failed for want of space is `Full` (the person can do something about
+    /// it: free space, or upload later); anything else stays a storage fault.
+    fn from(e: object_store::Error) -> Self {
+        let mut cause: Option<&(dyn std::error::Error + 'static)> = Some(&e);
+        while let Some(c) = cause {
+            if let Some(io) = c.downcast_ref::<std::io::Error>() {
+                if io.kind() == std::io::ErrorKind::StorageFull
+                    || io.raw_os_error() == Some(libc::ENOSPC)
+                    || io.raw_os_error() == Some(libc::EDQUOT)
+                {
+                    return StoreError::Full;
+                }
+            }
+            cause = c.source();
+        }
+        if e.to_string().contains("No space left on device") {
+            return StoreError::Full;
+        }
+        StoreError::Store(e)
+    }
 }
 
 /// A body safely stored under its hash.

@@ -14,7 +14,7 @@ use tower_sessions::Session;
 use super::{render, FormErrors, PageCtx};
 use crate::auth::tokens::{self, TokenInfo};
 use crate::auth::users::{self, CreateError, Role, User};
-use crate::auth::{csrf, password, CurrentUser, SESSION_AUTH_AT, SESSION_USER};
+use crate::auth::{csrf, password, CurrentUser, SESSION_AUTH_AT, SESSION_GENERATION, SESSION_USER};
 use crate::core::FieldError;
 use crate::error::{AppError, Result};
 use crate::state::AppState;
@@ -34,6 +34,8 @@ pub fn private_routes() -> Router<AppState> {
         .route("/settings/password", post(change_password))
         .route("/admin/users", get(list_users).post(add_user))
         .route("/admin/users/{id}/role", post(change_role))
+        .route("/admin/users/{id}/password", post(reset_password))
+        .route("/admin/users/{id}/disabled", post(set_disabled))
 }
 
 // ---------- setup ----------
@@ -206,6 +208,7 @@ async fn log_in(
     let user = match user {
         Some(user) if matches => user,
         _ => {
+            state.throttle.failed(&form.name, ip);
             let page = LoginPage {
                 ctx,
                 name: form.name,
@@ -215,6 +218,15 @@ async fn log_in(
             return Ok((StatusCode::UNAUTHORIZED, render(&page)?).into_response());
         }
     };
+    if user.disabled {
+        let page = LoginPage {
+            ctx,
+            name: form.name,
+            next,
+            error: Some("this account is disabled; ask an admin to enable it".into()),
+        };
+        return Ok((StatusCode::FORBIDDEN, render(&page)?).into_response());
+    }
     start_session(&session, &user).await?;
     Ok(Redirect::to(&next).into_response())
 }
@@ -224,6 +236,10 @@ async fn start_session(session: &Session, user: &User) -> Result<()> {
     let err = |e: tower_sessions::session::Error| AppError::Internal(e.into());
     session.cycle_id().await.map_err(err)?;
     session.insert(SESSION_USER, user.id).await.map_err(err)?;
+    session
+        .insert(SESSION_GENERATION, user.session_generation)
+        .await
+        .map_err(err)?;
     session
         .insert(SESSION_AUTH_AT, chrono::Utc::now().timestamp())
         .await
@@ -327,10 +343,14 @@ pub struct PasswordForm {
     password: String,
     #[serde(default)]
     confirm: String,
+    /// "on" when the person also wants every API token of theirs revoked.
+    #[serde(default)]
+    revoke_tokens: Option<String>,
 }
 
 async fn change_password(
     State(state): State<AppState>,
+    session: Session,
     CurrentUser(user): CurrentUser,
     ctx: PageCtx,
     Form(form): Form<PasswordForm>,
@@ -355,16 +375,36 @@ async fn change_password(
         return settings_page(&state, ctx, &user, None, errors, None).await;
     }
     let hash = password::hash(form.password).await?;
-    users::set_password(&state.pool, user.id, &hash).await?;
-    settings_page(
-        &state,
-        ctx,
-        &user,
-        None,
-        vec![],
-        Some("Password changed.".into()),
-    )
-    .await
+    let generation = users::set_password(&state.pool, user.id, &hash).await?;
+    // Every other session has ended with the generation; this one continues under a new
+    // id (the old id, if it leaked, is worth nothing now) and a new CSRF token.
+    let user = User {
+        session_generation: generation,
+        ..user
+    };
+    start_session(&session, &user).await?;
+    let mut notice = String::from("Password changed. Your other sessions were signed out.");
+    if form.revoke_tokens.is_some() {
+        let n = tokens::revoke_all(&state.pool, user.id).await?;
+        notice.push_str(&format!(" {n} API token(s) revoked."));
+    } else {
+        let live = tokens::list(&state.pool, user.id)
+            .await?
+            .iter()
+            .filter(|t| t.revoked_at.is_none())
+            .count();
+        if live > 0 {
+            notice.push_str(&format!(
+                " You still have {live} active API token(s): revoke them below if the old \
+                 password may have been seen."
+            ));
+        }
+    }
+    let ctx = PageCtx {
+        csrf: csrf::token(&session).await?,
+        ..ctx
+    };
+    settings_page(&state, ctx, &user, None, vec![], Some(notice)).await
 }
 
 // ---------- user admin ----------
@@ -377,6 +417,8 @@ struct UsersPage {
     roles: [Role; 3],
     errors: FormErrors,
     name: String,
+    /// The signed-in admin (who resets their own password on the settings page).
+    me_id: i64,
 }
 
 async fn users_page(
@@ -391,6 +433,7 @@ async fn users_page(
         StatusCode::UNPROCESSABLE_ENTITY
     };
     let page = UsersPage {
+        me_id: ctx.user.as_ref().map_or(0, |u| u.id),
         ctx,
         users: users::list(&state.pool).await?,
         roles: Role::ALL,
@@ -479,5 +522,86 @@ async fn change_role(
         ));
     }
     users::set_role(&state.pool, id, role).await?;
+    Ok(Redirect::to("/admin/users"))
+}
+
+#[derive(Deserialize)]
+pub struct ResetForm {
+    #[serde(default)]
+    password: String,
+    #[serde(default)]
+    revoke_tokens: Option<String>,
+}
+
+/// An admin sets a new password for someone who lost theirs (or whose password leaked):
+/// every session of that user ends, and their API tokens too when the box is ticked.
+async fn reset_password(
+    State(state): State<AppState>,
+    me: CurrentUser,
+    ctx: PageCtx,
+    Path(id): Path<i64>,
+    Form(form): Form<ResetForm>,
+) -> Result<Response> {
+    me.require(Role::Admin)?;
+    let target = users::by_id(&state.pool, id)
+        .await?
+        .ok_or_else(|| AppError::not_found(format!("no user {id}")))?;
+    if target.id == me.0.id {
+        return Err(AppError::Conflict(
+            "change your own password on your settings page (it asks for the current one)".into(),
+        ));
+    }
+    if let Err(e) = users::validate_password(&form.password) {
+        let e = FieldError::new(format!("password-{id}"), e.message);
+        return users_page(&state, ctx, vec![e], String::new()).await;
+    }
+    let hash = password::hash(form.password).await?;
+    users::set_password(&state.pool, id, &hash).await?;
+    if form.revoke_tokens.is_some() {
+        tokens::revoke_all(&state.pool, id).await?;
+    }
+    tracing::info!(admin = %me.0.name, user = %target.name, "password reset by an admin");
+    Ok(Redirect::to("/admin/users").into_response())
+}
+
+#[derive(Deserialize)]
+pub struct DisableForm {
+    #[serde(default)]
+    disabled: String,
+}
+
+/// Disables a user (their sessions end at once and their API tokens stop working; what they
+/// wrote stays) or enables them again. An admin cannot disable themselves or the last admin.
+async fn set_disabled(
+    State(state): State<AppState>,
+    me: CurrentUser,
+    Path(id): Path<i64>,
+    Form(form): Form<DisableForm>,
+) -> Result<Redirect> {
+    me.require(Role::Admin)?;
+    let disabled = match form.disabled.as_str() {
+        "true" => true,
+        "false" => false,
+        _ => return Err(AppError::field("disabled", "true or false")),
+    };
+    let target = users::by_id(&state.pool, id)
+        .await?
+        .ok_or_else(|| AppError::not_found(format!("no user {id}")))?;
+    if disabled && target.id == me.0.id {
+        return Err(AppError::Conflict(
+            "you cannot disable your own account; ask another admin".into(),
+        ));
+    }
+    if disabled
+        && target.role == Role::Admin
+        && !target.disabled
+        && users::count_admins(&state.pool).await? <= 1
+    {
+        return Err(AppError::Conflict(
+            "this is the last admin; make another user admin first".into(),
+        ));
+    }
+    users::set_disabled(&state.pool, id, disabled).await?;
+    tracing::info!(admin = %me.0.name, user = %target.name, disabled, "account state changed");
     Ok(Redirect::to("/admin/users"))
 }

@@ -124,7 +124,7 @@ async fn create_comparison(
     let pairs: Vec<(String, String)> = serde_urlencoded::from_bytes(&body)
         .map_err(|e| AppError::BadRequest(format!("the form is malformed: {e}")))?;
     let created = match NewComparison::from_form(&pairs) {
-        Ok(input) => comparisons::create(&state, input, user.0.id).await,
+        Ok(input) => crate::investigations::record_comparison(&state.pool, input, user.0.id).await,
         Err(errors) => Err(AppError::Invalid(errors)),
     };
     match created {
@@ -209,10 +209,7 @@ fn metric_lines(r: &Report) -> Vec<MetricLine> {
                 verdict_label: row.verdict.label(),
                 runs,
                 more: row.more_requests_per_side.map_or(String::new(), |n| {
-                    format!(
-                        "+{} per side",
-                        crate::core::method::format_number(n as f64, 0)
-                    )
+                    format!("+{} per side", crate::core::fmt::format_number(n as f64, 0))
                 }),
                 headline: m.series == r.headline && row.percentile == r.percentile,
             });

@@ -1,9 +1,9 @@
 //! What every page's layout needs: the user, the CSRF token, the current path.
 
-use axum::extract::FromRequestParts;
+use axum::extract::{FromRef, FromRequestParts};
 use axum::http::request::Parts;
 
-use crate::auth::extract::{session_of, session_user};
+use crate::auth::extract::{session_of, session_user, AuthContext};
 use crate::auth::{csrf, CurrentUser, Role, User};
 use crate::core::FieldError;
 use crate::error::AppError;
@@ -41,7 +41,7 @@ impl FromRequestParts<AppState> for PageCtx {
         let session = session_of(parts)?;
         let user = match parts.extensions.get::<CurrentUser>() {
             Some(u) => Some(u.0.clone()),
-            None => session_user(&session, state).await?,
+            None => session_user(&session, &AuthContext::from_ref(state)).await?,
         };
         Ok(PageCtx {
             user,

@@ -14,6 +14,7 @@ use serde::Deserialize;
 use super::{render, FormErrors, PageCtx};
 use crate::auth::{CurrentUser, Role};
 use crate::core::estimate;
+use crate::core::fmt::format_number;
 use crate::core::method::expected::{self, Expected};
 use crate::core::method::order::{skip_warning, StepInfo, STEPS};
 use crate::core::method::record::{
@@ -23,9 +24,7 @@ use crate::core::method::reproduce::{
     FieldKind, FrozenConfig, Reproducible, CONFIG_FIELDS, CONFIG_GROUPS,
 };
 use crate::core::method::{evidence, setup_check};
-use crate::core::method::{
-    format_number, Band, Boundness, Dominance, Metric, Percentile, Phase, Verdict,
-};
+use crate::core::method::{Band, Boundness, Dominance, Metric, Percentile, Phase, Verdict};
 use crate::core::quantity::{self, Unit};
 use crate::core::FieldError;
 use crate::error::{AppError, Result};

@@ -14,7 +14,7 @@ use crate::core::memory::query::{SearchQuery, FACETS, PAGE_SIZE};
 use crate::core::FieldError;
 use crate::error::{AppError, Result};
 use crate::search::find::Hit;
-use crate::search::{self, SimilarItem};
+use crate::search::{self, query_pairs, SimilarItem};
 use crate::state::AppState;
 
 pub fn routes() -> Router<AppState> {
@@ -22,18 +22,6 @@ pub fn routes() -> Router<AppState> {
         .route("/search", get(search_page))
         .route("/investigations/{id}/similar", get(seen_before))
         .route("/journal/{id}/related", get(related_entries))
-}
-
-/// Query-string pairs in order (the last value of a name wins when parsed).
-pub fn query_pairs(raw: Option<&str>) -> Result<Vec<(String, String)>> {
-    serde_urlencoded::from_str(raw.unwrap_or(""))
-        .map_err(|_| AppError::BadRequest("the query string is not valid URL encoding".into()))
-}
-
-pub fn parse_query(raw: Option<&str>) -> Result<SearchQuery> {
-    let pairs = query_pairs(raw)?;
-    SearchQuery::parse(pairs.iter().map(|(k, v)| (k.as_str(), v.as_str())))
-        .map_err(AppError::Invalid)
 }
 
 pub struct FacetValueView {

@@ -213,7 +213,10 @@ async fn atom_feed(
             content: e.entry.to_markdown(&e.title),
         })
         .collect();
-    let base = base_url(&headers);
+    let base = match &state.config.public_url {
+        Some(url) => url.clone(),
+        None => base_url(&headers),
+    };
     let body = atom::feed(&base, &feed_entries, chrono::Utc::now());
     Ok((
         [(header::CONTENT_TYPE, "application/atom+xml; charset=utf-8")],
@@ -222,7 +225,9 @@ async fn atom_feed(
         .into_response())
 }
 
-/// The address the request came to (behind a proxy, its X-Forwarded-Proto).
+/// Without --public-url: the address the request came to (behind a proxy, its
+/// X-Forwarded-Proto). Host is the client's word, so links built from it are only as good
+/// as the proxy in front; README says to set --public-url there.
 fn base_url(headers: &HeaderMap) -> String {
     let host = headers
         .get(header::HOST)

@@ -47,6 +47,12 @@ extern "C" fn cleanup_at_exit() {
     if let Ok(mut guard) = CLUSTER.lock() {
         if let Some((cluster, dir)) = guard.take() {
             let _ = cluster.stop();
+            // A cluster kept outside the temp dir (its user could not reach it) goes too.
+            if let Some(home) = cluster.cluster_dir().parent() {
+                if !home.starts_with(&dir) {
+                    let _ = std::fs::remove_dir_all(home);
+                }
+            }
             let _ = std::fs::remove_dir_all(dir);
             return;
         }
@@ -95,9 +101,8 @@ fn server() -> &'static Server {
             .tempdir()
             .expect("temp dir")
             .keep();
-        // The server runs as an unprivileged user when we are root: let it reach the dir.
-        use std::os::unix::fs::PermissionsExt;
-        std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o755)).unwrap();
+        // When we are root the server runs as the `postgres` user; if it cannot reach this
+        // private (mode 700) dir, the cluster start keeps the cluster where it can.
         let cluster = EmbeddedCluster::start(&dir).expect(
             "DATABASE_URL is unset, so the tests start a private PostgreSQL cluster; that failed",
         );
@@ -136,7 +141,7 @@ pub struct TestApp {
     pub pool: PgPool,
     pub database_url: String,
     pub blob_dir: std::path::PathBuf,
-    cookie: Option<String>,
+    pub cookie: Option<String>,
 }
 
 pub struct Reply {
@@ -212,6 +217,17 @@ pub async fn spawn_app_with(config: Config) -> TestApp {
         .unwrap()
         .keep();
     BLOB_DIRS.lock().unwrap().push(blob_dir.clone());
+    app_on(pool, database_url, blob_dir, config)
+}
+
+/// The app over a given database and blob directory (tests that bring their own server
+/// or storage: a cluster they stop and start, a tiny file system).
+pub fn app_on(
+    pool: PgPool,
+    database_url: String,
+    blob_dir: std::path::PathBuf,
+    config: Config,
+) -> TestApp {
     let blobs = perfjournal::storage::BlobStore::local(&blob_dir).unwrap();
     let state = AppState::new(pool.clone(), config, blobs);
     TestApp {
@@ -349,6 +365,19 @@ impl TestApp {
             .await
             .unwrap()
             .1
+    }
+
+    /// Runs the analysis queue to the end without the background worker; how many it did.
+    pub async fn drain_queue(&self) -> usize {
+        let store = self.state.artifacts();
+        let mut n = 0;
+        while perfjournal::artifacts::ingest::process_next(&store)
+            .await
+            .unwrap()
+        {
+            n += 1;
+        }
+        n
     }
 
     /// Opens an investigation through the API and returns its id.

@@ -31,11 +31,12 @@ pub mod pytorch_trace;
 pub mod request_log;
 pub mod vllm_bench;
 
+pub use crate::core::stats::Summary;
 pub use detect::{detect, is_gzip, DETECT_HEAD_BYTES};
 pub use prometheus::{parse_snapshot, window, Snapshot};
 pub use readers::{decompressing_reader, CountingReader, SizeCapExceeded};
 pub use request_log::{for_each_request, RequestRow, COPY_COLUMNS};
-pub use stats::{stride_sample, Summary};
+pub use stats::stride_sample;
 
 /// Default cap on decompressed bytes (64 GiB): far above any real trace, low
 /// enough that a gzip bomb stops long before it fills a disk or the clock.

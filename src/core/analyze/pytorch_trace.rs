@@ -34,8 +34,10 @@
 //! `cuda_sync` events are not counted as GPU busy time.
 
 use super::readers::LossyUtf8;
-use super::stats::{union_length_sorted, Summary};
+use super::stats::union_length_sorted;
 use super::{AnalyzeError, Options};
+use crate::core::fmt::grouped;
+use crate::core::stats::Summary;
 use serde::de::{DeserializeSeed, Deserializer, IgnoredAny, MapAccess, SeqAccess, Visitor};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
@@ -874,19 +876,6 @@ pub struct TraceAnalysis {
     pub timeline: Vec<StreamTimeline>,
 }
 
-/// Format a count with thousands separators ("1,234").
-fn thousands(n: u64) -> String {
-    let s = n.to_string();
-    let mut out = String::new();
-    for (i, c) in s.chars().enumerate() {
-        if i > 0 && (s.len() - i).is_multiple_of(3) {
-            out.push(',');
-        }
-        out.push(c);
-    }
-    out
-}
-
 fn category(name: &str, is_mem: bool) -> &'static str {
     if name.to_ascii_lowercase().contains("nccl") {
         "COMM"
@@ -925,7 +914,7 @@ pub fn analyze<R: Read>(reader: R, opts: &Options) -> Result<TraceAnalysis, Anal
                     "the trace ends early (line {}, column {}); analyzed the {} events before the cut",
                     e.line(),
                     e.column(),
-                    thousands(st.counts.events)
+                    grouped(st.counts.events)
                 ));
             } else {
                 return Err(e.into());
@@ -935,7 +924,7 @@ pub fn analyze<R: Read>(reader: R, opts: &Options) -> Result<TraceAnalysis, Anal
     if lossy.replaced > 0 {
         notes.push(format!(
             "{} invalid UTF-8 sequences were replaced with U+FFFD",
-            thousands(lossy.replaced)
+            grouped(lossy.replaced)
         ));
     }
     Ok(finish(st, opts, notes))
@@ -972,10 +961,7 @@ fn finish(mut st: State, opts: &Options, mut notes: Vec<String>) -> TraceAnalysi
             } else {
                 "launched in the last ProfilerStep (often cut short; include_last_profiler_step keeps it) or never launched from the CPU"
             };
-            notes.push(format!(
-                "{} GPU events left out: {what}",
-                thousands(excluded)
-            ));
+            notes.push(format!("{} GPU events left out: {what}", grouped(excluded)));
         }
     } else if st.step_names.len() == 1 {
         notes.push("only one ProfilerStep in the trace: all GPU work is analyzed".to_string());
@@ -983,7 +969,7 @@ fn finish(mut st: State, opts: &Options, mut notes: Vec<String>) -> TraceAnalysi
     if st.counts.syncs > 0 {
         notes.push(format!(
             "{} cuda_sync events are not counted as GPU busy time",
-            thousands(st.counts.syncs)
+            grouped(st.counts.syncs)
         ));
     }
 
@@ -1206,13 +1192,13 @@ fn finish(mut st: State, opts: &Options, mut notes: Vec<String>) -> TraceAnalysi
     if launch.multi_kernel_launches > 0 {
         notes.push(format!(
             "{} launches started more than one GPU event (CUDA graphs): their later kernels' launch delay is measured to the graph launch",
-            thousands(launch.multi_kernel_launches)
+            grouped(launch.multi_kernel_launches)
         ));
     }
     if launch.unmatched > 0 {
         notes.push(format!(
             "{} GPU events have no launch event with the same correlation id",
-            thousands(launch.unmatched)
+            grouped(launch.unmatched)
         ));
     }
 
@@ -1241,7 +1227,7 @@ fn describe_without_gpu(ev: &EventCounts, excluded: u64) -> String {
     let mut parts = Vec::new();
     let mut add = |n: u64, what: &str| {
         if n > 0 {
-            parts.push(format!("{} {what}", thousands(n)));
+            parts.push(format!("{} {what}", grouped(n)));
         }
     };
     add(ev.cpu_ops, "CPU ops");
@@ -1255,7 +1241,7 @@ fn describe_without_gpu(ev: &EventCounts, excluded: u64) -> String {
     let held = if parts.is_empty() {
         format!(
             "{} events, none of them CPU ops or GPU work",
-            thousands(ev.total)
+            grouped(ev.total)
         )
     } else {
         parts.join(", ")
@@ -1374,6 +1360,31 @@ mod tests {
     fn close(a: f64, b: f64) -> bool {
         (a - b).abs() < 1e-9
     }
+
+    /// HTA 0.5.0's temporal breakdown on the real fixtures, produced with
+    /// `pip install HolisticTraceAnalysis` and, per fixture in its own folder:
+    /// `TraceAnalysis(trace_dir=d, include_last_profiler_step=True).get_temporal_breakdown(visualize=False)`
+    /// (the same numbers with `False`). Columns: rank, idle, compute,
+    /// non-compute, kernel_time (= span), all in µs. HTA raises on the other
+    /// two fixtures, which hold no GPU kernels.
+    const HTA_TEMPORAL: &[(&str, i64, f64, f64, f64, f64)] = &[
+        (
+            "hta__amd_trace__mi250_minitoy_train_ROCm6_2_kineto.json.gz",
+            0,
+            8780.0,
+            96.0,
+            35.0,
+            8911.0,
+        ),
+        (
+            "hta__trace_file_list__inference_rank_1.json.gz",
+            1,
+            1599.0,
+            30.0,
+            0.0,
+            1629.0,
+        ),
+    ];
 
     #[test]
     fn timeline_buckets_hold_each_streams_busy_fraction() {
@@ -1611,39 +1622,6 @@ mod tests {
         .unwrap_err();
         assert!(e.to_string().contains("column"), "{e}");
     }
-
-    #[test]
-    fn thousands_separators() {
-        assert_eq!(thousands(0), "0");
-        assert_eq!(thousands(999), "999");
-        assert_eq!(thousands(1000), "1,000");
-        assert_eq!(thousands(1234567), "1,234,567");
-    }
-
-    /// HTA 0.5.0's temporal breakdown on the real fixtures, produced with
-    /// `pip install HolisticTraceAnalysis` and, per fixture in its own folder:
-    /// `TraceAnalysis(trace_dir=d, include_last_profiler_step=True).get_temporal_breakdown(visualize=False)`
-    /// (the same numbers with `False`). Columns: rank, idle, compute,
-    /// non-compute, kernel_time (= span), all in µs. HTA raises on the other
-    /// two fixtures, which hold no GPU kernels.
-    const HTA_TEMPORAL: &[(&str, i64, f64, f64, f64, f64)] = &[
-        (
-            "hta__amd_trace__mi250_minitoy_train_ROCm6_2_kineto.json.gz",
-            0,
-            8780.0,
-            96.0,
-            35.0,
-            8911.0,
-        ),
-        (
-            "hta__trace_file_list__inference_rank_1.json.gz",
-            1,
-            1599.0,
-            30.0,
-            0.0,
-            1629.0,
-        ),
-    ];
 
     #[test]
     fn agrees_with_hta_on_real_fixtures() {

@@ -9,8 +9,8 @@
 //! (never silently dropped). The file is read one line at a time.
 
 use super::readers::{read_line_bounded, Line};
-use super::stats::Summary;
 use super::{decompressing_reader, AnalyzeError, Options, DEFAULT_MAX_DECOMPRESSED_BYTES};
+use crate::core::stats::Summary;
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 use std::collections::{BTreeMap, HashMap};
@@ -552,7 +552,7 @@ pub(crate) fn parse_rfc3339(s: &str) -> Option<f64> {
     if !(1..=12).contains(&mo) || !(1..=31).contains(&d) || h > 23 || mi > 59 || sec > 60 {
         return None;
     }
-    let mut rest = &s[19..];
+    let mut rest = s.get(19..)?;
     let mut frac = 0.0;
     if let Some(r) = rest.strip_prefix('.') {
         let digits = r.bytes().take_while(u8::is_ascii_digit).count();
@@ -562,13 +562,16 @@ pub(crate) fn parse_rfc3339(s: &str) -> Option<f64> {
         frac = format!("0.{}", &r[..digits]).parse().ok()?;
         rest = &r[digits..];
     }
-    let offset = match rest {
-        "" | "Z" | "z" => 0,
-        o if o.len() == 6 && (o.starts_with('+') || o.starts_with('-')) && &o[3..4] == ":" => {
-            let hh: i64 = o[1..3].parse().ok()?;
-            let mm: i64 = o[4..6].parse().ok()?;
-            let v = hh * 3600 + mm * 60;
-            if o.starts_with('-') {
+    // Byte-wise: a multi-byte character where a digit belongs is refused, never sliced.
+    let offset = match rest.as_bytes() {
+        [] | [b'Z'] | [b'z'] => 0,
+        [sign @ (b'+' | b'-'), h1, h2, b':', m1, m2] => {
+            let two = |a: u8, b: u8| -> Option<i64> {
+                (a.is_ascii_digit() && b.is_ascii_digit())
+                    .then(|| i64::from(a - b'0') * 10 + i64::from(b - b'0'))
+            };
+            let v = two(*h1, *h2)? * 3600 + two(*m1, *m2)? * 60;
+            if *sign == b'-' {
                 -v
             } else {
                 v
@@ -1213,6 +1216,13 @@ mod tests {
         );
         assert_eq!(parse_rfc3339("yesterday"), None);
         assert_eq!(parse_rfc3339("2025-13-02T04:04:05Z"), None);
+        // A multi-byte character inside the offset is refused, not sliced through.
+        assert_eq!(parse_rfc3339("2025-01-01T00:00:00+1é:0"), None);
+        assert_eq!(parse_rfc3339("2025-01-01T00:00:00+é1:00"), None);
+        assert_eq!(
+            parse_rfc3339("2025-01-01T00:00:00.5-01:30"),
+            Some(1_735_695_000.5)
+        );
     }
 
     #[test]

@@ -17,8 +17,9 @@
 //! kept only while small.
 
 use super::readers::NanToNull;
-use super::stats::{stride_sample, Summary};
+use super::stats::stride_sample;
 use super::AnalyzeError;
+use crate::core::stats::Summary;
 use serde::de::{DeserializeSeed, IgnoredAny, MapAccess, SeqAccess, Visitor};
 use serde::{Deserialize, Deserializer, Serialize};
 use serde_json::{Map, Value};
@@ -959,7 +960,7 @@ fn genai_perf_result(small: &Map<String, Value>, nan_replaced: u64) -> Option<Be
         failed,
         ttft_ms,
         // GenAI-Perf's inter_token_latency is per request (E2E−TTFT)/(tokens−1), i.e. TPOT.
-        tpot_ms: itl.clone(),
+        tpot_ms: itl,
         itl_ms: itl,
         e2el_ms,
         request_throughput: avg("request_throughput"),

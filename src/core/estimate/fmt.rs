@@ -28,19 +28,6 @@ pub(crate) fn float(x: f64) -> Value {
     Value::from(x)
 }
 
-/// `1234567` → `1,234,567`.
-fn group(n: u64) -> String {
-    let digits = n.to_string();
-    let mut out = String::with_capacity(digits.len() + digits.len() / 3);
-    for (i, c) in digits.chars().enumerate() {
-        if i > 0 && (digits.len() - i).is_multiple_of(3) {
-            out.push(',');
-        }
-        out.push(c);
-    }
-    out
-}
-
 fn trim_zeros(s: String) -> String {
     if s.contains('.') {
         s.trim_end_matches('0').trim_end_matches('.').to_string()
@@ -61,7 +48,7 @@ pub(crate) fn num(x: f64) -> String {
     let integral = (x - x.round()).abs() < 1e-9 * a.max(1.0);
     if a >= 999.95 || integral {
         let sign = if x < 0.0 { "-" } else { "" };
-        return format!("{sign}{}", group(a.round() as u64));
+        return format!("{sign}{}", crate::core::fmt::grouped(a.round() as u64));
     }
     let decimals = if a >= 100.0 {
         1

@@ -155,6 +155,7 @@ mod tests {
             .unwrap()
             .spec
             .params()
+            .unwrap()
             .active as f64;
         close(&c, "prefill_flops", 2.0 * active * 1000.0);
     }

@@ -131,7 +131,7 @@ impl KvLayout {
                 layers,
                 kv_lora_rank,
                 qk_rope_head_dim,
-            } => layers as f64 * (kv_lora_rank + qk_rope_head_dim) as f64 * dtype.bytes(),
+            } => layers as f64 * (kv_lora_rank as f64 + qk_rope_head_dim as f64) * dtype.bytes(),
         }
     }
 
@@ -177,76 +177,153 @@ impl KvLayout {
     }
 }
 
+/// A count whose arithmetic is checked: an overflow stays an overflow (`None`) through
+/// every later step instead of wrapping or panicking.
+#[derive(Debug, Clone, Copy)]
+struct Count(Option<u64>);
+
+impl Count {
+    fn of(v: u64) -> Count {
+        Count(Some(v))
+    }
+}
+
+impl std::ops::Add for Count {
+    type Output = Count;
+    fn add(self, o: Count) -> Count {
+        Count(self.0.zip(o.0).and_then(|(a, b)| a.checked_add(b)))
+    }
+}
+
+impl std::ops::Sub for Count {
+    type Output = Count;
+    fn sub(self, o: Count) -> Count {
+        Count(self.0.zip(o.0).and_then(|(a, b)| a.checked_sub(b)))
+    }
+}
+
+impl std::ops::Mul for Count {
+    type Output = Count;
+    fn mul(self, o: Count) -> Count {
+        Count(self.0.zip(o.0).and_then(|(a, b)| a.checked_mul(b)))
+    }
+}
+
 impl ModelSpec {
-    /// Parameters from the architecture (see the type's doc for the formula).
-    pub fn params(&self) -> ParamCount {
-        let h = self.hidden;
-        let embeddings = self.vocab * h;
-        let lm_head = if self.tied_embeddings { 0 } else { embeddings };
+    /// Parameters from the architecture (see the type's doc for the formula); `None` when
+    /// a count does not fit 64 bits (`from_config_json` refuses such a config).
+    pub fn params(&self) -> Option<ParamCount> {
+        let c = Count::of;
+        let h = c(self.hidden);
+        let heads = c(self.heads);
+        let embeddings = c(self.vocab) * h;
+        let lm_head = if self.tied_embeddings {
+            c(0)
+        } else {
+            embeddings
+        };
 
         let attention = match self.mla {
             Some(m) => {
-                let qk_dim = m.qk_nope_head_dim + m.qk_rope_head_dim;
+                let qk_dim = c(m.qk_nope_head_dim) + c(m.qk_rope_head_dim);
                 // q: down-projection to a rank-r latent, its RMSNorm, then up to all heads
                 let q = match m.q_lora_rank {
-                    Some(r) => h * r + r + r * self.heads * qk_dim,
-                    None => h * self.heads * qk_dim,
+                    Some(r) => h * c(r) + c(r) + c(r) * heads * qk_dim,
+                    None => h * heads * qk_dim,
                 };
                 // kv: joint down-projection (latent + shared rope key), its norm, up-projection
-                let kv = h * (m.kv_lora_rank + m.qk_rope_head_dim)
-                    + m.kv_lora_rank
-                    + m.kv_lora_rank * self.heads * (m.qk_nope_head_dim + m.v_head_dim);
-                let o = self.heads * m.v_head_dim * h;
+                let kv = h * (c(m.kv_lora_rank) + c(m.qk_rope_head_dim))
+                    + c(m.kv_lora_rank)
+                    + c(m.kv_lora_rank) * heads * (c(m.qk_nope_head_dim) + c(m.v_head_dim));
+                let o = heads * c(m.v_head_dim) * h;
                 q + kv + o
             }
             None => {
-                let q_dim = self.heads * self.head_dim;
-                let kv_dim = self.kv_heads * self.head_dim;
-                let weights = h * q_dim + 2 * h * kv_dim + q_dim * h;
+                let q_dim = heads * c(self.head_dim);
+                let kv_dim = c(self.kv_heads) * c(self.head_dim);
+                let weights = h * q_dim + c(2) * h * kv_dim + q_dim * h;
                 let bias = match self.attention_bias {
-                    AttentionBias::None => 0,
-                    AttentionBias::Qkv => q_dim + 2 * kv_dim,
-                    AttentionBias::QkvO => q_dim + 2 * kv_dim + h,
+                    AttentionBias::None => c(0),
+                    AttentionBias::Qkv => q_dim + c(2) * kv_dim,
+                    AttentionBias::QkvO => q_dim + c(2) * kv_dim + h,
                 };
-                let qk_norm = if self.qk_norm { 2 * self.head_dim } else { 0 };
+                let qk_norm = if self.qk_norm {
+                    c(2) * c(self.head_dim)
+                } else {
+                    c(0)
+                };
                 weights + bias + qk_norm
             }
         };
-        let norms = 2 * h;
-        let dense_mlp = 3 * h * self.intermediate;
+        let norms = c(2) * h;
+        let dense_mlp = c(3) * h * c(self.intermediate);
 
         let (dense_layers, moe_layers, moe_fixed, expert, routed_per_layer) = match self.moe {
             Some(m) => {
                 let dense = m.first_dense_layers.min(self.layers);
-                let expert = 3 * h * m.expert_intermediate;
-                let router = m.experts * h;
-                let shared = 3 * h * m.shared_intermediate + if m.shared_gate { h } else { 0 };
+                let expert = c(3) * h * c(m.expert_intermediate);
+                let router = c(m.experts) * h;
+                let gate = if m.shared_gate { h } else { c(0) };
+                let shared = c(3) * h * c(m.shared_intermediate) + gate;
                 (
-                    dense,
-                    self.layers - dense,
+                    c(dense),
+                    c(self.layers - dense),
                     router + shared,
                     expert,
-                    m.experts * expert,
+                    c(m.experts) * expert,
                 )
             }
-            None => (self.layers, 0, 0, 0, 0),
+            None => (c(self.layers), c(0), c(0), c(0), c(0)),
         };
 
         let total = embeddings
             + lm_head
             + h
-            + self.layers * (attention + norms)
+            + c(self.layers) * (attention + norms)
             + dense_layers * dense_mlp
             + moe_layers * (moe_fixed + routed_per_layer);
         let skipped = match self.moe {
-            Some(m) => moe_layers * m.experts.saturating_sub(m.experts_per_tok) * expert,
-            None => 0,
+            Some(m) => moe_layers * c(m.experts.saturating_sub(m.experts_per_tok)) * expert,
+            None => c(0),
         };
-        ParamCount {
-            total,
-            active: total - skipped,
-            routed: moe_layers * routed_per_layer,
+        Some(ParamCount {
+            total: total.0?,
+            active: (total - skipped).0?,
+            routed: (moe_layers * routed_per_layer).0?,
+        })
+    }
+
+    /// The field with the largest value, for saying which one made a count overflow.
+    fn largest_field(&self) -> (&'static str, u64) {
+        let mut fields = vec![
+            ("hidden_size", self.hidden),
+            ("num_hidden_layers", self.layers),
+            ("num_attention_heads", self.heads),
+            ("num_key_value_heads", self.kv_heads),
+            ("head_dim", self.head_dim),
+            ("intermediate_size", self.intermediate),
+            ("vocab_size", self.vocab),
+        ];
+        if let Some(m) = self.moe {
+            fields.extend([
+                ("num_experts", m.experts),
+                ("moe_intermediate_size", m.expert_intermediate),
+                ("shared_expert_intermediate_size", m.shared_intermediate),
+            ]);
         }
+        if let Some(m) = self.mla {
+            fields.extend([
+                ("q_lora_rank", m.q_lora_rank.unwrap_or(0)),
+                ("kv_lora_rank", m.kv_lora_rank),
+                ("qk_rope_head_dim", m.qk_rope_head_dim),
+                ("qk_nope_head_dim", m.qk_nope_head_dim),
+                ("v_head_dim", m.v_head_dim),
+            ]);
+        }
+        fields
+            .into_iter()
+            .max_by_key(|(_, v)| *v)
+            .unwrap_or(("hidden_size", self.hidden))
     }
 
     pub fn kv_layout(&self) -> KvLayout {
@@ -329,7 +406,10 @@ impl ModelSpec {
         };
 
         let head_dim = match (mla, cfg.uint("head_dim")?) {
-            (Some(m), _) => m.qk_nope_head_dim + m.qk_rope_head_dim,
+            (Some(m), _) => m
+                .qk_nope_head_dim
+                .checked_add(m.qk_rope_head_dim)
+                .ok_or_else(|| too_large("qk_nope_head_dim", m.qk_nope_head_dim))?,
             (None, Some(d)) if d > 0 => d,
             _ if hidden % heads == 0 => hidden / heads,
             _ => {
@@ -361,13 +441,17 @@ impl ModelSpec {
                     })?,
                 };
                 let qwen_shared = cfg.uint("shared_expert_intermediate_size")?.unwrap_or(0);
-                let deepseek_shared =
-                    cfg.uint("n_shared_experts")?.unwrap_or(0) * expert_intermediate;
+                let shared_experts = cfg.uint("n_shared_experts")?.unwrap_or(0);
+                let deepseek_shared = shared_experts
+                    .checked_mul(expert_intermediate)
+                    .ok_or_else(|| too_large("n_shared_experts", shared_experts))?;
                 Some(Moe {
                     experts,
                     experts_per_tok,
                     expert_intermediate,
-                    shared_intermediate: qwen_shared + deepseek_shared,
+                    shared_intermediate: qwen_shared
+                        .checked_add(deepseek_shared)
+                        .ok_or_else(|| too_large("shared_expert_intermediate_size", qwen_shared))?,
                     shared_gate: qwen_shared > 0,
                     first_dense_layers: cfg.uint("first_k_dense_replace")?.unwrap_or(0),
                 })
@@ -391,7 +475,7 @@ impl ModelSpec {
             AttentionBias::None
         };
 
-        Ok(ModelSpec {
+        let spec = ModelSpec {
             hidden,
             layers,
             heads,
@@ -405,8 +489,21 @@ impl ModelSpec {
             qk_norm: model_type.starts_with("qwen3"),
             moe,
             mla,
-        })
+        };
+        if spec.params().is_none() {
+            let (key, value) = spec.largest_field();
+            return Err(too_large(key, value));
+        }
+        Ok(spec)
     }
+}
+
+/// The refusal of a size so large that the counts built on it overflow 64 bits.
+fn too_large(key: &str, value: u64) -> String {
+    format!(
+        "config.json: `{key}` = {value} is too large: the parameter count built on it does not \
+         fit 64 bits (no real model comes near); check the value"
+    )
 }
 
 /// Field lookup over `text_config` first, then the top level; JSON nulls count as absent.
@@ -647,8 +744,9 @@ pub struct ModelSummary {
 }
 
 impl ModelSummary {
-    pub fn new(name: &str, hf_repo: &str, spec: &ModelSpec) -> Self {
-        let params = spec.params();
+    /// `None` when the counts overflow (never for a catalog entry or a parsed config).
+    pub fn new(name: &str, hf_repo: &str, spec: &ModelSpec) -> Option<Self> {
+        let params = spec.params()?;
         let kv = spec.kv_layout();
         let weight_bytes = Dtype::ALL
             .iter()
@@ -658,7 +756,7 @@ impl ModelSummary {
             .iter()
             .map(|d| (d.name(), fmt::whole(kv.bytes_per_token_per_gpu(*d, 1))))
             .collect();
-        Self {
+        Some(Self {
             name: name.to_string(),
             hf_repo: hf_repo.to_string(),
             params,
@@ -666,7 +764,7 @@ impl ModelSummary {
             kv_bytes_per_token,
             kv_layout: kv,
             spec: *spec,
-        }
+        })
     }
 }
 
@@ -674,7 +772,7 @@ impl ModelSummary {
 pub fn summaries() -> Vec<ModelSummary> {
     CATALOG
         .iter()
-        .map(|m| ModelSummary::new(m.name, m.hf_repo, &m.spec))
+        .filter_map(|m| ModelSummary::new(m.name, m.hf_repo, &m.spec))
         .collect()
 }
 
@@ -693,25 +791,34 @@ mod tests {
 
     #[test]
     fn exact_parameter_counts() {
-        assert_eq!(spec("llama-3.1-8b").params().total, 8_030_261_248);
-        assert_eq!(spec("llama-3.3-70b").params().total, 70_553_706_496);
-        assert_eq!(spec("llama-3.1-70b").params().total, 70_553_706_496);
-        assert_eq!(spec("llama-3.1-405b").params().total, 405_853_388_800);
-        assert_eq!(spec("llama-3.2-1b").params().total, 1_235_814_400);
-        assert_eq!(spec("llama-3.2-3b").params().total, 3_212_749_824);
-        assert_eq!(spec("qwen2.5-7b").params().total, 7_615_616_512);
-        assert_eq!(spec("qwen2.5-72b").params().total, 72_706_203_648);
-        let dense = spec("llama-3.1-8b").params();
+        assert_eq!(spec("llama-3.1-8b").params().unwrap().total, 8_030_261_248);
+        assert_eq!(
+            spec("llama-3.3-70b").params().unwrap().total,
+            70_553_706_496
+        );
+        assert_eq!(
+            spec("llama-3.1-70b").params().unwrap().total,
+            70_553_706_496
+        );
+        assert_eq!(
+            spec("llama-3.1-405b").params().unwrap().total,
+            405_853_388_800
+        );
+        assert_eq!(spec("llama-3.2-1b").params().unwrap().total, 1_235_814_400);
+        assert_eq!(spec("llama-3.2-3b").params().unwrap().total, 3_212_749_824);
+        assert_eq!(spec("qwen2.5-7b").params().unwrap().total, 7_615_616_512);
+        assert_eq!(spec("qwen2.5-72b").params().unwrap().total, 72_706_203_648);
+        let dense = spec("llama-3.1-8b").params().unwrap();
         assert_eq!(dense.active, dense.total);
         assert_eq!(dense.routed, 0);
     }
 
     #[test]
     fn moe_parameter_counts_near_published() {
-        let mixtral = spec("mixtral-8x7b").params();
+        let mixtral = spec("mixtral-8x7b").params().unwrap();
         near(mixtral.total, 46.7e9, 0.002);
         near(mixtral.active, 12.9e9, 0.005);
-        let ds = spec("deepseek-v3").params();
+        let ds = spec("deepseek-v3").params().unwrap();
         near(ds.total, 671e9, 0.002);
         near(ds.active, 37e9, 0.02);
         assert!(ds.total - ds.routed < ds.active);
@@ -765,7 +872,7 @@ mod tests {
     fn config_json_matches_catalog() {
         let parsed = ModelSpec::from_config_json(LLAMA_8B_CONFIG).unwrap();
         assert_eq!(parsed, spec("llama-3.1-8b"));
-        assert_eq!(parsed.params().total, 8_030_261_248);
+        assert_eq!(parsed.params().unwrap().total, 8_030_261_248);
     }
 
     #[test]
@@ -775,7 +882,7 @@ mod tests {
             "vocab_size": 152064, "tie_word_embeddings": false, "sliding_window": null}"#;
         let parsed = ModelSpec::from_config_json(cfg).unwrap();
         assert_eq!(parsed.attention_bias, AttentionBias::Qkv);
-        assert_eq!(parsed.params().total, 7_615_616_512);
+        assert_eq!(parsed.params().unwrap().total, 7_615_616_512);
         // no num_key_value_heads → multi-head attention
         let mha = r#"{"hidden_size": 64, "intermediate_size": 128, "num_attention_heads": 4,
             "num_hidden_layers": 2, "vocab_size": 100}"#;
@@ -794,7 +901,7 @@ mod tests {
             "vocab_size": 128256}
         }"#;
         let parsed = ModelSpec::from_config_json(cfg).unwrap();
-        assert_eq!(parsed.params().total, 8_030_261_248);
+        assert_eq!(parsed.params().unwrap().total, 8_030_261_248);
         assert_eq!(parsed.layers, 32);
     }
 
@@ -820,7 +927,7 @@ mod tests {
         let lite = cfg.replace("\"q_lora_rank\": 1536", "\"q_lora_rank\": null");
         let lite = ModelSpec::from_config_json(&lite).unwrap();
         assert_eq!(lite.mla.unwrap().q_lora_rank, None);
-        assert!(lite.params().total > parsed.params().total);
+        assert!(lite.params().unwrap().total > parsed.params().unwrap().total);
     }
 
     #[test]
@@ -846,6 +953,19 @@ mod tests {
         let err = ModelSpec::from_config_json(r#"{"hidden_size": "big"}"#).unwrap_err();
         assert!(err.contains("hidden_size"), "{err}");
         assert!(ModelSpec::from_config_json("[1]").is_err());
+    }
+
+    #[test]
+    fn sizes_that_overflow_the_counts_are_refused_by_name() {
+        let big = r#"{"hidden_size": 4294967296, "intermediate_size": 14336,
+            "num_attention_heads": 32, "num_hidden_layers": 32, "vocab_size": 4294967295}"#;
+        let err = ModelSpec::from_config_json(big).unwrap_err();
+        assert!(err.contains("`hidden_size` = 4294967296"), "{err}");
+        let mla = r#"{"hidden_size": 64, "intermediate_size": 128, "num_attention_heads": 4,
+            "num_hidden_layers": 2, "vocab_size": 100, "kv_lora_rank": 8,
+            "qk_rope_head_dim": 18446744073709551615, "qk_nope_head_dim": 2, "v_head_dim": 2}"#;
+        let err = ModelSpec::from_config_json(mla).unwrap_err();
+        assert!(err.contains("qk_nope_head_dim"), "{err}");
     }
 
     #[test]

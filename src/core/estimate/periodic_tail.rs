@@ -2,12 +2,11 @@
 //!
 //! plain step = decode floor; chunk compute = 2 × params × chunk_tokens / TP / (peak × MFU);
 //! slow step = chunk compute + plain step; one long prompt makes ⌈long / chunk⌉ slow steps;
-//! normal steps per period = period / plain step; slow share = slow / (normal + slow).
-//! Every step hands each running request one token, so the share of steps is the share
-//! of ITL samples, and percentile q lands on slow steps when slow share > 1 − q.
-//! Counting the whole period as plain steps and adding the slow ones on top slightly
-//! understates the share (by at most slow steps × slow step / period); the simpler
-//! form keeps the arithmetic checkable by hand.
+//! normal steps per period = (period − slow steps × slow step) / plain step, the plain
+//! steps that fit in what the slow steps leave of the period (none when they fill it);
+//! slow share = slow / (normal + slow). Every step hands each running request one token,
+//! so the share of steps is the share of ITL samples, and percentile q lands on slow
+//! steps when slow share > 1 − q.
 
 use super::chain::Work;
 use super::decode_floor::{BATCH, CONTEXT};
@@ -102,11 +101,18 @@ fn run(inputs: &Inputs) -> Result<Chain, Vec<FieldError>> {
         fmt::whole(chunks),
         "steps",
     );
-    let normal = period * 1e3 / plain;
+    let period_ms = period * 1e3;
+    let normal = ((period_ms - chunks * slow) / plain).max(0.0);
     w.line(
         "normal_steps_per_period",
         "Plain steps per period",
-        format!("{} s / {}", fmt::num(period), fmt::ms(plain)),
+        format!(
+            "max(0, ({} − {} × {}) / {})",
+            fmt::ms(period_ms),
+            fmt::num(chunks),
+            fmt::ms(slow),
+            fmt::ms(plain)
+        ),
         fmt::float(normal),
         "steps",
     );
@@ -179,7 +185,7 @@ fn run(inputs: &Inputs) -> Result<Chain, Vec<FieldError>> {
              a general slowdown. A smaller chunk lowers the spike and lengthens the prefill."
         ),
     });
-    if chunks * slow > period * 1e3 {
+    if chunks * slow > period_ms {
         sanity.push_str(" The slow steps alone take longer than the period: prompts pile up.");
     }
     Ok(w.finish(NAME, used, sanity))
@@ -203,7 +209,8 @@ mod tests {
         close(&c, "slow_step_ms", chunk_ms + 15.05);
         close(&c, "slow_over_plain", (chunk_ms + 15.05) / 15.05);
         assert_eq!(c.results["chunks_per_long_prompt"], serde_json::json!(16));
-        let normal = 10_000.0 / 15.0508;
+        // The seed chain: plain steps fill what the 16 slow steps leave of the period.
+        let normal = (10_000.0 - 16.0 * (chunk_ms + 15.0508)) / 15.0508;
         close(&c, "normal_steps_per_period", normal);
         close(&c, "slow_step_share", 16.0 / (normal + 16.0));
         assert_eq!(c.results["p50_hits_slow"], serde_json::json!(false));
@@ -226,6 +233,9 @@ mod tests {
         );
         assert_eq!(often.results["p90_hits_slow"], serde_json::json!(true));
         assert!(often.sanity.contains("pile up"));
+        // The slow steps fill the whole second: no plain steps are left, all are slow.
+        close(&often, "normal_steps_per_period", 0.0);
+        close(&often, "slow_step_share", 1.0);
     }
 
     #[test]

@@ -323,7 +323,7 @@ fn resolve_model(p: &mut Parser) -> Option<(Model, Option<u64>)> {
         }
     }
 
-    let counts = base.map(|b| b.params());
+    let counts = base.and_then(|b| b.params());
     let params = params_o.or(counts.map(|c| c.total as f64))?;
     // An explicit params count has no expert split, so it is treated as dense.
     let moe = base.and_then(|b| b.moe).filter(|_| params_o.is_none());

@@ -205,7 +205,8 @@ pub fn read_tsvector(bytes: &[u8], mut f: impl FnMut(&str, &[u16])) -> Result<()
     Ok(())
 }
 
-/// The binary form [`read_tsvector`] reads (for tests and benchmarks).
+/// The binary form [`read_tsvector`] reads (tests build documents with it).
+#[cfg(test)]
 pub fn encode_tsvector(lexemes: &[(&str, Vec<u16>)]) -> Vec<u8> {
     let mut bytes = (lexemes.len() as u32).to_be_bytes().to_vec();
     for (lexeme, positions) in lexemes {

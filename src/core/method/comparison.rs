@@ -16,6 +16,7 @@ use super::verdict::{
     RunHealth, Verdict,
 };
 use super::FieldError;
+use crate::core::fmt::{format_number, grouped};
 use crate::core::stats::{
     bootstrap_diff_ci, mann_whitney_u, run_spread, BootstrapConfig, RunSpread, Statistic, Summary,
 };
@@ -430,8 +431,8 @@ pub fn compare(req: &Request) -> Result<Report, Vec<FieldError>> {
             let have = (metric_n(&metrics, req.headline.0) as u64).max(1);
             reasons.push(format!(
                 "About {} more requests per side ({} in all per side) would narrow the interval enough to tell, if the change is as large as observed.",
-                group(n),
-                group(n + have)
+                grouped(n),
+                grouped(n + have)
             ));
         }
         if verdict == Verdict::Confirmed {
@@ -503,10 +504,6 @@ fn metric_n(metrics: &[SeriesResult], s: Series) -> usize {
         .iter()
         .find(|m| m.series == s)
         .map_or(0, |m| (m.n_before + m.n_after) / 2)
-}
-
-fn group(n: u64) -> String {
-    super::format_number(n as f64, 0)
 }
 
 /// Every run's values of each series, concatenated per side.
@@ -611,8 +608,8 @@ fn workload_problems(req: &Request, declared: &[&str]) -> Vec<String> {
     if rb > 0.0 && ((ra - rb) / rb).abs() > REQUEST_COUNT_TOLERANCE {
         problems.push(format!(
             "Request count differs: {} requests per run before, {} after. Both sides must send the same requests.",
-            super::format_number(rb, 0),
-            super::format_number(ra, 0)
+            format_number(rb, 0),
+            format_number(ra, 0)
         ));
     }
     let mean_input = |runs: &[Run]| {
@@ -860,8 +857,8 @@ pub fn journal_result(report: &Report, url: &str) -> String {
                 .map_or(" (one run per side, no interval)".to_string(), |j| {
                     format!(
                         ", 95% CI [{}, {}] tok/s",
-                        super::format_number(j.ci_low, 0),
-                        super::format_number(j.ci_high, 0)
+                        format_number(j.ci_low, 0),
+                        format_number(j.ci_high, 0)
                     )
                 });
         parts.push(format!(

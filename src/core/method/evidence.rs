@@ -63,7 +63,7 @@ pub fn fill(step: u8, kind: &str, analysis: &Value) -> Option<(Pairs, String)> {
                 format!(
                     "{} TTFT histogram, p95 of {} requests (a bucket estimate); add the target",
                     a.engine,
-                    crate::core::method::format_number(q.count, 0)
+                    crate::core::fmt::format_number(q.count, 0)
                 ),
             ))
         }
@@ -349,7 +349,7 @@ fn histogram_phases(a: &PrometheusAnalysis) -> Vec<(String, String)> {
 /// "in the 500–1,000 ms bucket": how finely a histogram pins a quantile (seconds in,
 /// milliseconds out, like the values beside it).
 fn bucket_note(b: &Bucket) -> String {
-    let ms = |s: f64| crate::core::method::format_number(s * 1000.0, if s < 0.01 { 1 } else { 0 });
+    let ms = |s: f64| crate::core::fmt::format_number(s * 1000.0, if s < 0.01 { 1 } else { 0 });
     match b.hi {
         Some(hi) => format!("in the {}–{} ms bucket", ms(b.lo), ms(hi)),
         None => format!("above the last bucket ({} ms): a lower bound", ms(b.lo)),

@@ -3,7 +3,8 @@
 
 use serde::{Deserialize, Serialize};
 
-use super::{format_number, FieldError};
+use super::FieldError;
+use crate::core::fmt::format_number;
 use crate::core::stats::Statistic;
 
 /// The metric an investigation is about.

@@ -5,7 +5,6 @@ use serde::{Deserialize, Serialize};
 
 use super::metric::{Metric, MetricTarget, Percentile};
 use super::FieldError;
-use crate::core::stats::{StatsError, Summary};
 
 /// A phase of one request's life in the server.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
@@ -111,25 +110,6 @@ pub struct PhaseTable {
 }
 
 impl PhaseTable {
-    /// Build rows from raw per-request durations of each phase (ms).
-    pub fn from_timings(timings: &[(Phase, Vec<f64>)]) -> Result<PhaseTable, StatsError> {
-        let rows = timings
-            .iter()
-            .map(|(phase, values)| {
-                let s = Summary::of(values)?;
-                Ok(PhaseRow {
-                    phase: *phase,
-                    p50: s.p50,
-                    p90: Some(s.p90),
-                    p95: Some(s.p95),
-                    p99: Some(s.p99),
-                    share: None,
-                })
-            })
-            .collect::<Result<Vec<_>, StatsError>>()?;
-        Ok(PhaseTable { rows })
-    }
-
     /// Values must be finite and ≥ 0, percentiles ordered, shares in [0, 1],
     /// each phase at most once.
     pub fn validate(&self) -> Vec<FieldError> {
@@ -367,6 +347,7 @@ pub fn next_checks(dominance: &Dominance) -> NextChecks {
 mod tests {
     use super::*;
     use crate::core::method::metric::Unit;
+    use crate::core::stats::{StatsError, Summary};
 
     fn row(phase: Phase, p95: f64) -> PhaseRow {
         PhaseRow {
@@ -509,11 +490,30 @@ mod tests {
         ));
     }
 
+    /// Rows from raw per-request durations of each phase (ms).
+    fn table_from_timings(timings: &[(Phase, Vec<f64>)]) -> Result<PhaseTable, StatsError> {
+        let rows = timings
+            .iter()
+            .map(|(phase, values)| {
+                let s = Summary::of(values)?;
+                Ok(PhaseRow {
+                    phase: *phase,
+                    p50: s.p50.unwrap(),
+                    p90: s.p90,
+                    p95: s.p95,
+                    p99: s.p99,
+                    share: None,
+                })
+            })
+            .collect::<Result<Vec<_>, StatsError>>()?;
+        Ok(PhaseTable { rows })
+    }
+
     #[test]
     fn p90_needs_p90_values() {
         let mut target = ttft(1000.0);
         target.percentile = Percentile::P90;
-        let table = PhaseTable::from_timings(&[(
+        let table = table_from_timings(&[(
             Phase::QueueWait,
             (1..=100).map(|v| v as f64 * 10.0).collect(),
         )])

@@ -15,8 +15,9 @@ use super::reproduce::{
 };
 use super::resources::{classify, consistent_with_queueing, Classification};
 use super::verdict::Verdict;
-use super::{format_number, FieldError};
+use super::FieldError;
 use crate::core::estimate::{self, Inputs};
+use crate::core::fmt::format_number;
 use crate::core::quantity::{self, Quantity, Unit};
 
 /// Rows a table step reads at most (forms show a few; the API may send more).

@@ -368,13 +368,14 @@ mod tests {
     fn summary(p95: f64) -> Summary {
         Summary {
             count: 500,
-            mean: p95 * 0.6,
-            min: p95 * 0.2,
-            max: p95 * 1.5,
-            p50: p95 * 0.5,
-            p90: p95 * 0.9,
-            p95,
-            p99: p95 * 1.2,
+            mean: Some(p95 * 0.6),
+            std: Some(p95 * 0.3),
+            min: Some(p95 * 0.2),
+            max: Some(p95 * 1.5),
+            p50: Some(p95 * 0.5),
+            p90: Some(p95 * 0.9),
+            p95: Some(p95),
+            p99: Some(p95 * 1.2),
         }
     }
 

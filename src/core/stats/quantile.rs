@@ -28,7 +28,7 @@ fn check_probability(p: f64) -> Result<(), StatsError> {
 }
 
 /// Same formula on already sorted, finite, non-empty values.
-pub(crate) fn quantile_sorted(sorted: &[f64], p: f64) -> f64 {
+pub fn quantile_sorted(sorted: &[f64], p: f64) -> f64 {
     let h = (sorted.len() - 1) as f64 * p;
     let lo = h.floor() as usize;
     let hi = (lo + 1).min(sorted.len() - 1);
@@ -109,48 +109,92 @@ fn mean(values: &[f64]) -> f64 {
     values.iter().sum::<f64>() / values.len() as f64
 }
 
-/// Latency summary of one sample: count, mean, min, max and p50/p90/p95/p99
-/// (quantiles by the linear rule of [`quantile`]).
-#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+/// Summary of a sample: count, mean, population standard deviation (numpy's default
+/// `ddof=0`), min, max and p50/p90/p95/p99 by the linear rule of [`quantile`]. The one
+/// summary the analyzers store and comparisons report. Fields are `null` for an empty
+/// sample.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
 pub struct Summary {
-    pub count: usize,
-    pub mean: f64,
-    pub min: f64,
-    pub max: f64,
-    pub p50: f64,
-    pub p90: f64,
-    pub p95: f64,
-    pub p99: f64,
+    pub count: u64,
+    pub mean: Option<f64>,
+    pub std: Option<f64>,
+    pub min: Option<f64>,
+    pub p50: Option<f64>,
+    pub p90: Option<f64>,
+    pub p95: Option<f64>,
+    pub p99: Option<f64>,
+    pub max: Option<f64>,
 }
 
 impl Summary {
+    /// The summary of a measured sample (checked: non-empty, finite).
     pub fn of(values: &[f64]) -> Result<Summary, StatsError> {
         check_finite(values)?;
         let mut sorted = values.to_vec();
-        sorted.sort_by(f64::total_cmp);
-        Ok(Summary {
-            count: sorted.len(),
-            mean: mean(&sorted),
-            min: sorted[0],
-            max: sorted[sorted.len() - 1],
-            p50: quantile_sorted(&sorted, 0.50),
-            p90: quantile_sorted(&sorted, 0.90),
-            p95: quantile_sorted(&sorted, 0.95),
-            p99: quantile_sorted(&sorted, 0.99),
-        })
+        sorted.sort_unstable_by(f64::total_cmp);
+        Ok(Summary::from_sorted(&sorted))
     }
 
-    /// The summary's value for a statistic it holds (mean or p50/p90/p95/p99).
+    /// Summarize `values`, ignoring NaN (the analyzers' marker for "missing"). Sorts in
+    /// place.
+    pub fn from_values(values: &mut Vec<f64>) -> Summary {
+        values.retain(|v| !v.is_nan());
+        values.sort_unstable_by(f64::total_cmp);
+        Summary::from_sorted(values)
+    }
+
+    /// Summarize an already sorted sample without NaN.
+    pub fn from_sorted(sorted: &[f64]) -> Summary {
+        if sorted.is_empty() {
+            return Summary::default();
+        }
+        let n = sorted.len() as f64;
+        let mean = mean(sorted);
+        let var = sorted.iter().map(|v| (v - mean) * (v - mean)).sum::<f64>() / n;
+        Summary {
+            count: sorted.len() as u64,
+            mean: Some(mean),
+            std: Some(var.sqrt()),
+            min: sorted.first().copied(),
+            p50: Some(quantile_sorted(sorted, 0.50)),
+            p90: Some(quantile_sorted(sorted, 0.90)),
+            p95: Some(quantile_sorted(sorted, 0.95)),
+            p99: Some(quantile_sorted(sorted, 0.99)),
+            max: sorted.last().copied(),
+        }
+    }
+
+    /// Multiply every value by `k` (unit conversion).
+    pub fn scaled(mut self, k: f64) -> Summary {
+        for v in [
+            &mut self.mean,
+            &mut self.std,
+            &mut self.min,
+            &mut self.p50,
+            &mut self.p90,
+            &mut self.p95,
+            &mut self.p99,
+            &mut self.max,
+        ] {
+            if let Some(x) = v.as_mut() {
+                *x *= k;
+            }
+        }
+        self
+    }
+
+    /// The summary's value for a statistic it holds (mean, min, max or p50/p90/p95/p99).
     pub fn get(&self, statistic: Statistic) -> Option<f64> {
         let close = |a: f64, b: f64| (a - b).abs() < 1e-9;
         match statistic {
-            Statistic::Mean => Some(self.mean),
-            Statistic::Quantile(p) if close(p, 0.50) => Some(self.p50),
-            Statistic::Quantile(p) if close(p, 0.90) => Some(self.p90),
-            Statistic::Quantile(p) if close(p, 0.95) => Some(self.p95),
-            Statistic::Quantile(p) if close(p, 0.99) => Some(self.p99),
-            Statistic::Quantile(p) if close(p, 0.0) => Some(self.min),
-            Statistic::Quantile(p) if close(p, 1.0) => Some(self.max),
+            Statistic::Mean => self.mean,
+            Statistic::Quantile(p) if close(p, 0.50) => self.p50,
+            Statistic::Quantile(p) if close(p, 0.90) => self.p90,
+            Statistic::Quantile(p) if close(p, 0.95) => self.p95,
+            Statistic::Quantile(p) if close(p, 0.99) => self.p99,
+            Statistic::Quantile(p) if close(p, 0.0) => self.min,
+            Statistic::Quantile(p) if close(p, 1.0) => self.max,
             Statistic::Quantile(_) => None,
         }
     }
@@ -204,12 +248,33 @@ mod tests {
     fn summary_matches_reference() {
         let s = Summary::of(&DATA).unwrap();
         assert_eq!(s.count, 11);
-        assert!(close(s.mean, 207.2818181818182));
-        assert_eq!((s.min, s.max), (95.5, 870.0));
-        assert!(close(s.p50, 130.5) && close(s.p90, 310.2));
-        assert!(close(s.p95, 590.1) && close(s.p99, 814.0200000000002));
-        assert_eq!(s.get(Statistic::P95), Some(s.p95));
+        let v = |x: Option<f64>| x.unwrap();
+        assert!(close(v(s.mean), 207.2818181818182));
+        assert_eq!((s.min, s.max), (Some(95.5), Some(870.0)));
+        assert!(close(v(s.p50), 130.5) && close(v(s.p90), 310.2));
+        assert!(close(v(s.p95), 590.1) && close(v(s.p99), 814.0200000000002));
+        assert_eq!(s.get(Statistic::P95), s.p95);
         assert_eq!(s.get(Statistic::Quantile(0.75)), None);
+        // numpy.percentile([1,2,3,4], [50, 90, 95, 99]) = [2.5, 3.7, 3.85, 3.97]
+        let small = Summary::of(&[4.0, 1.0, 3.0, 2.0]).unwrap();
+        assert!(close(v(small.p90), 3.7) && close(v(small.p99), 3.97));
+    }
+
+    #[test]
+    fn summary_ignores_nan_and_sorts() {
+        let mut v = vec![3.0, f64::NAN, 1.0, 2.0];
+        let s = Summary::from_values(&mut v);
+        assert_eq!(s.count, 3);
+        assert_eq!(s.mean, Some(2.0));
+        assert_eq!(s.min, Some(1.0));
+        assert_eq!(s.max, Some(3.0));
+        assert_eq!(s.p50, Some(2.0));
+        assert!((s.std.unwrap() - (2.0f64 / 3.0).sqrt()).abs() < 1e-12);
+        let empty = Summary::from_values(&mut Vec::new());
+        assert_eq!(empty.count, 0);
+        assert_eq!(empty.p50, None);
+        let scaled = s.scaled(1000.0);
+        assert_eq!(scaled.max, Some(3000.0));
     }
 
     #[test]

@@ -1,0 +1,329 @@
+//! Faults a running server meets: its database going away and coming back under write load,
+//! the blob store's disk filling up, and SIGTERM while uploads are in flight.
+
+mod common;
+
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use axum::http::StatusCode;
+use perfjournal::config::Config;
+use perfjournal::db::EmbeddedCluster;
+
+fn must_run(test: &str, why: &str) -> bool {
+    if std::env::var_os("CI").is_some() || std::env::var_os("PERFJOURNAL_REQUIRE_ALL").is_some() {
+        panic!("{test}: {why}");
+    }
+    eprintln!("skipped {test}: {why}");
+    false
+}
+
+async fn start_cluster(dir: std::path::PathBuf) -> EmbeddedCluster {
+    tokio::task::spawn_blocking(move || EmbeddedCluster::start(&dir))
+        .await
+        .unwrap()
+        .expect("start the test's own cluster")
+}
+
+/// The database is stopped (immediate shutdown, as a crash would) while four clients keep
+/// creating investigations, then started again. While it is down the API answers 503 with
+/// Retry-After, never another 5xx; afterwards writes succeed again without restarting the
+/// app; every write that was acknowledged with 201 is in the database.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn writes_survive_a_database_restart_and_the_outage_is_503() {
+    if EmbeddedCluster::find_binaries().is_err()
+        && !must_run(
+            "writes_survive_a_database_restart",
+            "no PostgreSQL server binaries",
+        )
+    {
+        return;
+    }
+    let dir = tempfile::Builder::new()
+        .prefix("pj-faults-")
+        .tempdir()
+        .unwrap();
+    let cluster = start_cluster(dir.path().join("data")).await;
+    let pool = perfjournal::db::connect(cluster.connect_options("faults"))
+        .await
+        .unwrap();
+    let blob_dir = dir.path().join("blobs");
+    let mut app = common::app_on(pool.clone(), String::new(), blob_dir, Config::default());
+    app.setup_admin("ada").await;
+    let token = app.api_token("ada").await;
+
+    let acknowledged = Arc::new(Mutex::new(Vec::<String>::new()));
+    let unavailable = Arc::new(AtomicUsize::new(0));
+    let other_errors = Arc::new(Mutex::new(Vec::<String>::new()));
+    let after_restart_ok = Arc::new(AtomicUsize::new(0));
+    let restarted = Arc::new(AtomicBool::new(false));
+    let deadline = Instant::now() + Duration::from_secs(14);
+    let mut writers = Vec::new();
+    for w in 0..4 {
+        let mut client = app.new_client();
+        let token = token.clone();
+        let (acknowledged, unavailable, other_errors, after_restart_ok, restarted) = (
+            acknowledged.clone(),
+            unavailable.clone(),
+            other_errors.clone(),
+            after_restart_ok.clone(),
+            restarted.clone(),
+        );
+        writers.push(tokio::spawn(async move {
+            let mut i = 0;
+            while Instant::now() < deadline {
+                i += 1;
+                let title = format!("writer {w} write {i}");
+                let r = client
+                    .api(
+                        "POST",
+                        "/api/v1/investigations",
+                        &token,
+                        Some(serde_json::json!({ "title": title })),
+                    )
+                    .await;
+                match r.status {
+                    StatusCode::CREATED => {
+                        acknowledged.lock().unwrap().push(title);
+                        if restarted.load(Ordering::SeqCst) {
+                            after_restart_ok.fetch_add(1, Ordering::SeqCst);
+                        }
+                    }
+                    StatusCode::SERVICE_UNAVAILABLE => {
+                        assert!(
+                            r.headers.contains_key("retry-after"),
+                            "503 without Retry-After"
+                        );
+                        unavailable.fetch_add(1, Ordering::SeqCst);
+                        tokio::time::sleep(Duration::from_millis(200)).await;
+                    }
+                    other => other_errors
+                        .lock()
+                        .unwrap()
+                        .push(format!("{other}: {}", r.body)),
+                }
+            }
+        }));
+    }
+
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    let before_outage = acknowledged.lock().unwrap().len();
+    let data = cluster.cluster_dir().to_path_buf();
+    let c = cluster.clone();
+    tokio::task::spawn_blocking(move || c.stop_immediately())
+        .await
+        .unwrap()
+        .expect("stop the database");
+    tokio::time::sleep(Duration::from_secs(4)).await;
+    let again = start_cluster(data.parent().unwrap().to_path_buf()).await;
+    restarted.store(true, Ordering::SeqCst);
+    for w in writers {
+        w.await.unwrap();
+    }
+
+    let acknowledged = acknowledged.lock().unwrap().clone();
+    let others = other_errors.lock().unwrap().clone();
+    let in_db: Vec<String> = sqlx::query_scalar("SELECT title FROM investigations")
+        .fetch_all(&pool)
+        .await
+        .expect("the app's pool reconnects after the restart");
+    let missing: Vec<&String> = acknowledged.iter().filter(|t| !in_db.contains(t)).collect();
+    println!(
+        "writes acknowledged: {} ({} before the outage, {} after the restart); 503 answers \
+         during the outage: {}; other errors: {}; acknowledged but missing: {}",
+        acknowledged.len(),
+        before_outage,
+        after_restart_ok.load(Ordering::SeqCst),
+        unavailable.load(Ordering::SeqCst),
+        others.len(),
+        missing.len()
+    );
+    assert!(others.is_empty(), "answers other than 201/503: {others:?}");
+    assert!(missing.is_empty(), "acknowledged writes lost: {missing:?}");
+    assert!(before_outage > 0, "writes went through before the outage");
+    assert!(
+        unavailable.load(Ordering::SeqCst) > 0,
+        "the outage was answered 503"
+    );
+    assert!(
+        after_restart_ok.load(Ordering::SeqCst) > 0,
+        "writes succeed again after the restart, without restarting the app"
+    );
+    pool.close().await;
+    tokio::task::spawn_blocking(move || again.stop())
+        .await
+        .unwrap()
+        .unwrap();
+}
+
+/// A tiny file system under the blob store: an upload that does not fit is refused with
+/// 507 and a clear message, and leaves no row, no blob and no temporary file; a file that
+/// fits is stored as usual afterwards.
+#[tokio::test]
+async fn a_full_disk_refuses_the_upload_and_leaves_nothing_half_written() {
+    let root = unsafe { libc::geteuid() } == 0;
+    if !root
+        && !must_run(
+            "a_full_disk_refuses_the_upload",
+            "mounting a tmpfs needs root",
+        )
+    {
+        return;
+    }
+    let mount = tempfile::Builder::new()
+        .prefix("pj-small-disk-")
+        .tempdir()
+        .unwrap();
+    let status = std::process::Command::new("mount")
+        .args(["-t", "tmpfs", "-o", "size=1m", "tmpfs"])
+        .arg(mount.path())
+        .status()
+        .expect("run mount");
+    assert!(status.success(), "mount a 1 MiB tmpfs");
+    struct Unmount(std::path::PathBuf);
+    impl Drop for Unmount {
+        fn drop(&mut self) {
+            let _ = std::process::Command::new("umount").arg(&self.0).status();
+        }
+    }
+    let _unmount = Unmount(mount.path().to_path_buf());
+
+    let (pool, url) = common::fresh_db().await;
+    let mut app = common::app_on(pool, url, mount.path().to_path_buf(), Config::default());
+    app.setup_admin("ada").await;
+    let token = app.api_token("ada").await;
+    let upload = |body: Vec<u8>, name: &str| {
+        axum::http::Request::post(format!("/api/v1/artifacts?name={name}"))
+            .header("authorization", format!("Bearer {token}"))
+            .body(axum::body::Body::from(body))
+            .unwrap()
+    };
+    let big: Vec<u8> = (0..3 * 1024 * 1024).map(|i| (i % 251) as u8).collect();
+    let r = app.send(upload(big, "big.bin")).await;
+    assert_eq!(r.status, StatusCode::INSUFFICIENT_STORAGE, "{}", r.body);
+    let message = r.json()["error"]["message"].as_str().unwrap().to_string();
+    assert!(message.contains("storage is full"), "{message}");
+    let rows: i64 = sqlx::query_scalar("SELECT count(*) FROM artifacts")
+        .fetch_one(&app.pool)
+        .await
+        .unwrap();
+    assert_eq!(rows, 0);
+    let leftovers = files_under(mount.path());
+    assert!(leftovers.is_empty(), "half-written files: {leftovers:?}");
+
+    let small = b"hello, small file\n".to_vec();
+    let r = app.send(upload(small, "small.txt")).await;
+    assert_eq!(r.status, StatusCode::CREATED, "{}", r.body);
+}
+
+fn files_under(dir: &std::path::Path) -> Vec<std::path::PathBuf> {
+    let mut out = Vec::new();
+    for entry in std::fs::read_dir(dir).into_iter().flatten().flatten() {
+        let p = entry.path();
+        if p.is_dir() {
+            out.extend(files_under(&p));
+        } else {
+            out.push(p);
+        }
+    }
+    out
+}
+
+/// SIGTERM while an upload is streaming: the server stops accepting, lets the upload
+/// finish (201, row and blob present), then exits cleanly.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sigterm_drains_an_upload_in_flight() {
+    let (pool, url) = common::fresh_db().await;
+    let hash = perfjournal::auth::password::hash(common::PASSWORD.into())
+        .await
+        .unwrap();
+    let user = perfjournal::auth::users::create(
+        &pool,
+        "ada",
+        &hash,
+        perfjournal::auth::Role::Admin,
+        false,
+    )
+    .await
+    .unwrap();
+    let (_, token) = perfjournal::auth::tokens::create(&pool, user.id, "drain")
+        .await
+        .unwrap();
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let data = tempfile::Builder::new()
+        .prefix("pj-drain-")
+        .tempdir()
+        .unwrap();
+    let mut server = tokio::process::Command::new(env!("CARGO_BIN_EXE_perfjournal"))
+        .env("DATABASE_URL", &url)
+        .env("PERFJOURNAL_BIND", format!("127.0.0.1:{port}"))
+        .env("PERFJOURNAL_DATA_DIR", data.path())
+        .env("RUST_LOG", "warn")
+        .kill_on_drop(true)
+        .spawn()
+        .expect("start the server");
+    let base = format!("http://127.0.0.1:{port}");
+    let http = reqwest::Client::new();
+    let started = Instant::now();
+    loop {
+        if let Ok(r) = http.get(format!("{base}/healthz")).send().await {
+            if r.status().is_success() {
+                break;
+            }
+        }
+        assert!(
+            started.elapsed() < Duration::from_secs(30),
+            "server did not start"
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+
+    // 40 chunks of 16 KiB, one every 50 ms: about two seconds of upload.
+    let line = b"{\"request_id\":\"r\",\"queue_wait_ms\":1,\"prefill_ms\":2,\"decode_ms\":3}\n";
+    let chunk: Vec<u8> = line
+        .iter()
+        .copied()
+        .cycle()
+        .take(line.len() * 240)
+        .collect();
+    let body = futures::stream::unfold(0, move |i| {
+        let chunk = chunk.clone();
+        async move {
+            if i == 40 {
+                return None;
+            }
+            tokio::time::sleep(Duration::from_millis(50)).await;
+            Some((Ok::<_, std::io::Error>(chunk), i + 1))
+        }
+    });
+    let request = http
+        .post(format!("{base}/api/v1/artifacts?name=slow.jsonl"))
+        .bearer_auth(&token)
+        .body(reqwest::Body::wrap_stream(body))
+        .send();
+    let upload = tokio::spawn(request);
+    tokio::time::sleep(Duration::from_millis(600)).await;
+    let pid = server.id().expect("running") as i32;
+    // SAFETY: sending a signal to the child we started.
+    assert_eq!(unsafe { libc::kill(pid, libc::SIGTERM) }, 0);
+
+    let reply = upload.await.unwrap().expect("the upload is answered");
+    let status = reply.status();
+    let text = reply.text().await.unwrap_or_default();
+    assert_eq!(status, reqwest::StatusCode::CREATED, "{text}");
+    let exit = tokio::time::timeout(Duration::from_secs(30), server.wait())
+        .await
+        .expect("the server exits after draining")
+        .unwrap();
+    assert!(exit.success(), "clean exit after SIGTERM: {exit}");
+    let rows: i64 = sqlx::query_scalar("SELECT count(*) FROM artifacts WHERE name = 'slow.jsonl'")
+        .fetch_one(&pool)
+        .await
+        .unwrap();
+    assert_eq!(rows, 1, "the drained upload was recorded");
+}

@@ -1,0 +1,130 @@
+//! The OpenAPI document as outside tools read it: a standard validator accepts it, and a
+//! client that knows the API only from the document uploads a file and reads it back, with
+//! every response matching what the document says (tests/openapi_client.py). schemathesis
+//! then fuzzes every operation for a bounded number of examples: no 5xx, no response
+//! outside the document.
+//!
+//! The Python side needs openapi-spec-validator, openapi-core, requests and schemathesis;
+//! `.ci/run` installs them in a venv and points PERFJOURNAL_PYTHON at it.
+
+mod common;
+
+use std::net::SocketAddr;
+use std::process::Command;
+
+use common::{spawn_app, TestApp};
+
+/// The venv's python, or `None` (skipped, said on stderr) outside CI.
+fn python(test: &str) -> Option<String> {
+    match std::env::var("PERFJOURNAL_PYTHON") {
+        Ok(p) if std::path::Path::new(&p).exists() => Some(p),
+        _ => {
+            if std::env::var_os("CI").is_some()
+                || std::env::var_os("PERFJOURNAL_REQUIRE_ALL").is_some()
+            {
+                panic!("{test}: PERFJOURNAL_PYTHON is not set to a python with the OpenAPI tools (.ci/run makes one)");
+            }
+            eprintln!("skipped {test}: set PERFJOURNAL_PYTHON to a python with openapi-spec-validator, openapi-core, requests and schemathesis");
+            None
+        }
+    }
+}
+
+/// An app with an admin and their token, served on a loopback port.
+async fn served_admin() -> (TestApp, String, String) {
+    let mut app = spawn_app().await;
+    app.setup_admin("ada").await;
+    let token = app.api_token("ada").await;
+    let base = serve(&app).await;
+    (app, token, base)
+}
+
+/// Serves the app on a loopback port; returns the base URL.
+async fn serve(app: &TestApp) -> String {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    let router = app.app.clone();
+    tokio::spawn(async move {
+        axum::serve(
+            listener,
+            router.into_make_service_with_connect_info::<SocketAddr>(),
+        )
+        .await
+        .unwrap();
+    });
+    format!("http://{addr}")
+}
+
+fn run(python: &str, args: &[&str]) -> (bool, String) {
+    let out = Command::new(python)
+        .args(args)
+        .output()
+        .expect("run python");
+    let text = format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    (out.status.success(), text)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_document_validates_and_a_client_made_from_it_uploads_a_file() {
+    let Some(python) = python("the_document_validates_and_a_client_made_from_it_uploads_a_file")
+    else {
+        return;
+    };
+    let (_app, token, base) = served_admin().await;
+    let script = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/openapi_client.py");
+    let (ok, text) = tokio::task::spawn_blocking(move || run(&python, &[script, &base, &token]))
+        .await
+        .unwrap();
+    println!("{text}");
+    assert!(ok, "{text}");
+    assert!(text.contains("client round trip ok"), "{text}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn schemathesis_finds_no_server_error_and_no_undocumented_response() {
+    let Some(python) = python("schemathesis_finds_no_server_error_and_no_undocumented_response")
+    else {
+        return;
+    };
+    let (_app, token, base) = served_admin().await;
+    let examples = std::env::var("PERFJOURNAL_FUZZ_EXAMPLES").unwrap_or_else(|_| "25".into());
+    let (ok, text) = tokio::task::spawn_blocking(move || {
+        let schemathesis = std::path::Path::new(&python).with_file_name("schemathesis");
+        let out = Command::new(schemathesis)
+            .args([
+                "run",
+                &format!("{base}/api/v1/openapi.json"),
+                "--url",
+                &format!("{base}/api/v1"),
+                "-H",
+                &format!("Authorization: Bearer {token}"),
+                "--checks",
+                "not_a_server_error,status_code_conformance,content_type_conformance,response_schema_conformance",
+                "--max-examples",
+                &examples,
+                "--seed",
+                "1",
+                "--no-color",
+                "--suppress-health-check",
+                "all",
+            ])
+            .output()
+            .expect("run schemathesis");
+        (
+            out.status.success(),
+            format!(
+                "{}{}",
+                String::from_utf8_lossy(&out.stdout),
+                String::from_utf8_lossy(&out.stderr)
+            ),
+        )
+    })
+    .await
+    .unwrap();
+    println!("{text}");
+    assert!(ok, "schemathesis found problems:\n{text}");
+}
