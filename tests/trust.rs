@@ -7,29 +7,15 @@ mod common;
 use std::collections::{BTreeMap, BTreeSet, VecDeque};
 
 use axum::http::StatusCode;
+use common::incident::{
+    incident_with_result, link_comparison, save, upload_bench, vllm_scrape, DECODE_21_MS, STEP0,
+    STEP1,
+};
 use common::TestApp;
 use sqlx::PgPool;
 
 async fn app_with_investigation() -> (TestApp, String) {
     common::app_with_investigation("p95 TTFT 3.2 s against 800 ms").await
-}
-
-const STEP0: &[(&str, &str)] = &[
-    ("reproducible", "yes"),
-    ("engine", "vllm"),
-    ("engine_version", "0.6.3"),
-    ("model", "llama-3.1-8b"),
-    ("gpu_type", "h100-sxm"),
-    ("gpu_count", "1"),
-    ("tp", "1"),
-    ("max_num_seqs", "256"),
-    ("chunked_prefill", "off"),
-    ("concurrency", "64"),
-];
-
-async fn save(app: &mut TestApp, url: &str, step: u8, fields: &[(&str, &str)]) {
-    let r = app.post_form(&format!("{url}/steps/{step}"), fields).await;
-    assert_eq!(r.status, StatusCode::SEE_OTHER, "step {step}: {}", r.body);
 }
 
 /// Row counts of every table in the app's schema.
@@ -200,17 +186,7 @@ async fn a_crawl_of_every_page_as_an_editor_writes_nothing() {
 async fn an_expected_value_must_be_in_the_unit_the_step_observes() {
     let (mut app, url) = app_with_investigation().await;
     save(&mut app, &url, 0, STEP0).await;
-    save(
-        &mut app,
-        &url,
-        4,
-        &[
-            ("decode.measured_ms", "21 ms"),
-            ("decode.batch", "64"),
-            ("decode.context", "4096"),
-        ],
-    )
-    .await;
+    save(&mut app, &url, 4, DECODE_21_MS).await;
     let inputs = "model=llama-3.1-8b gpu=h100-sxm batch=64 context=4096 measured_itl_ms=21";
     let expected_rows = |pool: PgPool| async move {
         sqlx::query_scalar::<_, i64>(
@@ -286,6 +262,9 @@ async fn an_expected_value_must_be_in_the_unit_the_step_observes() {
     let api = app
         .api("GET", &format!("/api/v1/investigations/{id}"), &token, None)
         .await;
+    let observed = &api.json()["steps"][4]["observed"];
+    assert_eq!(observed["unit"], "ms", "{observed}");
+    assert_eq!(observed["dimension"], "time", "{observed}");
     let step4 = &api.json()["steps"][4]["expected"];
     assert!(step4["ratio"].is_null(), "{step4}");
     assert!(step4["unit_problem"].is_string(), "{step4}");
@@ -295,18 +274,7 @@ async fn an_expected_value_must_be_in_the_unit_the_step_observes() {
 async fn every_step_reads_amounts_the_same_way() {
     let (mut app, url) = app_with_investigation().await;
     save(&mut app, &url, 0, STEP0).await;
-    save(
-        &mut app,
-        &url,
-        1,
-        &[
-            ("metric", "ttft"),
-            ("percentile", "p95"),
-            ("observed", "3.2 s"),
-            ("target", "800 ms"),
-        ],
-    )
-    .await;
+    save(&mut app, &url, 1, STEP1).await;
     // Step 2 with p50 and p90 only, in seconds and milliseconds.
     save(
         &mut app,
@@ -390,17 +358,7 @@ async fn step_zero_names_map_to_the_catalog_and_step_four_is_never_done_without_
     assert!(matches[1].contains("h100-sxm"), "{matches:?}");
     assert!(p.select(".catalog-flag").is_empty());
     // Step 4's floor is estimated from those names.
-    save(
-        &mut app,
-        &url,
-        4,
-        &[
-            ("decode.measured_ms", "21"),
-            ("decode.batch", "64"),
-            ("decode.context", "4096"),
-        ],
-    )
-    .await;
+    save(&mut app, &url, 4, DECODE_21_MS).await;
     let p = app.get(&format!("{url}/steps/4")).await;
     assert_eq!(p.select(".rail-step.state-done").len(), 2, "steps 0 and 4");
 
@@ -420,16 +378,7 @@ async fn step_zero_names_map_to_the_catalog_and_step_four_is_never_done_without_
         flag[0].contains("nearest in the catalog: llama-3.1-8b"),
         "{flag:?}"
     );
-    let r = app
-        .post_form(
-            &format!("{url}/steps/4"),
-            &[
-                ("decode.measured_ms", "21"),
-                ("decode.batch", "64"),
-                ("decode.context", "4096"),
-            ],
-        )
-        .await;
+    let r = app.post_form(&format!("{url}/steps/4"), DECODE_21_MS).await;
     assert_eq!(r.status, StatusCode::UNPROCESSABLE_ENTITY);
     let e = r.select("[data-field='decode.floor_ms']");
     assert!(e[0].contains("unknown model `llama-9b`"), "{e:?}");
@@ -440,83 +389,29 @@ async fn step_zero_names_map_to_the_catalog_and_step_four_is_never_done_without_
     assert_eq!(n, 0);
 }
 
-/// A vLLM `bench serve --save-result` file of `model` with TTFTs around `ttft_ms`.
-fn bench_file(model: &str, ttft_ms: f64, tag: &str) -> Vec<u8> {
-    let n = 60;
-    let ttfts: Vec<f64> = (0..n)
-        .map(|i| ttft_ms * (1.0 + 0.3 * ((i * 37 % n) as f64 / n as f64)) / 1000.0)
-        .collect();
-    serde_json::json!({
-        "date": format!("20261201-{tag}"), "backend": "vllm", "model_id": model,
-        "num_prompts": n, "request_rate": "inf", "max_concurrency": 16,
-        "completed": n, "failed": 0, "total_output_tokens": n * 8,
-        "request_throughput": 10.0, "output_throughput": 80.0,
-        "input_lens": vec![200; n], "output_lens": vec![8; n],
-        "ttfts": ttfts, "itls": vec![vec![0.02; 7]; n], "errors": vec![""; n]
-    })
-    .to_string()
-    .into_bytes()
-}
-
-/// Steps 0, 1 and 7 of the incident: 3,200 → 780 ms after chunked prefill, confirmed.
-async fn incident_with_result(app: &mut TestApp, url: &str) {
-    save(app, url, 0, STEP0).await;
-    save(
-        app,
-        url,
-        1,
-        &[
-            ("metric", "ttft"),
-            ("percentile", "p95"),
-            ("observed", "3.2 s"),
-            ("target", "800 ms"),
-        ],
-    )
-    .await;
-    let mut step7: Vec<(String, String)> = STEP0
-        .iter()
-        .filter(|(k, _)| *k != "reproducible" && *k != "chunked_prefill")
-        .map(|(k, v)| (format!("after_config.{k}"), v.to_string()))
-        .collect();
-    for (k, v) in [
-        ("after_config.chunked_prefill", "on"),
-        ("change", "chunked prefill"),
-        ("after_value", "780 ms"),
-        ("verdict", "confirmed"),
-        ("quality", "200 paired generations identical"),
-    ] {
-        step7.push((k.to_string(), v.to_string()));
-    }
-    let fields: Vec<(&str, &str)> = step7
-        .iter()
-        .map(|(k, v)| (k.as_str(), v.as_str()))
-        .collect();
-    save(app, url, 7, &fields).await;
-}
-
-async fn upload_bench(app: &mut TestApp, token: &str, name: &str, tag: &str) -> i64 {
-    let body = bench_file("meta-llama/Llama-3.3-70B-Instruct", 64.3, tag);
-    common::uploads::upload_analyzed(app, token, name, body).await
-}
-
-async fn link_comparison(
-    app: &mut TestApp,
-    token: &str,
-    [before, after]: [i64; 2],
-    investigation: i64,
-) -> common::Reply {
-    let body = serde_json::json!({"baseline": [before], "candidate": [after],
-        "variable": "chunked prefill", "investigation": investigation});
-    app.api("POST", "/api/v1/comparisons", token, Some(body))
-        .await
-}
-
-#[tokio::test]
-async fn a_comparison_of_another_setup_never_replaces_the_recorded_result() {
+/// The incident recorded through step 7: the app, the investigation's address and id,
+/// and an API token.
+async fn recorded_incident() -> (TestApp, String, i64, String) {
     let (mut app, url) = app_with_investigation().await;
     incident_with_result(&mut app, &url).await;
     let id: i64 = url.rsplit('/').next().unwrap().parse().unwrap();
     let token = app.api_token("ada").await;
+    (app, url, id, token)
+}
+
+/// Drafts the investigation's journal entry and answers its RESULT.
+async fn drafted_result(app: &mut TestApp, url: &str) -> String {
+    let r = app.post_form(&format!("{url}/journal"), &[]).await;
+    assert_eq!(r.status, StatusCode::SEE_OTHER, "{}", r.body);
+    sqlx::query_scalar("SELECT result FROM journal_entries")
+        .fetch_one(&app.pool)
+        .await
+        .unwrap()
+}
+
+#[tokio::test]
+async fn a_comparison_of_another_setup_never_replaces_the_recorded_result() {
+    let (mut app, url, id, token) = recorded_incident().await;
     // Bench files of a 70B model on eight GPUs, not the investigation's 8B on one.
     let before = upload_bench(&mut app, &token, "70b-before.json", "a").await;
     let same = upload_bench(&mut app, &token, "70b-copy.json", "a").await;
@@ -545,18 +440,330 @@ async fn a_comparison_of_another_setup_never_replaces_the_recorded_result() {
     );
 
     // The draft keeps step 7's RESULT and says the comparison was not used.
-    let r = app.post_form(&format!("{url}/journal"), &[]).await;
-    assert_eq!(r.status, StatusCode::SEE_OTHER, "{}", r.body);
-    let result: String = sqlx::query_scalar("SELECT result FROM journal_entries")
-        .fetch_one(&app.pool)
-        .await
-        .unwrap();
+    let result = drafted_result(&mut app, &url).await;
     assert!(
         result.contains("3,200 ms") && result.contains("780 ms"),
         "{result}"
     );
     assert!(
         result.contains("A linked comparison was not used for this RESULT: Invalid comparison"),
+        "{result}"
+    );
+}
+
+fn input_value(page: &common::Reply, name: &str) -> String {
+    let html = page.html();
+    let sel = scraper::Selector::parse(&format!("input[name='{name}']")).unwrap();
+    html.select(&sel)
+        .next()
+        .and_then(|e| e.value().attr("value"))
+        .unwrap_or_default()
+        .to_string()
+}
+
+#[tokio::test]
+async fn filling_from_an_artifact_merges_says_what_changed_and_warns_of_another_setup() {
+    let (mut app, url) = app_with_investigation().await;
+    save(&mut app, &url, 0, STEP0).await;
+    save(
+        &mut app,
+        &url,
+        2,
+        &[
+            ("tokenize.p50", "4"),
+            ("tokenize.p95", "9"),
+            ("queue_wait.p50", "100"),
+            ("queue_wait.p95", "200"),
+        ],
+    )
+    .await;
+    let id: i64 = url.rsplit('/').next().unwrap().parse().unwrap();
+    let token = app.api_token("ada").await;
+    let scrape = common::uploads::upload_analyzed(
+        &mut app,
+        &token,
+        &format!("vllm-70b.prom&investigation={id}"),
+        vllm_scrape("meta-llama/Llama-3.3-70B-Instruct"),
+    )
+    .await;
+    let p = app
+        .get(&format!("{url}/steps/2?from_artifact={scrape}"))
+        .await;
+    assert_eq!(p.status, StatusCode::OK);
+    // The histograms set queue, prefill and decode; the typed tokenize row stays.
+    assert_eq!(input_value(&p, "tokenize.p50"), "4");
+    assert_eq!(input_value(&p, "tokenize.p95"), "9");
+    assert_ne!(input_value(&p, "queue_wait.p50"), "100");
+    assert!(!input_value(&p, "prefill.p95").is_empty());
+    let changed = p.select(".fill-notice .fill-changed");
+    assert!(
+        changed[0].contains("queue_wait.p50") && changed[0].contains("prefill.p95"),
+        "{changed:?}"
+    );
+    let kept = p.select(".fill-notice .fill-kept");
+    assert!(kept[0].contains("tokenize.p50"), "{kept:?}");
+    // Each histogram value states its bucket.
+    let buckets = p.select("small.bucket[data-field='queue_wait.p50']");
+    assert!(buckets[0].contains("ms bucket"), "{buckets:?}");
+    // The scrape is of a 70B model; step 0 froze the 8B.
+    let w = p.select(".fill-setup-warning");
+    assert!(w[0].contains("model: step 0 froze llama-3.1-8b"), "{w:?}");
+    // Nothing was written by the fill (a GET).
+    let stored: serde_json::Value =
+        sqlx::query_scalar("SELECT data FROM investigation_steps WHERE step = 2")
+            .fetch_one(&app.pool)
+            .await
+            .unwrap();
+    assert_eq!(stored["rows"][1]["p50"], 100.0);
+}
+
+#[tokio::test]
+async fn prometheus_fills_only_the_steps_its_histograms_support() {
+    let (mut app, url) = app_with_investigation().await;
+    save(&mut app, &url, 0, STEP0).await;
+    let id: i64 = url.rsplit('/').next().unwrap().parse().unwrap();
+    let token = app.api_token("ada").await;
+    let vllm = common::uploads::upload_analyzed(
+        &mut app,
+        &token,
+        &format!("vllm.prom&investigation={id}"),
+        vllm_scrape("meta-llama/Llama-3.1-8B-Instruct"),
+    )
+    .await;
+    let page = app.get(&format!("/artifacts/{vllm}")).await;
+    let offered = page.select("#use-in a");
+    assert_eq!(offered.len(), 2, "{offered:?}");
+    assert!(offered[0].starts_with("step 1") && offered[1].starts_with("step 2"));
+    let p = app
+        .get(&format!("{url}/steps/2?from_artifact={vllm}"))
+        .await;
+    assert_eq!(p.select(".fill-notice.ok").len(), 1);
+    for phase in ["queue_wait", "prefill", "decode"] {
+        assert!(
+            !input_value(&p, &format!("{phase}.p50")).is_empty(),
+            "{phase}"
+        );
+    }
+    assert!(p.select(".fill-setup-warning").is_empty());
+
+    // SGLang's documented example has TTFT, E2E and ITL histograms but no phase ones:
+    // it fills step 1 (TTFT p95, with its bucket) and is not offered for step 2.
+    let Some(dir) = std::env::var_os("PERFJOURNAL_REAL_FIXTURES") else {
+        assert!(
+            std::env::var_os("PERFJOURNAL_REQUIRE_ALL").is_none(),
+            "PERFJOURNAL_REAL_FIXTURES is unset"
+        );
+        eprintln!("skipped the SGLang half: PERFJOURNAL_REAL_FIXTURES is unset");
+        return;
+    };
+    let body = std::fs::read(
+        std::path::Path::new(&dir).join("prometheus/sglang_docs_production_metrics_example.prom"),
+    )
+    .unwrap();
+    let sglang = common::uploads::upload_analyzed(
+        &mut app,
+        &token,
+        &format!("sglang.prom&investigation={id}"),
+        body,
+    )
+    .await;
+    let page = app.get(&format!("/artifacts/{sglang}")).await;
+    let offered = page.select("#use-in a");
+    assert_eq!(offered.len(), 1, "{offered:?}");
+    assert!(offered[0].starts_with("step 1"), "{offered:?}");
+    let p = app
+        .get(&format!("{url}/steps/1?from_artifact={sglang}"))
+        .await;
+    assert!(!input_value(&p, "observed").is_empty());
+    // Its p95 lies past the last finite bucket: the note says the value is a lower bound.
+    let b = p.select("small.bucket[data-field=observed]");
+    assert!(b[0].contains("a lower bound"), "{b:?}");
+    // Step 2's picker does not list it.
+    let p = app.get(&format!("{url}/steps/2")).await;
+    let options = p.select("#from-artifact option");
+    assert!(
+        options.iter().all(|o| !o.contains("sglang.prom")),
+        "{options:?}"
+    );
+    let p = app
+        .get(&format!("{url}/steps/2?from_artifact={sglang}"))
+        .await;
+    assert_eq!(p.select(".fill-notice.error").len(), 1);
+}
+
+/// Per-request telemetry whose queue wait has a heavy tail, so a phase's p95 over the
+/// p95 TTFT is far from its share of the TTFT time.
+fn skewed_request_log(n: usize) -> Vec<u8> {
+    let mut out = String::new();
+    for i in 0..n {
+        let u = ((i * 37) % n) as f64 / n as f64;
+        let queue = if u > 0.9 { 4000.0 * u } else { 50.0 * u };
+        let prefill = 150.0 + 300.0 * u;
+        let first = 2.0 + queue + prefill;
+        out.push_str(&format!(
+            "{{\"request_id\":\"r{i}\",\"arrival_ts\":{},\"tokenize_ms\":2,\"queue_wait_ms\":{queue},\"prefill_ms\":{prefill},\"first_token_ms\":{first},\"decode_ms\":900,\"total_ms\":{}}}\n",
+            1_764_400_000 + i,
+            first + 900.0
+        ));
+    }
+    out.into_bytes()
+}
+
+/// phase label → the cell of column `col` of the table `css`.
+fn column(page: &common::Reply, css: &str, col: usize) -> BTreeMap<String, String> {
+    let html = page.html();
+    let rows = scraper::Selector::parse(&format!("{css} tbody tr")).unwrap();
+    let cells = scraper::Selector::parse("td").unwrap();
+    html.select(&rows)
+        .map(|r| {
+            let c: Vec<String> = r
+                .select(&cells)
+                .map(|c| c.text().collect::<String>().trim().to_string())
+                .collect();
+            (c[0].clone(), c.get(col).cloned().unwrap_or_default())
+        })
+        .collect()
+}
+
+#[tokio::test]
+async fn the_analysis_and_the_request_page_give_one_share_per_phase() {
+    let (mut app, url) = app_with_investigation().await;
+    save(&mut app, &url, 0, STEP0).await;
+    save(&mut app, &url, 1, STEP1).await;
+    let inv: i64 = url.rsplit('/').next().unwrap().parse().unwrap();
+    let token = app.api_token("ada").await;
+    let name = format!("skewed.jsonl&investigation={inv}");
+    let id =
+        common::uploads::upload_analyzed(&mut app, &token, &name, skewed_request_log(400)).await;
+    let shown = app.get(&format!("/artifacts/{id}")).await;
+    let analysis = column(&shown, "section#section-phases table", 7);
+    let page = app.get(&format!("/artifacts/{id}/requests")).await;
+    let decomposition = column(&page, "#decomposition", 6);
+    for phase in ["tokenize", "queue wait", "prefill"] {
+        let a = &analysis[phase];
+        assert!(a.ends_with('%'), "{phase}: {analysis:?}");
+        assert_eq!(
+            &decomposition[phase], a,
+            "{phase}: page {decomposition:?} vs analysis {analysis:?}"
+        );
+    }
+    // Step 2 filled from the log (the metric is TTFT) carries the same shares.
+    let filled = app.get(&format!("{url}/steps/2?from_artifact={id}")).await;
+    for (phase, slug) in [("queue wait", "queue_wait"), ("prefill", "prefill")] {
+        let share: f64 = input_value(&filled, &format!("{slug}.share"))
+            .parse()
+            .unwrap();
+        assert_eq!(format!("{:.1}%", share * 100.0), analysis[phase], "{phase}");
+    }
+    // The definition is stated on both pages, and on step 2.
+    assert!(page.select(".share-definition")[0].contains("Σ phase ms ÷ Σ TTFT ms"));
+    assert!(filled.select(".share-definition")[0].contains("Σ phase ÷ Σ metric"));
+    assert!(shown.body.contains("Σ phase ms ÷ Σ TTFT ms"));
+}
+
+#[tokio::test]
+async fn guidance_follows_what_earlier_steps_established() {
+    let (mut app, url) = app_with_investigation().await;
+    incident_with_result(&mut app, &url).await;
+    // Step 2: queue wait is 84% of the p95 TTFT.
+    save(
+        &mut app,
+        &url,
+        2,
+        &[
+            ("queue_wait.p50", "1,900"),
+            ("queue_wait.p95", "2,690"),
+            ("prefill.p50", "150"),
+            ("prefill.p95", "300"),
+        ],
+    )
+    .await;
+    // Step 3: both processors mostly idle.
+    save(
+        &mut app,
+        &url,
+        3,
+        &[
+            ("gpu_total", "620 ms"),
+            ("cpu_total", "200 ms"),
+            ("wall", "3,200 ms"),
+        ],
+    )
+    .await;
+    let p = app.get(&format!("{url}/steps/3")).await;
+    let suspects = p.select("ol.suspects li");
+    assert!(
+        suspects[0].starts_with("admission or capacity"),
+        "{suspects:?}"
+    );
+    assert!(
+        suspects.iter().all(|s| !s.contains("queue was empty")),
+        "{suspects:?}"
+    );
+    // Step 4: a decode measurement, which says nothing about TTFT.
+    save(&mut app, &url, 4, DECODE_21_MS).await;
+    // Step 4's findings are bounded by step 3's: the GPU was mostly idle.
+    let p = app.get(&format!("{url}/steps/4")).await;
+    let note = p.select(".regime-context");
+    assert!(note[0].contains("busy only 19%"), "{note:?}");
+    // Step 6: the best candidate's ceiling is 1.25×, far below 3,200 → 780 ms (4.1×).
+    save(
+        &mut app,
+        &url,
+        6,
+        &[
+            ("candidates[0].description", "chunked prefill"),
+            ("candidates[0].share", "20%"),
+            ("candidates[0].speedup", "100"),
+            ("candidates[0].effort_days", "1"),
+        ],
+    )
+    .await;
+    let p = app.get(&format!("{url}/steps/7")).await;
+    let flag = p.select(".ceiling-flag");
+    assert!(
+        flag[0].contains("beats step 6's Amdahl ceiling")
+            && flag[0].contains("something else changed"),
+        "{flag:?}"
+    );
+    let r = app.post_form(&format!("{url}/journal"), &[]).await;
+    assert_eq!(r.status, StatusCode::SEE_OTHER, "{}", r.body);
+    let (diagnosis, result): (String, String) =
+        sqlx::query_as("SELECT diagnosis, result FROM journal_entries")
+            .fetch_one(&app.pool)
+            .await
+            .unwrap();
+    assert!(diagnosis.contains("Queue wait dominates"), "{diagnosis}");
+    assert!(!diagnosis.contains("bandwidth floor"), "{diagnosis}");
+    assert!(
+        result.contains("the ceiling was wrong or something else changed"),
+        "{result}"
+    );
+}
+
+#[tokio::test]
+async fn a_comparison_stored_before_the_setup_check_is_caught_when_drafting() {
+    let (mut app, url, id, token) = recorded_incident().await;
+    let before = upload_bench(&mut app, &token, "70b-before.json", "a").await;
+    let after = upload_bench(&mut app, &token, "70b-after.json", "b").await;
+    // Made without the investigation (nothing to check against), then linked, as a
+    // comparison stored under the old rules would be.
+    let body = serde_json::json!({"baseline": [before], "candidate": [after],
+        "variable": "chunked prefill"});
+    let r = app
+        .api("POST", "/api/v1/comparisons", &token, Some(body))
+        .await;
+    assert_eq!(r.status, StatusCode::CREATED, "{}", r.body);
+    assert_ne!(r.json()["verdict"], "invalid_comparison");
+    sqlx::query("UPDATE comparisons SET investigation_id = $1")
+        .bind(id)
+        .execute(&app.pool)
+        .await
+        .unwrap();
+    let result = drafted_result(&mut app, &url).await;
+    assert!(result.starts_with("p95 TTFT"), "{result}");
+    assert!(
+        result.contains("not used for this RESULT: Invalid comparison for this investigation: Not the investigation's setup (baseline runs) — model: step 0 froze llama-3.1-8b"),
         "{result}"
     );
 }

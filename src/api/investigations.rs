@@ -15,7 +15,9 @@ use utoipa::ToSchema;
 use crate::auth::{ApiUser, Role};
 use crate::core::method::expected::Expected;
 use crate::core::method::order::STEPS;
-use crate::core::method::record::{pairs_from_json, parse_step_in, Records, StepRecord};
+use crate::core::method::record::{
+    observed_at, pairs_from_json, parse_step_in, Records, StepRecord,
+};
 use crate::core::FieldError;
 use crate::error::{ApiError, ApiResult, AppError, ErrorBody};
 use crate::investigations::db::{self, Investigation};
@@ -136,7 +138,19 @@ pub struct StepJson {
     /// kernels, step 6 ranked Amdahl ceilings, step 7 the configuration diff and verdict.
     #[schema(value_type = Value)]
     pub results: serde_json::Value,
+    /// The value this step observes, with its unit and dimension (steps 1, 4 and 7):
+    /// an expected value must be of the same dimension.
+    #[schema(value_type = Option<Object>)]
+    pub observed: Option<ObservedJson>,
     pub expected: Option<ExpectedJson>,
+}
+
+/// A step's observed value: `{"value": 21.0, "unit": "ms", "dimension": "time"}`.
+#[derive(Serialize)]
+pub struct ObservedJson {
+    pub value: f64,
+    pub unit: crate::core::quantity::Unit,
+    pub dimension: crate::core::quantity::Dimension,
 }
 
 #[derive(Serialize, ToSchema)]
@@ -180,6 +194,11 @@ fn step_json(loaded: &Loaded, n: u8, state: StepState) -> StepJson {
         recorded_at: recorded.map(|r| r.at),
         data,
         results: loaded.evaluation.step_json(n),
+        observed: observed_at(n, &loaded.records).map(|q| ObservedJson {
+            value: q.value,
+            unit: q.unit,
+            dimension: q.dimension(),
+        }),
         expected: loaded
             .expected_at(n)
             .map(|e| ExpectedJson::new(e, loaded.observed_unit(n))),

@@ -737,13 +737,14 @@ pub async fn create(
     let (baseline, candidate, kind) = load_runs(pool, &input.baseline, &input.candidate).await?;
     let setup_reasons = match step0 {
         Some(step0) => {
-            let runs: Vec<(&str, &str, Option<&str>)> = baseline
+            let runs: Vec<(&str, &str, setup_check::Claimed)> = baseline
                 .iter()
                 .map(|r| ("baseline", r))
                 .chain(candidate.iter().map(|r| ("candidate", r)))
                 .map(|(side, r)| {
-                    let model = r.settings.get("model_id").map(String::as_str);
-                    (side, r.name.as_str(), model)
+                    let claimed =
+                        setup_check::Claimed::of_bench_settings(|k| r.settings.get(k).cloned());
+                    (side, r.name.as_str(), claimed)
                 })
                 .collect();
             setup_check::comparison_reasons(
@@ -910,6 +911,35 @@ impl Comparison {
     /// The journal entry's RESULT text for this comparison.
     pub fn journal_result(&self) -> String {
         crate::core::method::comparison::journal_result(&self.report.0, &self.url())
+    }
+
+    /// Why this comparison is not about the setup `step0` froze, from the settings its
+    /// files recorded and the configurations given with it. Checked again wherever
+    /// it is used, so one stored before the check existed is caught as well.
+    pub fn setup_reasons(&self, step0: &FrozenConfig) -> Vec<String> {
+        let side = |after: bool| {
+            let value = |key: &str| {
+                self.report
+                    .0
+                    .settings
+                    .iter()
+                    .find(|r| r.name == key)
+                    .and_then(|r| {
+                        if after {
+                            r.after.clone()
+                        } else {
+                            r.before.clone()
+                        }
+                    })
+            };
+            setup_check::Claimed::of_bench_settings(value)
+        };
+        setup_check::comparison_reasons(
+            step0,
+            &[("baseline", "", side(false)), ("candidate", "", side(true))],
+            self.baseline_config.as_ref().map(|c| &c.0),
+            self.candidate_config.as_ref().map(|c| &c.0),
+        )
     }
 }
 

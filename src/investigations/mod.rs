@@ -224,7 +224,24 @@ pub async fn draft_journal(pool: &PgPool, loaded: &Loaded, user: &User) -> Resul
     // A measured comparison is the RESULT (with its intervals and a link) unless step 7
     // recorded one: then both are kept, see `reconcile_result`.
     if let Some(c) = comparisons::latest_for_investigation(pool, loaded.investigation.id).await? {
-        let measured_text = c.journal_result();
+        // Checked against step 0 again: a comparison stored before that check existed
+        // (or before step 0 was recorded) is caught here.
+        let reasons = loaded
+            .records
+            .reproduce
+            .as_ref()
+            .map(|step0| c.setup_reasons(step0))
+            .unwrap_or_default();
+        let invalid = c.report.0.invalid || !reasons.is_empty();
+        let measured_text = if c.report.0.invalid || reasons.is_empty() {
+            c.journal_result()
+        } else {
+            format!(
+                "Invalid comparison for this investigation: {} (comparison: {})",
+                reasons.join(" "),
+                c.url()
+            )
+        };
         let recorded = loaded.records.change.as_ref().map(|_| {
             let verdict = loaded.evaluation.change.as_ref().and_then(|e| e.verdict);
             (entry.result.as_str(), verdict)
@@ -233,7 +250,7 @@ pub async fn draft_journal(pool: &PgPool, loaded: &Loaded, user: &User) -> Resul
             recorded,
             Measured {
                 verdict: c.report.0.verdict,
-                invalid: c.report.0.invalid,
+                invalid,
                 result: &measured_text,
             },
         );

@@ -15,7 +15,6 @@ use super::{render, FormErrors, PageCtx};
 use crate::auth::{CurrentUser, Role};
 use crate::core::estimate;
 use crate::core::fmt::format_number;
-use crate::core::method::evidence;
 use crate::core::method::expected::{self, Expected};
 use crate::core::method::order::{skip_warning, StepInfo, STEPS};
 use crate::core::method::record::{
@@ -24,6 +23,7 @@ use crate::core::method::record::{
 use crate::core::method::reproduce::{
     FieldKind, FrozenConfig, Reproducible, CONFIG_FIELDS, CONFIG_GROUPS,
 };
+use crate::core::method::{evidence, setup_check};
 use crate::core::method::{Band, Boundness, Dominance, Metric, Percentile, Phase, Verdict};
 use crate::core::quantity::{self, Unit};
 use crate::core::FieldError;
@@ -325,6 +325,16 @@ impl StepForm {
         self.v(&format!("{}.{col}", phase.value().slug()))
     }
 
+    /// The histogram bucket a filled value fell in ("in the 500–1,000 ms bucket"), or
+    /// "" when the value did not come from a histogram.
+    pub fn bucket(&self, name: &str) -> &str {
+        self.v(&format!("{name}.bucket"))
+    }
+
+    pub fn pb(&self, phase: impl Copied<Phase>, col: &str) -> &str {
+        self.bucket(&format!("{}.{col}", phase.value().slug()))
+    }
+
     pub fn pe(&self, phase: impl Copied<Phase>, col: &str) -> Option<&str> {
         self.e(&format!("{}.{col}", phase.value().slug()))
     }
@@ -421,7 +431,7 @@ struct StepPage {
     /// Analyzed artifacts of this investigation that can fill this step's form.
     fillers: Vec<ArtifactLink>,
     evidence: Vec<ArtifactLink>,
-    notice: Option<String>,
+    notice: Option<FillNotice>,
 }
 
 impl StepPage {
@@ -585,7 +595,7 @@ fn stored_values(step: u8, records: &Records) -> Pairs {
 
 struct StepView {
     warning: Option<&'static str>,
-    notice: Option<String>,
+    notice: Option<FillNotice>,
     fillers: Vec<ArtifactLink>,
     /// Artifacts whose analysis filled this step before.
     evidence: Vec<ArtifactLink>,
@@ -674,15 +684,32 @@ async fn show_step(
     let kinds = evidence::kinds_for(step);
     let mut fillers = Vec::new();
     if !kinds.is_empty() {
-        fillers = db::artifacts(&state.pool, Some(id), None)
-            .await?
-            .into_iter()
-            .filter(|a| kinds.contains(&a.kind.as_str()) && a.status == "done")
-            .collect();
+        // Only artifacts whose analysis can actually fill this step are offered.
+        for a in db::artifacts(&state.pool, Some(id), None).await? {
+            if !kinds.contains(&a.kind.as_str()) || a.status != "done" {
+                continue;
+            }
+            let fills = crate::artifacts::get(&state.pool, a.id)
+                .await?
+                .and_then(|full| full.analysis)
+                .is_some_and(|analysis| evidence::fill(step, &a.kind, &analysis).is_some());
+            if fills {
+                fillers.push(a);
+            }
+        }
         if let Some(artifact) = query.from_artifact {
-            let (filled, message) = filled_values(&state, id, step, artifact).await?;
-            values = filled.unwrap_or(values);
-            notice = Some(message);
+            let fill = filled_values(&state, &loaded, step, artifact).await?;
+            if let Some(filled) = &fill.filled {
+                let merged = evidence::merge(&values, filled);
+                values = merged.values;
+                notice = Some(FillNotice {
+                    changed: merged.changed,
+                    kept: merged.kept,
+                    ..fill.notice
+                });
+            } else {
+                notice = Some(fill.notice);
+            }
         }
     }
     let page = step_page(
@@ -706,14 +733,25 @@ async fn show_step(
 /// The hidden form field naming the artifact a form was filled from.
 const EVIDENCE_FIELD: &str = "evidence_artifact";
 
-/// A step's form from one of this investigation's analyzed artifacts, with a sentence
-/// saying where the numbers came from (or why there are none).
-async fn filled_values(
-    state: &AppState,
-    investigation: i64,
-    step: u8,
-    artifact: i64,
-) -> Result<(Option<Pairs>, String)> {
+/// What a fill did, shown above the form: where the numbers came from, which fields
+/// changed and which were kept, and any way the artifact's setup differs from step 0.
+pub struct FillNotice {
+    pub ok: bool,
+    pub text: String,
+    pub changed: Vec<String>,
+    pub kept: Vec<String>,
+    pub setup_warnings: Vec<String>,
+}
+
+struct Fill {
+    filled: Option<Pairs>,
+    notice: FillNotice,
+}
+
+/// A step's form values from one of this investigation's analyzed artifacts, with a
+/// sentence saying where the numbers came from (or why there are none).
+async fn filled_values(state: &AppState, loaded: &Loaded, step: u8, artifact: i64) -> Result<Fill> {
+    let investigation = loaded.investigation.id;
     let found = crate::artifacts::get(&state.pool, artifact)
         .await?
         .filter(|a| a.investigation_id == Some(investigation))
@@ -722,25 +760,53 @@ async fn filled_values(
                 "artifact {artifact} is not attached to this investigation"
             ))
         })?;
+    let metric = loaded.records.metric.map(|m| m.metric);
     let filled = found
         .analysis
         .as_ref()
-        .and_then(|a| evidence::fill(step, &found.kind, a));
+        .and_then(|a| evidence::fill_for(step, &found.kind, a, metric));
+    let setup_warnings = match (&loaded.records.reproduce, &found.analysis) {
+        (Some(step0), Some(analysis)) => {
+            setup_check::mismatches(step0, &evidence::claimed_setup(&found.kind, analysis))
+                .iter()
+                .map(|m| {
+                    format!(
+                        "{} was measured on another setup than step 0 — {}.",
+                        found.name,
+                        m.sentence()
+                    )
+                })
+                .collect()
+        }
+        _ => Vec::new(),
+    };
     Ok(match filled {
-        Some((pairs, what)) => (
-            Some(pairs.with(EVIDENCE_FIELD, artifact.to_string())),
-            format!(
-                "Filled from {} ({what}). Review the numbers, then save the step.",
-                found.name
-            ),
-        ),
-        None => (
-            None,
-            format!(
-                "{} cannot fill step {step} (kind {}, status {}).",
-                found.name, found.kind, found.status
-            ),
-        ),
+        Some((pairs, what)) => Fill {
+            filled: Some(pairs.with(EVIDENCE_FIELD, artifact.to_string())),
+            notice: FillNotice {
+                ok: true,
+                text: format!(
+                    "Filled from {} ({what}). Review the numbers, then save the step.",
+                    found.name
+                ),
+                changed: Vec::new(),
+                kept: Vec::new(),
+                setup_warnings,
+            },
+        },
+        None => Fill {
+            filled: None,
+            notice: FillNotice {
+                ok: false,
+                text: format!(
+                    "{} cannot fill step {step} (kind {}, status {}): nothing was changed.",
+                    found.name, found.kind, found.status
+                ),
+                changed: Vec::new(),
+                kept: Vec::new(),
+                setup_warnings,
+            },
+        },
     })
 }
 

@@ -4,6 +4,7 @@
 #![allow(dead_code)]
 
 pub mod browser;
+pub mod incident;
 #[path = "../../src/test_skip.rs"]
 pub mod test_skip;
 pub use test_skip::skip;

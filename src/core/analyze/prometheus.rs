@@ -223,6 +223,26 @@ pub struct HistQuantiles {
     pub lower_bounds: Vec<String>,
     /// The metric family it came from.
     pub metric: String,
+    /// The histogram bucket each quantile fell in (`"p95"` → its bounds, in the
+    /// histogram's unit): the resolution of the estimate.
+    #[serde(default)]
+    pub buckets: BTreeMap<String, Bucket>,
+}
+
+/// One histogram bucket's bounds; `hi` is `None` for the `+Inf` bucket.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct Bucket {
+    pub lo: f64,
+    pub hi: Option<f64>,
+}
+
+/// The bucket of `bounds` (upper bounds, ascending, the last `+Inf`) that holds `v`.
+fn bucket_of(v: f64, bounds: &[f64]) -> Bucket {
+    let at = bounds.iter().position(|&b| v <= b).unwrap_or(bounds.len());
+    let lo = if at == 0 { 0.0 } else { bounds[at - 1] };
+    let hi = bounds.get(at).copied().filter(|b| b.is_finite());
+    // A value on a bound sits at the top of its bucket.
+    Bucket { lo: lo.min(v), hi }
 }
 
 /// Gauges as sampled (the second scrape of a window).
@@ -606,9 +626,14 @@ fn quantiles_of(h: &HistSeries, metric: &str) -> Option<HistQuantiles> {
     ] {
         if let Some((v, lower)) = bucket_quantile(q, &h.buckets) {
             *slot = Some(v);
-            if lower {
+            let bounds: Vec<f64> = h.buckets.iter().map(|b| b.0).collect();
+            let bucket = if lower {
                 out.lower_bounds.push(name.to_string());
-            }
+                Bucket { lo: v, hi: None }
+            } else {
+                bucket_of(v, &bounds)
+            };
+            out.buckets.insert(name.to_string(), bucket);
         }
     }
     Some(out)

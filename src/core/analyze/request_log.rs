@@ -979,6 +979,16 @@ impl<'a> Accumulator<'a> {
     }
 }
 
+/// The one definition of a phase's share of TTFT (or E2E), used by the stored analysis,
+/// the request pages and the step-2 fill alike. Shown on the pages.
+pub const SHARE_DEFINITION: &str = "A phase's share of TTFT (or E2E) is its total time over the total TTFT (E2E) of the same requests: Σ phase ms ÷ Σ TTFT ms, over the requests that have a TTFT (a request without the phase counts 0). Shares of totals add up; a phase's p95 over the p95 TTFT does not, and is not used.";
+
+/// A phase's share by [`SHARE_DEFINITION`]: `None` when the metric's total is not
+/// positive.
+pub fn share_of(phase_total_ms: f64, metric_total_ms: f64) -> Option<f64> {
+    (metric_total_ms > 0.0 && phase_total_ms.is_finite()).then(|| phase_total_ms / metric_total_ms)
+}
+
 /// Shares of `target` explained by each of `parts`, over `rows` that have
 /// the target: Σ part / Σ target (a missing part counts as 0 for that row),
 /// plus `other_ms` = the unexplained rest (clamped at 0).
@@ -1013,9 +1023,9 @@ fn shares(
     }
     let mut explained = 0.0;
     for (k, &p) in parts.iter().enumerate() {
-        if present[k] {
-            out.insert(COL_NAMES[p].to_string(), sums[k] / total);
-            explained += sums[k] / total;
+        if let Some(share) = share_of(sums[k], total).filter(|_| present[k]) {
+            out.insert(COL_NAMES[p].to_string(), share);
+            explained += share;
         }
     }
     if explained > 1.0 + 1e-9 {

@@ -10,12 +10,14 @@ use std::collections::BTreeMap;
 use serde::de::DeserializeOwned;
 use serde_json::Value;
 
+use super::metric::Metric;
 use super::phases::Phase;
 use super::record::Pairs;
 use super::regime::regime;
+use super::setup_check::Claimed;
 use crate::core::analyze::ncu::NcuAnalysis;
 use crate::core::analyze::nsys::NsysAnalysis;
-use crate::core::analyze::prometheus::PrometheusAnalysis;
+use crate::core::analyze::prometheus::{Bucket, PrometheusAnalysis};
 use crate::core::analyze::pytorch_trace::TraceAnalysis;
 use crate::core::analyze::request_log::RequestLogAnalysis;
 use crate::core::analyze::vllm_bench::VllmBenchAnalysis;
@@ -26,7 +28,7 @@ const TOP_KERNELS: usize = 8;
 /// Artifact kinds whose analysis can fill `step`'s form.
 pub fn kinds_for(step: u8) -> &'static [&'static str] {
     match step {
-        1 => &["vllm_bench"],
+        1 => &["vllm_bench", "prometheus"],
         2 => &["request_log", "prometheus"],
         3 => &["pytorch_trace"],
         4 => &["ncu_csv"],
@@ -43,6 +45,28 @@ pub fn fill(step: u8, kind: &str, analysis: &Value) -> Option<(Pairs, String)> {
         return None;
     }
     match (step, kind) {
+        (1, "prometheus") => {
+            let a: PrometheusAnalysis = decode(analysis)?;
+            let q = a.quantiles.get("ttft_s")?;
+            let p95 = q.p95?;
+            let mut pairs = vec![
+                ("metric".to_string(), "ttft".to_string()),
+                ("percentile".to_string(), "p95".to_string()),
+                ("observed".to_string(), round2(p95 * 1000.0)),
+                ("unit".to_string(), "ms".to_string()),
+            ];
+            if let Some(b) = q.buckets.get("p95") {
+                pairs.push(("observed.bucket".to_string(), bucket_note(b)));
+            }
+            Some((
+                Pairs::new(pairs),
+                format!(
+                    "{} TTFT histogram, p95 of {} requests (a bucket estimate); add the target",
+                    a.engine,
+                    crate::core::fmt::format_number(q.count, 0)
+                ),
+            ))
+        }
         (1, _) => {
             let a: VllmBenchAnalysis = decode(analysis)?;
             let p95 = a.result.ttft_ms.p95?;
@@ -112,6 +136,42 @@ pub fn fill(step: u8, kind: &str, analysis: &Value) -> Option<(Pairs, String)> {
         }
         _ => None,
     }
+}
+
+/// [`fill`] for an investigation whose step 1 chose `metric`: a request log's step-2
+/// rows also carry each phase's share of that metric as the analysis computed it
+/// (Σ phase ÷ Σ TTFT, or ÷ Σ E2E), so the step uses the one definition of a share.
+pub fn fill_for(
+    step: u8,
+    kind: &str,
+    analysis: &Value,
+    metric: Option<Metric>,
+) -> Option<(Pairs, String)> {
+    let (mut pairs, what) = fill(step, kind, analysis)?;
+    if (step, kind) == (2, "request_log") {
+        if let Some(a) = decode::<RequestLogAnalysis>(analysis) {
+            let shares = match metric {
+                Some(Metric::Ttft) => Some(&a.share_of_ttft),
+                Some(Metric::E2e) => Some(&a.share_of_e2e),
+                _ => None,
+            };
+            for (key, share) in shares.into_iter().flatten() {
+                let Some(phase) = Phase::ALL
+                    .iter()
+                    .find(|p| format!("{}_ms", p.slug()) == *key)
+                else {
+                    continue;
+                };
+                if pairs.get(&format!("{}.p50", phase.slug())).is_some() {
+                    pairs = pairs.with(
+                        &format!("{}.share", phase.slug()),
+                        format!("{}", (share * 10_000.0).round() / 10_000.0),
+                    );
+                }
+            }
+        }
+    }
+    Some((pairs, what))
 }
 
 fn decode<T: DeserializeOwned>(v: &Value) -> Option<T> {
@@ -265,22 +325,111 @@ fn histogram_phases(a: &PrometheusAnalysis) -> Vec<(String, String)> {
         let Some(q) = a.quantiles.get(key) else {
             continue;
         };
-        // The form needs p50, p95 and p99 of a row; leave partial rows to the person.
-        let (Some(p50), Some(p95), Some(p99)) = (q.p50, q.p95, q.p99) else {
+        // A row needs its p50 and any of the tail percentiles.
+        if q.p50.is_none() || (q.p90.is_none() && q.p95.is_none() && q.p99.is_none()) {
             continue;
-        };
+        }
         for (col, v) in [
-            ("p50", Some(p50)),
+            ("p50", q.p50),
             ("p90", q.p90),
-            ("p95", Some(p95)),
-            ("p99", Some(p99)),
+            ("p95", q.p95),
+            ("p99", q.p99),
         ] {
             if let Some(v) = v {
                 pairs.push((format!("{}.{col}", phase.slug()), round2(v * 1000.0)));
+                if let Some(b) = q.buckets.get(col) {
+                    pairs.push((format!("{}.{col}.bucket", phase.slug()), bucket_note(b)));
+                }
             }
         }
     }
     pairs
+}
+
+/// "in the 500–1,000 ms bucket": how finely a histogram pins a quantile (seconds in,
+/// milliseconds out, like the values beside it).
+fn bucket_note(b: &Bucket) -> String {
+    let ms = |s: f64| crate::core::fmt::format_number(s * 1000.0, if s < 0.01 { 1 } else { 0 });
+    match b.hi {
+        Some(hi) => format!("in the {}–{} ms bucket", ms(b.lo), ms(hi)),
+        None => format!("above the last bucket ({} ms): a lower bound", ms(b.lo)),
+    }
+}
+
+/// The form after a fill: what the artifact provides replaces, the rest is kept. A
+/// table the artifact provides (`kernels[…]`, `candidates[…]`) replaces the whole
+/// table, so no stale row survives beside the new ones.
+#[derive(Debug, Clone)]
+pub struct Merged {
+    pub values: Pairs,
+    /// Fields the fill set to a new value, in form order.
+    pub changed: Vec<String>,
+    /// Fields with a value the fill left as they were.
+    pub kept: Vec<String>,
+}
+
+pub fn merge(current: &Pairs, filled: &Pairs) -> Merged {
+    let table = |k: &str| k.split_once('[').map(|(head, _)| head.to_string());
+    let replaced_tables: Vec<String> = filled.iter().filter_map(|(k, _)| table(k)).collect();
+    let mut values: Vec<(String, String)> = current
+        .iter()
+        .filter(|(k, _)| !table(k).is_some_and(|t| replaced_tables.contains(&t)))
+        .map(|(k, v)| (k.to_string(), v.to_string()))
+        .collect();
+    let mut changed = Vec::new();
+    for (k, v) in filled.iter() {
+        let before = current.get(k).unwrap_or_default();
+        if before != v.trim() && !k.ends_with(".bucket") && !k.starts_with("evidence_") {
+            changed.push(k.to_string());
+        }
+        values.retain(|(name, _)| name != k);
+        values.push((k.to_string(), v.to_string()));
+    }
+    let kept = current
+        .iter()
+        .filter(|(k, v)| !v.trim().is_empty() && filled.get(k).is_none())
+        .filter(|(k, _)| !table(k).is_some_and(|t| replaced_tables.contains(&t)))
+        .map(|(k, _)| k.to_string())
+        .collect();
+    Merged {
+        values: Pairs::new(values),
+        changed,
+        kept,
+    }
+}
+
+/// What an artifact's analysis says about the setup it was measured on (model, GPU,
+/// engine), to hold against step 0.
+pub fn claimed_setup(kind: &str, analysis: &Value) -> Claimed {
+    match kind {
+        "prometheus" => {
+            decode::<PrometheusAnalysis>(analysis).map_or_else(Claimed::default, |a| Claimed {
+                model: a.models.first().cloned(),
+                engine: Some(a.engine).filter(|e| e != "unknown"),
+                ..Claimed::default()
+            })
+        }
+        "vllm_bench" => decode::<VllmBenchAnalysis>(analysis).map_or_else(Claimed::default, |a| {
+            let text = |k: &str| {
+                a.result
+                    .config
+                    .get(k)
+                    .and_then(|v| v.as_str())
+                    .map(str::to_string)
+            };
+            Claimed {
+                model: text("model_id"),
+                ..Claimed::default()
+            }
+        }),
+        "pytorch_trace" => {
+            decode::<TraceAnalysis>(analysis).map_or_else(Claimed::default, |a| Claimed {
+                gpu: a.devices.iter().find_map(|d| d.name.clone()),
+                ..Claimed::default()
+            })
+        }
+        _ => Claimed::default(),
+    }
 }
 
 fn trace_kernels(a: &TraceAnalysis) -> Pairs {
@@ -361,8 +510,36 @@ mod tests {
         let prom = serde_json::to_value(&prom).unwrap();
         let (pairs, _) = fill(2, "prometheus", &prom).unwrap();
         assert_eq!(pairs.get("queue_wait.p50"), Some("1000"));
+        assert_eq!(
+            pairs.get("queue_wait.p95.bucket"),
+            Some("in the 1,000–2,000 ms bucket")
+        );
         assert!(matches!(parse_step(2, &pairs), Ok(StepRecord::Phases(_))));
         assert!(fill(3, "nsys_kern_sum", &prom).is_none());
+
+        // SGLang's queue histogram fills the same row; its TTFT fills step 1.
+        let text = "sglang:queue_time_seconds_bucket{le=\"0.5\"} 80\n\
+            sglang:queue_time_seconds_bucket{le=\"1\"} 100\n\
+            sglang:queue_time_seconds_bucket{le=\"+Inf\"} 100\n\
+            sglang:queue_time_seconds_count 100\n\
+            sglang:queue_time_seconds_sum 30\n\
+            sglang:time_to_first_token_seconds_bucket{le=\"1\"} 90\n\
+            sglang:time_to_first_token_seconds_bucket{le=\"2\"} 100\n\
+            sglang:time_to_first_token_seconds_bucket{le=\"+Inf\"} 100\n\
+            sglang:time_to_first_token_seconds_count 100\n\
+            sglang:time_to_first_token_seconds_sum 60\n";
+        let prom = crate::core::analyze::prometheus::analyze(text.as_bytes()).unwrap();
+        let prom = serde_json::to_value(&prom).unwrap();
+        let (pairs, what) = fill(2, "prometheus", &prom).unwrap();
+        assert!(what.starts_with("sglang"), "{what}");
+        assert!(pairs.get("queue_wait.p50").is_some());
+        assert!(pairs.get("prefill.p50").is_none());
+        let (pairs, _) = fill(1, "prometheus", &prom).unwrap();
+        assert_eq!(pairs.get("observed"), Some("1500"));
+        assert_eq!(
+            pairs.get("observed.bucket"),
+            Some("in the 1,000–2,000 ms bucket")
+        );
     }
 
     #[test]
@@ -469,5 +646,35 @@ mod tests {
         assert_eq!(pairs.get("kernels[1].time_ms"), Some("1"));
         assert!(parse_step(5, &pairs).is_ok());
         assert_eq!(kinds_for(6), &[] as &[&str]);
+    }
+
+    #[test]
+    fn a_fill_merges_into_the_form_and_replaces_whole_tables() {
+        let current = Pairs::new(vec![
+            ("tokenize.p50".into(), "4".into()),
+            ("queue_wait.p50".into(), "100".into()),
+            ("kernels[0].name".into(), "old".into()),
+            ("kernels[3].name".into(), "stale".into()),
+            ("phase_total_ms".into(), "40".into()),
+        ]);
+        let filled = Pairs::new(vec![
+            ("queue_wait.p50".into(), "900".into()),
+            (
+                "queue_wait.p50.bucket".into(),
+                "in the 500–1,000 ms bucket".into(),
+            ),
+            ("kernels[0].name".into(), "gemm".into()),
+        ]);
+        let m = merge(&current, &filled);
+        assert_eq!(m.values.get("tokenize.p50"), Some("4"));
+        assert_eq!(m.values.get("queue_wait.p50"), Some("900"));
+        assert_eq!(m.values.get("kernels[0].name"), Some("gemm"));
+        assert_eq!(
+            m.values.get("kernels[3].name"),
+            None,
+            "a stale row survived"
+        );
+        assert_eq!(m.changed, ["queue_wait.p50", "kernels[0].name"]);
+        assert_eq!(m.kept, ["tokenize.p50", "phase_total_ms"]);
     }
 }

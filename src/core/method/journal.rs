@@ -4,7 +4,7 @@
 use serde::{Deserialize, Serialize};
 
 use super::metric::{format_value, MetricReading, MetricTarget};
-use super::phases::Dominance;
+use super::phases::{Dominance, Phase};
 use super::regime::{Band, DecodeBand, Regime};
 use super::reproduce::FrozenConfig;
 use super::resources::Classification;
@@ -444,7 +444,11 @@ fn diagnosis_line(input: &DraftInput) -> String {
     if let Some(r) = input.regime {
         sentences.push(format!("The top kernels are {}.", r.label()));
     }
-    if let Some(d) = input.decode {
+    // Only findings about the chosen metric: a decode band says nothing about a TTFT.
+    let decode_counts = input
+        .target
+        .is_none_or(|t| Phase::counted_in(t.metric).contains(&Phase::Decode));
+    if let Some(d) = input.decode.filter(|_| decode_counts) {
         let band = match d.band {
             Band::NearLimit => "near the physical limit",
             Band::Overhead => "kernel or launch overhead",

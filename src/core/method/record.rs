@@ -13,10 +13,11 @@ use super::regime::{decode_band, helps, regime, DecodeBand, Regime};
 use super::reproduce::{
     self, catalog_matches, check_single_change, CatalogMatch, FrozenConfig, SingleChangeCheck,
 };
-use super::resources::{classify, Classification};
+use super::resources::{classify, consistent_with_queueing, Classification};
 use super::verdict::Verdict;
 use super::FieldError;
 use crate::core::estimate::{self, Inputs};
+use crate::core::fmt::format_number;
 use crate::core::quantity::{self, Quantity, Unit};
 
 /// Rows a table step reads at most (forms show a few; the API may send more).
@@ -820,6 +821,9 @@ pub struct RegimeEval {
     pub decode: Option<DecodeEval>,
     /// Why the decode band could not be computed, when it could not.
     pub decode_problem: Option<String>,
+    /// What earlier steps established that bounds these findings (step 3 found the
+    /// GPU mostly idle, so kernel regimes cannot explain the metric).
+    pub context: Option<String>,
 }
 
 /// Step 7 computed.
@@ -832,6 +836,8 @@ pub struct ChangeEval {
     pub after: Option<MetricReading>,
     /// (after − before) / before × 100.
     pub change_percent: Option<f64>,
+    /// Set when the measured speedup beats step 6's best Amdahl ceiling.
+    pub beats_ceiling: Option<String>,
 }
 
 /// What the app computes from the recorded steps. A step's result is `None` until the
@@ -952,10 +958,25 @@ pub fn evaluate(records: &Records) -> Evaluation {
         }
         _ => None,
     };
+    // Step 3's suspects follow what step 2 established.
+    let queue_dominates = matches!(
+        phases.as_ref().map(|p| &p.dominance),
+        Some(Dominance::Phase {
+            phase: Phase::QueueWait,
+            ..
+        })
+    );
     let resources = records
         .resources
-        .and_then(|r| classify(r.gpu_total, r.cpu_total, r.wall).ok());
-    let regime = records.regime.as_ref().map(|r| evaluate_regime(r, config));
+        .and_then(|r| classify(r.gpu_total, r.cpu_total, r.wall).ok())
+        .map(|c| Classification {
+            bound: consistent_with_queueing(c.bound, queue_dominates),
+            ..c
+        });
+    let regime = records.regime.as_ref().map(|r| RegimeEval {
+        context: resources.as_ref().and_then(regime_context),
+        ..evaluate_regime(r, config)
+    });
     let kernels = records
         .kernels
         .as_ref()
@@ -978,12 +999,18 @@ pub fn evaluate(records: &Records) -> Evaluation {
         let change_percent = before
             .filter(|b| b.value != 0.0)
             .map(|b| (c.after_value - b.value) / b.value * 100.0);
+        let beats_ceiling = records
+            .metric
+            .as_ref()
+            .zip(fixes.as_deref())
+            .and_then(|(m, ranked)| ceiling_flag(m, c.after_value, ranked));
         ChangeEval {
             check,
             verdict,
             before,
             after,
             change_percent,
+            beats_ceiling,
         }
     });
     Evaluation {
@@ -996,6 +1023,46 @@ pub fn evaluate(records: &Records) -> Evaluation {
         fixes,
         change,
     }
+}
+
+/// Above this, a measured speedup "beats" an Amdahl ceiling (the ceiling is a bound,
+/// so anything past it by more than measurement noise means a wrong input).
+const CEILING_SLACK: f64 = 1.02;
+
+/// Step 7's speedup (before ÷ after; after ÷ before for throughput) against the best
+/// ceiling step 6 computed: a RESULT past every ceiling means the ceiling was wrong
+/// (a share or speedup too small) or something else changed too.
+fn ceiling_flag(metric: &MetricTarget, after: f64, ranked: &[RankedCandidate]) -> Option<String> {
+    let best = ranked
+        .iter()
+        .max_by(|a, b| a.ceiling.total_cmp(&b.ceiling))?;
+    let speedup = if metric.metric.higher_is_better() {
+        after / metric.observed
+    } else {
+        metric.observed / after
+    };
+    (speedup.is_finite() && speedup > best.ceiling * CEILING_SLACK).then(|| {
+        format!(
+            "The measured speedup {}× beats step 6's Amdahl ceiling of {}× (best candidate: {}): the ceiling was wrong or something else changed.",
+            format_number(speedup, 2),
+            format_number(best.ceiling, 2),
+            best.candidate.description
+        )
+    })
+}
+
+/// Step 4 read against step 3: when the GPU was not the busy resource, kernel regimes
+/// describe the little GPU work there was, not where the time went.
+fn regime_context(c: &Classification) -> Option<String> {
+    let what = match &c.bound {
+        super::resources::Boundness::GpuBound => return None,
+        super::resources::Boundness::CpuBound => "the CPU was the busy resource",
+        super::resources::Boundness::Waiting { .. } => "both GPU and CPU were mostly idle",
+    };
+    Some(format!(
+        "Step 3 found the GPU busy only {:.0}% of the window ({what}): these regimes describe the GPU work there was; faster kernels cannot recover the time spent elsewhere.",
+        c.gpu_ratio * 100.0
+    ))
 }
 
 /// Whether step 4 computed something: a kernel's regime, or the decode band.
@@ -1053,6 +1120,7 @@ fn evaluate_regime(step: &RegimeStep, config: Option<&FrozenConfig>) -> RegimeEv
         kernels,
         decode,
         decode_problem,
+        context: None,
     }
 }
 
@@ -1074,7 +1142,7 @@ pub fn draft_entry(records: &Records, evaluation: &Evaluation, date: &str) -> Jo
         .regime
         .as_ref()
         .and_then(|r| r.decode.as_ref().map(|d| &d.band));
-    journal::draft(&DraftInput {
+    let mut entry = journal::draft(&DraftInput {
         date,
         config: records.reproduce.as_ref(),
         target: records.metric.as_ref(),
@@ -1089,7 +1157,16 @@ pub fn draft_entry(records: &Records, evaluation: &Evaluation, date: &str) -> Jo
         verdict: evaluation.change.as_ref().and_then(|c| c.verdict),
         quality: change.map_or("", |c| c.quality.as_str()),
         effort: change.map_or("", |c| c.effort.as_str()),
-    })
+    });
+    // A RESULT past step 6's own ceiling is flagged where the reader sees the RESULT.
+    if let Some(flag) = evaluation
+        .change
+        .as_ref()
+        .and_then(|c| c.beats_ceiling.as_ref())
+    {
+        entry.result = format!("{}\n\nFlag: {flag}", entry.result);
+    }
+    entry
 }
 
 /// A comparison linked to the investigation, as the journal draft weighs it.

@@ -139,6 +139,25 @@ pub fn classify(
     })
 }
 
+/// The low-load suspect, which step 2 rules out when requests queue.
+const LOW_LOAD: &str = "insufficient offered load";
+
+/// The suspects for a waiting window made consistent with step 2: when queue wait
+/// dominates, requests were waiting for admission, so "the queue was empty" cannot be
+/// the cause; admission and capacity lead instead.
+pub fn consistent_with_queueing(bound: Boundness, queue_dominates: bool) -> Boundness {
+    match bound {
+        Boundness::Waiting { suspects } if queue_dominates => {
+            let mut list = vec![
+                "admission or capacity: step 2 shows requests waiting in the queue while the GPU idles — check max_num_seqs, KV-cache preemptions and the scheduler's admission rules",
+            ];
+            list.extend(suspects.into_iter().filter(|s| !s.starts_with(LOW_LOAD)));
+            Boundness::Waiting { suspects: list }
+        }
+        other => other,
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -191,5 +210,20 @@ mod tests {
         let errors = classify(-1.0, f64::NAN, 0.0).unwrap_err();
         let fields: Vec<&str> = errors.iter().map(|e| e.field.as_str()).collect();
         assert_eq!(fields, ["wall", "gpu_total", "cpu_total"]);
+    }
+
+    #[test]
+    fn a_dominant_queue_rules_out_low_load() {
+        let c = classify(40.0, 20.0, 1000.0).unwrap();
+        let Boundness::Waiting { suspects } = consistent_with_queueing(c.bound.clone(), true)
+        else {
+            panic!("waiting")
+        };
+        assert!(suspects[0].starts_with("admission or capacity"));
+        assert!(suspects.iter().all(|s| !s.starts_with(LOW_LOAD)));
+        let Boundness::Waiting { suspects } = consistent_with_queueing(c.bound, false) else {
+            panic!("waiting")
+        };
+        assert!(suspects[0].starts_with(LOW_LOAD));
     }
 }

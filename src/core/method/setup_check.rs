@@ -16,9 +16,26 @@ pub struct Claimed {
     pub pp: Option<i64>,
     pub engine: Option<String>,
     pub engine_version: Option<String>,
+    /// Workload shape: requests in flight, and the arrival rate (req/s).
+    pub concurrency: Option<i64>,
+    pub arrival_rate: Option<f64>,
 }
 
 impl Claimed {
+    /// What a benchmark file's recorded settings say (`model_id`, `max_concurrency`,
+    /// a finite `request_rate`), looked up through `setting`.
+    pub fn of_bench_settings(setting: impl Fn(&str) -> Option<String>) -> Claimed {
+        let number = |key: &str| setting(key).and_then(|v| v.trim().parse::<f64>().ok());
+        Claimed {
+            model: setting("model_id"),
+            concurrency: number("max_concurrency")
+                .filter(|v| v.fract() == 0.0 && *v > 0.0)
+                .map(|v| v as i64),
+            arrival_rate: number("request_rate").filter(|v| v.is_finite()),
+            ..Claimed::default()
+        }
+    }
+
     /// Everything a configuration records.
     pub fn of_config(c: &FrozenConfig) -> Claimed {
         Claimed {
@@ -29,6 +46,8 @@ impl Claimed {
             pp: c.pp,
             engine: c.engine.clone(),
             engine_version: c.engine_version.clone(),
+            concurrency: c.concurrency,
+            arrival_rate: c.arrival_rate,
         }
     }
 }
@@ -112,6 +131,11 @@ pub fn mismatches(step0: &FrozenConfig, claimed: &Claimed) -> Vec<Mismatch> {
         ("GPU count", step0.gpu_count, claimed.gpu_count),
         ("tensor parallelism", step0.tp, claimed.tp),
         ("pipeline parallelism", step0.pp, claimed.pp),
+        (
+            "workload concurrency",
+            step0.concurrency,
+            claimed.concurrency,
+        ),
     ] {
         if let (Some(a), Some(b)) = (ours, theirs) {
             if a != b {
@@ -123,27 +147,37 @@ pub fn mismatches(step0: &FrozenConfig, claimed: &Claimed) -> Vec<Mismatch> {
             }
         }
     }
+    if let (Some(a), Some(b)) = (step0.arrival_rate, claimed.arrival_rate) {
+        if (a - b).abs() > 1e-9 * a.abs().max(1.0) {
+            out.push(Mismatch {
+                dimension: "workload arrival rate (req/s)",
+                step0: a.to_string(),
+                evidence: b.to_string(),
+            });
+        }
+    }
     out
 }
 
 /// Why a comparison linked to an investigation is not about that investigation's
-/// setup: each run's model (both sides), the baseline configuration (every
-/// dimension) and the candidate's model, against step 0. Empty when nothing disagrees.
+/// setup: what each run's file records (model, workload shape; both sides), the
+/// baseline configuration (every dimension) and the candidate's model, against step 0. Empty when nothing disagrees.
 pub fn comparison_reasons(
     step0: &FrozenConfig,
-    runs: &[(&str, &str, Option<&str>)],
+    runs: &[(&str, &str, Claimed)],
     baseline_config: Option<&FrozenConfig>,
     candidate_config: Option<&FrozenConfig>,
 ) -> Vec<String> {
     let mut reasons = Vec::new();
-    for (side, name, model) in runs {
-        let claimed = Claimed {
-            model: model.map(str::to_string),
-            ..Claimed::default()
-        };
-        for m in mismatches(step0, &claimed) {
+    for (side, name, claimed) in runs {
+        for m in mismatches(step0, claimed) {
+            let whose = if name.is_empty() {
+                format!("{side} runs")
+            } else {
+                format!("{side} run {name}")
+            };
             reasons.push(format!(
-                "Not the investigation's setup ({side} run {name}) — {}.",
+                "Not the investigation's setup ({whose}) — {}.",
                 m.sentence()
             ));
         }

@@ -126,13 +126,16 @@ struct ShowPage {
 }
 
 /// The steps an analyzed artifact of an investigation can fill.
+/// The steps this artifact's analysis can fill (offered as "use in step N" links):
+/// not every file of a kind carries what a step needs.
 fn fillable_steps(a: &Artifact) -> Vec<(u8, &'static str)> {
-    if a.status != "done" || a.investigation_id.is_none() {
+    let (Some(analysis), true, Some(_)) = (&a.analysis, a.status == "done", a.investigation_id)
+    else {
         return Vec::new();
-    }
+    };
     crate::core::method::order::STEPS
         .iter()
-        .filter(|s| crate::core::method::evidence::kinds_for(s.number).contains(&a.kind.as_str()))
+        .filter(|s| crate::core::method::evidence::fill(s.number, &a.kind, analysis).is_some())
         .map(|s| (s.number, s.title))
         .collect()
 }
@@ -241,6 +244,7 @@ struct BreakdownPage {
     grouped: Option<Table>,
     tenants: Vec<String>,
     models: Vec<String>,
+    share_definition: &'static str,
 }
 
 async fn request_breakdown(
@@ -279,6 +283,7 @@ async fn request_breakdown(
         grouped,
         tenants,
         models,
+        share_definition: crate::core::analyze::request_log::SHARE_DEFINITION,
     };
     Ok((status, render(&page)?).into_response())
 }

@@ -9,9 +9,14 @@ use sqlx::PgPool;
 use crate::artifacts::Artifact;
 use crate::charts;
 use crate::core::analyze::{
-    gpu_telemetry::GpuTelemetryAnalysis, ncu::NcuAnalysis, nsys::NsysAnalysis,
-    prometheus::PrometheusAnalysis, pytorch_trace::TraceAnalysis, request_log::RequestLogAnalysis,
-    vllm_bench::VllmBenchAnalysis, Kind, Summary,
+    gpu_telemetry::GpuTelemetryAnalysis,
+    ncu::NcuAnalysis,
+    nsys::NsysAnalysis,
+    prometheus::PrometheusAnalysis,
+    pytorch_trace::TraceAnalysis,
+    request_log::{share_of, RequestLogAnalysis, SHARE_DEFINITION},
+    vllm_bench::VllmBenchAnalysis,
+    Kind, Summary,
 };
 use crate::core::FieldError;
 
@@ -184,6 +189,7 @@ fn request_log(id: i64, x: &RequestLogAnalysis) -> Vec<Section> {
         head.charts.push(svg);
     }
     head.notes = x.notes.clone();
+    head.notes.push(SHARE_DEFINITION.to_string());
     head.notes.push(format!(
         "Filter by tenant, model version or time window, and group by tenant, on the decomposition page: /artifacts/{id}/requests"
     ));
@@ -753,40 +759,43 @@ const WHERE: &str = "artifact_id = $1 AND ($2::text IS NULL OR tenant = $2)
      AND ($3::text IS NULL OR model_version = $3)
      AND ($4::float8 IS NULL OR arrival_ts >= $4) AND ($5::float8 IS NULL OR arrival_ts < $5)";
 
+/// The phases a TTFT is made of (the analysis' parts of TTFT).
+const TTFT_PARTS: [&str; 3] = ["tokenize_ms", "queue_wait_ms", "prefill_ms"];
+
 fn phase_select() -> String {
-    PHASES
+    let mut cols: Vec<String> = PHASES
         .iter()
         .map(|p| {
             format!(
                 "percentile_cont(ARRAY[0.5, 0.9, 0.95, 0.99]) WITHIN GROUP (ORDER BY {p}) AS {p}_q, avg({p}) AS {p}_mean"
             )
         })
-        .collect::<Vec<_>>()
-        .join(", ")
+        .collect();
+    // Totals over the requests that have a TTFT, for the share of each part.
+    cols.push("sum(first_token_ms) AS ttft_total".into());
+    for p in TTFT_PARTS {
+        cols.push(format!(
+            "sum({p}) FILTER (WHERE first_token_ms IS NOT NULL) AS {p}_in_ttft"
+        ));
+    }
+    cols.join(", ")
 }
 
 fn phase_rows(row: &sqlx::postgres::PgRow, t: &mut Table, label: Option<&str>) {
     use sqlx::Row;
-    let ttft_p95 = row
-        .try_get::<Option<Vec<f64>>, _>("first_token_ms_q")
-        .ok()
-        .flatten()
-        .and_then(|q| q.get(2).copied());
+    let ttft_total: Option<f64> = row.try_get("ttft_total").ok().flatten();
     for p in PHASES {
         let q: Option<Vec<f64>> = row.try_get(format!("{p}_q").as_str()).ok().flatten();
         let mean: Option<f64> = row.try_get(format!("{p}_mean").as_str()).ok().flatten();
         let q = q.unwrap_or_default();
         let p95 = q.get(2).copied();
-        let share = match (p95, ttft_p95) {
-            (Some(v), Some(t))
-                if t > 0.0
-                    && p != "first_token_ms"
-                    && p != "total_ms"
-                    && p != "decode_ms"
-                    && p != "detokenize_ms" =>
-            {
-                pct(v / t)
-            }
+        // One definition of a share (see SHARE_DEFINITION), as the stored analysis.
+        let in_ttft: Option<f64> = TTFT_PARTS
+            .contains(&p)
+            .then(|| row.try_get(format!("{p}_in_ttft").as_str()).ok().flatten())
+            .flatten();
+        let share = match (in_ttft, ttft_total) {
+            (Some(part), Some(total)) => share_of(part, total).map(pct).unwrap_or_default(),
             _ => String::new(),
         };
         let mut cells = Vec::new();
@@ -841,7 +850,7 @@ const DECOMPOSITION_COLUMNS: [&str; 7] = [
     "p95",
     "p99",
     "mean",
-    "p95 / p95 TTFT",
+    "share of TTFT",
 ];
 
 /// The method's question — where does p95 TTFT go — over the filtered rows.
