@@ -512,6 +512,30 @@ async fn bad_path_parameters_answer_the_json_envelope() {
     }
 }
 
+/// The same on pages: the app's styled 404, never axum's plain text.
+#[tokio::test]
+async fn a_page_address_that_does_not_parse_is_the_styled_404() {
+    let mut app = spawn_app().await;
+    app.setup_admin("ada").await;
+    for path in [
+        "/investigations/abc",
+        "/journal/99999999999999999999",
+        "/artifacts/x",
+    ] {
+        let r = app.get(path).await;
+        assert_eq!(r.status, StatusCode::NOT_FOUND, "{path}: {}", r.body);
+        assert!(
+            r.headers["content-type"]
+                .to_str()
+                .unwrap()
+                .starts_with("text/html"),
+            "{path}"
+        );
+        assert!(!r.body.contains("Cannot parse"), "{}", r.body);
+        assert!(r.body.contains("no such address"), "{path}: {}", r.body);
+    }
+}
+
 /// A NUL character (valid JSON, not storable text) is the client's mistake: 422, nothing saved.
 #[tokio::test]
 async fn text_with_a_nul_character_is_refused_and_nothing_is_saved() {

@@ -2,8 +2,9 @@
 
 use std::net::SocketAddr;
 
+use crate::extract::Path;
 use askama::Template;
-use axum::extract::{ConnectInfo, Path, Query, State};
+use axum::extract::{ConnectInfo, Query, State};
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Redirect, Response};
 use axum::routing::{get, post};

@@ -2,9 +2,10 @@
 //! without JavaScript), one comparison with its verdict, reasons, metrics table,
 //! intervals and pictures, and the record of predictions.
 
+use crate::extract::Path;
 use askama::Template;
 use axum::body::Bytes;
-use axum::extract::{Path, State};
+use axum::extract::State;
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Redirect, Response};
 use axum::routing::get;

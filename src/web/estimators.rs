@@ -1,8 +1,9 @@
 //! Estimator pages: the list, one form per estimator (a GET form, so the URL reproduces
 //! the estimate), the models catalog and the GPU catalog with provenance.
 
+use crate::extract::Path;
 use askama::Template;
-use axum::extract::{Path, RawQuery};
+use axum::extract::RawQuery;
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use axum::routing::get;

@@ -3,8 +3,9 @@
 //! vs observed). Handlers stay thin: parsing and computing happen in the core, storing
 //! in `crate::investigations`.
 
+use crate::extract::Path;
 use askama::Template;
-use axum::extract::{Path, Query, State};
+use axum::extract::{Query, State};
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Redirect, Response};
 use axum::routing::{get, post};

@@ -2,8 +2,9 @@
 //! estimates, writing an entry directly, and editing with optimistic concurrency (a
 //! save from an older version gets 409 and a page showing what changed since).
 
+use crate::extract::Path;
 use askama::Template;
-use axum::extract::{Path, State};
+use axum::extract::State;
 use axum::http::{header, StatusCode};
 use axum::response::{IntoResponse, Redirect, Response};
 use axum::routing::get;

@@ -2,9 +2,10 @@
 //! edits one (plain POST, the same parse as the API), one proposal with its worked
 //! sizing, sensitivity, evidence, review and after-rollout scores, and the exports.
 
+use crate::extract::Path;
 use askama::Template;
 use axum::body::Bytes;
-use axum::extract::{Path, Query, State};
+use axum::extract::{Query, State};
 use axum::http::{header, StatusCode};
 use axum::response::{IntoResponse, Redirect, Response};
 use axum::routing::{get, post};

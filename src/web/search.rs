@@ -1,8 +1,9 @@
 //! The search page (search-as-you-type with htmx; the URL holds the query and the
 //! facets), and the "seen before" / "related" lists other pages load into themselves.
 
+use crate::extract::Path;
 use askama::Template;
-use axum::extract::{Path, RawQuery, State};
+use axum::extract::{RawQuery, State};
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use axum::routing::get;

@@ -2,8 +2,9 @@
 //! Markdown (the journal format) or JSON; an import form for editors; and the Atom
 //! feed of published entries, which feed readers fetch with an API token.
 
+use crate::extract::Path;
 use askama::Template;
-use axum::extract::{Path, Query, State};
+use axum::extract::{Query, State};
 use axum::http::{header, HeaderMap, HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::routing::get;

@@ -43,7 +43,22 @@ pub fn gpu_alias(name: &str) -> Option<&'static str> {
         .chars()
         .filter(|c| c.is_ascii_alphanumeric())
         .collect();
-    Some(if s.contains("h100") {
+    // A model number counts only as a whole number: "h1000" is not an H100 (separators
+    // kept here, so "A100-80G" still reads as an A100).
+    let spaced: String = name
+        .to_lowercase()
+        .chars()
+        .map(|c| if c.is_ascii_alphanumeric() { c } else { ' ' })
+        .collect();
+    let has = |model: &str| {
+        spaced.match_indices(model).any(|(i, _)| {
+            let before = spaced[..i].chars().next_back();
+            let after = spaced[i + model.len()..].chars().next();
+            !before.is_some_and(|c| c.is_ascii_digit())
+                && !after.is_some_and(|c| c.is_ascii_digit())
+        })
+    };
+    Some(if has("h100") {
         if s.contains("nvl") {
             return None;
         }
@@ -52,19 +67,19 @@ pub fn gpu_alias(name: &str) -> Option<&'static str> {
         } else {
             "h100-sxm"
         }
-    } else if s.contains("h200") {
+    } else if has("h200") {
         "h200"
-    } else if s.contains("a100") {
+    } else if has("a100") {
         if s.contains("40g") {
             "a100-40gb"
         } else {
             "a100-80gb"
         }
-    } else if s.contains("l40s") {
+    } else if has("l40s") {
         "l40s"
-    } else if s.contains("b200") {
+    } else if has("b200") {
         "b200"
-    } else if s.contains("mi300x") {
+    } else if has("mi300x") {
         "mi300x"
     } else {
         return None;
@@ -130,6 +145,8 @@ mod tests {
             ("AMD Instinct MI300X", Some("mi300x")),
             ("H100 NVL", None),
             ("t4", None),
+            ("h1000", None),
+            ("a1000", None),
         ] {
             assert_eq!(gpu_alias(typed), want, "{typed}");
         }

@@ -64,8 +64,11 @@ pub fn parse_observed(pairs: &Pairs) -> Result<Observed, Vec<FieldError>> {
 }
 
 /// What an analyzed artifact measured, as observed figures: a vLLM benchmark's p95
-/// TTFT and p99 ITL, a request log's p95 time to first token. Throughput is not taken
-/// from an artifact (whether a bench ran one replica or the fleet is not recorded): type it.
+/// TTFT and p99 ITL, a request log's p95 time to first token, and a Prometheus capture's
+/// p95 TTFT and p99 ITL from the engine's histograms (a quantile that fell in the `+Inf`
+/// bucket is only a lower bound and is left out). Throughput is not taken from an
+/// artifact (whether a bench ran one replica or the fleet is not recorded, and metrics
+/// snapshots carry no window length): type it.
 pub fn from_analysis(kind: &str, analysis: &serde_json::Value) -> Observed {
     let at = |path: &[&str]| {
         path.iter()
@@ -80,6 +83,23 @@ pub fn from_analysis(kind: &str, analysis: &serde_json::Value) -> Observed {
             ("itl_p99_ms", at(&["itl_ms", "p99"])),
         ],
         "request_log" => vec![("ttft_p95_ms", at(&["phases", "first_token_ms", "p95"]))],
+        "prometheus" => {
+            let seconds = |hist: &str, q: &str| {
+                let h = analysis.get("quantiles")?.get(hist)?;
+                let bound = h
+                    .get("lower_bounds")
+                    .and_then(serde_json::Value::as_array)
+                    .is_some_and(|b| b.iter().any(|x| x.as_str() == Some(q)));
+                if bound {
+                    return None;
+                }
+                at(&["quantiles", hist, q]).map(|s| s * 1000.0)
+            };
+            vec![
+                ("ttft_p95_ms", seconds("ttft_s", "p95")),
+                ("itl_p99_ms", seconds("itl_s", "p99")),
+            ]
+        }
         _ => Vec::new(),
     };
     for (key, value) in found {
@@ -220,6 +240,16 @@ mod tests {
         assert_eq!(done["itl_p99_ms"], 41.0);
         let log = serde_json::json!({"phases": {"first_token_ms": {"p95": 380.0}}});
         assert_eq!(from_analysis("request_log", &log)["ttft_p95_ms"], 380.0);
+        let prom = serde_json::json!({"quantiles": {
+            "ttft_s": {"p95": 0.42, "lower_bounds": []},
+            "itl_s": {"p99": 2.5, "lower_bounds": ["p99"]}
+        }});
+        let seen = from_analysis("prometheus", &prom);
+        assert!((seen["ttft_p95_ms"] - 420.0).abs() < 1e-9);
+        assert!(
+            !seen.contains_key("itl_p99_ms"),
+            "a lower bound is not an observation"
+        );
         let e = parse_observed(&pairs(&[("ttft", "1"), ("itl_p99_ms", "-3")])).unwrap_err();
         assert_eq!(e.len(), 2);
     }

@@ -2,8 +2,9 @@
 //! artifact with live analysis progress and its results (tables and SVG pictures), the
 //! request-log decomposition with filters, and the download.
 
+use crate::extract::Path;
 use askama::Template;
-use axum::extract::{Path, RawQuery, Request, State};
+use axum::extract::{RawQuery, Request, State};
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Redirect, Response};
 use axum::routing::{get, post};
