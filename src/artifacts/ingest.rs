@@ -42,16 +42,32 @@ pub async fn run_worker(state: ArtifactStore) {
     }
 }
 
-/// Analyses left 'analyzing' by a worker that stopped (no heartbeat for two minutes).
+/// Analyses left 'analyzing' by a worker that stopped (no heartbeat for two minutes) are
+/// queued again, up to [`MAX_ATTEMPTS`] starts; after that they end `failed` with the reason.
 pub async fn requeue_stale(pool: &PgPool) -> sqlx::Result<u64> {
     let done = sqlx::query(
-        "UPDATE artifacts SET status = 'queued', progress_bytes = 0
+        "UPDATE artifacts SET progress_bytes = 0, updated_at = now(),
+                status = CASE WHEN attempts >= $1 THEN 'failed' ELSE 'queued' END,
+                error = CASE WHEN attempts >= $1 THEN $2 ELSE error END
          WHERE status = 'analyzing' AND updated_at < now() - interval '2 minutes'",
     )
+    .bind(MAX_ATTEMPTS)
+    .bind(format!(
+        "the analysis stopped {MAX_ATTEMPTS} times without finishing (the server was restarted \
+         or ran out of memory while analysing this file); it is not retried automatically. \
+         The file is kept: download it, or press \"Analyze again\" to try once more"
+    ))
     .execute(pool)
     .await?;
     Ok(done.rows_affected())
 }
+
+/// Starts of one analysis before it is given up (see [`requeue_stale`]).
+pub const MAX_ATTEMPTS: i32 = 3;
+
+/// The largest analysis kept per artifact (the analyzers bound what they keep, so only a
+/// new analyzer's bug could come near it; PostgreSQL's own jsonb limit is far higher).
+pub const MAX_STORED_ANALYSIS_BYTES: usize = 16 << 20;
 
 /// Claims and processes one queued artifact; false when the queue is empty.
 pub async fn process_next(state: &ArtifactStore) -> anyhow::Result<bool> {
@@ -76,7 +92,8 @@ pub async fn analyze_now(state: &ArtifactStore, id: i64) -> anyhow::Result<Optio
 /// Marks a queued artifact (the given one, or the oldest) as being analyzed by us.
 async fn claim(pool: &PgPool, id: Option<i64>) -> sqlx::Result<Option<Job>> {
     sqlx::query_as(
-        "UPDATE artifacts SET status = 'analyzing', progress_bytes = 0, updated_at = now()
+        "UPDATE artifacts SET status = 'analyzing', progress_bytes = 0, updated_at = now(),
+                attempts = attempts + 1
          WHERE id = (SELECT id FROM artifacts WHERE status = 'queued'
                        AND ($1::bigint IS NULL OR id = $1)
                      ORDER BY id FOR UPDATE SKIP LOCKED LIMIT 1)
@@ -105,6 +122,18 @@ async fn process(state: &ArtifactStore, job: Job) -> anyhow::Result<Option<Strin
         analyze_blob(&state.blobs, &job.sha256, kind, options, progress).await
     };
     ticker.abort();
+    let outcome = outcome.and_then(|analysis| {
+        let size = analysis.to_string().len();
+        if size > MAX_STORED_ANALYSIS_BYTES {
+            return Err(Failure::Failed(format!(
+                "the analysis came to {} MB, more than the {} MB kept per artifact; the file \
+                 is kept and can be downloaded",
+                size >> 20,
+                MAX_STORED_ANALYSIS_BYTES >> 20
+            )));
+        }
+        Ok(analysis)
+    });
 
     match outcome {
         Ok(analysis) => {

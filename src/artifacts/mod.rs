@@ -175,7 +175,7 @@ pub async fn blob_in_use(pool: &PgPool, sha256: &str) -> sqlx::Result<bool> {
 pub async fn requeue(pool: &PgPool, id: i64, options: &analyze::Options) -> sqlx::Result<bool> {
     let done = sqlx::query(
         "UPDATE artifacts SET status = 'queued', error = NULL, progress_bytes = 0, options = $2,
-                updated_at = now()
+                attempts = 0, updated_at = now()
          WHERE id = $1 AND kind <> 'unknown' AND status NOT IN ('queued', 'analyzing')",
     )
     .bind(id)
@@ -277,11 +277,22 @@ where
     };
     if artifact.status == "queued" && blob.size <= INLINE_ANALYSIS_BYTES {
         // Small files are analyzed before answering, so malformed content is refused
-        // with the line and the problem, and nothing is kept.
-        if let Some(message) = ingest::analyze_now(state, artifact.id)
-            .await
-            .map_err(UploadError::Other)?
-        {
+        // with the line and the problem, and nothing is kept. An analysis that takes
+        // longer than the budget carries on in the background (the answer says
+        // `analyzing`); a failure then ends the artifact `failed` with the reason.
+        let mut inline = tokio::spawn({
+            let state = state.clone();
+            let id = artifact.id;
+            async move { ingest::analyze_now(&state, id).await }
+        });
+        let finished = match tokio::time::timeout(INLINE_ANALYSIS_BUDGET, &mut inline).await {
+            Ok(joined) => joined.map_err(|e| UploadError::Other(e.into()))?,
+            Err(_) => {
+                tracing::info!(id = artifact.id, "analysis continues in the background");
+                return Ok(get(&state.pool, artifact.id).await?.unwrap_or(artifact));
+            }
+        };
+        if let Some(message) = finished.map_err(UploadError::Other)? {
             sqlx::query("DELETE FROM artifacts WHERE id = $1")
                 .bind(artifact.id)
                 .execute(&state.pool)
@@ -300,6 +311,9 @@ where
 
 /// Files up to this size are analyzed on the request path; larger ones in the background.
 pub const INLINE_ANALYSIS_BYTES: u64 = 32 * 1024 * 1024;
+
+/// How long an upload waits for its inline analysis before answering `analyzing`.
+pub const INLINE_ANALYSIS_BUDGET: std::time::Duration = std::time::Duration::from_secs(10);
 
 /// Removes a just-stored blob that no row points to (unless it was there before).
 async fn forget_blob(state: &ArtifactStore, blob: &StoredBlob) {

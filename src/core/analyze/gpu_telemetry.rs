@@ -29,6 +29,10 @@ pub const MAX_SERIES_POINTS: usize = 500;
 
 /// Samples kept per GPU (about 2 months of 1 s samples).
 const MAX_SAMPLES_PER_GPU: usize = 5_000_000;
+/// Samples kept over all GPUs (memory stays in the low hundreds of MB whatever the file).
+const MAX_SAMPLES_TOTAL: usize = 5_000_000;
+/// Distinct GPUs kept; samples of further GPUs are left out (and counted in the note).
+const MAX_GPUS: usize = 256;
 const MAX_LINE: usize = 1 << 20;
 
 /// DCGM's smallest "blank" value for 32-bit fields; larger 64-bit and float
@@ -87,6 +91,8 @@ struct Collector {
     order: Vec<String>,
     gpus: HashMap<String, GpuAcc>,
     dropped: u64,
+    /// Samples kept over all GPUs (at most [`MAX_SAMPLES_TOTAL`]).
+    kept: usize,
 }
 
 impl Collector {
@@ -95,12 +101,18 @@ impl Collector {
             order: Vec::new(),
             gpus: HashMap::new(),
             dropped: 0,
+            kept: 0,
         }
     }
 
     fn gpu(&mut self, id: &str) -> Option<&mut GpuAcc> {
+        if self.kept >= MAX_SAMPLES_TOTAL {
+            self.dropped += 1;
+            return None;
+        }
         if !self.gpus.contains_key(id) {
-            if self.gpus.len() >= 4096 {
+            if self.gpus.len() >= MAX_GPUS {
+                self.dropped += 1;
                 return None;
             }
             self.order.push(id.to_string());
@@ -111,6 +123,7 @@ impl Collector {
             self.dropped += 1;
             return None;
         }
+        self.kept += 1;
         Some(g)
     }
 
@@ -145,7 +158,8 @@ impl Collector {
         }
         if self.dropped > 0 {
             notes.push(format!(
-                "{} samples beyond {MAX_SAMPLES_PER_GPU} per GPU were left out",
+                "{} samples were left out (beyond {MAX_SAMPLES_PER_GPU} per GPU, \
+                 {MAX_SAMPLES_TOTAL} in all, or past {MAX_GPUS} GPUs)",
                 self.dropped
             ));
         }

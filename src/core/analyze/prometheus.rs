@@ -22,6 +22,9 @@ pub const ANALYZER_VERSION: u32 = 1;
 /// A scrape with more samples than this is refused (a `/metrics` page has
 /// thousands; millions means something else was uploaded).
 pub const MAX_SAMPLES: usize = 500_000;
+/// Model names and finish reasons kept in the analysis (label values a scrape may
+/// repeat without end).
+const MAX_LABEL_VALUES: usize = 64;
 
 const MAX_LINE: usize = 1 << 20;
 
@@ -746,6 +749,26 @@ fn summarize(
         .collect();
     models.sort();
     models.dedup();
+    // Label values are the scrape's word: keep the stored analysis small whatever they are.
+    if models.len() > MAX_LABEL_VALUES {
+        notes.push(format!(
+            "{} model names; the first {MAX_LABEL_VALUES} are listed",
+            models.len()
+        ));
+        models.truncate(MAX_LABEL_VALUES);
+    }
+    if finished_reasons.len() > MAX_LABEL_VALUES {
+        let mut by_count: Vec<(String, f64)> =
+            std::mem::take(&mut finished_reasons).into_iter().collect();
+        by_count.sort_by(|a, b| b.1.total_cmp(&a.1));
+        let rest: f64 = by_count[MAX_LABEL_VALUES..].iter().map(|(_, x)| x).sum();
+        notes.push(format!(
+            "{} finish reasons; the {MAX_LABEL_VALUES} most frequent are listed, the rest summed as \"other\"",
+            by_count.len()
+        ));
+        finished_reasons = by_count.into_iter().take(MAX_LABEL_VALUES).collect();
+        *finished_reasons.entry("other".to_string()).or_insert(0.0) += rest;
+    }
     let gauges = Gauges {
         running: scalar_sum(gauges_from, RUNNING),
         waiting: scalar_sum(gauges_from, WAITING),

@@ -121,17 +121,36 @@ struct Launch {
     dur: f64,
 }
 
-/// Interned strings (kernel names).
+/// Interned strings (kernel names), at most [`MAX_KERNEL_NAMES`] of them.
 #[derive(Default)]
 struct Interner {
     index: HashMap<String, u32>,
     names: Vec<String>,
+    /// Events whose name came after the limit (counted under [`OTHER_KERNELS`]).
+    pooled: u64,
 }
 
+/// The name kernels past [`MAX_KERNEL_NAMES`] distinct names are counted under.
+const OTHER_KERNELS: &str = "(other kernels: too many distinct names)";
+
 impl Interner {
+    fn intern_pooled(&mut self) -> u32 {
+        if let Some(&i) = self.index.get(OTHER_KERNELS) {
+            return i;
+        }
+        let i = self.names.len() as u32;
+        self.index.insert(OTHER_KERNELS.to_string(), i);
+        self.names.push(OTHER_KERNELS.to_string());
+        i
+    }
+
     fn intern(&mut self, s: &str) -> u32 {
         if let Some(&i) = self.index.get(s) {
             return i;
+        }
+        if self.names.len() >= MAX_KERNEL_NAMES {
+            self.pooled += 1;
+            return self.intern_pooled();
         }
         let i = self.names.len() as u32;
         self.index.insert(s.to_string(), i);
@@ -166,6 +185,8 @@ struct State {
     names: Interner,
     stream_index: HashMap<(i64, i64), u32>,
     streams: Vec<(i64, i64)>,
+    /// GPU events that fell into the pooled "other streams" entry.
+    pooled_streams: u64,
     step_names: HashSet<String>,
     last_step_start: Option<f64>,
     last_step_end: Option<f64>,
@@ -579,11 +600,7 @@ impl State {
             }
             let device = args.device.or(pid.num()).unwrap_or(0);
             let stream = args.stream.or(tid.num()).unwrap_or(-1);
-            let next = self.streams.len() as u32;
-            let stream_idx = *self.stream_index.entry((device, stream)).or_insert(next);
-            if stream_idx == next {
-                self.streams.push((device, stream));
-            }
+            let stream_idx = self.stream_of(device, stream);
             let name = self.names.intern(&self.name_buf);
             self.gpu.push(GpuEv {
                 start: ts,
@@ -632,6 +649,41 @@ impl State {
         }
     }
 }
+
+impl State {
+    /// The index of a (device, stream) pair. Past [`MAX_STREAMS`] distinct pairs, events
+    /// share one pooled "other streams" entry (device and stream [`POOLED`]), so a trace
+    /// with a stream per event cannot grow memory or the stored analysis per stream.
+    fn stream_of(&mut self, device: i64, stream: i64) -> u32 {
+        if let Some(&i) = self.stream_index.get(&(device, stream)) {
+            return i;
+        }
+        if self.streams.len() >= MAX_STREAMS {
+            self.pooled_streams += 1;
+            if let Some(&i) = self.stream_index.get(&(POOLED, POOLED)) {
+                return i;
+            }
+            let i = self.streams.len() as u32;
+            self.stream_index.insert((POOLED, POOLED), i);
+            self.streams.push((POOLED, POOLED));
+            return i;
+        }
+        let i = self.streams.len() as u32;
+        self.stream_index.insert((device, stream), i);
+        self.streams.push((device, stream));
+        i
+    }
+}
+
+/// Distinct (device, stream) pairs kept apart; more are pooled (see [`State::stream_of`]).
+const MAX_STREAMS: usize = 1024;
+/// Device and stream id of the pooled "other streams" entry.
+pub const POOLED: i64 = -99;
+/// Distinct kernel names kept; more are counted under one pooled name.
+const MAX_KERNEL_NAMES: usize = 50_000;
+/// Streams drawn in the timeline and listed in the idle table; the rest are summed into
+/// one "other streams" row (and said so in the notes).
+const SHOWN_STREAMS: usize = 32;
 
 /// `traceEvents`: fold each element as it is parsed.
 struct EventsSeed<'a>(&'a mut State);
@@ -834,17 +886,75 @@ pub struct StreamTimeline {
 /// Buckets per stream timeline: fine enough to see phases, small enough to store.
 const TIMELINE_BUCKETS: usize = 120;
 
-/// Per-stream busy fractions over `TIMELINE_BUCKETS` equal buckets spanning all GPU work.
-fn stream_timelines(gpu: &[GpuEv], streams: &[(i64, i64)]) -> Vec<StreamTimeline> {
+/// The idle table's rows: the [`SHOWN_STREAMS`] streams with the most events, and the
+/// rest summed into one "other streams" row.
+fn shown_idle_rows(mut idle: Vec<IdleRow>, notes: &mut Vec<String>) -> Vec<IdleRow> {
+    if idle.len() <= SHOWN_STREAMS {
+        return idle;
+    }
+    idle.sort_by_key(|r| std::cmp::Reverse(r.kernels));
+    let rest = idle.split_off(SHOWN_STREAMS - 1);
+    notes.push(format!(
+        "idle time: the {} busiest streams are listed; {} more are summed as \"other streams\"",
+        SHOWN_STREAMS - 1,
+        grouped(rest.len() as u64)
+    ));
+    let mut other = IdleRow {
+        rank: rest[0].rank,
+        device: POOLED,
+        stream: POOLED,
+        host_wait_us: 0.0,
+        kernel_wait_us: 0.0,
+        other_us: 0.0,
+        kernels: 0,
+    };
+    for r in rest {
+        other.host_wait_us += r.host_wait_us;
+        other.kernel_wait_us += r.kernel_wait_us;
+        other.other_us += r.other_us;
+        other.kernels += r.kernels;
+    }
+    idle.push(other);
+    idle.sort_by_key(|r| (r.device, r.stream));
+    idle
+}
+
+/// Per-stream busy fractions over `TIMELINE_BUCKETS` equal buckets spanning all GPU work,
+/// for the [`SHOWN_STREAMS`] busiest streams.
+fn stream_timelines(
+    gpu: &[GpuEv],
+    streams: &[(i64, i64)],
+    notes: &mut Vec<String>,
+) -> Vec<StreamTimeline> {
     let start = gpu.iter().map(|e| e.start).fold(f64::INFINITY, f64::min);
     let end = gpu.iter().map(|e| e.end).fold(f64::NEG_INFINITY, f64::max);
     if gpu.is_empty() || end <= start {
         return Vec::new();
     }
-    let width = (end - start) / TIMELINE_BUCKETS as f64;
-    let mut busy = vec![vec![0.0f64; TIMELINE_BUCKETS]; streams.len()];
+    // Which streams to draw: the busiest, by summed event time.
+    let mut total = vec![0.0f64; streams.len()];
     for e in gpu {
-        let row = &mut busy[e.stream as usize];
+        total[e.stream as usize] += e.end - e.start;
+    }
+    let mut ranked: Vec<usize> = (0..streams.len()).filter(|&i| total[i] > 0.0).collect();
+    ranked.sort_by(|&a, &b| total[b].total_cmp(&total[a]));
+    if ranked.len() > SHOWN_STREAMS {
+        notes.push(format!(
+            "timeline: the {SHOWN_STREAMS} busiest of {} streams are drawn",
+            grouped(ranked.len() as u64)
+        ));
+        ranked.truncate(SHOWN_STREAMS);
+    }
+    let mut row_of = vec![usize::MAX; streams.len()];
+    for (row, &i) in ranked.iter().enumerate() {
+        row_of[i] = row;
+    }
+    let width = (end - start) / TIMELINE_BUCKETS as f64;
+    let mut busy = vec![vec![0.0f64; TIMELINE_BUCKETS]; ranked.len()];
+    for e in gpu {
+        let Some(row) = busy.get_mut(row_of[e.stream as usize]) else {
+            continue;
+        };
         let first = (((e.start - start) / width) as usize).min(TIMELINE_BUCKETS - 1);
         let last = (((e.end - start) / width) as usize).min(TIMELINE_BUCKETS - 1);
         for (b, cell) in row.iter_mut().enumerate().take(last + 1).skip(first) {
@@ -855,11 +965,12 @@ fn stream_timelines(gpu: &[GpuEv], streams: &[(i64, i64)]) -> Vec<StreamTimeline
             }
         }
     }
-    let mut out: Vec<StreamTimeline> = streams
+    let mut out: Vec<StreamTimeline> = ranked
         .iter()
+        .map(|&i| streams[i])
         .zip(busy)
         .filter(|(_, b)| b.iter().any(|v| *v > 0.0))
-        .map(|(&(device, stream), b)| StreamTimeline {
+        .map(|((device, stream), b)| StreamTimeline {
             device,
             stream,
             start_us: start,
@@ -992,7 +1103,24 @@ fn finish(mut st: State, opts: &Options, mut notes: Vec<String>) -> TraceAnalysi
     let idle = idle_breakdown(rank, &gpu, &st);
     let launch = launch_stats(&gpu, &st.launches, &mut notes);
     let devices = device_list(&st, &gpu, &idle);
-    let timeline = stream_timelines(&gpu, &st.streams);
+    let idle = shown_idle_rows(idle, &mut notes);
+    let timeline = stream_timelines(&gpu, &st.streams, &mut notes);
+    if st.pooled_streams > 0 {
+        notes.push(format!(
+            "the trace names more than {} GPU streams; {} events on the streams after those \
+             are pooled as \"other streams\" (device and stream {POOLED})",
+            grouped(MAX_STREAMS as u64),
+            grouped(st.pooled_streams)
+        ));
+    }
+    if st.names.pooled > 0 {
+        notes.push(format!(
+            "the trace names more than {} distinct kernels; {} events after those are counted \
+             as \"{OTHER_KERNELS}\"",
+            grouped(MAX_KERNEL_NAMES as u64),
+            grouped(st.names.pooled)
+        ));
+    }
     TraceAnalysis {
         timeline,
         rank,
@@ -1465,6 +1593,34 @@ mod tests {
             1629.0,
         ),
     ];
+
+    #[test]
+    fn a_stream_per_event_stays_bounded() {
+        // Every kernel on its own stream: the structures and the stored analysis stay small,
+        // and the analysis says what it pooled.
+        let n = MAX_STREAMS + 500;
+        let events: Vec<Value> = (0..n)
+            .map(|i| kernel(&format!("k{i}"), i as f64 * 10.0, 5.0, i as i64, i as u64))
+            .collect();
+        let a = run(&json!({ "traceEvents": events }), &Options::default());
+        assert!(a.timeline.len() <= SHOWN_STREAMS, "{}", a.timeline.len());
+        assert!(a.idle.len() <= SHOWN_STREAMS, "{}", a.idle.len());
+        assert!(a.idle.iter().any(|r| r.stream == POOLED));
+        assert_eq!(
+            a.idle.iter().map(|r| r.kernels).sum::<u64>(),
+            n as u64,
+            "every event counted"
+        );
+        assert!(
+            a.notes
+                .iter()
+                .any(|n| n.contains("pooled as \"other streams\"")),
+            "{:?}",
+            a.notes
+        );
+        let stored = serde_json::to_vec(&a).unwrap().len();
+        assert!(stored < 200_000, "stored analysis {stored} bytes");
+    }
 
     #[test]
     fn timeline_buckets_hold_each_streams_busy_fraction() {

@@ -428,12 +428,7 @@ fn trace_temporal(x: &TraceAnalysis) -> Section {
             .timeline
             .iter()
             .take(16)
-            .map(|t| {
-                (
-                    format!("GPU {} / stream {}", t.device, t.stream),
-                    t.busy.clone(),
-                )
-            })
+            .map(|t| (stream_label(t.device, t.stream), t.busy.clone()))
             .collect();
         if let Some(svg) = charts::timeline(
             "Busy and idle per stream",
@@ -488,6 +483,16 @@ fn trace_kernels(x: &TraceAnalysis) -> Section {
     k
 }
 
+/// "GPU 0 / stream 7", or "other streams" for the pooled row of a trace with very many.
+fn stream_label(device: i64, stream: i64) -> String {
+    use crate::core::analyze::pytorch_trace::POOLED;
+    if (device, stream) == (POOLED, POOLED) {
+        "other streams".to_string()
+    } else {
+        format!("GPU {device} / stream {stream}")
+    }
+}
+
 /// Idle time per stream by cause.
 fn trace_idle(x: &TraceAnalysis) -> Section {
     let mut i = Section::new("idle", "Idle time per stream (µs)");
@@ -505,7 +510,7 @@ fn trace_idle(x: &TraceAnalysis) -> Section {
     ]);
     for r in &x.idle {
         t.row(vec![
-            format!("GPU {} / stream {}", r.device, r.stream),
+            stream_label(r.device, r.stream),
             num(r.kernels as f64),
             us(r.host_wait_us),
             us(r.kernel_wait_us),
