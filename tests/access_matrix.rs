@@ -1,0 +1,427 @@
+//! Route × role access matrix, generated from the router itself: every `.route("…", …)`
+//! call in the source under src/ (read at test time, so a new route is checked without
+//! touching this file) plus every path of the served OpenAPI document, requested as
+//! anonymous, viewer, editor and admin with the path parameters filled by records that
+//! exist. The rule: anonymous callers are sent to /login (pages) or answered 401 (API)
+//! except on the public routes; viewers never succeed at a write; editors are refused the
+//! admin pages; nobody gets a 5xx.
+
+mod common;
+
+use std::collections::BTreeMap;
+use std::path::Path;
+
+use axum::body::Body;
+use axum::http::{header, Method, Request, StatusCode};
+use common::{spawn_app, TestApp};
+use perfjournal::auth::Role;
+
+/// Routes anyone may call without signing in.
+const PUBLIC: &[&str] = &[
+    "/login",
+    "/setup",
+    "/logout",
+    "/healthz",
+    "/metrics",
+    "/static/",
+    "/journal/feed.atom",
+];
+
+/// Writes every signed-in user may make on their own account (or that only compute).
+const SELF_SERVICE: &[(&str, &str)] = &[
+    ("POST", "/login"),
+    ("POST", "/setup"),
+    ("POST", "/logout"),
+    ("POST", "/settings/tokens"),
+    ("POST", "/settings/tokens/{id}/revoke"),
+    ("POST", "/settings/password"),
+    ("POST", "/api/v1/estimate/{name}"),
+];
+
+fn is_public(path: &str) -> bool {
+    PUBLIC
+        .iter()
+        .any(|p| path == *p || (p.ends_with('/') && path.starts_with(p)))
+}
+
+fn is_admin_route(path: &str) -> bool {
+    path.starts_with("/admin/")
+}
+
+/// The `.route("path", get(..).post(..))` calls of one Rust source text: path and methods.
+fn routes_in(text: &str) -> Vec<(String, Vec<String>)> {
+    let mut out = Vec::new();
+    let mut rest = text;
+    while let Some(at) = rest.find(".route(") {
+        rest = &rest[at + ".route(".len()..];
+        let trimmed = rest.trim_start();
+        let Some(after_quote) = trimmed.strip_prefix('"') else {
+            continue;
+        };
+        let Some(end) = after_quote.find('"') else {
+            break;
+        };
+        let path = after_quote[..end].to_string();
+        // The handler expression: up to the parenthesis closing `.route(`.
+        let expr = &after_quote[end + 1..];
+        let mut depth = 1usize;
+        let mut close = expr.len();
+        for (i, c) in expr.char_indices() {
+            match c {
+                '(' => depth += 1,
+                ')' => {
+                    depth -= 1;
+                    if depth == 0 {
+                        close = i;
+                        break;
+                    }
+                }
+                _ => {}
+            }
+        }
+        let expr = &expr[..close];
+        let mut methods = Vec::new();
+        for m in ["get", "post", "put", "patch", "delete"] {
+            let needle = format!("{m}(");
+            let found = expr.match_indices(&needle).any(|(i, _)| {
+                i == 0 || {
+                    let prev = expr.as_bytes()[i - 1];
+                    !(prev.is_ascii_alphanumeric() || prev == b'_')
+                }
+            });
+            if found {
+                methods.push(m.to_ascii_uppercase());
+            }
+        }
+        out.push((path, methods));
+    }
+    out
+}
+
+fn rust_files(dir: &Path, out: &mut Vec<std::path::PathBuf>) {
+    for e in std::fs::read_dir(dir).unwrap().flatten() {
+        let p = e.path();
+        if p.is_dir() {
+            rust_files(&p, out);
+        } else if p.extension().is_some_and(|x| x == "rs") {
+            out.push(p);
+        }
+    }
+}
+
+/// Every route the source declares, keyed by path, with its methods.
+fn source_routes() -> BTreeMap<String, Vec<String>> {
+    let mut files = Vec::new();
+    rust_files(
+        &Path::new(env!("CARGO_MANIFEST_DIR")).join("src"),
+        &mut files,
+    );
+    let mut all: BTreeMap<String, Vec<String>> = BTreeMap::new();
+    for f in files {
+        let text = std::fs::read_to_string(&f).unwrap();
+        for (path, methods) in routes_in(&text) {
+            // The one route server.rs adds to the API router it nests under /api/v1.
+            let path = if path == "/openapi.json" {
+                format!("/api/v1{path}")
+            } else {
+                path
+            };
+            let entry = all.entry(path).or_default();
+            for m in methods {
+                if !entry.contains(&m) {
+                    entry.push(m);
+                }
+            }
+        }
+    }
+    all
+}
+
+struct Ids {
+    investigation: i64,
+    entry: i64,
+    artifact: i64,
+    comparison: i64,
+    proposal: i64,
+    token: i64,
+    user: i64,
+}
+
+/// The path with each parameter replaced by the id of a record that exists.
+fn fill(path: &str, ids: &Ids) -> String {
+    let bare = path.strip_prefix("/api/v1").unwrap_or(path);
+    let id = if bare.starts_with("/investigations/") {
+        ids.investigation
+    } else if bare.starts_with("/journal/") {
+        ids.entry
+    } else if bare.starts_with("/artifacts/") {
+        ids.artifact
+    } else if bare.starts_with("/comparisons/") {
+        ids.comparison
+    } else if bare.starts_with("/proposals/") {
+        ids.proposal
+    } else if bare.starts_with("/settings/tokens/") {
+        ids.token
+    } else if bare.starts_with("/admin/users/") {
+        ids.user
+    } else {
+        assert!(
+            !path.contains("{id}"),
+            "{path}: the access matrix does not know which record fills {{id}}; add it to fill()"
+        );
+        0
+    };
+    let filled = path
+        .replace("{id}", &id.to_string())
+        .replace("{step}", "1")
+        .replace("{name}", "memory-fit")
+        .replace("{*file}", "htmx.min.js");
+    assert!(
+        !filled.contains('{'),
+        "{path}: a path parameter the access matrix cannot fill; add it to fill()"
+    );
+    filled
+}
+
+fn request_log(n: usize, shift: f64) -> Vec<u8> {
+    let mut out = String::new();
+    for i in 0..n {
+        let queue = 20.0 + shift + i as f64;
+        out.push_str(&format!(
+            "{{\"request_id\":\"r{i}\",\"arrival_ts\":{},\"queue_wait_ms\":{queue},\"prefill_ms\":150,\"first_token_ms\":{},\"decode_ms\":4000,\"total_ms\":{},\"prompt_tokens\":1800,\"output_tokens\":250,\"tenant\":\"chat\"}}\n",
+            1_764_400_000.0 + i as f64,
+            queue + 150.0,
+            queue + 4150.0
+        ));
+    }
+    out.into_bytes()
+}
+
+async fn first_id(app: &TestApp, table: &str) -> i64 {
+    sqlx::query_scalar(&format!("SELECT id FROM {table} ORDER BY id LIMIT 1"))
+        .fetch_optional(&app.pool)
+        .await
+        .unwrap()
+        .unwrap_or_else(|| panic!("no row in {table} to fill a path with"))
+}
+
+/// One caller: a browser session (with its CSRF token) for pages, a bearer token for the API.
+struct Caller {
+    role: &'static str,
+    client: TestApp,
+    csrf: Option<String>,
+    token: Option<String>,
+}
+
+impl Caller {
+    async fn send(&mut self, method: &str, path: &str) -> common::Reply {
+        let write = method != "GET";
+        let mut req = Request::builder()
+            .method(Method::from_bytes(method.as_bytes()).unwrap())
+            .uri(path);
+        let api = path.starts_with("/api/");
+        let body = if api {
+            if let Some(t) = &self.token {
+                req = req.header(header::AUTHORIZATION, format!("Bearer {t}"));
+            }
+            if path == "/api/v1/artifacts" && write {
+                req = req.header(header::CONTENT_TYPE, "application/octet-stream");
+                Body::empty()
+            } else if write {
+                req = req.header(header::CONTENT_TYPE, "application/json");
+                Body::from("{}")
+            } else {
+                Body::empty()
+            }
+        } else {
+            if write {
+                req = req.header(header::CONTENT_TYPE, "application/x-www-form-urlencoded");
+                if let Some(t) = &self.csrf {
+                    req = req.header("x-csrf-token", t);
+                }
+            }
+            Body::empty()
+        };
+        if api {
+            // Bearer calls carry no session, as a script's would.
+            let saved = self.client.cookie.take();
+            let r = self.client.send(req.body(body).unwrap()).await;
+            self.client.cookie = saved;
+            r
+        } else {
+            self.client.send(req.body(body).unwrap()).await
+        }
+    }
+}
+
+#[tokio::test]
+async fn every_route_answers_each_role_by_the_access_rule() {
+    let mut app = spawn_app().await;
+    app.setup_admin("ada").await;
+    app.seed_demo().await;
+    app.add_user("vera", Role::Viewer).await;
+    app.add_user("ed", Role::Editor).await;
+    let victim = app.add_user("victor", Role::Viewer).await;
+    let victim_token = perfjournal::auth::tokens::create(&app.pool, victim, "victim")
+        .await
+        .unwrap()
+        .0;
+
+    // An uploaded artifact (so blob downloads are in the matrix) and a comparison of two.
+    let admin_token = app.api_token("ada").await;
+    let base = common::uploads::upload_analyzed(
+        &mut app,
+        &admin_token,
+        "base.jsonl",
+        request_log(30, 0.0),
+    )
+    .await;
+    let cand = common::uploads::upload_analyzed(
+        &mut app,
+        &admin_token,
+        "cand.jsonl",
+        request_log(30, 500.0),
+    )
+    .await;
+    let r = app
+        .api(
+            "POST",
+            "/api/v1/comparisons",
+            &admin_token,
+            Some(serde_json::json!({"baseline": [base], "candidate": [cand], "variable": "queue"})),
+        )
+        .await;
+    assert_eq!(r.status, StatusCode::CREATED, "{}", r.body);
+    let ids = Ids {
+        investigation: first_id(&app, "investigations").await,
+        entry: first_id(&app, "journal_entries").await,
+        artifact: base,
+        comparison: r.json()["id"].as_i64().unwrap(),
+        proposal: first_id(&app, "proposals").await,
+        token: victim_token.id,
+        user: victim,
+    };
+
+    // Every route: the source's, then the API document's.
+    let mut routes = source_routes();
+    let doc = app
+        .api("GET", "/api/v1/openapi.json", &admin_token, None)
+        .await
+        .json();
+    let base_url = doc["servers"][0]["url"].as_str().unwrap().to_string();
+    for (path, item) in doc["paths"].as_object().unwrap() {
+        let entry = routes.entry(format!("{base_url}{path}")).or_default();
+        for m in item.as_object().unwrap().keys() {
+            let m = m.to_ascii_uppercase();
+            if ["GET", "POST", "PUT", "PATCH", "DELETE"].contains(&m.as_str())
+                && !entry.contains(&m)
+            {
+                entry.push(m);
+            }
+        }
+    }
+    assert!(routes.len() > 60, "the route reader found {}", routes.len());
+    for must in [
+        "/admin/users",
+        "/artifacts/{id}/download",
+        "/api/v1/artifacts/{id}/download",
+    ] {
+        assert!(routes.contains_key(must), "{must} missing from {routes:?}");
+    }
+
+    // Signing out ends the session the rest of the matrix needs: it goes last.
+    let mut plan: Vec<(String, String)> = routes
+        .iter()
+        .flat_map(|(p, ms)| ms.iter().map(move |m| (m.clone(), p.clone())))
+        .collect();
+    plan.sort_by_key(|(_, p)| p == "/logout");
+
+    let mut callers = Vec::new();
+    for (role, name) in [
+        ("anonymous", None),
+        ("viewer", Some("vera")),
+        ("editor", Some("ed")),
+        ("admin", Some("ada")),
+    ] {
+        let mut client = app.new_client();
+        let mut token = None;
+        if let Some(name) = name {
+            let r = client.login(name).await;
+            assert_eq!(
+                r.status,
+                StatusCode::SEE_OTHER,
+                "{name} signs in: {}",
+                r.body
+            );
+            token = Some(app.api_token(name).await);
+        }
+        // Anonymous callers have a session too (the login page's), so the CSRF check
+        // passes and what is tested is the sign-in rule itself.
+        let csrf = Some(client.csrf().await);
+        callers.push(Caller {
+            role,
+            client,
+            csrf,
+            token,
+        });
+    }
+
+    let mut failures = Vec::new();
+    let mut checked = 0usize;
+    for caller in &mut callers {
+        for (method, template) in &plan {
+            let path = fill(template, &ids);
+            let r = caller.send(method, &path).await;
+            checked += 1;
+            let s = r.status;
+            let write = method != "GET";
+            let api = template.starts_with("/api/");
+            let what = format!("{} {method} {path} → {s}", caller.role);
+            if s.is_server_error() {
+                failures.push(format!("{what}: a server error: {}", r.body));
+                continue;
+            }
+            match caller.role {
+                "anonymous" if !is_public(template) => {
+                    if api {
+                        if s != StatusCode::UNAUTHORIZED {
+                            failures.push(format!("{what}: expected 401"));
+                        }
+                    } else if !(s.is_redirection()
+                        && r.location().is_some_and(|l| l.starts_with("/login")))
+                    {
+                        failures.push(format!(
+                            "{what}: expected a redirect to /login, got {:?}",
+                            r.location()
+                        ));
+                    }
+                }
+                "viewer"
+                    if write && !SELF_SERVICE.contains(&(method.as_str(), template.as_str())) =>
+                {
+                    if s != StatusCode::FORBIDDEN {
+                        failures.push(format!("{what}: a viewer's write must get 403"));
+                    }
+                }
+                "viewer" | "editor" if is_admin_route(template) => {
+                    if s != StatusCode::FORBIDDEN {
+                        failures.push(format!("{what}: admin route must get 403"));
+                    }
+                }
+                _ => {}
+            }
+        }
+    }
+    println!(
+        "access matrix: {} routes ({} route × method pairs) × {} roles = {checked} requests checked",
+        routes.len(),
+        plan.len(),
+        callers.len()
+    );
+    assert!(
+        failures.is_empty(),
+        "{} of {checked} requests broke the access rule:\n{}",
+        failures.len(),
+        failures.join("\n")
+    );
+}
