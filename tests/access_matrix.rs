@@ -254,8 +254,9 @@ impl Caller {
     }
 }
 
-#[tokio::test]
-async fn every_route_answers_each_role_by_the_access_rule() {
+/// A seeded app with one user per role (plus a victim whose token and account fill the
+/// path parameters), the records every path needs, and the full route list.
+async fn matrix_app() -> (TestApp, Ids, BTreeMap<String, Vec<String>>) {
     let mut app = spawn_app().await;
     app.setup_admin("ada").await;
     app.seed_demo().await;
@@ -329,12 +330,23 @@ async fn every_route_answers_each_role_by_the_access_rule() {
         assert!(routes.contains_key(must), "{must} missing from {routes:?}");
     }
 
-    // Signing out ends the session the rest of the matrix needs: it goes last.
+    (app, ids, routes)
+}
+
+/// Every (method, path template) pair, signing out last (it ends the session).
+fn plan(routes: &BTreeMap<String, Vec<String>>) -> Vec<(String, String)> {
     let mut plan: Vec<(String, String)> = routes
         .iter()
         .flat_map(|(p, ms)| ms.iter().map(move |m| (m.clone(), p.clone())))
         .collect();
     plan.sort_by_key(|(_, p)| p == "/logout");
+    plan
+}
+
+#[tokio::test]
+async fn every_route_answers_each_role_by_the_access_rule() {
+    let (app, ids, routes) = matrix_app().await;
+    let plan = plan(&routes);
 
     let mut callers = Vec::new();
     for (role, name) in [
@@ -421,6 +433,131 @@ async fn every_route_answers_each_role_by_the_access_rule() {
     assert!(
         failures.is_empty(),
         "{} of {checked} requests broke the access rule:\n{}",
+        failures.len(),
+        failures.join("\n")
+    );
+}
+
+/// Rows in every table of the application's schema, by table.
+async fn row_counts(app: &TestApp) -> BTreeMap<String, i64> {
+    let tables: Vec<String> = sqlx::query_scalar(
+        "SELECT table_name::text FROM information_schema.tables \
+         WHERE table_schema = 'public' AND table_type = 'BASE TABLE' ORDER BY 1",
+    )
+    .fetch_all(&app.pool)
+    .await
+    .unwrap();
+    let mut out = BTreeMap::new();
+    for t in tables {
+        let n: i64 = sqlx::query_scalar(&format!("SELECT count(*) FROM \"{t}\""))
+            .fetch_one(&app.pool)
+            .await
+            .unwrap();
+        out.insert(t, n);
+    }
+    out
+}
+
+/// The CSRF matrix: every write route (pages and the API alike) sent from the admin's
+/// browser session without the token, with a wrong one, marked cross-site, and from a
+/// foreign Origin is refused with 403 and changes no row; with the session's token it
+/// passes the check (the handler may still refuse the empty form on its own terms).
+#[tokio::test]
+async fn every_write_route_refuses_forged_requests_and_accepts_the_token() {
+    let (app, ids, routes) = matrix_app().await;
+    let mut admin = app.new_client();
+    let r = admin.login("ada").await;
+    assert_eq!(r.status, StatusCode::SEE_OTHER);
+    let token = admin.csrf().await;
+
+    let writes: Vec<(String, String)> = plan(&routes)
+        .into_iter()
+        .filter(|(m, _)| m != "GET")
+        .collect();
+    let mut failures = Vec::new();
+    let mut checked = 0usize;
+    for (method, template) in &writes {
+        let path = fill(template, &ids);
+        let method = Method::from_bytes(method.as_bytes()).unwrap();
+        let form = |extra: &[(&str, &str)]| {
+            let mut req = Request::builder()
+                .method(method.clone())
+                .uri(&path)
+                .header(header::CONTENT_TYPE, "application/x-www-form-urlencoded");
+            for (k, v) in extra {
+                req = req.header(*k, *v);
+            }
+            req
+        };
+        let variants: Vec<(&str, Request<Body>)> = vec![
+            ("no token", form(&[]).body(Body::empty()).unwrap()),
+            (
+                "a wrong token",
+                form(&[])
+                    .body(Body::from(format!("_csrf={}", "0".repeat(64))))
+                    .unwrap(),
+            ),
+            (
+                "a cross-site fetch",
+                form(&[("sec-fetch-site", "cross-site"), ("x-csrf-token", &token)])
+                    .body(Body::empty())
+                    .unwrap(),
+            ),
+            (
+                "a foreign Origin",
+                form(&[
+                    ("host", "perfjournal.local"),
+                    ("origin", "https://evil.example"),
+                    ("x-csrf-token", &token),
+                ])
+                .body(Body::empty())
+                .unwrap(),
+            ),
+        ];
+        let before = row_counts(&app).await;
+        for (variant, req) in variants {
+            let r = admin.send(req).await;
+            checked += 1;
+            if r.status != StatusCode::FORBIDDEN || !r.body.contains("request refused") {
+                failures.push(format!(
+                    "{method} {path} with {variant} → {} (expected a CSRF 403)",
+                    r.status
+                ));
+            }
+        }
+        let after = row_counts(&app).await;
+        if before != after {
+            let changed: Vec<_> = after
+                .iter()
+                .filter(|(t, n)| before.get(*t) != Some(n))
+                .map(|(t, n)| format!("{t}: {} → {n}", before.get(t).copied().unwrap_or(0)))
+                .collect();
+            failures.push(format!(
+                "{method} {path}: refused requests changed rows: {changed:?}"
+            ));
+        }
+        let r = admin
+            .send(
+                form(&[("x-csrf-token", &token)])
+                    .body(Body::empty())
+                    .unwrap(),
+            )
+            .await;
+        checked += 1;
+        if r.body.contains("request refused") || r.status.is_server_error() {
+            failures.push(format!(
+                "{method} {path} with the session's token → {}: {}",
+                r.status, r.body
+            ));
+        }
+    }
+    println!(
+        "CSRF matrix: {} write routes × 5 variants = {checked} requests checked",
+        writes.len()
+    );
+    assert!(
+        failures.is_empty(),
+        "{} CSRF failures:\n{}",
         failures.len(),
         failures.join("\n")
     );
