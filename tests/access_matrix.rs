@@ -343,6 +343,27 @@ fn plan(routes: &BTreeMap<String, Vec<String>>) -> Vec<(String, String)> {
     plan
 }
 
+/// The access rule a reply breaks, if any (server errors are checked before this).
+fn broken_rule(role: &str, method: &str, template: &str, r: &common::Reply) -> Option<String> {
+    let s = r.status;
+    let write = method != "GET";
+    if role == "anonymous" && !is_public(template) {
+        if template.starts_with("/api/") {
+            return (s != StatusCode::UNAUTHORIZED).then(|| "expected 401".to_string());
+        }
+        let to_login = s.is_redirection() && r.location().is_some_and(|l| l.starts_with("/login"));
+        return (!to_login)
+            .then(|| format!("expected a redirect to /login, got {:?}", r.location()));
+    }
+    if role == "viewer" && write && !SELF_SERVICE.contains(&(method, template)) {
+        return (s != StatusCode::FORBIDDEN).then(|| "a viewer's write must get 403".to_string());
+    }
+    if (role == "viewer" || role == "editor") && is_admin_route(template) {
+        return (s != StatusCode::FORBIDDEN).then(|| "an admin route must get 403".to_string());
+    }
+    None
+}
+
 #[tokio::test]
 async fn every_route_answers_each_role_by_the_access_rule() {
     let (app, ids, routes) = matrix_app().await;
@@ -386,41 +407,13 @@ async fn every_route_answers_each_role_by_the_access_rule() {
             let r = caller.send(method, &path).await;
             checked += 1;
             let s = r.status;
-            let write = method != "GET";
-            let api = template.starts_with("/api/");
             let what = format!("{} {method} {path} → {s}", caller.role);
             if s.is_server_error() {
                 failures.push(format!("{what}: a server error: {}", r.body));
                 continue;
             }
-            match caller.role {
-                "anonymous" if !is_public(template) => {
-                    if api {
-                        if s != StatusCode::UNAUTHORIZED {
-                            failures.push(format!("{what}: expected 401"));
-                        }
-                    } else if !(s.is_redirection()
-                        && r.location().is_some_and(|l| l.starts_with("/login")))
-                    {
-                        failures.push(format!(
-                            "{what}: expected a redirect to /login, got {:?}",
-                            r.location()
-                        ));
-                    }
-                }
-                "viewer"
-                    if write && !SELF_SERVICE.contains(&(method.as_str(), template.as_str())) =>
-                {
-                    if s != StatusCode::FORBIDDEN {
-                        failures.push(format!("{what}: a viewer's write must get 403"));
-                    }
-                }
-                "viewer" | "editor" if is_admin_route(template) => {
-                    if s != StatusCode::FORBIDDEN {
-                        failures.push(format!("{what}: admin route must get 403"));
-                    }
-                }
-                _ => {}
+            if let Some(rule) = broken_rule(caller.role, method, template, &r) {
+                failures.push(format!("{what}: {rule}"));
             }
         }
     }

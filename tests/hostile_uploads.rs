@@ -10,6 +10,7 @@ use std::time::Duration;
 
 use axum::body::Body;
 use axum::http::{header, Request, StatusCode};
+use common::uploads::{artifact_count, files_under};
 use common::{spawn_app, TestApp};
 use tokio::io::AsyncWriteExt;
 
@@ -27,28 +28,6 @@ async fn upload(app: &mut TestApp, token: &str, name: &str, body: Vec<u8>) -> co
         .body(Body::from(body))
         .unwrap();
     app.send(req).await
-}
-
-fn files_under(dir: &std::path::Path) -> Vec<std::path::PathBuf> {
-    let mut out = Vec::new();
-    if let Ok(entries) = std::fs::read_dir(dir) {
-        for e in entries.flatten() {
-            let p = e.path();
-            if p.is_dir() {
-                out.extend(files_under(&p));
-            } else {
-                out.push(p);
-            }
-        }
-    }
-    out
-}
-
-async fn artifact_count(app: &TestApp) -> i64 {
-    sqlx::query_scalar("SELECT count(*) FROM artifacts")
-        .fetch_one(&app.pool)
-        .await
-        .unwrap()
 }
 
 fn no_panic_text(what: &str, body: &str) {
