@@ -13,6 +13,7 @@ use std::path::Path;
 
 use axum::body::Body;
 use axum::http::{header, Method, Request, StatusCode};
+use common::tables::{row_counts, write_counters};
 use common::{spawn_app, TestApp};
 use perfjournal::auth::Role;
 
@@ -333,13 +334,14 @@ async fn matrix_app() -> (TestApp, Ids, BTreeMap<String, Vec<String>>) {
     (app, ids, routes)
 }
 
-/// Every (method, path template) pair, signing out last (it ends the session).
+/// Every (method, path template) pair: reads first, then writes, signing out last (it
+/// ends the session).
 fn plan(routes: &BTreeMap<String, Vec<String>>) -> Vec<(String, String)> {
     let mut plan: Vec<(String, String)> = routes
         .iter()
         .flat_map(|(p, ms)| ms.iter().map(move |m| (m.clone(), p.clone())))
         .collect();
-    plan.sort_by_key(|(_, p)| p == "/logout");
+    plan.sort_by_key(|(m, p)| (m != "GET", p == "/logout"));
     plan
 }
 
@@ -401,8 +403,32 @@ async fn every_route_answers_each_role_by_the_access_rule() {
 
     let mut failures = Vec::new();
     let mut checked = 0usize;
+    let reads = plan.iter().filter(|(m, _)| m == "GET").count();
     for caller in &mut callers {
-        for (method, template) in &plan {
+        app.state.search.catch_up(&app.pool).await.unwrap();
+        let mut counters = write_counters(&app.pool).await;
+        for (n, (method, template)) in plan.iter().enumerate() {
+            if n == reads {
+                // Every read is done: none of them wrote. (A bearer token's last use is
+                // recorded on each API call by design: api_tokens updates are left out.)
+                let mut after = write_counters(&app.pool).await;
+                for c in [&mut counters, &mut after] {
+                    if let Some(t) = c.get_mut("api_tokens") {
+                        t.1 = 0;
+                    }
+                }
+                if after != counters {
+                    let changed: Vec<_> = after
+                        .iter()
+                        .filter(|(t, v)| counters.get(*t) != Some(v))
+                        .map(|(t, v)| format!("{t}: {:?} → {v:?}", counters.get(t)))
+                        .collect();
+                    failures.push(format!(
+                        "{}: the {reads} GET requests wrote (inserts, updates, deletes): {changed:?}",
+                        caller.role
+                    ));
+                }
+            }
             let path = fill(template, &ids);
             let r = caller.send(method, &path).await;
             checked += 1;
@@ -429,26 +455,6 @@ async fn every_route_answers_each_role_by_the_access_rule() {
         failures.len(),
         failures.join("\n")
     );
-}
-
-/// Rows in every table of the application's schema, by table.
-async fn row_counts(app: &TestApp) -> BTreeMap<String, i64> {
-    let tables: Vec<String> = sqlx::query_scalar(
-        "SELECT table_name::text FROM information_schema.tables \
-         WHERE table_schema = 'public' AND table_type = 'BASE TABLE' ORDER BY 1",
-    )
-    .fetch_all(&app.pool)
-    .await
-    .unwrap();
-    let mut out = BTreeMap::new();
-    for t in tables {
-        let n: i64 = sqlx::query_scalar(&format!("SELECT count(*) FROM \"{t}\""))
-            .fetch_one(&app.pool)
-            .await
-            .unwrap();
-        out.insert(t, n);
-    }
-    out
 }
 
 /// The CSRF matrix: every write route (pages and the API alike) sent from the admin's
@@ -507,7 +513,7 @@ async fn every_write_route_refuses_forged_requests_and_accepts_the_token() {
                 .unwrap(),
             ),
         ];
-        let before = row_counts(&app).await;
+        let before = row_counts(&app.pool).await;
         for (variant, req) in variants {
             let r = admin.send(req).await;
             checked += 1;
@@ -518,7 +524,7 @@ async fn every_write_route_refuses_forged_requests_and_accepts_the_token() {
                 ));
             }
         }
-        let after = row_counts(&app).await;
+        let after = row_counts(&app.pool).await;
         if before != after {
             let changed: Vec<_> = after
                 .iter()
