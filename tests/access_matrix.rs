@@ -357,6 +357,10 @@ fn broken_rule(role: &str, method: &str, template: &str, r: &common::Reply) -> O
         return (!to_login)
             .then(|| format!("expected a redirect to /login, got {:?}", r.location()));
     }
+    if template == "/settings/tokens/{id}/revoke" {
+        // The token in the path is another user's: nobody but its owner may revoke it.
+        return (s != StatusCode::NOT_FOUND).then(|| "another's token must be 404".to_string());
+    }
     if role == "viewer" && write && !SELF_SERVICE.contains(&(method, template)) {
         return (s != StatusCode::FORBIDDEN).then(|| "a viewer's write must get 403".to_string());
     }
@@ -443,6 +447,15 @@ async fn every_route_answers_each_role_by_the_access_rule() {
             }
         }
     }
+    let live: bool = sqlx::query_scalar("SELECT revoked_at IS NULL FROM api_tokens WHERE id = $1")
+        .bind(ids.token)
+        .fetch_one(&app.pool)
+        .await
+        .unwrap();
+    assert!(
+        live,
+        "another user's API token was revoked during the matrix"
+    );
     println!(
         "access matrix: {} routes ({} route × method pairs) × {} roles = {checked} requests checked",
         routes.len(),
