@@ -18,15 +18,11 @@ use common::{spawn_app, TestApp};
 use perfjournal::auth::Role;
 
 /// Routes anyone may call without signing in.
-const PUBLIC: &[&str] = &[
-    "/login",
-    "/setup",
-    "/logout",
-    "/healthz",
-    "/metrics",
-    "/static/",
-    "/journal/feed.atom",
-];
+const PUBLIC: &[&str] = &["/login", "/setup", "/logout", "/healthz", "/static/"];
+
+/// Routes outside the login wall that check a token (or session) themselves, for
+/// scrapers and feed readers: anonymous callers get 401, not a login redirect.
+const OWN_AUTH: &[&str] = &["/metrics", "/journal/feed.atom"];
 
 /// Writes every signed-in user may make on their own account (or that only compute).
 const SELF_SERVICE: &[(&str, &str)] = &[
@@ -349,6 +345,14 @@ fn plan(routes: &BTreeMap<String, Vec<String>>) -> Vec<(String, String)> {
 fn broken_rule(role: &str, method: &str, template: &str, r: &common::Reply) -> Option<String> {
     let s = r.status;
     let write = method != "GET";
+    if role == "anonymous" && OWN_AUTH.contains(&template) {
+        return (s != StatusCode::UNAUTHORIZED).then(|| "expected 401".to_string());
+    }
+    if template == "/metrics" && role != "admin" {
+        // A scraper's token, or an admin's session: other sessions are refused.
+        return (s != StatusCode::FORBIDDEN)
+            .then(|| "metrics by session are admin-only".to_string());
+    }
     if role == "anonymous" && !is_public(template) {
         if template.starts_with("/api/") {
             return (s != StatusCode::UNAUTHORIZED).then(|| "expected 401".to_string());

@@ -41,11 +41,12 @@ pub async fn write_counters(pool: &PgPool) -> BTreeMap<String, (i64, i64, i64)> 
     }
     drop(conns);
     // Backends publish their counters asynchronously (when idle, at most about once a
-    // second): read until two reads a little apart agree, so a busy machine cannot hand
-    // us a snapshot from before the last writes.
+    // second): read until the counters have held still for longer than that interval, so
+    // a busy machine cannot hand us a snapshot from before the last writes.
     let mut conn = pool.acquire().await.unwrap();
     let mut last = None;
-    for _ in 0..40 {
+    let mut same = 0;
+    for _ in 0..60 {
         tokio::time::sleep(std::time::Duration::from_millis(250)).await;
         sqlx::query("SELECT pg_stat_clear_snapshot()")
             .execute(&mut *conn)
@@ -63,7 +64,12 @@ pub async fn write_counters(pool: &PgPool) -> BTreeMap<String, (i64, i64, i64)> 
             .map(|(t, i, u, d)| (t, (i, u, d)))
             .collect();
         if last.as_ref() == Some(&now) {
-            return now;
+            same += 1;
+            if same >= 5 {
+                return now;
+            }
+        } else {
+            same = 0;
         }
         last = Some(now);
     }
