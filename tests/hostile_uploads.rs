@@ -338,3 +338,66 @@ async fn a_client_that_disconnects_mid_upload_leaves_no_row_blob_or_temp_file() 
     assert_eq!(artifact_count(&app).await, 0, "no artifact row");
     server.abort();
 }
+
+/// The page's multipart form: a file past the limit, a body that stops before its closing
+/// boundary, and a body that is not multipart at all each get a 4xx page (no 5xx, no
+/// internals) and keep nothing.
+#[tokio::test]
+async fn hostile_page_form_uploads_are_refused_and_keep_nothing() {
+    let config = perfjournal::config::Config {
+        upload_limit: 4096,
+        ..perfjournal::config::Config::default()
+    };
+    let mut app = common::spawn_app_with(config).await;
+    app.setup_admin("ada").await;
+    let csrf = app.csrf().await;
+    let boundary = "HostileBoundary42";
+    let part = |content: &[u8]| {
+        let mut body = format!(
+            "--{boundary}\r\nContent-Disposition: form-data; name=\"file\"; \
+             filename=\"requests.jsonl\"\r\nContent-Type: application/octet-stream\r\n\r\n"
+        )
+        .into_bytes();
+        body.extend_from_slice(content);
+        body
+    };
+    let mut over = part(&request_log(60));
+    over.extend_from_slice(format!("\r\n--{boundary}--\r\n").as_bytes());
+    let cut = part(&request_log(5));
+    let cases: Vec<(&str, String, Vec<u8>)> = vec![
+        (
+            "over the limit",
+            format!("multipart/form-data; boundary={boundary}"),
+            over,
+        ),
+        (
+            "no closing boundary",
+            format!("multipart/form-data; boundary={boundary}"),
+            cut,
+        ),
+        (
+            "not multipart",
+            format!("multipart/form-data; boundary={boundary}"),
+            b"\x00\x01garbage without any boundary".to_vec(),
+        ),
+    ];
+    for (what, content_type, body) in cases {
+        let req = Request::post(format!("/artifacts?_csrf={csrf}"))
+            .header(header::CONTENT_TYPE, content_type)
+            .body(Body::from(body))
+            .unwrap();
+        let r = app.send(req).await;
+        let message = r.select(".message").join(" ");
+        println!("page form, {what}: {} — {message}", r.status);
+        assert!(
+            r.status.is_client_error(),
+            "{what}: {} {}",
+            r.status,
+            r.body
+        );
+        assert!(!message.is_empty(), "{what}: the page says what went wrong");
+        no_panic_text(what, &r.body);
+        assert_eq!(artifact_count(&app).await, 0, "{what}: no row");
+        assert!(files_under(&app.blob_dir).is_empty(), "{what}: no file");
+    }
+}
