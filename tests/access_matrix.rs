@@ -2,9 +2,11 @@
 //! call in the source under src/ (read at test time, so a new route is checked without
 //! touching this file) plus every path of the served OpenAPI document, requested as
 //! anonymous, viewer, editor and admin with the path parameters filled by records that
-//! exist. The rule: anonymous callers are sent to /login (pages) or answered 401 (API)
-//! except on the public routes; viewers never succeed at a write; editors are refused the
-//! admin pages; nobody gets a 5xx.
+//! exist. The rule: anonymous callers are sent to /login (pages) or answered 401 (API,
+//! and the routes that check a token themselves) except on the public routes; viewers
+//! never succeed at a write nor open a write form; editors are refused the admin pages;
+//! everyone signed in reads the rest, blob downloads included; nobody gets a 5xx; the
+//! reads write nothing. Then the CSRF matrix over every write route.
 
 mod common;
 
@@ -370,6 +372,18 @@ fn broken_rule(role: &str, method: &str, template: &str, r: &common::Reply) -> O
     }
     if (role == "viewer" || role == "editor") && is_admin_route(template) {
         return (s != StatusCode::FORBIDDEN).then(|| "an admin route must get 403".to_string());
+    }
+    let write_form =
+        template.ends_with("/new") || template.ends_with("/edit") || template == "/journal/import";
+    if role == "viewer" && write_form {
+        // The forms of writes a viewer may not make are refused up front.
+        return (s != StatusCode::FORBIDDEN)
+            .then(|| "a viewer's write form must get 403".to_string());
+    }
+    if !write && role != "anonymous" && !OWN_AUTH.contains(&template) {
+        // Everyone signed in reads everything outside the admin pages, downloads included.
+        let refused = s == StatusCode::UNAUTHORIZED || s == StatusCode::FORBIDDEN;
+        return refused.then(|| "a signed-in reader was refused".to_string());
     }
     None
 }
