@@ -60,7 +60,7 @@ pub fn app(state: AppState) -> Router {
         .layer(from_fn_with_state(state.clone(), require_login));
 
     let sessions = SessionManagerLayer::new(PostgresStore::new(state.pool.clone()))
-        .with_name("perfjournal_session")
+        .with_name(crate::auth::csrf::SESSION_COOKIE)
         .with_http_only(true)
         .with_same_site(SameSite::Lax)
         .with_secure(state.config.secure_cookies)

@@ -7,6 +7,7 @@ use std::io::Write;
 
 use axum::body::Body;
 use axum::http::{header, Request, StatusCode};
+use common::uploads::{artifact_count, files_under};
 use common::{spawn_app, TestApp};
 use serde_json::Value;
 
@@ -285,7 +286,7 @@ async fn downloads_return_the_original_bytes_as_an_attachment_and_duplicates_sha
     let a = fetch(&mut app, &token, first["id"].as_i64().unwrap()).await;
     let b = fetch(&mut app, &token, second["id"].as_i64().unwrap()).await;
     assert_eq!(a["sha256"], b["sha256"]);
-    let blobs = walk(&app.blob_dir);
+    let blobs = files_under(&app.blob_dir);
     assert_eq!(blobs.len(), 1, "one blob for identical content: {blobs:?}");
 
     let r = app
@@ -316,28 +317,6 @@ async fn downloads_return_the_original_bytes_as_an_attachment_and_duplicates_sha
     assert_eq!(bytes.as_ref(), body.as_slice());
 }
 
-fn walk(dir: &std::path::Path) -> Vec<std::path::PathBuf> {
-    let mut out = Vec::new();
-    if let Ok(entries) = std::fs::read_dir(dir) {
-        for e in entries.flatten() {
-            let p = e.path();
-            if p.is_dir() {
-                out.extend(walk(&p));
-            } else {
-                out.push(p);
-            }
-        }
-    }
-    out
-}
-
-async fn artifact_count(app: &TestApp) -> i64 {
-    sqlx::query_scalar("SELECT count(*) FROM artifacts")
-        .fetch_one(&app.pool)
-        .await
-        .unwrap()
-}
-
 #[tokio::test]
 async fn malformed_content_is_refused_with_the_line_and_nothing_is_kept() {
     let (mut app, token) = editor_app().await;
@@ -351,7 +330,7 @@ async fn malformed_content_is_refused_with_the_line_and_nothing_is_kept() {
         .to_string();
     assert!(msg.contains("line 4"), "{msg}");
     assert_eq!(artifact_count(&app).await, 0);
-    assert!(walk(&app.blob_dir).is_empty(), "no orphan blob");
+    assert!(files_under(&app.blob_dir).is_empty(), "no orphan blob");
 }
 
 #[tokio::test]
@@ -369,7 +348,10 @@ async fn an_empty_upload_is_refused_and_nothing_is_kept() {
         "{field}"
     );
     assert_eq!(artifact_count(&app).await, 0);
-    assert!(walk(&app.blob_dir).is_empty(), "no 0-byte blob left behind");
+    assert!(
+        files_under(&app.blob_dir).is_empty(),
+        "no 0-byte blob left behind"
+    );
 }
 
 #[tokio::test]
@@ -417,7 +399,7 @@ async fn oversized_uploads_get_413_and_store_nothing() {
         .unwrap();
     assert_eq!(app.send(req).await.status, StatusCode::PAYLOAD_TOO_LARGE);
     assert_eq!(artifact_count(&app).await, 0);
-    assert!(walk(&app.blob_dir).is_empty());
+    assert!(files_under(&app.blob_dir).is_empty());
 }
 
 #[tokio::test]
@@ -437,7 +419,7 @@ async fn an_interrupted_upload_leaves_no_row_and_no_blob() {
     let r = app.send(req).await;
     assert_eq!(r.status, StatusCode::BAD_REQUEST);
     assert_eq!(artifact_count(&app).await, 0);
-    assert!(walk(&app.blob_dir).is_empty());
+    assert!(files_under(&app.blob_dir).is_empty());
 }
 
 #[tokio::test]
@@ -567,7 +549,7 @@ async fn real_fixtures_upload_and_analyze() {
         ("pytorch_trace", "pytorch_trace"),
     ];
     for (dir, kind) in expect {
-        let files = walk(&root.join(dir));
+        let files = files_under(&root.join(dir));
         // An empty or missing folder would make this test pass without checking anything.
         assert!(
             !files.is_empty(),

@@ -8,6 +8,7 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use axum::http::StatusCode;
+use common::uploads::files_under;
 use perfjournal::config::Config;
 use perfjournal::db::EmbeddedCluster;
 
@@ -213,19 +214,6 @@ async fn a_full_disk_refuses_the_upload_and_leaves_nothing_half_written() {
     let small = b"hello, small file\n".to_vec();
     let r = app.send(upload(small, "small.txt")).await;
     assert_eq!(r.status, StatusCode::CREATED, "{}", r.body);
-}
-
-fn files_under(dir: &std::path::Path) -> Vec<std::path::PathBuf> {
-    let mut out = Vec::new();
-    for entry in std::fs::read_dir(dir).into_iter().flatten().flatten() {
-        let p = entry.path();
-        if p.is_dir() {
-            out.extend(files_under(&p));
-        } else {
-            out.push(p);
-        }
-    }
-    out
 }
 
 /// SIGTERM while an upload is streaming: the server stops accepting, lets the upload

@@ -93,7 +93,10 @@ async fn schemathesis_finds_no_server_error_and_no_undocumented_response() {
     let examples = std::env::var("PERFJOURNAL_FUZZ_EXAMPLES").unwrap_or_else(|_| "25".into());
     let (ok, text) = tokio::task::spawn_blocking(move || {
         let schemathesis = std::path::Path::new(&python).with_file_name("schemathesis");
+        // Its cache goes in a temp dir, not the checkout.
+        let scratch = tempfile::tempdir().unwrap();
         let out = Command::new(schemathesis)
+            .current_dir(scratch.path())
             .args([
                 "run",
                 &format!("{base}/api/v1/openapi.json"),

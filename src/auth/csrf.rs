@@ -1,7 +1,7 @@
 //! CSRF: every state-changing request that rides on a session cookie must carry the
 //! session's token (form field `_csrf`, or header `X-CSRF-Token` which htmx sends),
-//! and must not come from another site. Bearer-token API calls carry no ambient
-//! credential, so they are exempt.
+//! and must not come from another site. Bearer-token API calls, and API calls with no
+//! session cookie, carry no ambient credential, so they are exempt.
 
 use std::sync::Arc;
 
@@ -20,6 +20,22 @@ use crate::error::{ApiError, AppError};
 
 pub const HEADER: &str = "x-csrf-token";
 pub const FIELD: &str = "_csrf";
+/// The session cookie's name: the ambient credential this check protects.
+pub const SESSION_COOKIE: &str = "perfjournal_session";
+
+/// Whether the request carries a session cookie at all.
+fn has_session_cookie(headers: &HeaderMap) -> bool {
+    headers
+        .get_all(header::COOKIE)
+        .iter()
+        .filter_map(|v| v.to_str().ok())
+        .flat_map(|v| v.split(';'))
+        .any(|c| {
+            c.trim_start()
+                .strip_prefix(SESSION_COOKIE)
+                .is_some_and(|rest| rest.starts_with('='))
+        })
+}
 
 /// The session's CSRF token, created on first use.
 pub async fn token(session: &Session) -> Result<String, AppError> {
@@ -72,7 +88,11 @@ pub async fn verify(State(config): State<Arc<Config>>, req: Request, next: Next)
     }
     let path = req.uri().path().to_string();
     let (parts, body) = req.into_parts();
-    if path.starts_with("/api/") && super::extract::bearer(&parts).is_some() {
+    // An API call with a bearer token, or with no credential at all (which the API's
+    // sign-in check then answers 401), carries nothing a forged request could ride on.
+    if path.starts_with("/api/")
+        && (super::extract::bearer(&parts).is_some() || !has_session_cookie(&parts.headers))
+    {
         return next.run(Request::from_parts(parts, body)).await;
     }
     if let Some(why) = cross_site(&parts.headers) {

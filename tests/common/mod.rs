@@ -9,6 +9,7 @@ pub mod incident;
 pub mod test_skip;
 pub use test_skip::skip;
 pub mod seeded;
+pub mod tables;
 pub mod uploads;
 
 use std::str::FromStr;

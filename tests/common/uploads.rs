@@ -18,3 +18,25 @@ pub async fn upload_analyzed(app: &mut TestApp, token: &str, name: &str, body: V
     assert_eq!(r.json()["status"], "done", "{}", r.body);
     r.json()["id"].as_i64().unwrap()
 }
+
+/// Every file under a directory, at any depth (blobs and temporary files alike).
+pub fn files_under(dir: &std::path::Path) -> Vec<std::path::PathBuf> {
+    let mut out = Vec::new();
+    for entry in std::fs::read_dir(dir).into_iter().flatten().flatten() {
+        let p = entry.path();
+        if p.is_dir() {
+            out.extend(files_under(&p));
+        } else {
+            out.push(p);
+        }
+    }
+    out
+}
+
+/// How many artifact rows the database holds.
+pub async fn artifact_count(app: &TestApp) -> i64 {
+    sqlx::query_scalar("SELECT count(*) FROM artifacts")
+        .fetch_one(&app.pool)
+        .await
+        .unwrap()
+}

@@ -59,6 +59,34 @@ pub struct RequestRow {
     pub extra: Map<String, Value>,
 }
 
+impl RequestRow {
+    /// The first text field (or `extra` key) holding a NUL character, which PostgreSQL
+    /// text and jsonb cannot store.
+    pub fn field_with_nul(&self) -> Option<String> {
+        fn value_has_nul(v: &Value) -> bool {
+            match v {
+                Value::String(s) => s.contains('\0'),
+                Value::Array(a) => a.iter().any(value_has_nul),
+                Value::Object(o) => o.iter().any(|(k, v)| k.contains('\0') || value_has_nul(v)),
+                _ => false,
+            }
+        }
+        for (name, v) in [
+            ("request_id", &self.request_id),
+            ("model_version", &self.model_version),
+            ("tenant", &self.tenant),
+        ] {
+            if v.as_deref().is_some_and(|s| s.contains('\0')) {
+                return Some(name.to_string());
+            }
+        }
+        self.extra
+            .iter()
+            .find(|(k, v)| k.contains('\0') || value_has_nul(v))
+            .map(|(k, _)| k.replace('\0', "\\u0000"))
+    }
+}
+
 /// Column order of [`RequestRow::write_copy_binary`] (after the artifact id), for
 /// `COPY request_rows (artifact_id, <these columns>) FROM STDIN WITH (FORMAT binary)`.
 /// Types: `request_id` text, `arrival_ts` float8 (epoch seconds), `*_ms`
@@ -226,6 +254,13 @@ pub fn for_each_request<R: Read, E: From<AnalyzeError>>(
             continue;
         }
         let row = parse_row(bytes, line_no)?;
+        if let Some(field) = row.field_with_nul() {
+            return Err(AnalyzeError::at_line(
+                line_no,
+                format!("{field} contains a NUL character (\\u0000), which cannot be stored"),
+            )
+            .into());
+        }
         rows += 1;
         cb(row)?;
     }
@@ -1087,6 +1122,21 @@ mod tests {
             ));
         }
         s
+    }
+
+    #[test]
+    fn a_nul_in_a_text_field_is_refused_with_its_line() {
+        let log = "{\"request_id\": \"a\", \"queue_wait_ms\": 1}\n\
+                   {\"request_id\": \"b\\u0000c\", \"queue_wait_ms\": 1}\n";
+        let e = for_each_request(log.as_bytes(), |_| Ok::<(), AnalyzeError>(())).unwrap_err();
+        let text = e.to_string();
+        assert!(
+            text.contains("line 2") && text.contains("request_id"),
+            "{text}"
+        );
+        let extra = "{\"queue_wait_ms\": 1, \"region\": \"eu\\u0000\"}\n";
+        let e = for_each_request(extra.as_bytes(), |_| Ok::<(), AnalyzeError>(())).unwrap_err();
+        assert!(e.to_string().contains("region"), "{e}");
     }
 
     #[test]
