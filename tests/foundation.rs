@@ -944,3 +944,52 @@ async fn an_oversized_form_is_refused_with_413_and_changes_nothing() {
     assert_eq!(r.status, StatusCode::PAYLOAD_TOO_LARGE);
     assert_eq!(perfjournal::auth::users::count(&app.pool).await.unwrap(), 0);
 }
+
+/// Small things a person notices: the favicon is served (no 404 on every page), a refusal
+/// says "an editor", the add-user form defaults to the least role, and Markdown exports
+/// download as files instead of opening as raw text.
+#[tokio::test]
+async fn favicon_wording_defaults_and_downloads() {
+    let mut app = spawn_app().await;
+    app.setup_admin("ada").await;
+    let icon = app.get("/static/favicon.svg").await;
+    assert_eq!(icon.status, StatusCode::OK);
+    assert_eq!(icon.headers["content-type"], "image/svg+xml");
+    assert!(app
+        .get("/")
+        .await
+        .body
+        .contains(r#"<link rel="icon" href="/static/favicon.svg""#));
+
+    let users = app.get("/admin/users").await;
+    assert_eq!(
+        users.select_attr("#new-role option[selected]", "value"),
+        vec!["viewer"]
+    );
+
+    app.add_user("eve", Role::Editor).await;
+    let mut eve = app.new_client();
+    eve.login("eve").await;
+    let refused = eve.get("/admin/users").await;
+    assert_eq!(refused.status, StatusCode::FORBIDDEN);
+    assert!(refused.body.contains("is an editor"), "{}", refused.body);
+
+    let r = app
+        .post_form(
+            "/journal",
+            &[
+                ("title", "Export me"),
+                ("date", "2026-03-14"),
+                ("symptom", "slow"),
+                ("change", "a change"),
+                ("action", "publish"),
+            ],
+        )
+        .await;
+    let entry = r.location().unwrap().to_string();
+    let md = app.get(&format!("{entry}/markdown")).await;
+    assert_eq!(md.status, StatusCode::OK);
+    let disposition = md.headers["content-disposition"].to_str().unwrap();
+    assert!(disposition.starts_with("attachment;"), "{disposition}");
+    assert!(disposition.contains(".md"), "{disposition}");
+}

@@ -56,6 +56,11 @@ pub struct Artifact {
 }
 
 impl Artifact {
+    /// The size as people read it ("1.1 MB").
+    pub fn size_human(&self) -> String {
+        crate::core::fmt::human_bytes(self.size_bytes as f64)
+    }
+
     pub fn kind(&self) -> Kind {
         self.kind.parse().unwrap_or(Kind::Unknown)
     }

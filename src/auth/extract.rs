@@ -49,8 +49,10 @@ fn require(user: &User, role: Role) -> Result<(), AppError> {
         Ok(())
     } else {
         Err(AppError::Forbidden(format!(
-            "this needs the {role} role; your account ({}) is a {}",
-            user.name, user.role
+            "this needs the {role} role; your account ({}) is {} {}",
+            user.name,
+            if user.role == Role::Viewer { "a" } else { "an" },
+            user.role
         )))
     }
 }

@@ -37,6 +37,22 @@ pub fn format_number(value: f64, decimals: usize) -> String {
     }
 }
 
+/// Bytes as people read them, in SI units ("1.1 MB"), as file sizes are usually shown.
+pub fn human_bytes(b: f64) -> String {
+    const UNITS: [&str; 5] = ["B", "KB", "MB", "GB", "TB"];
+    let mut v = b;
+    let mut i = 0;
+    while v >= 1000.0 && i < UNITS.len() - 1 {
+        v /= 1000.0;
+        i += 1;
+    }
+    if i == 0 {
+        format!("{v:.0} B")
+    } else {
+        format!("{v:.1} {}", UNITS[i])
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -16,6 +16,11 @@ const ASSETS: &[(&str, &str, &[u8])] = &[
         include_bytes!("../../static/app.js"),
     ),
     (
+        "favicon.svg",
+        "image/svg+xml",
+        include_bytes!("../../static/favicon.svg"),
+    ),
+    (
         "app.css",
         "text/css; charset=utf-8",
         include_bytes!("../../static/app.css"),

@@ -5,7 +5,7 @@
 use crate::extract::Path;
 use askama::Template;
 use axum::extract::State;
-use axum::http::{header, StatusCode};
+use axum::http::StatusCode;
 use axum::response::{IntoResponse, Redirect, Response};
 use axum::routing::get;
 use axum::{Form, Router};
@@ -107,11 +107,11 @@ async fn show_entry(
 
 async fn entry_markdown(State(state): State<AppState>, Path(id): Path<i64>) -> Result<Response> {
     let entry = load_entry(&state, id).await?;
-    Ok((
-        [(header::CONTENT_TYPE, "text/markdown; charset=utf-8")],
+    Ok(super::download(
+        "text/markdown; charset=utf-8",
+        &format!("journal-{id}.md"),
         entry.entry.to_markdown(&entry.title),
-    )
-        .into_response())
+    ))
 }
 
 // ---------- writing and editing ----------

@@ -57,3 +57,25 @@ pub fn upload_routes() -> Router<AppState> {
 pub fn render(t: &impl Template) -> Result<Html<String>> {
     Ok(Html(t.render()?))
 }
+
+/// A text export the browser saves as a file (`Content-Disposition: attachment`) rather
+/// than opening as raw text.
+pub(crate) fn download(
+    content_type: &'static str,
+    filename: &str,
+    body: String,
+) -> axum::response::Response {
+    use axum::http::{header, HeaderValue};
+    use axum::response::IntoResponse;
+    let mut response = ([(header::CONTENT_TYPE, content_type)], body).into_response();
+    let safe: String = filename
+        .chars()
+        .filter(|c| c.is_ascii_alphanumeric() || "-_.".contains(*c))
+        .collect();
+    if let Ok(v) = HeaderValue::from_str(&format!("attachment; filename=\"{safe}\"")) {
+        response
+            .headers_mut()
+            .insert(header::CONTENT_DISPOSITION, v);
+    }
+    response
+}

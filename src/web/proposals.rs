@@ -6,7 +6,7 @@ use crate::extract::Path;
 use askama::Template;
 use axum::body::Bytes;
 use axum::extract::{Query, State};
-use axum::http::{header, StatusCode};
+use axum::http::StatusCode;
 use axum::response::{IntoResponse, Redirect, Response};
 use axum::routing::{get, post};
 use axum::{Json, Router};
@@ -632,20 +632,11 @@ async fn export_md(
             .collect::<Vec<_>>(),
         scores: &latest,
     });
-    Ok((
-        [
-            (
-                header::CONTENT_TYPE,
-                "text/markdown; charset=utf-8".to_string(),
-            ),
-            (
-                header::CONTENT_DISPOSITION,
-                format!("inline; filename=\"proposal-{id}.md\""),
-            ),
-        ],
+    Ok(super::download(
+        "text/markdown; charset=utf-8",
+        &format!("proposal-{id}.md"),
         md,
-    )
-        .into_response())
+    ))
 }
 
 async fn export_json(

@@ -5,7 +5,7 @@
 use crate::extract::Path;
 use askama::Template;
 use axum::extract::{Query, State};
-use axum::http::{header, HeaderMap, HeaderValue, StatusCode};
+use axum::http::{header, HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::routing::get;
 use axum::{Form, Json, Router};
@@ -37,17 +37,6 @@ pub fn public_routes() -> Router<AppState> {
     Router::new().route("/journal/feed.atom", get(atom_feed))
 }
 
-fn attachment(content_type: &'static str, filename: &str, body: String) -> Response {
-    let disposition = format!("inline; filename=\"{filename}\"");
-    let mut response = ([(header::CONTENT_TYPE, content_type)], body).into_response();
-    if let Ok(v) = HeaderValue::from_str(&disposition) {
-        response
-            .headers_mut()
-            .insert(header::CONTENT_DISPOSITION, v);
-    }
-    response
-}
-
 fn today() -> String {
     chrono::Utc::now()
         .date_naive()
@@ -57,7 +46,7 @@ fn today() -> String {
 
 async fn journal_markdown(State(state): State<AppState>) -> Result<Response> {
     let export = transfer::journal_export(&state.pool).await?;
-    Ok(attachment(
+    Ok(super::download(
         "text/markdown; charset=utf-8",
         "journal.md",
         transfer::export_markdown(&export),
@@ -81,7 +70,7 @@ async fn investigation_markdown(
 ) -> Result<Response> {
     let loaded = inv::load_or_404(&state.pool, id).await?;
     let (title, entry, _) = transfer::investigation_entry(&state.pool, &loaded, &today()).await?;
-    Ok(attachment(
+    Ok(super::download(
         "text/markdown; charset=utf-8",
         &format!("investigation-{id}.md"),
         entry.to_markdown(&title),

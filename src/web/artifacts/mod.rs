@@ -56,21 +56,7 @@ async fn list_artifacts(State(state): State<AppState>, ctx: PageCtx) -> Result<i
     })
 }
 
-/// Bytes as people read them.
-pub fn human_bytes(b: f64) -> String {
-    const UNITS: [&str; 5] = ["B", "KB", "MB", "GB", "TB"];
-    let mut v = b;
-    let mut i = 0;
-    while v >= 1000.0 && i < UNITS.len() - 1 {
-        v /= 1000.0;
-        i += 1;
-    }
-    if i == 0 {
-        format!("{v:.0} B")
-    } else {
-        format!("{v:.1} {}", UNITS[i])
-    }
-}
+pub use crate::core::fmt::human_bytes;
 
 /// Multipart upload from the page (the `_csrf` token rides in the query string or the
 /// htmx header). Answers with the artifact page, where analysis progress shows.
