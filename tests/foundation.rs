@@ -74,6 +74,23 @@ async fn setup_form_errors_name_the_field_and_create_nothing() {
         .await;
     assert_eq!(r.select(".field-error"), vec!["the two passwords differ"]);
     assert_eq!(perfjournal::auth::users::count(&app.pool).await.unwrap(), 0);
+    // The "load example investigations" tick survives a refused form.
+    let r = app
+        .post_form(
+            "/setup",
+            &[
+                ("name", "ada"),
+                ("password", "short"),
+                ("confirm", "short"),
+                ("demo", "on"),
+            ],
+        )
+        .await;
+    assert_eq!(r.status, StatusCode::UNPROCESSABLE_ENTITY);
+    assert_eq!(
+        r.select_attr("input[name=demo][checked]", "value"),
+        vec!["on"]
+    );
 }
 
 #[tokio::test]

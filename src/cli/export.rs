@@ -70,14 +70,43 @@ pub async fn import(database: &Database, args: ImportArgs) -> anyhow::Result<()>
             .await?
             .ok_or_else(|| anyhow::anyhow!("no admin account yet: name one with --user"))?,
     };
+    let started = std::time::Instant::now();
     let ids = transfer::import(&database.pool, author, &entries, !args.draft).await?;
-    println!(
-        "imported {} entries: {}",
-        ids.len(),
-        ids.iter()
-            .map(|i| format!("/journal/{i}"))
-            .collect::<Vec<_>>()
-            .join(" ")
-    );
+    // A summary, not a line per entry: an import of 10,000 entries stays readable.
+    println!("{}", import_summary(&ids, started.elapsed()));
     Ok(())
+}
+
+/// "imported 3 entries in 0.2 s: /journal/7 … /journal/9".
+fn import_summary(ids: &[i64], took: std::time::Duration) -> String {
+    let range = match (ids.first(), ids.last()) {
+        (Some(first), Some(last)) if first == last => format!(": /journal/{first}"),
+        (Some(first), Some(last)) => format!(": /journal/{first} … /journal/{last}"),
+        _ => String::new(),
+    };
+    format!(
+        "imported {} {} in {:.1} s{range}",
+        ids.len(),
+        if ids.len() == 1 { "entry" } else { "entries" },
+        took.as_secs_f64()
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_import_summary_names_the_count_the_range_and_the_time() {
+        let ids: Vec<i64> = (7..10_007).collect();
+        let line = import_summary(&ids, std::time::Duration::from_millis(2500));
+        assert_eq!(
+            line,
+            "imported 10000 entries in 2.5 s: /journal/7 … /journal/10006"
+        );
+        assert_eq!(
+            import_summary(&[3], std::time::Duration::ZERO),
+            "imported 1 entry in 0.0 s: /journal/3"
+        );
+    }
 }

@@ -46,6 +46,8 @@ pub fn private_routes() -> Router<AppState> {
 struct SetupPage {
     ctx: PageCtx,
     name: String,
+    /// The "load example investigations" tick, kept when the form comes back with errors.
+    demo: bool,
     errors: FormErrors,
 }
 
@@ -69,6 +71,7 @@ async fn show_setup(State(state): State<AppState>, ctx: PageCtx) -> Result<Respo
     Ok(render(&SetupPage {
         ctx,
         name: String::new(),
+        demo: false,
         errors: FormErrors::default(),
     })?
     .into_response())
@@ -95,7 +98,7 @@ async fn create_admin(
         errors.push(FieldError::new("confirm", "the two passwords differ"));
     }
     let Some(name) = name.filter(|_| errors.is_empty()) else {
-        return rerender_setup(ctx, form.name, errors);
+        return rerender_setup(ctx, form.name, form.demo.is_some(), errors);
     };
     let hash = password::hash(form.password).await?;
     let user = match users::create(&state.pool, &name, &hash, Role::Admin, true).await {
@@ -109,6 +112,7 @@ async fn create_admin(
             return rerender_setup(
                 ctx,
                 form.name,
+                form.demo.is_some(),
                 vec![FieldError::new("name", format!("{n} is taken"))],
             )
         }
@@ -122,10 +126,16 @@ async fn create_admin(
     Ok(Redirect::to("/").into_response())
 }
 
-fn rerender_setup(ctx: PageCtx, name: String, errors: Vec<FieldError>) -> Result<Response> {
+fn rerender_setup(
+    ctx: PageCtx,
+    name: String,
+    demo: bool,
+    errors: Vec<FieldError>,
+) -> Result<Response> {
     let page = SetupPage {
         ctx,
         name,
+        demo,
         errors: errors.into(),
     };
     Ok((StatusCode::UNPROCESSABLE_ENTITY, render(&page)?).into_response())
