@@ -419,3 +419,57 @@ async fn viewers_cannot_write_the_journal() {
         .unwrap();
     assert_eq!(title, "t");
 }
+
+/// The journal list pages (50 a page, "Older entries" links) instead of growing with the
+/// journal; a page is stable when new entries arrive meanwhile.
+#[tokio::test]
+async fn the_journal_list_pages_and_a_page_is_stable_under_new_entries() {
+    let mut app = common::spawn_app().await;
+    app.setup_admin("ada").await;
+    let author: i64 = sqlx::query_scalar("SELECT id FROM users WHERE name = 'ada'")
+        .fetch_one(&app.pool)
+        .await
+        .unwrap();
+    sqlx::query(
+        "INSERT INTO journal_entries (author_id, title, entry_date, symptom, change, published_at) \
+         SELECT $1, 'Entry ' || g, date '2026-01-01' + g, 'slow', 'a change', now() \
+         FROM generate_series(1, 120) g",
+    )
+    .bind(author)
+    .execute(&app.pool)
+    .await
+    .unwrap();
+    let titles = |r: &common::Reply| r.select(".journal-item .entry-title");
+    let first = app.get("/journal").await;
+    assert_eq!(first.status, StatusCode::OK);
+    let page1 = titles(&first);
+    assert_eq!(page1.len(), 50);
+    assert_eq!(page1[0], "Entry 120");
+    let older = first.select_attr("a.older", "href")[0].clone();
+
+    // A new entry arrives; the second page still starts where the first ended.
+    sqlx::query(
+        "INSERT INTO journal_entries (author_id, title, entry_date, symptom, change, published_at) \
+         VALUES ($1, 'Newest', date '2027-01-01', 'slow', 'a change', now())",
+    )
+    .bind(author)
+    .execute(&app.pool)
+    .await
+    .unwrap();
+    let second = app.get(&older).await;
+    let page2 = titles(&second);
+    assert_eq!(page2.len(), 50);
+    assert_eq!(page2[0], "Entry 70");
+    let third = app.get(&second.select_attr("a.older", "href")[0]).await;
+    let page3 = titles(&third);
+    assert_eq!(page3.len(), 20);
+    assert_eq!(page3.last().unwrap(), "Entry 1");
+    assert!(
+        third.select_attr("a.older", "href").is_empty(),
+        "no page after the last"
+    );
+    assert!(third.body.len() < 100_000, "a page stays small");
+
+    let bad = app.get("/journal?after=abc").await;
+    assert_eq!(bad.status, StatusCode::UNPROCESSABLE_ENTITY);
+}

@@ -244,13 +244,42 @@ pub async fn published(pool: &PgPool) -> sqlx::Result<Vec<StoredEntry>> {
     .await
 }
 
-/// Drafts, most recently edited first.
-pub async fn drafts(pool: &PgPool) -> sqlx::Result<Vec<StoredEntry>> {
-    sqlx::query_as(&format!(
-        "{SELECT} WHERE j.published_at IS NULL ORDER BY j.updated_at DESC, j.id DESC"
+/// One page of published entries in the list's order (entry date, then publication,
+/// newest first): the `limit` after the entry `after` (keyset, so a page is stable when
+/// new entries arrive), and whether more follow.
+pub async fn published_page(
+    pool: &PgPool,
+    after: Option<i64>,
+    limit: i64,
+) -> sqlx::Result<(Vec<StoredEntry>, bool)> {
+    let mut rows: Vec<StoredEntry> = sqlx::query_as(&format!(
+        "{SELECT} WHERE j.published_at IS NOT NULL AND ($1::bigint IS NULL OR \
+         (j.entry_date, j.published_at, j.id) < (SELECT entry_date, published_at, id \
+          FROM journal_entries WHERE id = $1)) \
+         ORDER BY j.entry_date DESC, j.published_at DESC, j.id DESC LIMIT $2"
     ))
+    .bind(after)
+    .bind(limit + 1)
     .fetch_all(pool)
-    .await
+    .await?;
+    let more = rows.len() as i64 > limit;
+    rows.truncate(limit as usize);
+    Ok((rows, more))
+}
+
+/// The most recently edited drafts (at most `limit`), and how many there are in all.
+pub async fn recent_drafts(pool: &PgPool, limit: i64) -> sqlx::Result<(Vec<StoredEntry>, i64)> {
+    let rows = sqlx::query_as(&format!(
+        "{SELECT} WHERE j.published_at IS NULL ORDER BY j.updated_at DESC, j.id DESC LIMIT $1"
+    ))
+    .bind(limit)
+    .fetch_all(pool)
+    .await?;
+    let total: i64 =
+        sqlx::query_scalar("SELECT count(*) FROM journal_entries WHERE published_at IS NULL")
+            .fetch_one(pool)
+            .await?;
+    Ok((rows, total))
 }
 
 /// A saved version of an entry, with who saved it.

@@ -4,7 +4,7 @@
 
 use crate::extract::Path;
 use askama::Template;
-use axum::extract::State;
+use axum::extract::{RawQuery, State};
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Redirect, Response};
 use axum::routing::get;
@@ -35,13 +35,45 @@ pub fn routes() -> Router<AppState> {
 struct ListPage {
     ctx: PageCtx,
     entries: Vec<StoredEntry>,
+    /// Link to the next (older) page, when there is one.
+    older: Option<String>,
+    /// True past the first page (a link back to the newest is shown).
+    paged: bool,
     drafts: Vec<StoredEntry>,
+    drafts_total: i64,
 }
 
-async fn list_entries(State(state): State<AppState>, ctx: PageCtx) -> Result<Response> {
+/// Entries per page of the journal list.
+const PAGE: i64 = 50;
+
+async fn list_entries(
+    State(state): State<AppState>,
+    ctx: PageCtx,
+    RawQuery(raw): RawQuery,
+) -> Result<Response> {
+    // `?after=ID`: the entries after that one (the last of the previous page).
+    let after =
+        match serde_urlencoded::from_str::<Vec<(String, String)>>(raw.as_deref().unwrap_or(""))
+            .unwrap_or_default()
+            .into_iter()
+            .find(|(k, _)| k == "after")
+        {
+            None => None,
+            Some((_, v)) => Some(v.trim().parse::<i64>().map_err(|_| {
+                AppError::field("after", format!("expected an entry id, got {v:?}"))
+            })?),
+        };
+    let (entries, more) = journal::published_page(&state.pool, after, PAGE).await?;
+    let older = more
+        .then(|| entries.last().map(|e| format!("/journal?after={}", e.id)))
+        .flatten();
+    let (drafts, drafts_total) = journal::recent_drafts(&state.pool, 20).await?;
     let page = ListPage {
-        entries: journal::published(&state.pool).await?,
-        drafts: journal::drafts(&state.pool).await?,
+        entries,
+        older,
+        paged: after.is_some(),
+        drafts,
+        drafts_total,
         ctx,
     };
     Ok(render(&page)?.into_response())
