@@ -107,3 +107,21 @@ fn method_label(method: &axum::http::Method) -> &'static str {
         _ => "OTHER",
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::method_label;
+    use axum::http::Method;
+
+    #[test]
+    fn methods_outside_the_standard_set_are_one_label() {
+        assert_eq!(method_label(&Method::GET), "GET");
+        assert_eq!(method_label(&Method::DELETE), "DELETE");
+        for odd in ["FOOBAR", "PROPFIND", "X-SCAN-1"] {
+            assert_eq!(
+                method_label(&Method::from_bytes(odd.as_bytes()).unwrap()),
+                "OTHER"
+            );
+        }
+    }
+}

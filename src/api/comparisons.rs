@@ -182,16 +182,7 @@ async fn create_comparison(
     body: Bytes,
 ) -> ApiResult<(StatusCode, Json<ComparisonDoc>)> {
     user.require(Role::Editor)?;
-    let value: serde_json::Value = serde_json::from_slice(&body).map_err(|e| {
-        AppError::field(
-            "body",
-            format!(
-                "not valid JSON at line {} column {}: {e}",
-                e.line(),
-                e.column()
-            ),
-        )
-    })?;
+    let value: serde_json::Value = super::json_body(&body)?;
     let input = NewComparison::from_json(&value).map_err(AppError::Invalid)?;
     let id = crate::investigations::record_comparison(&state.pool, input, user.0.id).await?;
     Ok((StatusCode::CREATED, Json(load(&state, id).await?)))

@@ -79,16 +79,7 @@ fn inputs_from_json(body: &[u8]) -> Result<Inputs, AppError> {
     if body.iter().all(u8::is_ascii_whitespace) {
         return Ok(Inputs::new());
     }
-    let value: Value = serde_json::from_slice(body).map_err(|e| {
-        AppError::field(
-            "body",
-            format!(
-                "not valid JSON at line {} column {}: {e}",
-                e.line(),
-                e.column()
-            ),
-        )
-    })?;
+    let value: Value = super::json_body(body)?;
     let Value::Object(map) = value else {
         return Err(AppError::field("body", "expected a JSON object of inputs"));
     };

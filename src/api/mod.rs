@@ -190,3 +190,17 @@ fn describe_status(status: &str) -> &'static str {
         _ => "See the message in the body",
     }
 }
+
+/// A request body as JSON; not JSON is a 422 on `body` naming the line and column.
+pub(crate) fn json_body(body: &[u8]) -> Result<serde_json::Value, crate::error::AppError> {
+    serde_json::from_slice(body).map_err(|e| {
+        crate::error::AppError::field(
+            "body",
+            format!(
+                "not valid JSON at line {} column {}: {e}",
+                e.line(),
+                e.column()
+            ),
+        )
+    })
+}

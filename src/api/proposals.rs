@@ -100,19 +100,6 @@ pub async fn load(state: &AppState, id: i64) -> Result<ProposalDoc, AppError> {
     Ok(doc(&p, &evidence, &history, &observations))
 }
 
-fn json_body(body: &Bytes) -> Result<serde_json::Value, AppError> {
-    serde_json::from_slice(body).map_err(|e| {
-        AppError::field(
-            "body",
-            format!(
-                "not valid JSON at line {} column {}: {e}",
-                e.line(),
-                e.column()
-            ),
-        )
-    })
-}
-
 /// Sizes a deployment for a workload and SLOs with the estimators and stores it as a
 /// draft. Body: `{"title", "question", "model" (catalog name) or "config" (config.json
 /// object), "gpu_type", "gpus_per_replica", "tp", "weight_dtype", "kv_dtype", "engine",
@@ -134,7 +121,7 @@ async fn create_proposal(
     body: Bytes,
 ) -> ApiResult<(StatusCode, Json<ProposalDoc>)> {
     user.require(Role::Editor)?;
-    let pairs = pairs_from_json(&json_body(&body)?).map_err(AppError::Invalid)?;
+    let pairs = pairs_from_json(&super::json_body(&body)?).map_err(AppError::Invalid)?;
     let (input, sizing, sensitivity) = proposals::prepare(&pairs).map_err(AppError::Invalid)?;
     let id = proposals::create(&state.pool, user.0.id, &input, &sizing, &sensitivity).await?;
     Ok((StatusCode::CREATED, Json(load(&state, id).await?)))
@@ -176,7 +163,7 @@ async fn review_proposal(
     body: Bytes,
 ) -> ApiResult<Json<ProposalDoc>> {
     user.require(Role::Editor)?;
-    let v = json_body(&body)?;
+    let v = super::json_body(&body)?;
     let version = v
         .get("version")
         .and_then(|n| n.as_i64())
@@ -230,7 +217,7 @@ async fn observe_proposal(
     body: Bytes,
 ) -> ApiResult<(StatusCode, Json<ObservedDoc>)> {
     user.require(Role::Editor)?;
-    let v = json_body(&body)?;
+    let v = super::json_body(&body)?;
     let artifact_ids: Vec<i64> = match v.get("artifact_ids") {
         None | Some(serde_json::Value::Null) => Vec::new(),
         Some(a) => serde_json::from_value(a.clone()).map_err(|_| {

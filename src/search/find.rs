@@ -168,9 +168,14 @@ impl Searcher {
     }
 
     /// Rebuilds every queued document and loads the result; returns how many were rebuilt.
+    /// With nothing queued (the usual tick) it is one read and no transaction.
     pub async fn catch_up(&self, pool: &PgPool) -> sqlx::Result<usize> {
-        let n = super::refresh(pool).await?;
-        let (stamp, _) = current_state(pool).await?;
+        let (mut stamp, pending) = current_state(pool).await?;
+        let mut n = 0;
+        if pending > 0 {
+            n = super::refresh(pool).await?;
+            stamp = current_state(pool).await?.0;
+        }
         self.sync(pool, stamp).await?;
         Ok(n)
     }
