@@ -251,20 +251,17 @@ pub async fn published_page(
     pool: &PgPool,
     after: Option<i64>,
     limit: i64,
-) -> sqlx::Result<(Vec<StoredEntry>, bool)> {
-    let mut rows: Vec<StoredEntry> = sqlx::query_as(&format!(
+) -> sqlx::Result<Vec<StoredEntry>> {
+    sqlx::query_as(&format!(
         "{SELECT} WHERE j.published_at IS NOT NULL AND ($1::bigint IS NULL OR \
          (j.entry_date, j.published_at, j.id) < (SELECT entry_date, published_at, id \
           FROM journal_entries WHERE id = $1)) \
          ORDER BY j.entry_date DESC, j.published_at DESC, j.id DESC LIMIT $2"
     ))
     .bind(after)
-    .bind(limit + 1)
+    .bind(limit)
     .fetch_all(pool)
-    .await?;
-    let more = rows.len() as i64 > limit;
-    rows.truncate(limit as usize);
-    Ok((rows, more))
+    .await
 }
 
 /// The most recently edited drafts (at most `limit`), and how many there are in all.
