@@ -443,3 +443,28 @@ pub fn chat_api_proposal() -> serde_json::Value {
         "slo_ttft_p95_ms": 800, "slo_itl_p99_ms": 60, "gpu_hour_usd": 2.5, "headroom": 0.2
     })
 }
+
+/// A port nothing listens on now.
+pub fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
+
+/// An admin "ada" (password [`PASSWORD`]) made straight in the database, and an API token
+/// of hers, for tests that start the server binary.
+pub async fn admin_with_token(pool: &PgPool, label: &str) -> String {
+    let hash = perfjournal::auth::password::hash(PASSWORD.into())
+        .await
+        .unwrap();
+    let user =
+        perfjournal::auth::users::create(pool, "ada", &hash, perfjournal::auth::Role::Admin, false)
+            .await
+            .unwrap();
+    perfjournal::auth::tokens::create(pool, user.id, label)
+        .await
+        .unwrap()
+        .1
+}
