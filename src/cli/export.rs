@@ -7,8 +7,9 @@ use anyhow::Context;
 use futures::StreamExt;
 
 use crate::auth::users;
-use crate::core::memory::bundle::parse_import;
+use crate::core::memory::bundle::read_import;
 use crate::db::Database;
+use crate::investigations::journal::{self, Revision};
 use crate::search::transfer::{self, ExportFormat};
 
 #[derive(clap::Args, Debug)]
@@ -55,10 +56,19 @@ pub async fn export(database: &Database, args: ExportArgs) -> anyhow::Result<()>
     Ok(())
 }
 
+/// Reads the file twice, never whole: a first pass checks every entry and stores nothing
+/// when any is wrong; a second streams the entries into one transaction, 1,000 a
+/// statement, while the file is still being read (parsing on a blocking thread, inserts on
+/// the runtime). Memory stays flat in the file's size.
 pub async fn import(database: &Database, args: ImportArgs) -> anyhow::Result<()> {
-    let text = std::fs::read_to_string(&args.file)
-        .with_context(|| format!("reading {}", args.file.display()))?;
-    let entries = parse_import(&text).map_err(|errors| {
+    let open = |path: &std::path::Path| {
+        std::fs::File::open(path)
+            .map(|f| std::io::BufReader::with_capacity(1 << 20, f))
+            .with_context(|| format!("reading {}", path.display()))
+    };
+    let first = open(&args.file)?;
+    let checked = tokio::task::spawn_blocking(move || read_import(first, &mut |_, _| {})).await?;
+    checked.map_err(|errors| {
         let lines: Vec<String> = errors.iter().map(|e| format!("  {e}")).collect();
         anyhow::anyhow!(
             "{} was not imported (nothing was stored):\n{}",
@@ -76,7 +86,40 @@ pub async fn import(database: &Database, args: ImportArgs) -> anyhow::Result<()>
             .ok_or_else(|| anyhow::anyhow!("no admin account yet: name one with --user"))?,
     };
     let started = std::time::Instant::now();
-    let ids = transfer::import(&database.pool, author, &entries, !args.draft).await?;
+    let second = open(&args.file)?;
+    let (send, mut batches) = tokio::sync::mpsc::channel::<Vec<Revision>>(2);
+    let reader = tokio::task::spawn_blocking(move || {
+        let mut batch = Vec::with_capacity(journal::BATCH);
+        let read = read_import(second, &mut |title, entry| {
+            batch.push(Revision {
+                title: title.trim().to_string(),
+                entry,
+            });
+            if batch.len() == journal::BATCH {
+                // A closed channel means the inserts failed; the error is reported there.
+                let _ = send.blocking_send(std::mem::take(&mut batch));
+            }
+        });
+        if !batch.is_empty() {
+            let _ = send.blocking_send(batch);
+        }
+        read
+    });
+    let mut tx = database.pool.begin().await?;
+    let mut ids = Vec::new();
+    while let Some(batch) = batches.recv().await {
+        ids.extend(journal::insert_batch(&mut tx, author, &batch, !args.draft).await?);
+    }
+    // The file changed between the passes: nothing of the second is kept.
+    if let Err(errors) = reader.await? {
+        tx.rollback().await?;
+        anyhow::bail!(
+            "{} changed while it was imported (nothing was stored): {}",
+            args.file.display(),
+            errors.first().map(|e| e.to_string()).unwrap_or_default()
+        );
+    }
+    tx.commit().await?;
     // A summary, not a line per entry: an import of 10,000 entries stays readable.
     println!("{}", import_summary(&ids, started.elapsed()));
     Ok(())

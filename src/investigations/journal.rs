@@ -122,13 +122,11 @@ pub async fn create(
     Ok(id)
 }
 
-/// Entries per statement of [`create_many`].
-const BATCH: usize = 1_000;
+/// Entries per [`insert_batch`] statement.
+pub const BATCH: usize = 1_000;
 
 /// Stores many direct entries (no investigation) as `author`'s, in one transaction: all of
-/// them or, on any error, none. A statement inserts up to [`BATCH`] rows (arrays bound
-/// once, `UNNEST`ed), so an import of 10,000 entries is a few round trips, not 20,000.
-/// Returns the ids in the order given.
+/// them or, on any error, none. Returns the ids in the order given.
 pub async fn create_many(
     pool: &PgPool,
     author: i64,
@@ -138,46 +136,57 @@ pub async fn create_many(
     let mut tx = pool.begin().await?;
     let mut ids = Vec::with_capacity(revisions.len());
     for batch in revisions.chunks(BATCH) {
-        let column = |f: fn(&Revision) -> &str| -> Vec<&str> { batch.iter().map(f).collect() };
-        let mut got: Vec<i64> = sqlx::query_scalar(
-            "INSERT INTO journal_entries (title, entry_date, symptom, workload, baseline, \
-             diagnosis, change, result, quality, effort, published_at, author_id) \
-             SELECT t, d::date, s, w, b, g, c, r, q, e, CASE WHEN $11 THEN now() END, $12 \
-             FROM UNNEST($1::text[], $2::text[], $3::text[], $4::text[], $5::text[], \
-                         $6::text[], $7::text[], $8::text[], $9::text[], $10::text[]) \
-                  WITH ORDINALITY AS u(t, d, s, w, b, g, c, r, q, e, n) \
-             ORDER BY n RETURNING id",
-        )
-        .bind(column(|r| &r.title))
-        .bind(column(|r| &r.entry.date))
-        .bind(column(|r| &r.entry.symptom))
-        .bind(column(|r| &r.entry.workload))
-        .bind(column(|r| &r.entry.baseline))
-        .bind(column(|r| &r.entry.diagnosis))
-        .bind(column(|r| &r.entry.change))
-        .bind(column(|r| &r.entry.result))
-        .bind(column(|r| &r.entry.quality))
-        .bind(column(|r| &r.entry.effort))
-        .bind(publish)
-        .bind(author)
-        .fetch_all(&mut *tx)
-        .await?;
-        // Ids come from the sequence in the order the rows were inserted (ORDER BY n).
-        got.sort_unstable();
-        let fields: Vec<sqlx::types::Json<&Revision>> =
-            batch.iter().map(sqlx::types::Json).collect();
-        sqlx::query(
-            "INSERT INTO journal_revisions (entry_id, version, fields, user_id) \
-             SELECT id, 1, f, $3 FROM UNNEST($1::bigint[], $2::jsonb[]) AS u(id, f)",
-        )
-        .bind(&got)
-        .bind(fields)
-        .bind(author)
-        .execute(&mut *tx)
-        .await?;
-        ids.extend(got);
+        ids.extend(insert_batch(&mut tx, author, batch, publish).await?);
     }
     tx.commit().await?;
+    Ok(ids)
+}
+
+/// Inserts up to a few thousand direct entries and their first revisions with two
+/// statements (arrays bound once, `UNNEST`ed): an import of 10,000 entries is a few
+/// round trips, not 20,000. Returns the ids in the order given.
+pub async fn insert_batch(
+    tx: &mut sqlx::Transaction<'_, sqlx::Postgres>,
+    author: i64,
+    batch: &[Revision],
+    publish: bool,
+) -> sqlx::Result<Vec<i64>> {
+    let column = |f: fn(&Revision) -> &str| -> Vec<&str> { batch.iter().map(f).collect() };
+    let mut ids: Vec<i64> = sqlx::query_scalar(
+        "INSERT INTO journal_entries (title, entry_date, symptom, workload, baseline, \
+         diagnosis, change, result, quality, effort, published_at, author_id) \
+         SELECT t, d::date, s, w, b, g, c, r, q, e, CASE WHEN $11 THEN now() END, $12 \
+         FROM UNNEST($1::text[], $2::text[], $3::text[], $4::text[], $5::text[], \
+                     $6::text[], $7::text[], $8::text[], $9::text[], $10::text[]) \
+              WITH ORDINALITY AS u(t, d, s, w, b, g, c, r, q, e, n) \
+         ORDER BY n RETURNING id",
+    )
+    .bind(column(|r| &r.title))
+    .bind(column(|r| &r.entry.date))
+    .bind(column(|r| &r.entry.symptom))
+    .bind(column(|r| &r.entry.workload))
+    .bind(column(|r| &r.entry.baseline))
+    .bind(column(|r| &r.entry.diagnosis))
+    .bind(column(|r| &r.entry.change))
+    .bind(column(|r| &r.entry.result))
+    .bind(column(|r| &r.entry.quality))
+    .bind(column(|r| &r.entry.effort))
+    .bind(publish)
+    .bind(author)
+    .fetch_all(&mut **tx)
+    .await?;
+    // Ids come from the sequence in the order the rows were inserted (ORDER BY n).
+    ids.sort_unstable();
+    let fields: Vec<sqlx::types::Json<&Revision>> = batch.iter().map(sqlx::types::Json).collect();
+    sqlx::query(
+        "INSERT INTO journal_revisions (entry_id, version, fields, user_id) \
+         SELECT id, 1, f, $3 FROM UNNEST($1::bigint[], $2::jsonb[]) AS u(id, f)",
+    )
+    .bind(&ids)
+    .bind(fields)
+    .bind(author)
+    .execute(&mut **tx)
+    .await?;
     Ok(ids)
 }
 

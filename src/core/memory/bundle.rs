@@ -48,40 +48,16 @@ impl JournalExport {
     }
 }
 
-/// Entries read from an import, each with the line its title is on (Markdown) or its
-/// position (JSON), checked as the journal's editor checks them.
+/// Most problems one import reports (the rest are counted).
+const MAX_REPORTED: usize = 50;
+
+/// Entries read from an import held in memory (the page's form), checked as the journal's
+/// editor checks them; at most [`MAX_ENTRIES`]. See [`read_import`].
 pub fn parse_import(text: &str) -> Result<Vec<(String, JournalEntry)>, Vec<FieldError>> {
-    let entries: Vec<(String, JournalEntry)> = if text.trim_start().starts_with('{') {
-        let export: JournalExport = serde_json::from_str(text)
-            .map_err(|e| vec![FieldError::new("json", format!("line {}: {e}", e.line()))])?;
-        if export.format != FORMAT {
-            return Err(vec![FieldError::new(
-                "format",
-                format!(
-                    "'{}' is not a journal export (expected \"{FORMAT}\")",
-                    export.format
-                ),
-            )]);
-        }
-        export
-            .entries
-            .into_iter()
-            .map(|e| (e.title, e.entry))
-            .collect()
-    } else {
-        from_markdown(text).map_err(|e| {
-            vec![FieldError::new(
-                "markdown",
-                format!("line {}: {}", e.line, e.message),
-            )]
-        })?
-    };
-    if entries.is_empty() {
-        return Err(vec![FieldError::new(
-            "markdown",
-            "The document holds no entries: each starts with a '# title' line followed by ## DATE … ## EFFORT sections",
-        )]);
-    }
+    let mut entries = Vec::new();
+    read_import(text.as_bytes(), &mut |title, entry| {
+        entries.push((title, entry))
+    })?;
     if entries.len() > MAX_ENTRIES {
         return Err(vec![FieldError::new(
             "markdown",
@@ -91,48 +67,236 @@ pub fn parse_import(text: &str) -> Result<Vec<(String, JournalEntry)>, Vec<Field
             ),
         )]);
     }
-    let title_lines = title_lines(text);
-    let mut errors = Vec::new();
-    for (i, (title, entry)) in entries.iter().enumerate() {
-        let place = match title_lines.get(i) {
-            Some(line) => format!("entry '{}' (line {line})", title.trim()),
-            None => format!("entry '{}'", title.trim()),
+    Ok(entries)
+}
+
+/// Reads an import (the journal's Markdown, or a JSON export) from `reader` one entry at a
+/// time and hands each entry that passes the editor's checks to `each`, in document order:
+/// memory holds one entry, not the file. Returns how many entries the document holds, or
+/// its problems, each naming where it is (a line of the document, or an entry and its
+/// field). When there are problems, the entries already handed over are the caller's to
+/// discard: check a file with a first pass before storing anything from a second.
+pub fn read_import(
+    mut reader: impl std::io::BufRead,
+    each: &mut dyn FnMut(String, JournalEntry),
+) -> Result<usize, Vec<FieldError>> {
+    let io_error = |e: std::io::Error| {
+        vec![FieldError::new(
+            "file",
+            format!("cannot read the file: {e}"),
+        )]
+    };
+    // JSON when the first non-blank byte is `{`.
+    let json = loop {
+        let buf = reader.fill_buf().map_err(io_error)?;
+        match buf.iter().position(|b| !b.is_ascii_whitespace()) {
+            Some(i) => {
+                let first = buf[i];
+                reader.consume(i);
+                break first == b'{';
+            }
+            None if buf.is_empty() => break false,
+            None => {
+                let n = buf.len();
+                reader.consume(n);
+            }
+        }
+    };
+    let mut problems = Problems::default();
+    let mut count = 0;
+    let mut check =
+        |title: String, entry: JournalEntry, line: Option<usize>, problems: &mut Problems| {
+            let before = problems.total;
+            problems.entry(count, &title, &entry, line);
+            if problems.total == before {
+                each(title, entry);
+            }
+            count += 1;
         };
+    if json {
+        let mut format = None;
+        let mut de = serde_json::Deserializer::from_reader(reader);
+        let read = serde::de::DeserializeSeed::deserialize(
+            Top {
+                format: &mut format,
+                each: &mut |e: ExportedEntry| check(e.title, e.entry, None, &mut problems),
+            },
+            &mut de,
+        )
+        .and_then(|()| de.end());
+        if let Err(e) = read {
+            problems.push(FieldError::new("json", format!("line {}: {e}", e.line())));
+        } else if format.as_deref() != Some(FORMAT) {
+            problems.push(FieldError::new(
+                "format",
+                format!(
+                    "'{}' is not a journal export (expected \"{FORMAT}\")",
+                    format.unwrap_or_default()
+                ),
+            ));
+        }
+    } else {
+        // Entry by entry: a chunk runs from one `# title` line to the next (the parser's own
+        // rule), and its line numbers are shifted to the document's.
+        let mut chunk = String::new();
+        let (mut chunk_start, mut line_no, mut titled) = (1usize, 0usize, false);
+        let mut flush = |chunk: &mut String, start: usize, problems: &mut Problems| {
+            match from_markdown(chunk) {
+                Ok(entries) => {
+                    for (title, entry) in entries {
+                        check(title, entry, Some(start), problems);
+                    }
+                }
+                Err(e) => problems.push(FieldError::new(
+                    "markdown",
+                    format!("line {}: {}", start - 1 + e.line, e.message),
+                )),
+            }
+            chunk.clear();
+        };
+        let mut line = String::new();
+        loop {
+            line.clear();
+            if reader.read_line(&mut line).map_err(io_error)? == 0 {
+                break;
+            }
+            line_no += 1;
+            let bare = line.trim_end_matches(['\n', '\r']);
+            if bare == "#" || bare.starts_with("# ") {
+                if titled {
+                    flush(&mut chunk, chunk_start, &mut problems);
+                    chunk_start = line_no;
+                } else if chunk.trim().is_empty() {
+                    chunk.clear();
+                    chunk_start = line_no;
+                }
+                titled = true;
+            }
+            chunk.push_str(&line);
+        }
+        if titled || !chunk.trim().is_empty() {
+            flush(&mut chunk, chunk_start, &mut problems);
+        }
+    }
+    if count == 0 && problems.total == 0 {
+        problems.push(FieldError::new(
+            "markdown",
+            "The document holds no entries: each starts with a '# title' line followed by ## DATE … ## EFFORT sections",
+        ));
+    }
+    problems.finish().map(|()| count)
+}
+
+/// Problems found so far, the first [`MAX_REPORTED`] kept.
+#[derive(Default)]
+struct Problems {
+    kept: Vec<FieldError>,
+    total: usize,
+}
+
+impl Problems {
+    fn push(&mut self, e: FieldError) {
+        self.total += 1;
+        if self.kept.len() < MAX_REPORTED {
+            self.kept.push(e);
+        }
+    }
+
+    /// The editor's checks of entry `i` (its title on `line` of a Markdown document).
+    fn entry(&mut self, i: usize, title: &str, entry: &JournalEntry, line: Option<usize>) {
         let t = title.trim();
+        let place = match line {
+            Some(line) => format!("entry '{t}' (line {line})"),
+            None => format!("entry '{t}'"),
+        };
         if t.is_empty() || t.chars().count() > 200 {
-            errors.push(FieldError::new(
+            self.push(FieldError::new(
                 format!("entries[{i}].title"),
                 format!("{place}: the title must be 1–200 characters"),
             ));
         }
         for e in entry.validate() {
-            errors.push(FieldError::new(
+            self.push(FieldError::new(
                 format!("entries[{i}].{}", e.field),
                 format!("{place}: {}", e.message),
             ));
         }
     }
-    if errors.is_empty() {
-        Ok(entries)
-    } else {
-        Err(errors)
+
+    fn finish(mut self) -> Result<(), Vec<FieldError>> {
+        if self.total == 0 {
+            return Ok(());
+        }
+        if self.total > self.kept.len() {
+            let more = self.total - self.kept.len();
+            self.kept.push(FieldError::new(
+                "import",
+                format!("… and {more} more problems"),
+            ));
+        }
+        Err(self.kept)
     }
 }
 
-/// 1-based numbers of the `# title` lines of a Markdown document (same rule as the
-/// parser: `#` alone or `# ` at the start of the line).
-fn title_lines(text: &str) -> Vec<usize> {
-    if text.trim_start().starts_with('{') {
-        return Vec::new();
+/// The JSON export's top level, read key by key; `entries` goes to [`Entries`].
+struct Top<'a> {
+    format: &'a mut Option<String>,
+    each: &'a mut dyn FnMut(ExportedEntry),
+}
+
+impl<'de> serde::de::DeserializeSeed<'de> for Top<'_> {
+    type Value = ();
+
+    fn deserialize<D: serde::Deserializer<'de>>(self, d: D) -> Result<(), D::Error> {
+        d.deserialize_map(self)
     }
-    text.split('\n')
-        .enumerate()
-        .filter(|(_, l)| {
-            let l = l.strip_suffix('\r').unwrap_or(l);
-            l.len() == 1 && l.starts_with('#') || l.starts_with("# ")
-        })
-        .map(|(i, _)| i + 1)
-        .collect()
+}
+
+impl<'de> serde::de::Visitor<'de> for Top<'_> {
+    type Value = ();
+
+    fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+        f.write_str("a journal export object")
+    }
+
+    fn visit_map<A: serde::de::MapAccess<'de>>(self, mut map: A) -> Result<(), A::Error> {
+        while let Some(key) = map.next_key::<String>()? {
+            match key.as_str() {
+                "format" => *self.format = Some(map.next_value()?),
+                "entries" => map.next_value_seed(Entries(&mut *self.each))?,
+                _ => {
+                    map.next_value::<serde::de::IgnoredAny>()?;
+                }
+            }
+        }
+        Ok(())
+    }
+}
+
+/// The `entries` array, one entry at a time.
+struct Entries<'a>(&'a mut dyn FnMut(ExportedEntry));
+
+impl<'de> serde::de::DeserializeSeed<'de> for Entries<'_> {
+    type Value = ();
+
+    fn deserialize<D: serde::Deserializer<'de>>(self, d: D) -> Result<(), D::Error> {
+        d.deserialize_seq(self)
+    }
+}
+
+impl<'de> serde::de::Visitor<'de> for Entries<'_> {
+    type Value = ();
+
+    fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+        f.write_str("a list of entries")
+    }
+
+    fn visit_seq<A: serde::de::SeqAccess<'de>>(self, mut seq: A) -> Result<(), A::Error> {
+        while let Some(entry) = seq.next_element::<ExportedEntry>()? {
+            (self.0)(entry);
+        }
+        Ok(())
+    }
 }
 
 #[cfg(test)]
@@ -213,5 +377,60 @@ mod tests {
         assert_eq!(parse_import("{\"format\": 1").unwrap_err()[0].field, "json");
         let wrong = r#"{"format": "other", "version": 1, "entries": []}"#;
         assert_eq!(parse_import(wrong).unwrap_err()[0].field, "format");
+    }
+
+    #[test]
+    fn a_reader_is_read_entry_by_entry_whatever_its_buffer() {
+        let entries: Vec<(String, JournalEntry)> = (0..40)
+            .map(|i| (format!("Entry {i}"), entry("s")))
+            .collect();
+        let md = format!("\n\n{}", entries_to_markdown(&entries));
+        for capacity in [7, 64, 8192] {
+            let mut seen = Vec::new();
+            let reader = std::io::BufReader::with_capacity(capacity, md.as_bytes());
+            let n = read_import(reader, &mut |t, e| seen.push((t, e))).unwrap();
+            assert_eq!((n, &seen), (40, &entries), "buffer of {capacity} bytes");
+        }
+        // JSON whose keys come in another order, with fields the import does not read.
+        let json = serde_json::json!({
+            "entries": entries.iter().map(|(t, e)| {
+                let mut v = serde_json::to_value(e).unwrap();
+                v["title"] = t.clone().into();
+                v["author"] = "ada".into();
+                v
+            }).collect::<Vec<_>>(),
+            "exported_by": "someone",
+            "version": 1,
+            "format": FORMAT,
+        })
+        .to_string();
+        let mut seen = Vec::new();
+        let reader = std::io::BufReader::with_capacity(16, json.as_bytes());
+        assert_eq!(
+            read_import(reader, &mut |t, e| seen.push((t, e))).unwrap(),
+            40
+        );
+        assert_eq!(seen, entries);
+    }
+
+    #[test]
+    fn many_problems_are_summarised() {
+        let bad: Vec<(String, JournalEntry)> = (0..80)
+            .map(|i| {
+                let e = JournalEntry {
+                    date: "yesterday".into(),
+                    ..entry("s")
+                };
+                (format!("Bad {i}"), e)
+            })
+            .collect();
+        let mut handed = 0;
+        let err = read_import(entries_to_markdown(&bad).as_bytes(), &mut |_, _| {
+            handed += 1
+        })
+        .unwrap_err();
+        assert_eq!(handed, 0, "no invalid entry is handed over");
+        assert_eq!(err.len(), 51);
+        assert_eq!(err[50].message, "… and 30 more problems");
     }
 }
