@@ -53,6 +53,8 @@ pub struct Artifact {
     pub uploader: Option<String>,
     pub created_at: DateTime<Utc>,
     pub analyzed_at: Option<DateTime<Utc>>,
+    /// Where a capture scraped its bytes from (`None` for uploads).
+    pub source_url: Option<String>,
 }
 
 impl Artifact {
@@ -66,7 +68,7 @@ impl Artifact {
     }
 
     pub fn in_progress(&self) -> bool {
-        matches!(self.status.as_str(), "queued" | "analyzing")
+        matches!(self.status.as_str(), "queued" | "analyzing" | "capturing")
     }
 
     /// Read progress in percent (of the stored, maybe compressed, bytes).
@@ -80,7 +82,7 @@ impl Artifact {
 
 const COLUMNS: &str = "a.id, a.investigation_id, a.journal_entry_id, a.name, a.kind, a.sha256, \
      a.size_bytes, a.gzip, a.status, a.error, a.progress_bytes, a.analysis, a.analyzer_version, \
-     a.uploaded_by, u.name AS uploader, a.created_at, a.analyzed_at";
+     a.uploaded_by, u.name AS uploader, a.created_at, a.analyzed_at, a.source_url";
 
 /// The kind of a stored upload, from its first bytes (gunzipped when gzip).
 pub fn detect_kind(blob: &StoredBlob) -> (Kind, bool) {
@@ -181,7 +183,7 @@ pub async fn requeue(pool: &PgPool, id: i64, options: &analyze::Options) -> sqlx
     let done = sqlx::query(
         "UPDATE artifacts SET status = 'queued', error = NULL, progress_bytes = 0, options = $2,
                 attempts = 0, updated_at = now()
-         WHERE id = $1 AND kind <> 'unknown' AND status NOT IN ('queued', 'analyzing')",
+         WHERE id = $1 AND kind <> 'unknown' AND status NOT IN ('queued', 'analyzing', 'capturing')",
     )
     .bind(id)
     .bind(sqlx::types::Json(options))

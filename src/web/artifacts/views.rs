@@ -346,7 +346,51 @@ fn prometheus(x: &PrometheusAnalysis) -> Vec<Section> {
         c.table = Some(t);
         out.push(c);
     }
+    if let Some(c) = &x.capture {
+        out.push(capture_series(c));
+    }
     out
+}
+
+/// A live capture's scrapes over time: gauges as sampled, counters as rates.
+fn capture_series(c: &crate::core::analyze::prometheus::CaptureSummary) -> Section {
+    let mut s = Section::new("capture", "Capture over time");
+    s.lead = Some(format!(
+        "{} scrapes over {} s, {} to {}{}. Rates are per second since the scrape before.",
+        c.snapshots,
+        num(c.seconds),
+        c.started,
+        c.ended,
+        c.url
+            .as_deref()
+            .map(|u| format!(", from {u}"))
+            .unwrap_or_default()
+    ));
+    let mut t = Table::new(&[
+        "at (s)",
+        "running",
+        "waiting",
+        "KV cache",
+        "prompt tok/s",
+        "generated tok/s",
+        "requests/s",
+        "preemptions/s",
+    ]);
+    for p in &c.series {
+        let rate = |k: &str| opt(p.rates.get(k).copied());
+        t.row(vec![
+            num(p.offset_s),
+            opt(p.running),
+            opt(p.waiting),
+            p.kv_usage.map(pct).unwrap_or_else(|| "—".into()),
+            rate("prompt_tokens"),
+            rate("generation_tokens"),
+            rate("requests_success"),
+            rate("preemptions"),
+        ]);
+    }
+    s.table = Some(t);
+    s
 }
 
 fn us(x: f64) -> String {
