@@ -432,7 +432,9 @@ async fn a_capture_cut_off_by_a_restart_ends_failed_not_stuck() {
 #[tokio::test]
 async fn the_form_and_the_admin_page() {
     let (mut app, _token, inv) = admin_app().await;
-    let form = app.get(&format!("/investigations/{inv}/capture")).await;
+    let form = app
+        .get(&format!("/investigations/{inv}/captures/new"))
+        .await;
     assert_eq!(form.status, StatusCode::OK);
     let notice = form.select("#no-capture-hosts");
     assert!(notice[0].contains("No hosts are allowed"), "{notice:?}");
@@ -443,7 +445,7 @@ async fn the_form_and_the_admin_page() {
     let overview = app.get(&format!("/investigations/{inv}")).await;
     assert_eq!(
         overview.select_attr("#capture-link", "href"),
-        vec![format!("/investigations/{inv}/capture")]
+        vec![format!("/investigations/{inv}/captures/new")]
     );
     // The admin page refuses an entry without a port, keeping what was typed.
     let r = app
@@ -458,7 +460,7 @@ async fn the_form_and_the_admin_page() {
     // A refused capture comes back on the form with the field's message and the input.
     let r = app
         .post_form(
-            &format!("/investigations/{inv}/capture"),
+            &format!("/investigations/{inv}/captures"),
             &[
                 ("url", "http://10.0.0.6:8000/metrics"),
                 ("seconds", "60"),

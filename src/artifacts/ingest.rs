@@ -30,9 +30,6 @@ pub async fn run_worker(state: ArtifactStore) {
         tracing::error!(error = %e, "requeueing interrupted analyses");
     }
     loop {
-        if let Err(e) = crate::capture::fail_abandoned(&state.pool).await {
-            tracing::error!(error = %e, "settling abandoned captures");
-        }
         match process_next(&state).await {
             Ok(true) => continue,
             Ok(false) => {}

@@ -278,8 +278,19 @@ async fn scrape_into_store(
     })
 }
 
+/// Runs [`fail_abandoned`] every few seconds, for ever (the server spawns it).
+pub async fn settle_abandoned(pool: PgPool) {
+    let mut tick = tokio::time::interval(Duration::from_secs(10));
+    loop {
+        tick.tick().await;
+        if let Err(e) = fail_abandoned(&pool).await {
+            tracing::warn!(error = %e, "settling abandoned captures");
+        }
+    }
+}
+
 /// Captures whose heartbeat stopped (the process restarted or died mid-window) end
-/// `failed` with the reason. Run at start-up and periodically by the analysis worker.
+/// `failed` with the reason.
 pub async fn fail_abandoned(pool: &PgPool) -> sqlx::Result<u64> {
     let done = sqlx::query(
         "UPDATE artifacts SET status = 'failed', updated_at = now(),

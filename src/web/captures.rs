@@ -20,10 +20,8 @@ use crate::state::AppState;
 
 pub fn routes() -> Router<AppState> {
     Router::new()
-        .route(
-            "/investigations/{id}/capture",
-            get(show_capture_form).post(start_capture),
-        )
+        .route("/investigations/{id}/captures/new", get(show_capture_form))
+        .route("/investigations/{id}/captures", post(start_capture))
         .route("/admin/capture-hosts", get(list_hosts).post(add_host))
         .route("/admin/capture-hosts/remove", post(remove_host))
 }
