@@ -56,8 +56,11 @@ async fn capture_from_the_form_and_read_the_pages_at_both_widths() {
     let token = app.api_token("ada").await;
     let inv = app.open_investigation(&token, "Queue grows at noon").await;
     let (addr, server) = engine().await;
-    let Some(b) = browser::start(&app, "capture_from_the_form_and_read_the_pages_at_both_widths")
-        .await
+    let Some(b) = browser::start(
+        &app,
+        "capture_from_the_form_and_read_the_pages_at_both_widths",
+    )
+    .await
     else {
         return;
     };
@@ -71,14 +74,16 @@ async fn capture_from_the_form_and_read_the_pages_at_both_widths() {
     b.goto("/admin/capture-hosts").await;
     b.fill("#host_port", &addr.to_string()).await;
     b.fill("#note", "vllm-0 metrics").await;
-    b.click("form[action='/admin/capture-hosts'] button[type=submit]").await;
+    b.click("form[action='/admin/capture-hosts'] button[type=submit]")
+        .await;
     b.wait_text("#capture-hosts", &addr.to_string()).await;
     b.goto(&format!("/investigations/{inv}")).await;
     b.click("#capture-link").await;
     b.fill("#url", &format!("http://{addr}/metrics")).await;
     b.fill("#seconds", "2").await;
     b.fill("#interval_s", "1").await;
-    b.click("form[action$='/captures'] button[type=submit]").await;
+    b.click("form[action$='/captures'] button[type=submit]")
+        .await;
     b.wait_text("#status", "capturing").await;
     // The page polls until the window ends and the analysis is in.
     b.wait_text("#status", "done").await;
@@ -90,7 +95,10 @@ async fn capture_from_the_form_and_read_the_pages_at_both_widths() {
         b.driver.set_window_rect(0, 0, width, 900).await.unwrap();
         tokio::time::sleep(Duration::from_millis(200)).await;
         for (path, name) in [
-            (format!("/investigations/{inv}/captures/new"), "capture-form"),
+            (
+                format!("/investigations/{inv}/captures/new"),
+                "capture-form",
+            ),
             ("/admin/capture-hosts".to_string(), "capture-hosts"),
             (artifact.clone(), "capture-artifact"),
         ] {

@@ -375,6 +375,20 @@ async fn redirects_are_not_followed_and_oversized_scrapes_fail_with_the_reason()
     // The page says why, and offers no download of a file that does not exist.
     let page = app.get(&format!("/artifacts/{id}")).await;
     assert!(page.select("#analysis-error")[0].contains("larger than 8 MiB"));
+    assert!(page.select("#download").is_empty());
+    let r = app
+        .api(
+            "GET",
+            &format!("/api/v1/artifacts/{id}/download"),
+            &token,
+            None,
+        )
+        .await;
+    assert_eq!(r.status, StatusCode::CONFLICT, "{}", r.body);
+    assert!(r.json()["error"]["message"]
+        .as_str()
+        .unwrap()
+        .contains("nothing to download"));
 }
 
 #[tokio::test]

@@ -256,10 +256,12 @@ async fn download_artifact(
 
 /// Streams the stored bytes; never rendered inline.
 pub(crate) async fn download(state: &AppState, artifact: &Artifact) -> Result<Response, AppError> {
-    if artifact.status == "capturing" {
-        return Err(AppError::Conflict(
-            "this capture is still running; its file exists once the window ends".into(),
-        ));
+    if !artifact.has_file() {
+        return Err(AppError::Conflict(if artifact.status == "capturing" {
+            "this capture is still running; its file exists once the window ends".into()
+        } else {
+            "this capture failed before it kept a file, so there is nothing to download".into()
+        }));
     }
     let stream = state
         .blobs

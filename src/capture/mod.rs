@@ -13,7 +13,7 @@ use bytes::Bytes;
 use chrono::{DateTime, Utc};
 use sqlx::PgPool;
 
-use crate::artifacts::{ingest, ArtifactStore};
+use crate::artifacts::{ingest, ArtifactStore, EMPTY_SHA256};
 use crate::core::analyze::Options;
 use crate::core::capture::{self, Target, Window};
 use crate::core::FieldError;
@@ -127,9 +127,6 @@ pub async fn remove_host(pool: &PgPool, host_port: &str) -> sqlx::Result<bool> {
 }
 
 // ---------- running a capture ----------
-
-/// The SHA-256 of no bytes: a capturing artifact's content so far.
-const EMPTY_SHA256: &str = "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855";
 
 /// How often a running capture touches its row, and how old that touch may get before
 /// the capture counts as abandoned.
