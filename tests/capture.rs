@@ -490,6 +490,34 @@ async fn the_form_and_the_admin_page() {
         r.select_attr("#url", "value"),
         vec!["http://10.0.0.6:8000/metrics"]
     );
+    // The server's configuration may seed the list (once; a bad entry is refused).
+    let seeded = perfjournal::capture::seed_hosts(
+        &app.pool,
+        &[
+            "VLLM-0.internal:8000".into(),
+            "10.0.0.5:8000".into(),
+            " ".into(),
+        ],
+    )
+    .await
+    .unwrap();
+    assert_eq!(seeded, 1);
+    let e = perfjournal::capture::seed_hosts(&app.pool, &["10.0.0.7".into()])
+        .await
+        .unwrap_err();
+    assert!(e.to_string().contains("needs a port"), "{e}");
+    let list = app.get("/admin/capture-hosts").await;
+    assert_eq!(
+        list.select("#capture-hosts td code"),
+        vec!["10.0.0.5:8000", "vllm-0.internal:8000"]
+    );
+    let r = app
+        .post_form(
+            "/admin/capture-hosts/remove",
+            &[("host_port", "vllm-0.internal:8000")],
+        )
+        .await;
+    assert_eq!(r.status, StatusCode::SEE_OTHER);
     // Removing it empties the list again; editors cannot reach the page.
     let r = app
         .post_form(

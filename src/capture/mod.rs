@@ -105,7 +105,12 @@ pub async fn list_hosts(pool: &PgPool) -> sqlx::Result<Vec<AllowedHost>> {
 
 /// Adds an entry (already normalised by `core::capture::parse_allow_entry`); false when
 /// it was listed already.
-pub async fn add_host(pool: &PgPool, host_port: &str, note: &str, by: i64) -> sqlx::Result<bool> {
+pub async fn add_host(
+    pool: &PgPool,
+    host_port: &str,
+    note: &str,
+    by: Option<i64>,
+) -> sqlx::Result<bool> {
     let done = sqlx::query(
         "INSERT INTO capture_hosts (host_port, note, added_by) VALUES ($1, $2, $3)
          ON CONFLICT (host_port) DO NOTHING",
@@ -116,6 +121,21 @@ pub async fn add_host(pool: &PgPool, host_port: &str, note: &str, by: i64) -> sq
     .execute(pool)
     .await?;
     Ok(done.rows_affected() == 1)
+}
+
+/// Adds the configured `host:port` pairs (`--capture-host`, `PERFJOURNAL_CAPTURE_HOSTS`)
+/// that are not listed yet; a malformed one stops start-up naming it. Returns how many
+/// were added.
+pub async fn seed_hosts(pool: &PgPool, configured: &[String]) -> anyhow::Result<usize> {
+    let mut added = 0;
+    for raw in configured.iter().filter(|r| !r.trim().is_empty()) {
+        let entry = capture::parse_allow_entry(raw)
+            .map_err(|e| anyhow::anyhow!("--capture-host {raw:?}: {}", e.message))?;
+        if add_host(pool, &entry, "from the server's configuration", None).await? {
+            added += 1;
+        }
+    }
+    Ok(added)
 }
 
 pub async fn remove_host(pool: &PgPool, host_port: &str) -> sqlx::Result<bool> {

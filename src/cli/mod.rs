@@ -190,6 +190,10 @@ async fn execute(db: &DbArgs, command: Command) -> anyhow::Result<()> {
                 Some(bucket) => crate::storage::BlobStore::s3(bucket)?,
                 None => crate::storage::BlobStore::local(&db.data_dir.join("blobs"))?,
             };
+            let seeded = crate::capture::seed_hosts(&database.pool, &args.capture_hosts).await?;
+            if seeded > 0 {
+                tracing::info!(seeded, "capture hosts added from the configuration");
+            }
             let state = AppState::new(database.pool.clone(), Config::from(&args), blobs);
             crate::server::serve(state, &args.bind).await
         }

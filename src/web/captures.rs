@@ -184,7 +184,7 @@ async fn add_host(
     let (Some(entry), true) = (entry, errors.is_empty()) else {
         return hosts_page(&state, ctx, errors, form).await;
     };
-    if !capture::add_host(&state.pool, &entry, &note, me.0.id).await? {
+    if !capture::add_host(&state.pool, &entry, &note, Some(me.0.id)).await? {
         let e = FieldError::new("host_port", format!("{entry} is on the list already"));
         return hosts_page(&state, ctx, vec![e], form).await;
     }
