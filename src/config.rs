@@ -67,6 +67,15 @@ pub struct ServeArgs {
     /// Hours after login after which a session ends, active or not.
     #[arg(long, env = "PERFJOURNAL_SESSION_MAX_HOURS", default_value_t = 24)]
     pub session_max_hours: i64,
+
+    /// host:port pairs added to the live-capture allowlist at start-up (comma-separated;
+    /// they stay listed until an admin removes them on /admin/capture-hosts).
+    #[arg(
+        long = "capture-host",
+        env = "PERFJOURNAL_CAPTURE_HOSTS",
+        value_delimiter = ','
+    )]
+    pub capture_hosts: Vec<String>,
 }
 
 /// The resolved configuration the app state is built from.

@@ -118,6 +118,8 @@ pub async fn serve(state: AppState, bind: &str) -> anyhow::Result<()> {
     );
     let worker = tokio::spawn(crate::artifacts::ingest::run_worker(state.artifacts()));
     let blob_sweeper = tokio::spawn(sweep_blobs(state.clone()));
+    // Live captures cut off by a restart end `failed` instead of `capturing` for ever.
+    let captures = tokio::spawn(crate::capture::settle_abandoned(state.pool.clone()));
     // The search index loads in the background, so the first search does not wait.
     let (search, pool) = (state.search.clone(), state.pool.clone());
     tokio::spawn(async move {
@@ -154,6 +156,7 @@ pub async fn serve(state: AppState, bind: &str) -> anyhow::Result<()> {
     indexer.abort();
     worker.abort();
     blob_sweeper.abort();
+    captures.abort();
     tracing::info!("server stopped");
     Ok(())
 }

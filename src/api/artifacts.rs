@@ -186,7 +186,8 @@ pub struct ArtifactDoc {
     pub id: i64,
     pub name: String,
     pub kind: String,
-    /// queued, analyzing, done, failed or not_analyzed
+    /// queued, analyzing, done, failed, not_analyzed, or capturing while a live
+    /// capture's window runs
     pub status: String,
     pub error: Option<String>,
     pub size_bytes: i64,
@@ -198,6 +199,8 @@ pub struct ArtifactDoc {
     /// The kind's analysis (see the contract), once done.
     #[schema(value_type = Option<Object>)]
     pub analysis: Option<serde_json::Value>,
+    /// For a live capture: the URL it scraped.
+    pub source_url: Option<String>,
 }
 
 impl From<Artifact> for ArtifactDoc {
@@ -215,6 +218,7 @@ impl From<Artifact> for ArtifactDoc {
             journal_entry: a.journal_entry_id,
             analyzer_version: a.analyzer_version,
             analysis: a.analysis,
+            source_url: a.source_url,
         }
     }
 }
@@ -240,7 +244,8 @@ async fn get_artifact(
 /// The original bytes, as uploaded, as an attachment.
 #[utoipa::path(get, path = "/artifacts/{id}/download", tag = "artifacts",
     params(("id" = i64, Path)),
-    responses((status = 200, content_type = "application/octet-stream", body = Vec<u8>)))]
+    responses((status = 200, content_type = "application/octet-stream", body = Vec<u8>),
+        (status = 409, body = crate::error::ErrorBody)))]
 async fn download_artifact(
     _: ApiUser,
     State(state): State<AppState>,
@@ -252,6 +257,13 @@ async fn download_artifact(
 
 /// Streams the stored bytes; never rendered inline.
 pub(crate) async fn download(state: &AppState, artifact: &Artifact) -> Result<Response, AppError> {
+    if !artifact.has_file() {
+        return Err(AppError::Conflict(if artifact.status == "capturing" {
+            "this capture is still running; its file exists once the window ends".into()
+        } else {
+            "this capture failed before it kept a file, so there is nothing to download".into()
+        }));
+    }
     let stream = state
         .blobs
         .open(&artifact.sha256)

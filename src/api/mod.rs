@@ -2,6 +2,7 @@
 //! handlers themselves (utoipa), so the document cannot drift from the code.
 
 pub(crate) mod artifacts;
+mod captures;
 pub(crate) mod comparisons;
 mod estimate;
 mod investigations;
@@ -101,6 +102,7 @@ pub fn router() -> OpenApiRouter<AppState> {
         .routes(routes!(whoami))
         .merge(estimate::router())
         .merge(artifacts::router())
+        .merge(captures::router())
         .merge(comparisons::router())
         .merge(proposals::router())
         .routes(routes!(

@@ -53,6 +53,8 @@ pub struct Artifact {
     pub uploader: Option<String>,
     pub created_at: DateTime<Utc>,
     pub analyzed_at: Option<DateTime<Utc>>,
+    /// Where a capture scraped its bytes from (`None` for uploads).
+    pub source_url: Option<String>,
 }
 
 impl Artifact {
@@ -65,8 +67,14 @@ impl Artifact {
         self.kind.parse().unwrap_or(Kind::Unknown)
     }
 
+    /// False for a live capture still running, or one that failed before it kept a file
+    /// (its row names the empty content): there is nothing to download or re-analyze.
+    pub fn has_file(&self) -> bool {
+        self.status != "capturing" && self.sha256 != EMPTY_SHA256
+    }
+
     pub fn in_progress(&self) -> bool {
-        matches!(self.status.as_str(), "queued" | "analyzing")
+        matches!(self.status.as_str(), "queued" | "analyzing" | "capturing")
     }
 
     /// Read progress in percent (of the stored, maybe compressed, bytes).
@@ -78,9 +86,13 @@ impl Artifact {
     }
 }
 
+/// The SHA-256 of no bytes: what a capture's row names until its scrapes are stored
+/// (uploads of empty files are refused, so no uploaded artifact has it).
+pub const EMPTY_SHA256: &str = "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855";
+
 const COLUMNS: &str = "a.id, a.investigation_id, a.journal_entry_id, a.name, a.kind, a.sha256, \
      a.size_bytes, a.gzip, a.status, a.error, a.progress_bytes, a.analysis, a.analyzer_version, \
-     a.uploaded_by, u.name AS uploader, a.created_at, a.analyzed_at";
+     a.uploaded_by, u.name AS uploader, a.created_at, a.analyzed_at, a.source_url";
 
 /// The kind of a stored upload, from its first bytes (gunzipped when gzip).
 pub fn detect_kind(blob: &StoredBlob) -> (Kind, bool) {
@@ -185,10 +197,12 @@ pub async fn requeue(pool: &PgPool, id: i64, options: &analyze::Options) -> sqlx
     let done = sqlx::query(
         "UPDATE artifacts SET status = 'queued', error = NULL, progress_bytes = 0, options = $2,
                 attempts = 0, updated_at = now()
-         WHERE id = $1 AND kind <> 'unknown' AND status NOT IN ('queued', 'analyzing')",
+         WHERE id = $1 AND kind <> 'unknown' AND status NOT IN ('queued', 'analyzing', 'capturing')
+               AND sha256 <> $3",
     )
     .bind(id)
     .bind(sqlx::types::Json(options))
+    .bind(EMPTY_SHA256)
     .execute(pool)
     .await?;
     Ok(done.rows_affected() == 1)

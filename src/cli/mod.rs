@@ -1,7 +1,8 @@
 //! The command line: `serve` (default), `migrate`, `user`, `token`, `estimate`,
-//! `seed-demo`, `export`, `import`, `backup`, `restore`.
+//! `upload`, `capture`, `seed-demo`, `export`, `import`, `backup`, `restore`.
 
 mod backup;
+mod capture;
 mod estimate;
 mod export;
 mod upload;
@@ -57,6 +58,11 @@ pub enum Command {
     Estimate(EstimateArgs),
     /// Upload files to a running server (streams them; prints id, kind, status, URL).
     Upload(upload::UploadArgs),
+    /// Scrape a /metrics URL from here for a window (start, every interval, end) and
+    /// upload the scrapes as one Prometheus artifact.
+    ///
+    /// Example: perfjournal capture http://127.0.0.1:8000/metrics --seconds 60 --interval 5 --investigation 12
+    Capture(capture::CaptureArgs),
     /// Load three finished example investigations with journal entries (once; running
     /// it again adds nothing).
     SeedDemo {
@@ -126,6 +132,17 @@ pub fn init_logging(json: bool) {
     };
 }
 
+/// A client command's outcome as the process's exit code (the error on stderr).
+fn exit_code(outcome: anyhow::Result<()>) -> ExitCode {
+    match outcome {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("error: {e:#}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
 pub async fn run(cli: Cli) -> ExitCode {
     let command = cli
         .command
@@ -134,13 +151,11 @@ pub async fn run(cli: Cli) -> ExitCode {
         Command::Estimate(args) => return estimate::run(args),
         Command::Upload(args) => {
             init_logging(false);
-            return match upload::run(args).await {
-                Ok(()) => ExitCode::SUCCESS,
-                Err(e) => {
-                    eprintln!("error: {e:#}");
-                    ExitCode::FAILURE
-                }
-            };
+            return exit_code(upload::run(args).await);
+        }
+        Command::Capture(args) => {
+            init_logging(false);
+            return exit_code(capture::run(args).await);
         }
         other => other,
     };
@@ -175,6 +190,10 @@ async fn execute(db: &DbArgs, command: Command) -> anyhow::Result<()> {
                 Some(bucket) => crate::storage::BlobStore::s3(bucket)?,
                 None => crate::storage::BlobStore::local(&db.data_dir.join("blobs"))?,
             };
+            let seeded = crate::capture::seed_hosts(&database.pool, &args.capture_hosts).await?;
+            if seeded > 0 {
+                tracing::info!(seeded, "capture hosts added from the configuration");
+            }
             let state = AppState::new(database.pool.clone(), Config::from(&args), blobs);
             crate::server::serve(state, &args.bind).await
         }
@@ -193,7 +212,7 @@ async fn execute(db: &DbArgs, command: Command) -> anyhow::Result<()> {
         Command::Import(args) => export::import(&database, args).await,
         Command::Backup(args) => backup::backup(db, &database, args).await,
         Command::Restore(args) => backup::restore(db, &database, args).await,
-        Command::Estimate(_) | Command::Upload(_) => {
+        Command::Estimate(_) | Command::Upload(_) | Command::Capture(_) => {
             unreachable!("run() answers these without opening the database")
         }
     };

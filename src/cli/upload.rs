@@ -60,24 +60,51 @@ async fn upload_one(
         .file_name()
         .map(|n| n.to_string_lossy().into_owned())
         .unwrap_or_else(|| "upload".into());
-    let mut query: Vec<(&str, String)> = vec![("name", name.clone())];
-    if let Some(i) = args.investigation {
+    let body = reqwest::Body::wrap_stream(ReaderStream::new(file));
+    let target = Target {
+        server: &args.server,
+        token: &args.token,
+        investigation: args.investigation,
+        journal_entry: args.journal_entry,
+    };
+    post_artifact(client, &target, &name, body, size).await
+}
+
+/// Where an upload goes: the server, the token, what to attach it to.
+pub(crate) struct Target<'a> {
+    pub server: &'a str,
+    pub token: &'a str,
+    pub investigation: Option<i64>,
+    pub journal_entry: Option<i64>,
+}
+
+/// Posts one file's bytes to the upload API; returns the line to print (id, kind,
+/// status, page, name) or the server's refusal with each field's message.
+pub(crate) async fn post_artifact(
+    client: &reqwest::Client,
+    target: &Target<'_>,
+    name: &str,
+    body: reqwest::Body,
+    size: u64,
+) -> anyhow::Result<String> {
+    let mut query: Vec<(&str, String)> = vec![("name", name.to_string())];
+    if let Some(i) = target.investigation {
         query.push(("investigation", i.to_string()));
     }
-    if let Some(j) = args.journal_entry {
+    if let Some(j) = target.journal_entry {
         query.push(("journal_entry", j.to_string()));
     }
+    let server = target.server.trim_end_matches('/');
     let url = format!(
-        "{}/api/v1/artifacts?{}",
-        args.server.trim_end_matches('/'),
+        "{server}/api/v1/artifacts?{}",
         serde_urlencoded::to_string(&query)?
     );
     let response = client
         .post(&url)
-        .bearer_auth(&args.token)
+        .bearer_auth(target.token)
         .header(reqwest::header::CONTENT_TYPE, "application/octet-stream")
         .header(reqwest::header::CONTENT_LENGTH, size)
-        .body(reqwest::Body::wrap_stream(ReaderStream::new(file)))
+        .body(body)
         .send()
         .await?;
     let status = response.status();
@@ -109,11 +136,10 @@ async fn upload_one(
         );
     }
     Ok(format!(
-        "{}\t{}\t{}\t{}/artifacts/{}\t{name}",
+        "{}\t{}\t{}\t{server}/artifacts/{}\t{name}",
         body["id"],
         body["kind"].as_str().unwrap_or("?"),
         body["status"].as_str().unwrap_or("?"),
-        args.server.trim_end_matches('/'),
         body["id"]
     ))
 }

@@ -16,6 +16,11 @@ const ASSETS: &[(&str, &str, &[u8])] = &[
         include_bytes!("../../static/app.js"),
     ),
     (
+        "perfetto.js",
+        "text/javascript; charset=utf-8",
+        include_bytes!("../../static/perfetto.js"),
+    ),
+    (
         "favicon.svg",
         "image/svg+xml",
         include_bytes!("../../static/favicon.svg"),

@@ -205,7 +205,7 @@ fn detect_text(t: &str) -> Kind {
             if first == "gpu" || (first == "Date" && rest.split_whitespace().any(|w| w == "gpu")) {
                 return Kind::GpuTelemetry;
             }
-            if first == "HELP" || first == "TYPE" {
+            if first == "HELP" || first == "TYPE" || first == "perfjournal-capture" {
                 prom_comments += 1;
             }
             continue;

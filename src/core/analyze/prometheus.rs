@@ -9,6 +9,13 @@
 //! PromQL's `histogram_quantile` does: linear interpolation inside the bucket
 //! holding the rank, the first bucket starting at 0, and the highest finite
 //! bound when the rank falls in the `+Inf` bucket.
+//!
+//! A *capture* file holds several scrapes of one server, each opened by a marker
+//! comment line `# perfjournal-capture ts=<RFC 3339 time> url=<scraped URL>` (see
+//! [`capture_marker`]); the app and the CLI write it when they scrape a live
+//! server. Its analysis is the window from the first to the last scrape, plus a
+//! time series of the gauges and counter rates at every scrape ([`CaptureSummary`]).
+//! A file without markers is one scrape, as before.
 
 use super::readers::{read_line_bounded, Line};
 use super::AnalyzeError;
@@ -17,7 +24,7 @@ use std::collections::{BTreeMap, HashMap};
 use std::io::{BufReader, Read};
 
 /// Bump when the JSON output of [`analyze`] / [`window`] changes.
-pub const ANALYZER_VERSION: u32 = 1;
+pub const ANALYZER_VERSION: u32 = 2;
 
 /// A scrape with more samples than this is refused (a `/metrics` page has
 /// thousands; millions means something else was uploaded).
@@ -156,15 +163,57 @@ pub struct Snapshot {
     pub types: HashMap<String, String>,
 }
 
-/// Parse a scrape. Malformed sample lines are errors naming the line.
-pub fn parse_snapshot<R: Read>(reader: R) -> Result<Snapshot, AnalyzeError> {
+/// Builds one [`Snapshot`] from its lines.
+#[derive(Default)]
+struct SnapshotBuilder {
+    snap: Snapshot,
+}
+
+impl SnapshotBuilder {
+    /// Takes one trimmed, non-empty line that is not a capture marker.
+    fn line(&mut self, line: &str, line_no: u64) -> Result<(), AnalyzeError> {
+        if let Some(c) = line.strip_prefix('#') {
+            let mut parts = c.split_whitespace();
+            if parts.next() == Some("TYPE") {
+                if let (Some(name), Some(kind)) = (parts.next(), parts.next()) {
+                    self.snap.types.insert(name.to_string(), kind.to_string());
+                }
+            }
+            return Ok(());
+        }
+        match parse_sample_line(line) {
+            Some(s) => {
+                if self.snap.samples.len() >= MAX_SAMPLES {
+                    return Err(AnalyzeError::at_line(
+                        line_no,
+                        format!("more than {MAX_SAMPLES} samples; this is not one /metrics scrape"),
+                    ));
+                }
+                self.snap.samples.push(s);
+                Ok(())
+            }
+            None => {
+                let shown: String = line.chars().take(120).collect();
+                Err(AnalyzeError::at_line(
+                    line_no,
+                    format!("not a Prometheus sample line: {shown}"),
+                ))
+            }
+        }
+    }
+}
+
+/// Calls `each` with every trimmed, non-empty line and its 1-based number.
+fn for_each_line<R: Read>(
+    reader: R,
+    mut each: impl FnMut(&str, u64) -> Result<(), AnalyzeError>,
+) -> Result<(), AnalyzeError> {
     let mut r = BufReader::with_capacity(64 << 10, reader);
     let mut buf = Vec::new();
-    let mut snap = Snapshot::default();
     let mut line_no = 0u64;
     loop {
         match read_line_bounded(&mut r, &mut buf, MAX_LINE)? {
-            Line::Eof => break,
+            Line::Eof => return Ok(()),
             Line::TooLong => {
                 return Err(AnalyzeError::at_line(line_no + 1, "line longer than 1 MiB"))
             }
@@ -173,41 +222,20 @@ pub fn parse_snapshot<R: Read>(reader: R) -> Result<Snapshot, AnalyzeError> {
         line_no += 1;
         let text = String::from_utf8_lossy(&buf);
         let line = text.trim();
-        if line.is_empty() {
-            continue;
-        }
-        if let Some(c) = line.strip_prefix('#') {
-            let mut parts = c.split_whitespace();
-            if parts.next() == Some("TYPE") {
-                if let (Some(name), Some(kind)) = (parts.next(), parts.next()) {
-                    snap.types.insert(name.to_string(), kind.to_string());
-                }
-            }
-            continue;
-        }
-        match parse_sample_line(line) {
-            Some(s) => {
-                if snap.samples.len() >= MAX_SAMPLES {
-                    return Err(AnalyzeError::at_line(
-                        line_no,
-                        format!("more than {MAX_SAMPLES} samples; this is not one /metrics scrape"),
-                    ));
-                }
-                snap.samples.push(s);
-            }
-            None => {
-                let shown: String = line.chars().take(120).collect();
-                return Err(AnalyzeError::at_line(
-                    line_no,
-                    format!("not a Prometheus sample line: {shown}"),
-                ));
-            }
+        if !line.is_empty() {
+            each(line, line_no)?;
         }
     }
-    if snap.samples.is_empty() {
+}
+
+/// Parse a scrape. Malformed sample lines are errors naming the line.
+pub fn parse_snapshot<R: Read>(reader: R) -> Result<Snapshot, AnalyzeError> {
+    let mut b = SnapshotBuilder::default();
+    for_each_line(reader, |line, n| b.line(line, n))?;
+    if b.snap.samples.is_empty() {
         return Err(AnalyzeError::malformed("no Prometheus samples found"));
     }
-    Ok(snap)
+    Ok(b.snap)
 }
 
 /// Quantiles estimated from histogram buckets.
@@ -287,6 +315,39 @@ pub struct PrometheusAnalysis {
     pub models: Vec<String>,
     pub samples: u64,
     pub notes: Vec<String>,
+    /// For a capture file: when and where it was scraped, and the time series.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub capture: Option<CaptureSummary>,
+}
+
+/// What a capture file adds to the window: its scrapes over time.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct CaptureSummary {
+    /// The scraped URL (from the first marker).
+    pub url: Option<String>,
+    /// First and last scrape, RFC 3339 as recorded.
+    pub started: String,
+    pub ended: String,
+    /// Seconds from the first to the last scrape.
+    pub seconds: f64,
+    pub snapshots: u64,
+    /// One point per scrape, in file order.
+    pub series: Vec<SeriesPoint>,
+}
+
+/// One scrape of a capture: gauges as sampled, counters as per-second rates since
+/// the scrape before (absent for the first scrape and after a reset).
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct SeriesPoint {
+    pub at: String,
+    /// Seconds since the first scrape.
+    pub offset_s: f64,
+    pub running: Option<f64>,
+    pub waiting: Option<f64>,
+    pub kv_usage: Option<f64>,
+    /// Counter key (as in [`PrometheusAnalysis::counters`], plus `preemptions`) →
+    /// increase per second since the previous scrape.
+    pub rates: BTreeMap<String, f64>,
 }
 
 /// Canonical histogram key → candidate families (first present wins) and an
@@ -795,6 +856,7 @@ fn summarize(
         models,
         samples,
         notes,
+        capture: None,
     }
 }
 
@@ -811,9 +873,184 @@ pub fn analyze_snapshot(s: &Snapshot) -> PrometheusAnalysis {
     )
 }
 
-/// Parse and analyze one scrape.
+/// The comment that opens each scrape in a capture file.
+pub const CAPTURE_MARKER: &str = "# perfjournal-capture";
+
+/// Most scrapes a capture file may hold (an hour at one per second, and some).
+pub const MAX_CAPTURE_SNAPSHOTS: u64 = 4000;
+
+/// The marker line (with its newline) for a scrape taken at `ts` (RFC 3339) from
+/// `url`. Whitespace in the URL is percent-encoded so the line stays one token each.
+pub fn capture_marker(ts: &str, url: &str) -> String {
+    let url = url.replace(' ', "%20").replace(['\n', '\r', '\t'], "");
+    format!("{CAPTURE_MARKER} ts={ts} url={url}\n")
+}
+
+/// A parsed marker line: its time and URL.
+#[derive(Clone, Debug, PartialEq)]
+struct Mark {
+    at: String,
+    time: chrono::DateTime<chrono::FixedOffset>,
+    url: Option<String>,
+}
+
+fn parse_marker(line: &str, line_no: u64) -> Result<Mark, AnalyzeError> {
+    let rest = line.strip_prefix(CAPTURE_MARKER).unwrap_or("");
+    let mut at = None;
+    let mut url = None;
+    for token in rest.split_whitespace() {
+        if let Some(v) = token.strip_prefix("ts=") {
+            at = Some(v.to_string());
+        } else if let Some(v) = token.strip_prefix("url=") {
+            url = Some(v.to_string());
+        }
+    }
+    let at = at.ok_or_else(|| {
+        AnalyzeError::at_line(line_no, "capture marker without ts=<RFC 3339 time>")
+    })?;
+    let time = chrono::DateTime::parse_from_rfc3339(&at).map_err(|e| {
+        AnalyzeError::at_line(
+            line_no,
+            format!("capture marker time {at:?} is not RFC 3339: {e}"),
+        )
+    })?;
+    Ok(Mark { at, time, url })
+}
+
+/// Folds the scrapes of a capture file as they are read: keeps the first and the
+/// latest scrape and the previous counter totals, so memory stays at two scrapes.
+#[derive(Default)]
+struct CaptureFold {
+    first: Option<(Mark, Snapshot)>,
+    last: Option<(Mark, Snapshot)>,
+    previous_totals: BTreeMap<String, f64>,
+    summary: CaptureSummary,
+    resets: bool,
+}
+
+impl CaptureFold {
+    fn push(&mut self, mark: Mark, snap: Snapshot) -> Result<(), AnalyzeError> {
+        if snap.samples.is_empty() {
+            return Err(AnalyzeError::malformed(format!(
+                "the scrape at {} holds no Prometheus samples",
+                mark.at
+            )));
+        }
+        self.summary.snapshots += 1;
+        if self.summary.snapshots > MAX_CAPTURE_SNAPSHOTS {
+            return Err(AnalyzeError::malformed(format!(
+                "more than {MAX_CAPTURE_SNAPSHOTS} scrapes in one capture"
+            )));
+        }
+        let m = build_model(&snap);
+        let totals: BTreeMap<String, f64> = COUNTERS
+            .iter()
+            .filter_map(|(key, names)| Some((key.to_string(), scalar_sum(&m, names)?)))
+            .collect();
+        let start = self.first.as_ref().map_or(mark.time, |(f, _)| f.time);
+        let offset_s = (mark.time - start).num_milliseconds() as f64 / 1000.0;
+        let mut rates = BTreeMap::new();
+        let previous = self.last.as_ref().or(self.first.as_ref());
+        if let Some((prev, _)) = previous {
+            let dt = (mark.time - prev.time).num_milliseconds() as f64 / 1000.0;
+            for (key, now) in &totals {
+                match self.previous_totals.get(key) {
+                    Some(before) if now < before => self.resets = true,
+                    Some(before) if dt > 0.0 => {
+                        rates.insert(key.clone(), (now - before) / dt);
+                    }
+                    _ => {}
+                }
+            }
+        }
+        self.summary.series.push(SeriesPoint {
+            at: mark.at.clone(),
+            offset_s,
+            running: scalar_sum(&m, RUNNING),
+            waiting: scalar_sum(&m, WAITING),
+            kv_usage: scalar_mean(&m, KV_USAGE),
+            rates,
+        });
+        self.previous_totals = totals;
+        if self.first.is_none() {
+            self.first = Some((mark, snap));
+        } else {
+            self.last = Some((mark, snap));
+        }
+        Ok(())
+    }
+
+    fn finish(self) -> Result<PrometheusAnalysis, AnalyzeError> {
+        let CaptureFold {
+            first,
+            last,
+            mut summary,
+            resets,
+            ..
+        } = self;
+        let Some((first_mark, first)) = first else {
+            return Err(AnalyzeError::malformed("no Prometheus samples found"));
+        };
+        let mut out = match &last {
+            Some((_, last)) => window(&first, last),
+            None => analyze_snapshot(&first),
+        };
+        let end_mark = last.as_ref().map_or(&first_mark, |(m, _)| m);
+        summary.url = first_mark.url.clone();
+        summary.started = first_mark.at.clone();
+        summary.ended = end_mark.at.clone();
+        summary.seconds = (end_mark.time - first_mark.time).num_milliseconds() as f64 / 1000.0;
+        if resets {
+            out.notes.push(
+                "a counter went down between two scrapes (server restart?); no rate is shown for that interval"
+                    .to_string(),
+            );
+        }
+        if summary.snapshots == 1 {
+            out.notes
+                .push("the capture holds one scrape, so there is no window".to_string());
+        }
+        out.capture = Some(summary);
+        Ok(out)
+    }
+}
+
+/// Parse and analyze one scrape, or a capture file of several (see the module doc).
 pub fn analyze<R: Read>(reader: R) -> Result<PrometheusAnalysis, AnalyzeError> {
-    Ok(analyze_snapshot(&parse_snapshot(reader)?))
+    let mut fold: Option<CaptureFold> = None;
+    let mut current: Option<Mark> = None;
+    let mut builder = SnapshotBuilder::default();
+    for_each_line(reader, |line, n| {
+        if line.starts_with(CAPTURE_MARKER) {
+            let mark = parse_marker(line, n)?;
+            let fold = fold.get_or_insert_with(CaptureFold::default);
+            let snap = std::mem::take(&mut builder.snap);
+            match current.replace(mark) {
+                Some(prev) => fold.push(prev, snap)?,
+                None if !snap.samples.is_empty() => {
+                    return Err(AnalyzeError::at_line(
+                        n,
+                        "samples before the first capture marker",
+                    ))
+                }
+                None => {}
+            }
+            return Ok(());
+        }
+        builder.line(line, n)
+    })?;
+    match (fold, current) {
+        (Some(mut fold), Some(mark)) => {
+            fold.push(mark, builder.snap)?;
+            fold.finish()
+        }
+        _ => {
+            if builder.snap.samples.is_empty() {
+                return Err(AnalyzeError::malformed("no Prometheus samples found"));
+            }
+            Ok(analyze_snapshot(&builder.snap))
+        }
+    }
 }
 
 /// Is this scalar a counter (cumulative) rather than a gauge?
@@ -1062,6 +1299,105 @@ mod tests {
         assert!(r.notes.iter().any(|n| n.contains("reset")), "{:?}", r.notes);
         assert_eq!(r.quantiles["ttft_s"].count, 50.0);
         assert_eq!(r.preemptions, Some(3.0));
+    }
+
+    fn capture_of(scrapes: &[(&str, String)]) -> String {
+        scrapes
+            .iter()
+            .map(|(ts, body)| capture_marker(ts, "http://10.0.0.5:8000/metrics") + body)
+            .collect()
+    }
+
+    #[test]
+    fn capture_file_gives_the_window_and_a_series() {
+        let text = capture_of(&[
+            ("2026-12-01T10:00:00Z", vllm_scrape(1.0, 3.0)),
+            ("2026-12-01T10:00:01Z", vllm_scrape(2.0, 5.0)),
+            ("2026-12-01T10:00:03.500Z", vllm_scrape(3.0, 10.0)),
+        ]);
+        let a = analyze(text.as_bytes()).unwrap();
+        // The window runs from the first scrape to the last.
+        assert!(a.window);
+        assert_eq!(a.quantiles["ttft_s"].count, 100.0);
+        assert_eq!(a.preemptions, Some(7.0));
+        let c = a.capture.as_ref().unwrap();
+        assert_eq!(c.snapshots, 3);
+        assert_eq!(c.seconds, 3.5);
+        assert_eq!(c.url.as_deref(), Some("http://10.0.0.5:8000/metrics"));
+        assert_eq!(c.started, "2026-12-01T10:00:00Z");
+        assert_eq!(c.ended, "2026-12-01T10:00:03.500Z");
+        let offsets: Vec<f64> = c.series.iter().map(|p| p.offset_s).collect();
+        assert_eq!(offsets, vec![0.0, 1.0, 3.5]);
+        assert!(c.series[0].rates.is_empty());
+        // 1000 more prefix-cache queries in 1 s, then 1000 more in 2.5 s.
+        assert_eq!(c.series[1].rates["prefix_cache_queries"], 1000.0);
+        assert_eq!(c.series[2].rates["prefix_cache_queries"], 400.0);
+        assert_eq!(c.series[2].rates["preemptions"], 2.0);
+        assert_eq!(c.series[1].running, Some(7.0));
+        assert_eq!(c.series[1].kv_usage, Some(0.5));
+        let v = serde_json::to_value(&a).unwrap();
+        assert_eq!(v["capture"]["series"].as_array().unwrap().len(), 3);
+    }
+
+    #[test]
+    fn plain_scrapes_are_read_as_before_and_one_scrape_captures_say_so() {
+        let plain = analyze(vllm_scrape(1.0, 3.0).as_bytes()).unwrap();
+        assert!(plain.capture.is_none());
+        assert!(serde_json::to_value(&plain)
+            .unwrap()
+            .get("capture")
+            .is_none());
+        let one =
+            analyze(capture_of(&[("2026-12-01T10:00:00Z", vllm_scrape(1.0, 3.0))]).as_bytes())
+                .unwrap();
+        assert!(!one.window);
+        assert_eq!(one.capture.as_ref().unwrap().snapshots, 1);
+        assert!(
+            one.notes.iter().any(|n| n.contains("one scrape")),
+            "{:?}",
+            one.notes
+        );
+    }
+
+    #[test]
+    fn capture_resets_leave_a_gap_in_the_rates() {
+        let text = capture_of(&[
+            ("2026-12-01T10:00:00Z", vllm_scrape(3.0, 10.0)),
+            ("2026-12-01T10:00:01Z", vllm_scrape(1.0, 3.0)),
+        ]);
+        let a = analyze(text.as_bytes()).unwrap();
+        assert!(a.capture.unwrap().series[1].rates.is_empty());
+        assert!(
+            a.notes.iter().any(|n| n.contains("went down")),
+            "{:?}",
+            a.notes
+        );
+    }
+
+    #[test]
+    fn malformed_captures_name_the_line() {
+        let early = format!(
+            "x 1\n{}",
+            capture_of(&[("2026-12-01T10:00:00Z", "x 2\n".into())])
+        );
+        let e = analyze(early.as_bytes()).unwrap_err().to_string();
+        assert!(
+            e.starts_with("line 2:") && e.contains("before the first"),
+            "{e}"
+        );
+        let bad_ts = "# perfjournal-capture ts=yesterday url=http://h/\nx 1\n";
+        let e = analyze(bad_ts.as_bytes()).unwrap_err().to_string();
+        assert!(e.starts_with("line 1:") && e.contains("RFC 3339"), "{e}");
+        let empty = capture_of(&[
+            ("2026-12-01T10:00:00Z", "x 1\n".into()),
+            ("2026-12-01T10:00:01Z", String::new()),
+        ]);
+        let e = analyze(empty.as_bytes()).unwrap_err().to_string();
+        assert!(e.contains("10:00:01Z holds no"), "{e}");
+        assert_eq!(
+            capture_marker("2026-12-01T10:00:00Z", "http://h/a b"),
+            "# perfjournal-capture ts=2026-12-01T10:00:00Z url=http://h/a%20b\n"
+        );
     }
 
     #[test]

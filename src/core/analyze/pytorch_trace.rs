@@ -51,7 +51,7 @@ use std::fmt;
 use std::io::{BufReader, Read};
 
 /// Bump when the JSON output of [`analyze`] changes.
-pub const ANALYZER_VERSION: u32 = 1;
+pub const ANALYZER_VERSION: u32 = 2;
 
 /// HTA's default `consecutive_kernel_delay`: gaps below it are launch overhead.
 pub const KERNEL_WAIT_THRESHOLD_US: f64 = 30.0;
@@ -193,6 +193,8 @@ struct State {
     counts: Counts,
     rank: Option<i64>,
     base_time_ns: Option<u64>,
+    /// Earliest `ts` of a complete event.
+    first_ts: Option<f64>,
     device_props: Vec<Value>,
     /// Reused buffer for the current event's name.
     name_buf: String,
@@ -591,6 +593,9 @@ impl State {
             return;
         };
         self.counts.complete += 1;
+        if ts.is_finite() && self.first_ts.is_none_or(|f| ts < f) {
+            self.first_ts = Some(ts);
+        }
         let dur = dur.max(0.0);
         if cat.is_gpu() {
             match cat {
@@ -792,6 +797,9 @@ pub struct KernelStat {
     pub max_us: f64,
     /// Share of the summed duration of all GPU events.
     pub pct: f64,
+    /// Where its longest run starts: the trace's own `ts` (µs), to find it in Perfetto.
+    #[serde(default)]
+    pub longest_at_us: Option<f64>,
 }
 
 /// Totals per kernel category.
@@ -813,6 +821,12 @@ pub struct IdleRow {
     pub kernel_wait_us: f64,
     pub other_us: f64,
     pub kernels: u64,
+    /// The stream's longest gap between two GPU events, and where it starts (the end
+    /// of the event before it, as the trace's own `ts` in µs).
+    #[serde(default)]
+    pub longest_gap_us: f64,
+    #[serde(default)]
+    pub longest_gap_at_us: Option<f64>,
 }
 
 /// Launch statistics over GPU events matched to their launch call.
@@ -907,8 +921,14 @@ fn shown_idle_rows(mut idle: Vec<IdleRow>, notes: &mut Vec<String>) -> Vec<IdleR
         kernel_wait_us: 0.0,
         other_us: 0.0,
         kernels: 0,
+        longest_gap_us: 0.0,
+        longest_gap_at_us: None,
     };
     for r in rest {
+        if r.longest_gap_us > other.longest_gap_us {
+            other.longest_gap_us = r.longest_gap_us;
+            other.longest_gap_at_us = r.longest_gap_at_us;
+        }
         other.host_wait_us += r.host_wait_us;
         other.kernel_wait_us += r.kernel_wait_us;
         other.other_us += r.other_us;
@@ -1000,6 +1020,10 @@ pub struct TraceAnalysis {
     /// GPU events left out by the last-step filter.
     pub excluded_gpu_events: u64,
     pub base_time_ns: Option<u64>,
+    /// The earliest `ts` (µs) of a complete event: where Perfetto's timeline starts,
+    /// so `ts − first_ts_us` is the time Perfetto shows.
+    #[serde(default)]
+    pub first_ts_us: Option<f64>,
     pub notes: Vec<String>,
     /// Busy fraction over time per stream.
     #[serde(default)]
@@ -1087,6 +1111,7 @@ fn finish(mut st: State, opts: &Options, mut notes: Vec<String>) -> TraceAnalysi
             profiler_steps: st.step_names.len() as u64,
             excluded_gpu_events: excluded,
             base_time_ns: st.base_time_ns,
+            first_ts_us: st.first_ts,
             notes,
             timeline: Vec::new(),
         };
@@ -1135,6 +1160,7 @@ fn finish(mut st: State, opts: &Options, mut notes: Vec<String>) -> TraceAnalysi
         profiler_steps: st.step_names.len() as u64,
         excluded_gpu_events: excluded,
         base_time_ns: st.base_time_ns,
+        first_ts_us: st.first_ts,
         notes,
     }
 }
@@ -1257,6 +1283,7 @@ fn kernel_breakdown(
         sum: f64,
         min: f64,
         max: f64,
+        max_at: f64,
         is_mem: bool,
     }
     let mut by_name: HashMap<u32, Acc> = HashMap::new();
@@ -1269,12 +1296,16 @@ fn kernel_breakdown(
             sum: 0.0,
             min: f64::INFINITY,
             max: f64::NEG_INFINITY,
+            max_at: e.start,
             is_mem: e.is_mem,
         });
         a.count += 1;
         a.sum += d;
         a.min = a.min.min(d);
-        a.max = a.max.max(d);
+        if d > a.max {
+            a.max = d;
+            a.max_at = e.start;
+        }
     }
     let mut kernels: Vec<KernelStat> = by_name
         .iter()
@@ -1289,6 +1320,7 @@ fn kernel_breakdown(
                 min_us: a.min,
                 max_us: a.max,
                 pct: pct(a.sum, total_dur),
+                longest_at_us: Some(a.max_at),
             }
         })
         .collect();
@@ -1338,6 +1370,10 @@ fn idle_breakdown(rank: i64, gpu: &[GpuEv], st: &State) -> Vec<IdleRow> {
                 let gap = (e.start - p.end).max(0.0);
                 let row = idle.last_mut().expect("row exists for this stream");
                 row.kernels += 1;
+                if gap > row.longest_gap_us {
+                    row.longest_gap_us = gap;
+                    row.longest_gap_at_us = Some(p.end);
+                }
                 let launch_ts = st.launches.get(&e.correlation).map(|l| l.ts);
                 if launch_ts.is_some_and(|t| t > p.end) {
                     row.host_wait_us += gap;
@@ -1355,6 +1391,8 @@ fn idle_breakdown(rank: i64, gpu: &[GpuEv], st: &State) -> Vec<IdleRow> {
                 kernel_wait_us: 0.0,
                 other_us: 0.0,
                 kernels: 1,
+                longest_gap_us: 0.0,
+                longest_gap_at_us: None,
             }),
         }
         prev = Some(e);
@@ -1593,6 +1631,26 @@ mod tests {
             1629.0,
         ),
     ];
+
+    #[test]
+    fn longest_runs_and_gaps_say_where_to_look() {
+        let doc = json!({"traceEvents": [
+            launch(900.0, 5.0, 1),
+            kernel("gemm", 1000.0, 50.0, 7, 1),
+            kernel("gemm", 1100.0, 80.0, 7, 2),
+            kernel("softmax", 1500.0, 10.0, 7, 3),
+            kernel("gemm", 1520.0, 20.0, 7, 4),
+        ]});
+        let a = run(&doc, &Options::default());
+        // The first complete event is the launch call at 900 µs.
+        assert_eq!(a.first_ts_us, Some(900.0));
+        let gemm = a.kernels.iter().find(|k| k.name == "gemm").unwrap();
+        assert_eq!(gemm.longest_at_us, Some(1100.0));
+        let idle = &a.idle[0];
+        // Gaps: 50 (1050→1100), 320 (1180→1500), 10 (1510→1520).
+        assert_eq!(idle.longest_gap_us, 320.0);
+        assert_eq!(idle.longest_gap_at_us, Some(1180.0));
+    }
 
     #[test]
     fn a_stream_per_event_stays_bounded() {

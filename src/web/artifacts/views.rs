@@ -346,7 +346,51 @@ fn prometheus(x: &PrometheusAnalysis) -> Vec<Section> {
         c.table = Some(t);
         out.push(c);
     }
+    if let Some(c) = &x.capture {
+        out.push(capture_series(c));
+    }
     out
+}
+
+/// A live capture's scrapes over time: gauges as sampled, counters as rates.
+fn capture_series(c: &crate::core::analyze::prometheus::CaptureSummary) -> Section {
+    let mut s = Section::new("capture", "Capture over time");
+    s.lead = Some(format!(
+        "{} scrapes over {} s, {} to {}{}. Rates are per second since the scrape before.",
+        c.snapshots,
+        num(c.seconds),
+        c.started,
+        c.ended,
+        c.url
+            .as_deref()
+            .map(|u| format!(", from {u}"))
+            .unwrap_or_default()
+    ));
+    let mut t = Table::new(&[
+        "at (s)",
+        "running",
+        "waiting",
+        "KV cache",
+        "prompt tok/s",
+        "generated tok/s",
+        "requests/s",
+        "preemptions/s",
+    ]);
+    for p in &c.series {
+        let rate = |k: &str| opt(p.rates.get(k).copied());
+        t.row(vec![
+            num(p.offset_s),
+            opt(p.running),
+            opt(p.waiting),
+            p.kv_usage.map(pct).unwrap_or_else(|| "—".into()),
+            rate("prompt_tokens"),
+            rate("generation_tokens"),
+            rate("requests_success"),
+            rate("preemptions"),
+        ]);
+    }
+    s.table = Some(t);
+    s
 }
 
 fn us(x: f64) -> String {
@@ -447,9 +491,17 @@ fn trace_temporal(x: &TraceAnalysis) -> Section {
 fn trace_kernels(x: &TraceAnalysis) -> Section {
     let mut k = Section::new("kernels", "Kernels by total time (µs)");
     let mut t = Table::new(&[
-        "kernel", "category", "count", "total", "mean", "min", "max", "share",
+        "kernel",
+        "category",
+        "count",
+        "total",
+        "mean",
+        "min",
+        "max",
+        "share",
+        "longest at",
     ]);
-    t.numeric = vec![false, false, true, true, true, true, true, true];
+    t.numeric = vec![false, false, true, true, true, true, true, true, true];
     for s in &x.kernels {
         t.row(vec![
             s.name.clone(),
@@ -460,9 +512,11 @@ fn trace_kernels(x: &TraceAnalysis) -> Section {
             us(s.min_us),
             us(s.max_us),
             format!("{:.1}%", s.pct),
+            at_in_trace(s.longest_at_us, x.first_ts_us),
         ]);
     }
     k.table = Some(t);
+    k.lead = Some(LOOK_IN_PERFETTO.into());
     let top: Vec<(String, f64)> = x
         .kernels
         .iter()
@@ -483,6 +537,19 @@ fn trace_kernels(x: &TraceAnalysis) -> Section {
     k
 }
 
+const LOOK_IN_PERFETTO: &str = "\"At\" is where to look in Perfetto: the trace's own \
+     timestamp (µs), then the time from the trace's first event, which is what Perfetto's \
+     timeline shows.";
+
+/// `1,100 µs · +0.2 ms`: a trace timestamp and its offset from the trace's first event.
+fn at_in_trace(ts: Option<f64>, first: Option<f64>) -> String {
+    match (ts, first) {
+        (Some(ts), Some(first)) => format!("{} µs · +{} ms", num(ts), num((ts - first) / 1000.0)),
+        (Some(ts), None) => format!("{} µs", num(ts)),
+        _ => "—".into(),
+    }
+}
+
 /// "GPU 0 / stream 7", or "other streams" for the pooled row of a trace with very many.
 fn stream_label(device: i64, stream: i64) -> String {
     use crate::core::analyze::pytorch_trace::POOLED;
@@ -498,8 +565,9 @@ fn trace_idle(x: &TraceAnalysis) -> Section {
     let mut i = Section::new("idle", "Idle time per stream (µs)");
     i.lead = Some(
         "Host wait: the kernel was launched after the previous one ended (the CPU was late). \
-         Kernel wait: a gap under 30 µs between back-to-back kernels. Other: the rest."
-            .into(),
+         Kernel wait: a gap under 30 µs between back-to-back kernels. Other: the rest. "
+            .to_string()
+            + LOOK_IN_PERFETTO,
     );
     let mut t = Table::new(&[
         "device / stream",
@@ -507,6 +575,8 @@ fn trace_idle(x: &TraceAnalysis) -> Section {
         "host wait",
         "kernel wait",
         "other",
+        "longest gap",
+        "longest gap at",
     ]);
     for r in &x.idle {
         t.row(vec![
@@ -515,6 +585,8 @@ fn trace_idle(x: &TraceAnalysis) -> Section {
             us(r.host_wait_us),
             us(r.kernel_wait_us),
             us(r.other_us),
+            us(r.longest_gap_us),
+            at_in_trace(r.longest_gap_at_us, x.first_ts_us),
         ]);
     }
     i.table = Some(t);

@@ -1,0 +1,93 @@
+//! Live `/metrics` captures over the API: start one on an investigation; its artifact
+//! reports progress (`capturing`, then `queued`/`done` or `failed` with the reason).
+
+use crate::extract::Path;
+use axum::body::Bytes;
+use axum::extract::State;
+use axum::http::StatusCode;
+use axum::Json;
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+use utoipa::ToSchema;
+use utoipa_axum::router::OpenApiRouter;
+use utoipa_axum::routes;
+
+use crate::auth::{ApiUser, Role};
+use crate::error::ApiResult;
+use crate::state::AppState;
+
+pub fn router() -> OpenApiRouter<AppState> {
+    OpenApiRouter::new().routes(routes!(start_capture))
+}
+
+/// What to capture.
+#[derive(Deserialize, ToSchema)]
+#[allow(dead_code)] // documents the body; the handler reads it field by field
+pub struct CaptureBody {
+    /// The engine's metrics URL; its host:port must be on the admin's allowlist.
+    #[schema(example = "http://10.0.0.5:8000/metrics")]
+    url: String,
+    /// The window, 1 to 3600 seconds.
+    #[schema(example = 60)]
+    seconds: u32,
+    /// Seconds between scrapes (≥ 1); absent: only at the start and the end.
+    #[schema(example = 5)]
+    interval_s: Option<u32>,
+}
+
+#[derive(Serialize, ToSchema)]
+pub struct CaptureStarted {
+    pub artifact_id: i64,
+    /// `capturing`; poll the artifact for `done` or `failed`
+    pub status: String,
+    /// The artifact's API address.
+    pub artifact: String,
+}
+
+/// A JSON value as the text a form field would carry (numbers as written).
+fn as_text(v: Option<&Value>) -> String {
+    match v {
+        Some(Value::String(s)) => s.clone(),
+        Some(Value::Number(n)) => n.to_string(),
+        Some(Value::Null) | None => String::new(),
+        Some(other) => other.to_string(),
+    }
+}
+
+/// Starts capturing the URL's `/metrics` for the window (editor role) and answers at
+/// once with the artifact that will hold the scrapes: at the start, every `interval_s`,
+/// and at the end. A host:port not on the allowlist is a 422 naming the rule (nothing
+/// is stored); redirects are not followed; a scrape over 8 MiB or 10 s fails the
+/// capture with the reason on the artifact.
+#[utoipa::path(post, path = "/investigations/{id}/captures", tag = "investigations",
+    params(("id" = i64, Path, description = "investigation id")),
+    request_body(content = CaptureBody, content_type = "application/json"),
+    responses(
+        (status = 202, body = CaptureStarted),
+        (status = 403, body = crate::error::ErrorBody),
+        (status = 404, body = crate::error::ErrorBody),
+        (status = 422, body = crate::error::ErrorBody)))]
+async fn start_capture(
+    user: ApiUser,
+    State(state): State<AppState>,
+    Path(id): Path<i64>,
+    body: Bytes,
+) -> ApiResult<(StatusCode, Json<CaptureStarted>)> {
+    user.require(Role::Editor)?;
+    let json = super::json_body(&body)?;
+    let (url, seconds, interval) = (
+        as_text(json.get("url")),
+        as_text(json.get("seconds")),
+        as_text(json.get("interval_s")),
+    );
+    let artifact_id =
+        crate::capture::begin(&state, id, [&url, &seconds, &interval], user.0.id).await?;
+    Ok((
+        StatusCode::ACCEPTED,
+        Json(CaptureStarted {
+            artifact_id,
+            status: "capturing".into(),
+            artifact: format!("/api/v1/artifacts/{artifact_id}"),
+        }),
+    ))
+}
