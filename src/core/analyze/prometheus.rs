@@ -17,7 +17,7 @@ use std::collections::{BTreeMap, HashMap};
 use std::io::{BufReader, Read};
 
 /// Bump when the JSON output of [`analyze`] / [`window`] changes.
-pub const ANALYZER_VERSION: u32 = 1;
+pub const ANALYZER_VERSION: u32 = 2;
 
 /// A scrape with more samples than this is refused (a `/metrics` page has
 /// thousands; millions means something else was uploaded).
@@ -34,6 +34,8 @@ pub struct Sample {
     pub name: String,
     pub labels: Vec<(String, String)>,
     pub value: f64,
+    /// The exposition format's optional timestamp (ms since the Unix epoch).
+    pub timestamp_ms: Option<f64>,
 }
 
 impl Sample {
@@ -88,11 +90,12 @@ pub fn parse_sample_line(line: &str) -> Option<Sample> {
     }
     let mut fields = rest.split_whitespace();
     let value = parse_value(fields.next()?)?;
+    let mut timestamp_ms = None;
     match fields.next() {
         None => {}
         Some("#") => {}
         Some(ts) => {
-            ts.parse::<f64>().ok()?;
+            timestamp_ms = Some(ts.parse::<f64>().ok()?).filter(|t| t.is_finite());
             if let Some(next) = fields.next() {
                 if next != "#" {
                     return None;
@@ -104,6 +107,7 @@ pub fn parse_sample_line(line: &str) -> Option<Sample> {
         name: name.to_string(),
         labels,
         value,
+        timestamp_ms,
     })
 }
 
@@ -287,6 +291,37 @@ pub struct PrometheusAnalysis {
     pub models: Vec<String>,
     pub samples: u64,
     pub notes: Vec<String>,
+    /// Requests waiting over time, `[Unix epoch ms, waiting]` (summed over label sets),
+    /// from timestamped samples of the waiting gauge (at most [`MAX_SERIES_POINTS`]).
+    #[serde(default)]
+    pub waiting_series: Vec<[f64; 2]>,
+}
+
+/// Timestamps kept in [`PrometheusAnalysis::waiting_series`].
+pub const MAX_SERIES_POINTS: usize = 100_000;
+
+/// The waiting gauge's timestamped samples, summed per timestamp, in time order.
+fn waiting_series(s: &Snapshot) -> Vec<[f64; 2]> {
+    let Some(name) = WAITING.iter().find(|n| {
+        s.samples
+            .iter()
+            .any(|x| x.name == **n && x.timestamp_ms.is_some())
+    }) else {
+        return Vec::new();
+    };
+    let mut by_time: BTreeMap<i64, f64> = BTreeMap::new();
+    for x in &s.samples {
+        if let (true, Some(t)) = (x.name == *name, x.timestamp_ms) {
+            if x.value.is_finite() {
+                *by_time.entry(t.round() as i64).or_insert(0.0) += x.value;
+            }
+        }
+    }
+    by_time
+        .into_iter()
+        .take(MAX_SERIES_POINTS)
+        .map(|(t, v)| [t as f64, v])
+        .collect()
 }
 
 /// Canonical histogram key → candidate families (first present wins) and an
@@ -795,6 +830,7 @@ fn summarize(
         models,
         samples,
         notes,
+        waiting_series: Vec::new(),
     }
 }
 
@@ -811,9 +847,30 @@ pub fn analyze_snapshot(s: &Snapshot) -> PrometheusAnalysis {
     )
 }
 
-/// Parse and analyze one scrape.
+/// Parse and analyze one scrape. A capture of several timestamped scrapes gives the
+/// waiting gauge over time; the rest of the summary is of the last scrape (its samples
+/// and any without a timestamp), since summing scrapes would count everything again.
 pub fn analyze<R: Read>(reader: R) -> Result<PrometheusAnalysis, AnalyzeError> {
-    Ok(analyze_snapshot(&parse_snapshot(reader)?))
+    let mut snap = parse_snapshot(reader)?;
+    let series = waiting_series(&snap);
+    let mut times: Vec<f64> = snap.samples.iter().filter_map(|x| x.timestamp_ms).collect();
+    times.sort_by(f64::total_cmp);
+    times.dedup();
+    let mut note = None;
+    if let (true, Some(&last)) = (times.len() > 1, times.last()) {
+        snap.samples
+            .retain(|x| x.timestamp_ms.is_none_or(|t| t == last));
+        note = Some(format!(
+            "{} timestamps in this capture: the summary is of the last scrape; the waiting \
+             gauge over time has {} points",
+            times.len(),
+            series.len()
+        ));
+    }
+    let mut a = analyze_snapshot(&snap);
+    a.notes.extend(note);
+    a.waiting_series = series;
+    Ok(a)
 }
 
 /// Is this scalar a counter (cumulative) rather than a gauge?
@@ -1126,5 +1183,45 @@ mod tests {
             a.models,
             vec!["meta-llama/Llama-3.1-8B-Instruct".to_string()]
         );
+    }
+
+    #[test]
+    fn timestamped_scrapes_give_the_waiting_gauge_over_time() {
+        let scrape = |t: u64, waiting: [u32; 2], success: u32| {
+            format!(
+                "# TYPE vllm:num_requests_waiting gauge\n\
+                 vllm:num_requests_waiting{{engine=\"0\"}} {} {t}\n\
+                 vllm:num_requests_waiting{{engine=\"1\"}} {} {t}\n\
+                 vllm:request_success_total{{finished_reason=\"stop\"}} {success} {t}\n",
+                waiting[0], waiting[1]
+            )
+        };
+        let text = [
+            scrape(1_700_000_000_000, [0, 0], 10),
+            scrape(1_700_000_002_000, [2, 1], 15),
+            scrape(1_700_000_004_000, [0, 1], 20),
+        ]
+        .concat();
+        let a = analyze(text.as_bytes()).unwrap();
+        assert_eq!(
+            a.waiting_series,
+            [
+                [1_700_000_000_000.0, 0.0],
+                [1_700_000_002_000.0, 3.0],
+                [1_700_000_004_000.0, 1.0]
+            ]
+        );
+        // The summary is the last scrape's, not three scrapes summed.
+        assert_eq!(a.gauges.waiting, Some(1.0));
+        assert!(
+            a.notes.iter().any(|n| n.contains("3 timestamps")),
+            "{:?}",
+            a.notes
+        );
+        // One untimestamped scrape keeps no series.
+        assert!(analyze(&b"vllm:num_requests_waiting 4\n"[..])
+            .unwrap()
+            .waiting_series
+            .is_empty());
     }
 }
