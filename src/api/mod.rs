@@ -2,6 +2,7 @@
 //! handlers themselves (utoipa), so the document cannot drift from the code.
 
 pub(crate) mod artifacts;
+mod bubbles;
 pub(crate) mod comparisons;
 mod estimate;
 mod investigations;
@@ -55,6 +56,7 @@ pub fn router() -> OpenApiRouter<AppState> {
         .routes(routes!(whoami))
         .merge(estimate::router())
         .merge(artifacts::router())
+        .merge(bubbles::router())
         .merge(comparisons::router())
         .merge(proposals::router())
         .routes(routes!(

@@ -12,10 +12,12 @@ use axum::routing::{get, post};
 use axum::{Form, Router};
 use serde::Deserialize;
 
+use super::bubbles::{self, BubblesView, Sources};
 use super::{render, FormErrors, PageCtx};
 use crate::auth::{CurrentUser, Role};
 use crate::core::estimate;
 use crate::core::fmt::format_number;
+use crate::core::method::bubbles::suspects_with;
 use crate::core::method::expected::{self, Expected};
 use crate::core::method::order::{skip_warning, StepInfo, STEPS};
 use crate::core::method::record::{
@@ -433,6 +435,9 @@ struct StepPage {
     fillers: Vec<ArtifactLink>,
     evidence: Vec<ArtifactLink>,
     notice: Option<FillNotice>,
+    /// Step 3: the latest bubble attribution, and what one can be run from.
+    bubbles: Option<BubblesView>,
+    bubble_sources: Sources,
 }
 
 impl StepPage {
@@ -466,10 +471,15 @@ impl StepPage {
         }
     }
 
+    /// A waiting window's suspects, read against the bubble attribution when there is one.
     fn suspects(&self) -> Vec<&'static str> {
-        match self.eval.resources.as_ref().map(|c| &c.bound) {
+        let suspects = match self.eval.resources.as_ref().map(|c| &c.bound) {
             Some(Boundness::Waiting { suspects }) => suspects.clone(),
             _ => Vec::new(),
+        };
+        match &self.bubbles {
+            Some(b) => suspects_with(suspects, &b.advice),
+            None => suspects,
         }
     }
 
@@ -604,6 +614,8 @@ struct StepView {
     errors: Vec<FieldError>,
     attach: AttachForm,
     attach_errors: Vec<FieldError>,
+    bubbles: Option<BubblesView>,
+    bubble_sources: Sources,
 }
 
 fn step_page(ctx: PageCtx, loaded: Loaded, step: u8, view: StepView) -> StepPage {
@@ -657,6 +669,8 @@ fn step_page(ctx: PageCtx, loaded: Loaded, step: u8, view: StepView) -> StepPage
         fillers: view.fillers,
         evidence: view.evidence,
         notice: view.notice,
+        bubbles: view.bubbles,
+        bubble_sources: view.bubble_sources,
         records: loaded.records,
         eval: loaded.evaluation,
         inv: loaded.investigation,
@@ -713,6 +727,14 @@ async fn show_step(
             }
         }
     }
+    let (bubbles, bubble_sources) = if step == 3 {
+        (
+            bubbles::latest_view(&state.pool, id).await?,
+            bubbles::sources(&state.pool, id).await?,
+        )
+    } else {
+        (None, Sources::default())
+    };
     let page = step_page(
         ctx,
         loaded,
@@ -726,6 +748,8 @@ async fn show_step(
             errors: Vec::new(),
             attach: AttachForm::default(),
             attach_errors: Vec::new(),
+            bubbles,
+            bubble_sources,
         },
     );
     Ok(render(&page)?.into_response())
@@ -876,6 +900,8 @@ fn refused(
             errors,
             attach,
             attach_errors,
+            bubbles: None,
+            bubble_sources: Sources::default(),
         },
     );
     Ok((StatusCode::UNPROCESSABLE_ENTITY, render(&page)?).into_response())

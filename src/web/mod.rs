@@ -5,6 +5,7 @@ pub mod account;
 pub mod areas;
 pub mod artifacts;
 pub mod assets;
+pub mod bubbles;
 pub mod comparisons;
 pub mod ctx;
 pub mod estimators;
@@ -39,6 +40,7 @@ pub fn private_routes() -> Router<AppState> {
         .merge(areas::routes())
         .merge(estimators::routes())
         .merge(artifacts::routes())
+        .merge(bubbles::routes())
         .merge(comparisons::routes())
         .merge(investigations::routes())
         .merge(journal::routes())

@@ -142,6 +142,15 @@ pub enum QueueSource {
     Prometheus,
 }
 
+impl QueueSource {
+    pub fn slug(self) -> &'static str {
+        match self {
+            QueueSource::RequestLog => "request_log",
+            QueueSource::Prometheus => "prometheus",
+        }
+    }
+}
+
 /// The queue depth over time on the queue's own clock (Unix epoch µs).
 #[derive(Clone, Debug, PartialEq)]
 pub struct QueueTimeline {
@@ -417,6 +426,23 @@ pub fn check_knobs(offset_ms: f64, min_idle_us: f64) -> Result<(), Vec<FieldErro
     }
 }
 
+/// The trace's GPU window on its absolute clock (µs), and the offset to add to trace
+/// `ts`: `baseTimeNanoseconds` / 1000, or 0 when `ts` are epoch times already (or no
+/// base is known).
+fn trace_clock(trace: &TraceAnalysis) -> Option<(f64, f64, f64)> {
+    let [first, last] = trace.gpu_window_us?;
+    let base = trace.base_time_ns.map_or(0.0, |ns| ns as f64 / 1000.0);
+    Some((base, base + first, base + last))
+}
+
+/// The trace window on the queue's clock (µs), for reading only the queue data that can
+/// touch it.
+pub fn queue_window(trace: &TraceAnalysis, offset_ms: f64) -> Option<(f64, f64)> {
+    let (_, w0, w1) = trace_clock(trace)?;
+    let off = offset_ms * 1000.0;
+    Some((w0 - off, w1 - off))
+}
+
 /// Classifies every idle interval of `trace` of at least `min_idle_us` against `queue`,
 /// with `offset_ms` added to the queue's clock.
 pub fn attribute(
@@ -426,7 +452,7 @@ pub fn attribute(
     min_idle_us: f64,
 ) -> Result<Attribution, Vec<FieldError>> {
     check_knobs(offset_ms, min_idle_us)?;
-    let Some([first, last]) = trace.gpu_window_us else {
+    let Some((base, w0, w1)) = trace_clock(trace) else {
         let why = if trace.temporal.is_empty() {
             "the trace holds no GPU work, so it has no idle intervals to attribute"
         } else {
@@ -435,9 +461,9 @@ pub fn attribute(
         return Err(vec![FieldError::new("trace", why)]);
     };
     let mut notes = Vec::new();
-    let (base, trace_clock) = match trace.base_time_ns {
-        Some(ns) => (ns as f64 / 1000.0, "baseTimeNanoseconds + ts (µs)"),
-        None if first > EPOCH_US => (0.0, "ts (already Unix epoch µs; no baseTimeNanoseconds)"),
+    let clock = match trace.base_time_ns {
+        Some(_) => "baseTimeNanoseconds + ts (µs)",
+        None if w0 > EPOCH_US => "ts (already Unix epoch µs; no baseTimeNanoseconds)",
         None => {
             notes.push(
                 "the trace has no baseTimeNanoseconds and its ts are not epoch times: its \
@@ -445,7 +471,7 @@ pub fn attribute(
                  offset = trace ts)"
                     .to_string(),
             );
-            (0.0, "ts (µs from an unknown origin)")
+            "ts (µs from an unknown origin)"
         }
     };
     let queue_clock = match queue.source {
@@ -455,18 +481,17 @@ pub fn attribute(
     let offset_us = offset_ms * 1000.0;
     let alignment = if offset_ms == 0.0 {
         format!(
-            "trace {trace_clock} against the queue's {queue_clock}: both are wall clocks of the \
+            "trace {clock} against the queue's {queue_clock}: both are wall clocks of the \
              machines that wrote them, so an offset of 0 ms is assumed; pass offset_ms \
              (queue time + offset = trace time) to correct it"
         )
     } else {
         format!(
-            "trace {trace_clock} against the queue's {queue_clock}, queue times shifted by {} ms \
+            "trace {clock} against the queue's {queue_clock}, queue times shifted by {} ms \
              as given (queue time + offset = trace time)",
             format_number(offset_ms, 3)
         )
     };
-    let (w0, w1) = (base + first, base + last);
     // The queue's coverage on the trace clock.
     let covered = queue.covered.map(|(a, b)| (a + offset_us, b + offset_us));
     match covered {
@@ -647,6 +672,18 @@ pub enum Finding {
     Upstream,
     /// Work was queued while the GPU idled.
     RuntimeBubbles,
+}
+
+impl Finding {
+    pub fn slug(self) -> &'static str {
+        match self {
+            Finding::NoIdle => "no_idle",
+            Finding::Unknown => "unknown",
+            Finding::AllInsufficientLoad => "all_insufficient_load",
+            Finding::Upstream => "upstream",
+            Finding::RuntimeBubbles => "runtime_bubbles",
+        }
+    }
 }
 
 /// Step 3's reading of an attribution and the report fields it gives the journal.
@@ -867,6 +904,30 @@ pub fn report_lines(a: &Attribution) -> Vec<String> {
     ]
 }
 
+/// Step 3's suspects for a waiting window read against an attribution: none when it
+/// rules scheduler, batching and kernel work out (the advice says what to do instead);
+/// without the low-load suspect when work was seen queued.
+pub fn suspects_with(suspects: Vec<&'static str>, advice: &Advice) -> Vec<&'static str> {
+    match advice.finding {
+        _ if advice.no_tuning => Vec::new(),
+        Finding::RuntimeBubbles => suspects
+            .into_iter()
+            .filter(|s| !s.starts_with(super::resources::LOW_LOAD))
+            .collect(),
+        _ => suspects,
+    }
+}
+
+/// The journal draft's RESULT followed by the method's report fields from an attribution.
+pub fn with_report(result: &str, a: &Attribution) -> String {
+    let report = report_lines(a).join("\n");
+    if result.trim().is_empty() {
+        report
+    } else {
+        format!("{result}\n\n{report}")
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -940,6 +1001,11 @@ mod tests {
         assert!(v.dominant.contains("host wait"), "{}", v.dominant);
         assert!(v.ruled_out.starts_with("insufficient offered load"));
         assert!(!v.no_tuning);
+        let suspects = vec![
+            "insufficient offered load: the queue was empty",
+            "lock contention",
+        ];
+        assert_eq!(suspects_with(suspects, &v), ["lock contention"]);
     }
 
     #[test]
@@ -962,6 +1028,10 @@ mod tests {
             "{}",
             v.headline
         );
+        let suspects = vec!["insufficient offered load: …", "lock contention"];
+        assert!(suspects_with(suspects, &v).is_empty());
+        let drafted = with_report("p95 TTFT 780 ms", &a);
+        assert!(drafted.starts_with("p95 TTFT 780 ms\n\nDominant bubble: none"));
         let lines = report_lines(&a);
         assert!(lines[0].starts_with("Dominant bubble: none"));
         assert!(lines[2].starts_with("Ruled out: runtime bubbles"));
