@@ -79,32 +79,28 @@ pub fn bubbles(a: &Attribution) -> Option<String> {
         devices.push(0);
     }
     let legend_y = 22.0;
-    let lanes_top = 44.0;
+    let lanes_top = 58.0;
     let depth_top = lanes_top + LANE * devices.len() as f64 + 22.0;
     let axis_y = depth_top + DEPTH_HEIGHT;
     let height = axis_y + 44.0;
     let mut svg = String::new();
     let _ = write!(
         svg,
-        r#"<svg xmlns="http://www.w3.org/2000/svg" class="chart bubbles-chart" role="img" viewBox="0 0 {WIDTH} {height}" font-family="sans-serif" font-size="12"><title>GPU idle intervals by class, with the queue depth beneath on the same time axis</title>"#
+        r#"<svg xmlns="http://www.w3.org/2000/svg" class="chart bubbles-chart" role="img" viewBox="0 0 {WIDTH} {height}" font-family="sans-serif" font-size="12" shape-rendering="crispEdges"><title>GPU idle intervals by class, with the queue depth beneath on the same time axis</title>"#
     );
-    // Legend.
-    let mut lx = LEFT;
-    for c in BubbleClass::ALL {
-        let label = c.label();
+    // Legend: two classes a row.
+    for (k, c) in BubbleClass::ALL.into_iter().enumerate() {
+        let lx = LEFT + (k % 2) as f64 * 330.0;
+        let ly = legend_y + (k / 2) as f64 * 18.0;
         let _ = write!(
             svg,
-            r#"<g class="legend-item" data-class="{}"><rect x="{lx:.1}" y="{:.1}" width="12" height="12" fill="{}"/><text x="{:.1}" y="{legend_y:.1}" fill="{AXIS}">{}</text></g>"#,
+            r#"<g class="legend-item" data-class="{}"><rect x="{lx:.1}" y="{:.1}" width="12" height="12" fill="{}"/><text x="{:.1}" y="{ly:.1}" fill="{AXIS}">{}</text></g>"#,
             c.slug(),
-            legend_y - 10.0,
+            ly - 10.0,
             class_colour(c),
             lx + 16.0,
-            esc(label)
+            esc(c.label())
         );
-        lx += 22.0 + label.chars().count() as f64 * 6.2;
-        if lx > WIDTH - 120.0 {
-            break;
-        }
     }
     // GPU lanes: busy underneath, idle intervals over it.
     let mut drawn: Vec<&Classified> = a.intervals.iter().collect();
@@ -197,6 +193,7 @@ pub fn bubbles(a: &Attribution) -> Option<String> {
         r#"<line x1="{LEFT:.1}" y1="{axis_y:.1}" x2="{:.1}" y2="{axis_y:.1}" stroke="{AXIS}"/>"#,
         LEFT + plot
     );
+    let tick_decimals = if w1 - w0 < 10_000.0 { 2 } else { 1 };
     for q in 0..=4 {
         let t = w0 + (w1 - w0) * q as f64 / 4.0;
         let tx = x(t);
@@ -210,7 +207,7 @@ pub fn bubbles(a: &Attribution) -> Option<String> {
             r#"<line x1="{tx:.1}" y1="{axis_y:.1}" x2="{tx:.1}" y2="{:.1}" stroke="{AXIS}"/><text class="tick" x="{tx:.1}" y="{:.1}" text-anchor="{anchor}" fill="{AXIS}">{} ms</text>"#,
             axis_y + 5.0,
             axis_y + 18.0,
-            ms(t - w0)
+            format_number((t - w0) / 1000.0, tick_decimals)
         );
     }
     let _ = write!(

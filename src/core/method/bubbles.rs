@@ -712,6 +712,15 @@ fn ms(us: f64) -> String {
     format!("{} ms", format_number(us / 1000.0, 1))
 }
 
+/// "1 interval", "12 intervals".
+fn intervals(n: u64) -> String {
+    if n == 1 {
+        "1 interval".to_string()
+    } else {
+        format!("{} intervals", grouped(n))
+    }
+}
+
 fn pct(x: f64) -> String {
     format!("{}%", format_number(x * 100.0, 0))
 }
@@ -746,9 +755,9 @@ pub fn advise(a: &Attribution) -> Advice {
     let known = t.runtime_bubble + t.upstream + t.insufficient_load;
     let unknown_part = if t.unknown > 0.0 {
         format!(
-            " {} in {} intervals has no queue data.",
+            " {} in {} has no queue data.",
             ms(t.unknown),
-            grouped(count(BubbleClass::Unknown))
+            intervals(count(BubbleClass::Unknown))
         )
     } else {
         String::new()
@@ -775,10 +784,10 @@ pub fn advise(a: &Attribution) -> Advice {
         return Advice {
             finding: Finding::AllInsufficientLoad,
             headline: format!(
-                "All {} of GPU idle time the queue data covers ({} intervals, {} of the window) \
+                "All {} of GPU idle time the queue data covers ({}, {} of the window) \
                  had an empty queue: this is insufficient offered load, not a runtime bubble.{}",
                 ms(t.insufficient_load),
-                grouped(count(BubbleClass::InsufficientLoad)),
+                intervals(count(BubbleClass::InsufficientLoad)),
                 pct(share(t.insufficient_load)),
                 unknown_part
             ),
@@ -795,9 +804,9 @@ pub fn advise(a: &Attribution) -> Advice {
         return Advice {
             finding: Finding::Upstream,
             headline: format!(
-                "In {} intervals ({}) the scheduler queue was empty while requests were still \
+                "In {} ({}) the scheduler queue was empty while requests were still \
                  being tokenized: front-end starvation, not a GPU-side bubble.{}",
-                grouped(count(BubbleClass::Upstream)),
+                intervals(count(BubbleClass::Upstream)),
                 ms(t.upstream),
                 unknown_part
             ),
@@ -842,16 +851,16 @@ pub fn advise(a: &Attribution) -> Advice {
     Advice {
         finding: Finding::RuntimeBubbles,
         headline: format!(
-            "Work was queued during {} of GPU idle time in {} intervals: runtime bubbles, \
+            "Work was queued during {} of GPU idle time in {}: runtime bubbles, \
              ranked below by recoverable time.{}",
             ms(a.recoverable_us),
-            grouped(count(BubbleClass::RuntimeBubble)),
+            intervals(count(BubbleClass::RuntimeBubble)),
             unknown_part
         ),
         dominant: format!(
-            "idle after {}: {} intervals, {} recoverable",
+            "idle after {}: {}, {} recoverable",
             cause.label(),
-            grouped(cause_n),
+            intervals(cause_n),
             ms(cause_us)
         ),
         recoverable,
