@@ -6,8 +6,7 @@
 mod common;
 
 use common::bubble_data;
-use common::uploads::upload_analyzed;
-use common::{browser, spawn_app, PASSWORD};
+use common::{browser, spawn_app};
 use serde_json::json;
 
 async fn script(b: &browser::Browser, js: &str) -> serde_json::Value {
@@ -30,21 +29,7 @@ async fn the_bubble_picture_lines_the_queue_up_under_the_gpu_timeline() {
     let mut app = spawn_app().await;
     app.setup_admin("ada").await;
     let token = app.api_token("ada").await;
-    let inv = app.open_investigation(&token, "idle GPU at p95").await;
-    let trace = upload_analyzed(
-        &mut app,
-        &token,
-        &format!("trace.json&investigation={inv}"),
-        bubble_data::trace(),
-    )
-    .await;
-    let log = upload_analyzed(
-        &mut app,
-        &token,
-        &format!("requests.jsonl&investigation={inv}"),
-        bubble_data::log_with_a_bubble(),
-    )
-    .await;
+    let (inv, trace, log) = bubble_data::investigation_with_a_bubble(&mut app, &token).await;
     let r = app
         .api(
             "POST",
@@ -59,11 +44,7 @@ async fn the_bubble_picture_lines_the_queue_up_under_the_gpu_timeline() {
     let Some(b) = browser::start(&app, test).await else {
         return;
     };
-    b.goto("/login").await;
-    b.fill("#name", "ada").await;
-    b.fill("#password", PASSWORD).await;
-    b.click("form[action='/login'] button[type=submit]").await;
-    b.wait_text(".user-name", "ada").await;
+    b.sign_in("ada").await;
 
     b.driver.set_window_rect(0, 0, 1400, 900).await.unwrap();
     b.goto(&format!("/investigations/{inv}/steps/3")).await;

@@ -6,7 +6,6 @@ mod common;
 
 use axum::http::StatusCode;
 use common::bubble_data::{self, BASE_S};
-use common::uploads::upload_analyzed;
 use common::{spawn_app, TestApp};
 use perfjournal::auth::Role;
 use serde_json::{json, Value};
@@ -36,14 +35,8 @@ async fn a_trace_and_a_request_log_are_attributed_through_the_api() {
     let mut app = spawn_app().await;
     app.setup_admin("ada").await;
     let token = app.api_token("ada").await;
-    let trace = upload_analyzed(&mut app, &token, "trace.json", bubble_data::trace()).await;
-    let log = upload_analyzed(
-        &mut app,
-        &token,
-        "requests.jsonl",
-        bubble_data::log_with_a_bubble(),
-    )
-    .await;
+    let (trace, log) =
+        bubble_data::upload_pair(&mut app, &token, None, bubble_data::log_with_a_bubble()).await;
 
     let r = attribute(&mut app, &token, json!({"trace": trace, "queue": log})).await;
     assert_eq!(r.status, StatusCode::OK, "{}", r.body);
@@ -113,7 +106,8 @@ async fn a_prometheus_capture_of_timestamped_scrapes_is_a_queue_too() {
     let mut app = spawn_app().await;
     app.setup_admin("ada").await;
     let token = app.api_token("ada").await;
-    let trace = upload_analyzed(&mut app, &token, "trace.json", bubble_data::trace()).await;
+    let trace =
+        bubble_data::upload(&mut app, &token, "trace.json", None, bubble_data::trace()).await;
     // 2 waiting from 10 to 12 ms, none otherwise.
     let zero = (BASE_S * 1000.0) as u64;
     let capture: String = [(0, 0), (10, 2), (12, 0), (40, 0), (60, 0)]
@@ -125,7 +119,8 @@ async fn a_prometheus_capture_of_timestamped_scrapes_is_a_queue_too() {
             )
         })
         .collect();
-    let prom = upload_analyzed(&mut app, &token, "metrics.prom", capture.into_bytes()).await;
+    let prom =
+        bubble_data::upload(&mut app, &token, "metrics.prom", None, capture.into_bytes()).await;
     let r = attribute(&mut app, &token, json!({"trace": trace, "queue": prom})).await;
     assert_eq!(r.status, StatusCode::OK, "{}", r.body);
     let doc = r.json();
@@ -141,21 +136,7 @@ async fn bad_input_is_refused_naming_the_field_and_nothing_is_kept() {
     app.add_user("vic", Role::Viewer).await;
     let token = app.api_token("ada").await;
     let viewer = app.api_token("vic").await;
-    let inv = app.open_investigation(&token, "idle GPU").await;
-    let trace = upload_analyzed(
-        &mut app,
-        &token,
-        &format!("trace.json&investigation={inv}"),
-        bubble_data::trace(),
-    )
-    .await;
-    let log = upload_analyzed(
-        &mut app,
-        &token,
-        &format!("requests.jsonl&investigation={inv}"),
-        bubble_data::log_with_a_bubble(),
-    )
-    .await;
+    let (_, trace, log) = bubble_data::investigation_with_a_bubble(&mut app, &token).await;
     let field = |r: &common::Reply| {
         assert_eq!(r.status, StatusCode::UNPROCESSABLE_ENTITY, "{}", r.body);
         r.json()["error"]["fields"][0]["field"]
@@ -217,17 +198,19 @@ async fn step_3_says_when_all_idle_time_is_insufficient_load_and_the_journal_car
     assert!(!page.select("ol.suspects li").is_empty());
     assert!(page.select("#bubbles").is_empty());
 
-    let trace = upload_analyzed(
+    let trace = bubble_data::upload(
         &mut app,
         &token,
-        &format!("trace.json&investigation={inv}"),
+        "trace.json",
+        Some(inv),
         bubble_data::trace(),
     )
     .await;
-    let quiet = upload_analyzed(
+    let quiet = bubble_data::upload(
         &mut app,
         &token,
-        &format!("quiet.jsonl&investigation={inv}"),
+        "quiet.jsonl",
+        Some(inv),
         bubble_data::log_without_waiting(),
     )
     .await;
@@ -305,10 +288,11 @@ async fn step_3_says_when_all_idle_time_is_insufficient_load_and_the_journal_car
 
     // Attributed again from the page against a log where a request waited: a bubble,
     // ranked, and the low-load suspect is gone while the others come back.
-    let busy = upload_analyzed(
+    let busy = bubble_data::upload(
         &mut app,
         &token,
-        &format!("busy.jsonl&investigation={inv}"),
+        "busy.jsonl",
+        Some(inv),
         bubble_data::log_with_a_bubble(),
     )
     .await;

@@ -49,20 +49,6 @@ pub struct TotalsDoc {
     pub unknown: f64,
 }
 
-/// What the attribution means for the method.
-#[derive(Serialize, ToSchema)]
-pub struct AdviceDoc {
-    /// no_idle, unknown, all_insufficient_load, upstream or runtime_bubbles
-    pub finding: String,
-    pub headline: String,
-    pub dominant: String,
-    pub recoverable: String,
-    pub ruled_out: String,
-    pub next_experiment: String,
-    /// True when scheduler, batching and kernel changes must not be recommended.
-    pub no_tuning: bool,
-}
-
 #[derive(Serialize, ToSchema)]
 pub struct BubblesDoc {
     /// Added to queue times to put them on the trace clock.
@@ -83,7 +69,12 @@ pub struct BubblesDoc {
     pub recoverable_us: f64,
     /// Runtime bubbles by recoverable time, most first (at most 20).
     pub ranked: Vec<IntervalDoc>,
-    pub advice: AdviceDoc,
+    /// What it means for the method: `finding` (no_idle, unknown, all_insufficient_load,
+    /// upstream or runtime_bubbles), `headline`, `dominant`, `recoverable`, `ruled_out`,
+    /// `next_experiment`, and `no_tuning` (true when scheduler, batching and kernel
+    /// changes must not be recommended).
+    #[schema(value_type = Object)]
+    pub advice: Value,
     /// Most requests waiting (and in tokenization) per bucket of the trace window; null
     /// where no queue data covers it.
     #[schema(value_type = Vec<Object>)]
@@ -109,7 +100,6 @@ fn interval(i: &Classified) -> IntervalDoc {
 }
 
 fn doc(a: &Attribution, investigation: Option<i64>) -> BubblesDoc {
-    let v = advise(a);
     BubblesDoc {
         offset_ms: a.offset_ms,
         min_idle_us: a.min_idle_us,
@@ -127,15 +117,7 @@ fn doc(a: &Attribution, investigation: Option<i64>) -> BubblesDoc {
         classes: json(&a.classes),
         recoverable_us: a.recoverable_us,
         ranked: a.ranked.iter().map(interval).collect(),
-        advice: AdviceDoc {
-            finding: v.finding.slug().to_string(),
-            headline: v.headline,
-            dominant: v.dominant,
-            recoverable: v.recoverable,
-            ruled_out: v.ruled_out,
-            next_experiment: v.next_experiment,
-            no_tuning: v.no_tuning,
-        },
+        advice: json(&advise(a)),
         queue_depth: json(&a.queue_depth),
         notes: a.notes.clone(),
         investigation,
@@ -189,16 +171,7 @@ fn ask_from_json(v: &Value) -> Result<Ask, Vec<FieldError>> {
     };
     let offset_ms = number("offset_ms", 0.0);
     let min_idle_us = number("min_idle_us", DEFAULT_MIN_IDLE_US);
-    if errors.is_empty() {
-        Ok(Ask {
-            trace,
-            queue,
-            offset_ms,
-            min_idle_us,
-        })
-    } else {
-        Err(errors)
-    }
+    Ask::read(trace, queue, offset_ms, min_idle_us, errors)
 }
 
 /// For each GPU idle interval of a trace (per device, at least `min_idle_us`, default

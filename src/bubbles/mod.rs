@@ -26,6 +26,33 @@ pub struct Ask {
     pub min_idle_us: f64,
 }
 
+impl Ask {
+    /// The ask, unless reading its fields (`errors`) or checking the knobs found a problem.
+    pub fn read(
+        trace: i64,
+        queue: i64,
+        offset_ms: f64,
+        min_idle_us: f64,
+        mut errors: Vec<crate::core::FieldError>,
+    ) -> Result<Ask, Vec<crate::core::FieldError>> {
+        if errors.is_empty() {
+            if let Err(e) = check_knobs(offset_ms, min_idle_us) {
+                errors = e;
+            }
+        }
+        if errors.is_empty() {
+            Ok(Ask {
+                trace,
+                queue,
+                offset_ms,
+                min_idle_us,
+            })
+        } else {
+            Err(errors)
+        }
+    }
+}
+
 /// An attribution kept for an investigation.
 #[derive(Debug, Clone)]
 pub struct Stored {

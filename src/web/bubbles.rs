@@ -165,16 +165,7 @@ fn read_form(f: &RunForm) -> std::result::Result<Ask, Vec<FieldError>> {
     };
     let offset_ms = amount("offset_ms", &f.offset_ms, Unit::Ms, 0.0);
     let min_idle_us = amount("min_idle_us", &f.min_idle_us, Unit::Us, DEFAULT_MIN_IDLE_US);
-    if errors.is_empty() {
-        Ok(Ask {
-            trace,
-            queue,
-            offset_ms,
-            min_idle_us,
-        })
-    } else {
-        Err(errors)
-    }
+    Ask::read(trace, queue, offset_ms, min_idle_us, errors)
 }
 
 /// Runs an attribution from the step-3 form and keeps it for this investigation.

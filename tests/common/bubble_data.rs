@@ -2,6 +2,44 @@
 //! answers: idle 10–12 ms (after a late launch) and 30–35 ms (launched, started late),
 //! the trace's zero at Unix time [`BASE_S`].
 
+use super::uploads::upload_analyzed;
+use super::TestApp;
+
+/// Uploads `body` through the API, attached to `investigation` when given; its id.
+pub async fn upload(
+    app: &mut TestApp,
+    token: &str,
+    name: &str,
+    investigation: Option<i64>,
+    body: Vec<u8>,
+) -> i64 {
+    let name = match investigation {
+        Some(inv) => format!("{name}&investigation={inv}"),
+        None => name.to_string(),
+    };
+    upload_analyzed(app, token, &name, body).await
+}
+
+/// Uploads [`trace`] and the request log `log`; their ids.
+pub async fn upload_pair(
+    app: &mut TestApp,
+    token: &str,
+    investigation: Option<i64>,
+    log: Vec<u8>,
+) -> (i64, i64) {
+    let t = upload(app, token, "trace.json", investigation, trace()).await;
+    let l = upload(app, token, "requests.jsonl", investigation, log).await;
+    (t, l)
+}
+
+/// An investigation holding [`trace`] and [`log_with_a_bubble`]: (investigation, trace,
+/// log).
+pub async fn investigation_with_a_bubble(app: &mut TestApp, token: &str) -> (i64, i64, i64) {
+    let inv = app.open_investigation(token, "idle GPU at p95").await;
+    let (t, l) = upload_pair(app, token, Some(inv), log_with_a_bubble()).await;
+    (inv, t, l)
+}
+
 /// The trace's `baseTimeNanoseconds`, in seconds.
 pub const BASE_S: f64 = 1_764_600_000.0;
 
