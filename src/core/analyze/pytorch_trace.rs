@@ -2188,6 +2188,30 @@ mod tests {
             assert!((t.compute_us - compute).abs() <= tol, "{report}");
             assert!((t.non_compute_us - non_compute).abs() <= tol, "{report}");
             assert!((t.span_us - span).abs() <= tol, "{report}");
+            // The idle intervals kept for attribution lie in the GPU window, are at least
+            // the minimum long, and cannot add up to more than the idle time (one device).
+            let [w0, w1] = a.gpu_window_us.unwrap();
+            let kept: f64 = a.idle_intervals.iter().map(|i| i.dur_us).sum();
+            assert!(kept <= t.idle_us + 1e-6, "{file}: {kept} > {}", t.idle_us);
+            assert!(a
+                .idle_intervals
+                .iter()
+                .all(|i| i.dur_us >= IDLE_INTERVAL_MIN_US
+                    && i.start_us >= w0
+                    && i.start_us + i.dur_us <= w1));
+            assert!(a
+                .idle_intervals
+                .windows(2)
+                .all(|p| p[0].start_us <= p[1].start_us));
+            assert_eq!(
+                a.idle_intervals_found,
+                a.idle_intervals.len() as u64,
+                "{file}"
+            );
+            println!(
+                "{file}: {} idle intervals, {kept:.1} µs",
+                a.idle_intervals.len()
+            );
         }
     }
 
