@@ -334,5 +334,23 @@ async fn step_3_says_when_all_idle_time_is_insufficient_load_and_the_journal_car
         )
         .await;
     assert_eq!(r.status, StatusCode::UNPROCESSABLE_ENTITY, "{}", r.body);
+    // Step 3 comes back with the form as sent and the error beside it.
+    let error = r.select(".bubble-errors li[data-field=offset_ms]");
+    assert_eq!(error.len(), 1, "{}", r.body);
+    assert!(error[0].contains("GB"), "{}", error[0]);
+    assert_eq!(r.select_attr("#b-offset", "value"), ["3 GB"]);
+    assert_eq!(
+        r.select_attr("#b-queue option[selected]", "value"),
+        [busy.to_string()]
+    );
+    // A trace where the queue goes is refused by field too.
+    let r = app
+        .post_form(
+            &format!("/investigations/{inv}/bubbles"),
+            &[("trace", &trace.to_string()), ("queue", &trace.to_string())],
+        )
+        .await;
+    assert_eq!(r.status, StatusCode::UNPROCESSABLE_ENTITY, "{}", r.body);
+    assert_eq!(r.select(".bubble-errors li[data-field=queue]").len(), 1);
     assert_eq!(attributions(&app).await, 2);
 }

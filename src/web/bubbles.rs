@@ -3,7 +3,8 @@
 //! form that runs one from the investigation's trace and queue artifacts.
 
 use axum::extract::State;
-use axum::response::Redirect;
+use axum::http::StatusCode;
+use axum::response::{IntoResponse, Redirect, Response};
 use axum::routing::post;
 use axum::{Form, Router};
 use serde::Deserialize;
@@ -21,6 +22,7 @@ use crate::error::{AppError, Result};
 use crate::extract::Path;
 use crate::investigations::db::{self, ArtifactLink};
 use crate::state::AppState;
+use crate::web::PageCtx;
 
 pub fn routes() -> Router<AppState> {
     Router::new().route("/investigations/{id}/bubbles", post(run_attribution))
@@ -56,11 +58,22 @@ pub struct BubblesView {
     pub intervals: usize,
 }
 
-/// The artifacts an attribution can be run from.
+/// The artifacts an attribution can be run from, and a refused form's values.
 #[derive(Default)]
 pub struct Sources {
     pub traces: Vec<ArtifactLink>,
     pub queues: Vec<ArtifactLink>,
+    pub echo: Echo,
+}
+
+/// The attribution form as it was sent, with what was wrong.
+#[derive(Default)]
+pub struct Echo {
+    pub trace: String,
+    pub queue: String,
+    pub offset_ms: String,
+    pub min_idle_us: String,
+    pub errors: Vec<FieldError>,
 }
 
 fn ms(us: f64) -> String {
@@ -168,19 +181,42 @@ fn read_form(f: &RunForm) -> std::result::Result<Ask, Vec<FieldError>> {
     Ask::read(trace, queue, offset_ms, min_idle_us, errors)
 }
 
-/// Runs an attribution from the step-3 form and keeps it for this investigation.
+/// Runs an attribution from the step-3 form and keeps it for this investigation; a
+/// refusal comes back as step 3 with the form as sent and its errors (422, nothing kept).
 async fn run_attribution(
     State(state): State<AppState>,
     me: CurrentUser,
+    ctx: PageCtx,
     Path(id): Path<i64>,
     Form(form): Form<RunForm>,
-) -> Result<Redirect> {
+) -> Result<Response> {
     me.require(Role::Editor)?;
     db::get(&state.pool, id)
         .await?
         .ok_or_else(|| AppError::not_found(format!("there is no investigation {id}")))?;
-    let ask = read_form(&form).map_err(AppError::Invalid)?;
-    let (result, owner) = bubbles::run(&state.pool, &ask).await?;
+    match attribute_for(&state.pool, id, &form, me.0.id).await {
+        Ok(()) => {
+            Ok(Redirect::to(&format!("/investigations/{id}/steps/3#bubbles")).into_response())
+        }
+        Err(AppError::Invalid(errors)) => {
+            let echo = Echo {
+                trace: form.trace,
+                queue: form.queue,
+                offset_ms: form.offset_ms,
+                min_idle_us: form.min_idle_us,
+                errors,
+            };
+            let page =
+                super::investigations::step_with(&state, ctx, id, 3, None, Some(echo)).await?;
+            Ok((StatusCode::UNPROCESSABLE_ENTITY, page).into_response())
+        }
+        Err(e) => Err(e),
+    }
+}
+
+async fn attribute_for(pool: &PgPool, id: i64, form: &RunForm, user: i64) -> Result<()> {
+    let ask = read_form(form).map_err(AppError::Invalid)?;
+    let (result, owner) = bubbles::run(pool, &ask).await?;
     if owner != Some(id) {
         return Err(AppError::field(
             "trace",
@@ -190,8 +226,6 @@ async fn run_attribution(
             ),
         ));
     }
-    bubbles::store(&state.pool, id, &ask, &result, me.0.id).await?;
-    Ok(Redirect::to(&format!(
-        "/investigations/{id}/steps/3#bubbles"
-    )))
+    bubbles::store(pool, id, &ask, &result, user).await?;
+    Ok(())
 }

@@ -12,7 +12,7 @@ use axum::routing::{get, post};
 use axum::{Form, Router};
 use serde::Deserialize;
 
-use super::bubbles::{self, BubblesView, Sources};
+use super::bubbles::{self, BubblesView, Echo, Sources};
 use super::{render, FormErrors, PageCtx};
 use crate::auth::{CurrentUser, Role};
 use crate::core::estimate;
@@ -691,6 +691,21 @@ async fn show_step(
     Query(query): Query<StepQuery>,
 ) -> Result<Response> {
     let step = parse_step_number(step)?;
+    Ok(step_with(&state, ctx, id, step, query.from_artifact, None)
+        .await?
+        .into_response())
+}
+
+/// A step's page, filled from `from_artifact` when given; on step 3 `bubble_echo`
+/// brings back a refused attribution form with its errors.
+pub(super) async fn step_with(
+    state: &AppState,
+    ctx: PageCtx,
+    id: i64,
+    step: u8,
+    from_artifact: Option<i64>,
+    bubble_echo: Option<Echo>,
+) -> Result<axum::response::Html<String>> {
     let loaded = inv::load_or_404(&state.pool, id).await?;
     // Shown, not recorded: the skip is recorded when this step is saved.
     let warning = skip_warning(step, &loaded.done_steps());
@@ -712,8 +727,8 @@ async fn show_step(
                 fillers.push(a);
             }
         }
-        if let Some(artifact) = query.from_artifact {
-            let fill = filled_values(&state, &loaded, step, artifact).await?;
+        if let Some(artifact) = from_artifact {
+            let fill = filled_values(state, &loaded, step, artifact).await?;
             if let Some(filled) = &fill.filled {
                 let merged = evidence::merge(&values, filled);
                 values = merged.values;
@@ -728,10 +743,9 @@ async fn show_step(
         }
     }
     let (bubbles, bubble_sources) = if step == 3 {
-        (
-            bubbles::latest_view(&state.pool, id).await?,
-            bubbles::sources(&state.pool, id).await?,
-        )
+        let mut sources = bubbles::sources(&state.pool, id).await?;
+        sources.echo = bubble_echo.unwrap_or_default();
+        (bubbles::latest_view(&state.pool, id).await?, sources)
     } else {
         (None, Sources::default())
     };
@@ -752,7 +766,7 @@ async fn show_step(
             bubble_sources,
         },
     );
-    Ok(render(&page)?.into_response())
+    render(&page)
 }
 
 /// The hidden form field naming the artifact a form was filled from.
