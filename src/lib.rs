@@ -3,6 +3,7 @@
 pub mod api;
 pub mod artifacts;
 pub mod auth;
+pub mod bubbles;
 pub mod capture;
 pub mod charts;
 pub mod cli;

@@ -2,6 +2,7 @@
 //! handlers themselves (utoipa), so the document cannot drift from the code.
 
 pub(crate) mod artifacts;
+mod bubbles;
 mod captures;
 pub(crate) mod comparisons;
 mod estimate;
@@ -102,6 +103,7 @@ pub fn router() -> OpenApiRouter<AppState> {
         .routes(routes!(whoami))
         .merge(estimate::router())
         .merge(artifacts::router())
+        .merge(bubbles::router())
         .merge(captures::router())
         .merge(comparisons::router())
         .merge(proposals::router())

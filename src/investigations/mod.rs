@@ -12,6 +12,7 @@ use sqlx::PgPool;
 use crate::auth::User;
 use crate::comparisons::{self, NewComparison};
 use crate::core::fmt::format_number;
+use crate::core::method::bubbles::with_report;
 use crate::core::method::expected::Expected;
 use crate::core::method::order::{missing_before, skip_warning, STEPS};
 use crate::core::method::record::{
@@ -254,6 +255,10 @@ pub async fn draft_journal(pool: &PgPool, loaded: &Loaded, user: &User) -> Resul
                 result: &measured_text,
             },
         );
+    }
+    // Step 3's bubble attribution adds the method's report fields after the RESULT.
+    if let Some(b) = crate::bubbles::latest(pool, loaded.investigation.id).await? {
+        entry.result = with_report(&entry.result, &b.result);
     }
     let revision = Revision {
         title: loaded.investigation.title.clone(),

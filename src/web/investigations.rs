@@ -12,10 +12,12 @@ use axum::routing::{get, post};
 use axum::{Form, Router};
 use serde::Deserialize;
 
+use super::bubbles::{self, BubblesView, Echo, Sources};
 use super::{render, FormErrors, PageCtx};
 use crate::auth::{CurrentUser, Role};
 use crate::core::estimate;
 use crate::core::fmt::format_number;
+use crate::core::method::bubbles::suspects_with;
 use crate::core::method::expected::{self, Expected};
 use crate::core::method::order::{skip_warning, StepInfo, STEPS};
 use crate::core::method::record::{
@@ -440,6 +442,9 @@ struct StepPage {
     fillers: Vec<ArtifactLink>,
     evidence: Vec<ArtifactLink>,
     notice: Option<FillNotice>,
+    /// Step 3: the latest bubble attribution, and what one can be run from.
+    bubbles: Option<BubblesView>,
+    bubble_sources: Sources,
 }
 
 impl StepPage {
@@ -473,10 +478,15 @@ impl StepPage {
         }
     }
 
+    /// A waiting window's suspects, read against the bubble attribution when there is one.
     fn suspects(&self) -> Vec<&'static str> {
-        match self.eval.resources.as_ref().map(|c| &c.bound) {
+        let suspects = match self.eval.resources.as_ref().map(|c| &c.bound) {
             Some(Boundness::Waiting { suspects }) => suspects.clone(),
             _ => Vec::new(),
+        };
+        match &self.bubbles {
+            Some(b) => suspects_with(suspects, &b.advice),
+            None => suspects,
         }
     }
 
@@ -611,6 +621,8 @@ struct StepView {
     errors: Vec<FieldError>,
     attach: AttachForm,
     attach_errors: Vec<FieldError>,
+    bubbles: Option<BubblesView>,
+    bubble_sources: Sources,
 }
 
 fn step_page(ctx: PageCtx, loaded: Loaded, step: u8, view: StepView) -> StepPage {
@@ -664,6 +676,8 @@ fn step_page(ctx: PageCtx, loaded: Loaded, step: u8, view: StepView) -> StepPage
         fillers: view.fillers,
         evidence: view.evidence,
         notice: view.notice,
+        bubbles: view.bubbles,
+        bubble_sources: view.bubble_sources,
         records: loaded.records,
         eval: loaded.evaluation,
         inv: loaded.investigation,
@@ -684,6 +698,21 @@ async fn show_step(
     Query(query): Query<StepQuery>,
 ) -> Result<Response> {
     let step = parse_step_number(step)?;
+    Ok(step_with(&state, ctx, id, step, query.from_artifact, None)
+        .await?
+        .into_response())
+}
+
+/// A step's page, filled from `from_artifact` when given; on step 3 `bubble_echo`
+/// brings back a refused attribution form with its errors.
+pub(super) async fn step_with(
+    state: &AppState,
+    ctx: PageCtx,
+    id: i64,
+    step: u8,
+    from_artifact: Option<i64>,
+    bubble_echo: Option<Echo>,
+) -> Result<axum::response::Html<String>> {
     let loaded = inv::load_or_404(&state.pool, id).await?;
     // Shown, not recorded: the skip is recorded when this step is saved.
     let warning = skip_warning(step, &loaded.done_steps());
@@ -705,8 +734,8 @@ async fn show_step(
                 fillers.push(a);
             }
         }
-        if let Some(artifact) = query.from_artifact {
-            let fill = filled_values(&state, &loaded, step, artifact).await?;
+        if let Some(artifact) = from_artifact {
+            let fill = filled_values(state, &loaded, step, artifact).await?;
             if let Some(filled) = &fill.filled {
                 let merged = evidence::merge(&values, filled);
                 values = merged.values;
@@ -720,6 +749,13 @@ async fn show_step(
             }
         }
     }
+    let (bubbles, bubble_sources) = if step == 3 {
+        let mut sources = bubbles::sources(&state.pool, id).await?;
+        sources.echo = bubble_echo.unwrap_or_default();
+        (bubbles::latest_view(&state.pool, id).await?, sources)
+    } else {
+        (None, Sources::default())
+    };
     let page = step_page(
         ctx,
         loaded,
@@ -733,9 +769,11 @@ async fn show_step(
             errors: Vec::new(),
             attach: AttachForm::default(),
             attach_errors: Vec::new(),
+            bubbles,
+            bubble_sources,
         },
     );
-    Ok(render(&page)?.into_response())
+    render(&page)
 }
 
 /// The hidden form field naming the artifact a form was filled from.
@@ -883,6 +921,8 @@ fn refused(
             errors,
             attach,
             attach_errors,
+            bubbles: None,
+            bubble_sources: Sources::default(),
         },
     );
     Ok((StatusCode::UNPROCESSABLE_ENTITY, render(&page)?).into_response())

@@ -5,6 +5,7 @@ pub mod account;
 pub mod areas;
 pub mod artifacts;
 pub mod assets;
+pub mod bubbles;
 pub mod captures;
 pub mod comparisons;
 pub mod ctx;
@@ -40,6 +41,7 @@ pub fn private_routes() -> Router<AppState> {
         .merge(areas::routes())
         .merge(estimators::routes())
         .merge(artifacts::routes())
+        .merge(bubbles::routes())
         .merge(captures::routes())
         .merge(comparisons::routes())
         .merge(investigations::routes())

@@ -156,6 +156,16 @@ impl Browser {
         panic!("{css} never contained {needle:?}; last text: {last:?}");
     }
 
+    /// Signs `name` in through the login form (every test user has [`super::PASSWORD`]).
+    pub async fn sign_in(&self, name: &str) {
+        self.goto("/login").await;
+        self.fill("#name", name).await;
+        self.fill("#password", super::PASSWORD).await;
+        self.click("form[action='/login'] button[type=submit]")
+            .await;
+        self.wait_text(".user-name", name).await;
+    }
+
     /// Saves a screenshot under target/screenshots for a person to look at.
     pub async fn screenshot(&self, name: &str) {
         let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("target/screenshots");

@@ -4,6 +4,7 @@
 #![allow(dead_code)]
 
 pub mod browser;
+pub mod bubble_data;
 pub mod incident;
 #[path = "../../src/test_skip.rs"]
 pub mod test_skip;

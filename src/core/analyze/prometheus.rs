@@ -41,6 +41,8 @@ pub struct Sample {
     pub name: String,
     pub labels: Vec<(String, String)>,
     pub value: f64,
+    /// The exposition format's optional timestamp (ms since the Unix epoch).
+    pub timestamp_ms: Option<f64>,
 }
 
 impl Sample {
@@ -95,11 +97,12 @@ pub fn parse_sample_line(line: &str) -> Option<Sample> {
     }
     let mut fields = rest.split_whitespace();
     let value = parse_value(fields.next()?)?;
+    let mut timestamp_ms = None;
     match fields.next() {
         None => {}
         Some("#") => {}
         Some(ts) => {
-            ts.parse::<f64>().ok()?;
+            timestamp_ms = Some(ts.parse::<f64>().ok()?).filter(|t| t.is_finite());
             if let Some(next) = fields.next() {
                 if next != "#" {
                     return None;
@@ -111,6 +114,7 @@ pub fn parse_sample_line(line: &str) -> Option<Sample> {
         name: name.to_string(),
         labels,
         value,
+        timestamp_ms,
     })
 }
 
@@ -318,6 +322,37 @@ pub struct PrometheusAnalysis {
     /// For a capture file: when and where it was scraped, and the time series.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub capture: Option<CaptureSummary>,
+    /// Requests waiting over time, `[Unix epoch ms, waiting]` (summed over label sets),
+    /// from timestamped samples of the waiting gauge (at most [`MAX_SERIES_POINTS`]).
+    #[serde(default)]
+    pub waiting_series: Vec<[f64; 2]>,
+}
+
+/// Timestamps kept in [`PrometheusAnalysis::waiting_series`].
+pub const MAX_SERIES_POINTS: usize = 100_000;
+
+/// The waiting gauge's timestamped samples, summed per timestamp, in time order.
+fn waiting_series(s: &Snapshot) -> Vec<[f64; 2]> {
+    let Some(name) = WAITING.iter().find(|n| {
+        s.samples
+            .iter()
+            .any(|x| x.name == **n && x.timestamp_ms.is_some())
+    }) else {
+        return Vec::new();
+    };
+    let mut by_time: BTreeMap<i64, f64> = BTreeMap::new();
+    for x in &s.samples {
+        if let (true, Some(t)) = (x.name == *name, x.timestamp_ms) {
+            if x.value.is_finite() {
+                *by_time.entry(t.round() as i64).or_insert(0.0) += x.value;
+            }
+        }
+    }
+    by_time
+        .into_iter()
+        .take(MAX_SERIES_POINTS)
+        .map(|(t, v)| [t as f64, v])
+        .collect()
 }
 
 /// What a capture file adds to the window: its scrapes over time.
@@ -857,6 +892,7 @@ fn summarize(
         samples,
         notes,
         capture: None,
+        waiting_series: Vec::new(),
     }
 }
 
@@ -1010,6 +1046,16 @@ impl CaptureFold {
             out.notes
                 .push("the capture holds one scrape, so there is no window".to_string());
         }
+        // The scrapes' waiting gauge over time, for bubble attribution.
+        out.waiting_series = summary
+            .series
+            .iter()
+            .filter_map(|p| {
+                let at = chrono::DateTime::parse_from_rfc3339(&p.at).ok()?;
+                Some([at.timestamp_millis() as f64, p.waiting?])
+            })
+            .take(MAX_SERIES_POINTS)
+            .collect();
         out.capture = Some(summary);
         Ok(out)
     }
@@ -1048,9 +1094,34 @@ pub fn analyze<R: Read>(reader: R) -> Result<PrometheusAnalysis, AnalyzeError> {
             if builder.snap.samples.is_empty() {
                 return Err(AnalyzeError::malformed("no Prometheus samples found"));
             }
-            Ok(analyze_snapshot(&builder.snap))
+            Ok(analyze_timestamped(builder.snap))
         }
     }
+}
+
+/// One scrape. Exposition samples with timestamps (several scrapes concatenated) give the
+/// waiting gauge over time; the rest of the summary is of the last scrape (its samples and
+/// any without a timestamp), since summing scrapes would count everything again.
+fn analyze_timestamped(mut snap: Snapshot) -> PrometheusAnalysis {
+    let series = waiting_series(&snap);
+    let mut times: Vec<f64> = snap.samples.iter().filter_map(|x| x.timestamp_ms).collect();
+    times.sort_by(f64::total_cmp);
+    times.dedup();
+    let mut note = None;
+    if let (true, Some(&last)) = (times.len() > 1, times.last()) {
+        snap.samples
+            .retain(|x| x.timestamp_ms.is_none_or(|t| t == last));
+        note = Some(format!(
+            "{} timestamps in this capture: the summary is of the last scrape; the waiting \
+             gauge over time has {} points",
+            times.len(),
+            series.len()
+        ));
+    }
+    let mut a = analyze_snapshot(&snap);
+    a.notes.extend(note);
+    a.waiting_series = series;
+    a
 }
 
 /// Is this scalar a counter (cumulative) rather than a gauge?
@@ -1462,5 +1533,45 @@ mod tests {
             a.models,
             vec!["meta-llama/Llama-3.1-8B-Instruct".to_string()]
         );
+    }
+
+    #[test]
+    fn timestamped_scrapes_give_the_waiting_gauge_over_time() {
+        let scrape = |t: u64, waiting: [u32; 2], success: u32| {
+            format!(
+                "# TYPE vllm:num_requests_waiting gauge\n\
+                 vllm:num_requests_waiting{{engine=\"0\"}} {} {t}\n\
+                 vllm:num_requests_waiting{{engine=\"1\"}} {} {t}\n\
+                 vllm:request_success_total{{finished_reason=\"stop\"}} {success} {t}\n",
+                waiting[0], waiting[1]
+            )
+        };
+        let text = [
+            scrape(1_700_000_000_000, [0, 0], 10),
+            scrape(1_700_000_002_000, [2, 1], 15),
+            scrape(1_700_000_004_000, [0, 1], 20),
+        ]
+        .concat();
+        let a = analyze(text.as_bytes()).unwrap();
+        assert_eq!(
+            a.waiting_series,
+            [
+                [1_700_000_000_000.0, 0.0],
+                [1_700_000_002_000.0, 3.0],
+                [1_700_000_004_000.0, 1.0]
+            ]
+        );
+        // The summary is the last scrape's, not three scrapes summed.
+        assert_eq!(a.gauges.waiting, Some(1.0));
+        assert!(
+            a.notes.iter().any(|n| n.contains("3 timestamps")),
+            "{:?}",
+            a.notes
+        );
+        // One untimestamped scrape keeps no series.
+        assert!(analyze(&b"vllm:num_requests_waiting 4\n"[..])
+            .unwrap()
+            .waiting_series
+            .is_empty());
     }
 }

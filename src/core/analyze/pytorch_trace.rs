@@ -190,6 +190,9 @@ struct State {
     step_names: HashSet<String>,
     last_step_start: Option<f64>,
     last_step_end: Option<f64>,
+    /// End of every `ProfilerStep` annotation (at most [`MAX_STEP_NAMES`]), to say when an
+    /// idle interval holds a step boundary.
+    step_ends: Vec<f64>,
     counts: Counts,
     rank: Option<i64>,
     base_time_ns: Option<u64>,
@@ -651,6 +654,9 @@ impl State {
             self.last_step_start = Some(self.last_step_start.map_or(ts, |s| s.max(ts)));
             let end = ts + dur;
             self.last_step_end = Some(self.last_step_end.map_or(end, |s| s.max(end)));
+            if self.step_ends.len() < MAX_STEP_NAMES {
+                self.step_ends.push(end);
+            }
         }
     }
 }
@@ -1002,6 +1008,175 @@ fn stream_timelines(
     out
 }
 
+/// What came immediately before a GPU idle interval, most specific first: a
+/// synchronisation covering its start, a `ProfilerStep` boundary inside it, a memory
+/// copy or set as the last GPU work, the next kernel launched only after the GPU went
+/// idle (the host was late), the next kernel launched before (it started late), or no
+/// launch event to tell.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Preceded {
+    Sync,
+    StepEnd,
+    Memcpy,
+    HostWait,
+    LaunchGap,
+    Other,
+}
+
+impl Preceded {
+    pub const ALL: [Preceded; 6] = [
+        Preceded::Sync,
+        Preceded::StepEnd,
+        Preceded::Memcpy,
+        Preceded::HostWait,
+        Preceded::LaunchGap,
+        Preceded::Other,
+    ];
+
+    pub fn slug(self) -> &'static str {
+        match self {
+            Preceded::Sync => "sync",
+            Preceded::StepEnd => "step_end",
+            Preceded::Memcpy => "memcpy",
+            Preceded::HostWait => "host_wait",
+            Preceded::LaunchGap => "launch_gap",
+            Preceded::Other => "other",
+        }
+    }
+
+    /// Plain words for a page.
+    pub fn label(self) -> &'static str {
+        match self {
+            Preceded::Sync => "a host–device synchronisation",
+            Preceded::StepEnd => "the end of a step",
+            Preceded::Memcpy => "a memory copy or set",
+            Preceded::HostWait => "host wait (the next launch came late)",
+            Preceded::LaunchGap => "a launch gap (launched, started late)",
+            Preceded::Other => "nothing the trace names",
+        }
+    }
+}
+
+/// One interval during which a GPU ran nothing (no kernel, copy or set on any of its
+/// streams), in trace time: add `base_time_ns` / 1000 for the absolute clock.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct IdleInterval {
+    pub device: i64,
+    /// The stream of the last GPU work before the interval.
+    pub stream: i64,
+    pub start_us: f64,
+    pub dur_us: f64,
+    pub preceded_by: Preceded,
+}
+
+/// Idle intervals shorter than this are not kept one by one (they are launch overhead,
+/// and there can be one per kernel).
+pub const IDLE_INTERVAL_MIN_US: f64 = 50.0;
+/// At most this many idle intervals are kept: the longest ones.
+pub const MAX_IDLE_INTERVALS: usize = 10_000;
+
+/// Every interval of at least [`IDLE_INTERVAL_MIN_US`] between GPU work on one device
+/// (the union over its streams), with what preceded it; the longest
+/// [`MAX_IDLE_INTERVALS`] are kept, in start order. Also returns how many there were
+/// and how much idle time the dropped ones held.
+fn idle_intervals(
+    gpu: &[GpuEv],
+    st: &State,
+    syncs: &[(f64, f64, u64)],
+) -> (Vec<IdleInterval>, u64, f64) {
+    use std::cmp::Reverse;
+    use std::collections::BinaryHeap;
+    // Synchronisation by start, with the latest end so far, to ask "was a sync running at t".
+    let mut sync_spans: Vec<(f64, f64)> = syncs.iter().map(|s| (s.0, s.1)).collect();
+    sync_spans.sort_unstable_by(|a, b| a.0.total_cmp(&b.0));
+    let mut reach = Vec::with_capacity(sync_spans.len());
+    let mut far = f64::NEG_INFINITY;
+    for s in &sync_spans {
+        far = far.max(s.1);
+        reach.push(far);
+    }
+    let sync_at = |t: f64| {
+        let n = sync_spans.partition_point(|s| s.0 <= t);
+        n > 0 && reach[n - 1] > t
+    };
+    let mut step_ends = st.step_ends.clone();
+    step_ends.sort_unstable_by(f64::total_cmp);
+    let step_end_in = |a: f64, b: f64| {
+        let i = step_ends.partition_point(|&e| e < a);
+        step_ends.get(i).is_some_and(|&e| e <= b)
+    };
+    // Per device: where its work so far ends, and the event that ends it.
+    let mut last: HashMap<i64, (f64, usize)> = HashMap::new();
+    let mut kept: BinaryHeap<Reverse<(u64, usize)>> = BinaryHeap::new();
+    let mut found: Vec<IdleInterval> = Vec::new();
+    let (mut total, mut dropped_us) = (0u64, 0.0f64);
+    for (i, e) in gpu.iter().enumerate() {
+        let device = st.streams[e.stream as usize].0;
+        let Some(&(end, prev)) = last.get(&device) else {
+            last.insert(device, (e.end, i));
+            continue;
+        };
+        let gap = e.start - end;
+        if gap >= IDLE_INTERVAL_MIN_US {
+            let p = &gpu[prev];
+            let launch = st.launches.get(&e.correlation).map(|l| l.ts);
+            let preceded_by = if sync_at(end) {
+                Preceded::Sync
+            } else if step_end_in(end, e.start) {
+                Preceded::StepEnd
+            } else if p.is_mem {
+                Preceded::Memcpy
+            } else {
+                match launch {
+                    Some(t) if t > end => Preceded::HostWait,
+                    Some(_) => Preceded::LaunchGap,
+                    None => Preceded::Other,
+                }
+            };
+            total += 1;
+            let iv = IdleInterval {
+                device,
+                stream: st.streams[p.stream as usize].1,
+                start_us: end,
+                dur_us: gap,
+                preceded_by,
+            };
+            // Non-negative floats order like their bit patterns.
+            kept.push(Reverse((gap.to_bits(), found.len())));
+            found.push(iv);
+            if kept.len() > MAX_IDLE_INTERVALS {
+                if let Some(Reverse((bits, _))) = kept.pop() {
+                    dropped_us += f64::from_bits(bits);
+                }
+            }
+            // Keep `found` from growing past twice the limit: compact to the kept ones.
+            if found.len() >= 2 * MAX_IDLE_INTERVALS {
+                let mut keep: Vec<usize> = kept.iter().map(|r| r.0 .1).collect();
+                keep.sort_unstable();
+                found = keep.iter().map(|&k| found[k].clone()).collect();
+                kept = found
+                    .iter()
+                    .enumerate()
+                    .map(|(k, iv)| Reverse((iv.dur_us.to_bits(), k)))
+                    .collect();
+            }
+        }
+        if e.end > end {
+            last.insert(device, (e.end, i));
+        }
+    }
+    let mut keep: Vec<usize> = kept.into_iter().map(|r| r.0 .1).collect();
+    keep.sort_unstable();
+    let mut out: Vec<IdleInterval> = keep.into_iter().map(|k| found[k].clone()).collect();
+    out.sort_by(|a, b| {
+        a.start_us
+            .total_cmp(&b.start_us)
+            .then(a.device.cmp(&b.device))
+    });
+    (out, total, dropped_us)
+}
+
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct TraceAnalysis {
     pub rank: i64,
@@ -1028,6 +1203,19 @@ pub struct TraceAnalysis {
     /// Busy fraction over time per stream.
     #[serde(default)]
     pub timeline: Vec<StreamTimeline>,
+    /// First GPU work start and last end (trace µs), the window the idle intervals lie in.
+    #[serde(default)]
+    pub gpu_window_us: Option<[f64; 2]>,
+    /// GPU idle intervals of at least [`IDLE_INTERVAL_MIN_US`] per device (the longest
+    /// [`MAX_IDLE_INTERVALS`]), in start order.
+    #[serde(default)]
+    pub idle_intervals: Vec<IdleInterval>,
+    /// How many such intervals the trace had (kept or not), and the idle time of those
+    /// not kept.
+    #[serde(default)]
+    pub idle_intervals_found: u64,
+    #[serde(default)]
+    pub idle_intervals_dropped_us: f64,
 }
 
 fn category(name: &str, is_mem: bool) -> &'static str {
@@ -1114,11 +1302,28 @@ fn finish(mut st: State, opts: &Options, mut notes: Vec<String>) -> TraceAnalysi
             first_ts_us: st.first_ts,
             notes,
             timeline: Vec::new(),
+            gpu_window_us: None,
+            idle_intervals: Vec::new(),
+            idle_intervals_found: 0,
+            idle_intervals_dropped_us: 0.0,
         };
     }
     gpu.sort_unstable_by(|a, b| a.start.total_cmp(&b.start));
     let syncs = std::mem::take(&mut st.syncs);
     let temporal = temporal_breakdown(rank, &gpu, &syncs, &st.names, &mut notes);
+    let (idle_kept, idle_found, idle_dropped_us) = idle_intervals(&gpu, &st, &syncs);
+    if idle_found > idle_kept.len() as u64 {
+        notes.push(format!(
+            "{} GPU idle intervals of {} µs or more; the longest {} are kept for attribution",
+            grouped(idle_found),
+            IDLE_INTERVAL_MIN_US,
+            grouped(idle_kept.len() as u64)
+        ));
+    }
+    let gpu_window_us = Some([
+        gpu[0].start,
+        gpu.iter().map(|e| e.end).fold(f64::NEG_INFINITY, f64::max),
+    ]);
     let top = if opts.top_kernels == 0 {
         50
     } else {
@@ -1162,6 +1367,10 @@ fn finish(mut st: State, opts: &Options, mut notes: Vec<String>) -> TraceAnalysi
         base_time_ns: st.base_time_ns,
         first_ts_us: st.first_ts,
         notes,
+        gpu_window_us,
+        idle_intervals: idle_kept,
+        idle_intervals_found: idle_found,
+        idle_intervals_dropped_us: idle_dropped_us,
     }
 }
 
@@ -1699,6 +1908,52 @@ mod tests {
     }
 
     #[test]
+    fn idle_intervals_per_device_with_what_preceded_them() {
+        let step = |name: &str, ts: f64, dur: f64| {
+            json!({"ph": "X", "cat": "user_annotation", "name": name, "pid": 100, "tid": 100,
+                   "ts": ts, "dur": dur})
+        };
+        let doc = json!({
+            "baseTimeNanoseconds": 1_700_000_000_000_000_000u64,
+            "traceEvents": [
+                step("ProfilerStep#1", -20.0, 720.0), step("ProfilerStep#2", 700.0, 300.0),
+                step("ProfilerStep#3", 1000.0, 100.0),
+                launch(-10.0, 5.0, 1), kernel("a", 0.0, 100.0, 7, 1),
+                // Launched before the GPU went idle, started 100 µs later.
+                launch(50.0, 5.0, 2), kernel("b", 200.0, 100.0, 7, 2),
+                // Launched after the GPU went idle: host wait.
+                launch(350.0, 5.0, 3), kernel("c", 400.0, 50.0, 7, 3),
+                // A synchronisation covers the start of the next gap.
+                launch(450.0, 150.0, 10),
+                {"ph": "X", "cat": "cuda_sync", "name": "Stream Sync", "pid": 0, "tid": 7,
+                 "ts": 450.0, "dur": 150.0, "args": {"stream": 7, "correlation": 10}},
+                launch(599.0, 1.0, 4), kernel("d", 600.0, 50.0, 7, 4),
+                // A step boundary (700) inside the gap.
+                launch(750.0, 5.0, 5), kernel("e", 800.0, 50.0, 7, 5),
+                // Another stream keeps the device busy: a 10 µs gap is not kept.
+                launch(855.0, 1.0, 6), kernel("f", 860.0, 10.0, 9, 6)
+            ]
+        });
+        let a = run(&doc, &Options::default());
+        let got: Vec<(f64, f64, Preceded, i64)> = a
+            .idle_intervals
+            .iter()
+            .map(|i| (i.start_us, i.dur_us, i.preceded_by, i.stream))
+            .collect();
+        assert_eq!(
+            got,
+            [
+                (100.0, 100.0, Preceded::LaunchGap, 7),
+                (300.0, 100.0, Preceded::HostWait, 7),
+                (450.0, 150.0, Preceded::Sync, 7),
+                (650.0, 150.0, Preceded::StepEnd, 7),
+            ]
+        );
+        assert_eq!(a.idle_intervals_found, 4);
+        assert_eq!(a.gpu_window_us, Some([0.0, 870.0]));
+    }
+
+    #[test]
     fn temporal_kernel_and_idle_breakdowns() {
         // Stream 7: gemm [0,100), nccl [110,160) overlapping memcpy on stream 8 [150,200).
         // Stream 7 then waits for the host: launch of k3 at 300 > previous end 160.
@@ -1991,6 +2246,30 @@ mod tests {
             assert!((t.compute_us - compute).abs() <= tol, "{report}");
             assert!((t.non_compute_us - non_compute).abs() <= tol, "{report}");
             assert!((t.span_us - span).abs() <= tol, "{report}");
+            // The idle intervals kept for attribution lie in the GPU window, are at least
+            // the minimum long, and cannot add up to more than the idle time (one device).
+            let [w0, w1] = a.gpu_window_us.unwrap();
+            let kept: f64 = a.idle_intervals.iter().map(|i| i.dur_us).sum();
+            assert!(kept <= t.idle_us + 1e-6, "{file}: {kept} > {}", t.idle_us);
+            assert!(a
+                .idle_intervals
+                .iter()
+                .all(|i| i.dur_us >= IDLE_INTERVAL_MIN_US
+                    && i.start_us >= w0
+                    && i.start_us + i.dur_us <= w1));
+            assert!(a
+                .idle_intervals
+                .windows(2)
+                .all(|p| p[0].start_us <= p[1].start_us));
+            assert_eq!(
+                a.idle_intervals_found,
+                a.idle_intervals.len() as u64,
+                "{file}"
+            );
+            println!(
+                "{file}: {} idle intervals, {kept:.1} µs",
+                a.idle_intervals.len()
+            );
         }
     }
 

@@ -140,7 +140,7 @@ pub fn classify(
 }
 
 /// The low-load suspect, which step 2 rules out when requests queue.
-const LOW_LOAD: &str = "insufficient offered load";
+pub const LOW_LOAD: &str = "insufficient offered load";
 
 /// The suspects for a waiting window made consistent with step 2: when queue wait
 /// dominates, requests were waiting for admission, so "the queue was empty" cannot be

@@ -1,0 +1,231 @@
+//! Bubble attribution on step 3's page: the latest attribution of the investigation (the
+//! picture, the classes, the ranked bubbles and the method's reading of them), and a
+//! form that runs one from the investigation's trace and queue artifacts.
+
+use axum::extract::State;
+use axum::http::StatusCode;
+use axum::response::{IntoResponse, Redirect, Response};
+use axum::routing::post;
+use axum::{Form, Router};
+use serde::Deserialize;
+use sqlx::PgPool;
+
+use crate::auth::{CurrentUser, Role};
+use crate::bubbles::{self, Ask, Stored};
+use crate::charts;
+use crate::core::analyze::pytorch_trace::Preceded;
+use crate::core::fmt::format_number;
+use crate::core::method::bubbles::{advise, Advice, BubbleClass, DEFAULT_MIN_IDLE_US};
+use crate::core::quantity::{self, Unit};
+use crate::core::FieldError;
+use crate::error::{AppError, Result};
+use crate::extract::Path;
+use crate::investigations::db::{self, ArtifactLink};
+use crate::state::AppState;
+use crate::web::PageCtx;
+
+pub fn routes() -> Router<AppState> {
+    Router::new().route("/investigations/{id}/bubbles", post(run_attribution))
+}
+
+/// One class row of the table.
+pub struct ClassRow {
+    pub slug: &'static str,
+    pub label: &'static str,
+    pub total_ms: String,
+    pub share: String,
+    pub count: u64,
+    pub preceded_by: String,
+}
+
+/// One runtime bubble of the ranking.
+pub struct RankedRow {
+    pub at_ms: String,
+    pub idle_ms: String,
+    pub recoverable_ms: String,
+    pub waiting: String,
+    pub where_: String,
+    pub preceded_by: &'static str,
+}
+
+/// What step 3 shows of the latest attribution.
+pub struct BubblesView {
+    pub stored: Stored,
+    pub advice: Advice,
+    pub svg: Option<String>,
+    pub rows: Vec<ClassRow>,
+    pub ranked: Vec<RankedRow>,
+    pub intervals: usize,
+}
+
+/// The artifacts an attribution can be run from, and a refused form's values.
+#[derive(Default)]
+pub struct Sources {
+    pub traces: Vec<ArtifactLink>,
+    pub queues: Vec<ArtifactLink>,
+    pub echo: Echo,
+}
+
+/// The attribution form as it was sent, with what was wrong.
+#[derive(Default)]
+pub struct Echo {
+    pub trace: String,
+    pub queue: String,
+    pub offset_ms: String,
+    pub min_idle_us: String,
+    pub errors: Vec<FieldError>,
+}
+
+fn ms(us: f64) -> String {
+    format!("{} ms", format_number(us / 1000.0, 2))
+}
+
+pub fn view(stored: Stored) -> BubblesView {
+    let a = &stored.result;
+    let rows = BubbleClass::ALL
+        .into_iter()
+        .filter_map(|c| a.summary(c).map(|s| (c, s)))
+        .map(|(c, s)| ClassRow {
+            slug: c.slug(),
+            label: c.label(),
+            total_ms: ms(s.total_us),
+            share: format!("{}%", format_number(s.share * 100.0, 1)),
+            count: s.count,
+            preceded_by: Preceded::ALL
+                .into_iter()
+                .filter_map(|p| {
+                    s.preceded_by
+                        .get(p.slug())
+                        .map(|n| format!("{} {n}", p.slug()))
+                })
+                .collect::<Vec<_>>()
+                .join(", "),
+        })
+        .collect();
+    let ranked = a
+        .ranked
+        .iter()
+        .map(|i| RankedRow {
+            at_ms: format!("+{}", ms(i.start_us - a.window_start_us)),
+            idle_ms: ms(i.dur_us),
+            recoverable_ms: ms(i.recoverable_us),
+            waiting: format_number(i.waiting_max, 0),
+            where_: format!("GPU {} stream {}", i.device, i.stream),
+            preceded_by: i.preceded_by.label(),
+        })
+        .collect();
+    BubblesView {
+        advice: advise(a),
+        svg: charts::bubbles::bubbles(a),
+        rows,
+        ranked,
+        intervals: a.intervals.len(),
+        stored,
+    }
+}
+
+/// The investigation's latest attribution, ready to show.
+pub async fn latest_view(pool: &PgPool, investigation: i64) -> Result<Option<BubblesView>> {
+    Ok(bubbles::latest(pool, investigation).await?.map(view))
+}
+
+/// The investigation's analyzed traces and queues.
+pub async fn sources(pool: &PgPool, investigation: i64) -> Result<Sources> {
+    let mut s = Sources::default();
+    for a in db::artifacts(pool, Some(investigation), None).await? {
+        if a.status != "done" {
+            continue;
+        }
+        match a.kind.as_str() {
+            "pytorch_trace" => s.traces.push(a),
+            "request_log" | "prometheus" => s.queues.push(a),
+            _ => {}
+        }
+    }
+    Ok(s)
+}
+
+#[derive(Deserialize)]
+pub struct RunForm {
+    #[serde(default)]
+    trace: String,
+    #[serde(default)]
+    queue: String,
+    #[serde(default)]
+    offset_ms: String,
+    #[serde(default)]
+    min_idle_us: String,
+}
+
+fn read_form(f: &RunForm) -> std::result::Result<Ask, Vec<FieldError>> {
+    let mut errors = Vec::new();
+    let mut id = |field: &str, raw: &str| {
+        raw.trim().parse::<i64>().unwrap_or_else(|_| {
+            errors.push(FieldError::new(field, "choose an artifact"));
+            0
+        })
+    };
+    let trace = id("trace", &f.trace);
+    let queue = id("queue", &f.queue);
+    let mut amount = |field: &str, raw: &str, unit: Unit, default: f64| {
+        if raw.trim().is_empty() {
+            return default;
+        }
+        quantity::read(raw, unit).unwrap_or_else(|e| {
+            errors.push(FieldError::new(field, e.0));
+            default
+        })
+    };
+    let offset_ms = amount("offset_ms", &f.offset_ms, Unit::Ms, 0.0);
+    let min_idle_us = amount("min_idle_us", &f.min_idle_us, Unit::Us, DEFAULT_MIN_IDLE_US);
+    Ask::read(trace, queue, offset_ms, min_idle_us, errors)
+}
+
+/// Runs an attribution from the step-3 form and keeps it for this investigation; a
+/// refusal comes back as step 3 with the form as sent and its errors (422, nothing kept).
+async fn run_attribution(
+    State(state): State<AppState>,
+    me: CurrentUser,
+    ctx: PageCtx,
+    Path(id): Path<i64>,
+    Form(form): Form<RunForm>,
+) -> Result<Response> {
+    me.require(Role::Editor)?;
+    db::get(&state.pool, id)
+        .await?
+        .ok_or_else(|| AppError::not_found(format!("there is no investigation {id}")))?;
+    match attribute_for(&state.pool, id, &form, me.0.id).await {
+        Ok(()) => {
+            Ok(Redirect::to(&format!("/investigations/{id}/steps/3#bubbles")).into_response())
+        }
+        Err(AppError::Invalid(errors)) => {
+            let echo = Echo {
+                trace: form.trace,
+                queue: form.queue,
+                offset_ms: form.offset_ms,
+                min_idle_us: form.min_idle_us,
+                errors,
+            };
+            let page =
+                super::investigations::step_with(&state, ctx, id, 3, None, Some(echo)).await?;
+            Ok((StatusCode::UNPROCESSABLE_ENTITY, page).into_response())
+        }
+        Err(e) => Err(e),
+    }
+}
+
+async fn attribute_for(pool: &PgPool, id: i64, form: &RunForm, user: i64) -> Result<()> {
+    let ask = read_form(form).map_err(AppError::Invalid)?;
+    let (result, owner) = bubbles::run(pool, &ask).await?;
+    if owner != Some(id) {
+        return Err(AppError::field(
+            "trace",
+            format!(
+                "artifact {} is not attached to investigation {id}",
+                ask.trace
+            ),
+        ));
+    }
+    bubbles::store(pool, id, &ask, &result, user).await?;
+    Ok(())
+}
