@@ -1,0 +1,1 @@
+//! The guide's pages (placeholder while the text is written).
