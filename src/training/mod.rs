@@ -1,0 +1,365 @@
+//! Training's storage: attempts, self-check answers, replay answers and the "good for
+//! training" mark. Everything here writes only to the `training_*` tables; the
+//! investigations and the journal are read, never changed.
+
+use chrono::{DateTime, NaiveDate, Utc};
+use serde::Serialize;
+use sqlx::PgPool;
+
+use crate::auth::User;
+use crate::core::training::progress::Attempt;
+use crate::error::{AppError, Result};
+
+/// Replays per page of the list.
+pub const PAGE: i64 = 30;
+/// Learners per page of the team page.
+pub const TEAM_PAGE: i64 = 50;
+
+/// Stores one graded (or, for replays, ungraded) attempt.
+pub async fn record_attempt(
+    pool: &PgPool,
+    user: i64,
+    kind: &str,
+    estimator: Option<&str>,
+    drill: &str,
+    answer: &serde_json::Value,
+    correct: Option<bool>,
+) -> sqlx::Result<()> {
+    sqlx::query(
+        "INSERT INTO training_attempts (user_id, kind, estimator, drill, answer, correct) \
+         VALUES ($1, $2, $3, $4, $5, $6)",
+    )
+    .bind(user)
+    .bind(kind)
+    .bind(estimator)
+    .bind(drill)
+    .bind(answer)
+    .bind(correct)
+    .execute(pool)
+    .await?;
+    Ok(())
+}
+
+type AttemptRow = (i64, String, Option<String>, Option<bool>, NaiveDate);
+
+const ATTEMPT_COLUMNS: &str =
+    "user_id, kind, estimator, correct, (at AT TIME ZONE 'UTC')::date AS day";
+
+fn attempt(row: AttemptRow) -> Attempt {
+    Attempt {
+        kind: row.1,
+        estimator: row.2,
+        correct: row.3,
+        day: row.4,
+    }
+}
+
+/// Every attempt of one learner, oldest first.
+pub async fn attempts(pool: &PgPool, user: i64) -> sqlx::Result<Vec<Attempt>> {
+    let rows: Vec<AttemptRow> = sqlx::query_as(&format!(
+        "SELECT {ATTEMPT_COLUMNS} FROM training_attempts WHERE user_id = $1 ORDER BY at, id"
+    ))
+    .bind(user)
+    .fetch_all(pool)
+    .await?;
+    Ok(rows.into_iter().map(attempt).collect())
+}
+
+/// One page of active users by name (after `after`), each with their attempts; and
+/// whether more follow.
+pub async fn team(
+    pool: &PgPool,
+    after: Option<&str>,
+) -> sqlx::Result<(Vec<(User, Vec<Attempt>)>, bool)> {
+    let mut users: Vec<(i64, String, String)> = sqlx::query_as(
+        "SELECT id, name, role FROM users WHERE disabled_at IS NULL \
+         AND ($1::text IS NULL OR name > $1) ORDER BY name LIMIT $2",
+    )
+    .bind(after)
+    .bind(TEAM_PAGE + 1)
+    .fetch_all(pool)
+    .await?;
+    let more = users.len() as i64 > TEAM_PAGE;
+    users.truncate(TEAM_PAGE as usize);
+    let ids: Vec<i64> = users.iter().map(|u| u.0).collect();
+    let rows: Vec<AttemptRow> = sqlx::query_as(&format!(
+        "SELECT {ATTEMPT_COLUMNS} FROM training_attempts WHERE user_id = ANY($1) ORDER BY at, id"
+    ))
+    .bind(&ids)
+    .fetch_all(pool)
+    .await?;
+    let mut out: Vec<(User, Vec<Attempt>)> = users
+        .into_iter()
+        .map(|(id, name, role)| {
+            let user = User {
+                id,
+                name,
+                role: crate::auth::Role::parse(&role).unwrap_or(crate::auth::Role::Viewer),
+                session_generation: 0,
+                disabled: false,
+            };
+            (user, Vec::new())
+        })
+        .collect();
+    for row in rows {
+        if let Some((_, list)) = out.iter_mut().find(|(u, _)| u.id == row.0) {
+            list.push(attempt(row));
+        }
+    }
+    Ok((out, more))
+}
+
+/// Stores (or replaces) a learner's answer to a guide question.
+pub async fn save_check(
+    pool: &PgPool,
+    user: i64,
+    page: &str,
+    question: i16,
+    answer: &str,
+) -> sqlx::Result<()> {
+    sqlx::query(
+        "INSERT INTO training_checks (user_id, page, question, answer) VALUES ($1, $2, $3, $4) \
+         ON CONFLICT (user_id, page, question) DO UPDATE SET answer = EXCLUDED.answer, at = now()",
+    )
+    .bind(user)
+    .bind(page)
+    .bind(question)
+    .bind(answer)
+    .execute(pool)
+    .await?;
+    Ok(())
+}
+
+/// A learner's answers on one guide page, by question number.
+pub async fn checks(pool: &PgPool, user: i64, page: &str) -> sqlx::Result<Vec<(i16, String)>> {
+    sqlx::query_as("SELECT question, answer FROM training_checks WHERE user_id = $1 AND page = $2")
+        .bind(user)
+        .bind(page)
+        .fetch_all(pool)
+        .await
+}
+
+/// One replayable investigation in the list.
+#[derive(Debug, Clone, Serialize, sqlx::FromRow)]
+pub struct Replayable {
+    pub id: i64,
+    pub title: String,
+    pub service: String,
+    pub symptom: String,
+    pub marked: bool,
+    pub answered: bool,
+}
+
+/// `marked.id`, the list's keyset cursor.
+pub fn cursor(r: &Replayable) -> String {
+    format!("{}.{}", u8::from(r.marked), r.id)
+}
+
+pub fn parse_cursor(raw: &str) -> Option<(bool, i64)> {
+    let (m, id) = raw.split_once('.')?;
+    let marked = match m {
+        "1" => true,
+        "0" => false,
+        _ => return None,
+    };
+    Some((marked, id.parse().ok()?))
+}
+
+const PUBLISHED: &str = "EXISTS (SELECT 1 FROM journal_entries j \
+     WHERE j.investigation_id = i.id AND j.published_at IS NOT NULL)";
+
+/// One page of investigations with a published entry, marked ones first, newest first.
+pub async fn replayable(
+    pool: &PgPool,
+    user: i64,
+    after: Option<(bool, i64)>,
+) -> sqlx::Result<(Vec<Replayable>, bool)> {
+    let mut rows: Vec<Replayable> = sqlx::query_as(&format!(
+        "SELECT * FROM (SELECT i.id, i.title, i.service, i.symptom, \
+           EXISTS (SELECT 1 FROM training_marks m WHERE m.investigation_id = i.id) AS marked, \
+           EXISTS (SELECT 1 FROM training_replays r WHERE r.investigation_id = i.id \
+             AND r.user_id = $1) AS answered \
+         FROM investigations i WHERE {PUBLISHED}) x \
+         WHERE ($2::boolean IS NULL OR (x.marked, x.id) < ($2, $3)) \
+         ORDER BY x.marked DESC, x.id DESC LIMIT $4"
+    ))
+    .bind(user)
+    .bind(after.map(|a| a.0))
+    .bind(after.map(|a| a.1))
+    .bind(PAGE + 1)
+    .fetch_all(pool)
+    .await?;
+    let more = rows.len() as i64 > PAGE;
+    rows.truncate(PAGE as usize);
+    Ok((rows, more))
+}
+
+/// 404 unless investigation `id` exists and has a published journal entry.
+pub async fn require_replayable(pool: &PgPool, id: i64) -> Result<()> {
+    let ok: Option<bool> = sqlx::query_scalar(&format!(
+        "SELECT {PUBLISHED} FROM investigations i WHERE i.id = $1"
+    ))
+    .bind(id)
+    .fetch_optional(pool)
+    .await?;
+    match ok {
+        Some(true) => Ok(()),
+        Some(false) => Err(AppError::not_found(format!(
+            "investigation {id} has no published journal entry, so it cannot be replayed yet"
+        ))),
+        None => Err(AppError::not_found(format!("there is no investigation {id}"))),
+    }
+}
+
+/// What a learner wrote before the reveal.
+#[derive(Debug, Clone, Serialize, sqlx::FromRow, utoipa::ToSchema)]
+pub struct ReplayAnswer {
+    pub diagnosis: String,
+    pub next_measurement: String,
+    pub at: DateTime<Utc>,
+}
+
+pub async fn replay_answer(
+    pool: &PgPool,
+    user: i64,
+    investigation: i64,
+) -> sqlx::Result<Option<ReplayAnswer>> {
+    sqlx::query_as(
+        "SELECT diagnosis, next_measurement, at FROM training_replays \
+         WHERE user_id = $1 AND investigation_id = $2",
+    )
+    .bind(user)
+    .bind(investigation)
+    .fetch_optional(pool)
+    .await
+}
+
+/// Checks a replay answer: both parts written, neither too long.
+pub fn check_replay_answer(
+    diagnosis: &str,
+    next_measurement: &str,
+) -> std::result::Result<(), Vec<crate::core::FieldError>> {
+    use crate::core::FieldError;
+    let mut errors = Vec::new();
+    for (field, text, what) in [
+        ("diagnosis", diagnosis, "what you think is wrong"),
+        (
+            "next_measurement",
+            next_measurement,
+            "the measurement you would take next",
+        ),
+    ] {
+        let n = text.trim().chars().count();
+        if n == 0 {
+            errors.push(FieldError::new(
+                field,
+                format!("is required: write {what} before the reveal"),
+            ));
+        } else if n > 4000 {
+            errors.push(FieldError::new(
+                field,
+                format!("is {n} characters; keep it under 4,000"),
+            ));
+        }
+    }
+    if errors.is_empty() {
+        Ok(())
+    } else {
+        Err(errors)
+    }
+}
+
+/// Stores a learner's first answer (a later one keeps the first: the reveal has been
+/// seen) and counts it as a replay attempt. Returns the stored answer.
+pub async fn answer_replay(
+    pool: &PgPool,
+    user: i64,
+    investigation: i64,
+    diagnosis: &str,
+    next_measurement: &str,
+) -> Result<ReplayAnswer> {
+    check_replay_answer(diagnosis, next_measurement).map_err(AppError::Invalid)?;
+    let mut tx = pool.begin().await?;
+    let inserted = sqlx::query(
+        "INSERT INTO training_replays (user_id, investigation_id, diagnosis, next_measurement) \
+         VALUES ($1, $2, $3, $4) ON CONFLICT (user_id, investigation_id) DO NOTHING",
+    )
+    .bind(user)
+    .bind(investigation)
+    .bind(diagnosis.trim())
+    .bind(next_measurement.trim())
+    .execute(&mut *tx)
+    .await?
+    .rows_affected();
+    if inserted == 1 {
+        sqlx::query(
+            "INSERT INTO training_attempts (user_id, kind, drill, answer) \
+             VALUES ($1, 'replay', $2, $3)",
+        )
+        .bind(user)
+        .bind(format!("replay.{investigation}"))
+        .bind(serde_json::json!({"diagnosis": diagnosis.trim(), "next_measurement": next_measurement.trim()}))
+        .execute(&mut *tx)
+        .await?;
+    }
+    tx.commit().await?;
+    replay_answer(pool, user, investigation)
+        .await?
+        .ok_or_else(|| AppError::Internal(anyhow::anyhow!("replay answer vanished")))
+}
+
+pub async fn is_marked(pool: &PgPool, investigation: i64) -> sqlx::Result<bool> {
+    sqlx::query_scalar("SELECT EXISTS (SELECT 1 FROM training_marks WHERE investigation_id = $1)")
+        .bind(investigation)
+        .fetch_one(pool)
+        .await
+}
+
+/// Sets or clears the "good for training" mark.
+pub async fn set_mark(pool: &PgPool, investigation: i64, user: i64, on: bool) -> sqlx::Result<()> {
+    if on {
+        sqlx::query(
+            "INSERT INTO training_marks (investigation_id, marked_by) VALUES ($1, $2) \
+             ON CONFLICT (investigation_id) DO NOTHING",
+        )
+        .bind(investigation)
+        .bind(user)
+        .execute(pool)
+        .await?;
+    } else {
+        sqlx::query("DELETE FROM training_marks WHERE investigation_id = $1")
+            .bind(investigation)
+            .execute(pool)
+            .await?;
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn cursors_round_trip() {
+        let r = Replayable {
+            id: 12,
+            title: String::new(),
+            service: String::new(),
+            symptom: String::new(),
+            marked: true,
+            answered: false,
+        };
+        assert_eq!(parse_cursor(&cursor(&r)), Some((true, 12)));
+        assert_eq!(parse_cursor("0.3"), Some((false, 3)));
+        assert_eq!(parse_cursor("2.3"), None);
+        assert_eq!(parse_cursor("x"), None);
+    }
+
+    #[test]
+    fn replay_answers_need_both_parts() {
+        assert!(check_replay_answer("queue-bound", "running batch").is_ok());
+        let errs = check_replay_answer(" ", "").unwrap_err();
+        assert_eq!(errs.len(), 2);
+        assert_eq!(errs[0].field, "diagnosis");
+    }
+}
