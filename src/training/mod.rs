@@ -363,3 +363,112 @@ mod tests {
         assert_eq!(errs[0].field, "diagnosis");
     }
 }
+
+/// Seeds are 0 to this, short enough to read out and share.
+pub const MAX_SEED: u64 = 999_999_999;
+
+/// A fresh seed for "new drill" links (reading it writes nothing).
+pub fn random_seed() -> u64 {
+    rand::random_range(0..=MAX_SEED)
+}
+
+/// `seed` and `level` from a query string: a seed out of range or a level other than
+/// `step`/`chain` is a 422 naming the parameter. No seed: `None`.
+pub fn read_drill_query(raw: Option<&str>) -> Result<(Option<u64>, drills::Level)> {
+    let pairs: Vec<(String, String)> = serde_urlencoded::from_str(raw.unwrap_or(""))
+        .map_err(|e| AppError::BadRequest(format!("the query string is malformed: {e}")))?;
+    let mut seed = None;
+    let mut level = drills::Level::Chain;
+    for (k, v) in pairs {
+        match k.as_str() {
+            "seed" if !v.trim().is_empty() => {
+                seed = Some(
+                    v.trim()
+                        .parse::<u64>()
+                        .ok()
+                        .filter(|s| *s <= MAX_SEED)
+                        .ok_or_else(|| {
+                            AppError::field(
+                                "seed",
+                                format!("must be a whole number from 0 to {MAX_SEED}, got {v:?}"),
+                            )
+                        })?,
+                )
+            }
+            "level" => {
+                level = match v.trim() {
+                    "" | "chain" => drills::Level::Chain,
+                    "step" => drills::Level::Step,
+                    other => {
+                        return Err(AppError::field(
+                            "level",
+                            format!("must be chain or step, got {other:?}"),
+                        ))
+                    }
+                }
+            }
+            _ => {}
+        }
+    }
+    Ok((seed, level))
+}
+
+use crate::core::training::drills;
+
+/// The drill, or 404 naming what exists.
+pub fn pose(estimator: &str, seed: u64, level: drills::Level) -> Result<drills::Drill> {
+    if crate::core::estimate::find(estimator).is_none() {
+        return Err(AppError::not_found(format!(
+            "no estimator named {estimator}; the drills are: {}",
+            crate::core::estimate::registry()
+                .iter()
+                .map(|e| e.name)
+                .collect::<Vec<_>>()
+                .join(", ")
+        )));
+    }
+    if !drills::has_level(estimator, level) {
+        return Err(AppError::not_found(format!(
+            "{estimator} has no single-step drill; use level=chain"
+        )));
+    }
+    drills::generate(estimator, seed, level).ok_or_else(|| {
+        AppError::not_found(format!("seed {seed} gives no {estimator} drill; try another"))
+    })
+}
+
+/// The drill a drill id names, or 404.
+pub fn pose_id(id: &str) -> Result<drills::Drill> {
+    let (estimator, seed, level) = drills::parse_drill_id(id).ok_or_else(|| {
+        AppError::not_found(format!(
+            "{id:?} is not a drill id; ids look like decode-floor.42 or decode-floor.42.step"
+        ))
+    })?;
+    if seed > MAX_SEED {
+        return Err(AppError::not_found(format!(
+            "seeds go from 0 to {MAX_SEED}; {seed} is out of range"
+        )));
+    }
+    pose(estimator, seed, level)
+}
+
+/// Grades an answer and stores the attempt.
+pub async fn submit_drill(
+    pool: &PgPool,
+    user: i64,
+    drill: &drills::Drill,
+    answer: &drills::Answer,
+) -> Result<drills::Grade> {
+    let grade = drills::grade(drill, answer);
+    record_attempt(
+        pool,
+        user,
+        drill.level.slug(),
+        Some(drill.estimator),
+        &drill.id(),
+        &serde_json::json!({"value": answer.value, "steps": answer.steps}),
+        Some(grade.correct),
+    )
+    .await?;
+    Ok(grade)
+}

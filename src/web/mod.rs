@@ -7,6 +7,7 @@ pub mod artifacts;
 pub mod assets;
 pub mod comparisons;
 pub mod ctx;
+pub mod drills;
 pub mod estimators;
 pub mod investigations;
 pub mod journal;
@@ -38,6 +39,7 @@ pub fn private_routes() -> Router<AppState> {
         .merge(account::private_routes())
         .merge(areas::routes())
         .merge(estimators::routes())
+        .merge(drills::routes())
         .merge(artifacts::routes())
         .merge(comparisons::routes())
         .merge(investigations::routes())
