@@ -11,8 +11,10 @@ pub mod drills;
 pub mod estimators;
 pub mod investigations;
 pub mod journal;
+pub mod learn;
 pub mod ops;
 pub mod proposals;
+pub mod replays;
 pub mod search;
 pub mod transfer;
 
@@ -44,6 +46,8 @@ pub fn private_routes() -> Router<AppState> {
         .merge(comparisons::routes())
         .merge(investigations::routes())
         .merge(journal::routes())
+        .merge(learn::routes())
+        .merge(replays::routes())
         .merge(proposals::routes())
         .merge(search::routes())
         .merge(transfer::routes())
