@@ -95,7 +95,9 @@ async fn get_drill(
 ) -> ApiResult<Json<DrillJson>> {
     let (seed, level) = training::read_drill_query(raw.as_deref())?;
     let seed = seed.unwrap_or_else(training::random_seed);
-    Ok(Json(DrillJson::new(&training::pose(&estimator, seed, level)?)))
+    Ok(Json(DrillJson::new(&training::pose(
+        &estimator, seed, level,
+    )?)))
 }
 
 /// The grade of a drill answer.
@@ -161,11 +163,9 @@ async fn answer_drill(
             }
         }
         Some(_) => {
-            return Err(AppError::field(
-                "steps",
-                "must be an object of chain line keys to values",
+            return Err(
+                AppError::field("steps", "must be an object of chain line keys to values").into(),
             )
-            .into())
         }
     }
     let answer = drills::read_answer(&drill, &value, &steps).map_err(AppError::Invalid)?;

@@ -207,7 +207,9 @@ pub async fn require_replayable(pool: &PgPool, id: i64) -> Result<()> {
         Some(false) => Err(AppError::not_found(format!(
             "investigation {id} has no published journal entry, so it cannot be replayed yet"
         ))),
-        None => Err(AppError::not_found(format!("there is no investigation {id}"))),
+        None => Err(AppError::not_found(format!(
+            "there is no investigation {id}"
+        ))),
     }
 }
 
@@ -433,7 +435,9 @@ pub fn pose(estimator: &str, seed: u64, level: drills::Level) -> Result<drills::
         )));
     }
     drills::generate(estimator, seed, level).ok_or_else(|| {
-        AppError::not_found(format!("seed {seed} gives no {estimator} drill; try another"))
+        AppError::not_found(format!(
+            "seed {seed} gives no {estimator} drill; try another"
+        ))
     })
 }
 

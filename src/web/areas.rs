@@ -22,4 +22,3 @@ struct HomePage {
 async fn home(ctx: PageCtx) -> Result<Html<String>> {
     render(&HomePage { ctx })
 }
-

@@ -43,7 +43,10 @@ pub fn routes() -> Router<AppState> {
 pub(crate) fn form_pairs(body: &Bytes) -> Result<BTreeMap<String, String>> {
     let raw: Vec<(String, String)> = serde_urlencoded::from_bytes(body)
         .map_err(|e| AppError::BadRequest(format!("the form is malformed: {e}")))?;
-    Ok(raw.into_iter().filter(|(k, _)| !k.starts_with('_')).collect())
+    Ok(raw
+        .into_iter()
+        .filter(|(k, _)| !k.starts_with('_'))
+        .collect())
 }
 
 /// An amount with its unit as people read it; bytes also in GB/MB.
@@ -84,11 +87,7 @@ struct IndexPage {
     progress: Progress,
 }
 
-async fn index(
-    State(state): State<AppState>,
-    user: CurrentUser,
-    ctx: PageCtx,
-) -> Result<Response> {
+async fn index(State(state): State<AppState>, user: CurrentUser, ctx: PageCtx) -> Result<Response> {
     let progress = my_progress(&state, user.0.id).await?;
     let drills = estimate::registry()
         .iter()

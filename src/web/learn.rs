@@ -42,11 +42,7 @@ struct IndexPage {
     progress: Progress,
 }
 
-async fn index(
-    State(state): State<AppState>,
-    user: CurrentUser,
-    ctx: PageCtx,
-) -> Result<Response> {
+async fn index(State(state): State<AppState>, user: CurrentUser, ctx: PageCtx) -> Result<Response> {
     let attempts = training::attempts(&state.pool, user.0.id).await?;
     Ok(render(&IndexPage {
         ctx,
@@ -144,7 +140,10 @@ async fn answer_check(
         .ok_or_else(|| {
             AppError::field(
                 "question",
-                format!("must be a question number from 1 to {}", page.questions.len()),
+                format!(
+                    "must be a question number from 1 to {}",
+                    page.questions.len()
+                ),
             )
         })?;
     let answer = form.get("answer").map(|a| a.trim()).unwrap_or("");

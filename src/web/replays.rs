@@ -157,10 +157,11 @@ async fn can_mark(state: &AppState, user: &CurrentUser, id: i64) -> Result<bool>
     if user.0.role >= Role::Admin {
         return Ok(true);
     }
-    let owner: Option<i64> = sqlx::query_scalar("SELECT owner_id FROM investigations WHERE id = $1")
-        .bind(id)
-        .fetch_optional(&state.pool)
-        .await?;
+    let owner: Option<i64> =
+        sqlx::query_scalar("SELECT owner_id FROM investigations WHERE id = $1")
+            .bind(id)
+            .fetch_optional(&state.pool)
+            .await?;
     Ok(owner == Some(user.0.id))
 }
 
@@ -197,7 +198,15 @@ async fn show(
     ctx: PageCtx,
     Path(id): Path<i64>,
 ) -> Result<Response> {
-    let p = page(&state, &user, ctx, id, Default::default(), FormErrors::default()).await?;
+    let p = page(
+        &state,
+        &user,
+        ctx,
+        id,
+        Default::default(),
+        FormErrors::default(),
+    )
+    .await?;
     Ok(render(&p)?.into_response())
 }
 

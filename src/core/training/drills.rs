@@ -68,7 +68,11 @@ const ASKS: &[(&str, &str, Option<&str>)] = &[
     ("prefix-reuse", "prefill_ratio", Some("computed_before")),
     ("decode-floor", "floor_ms", Some("weight_bytes_per_gpu")),
     ("mixed-step", "step_ms", Some("prefill_flops")),
-    ("memory-fit", "left_bytes_per_gpu", Some("weight_bytes_per_gpu")),
+    (
+        "memory-fit",
+        "left_bytes_per_gpu",
+        Some("weight_bytes_per_gpu"),
+    ),
     (
         "kv-pages",
         "max_full_length_requests",
@@ -90,9 +94,8 @@ const TRIES: usize = 64;
 
 /// Whether `estimator` has drills at `level`.
 pub fn has_level(estimator: &str, level: Level) -> bool {
-    ASKS.iter().any(|(name, _, step)| {
-        *name == estimator && (level == Level::Chain || step.is_some())
-    })
+    ASKS.iter()
+        .any(|(name, _, step)| *name == estimator && (level == Level::Chain || step.is_some()))
 }
 
 /// The key a drill of this estimator and level asks for.
@@ -151,7 +154,9 @@ impl Drill {
 
     /// The expected value of the asked result.
     pub fn expected(&self) -> f64 {
-        self.chain.results[&self.asks.key].as_f64().unwrap_or(f64::NAN)
+        self.chain.results[&self.asks.key]
+            .as_f64()
+            .unwrap_or(f64::NAN)
     }
 
     pub fn chain(&self) -> &Chain {
@@ -294,14 +299,34 @@ fn candidate(estimator: &str, d: &mut Dice) -> BTreeMap<String, Value> {
             put(&mut m, "mfu", cents(d.between(0.3, 0.7)));
         }
         "memory-fit" => {
-            put(&mut m, "gpu_memory_utilization", cents(d.between(0.85, 0.95)));
+            put(
+                &mut m,
+                "gpu_memory_utilization",
+                cents(d.between(0.85, 0.95)),
+            );
             put(&mut m, "max_model_len", json!(d.pick(CONTEXTS)));
         }
         "kv-pages" => {
-            put(&mut m, "gpu_memory_utilization", cents(d.between(0.85, 0.95)));
-            put(&mut m, "requests", json!(d.pick(&[32u64, 64, 128, 256, 512])));
-            put(&mut m, "prompt_tokens", json!(d.pick(&[512u64, 1024, 2048, 4096])));
-            put(&mut m, "output_tokens", json!(d.pick(&[128u64, 256, 512, 1024])));
+            put(
+                &mut m,
+                "gpu_memory_utilization",
+                cents(d.between(0.85, 0.95)),
+            );
+            put(
+                &mut m,
+                "requests",
+                json!(d.pick(&[32u64, 64, 128, 256, 512])),
+            );
+            put(
+                &mut m,
+                "prompt_tokens",
+                json!(d.pick(&[512u64, 1024, 2048, 4096])),
+            );
+            put(
+                &mut m,
+                "output_tokens",
+                json!(d.pick(&[128u64, 256, 512, 1024])),
+            );
         }
         "precision-change" => {
             put(&mut m, "batch", json!(d.pick(BATCHES)));
@@ -547,8 +572,10 @@ mod tests {
                     assert_eq!(d.expected(), want);
                     assert!(want.is_finite() && want != 0.0);
                     assert_eq!(chain.units[&d.asks.key], d.asks.unit);
-                    assert!(d.steps().iter().any(|l| l.key == d.asks.key)
-                        || chain.lines.iter().all(|l| l.key != d.asks.key));
+                    assert!(
+                        d.steps().iter().any(|l| l.key == d.asks.key)
+                            || chain.lines.iter().all(|l| l.key != d.asks.key)
+                    );
                 }
             }
         }
@@ -586,11 +613,35 @@ mod tests {
     fn grading_is_within_five_percent() {
         let d = generate("decode-floor", 3, Level::Chain).unwrap();
         let e = d.expected();
-        let ok = grade(&d, &Answer { value: e * 1.04, steps: BTreeMap::new() });
+        let ok = grade(
+            &d,
+            &Answer {
+                value: e * 1.04,
+                steps: BTreeMap::new(),
+            },
+        );
         assert!(ok.correct);
         assert_eq!(ok.tolerance, 0.05);
-        assert!(!grade(&d, &Answer { value: e * 1.06, steps: BTreeMap::new() }).correct);
-        assert!(grade(&d, &Answer { value: e * 0.96, steps: BTreeMap::new() }).correct);
+        assert!(
+            !grade(
+                &d,
+                &Answer {
+                    value: e * 1.06,
+                    steps: BTreeMap::new()
+                }
+            )
+            .correct
+        );
+        assert!(
+            grade(
+                &d,
+                &Answer {
+                    value: e * 0.96,
+                    steps: BTreeMap::new()
+                }
+            )
+            .correct
+        );
     }
 
     #[test]
@@ -603,12 +654,24 @@ mod tests {
         steps.insert(lines[0].key.clone(), v(0));
         steps.insert(lines[1].key.clone(), v(1) * 2.0);
         steps.insert(lines[2].key.clone(), v(2) * 3.0);
-        let g = grade(&d, &Answer { value: d.expected(), steps });
+        let g = grade(
+            &d,
+            &Answer {
+                value: d.expected(),
+                steps,
+            },
+        );
         assert!(g.correct);
         assert_eq!(g.steps.len(), 3);
         assert!(g.steps[0].correct && !g.steps[1].correct);
         assert_eq!(g.first_wrong_step.as_deref(), Some(lines[1].key.as_str()));
-        let none = grade(&d, &Answer { value: 0.0, steps: BTreeMap::new() });
+        let none = grade(
+            &d,
+            &Answer {
+                value: 0.0,
+                steps: BTreeMap::new(),
+            },
+        );
         assert_eq!(none.first_wrong_step, None);
         assert!(!none.correct);
     }

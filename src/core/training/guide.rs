@@ -220,7 +220,11 @@ mod tests {
         let mut slugs = std::collections::BTreeSet::new();
         for p in PAGES {
             assert!(slugs.insert(p.slug), "{} twice", p.slug);
-            assert!(!p.paragraphs.is_empty() && !p.practice.is_empty(), "{}", p.slug);
+            assert!(
+                !p.paragraphs.is_empty() && !p.practice.is_empty(),
+                "{}",
+                p.slug
+            );
             assert!(!p.questions.is_empty(), "{}", p.slug);
             for l in p.practice {
                 assert!(l.href.starts_with('/'), "{}", l.href);

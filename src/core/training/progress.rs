@@ -179,7 +179,11 @@ pub fn progress(attempts: &[Attempt], today: NaiveDate) -> Progress {
             title: t.title.clone(),
             href: href.to_string(),
             done,
-            todo: if done { String::new() } else { todo(&t, needed) },
+            todo: if done {
+                String::new()
+            } else {
+                todo(&t, needed)
+            },
         });
     }
     path.push(PathItem {

@@ -188,8 +188,7 @@ mod tests {
             let d = generate(seed);
             assert_eq!(d, generate(seed));
             assert_eq!(d.findings.len(), FINDINGS);
-            let names: std::collections::BTreeSet<_> =
-                d.findings.iter().map(|f| &f.name).collect();
+            let names: std::collections::BTreeSet<_> = d.findings.iter().map(|f| &f.name).collect();
             assert_eq!(names.len(), FINDINGS);
             let total: f64 = d.findings.iter().map(|f| f.share).sum();
             assert!(total <= 0.95 + 1e-9, "{total}");
@@ -233,9 +232,15 @@ mod tests {
         let second = d.order()[1].name.clone();
         ranks.insert(second.clone(), "1".into());
         let errs = read_order(&d, &ranks).unwrap_err();
-        assert!(errs.iter().any(|e| e.message.contains("already given")), "{errs:?}");
+        assert!(
+            errs.iter().any(|e| e.message.contains("already given")),
+            "{errs:?}"
+        );
         ranks.insert(first.clone(), "9".into());
         let errs = read_order(&d, &ranks).unwrap_err();
-        assert!(errs.iter().any(|e| e.field == format!("rank.{first}")), "{errs:?}");
+        assert!(
+            errs.iter().any(|e| e.field == format!("rank.{first}")),
+            "{errs:?}"
+        );
     }
 }
