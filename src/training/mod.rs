@@ -7,6 +7,7 @@ use serde::Serialize;
 use sqlx::PgPool;
 
 use crate::auth::User;
+use crate::core::training::drills;
 use crate::core::training::progress::Attempt;
 use crate::error::{AppError, Result};
 
@@ -337,35 +338,6 @@ pub async fn set_mark(pool: &PgPool, investigation: i64, user: i64, on: bool) ->
     Ok(())
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn cursors_round_trip() {
-        let r = Replayable {
-            id: 12,
-            title: String::new(),
-            service: String::new(),
-            symptom: String::new(),
-            marked: true,
-            answered: false,
-        };
-        assert_eq!(parse_cursor(&cursor(&r)), Some((true, 12)));
-        assert_eq!(parse_cursor("0.3"), Some((false, 3)));
-        assert_eq!(parse_cursor("2.3"), None);
-        assert_eq!(parse_cursor("x"), None);
-    }
-
-    #[test]
-    fn replay_answers_need_both_parts() {
-        assert!(check_replay_answer("queue-bound", "running batch").is_ok());
-        let errs = check_replay_answer(" ", "").unwrap_err();
-        assert_eq!(errs.len(), 2);
-        assert_eq!(errs[0].field, "diagnosis");
-    }
-}
-
 /// Seeds are 0 to this, short enough to read out and share.
 pub const MAX_SEED: u64 = 999_999_999;
 
@@ -414,8 +386,6 @@ pub fn read_drill_query(raw: Option<&str>) -> Result<(Option<u64>, drills::Level
     }
     Ok((seed, level))
 }
-
-use crate::core::training::drills;
 
 /// The drill, or 404 naming what exists.
 pub fn pose(estimator: &str, seed: u64, level: drills::Level) -> Result<drills::Drill> {
@@ -475,4 +445,33 @@ pub async fn submit_drill(
     )
     .await?;
     Ok(grade)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn cursors_round_trip() {
+        let r = Replayable {
+            id: 12,
+            title: String::new(),
+            service: String::new(),
+            symptom: String::new(),
+            marked: true,
+            answered: false,
+        };
+        assert_eq!(parse_cursor(&cursor(&r)), Some((true, 12)));
+        assert_eq!(parse_cursor("0.3"), Some((false, 3)));
+        assert_eq!(parse_cursor("2.3"), None);
+        assert_eq!(parse_cursor("x"), None);
+    }
+
+    #[test]
+    fn replay_answers_need_both_parts() {
+        assert!(check_replay_answer("queue-bound", "running batch").is_ok());
+        let errs = check_replay_answer(" ", "").unwrap_err();
+        assert_eq!(errs.len(), 2);
+        assert_eq!(errs[0].field, "diagnosis");
+    }
 }
