@@ -62,3 +62,162 @@ where
         }
     }
 }
+
+/// `?after=ID&limit=N` on a list: the rows that come after the row `ID` (the last of the
+/// previous page) in the list's own order, at most `limit` of them (default
+/// [`Paging::DEFAULT`], at most [`Paging::MAX`]). A value that does not parse answers 422
+/// naming the parameter; the list's other parameters (its filters) are the handler's and are
+/// carried into the next page's link.
+pub struct Paging {
+    pub after: Option<i64>,
+    pub limit: i64,
+    path: String,
+    others: Vec<(String, String)>,
+}
+
+impl Paging {
+    pub const DEFAULT: i64 = 50;
+    pub const MAX: i64 = 200;
+
+    /// Rows to ask the database for: one more than a page, to know whether another follows.
+    pub fn fetch(&self) -> i64 {
+        self.limit + 1
+    }
+
+    /// Drops the extra row and answers the next page's address (`None` on the last page).
+    pub fn finish<T>(&self, rows: &mut Vec<T>, id: impl Fn(&T) -> i64) -> Option<String> {
+        if rows.len() as i64 <= self.limit {
+            return None;
+        }
+        rows.truncate(self.limit as usize);
+        let last = id(rows.last()?);
+        let mut pairs = self.others.clone();
+        pairs.push(("after".into(), last.to_string()));
+        if self.limit != Self::DEFAULT {
+            pairs.push(("limit".into(), self.limit.to_string()));
+        }
+        let query = serde_urlencoded::to_string(&pairs).unwrap_or_default();
+        Some(format!("{}?{query}", self.path))
+    }
+
+    /// True past the first page (pages show a link back to the newest).
+    pub fn paged(&self) -> bool {
+        self.after.is_some()
+    }
+
+    /// The first page with the same filters.
+    pub fn first(&self) -> String {
+        match serde_urlencoded::to_string(&self.others) {
+            Ok(q) if !q.is_empty() => format!("{}?{q}", self.path),
+            _ => self.path.clone(),
+        }
+    }
+
+    /// The list's filters (every parameter but `after` and `limit`).
+    pub fn filters(&self) -> &[(String, String)] {
+        &self.others
+    }
+
+    /// What a page's pager shows, given the next page's address from [`Paging::finish`].
+    pub fn pager(&self, next: Option<String>) -> Pager {
+        Pager {
+            paged: self.paged(),
+            first: self.first(),
+            next,
+        }
+    }
+
+    fn parse(path: String, raw: Option<&str>) -> Result<Paging, AppError> {
+        let pairs: Vec<(String, String)> = serde_urlencoded::from_str(raw.unwrap_or(""))
+            .map_err(|e| AppError::BadRequest(format!("the query string is malformed: {e}")))?;
+        let mut paging = Paging {
+            after: None,
+            limit: Self::DEFAULT,
+            path,
+            others: Vec::new(),
+        };
+        for (key, value) in pairs {
+            match key.as_str() {
+                "after" if value.trim().is_empty() => {}
+                "after" => {
+                    let id = value.trim().parse::<i64>().ok().filter(|id| *id > 0);
+                    paging.after = Some(id.ok_or_else(|| {
+                        AppError::field(
+                            "after",
+                            format!("expected the id of the last row of the previous page, got {value:?}"),
+                        )
+                    })?);
+                }
+                "limit" => {
+                    let n = value.trim().parse::<i64>().ok();
+                    paging.limit = n.filter(|n| (1..=Self::MAX).contains(n)).ok_or_else(|| {
+                        AppError::field(
+                            "limit",
+                            format!(
+                                "expected a page size from 1 to {}, got {value:?}",
+                                Self::MAX
+                            ),
+                        )
+                    })?;
+                }
+                _ => paging.others.push((key, value)),
+            }
+        }
+        Ok(paging)
+    }
+}
+
+impl<S: Send + Sync> FromRequestParts<S> for Paging {
+    type Rejection = PathError;
+
+    async fn from_request_parts(parts: &mut Parts, _state: &S) -> Result<Self, PathError> {
+        let path = parts
+            .extensions
+            .get::<OriginalUri>()
+            .map(|u| u.0.path().to_string())
+            .unwrap_or_else(|| parts.uri.path().to_string());
+        let api = path.starts_with("/api/");
+        Paging::parse(path, parts.uri.query()).map_err(|error| PathError { api, error })
+    }
+}
+
+/// The links under a paged list (templates/pager.html).
+pub struct Pager {
+    /// Past the first page: a link back to the newest is shown.
+    pub paged: bool,
+    pub first: String,
+    pub next: Option<String>,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::Paging;
+
+    #[test]
+    fn next_page_keeps_filters_and_limit() {
+        let p = Paging::parse("/artifacts".into(), Some("investigation=4&limit=2&after=")).unwrap();
+        assert_eq!((p.after, p.limit, p.fetch()), (None, 2, 3));
+        let mut rows = vec![9, 8, 7];
+        let next = p.finish(&mut rows, |r| *r);
+        assert_eq!(rows, vec![9, 8]);
+        assert_eq!(
+            next.as_deref(),
+            Some("/artifacts?investigation=4&after=8&limit=2")
+        );
+        let mut last = vec![1];
+        assert_eq!(p.finish(&mut last, |r| *r), None);
+    }
+
+    #[test]
+    fn bad_values_name_the_parameter() {
+        for (q, field) in [
+            ("after=abc", "after"),
+            ("after=-3", "after"),
+            ("limit=0", "limit"),
+            ("limit=201", "limit"),
+        ] {
+            let err = Paging::parse("/x".into(), Some(q)).err().expect(q);
+            assert!(format!("{err:?}").contains(field), "{q}: {err:?}");
+        }
+    }
+}

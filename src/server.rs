@@ -159,11 +159,20 @@ pub async fn serve(state: AppState, bind: &str) -> anyhow::Result<()> {
 }
 
 /// Hourly: blobs no artifact points to (interrupted or failed uploads, deleted rows)
-/// go once they are a day old.
+/// go once they are a day old. Of several replicas, one sweeps each hour.
 async fn sweep_blobs(state: AppState) {
-    let mut tick = tokio::time::interval(Duration::from_secs(3600));
+    const EVERY: Duration = Duration::from_secs(3600);
+    let mut tick = tokio::time::interval(Duration::from_secs(300));
     loop {
         tick.tick().await;
+        match crate::db::claim_periodic(&state.pool, "blob_sweep", EVERY).await {
+            Ok(true) => {}
+            Ok(false) => continue,
+            Err(e) => {
+                tracing::warn!(error = %e, "blob sweep: cannot claim the run");
+                continue;
+            }
+        }
         let pool = state.pool.clone();
         let result = state
             .blobs

@@ -92,7 +92,10 @@ async fn a_script_opens_an_investigation_and_records_steps() {
 
     let list = app.api("GET", "/api/v1/investigations", &token, None).await;
     assert_eq!(list.status, StatusCode::OK);
-    assert_eq!(list.json()[0]["steps_recorded"], json!([0, 1, 2, 3, 6]));
+    assert_eq!(
+        list.json()["items"][0]["steps_recorded"],
+        json!([0, 1, 2, 3, 6])
+    );
 }
 
 #[tokio::test]
@@ -208,7 +211,13 @@ async fn the_journal_is_readable_as_json() {
         .unwrap();
     let r = app.api("GET", "/api/v1/journal", &token, None).await;
     assert_eq!(r.status, StatusCode::OK);
-    let list = r.json();
+    let page = r.json();
+    assert_eq!(
+        page["next"],
+        serde_json::Value::Null,
+        "one page holds three entries"
+    );
+    let list = &page["items"];
     let dates: Vec<&str> = list
         .as_array()
         .unwrap()

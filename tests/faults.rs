@@ -221,26 +221,8 @@ async fn a_full_disk_refuses_the_upload_and_leaves_nothing_half_written() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn sigterm_drains_an_upload_in_flight() {
     let (pool, url) = common::fresh_db().await;
-    let hash = perfjournal::auth::password::hash(common::PASSWORD.into())
-        .await
-        .unwrap();
-    let user = perfjournal::auth::users::create(
-        &pool,
-        "ada",
-        &hash,
-        perfjournal::auth::Role::Admin,
-        false,
-    )
-    .await
-    .unwrap();
-    let (_, token) = perfjournal::auth::tokens::create(&pool, user.id, "drain")
-        .await
-        .unwrap();
-    let port = std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port();
+    let token = common::admin_with_token(&pool, "drain").await;
+    let port = common::free_port();
     let data = tempfile::Builder::new()
         .prefix("pj-drain-")
         .tempdir()

@@ -9,19 +9,7 @@ use common::{spawn_app, TestApp};
 use perfjournal::auth::Role;
 use serde_json::{json, Value};
 
-fn chat_api() -> Value {
-    json!({
-        "title": "chat-api on H100",
-        "question": "serve chat-api at 45 req/s with p95 TTFT < 800 ms and p99 ITL < 60 ms",
-        "model": "llama-3.1-8b", "gpu_type": "h100-sxm", "gpus_per_replica": 1, "tp": 1,
-        "weight_dtype": "bf16", "kv_dtype": "bf16", "engine": "vllm", "engine_version": "0.6.3",
-        "max_num_seqs": 256, "max_num_batched_tokens": 1536, "arrival_rate": 45,
-        "prompt_tokens_mean": 1500, "prompt_tokens_p95": 4000,
-        "output_tokens_mean": 300, "output_tokens_p95": 800,
-        "shared_prefix_tokens": 600, "prefix_hit_rate": 0.8,
-        "slo_ttft_p95_ms": 800, "slo_itl_p99_ms": 60, "gpu_hour_usd": 2.5, "headroom": 0.2
-    })
-}
+use common::chat_api_proposal as chat_api;
 
 /// ada (editor, owner), bob (editor, reviewer), vic (viewer).
 async fn app() -> (TestApp, String, String, String) {

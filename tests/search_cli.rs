@@ -269,3 +269,89 @@ async fn backup_then_restore_gives_an_identical_instance() {
     assert!(!out.status.success());
     assert!(String::from_utf8_lossy(&out.stderr).contains("manifest.json"));
 }
+
+/// A journal longer than one read batch: both exports (page and CLI) hold every entry once,
+/// oldest first; importing the JSON recreates the same journal, all in one transaction.
+#[tokio::test]
+async fn a_long_journal_exports_in_order_and_imports_whole() {
+    let mut app = spawn_app().await;
+    app.setup_admin("ada").await;
+    sqlx::query(
+        "INSERT INTO journal_entries (author_id, title, entry_date, symptom, workload, baseline, \
+           diagnosis, change, result, quality, effort, published_at) \
+         SELECT u.id, 'Entry ' || g, date '2020-01-01' + g, 'p95 TTFT ' || g || ' ms', 'w', 'b', \
+           'queue-bound ' || g, 'c', 'r', 'q', '1 day', now() \
+         FROM users u, generate_series(1, 1234) g WHERE u.name = 'ada'",
+    )
+    .execute(&app.pool)
+    .await
+    .unwrap();
+    let page = app.get("/journal/export.json").await;
+    assert_eq!(page.status, StatusCode::OK);
+    assert!(page.headers["content-disposition"]
+        .to_str()
+        .unwrap()
+        .contains("journal.json"));
+    let json = page.json();
+    let titles: Vec<&str> = json["entries"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| e["title"].as_str().unwrap())
+        .collect();
+    let want: Vec<String> = (1..=1234).map(|g| format!("Entry {g}")).collect();
+    assert_eq!(
+        titles, want,
+        "every entry once, oldest first, across read batches"
+    );
+    let md = app.get("/journal/export.md").await.body;
+    assert_eq!(md.matches("\n## DIAGNOSIS").count(), 1234);
+    let dir = tempfile::tempdir().unwrap();
+    assert_eq!(
+        ok(&run(&app.database_url, dir.path(), &["export"]).await),
+        md
+    );
+
+    let file = dir.path().join("journal.json");
+    std::fs::write(&file, &page.body).unwrap();
+    let mut target = spawn_app().await;
+    target.setup_admin("bob").await;
+    let out = run(
+        &target.database_url,
+        dir.path(),
+        &["import", file.to_str().unwrap()],
+    )
+    .await;
+    assert!(
+        ok(&out).starts_with("imported 1234 entries"),
+        "{}",
+        ok(&out)
+    );
+    assert_eq!(target.get("/journal/export.md").await.body, md);
+    let revisions: i64 = sqlx::query_scalar("SELECT count(*) FROM journal_revisions")
+        .fetch_one(&target.pool)
+        .await
+        .unwrap();
+    assert_eq!(
+        revisions, 1234,
+        "each imported entry has its first revision"
+    );
+
+    // A failure in the database half-way (a title the table refuses) stores nothing.
+    sqlx::query("ALTER TABLE journal_entries ADD CONSTRAINT no_entry_1200 CHECK (title <> 'Entry 1200') NOT VALID")
+        .execute(&target.pool)
+        .await
+        .unwrap();
+    let out = run(
+        &target.database_url,
+        dir.path(),
+        &["import", file.to_str().unwrap()],
+    )
+    .await;
+    assert!(!out.status.success(), "the import fails");
+    let entries: i64 = sqlx::query_scalar("SELECT count(*) FROM journal_entries")
+        .fetch_one(&target.pool)
+        .await
+        .unwrap();
+    assert_eq!(entries, 1234, "nothing of the failed import was stored");
+}

@@ -1,6 +1,6 @@
 //! Artifacts over the API: upload (raw body or multipart), status and analysis, download.
 
-use crate::extract::Path;
+use crate::extract::{Paging, Path};
 use axum::body::Body;
 use axum::extract::{FromRequest, Multipart, RawQuery, Request, State};
 use axum::http::{header, StatusCode};
@@ -20,6 +20,7 @@ use crate::state::AppState;
 
 pub fn router() -> OpenApiRouter<AppState> {
     OpenApiRouter::new()
+        .routes(routes!(list_artifacts))
         .routes(routes!(get_artifact))
         .routes(routes!(download_artifact))
 }
@@ -279,4 +280,68 @@ pub(crate) async fn download(state: &AppState, artifact: &Artifact) -> Result<Re
         Body::from_stream(stream),
     )
         .into_response())
+}
+
+/// An artifact in a list (the analysis itself is on `GET /artifacts/{id}`).
+#[derive(Serialize, ToSchema)]
+pub struct ArtifactSummary {
+    pub id: i64,
+    /// The artifact's API address.
+    pub url: String,
+    pub name: String,
+    pub kind: String,
+    /// queued, analyzing, done, failed or not_analyzed
+    pub status: String,
+    pub size_bytes: i64,
+    pub investigation: Option<i64>,
+    pub uploader: Option<String>,
+    pub created_at: chrono::DateTime<chrono::Utc>,
+}
+
+/// Uploads, newest first, a page at a time; `investigation` keeps one investigation's.
+#[utoipa::path(get, path = "/artifacts", tag = "artifacts",
+    params(super::PageParams, ("investigation" = Option<i64>, Query, description = "only this investigation's uploads")),
+    responses((status = 200, body = super::Page<ArtifactSummary>), (status = 422, body = crate::error::ErrorBody)))]
+async fn list_artifacts(
+    _: ApiUser,
+    State(state): State<AppState>,
+    paging: Paging,
+) -> ApiResult<Json<super::Page<ArtifactSummary>>> {
+    let mut investigation = None;
+    for (key, value) in paging.filters() {
+        match key.as_str() {
+            "investigation" => {
+                investigation = Some(value.trim().parse::<i64>().map_err(|_| {
+                    AppError::field(
+                        "investigation",
+                        format!("expected an investigation id, got {value:?}"),
+                    )
+                })?)
+            }
+            other => {
+                return Err(AppError::field(
+                    other,
+                    "unknown parameter (after, limit, investigation)",
+                )
+                .into())
+            }
+        }
+    }
+    let rows = artifacts::list(&state.pool, investigation, paging.after, paging.fetch()).await?;
+    Ok(super::Page::new(
+        &paging,
+        rows,
+        |a| a.id,
+        |a| ArtifactSummary {
+            url: format!("/api/v1/artifacts/{}", a.id),
+            id: a.id,
+            name: a.name,
+            kind: a.kind,
+            status: a.status,
+            size_bytes: a.size_bytes,
+            investigation: a.investigation_id,
+            uploader: a.uploader,
+            created_at: a.created_at,
+        },
+    ))
 }

@@ -3,7 +3,7 @@
 
 use std::collections::BTreeMap;
 
-use crate::extract::Path;
+use crate::extract::{Paging, Path};
 use axum::body::Bytes;
 use axum::extract::State;
 use axum::http::StatusCode;
@@ -21,7 +21,7 @@ use crate::state::AppState;
 
 pub fn router() -> OpenApiRouter<AppState> {
     OpenApiRouter::new()
-        .routes(routes!(create_comparison))
+        .routes(routes!(create_comparison, list_comparisons))
         .routes(routes!(get_comparison))
 }
 
@@ -199,4 +199,47 @@ async fn get_comparison(
     Path(id): Path<i64>,
 ) -> ApiResult<Json<ComparisonDoc>> {
     Ok(Json(load(&state, id).await?))
+}
+
+/// A comparison in a list.
+#[derive(Serialize, ToSchema)]
+pub struct ComparisonSummary {
+    pub id: i64,
+    /// The comparison's API address.
+    pub url: String,
+    pub variable: String,
+    /// vllm_bench or request_log
+    pub kind: String,
+    pub verdict: String,
+    pub headline: Option<String>,
+    pub creator: Option<String>,
+    pub created_at: chrono::DateTime<chrono::Utc>,
+}
+
+/// Comparisons, newest first, a page at a time.
+#[utoipa::path(get, path = "/comparisons", tag = "comparisons",
+    params(super::PageParams),
+    responses((status = 200, body = super::Page<ComparisonSummary>), (status = 422, body = crate::error::ErrorBody)))]
+async fn list_comparisons(
+    _: ApiUser,
+    State(state): State<AppState>,
+    paging: Paging,
+) -> ApiResult<Json<super::Page<ComparisonSummary>>> {
+    super::no_filters(&paging)?;
+    let rows = comparisons::list(&state.pool, paging.after, paging.fetch()).await?;
+    Ok(super::Page::new(
+        &paging,
+        rows,
+        |c| c.id,
+        |c| ComparisonSummary {
+            url: format!("/api/v1/comparisons/{}", c.id),
+            id: c.id,
+            variable: c.variable,
+            kind: c.kind,
+            verdict: c.verdict,
+            headline: c.headline_summary,
+            creator: c.creator,
+            created_at: c.created_at,
+        },
+    ))
 }

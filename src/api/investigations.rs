@@ -3,7 +3,7 @@
 
 use std::collections::BTreeMap;
 
-use crate::extract::Path;
+use crate::extract::{Paging, Path};
 use axum::extract::rejection::JsonRejection;
 use axum::extract::State;
 use axum::http::StatusCode;
@@ -308,18 +308,22 @@ fn prefilled_steps(
     }
 }
 
-/// All investigations, most recently changed first.
+/// Investigations, most recently changed first, a page at a time.
 #[utoipa::path(get, path = "/investigations", tag = "investigations",
-    responses((status = 200, body = Vec<InvestigationSummary>)))]
+    params(super::PageParams),
+    responses((status = 200, body = super::Page<InvestigationSummary>), (status = 422, body = ErrorBody)))]
 pub async fn list_investigations(
     State(state): State<AppState>,
     _me: ApiUser,
-) -> ApiResult<Json<Vec<InvestigationSummary>>> {
-    let list = db::list(&state.pool).await?;
-    Ok(Json(
-        list.into_iter()
-            .map(|l| InvestigationSummary::new(l.investigation, l.steps))
-            .collect(),
+    paging: Paging,
+) -> ApiResult<Json<super::Page<InvestigationSummary>>> {
+    super::no_filters(&paging)?;
+    let rows = db::list(&state.pool, paging.after, paging.fetch()).await?;
+    Ok(super::Page::new(
+        &paging,
+        rows,
+        |l| l.investigation.id,
+        |l| InvestigationSummary::new(l.investigation, l.steps),
     ))
 }
 

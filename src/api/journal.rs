@@ -1,6 +1,6 @@
 //! `/api/v1/journal`: published entries for scripts, exports and search tools.
 
-use crate::extract::Path;
+use crate::extract::{Paging, Path};
 use axum::extract::State;
 use axum::Json;
 use chrono::{DateTime, Utc};
@@ -74,15 +74,23 @@ pub struct EntryDetail {
     pub markdown: String,
 }
 
-/// Published entries, newest first.
+/// Published entries, newest first (by entry date), a page at a time.
 #[utoipa::path(get, path = "/journal", tag = "journal",
-    responses((status = 200, body = Vec<EntrySummary>)))]
+    params(super::PageParams),
+    responses((status = 200, body = super::Page<EntrySummary>), (status = 422, body = ErrorBody)))]
 pub async fn list_entries(
     State(state): State<AppState>,
     _me: ApiUser,
-) -> ApiResult<Json<Vec<EntrySummary>>> {
-    let entries = journal::published(&state.pool).await?;
-    Ok(Json(entries.iter().map(EntrySummary::new).collect()))
+    paging: Paging,
+) -> ApiResult<Json<super::Page<EntrySummary>>> {
+    super::no_filters(&paging)?;
+    let rows = journal::published_page(&state.pool, paging.after, paging.fetch()).await?;
+    Ok(super::Page::new(
+        &paging,
+        rows,
+        |e| e.id,
+        |e| EntrySummary::new(&e),
+    ))
 }
 
 /// One entry with all its fields, its investigation and estimates.

@@ -45,6 +45,52 @@ impl Modify for BearerAuth {
     }
 }
 
+/// One page of a list, newest first. `next` is the address of the following page (the
+/// same filters, `after` = the last item's id), `null` on the last page; follow it until
+/// it is `null` to read the whole list.
+#[derive(Serialize, ToSchema)]
+pub struct Page<T: ToSchema> {
+    pub items: Vec<T>,
+    pub next: Option<String>,
+}
+
+/// The paging parameters every list takes.
+#[derive(utoipa::IntoParams)]
+#[into_params(parameter_in = Query)]
+#[allow(dead_code)]
+pub struct PageParams {
+    /// The id of the last item of the previous page (as in `next`).
+    after: Option<i64>,
+    /// Items per page, 1–200 (default 50).
+    limit: Option<i64>,
+}
+
+impl<T: ToSchema> Page<T> {
+    /// The page from rows fetched with [`Paging::fetch`](crate::extract::Paging::fetch).
+    pub fn new<R>(
+        paging: &crate::extract::Paging,
+        mut rows: Vec<R>,
+        id: impl Fn(&R) -> i64,
+        item: impl FnMut(R) -> T,
+    ) -> Json<Page<T>> {
+        let next = paging.finish(&mut rows, id);
+        Json(Page {
+            items: rows.into_iter().map(item).collect(),
+            next,
+        })
+    }
+}
+
+/// Refuses parameters a list does not know (422 naming the first).
+pub(crate) fn no_filters(paging: &crate::extract::Paging) -> Result<(), crate::error::ApiError> {
+    match paging.filters().first() {
+        Some((key, _)) => {
+            Err(crate::error::AppError::field(key, "unknown parameter (after, limit)").into())
+        }
+        None => Ok(()),
+    }
+}
+
 /// Routes that stream large bodies (no timeout, no default body limit).
 pub fn upload_router() -> OpenApiRouter<AppState> {
     artifacts::upload_router()

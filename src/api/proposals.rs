@@ -1,7 +1,7 @@
 //! Capacity proposals over the API: create one from its inputs (sized on the spot by the
 //! estimators), read it, review it, attach what production measured after rollout.
 
-use crate::extract::Path;
+use crate::extract::{Paging, Path};
 use axum::body::Bytes;
 use axum::extract::State;
 use axum::http::StatusCode;
@@ -19,7 +19,7 @@ use crate::state::AppState;
 
 pub fn router() -> OpenApiRouter<AppState> {
     OpenApiRouter::new()
-        .routes(routes!(create_proposal))
+        .routes(routes!(create_proposal, list_proposals))
         .routes(routes!(get_proposal))
         .routes(routes!(review_proposal))
         .routes(routes!(observe_proposal))
@@ -247,5 +247,46 @@ async fn observe_proposal(
             url: format!("/proposals/{id}"),
             scores,
         }),
+    ))
+}
+
+/// A proposal in a list.
+#[derive(Serialize, ToSchema)]
+pub struct ProposalSummary {
+    pub id: i64,
+    /// The proposal's API address.
+    pub url: String,
+    pub title: String,
+    pub owner: String,
+    /// draft, in_review, approved, changes_requested, rejected or rolled_out
+    pub state: String,
+    pub created_at: chrono::DateTime<chrono::Utc>,
+    pub updated_at: chrono::DateTime<chrono::Utc>,
+}
+
+/// Proposals, newest first, a page at a time.
+#[utoipa::path(get, path = "/proposals", tag = "proposals",
+    params(super::PageParams),
+    responses((status = 200, body = super::Page<ProposalSummary>), (status = 422, body = crate::error::ErrorBody)))]
+async fn list_proposals(
+    _: ApiUser,
+    State(state): State<AppState>,
+    paging: Paging,
+) -> ApiResult<Json<super::Page<ProposalSummary>>> {
+    super::no_filters(&paging)?;
+    let rows = proposals::list(&state.pool, paging.after, paging.fetch()).await?;
+    Ok(super::Page::new(
+        &paging,
+        rows,
+        |p| p.id,
+        |p| ProposalSummary {
+            url: format!("/api/v1/proposals/{}", p.id),
+            id: p.id,
+            title: p.title,
+            owner: p.owner,
+            state: p.state.slug().to_string(),
+            created_at: p.created_at,
+            updated_at: p.updated_at,
+        },
     ))
 }

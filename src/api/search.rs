@@ -10,6 +10,7 @@ use serde::Serialize;
 use utoipa::ToSchema;
 
 use crate::auth::ApiUser;
+use crate::core::memory::query::PAGE_SIZE;
 use crate::error::{ApiResult, AppError, ErrorBody};
 use crate::search;
 use crate::state::AppState;
@@ -49,6 +50,8 @@ pub struct SearchResponse {
     pub corrected: Option<String>,
     /// Changes saved but not yet indexed (they appear within a second or two).
     pub pending_changes: i64,
+    /// The next page of the same search (`null` on the last page).
+    pub next: Option<String>,
 }
 
 /// Search journal entries, investigations, comparisons and artifacts.
@@ -108,6 +111,8 @@ pub async fn search_documents(
             .collect(),
         corrected: outcome.corrected.clone(),
         pending_changes: pending,
+        next: (query.page * PAGE_SIZE < outcome.total && query.page < 500)
+            .then(|| format!("/api/v1{}", query.href_page(query.page + 1))),
     }))
 }
 

@@ -151,18 +151,22 @@ pub async fn get(pool: &PgPool, id: i64) -> sqlx::Result<Option<Artifact>> {
     .await
 }
 
-/// Newest first, optionally only those of one investigation.
+/// Newest first, optionally only those of one investigation: `limit` of them after the
+/// one with id `after` (keyset).
 pub async fn list(
     pool: &PgPool,
     investigation_id: Option<i64>,
+    after: Option<i64>,
     limit: i64,
 ) -> sqlx::Result<Vec<Artifact>> {
     sqlx::query_as(&format!(
         "SELECT {COLUMNS} FROM artifacts a LEFT JOIN users u ON u.id = a.uploaded_by
-         WHERE $1::bigint IS NULL OR a.investigation_id = $1
-         ORDER BY a.created_at DESC, a.id DESC LIMIT $2"
+         WHERE ($1::bigint IS NULL OR a.investigation_id = $1)
+           AND ($2::bigint IS NULL OR (a.created_at, a.id) < (SELECT created_at, id FROM artifacts WHERE id = $2))
+         ORDER BY a.created_at DESC, a.id DESC LIMIT $3"
     ))
     .bind(investigation_id)
+    .bind(after)
     .bind(limit)
     .fetch_all(pool)
     .await

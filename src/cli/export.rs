@@ -4,11 +4,12 @@ use std::io::Write;
 use std::path::PathBuf;
 
 use anyhow::Context;
+use futures::StreamExt;
 
 use crate::auth::users;
 use crate::core::memory::bundle::parse_import;
 use crate::db::Database;
-use crate::search::transfer;
+use crate::search::transfer::{self, ExportFormat};
 
 #[derive(clap::Args, Debug)]
 pub struct ExportArgs {
@@ -33,19 +34,23 @@ pub struct ImportArgs {
 }
 
 pub async fn export(database: &Database, args: ExportArgs) -> anyhow::Result<()> {
-    let export = transfer::journal_export(&database.pool).await?;
-    let text = match args.format.as_str() {
-        "json" => serde_json::to_string_pretty(&export)? + "\n",
-        _ => transfer::export_markdown(&export),
+    let format = match args.format.as_str() {
+        "json" => ExportFormat::Json,
+        _ => ExportFormat::Markdown,
     };
-    match &args.out {
-        Some(path) => {
-            std::fs::write(path, text).with_context(|| format!("writing {}", path.display()))?
-        }
-        None => std::io::stdout().lock().write_all(text.as_bytes())?,
+    let mut out: Box<dyn Write> = match &args.out {
+        Some(path) => Box::new(std::io::BufWriter::new(
+            std::fs::File::create(path).with_context(|| format!("writing {}", path.display()))?,
+        )),
+        None => Box::new(std::io::BufWriter::new(std::io::stdout().lock())),
+    };
+    let mut chunks = std::pin::pin!(transfer::journal_export(database.pool.clone(), format));
+    while let Some(chunk) = chunks.next().await {
+        out.write_all(&chunk?)?;
     }
-    if args.out.is_some() {
-        eprintln!("exported {} entries", export.entries.len());
+    out.flush()?;
+    if let Some(path) = &args.out {
+        eprintln!("exported the journal to {}", path.display());
     }
     Ok(())
 }

@@ -998,13 +998,16 @@ pub struct Listed {
     pub created_at: DateTime<Utc>,
 }
 
-pub async fn list(pool: &PgPool, limit: i64) -> sqlx::Result<Vec<Listed>> {
+/// Comparisons, newest first: `limit` of them after the one with id `after` (keyset).
+pub async fn list(pool: &PgPool, after: Option<i64>, limit: i64) -> sqlx::Result<Vec<Listed>> {
     sqlx::query_as(
         "SELECT c.id, c.variable, c.kind, c.verdict, c.report->>'headline_summary' AS headline_summary,
                 u.name AS creator, c.created_at
          FROM comparisons c LEFT JOIN users u ON u.id = c.created_by
-         ORDER BY c.created_at DESC, c.id DESC LIMIT $1",
+         WHERE $1::bigint IS NULL OR (c.created_at, c.id) < (SELECT created_at, id FROM comparisons WHERE id = $1)
+         ORDER BY c.created_at DESC, c.id DESC LIMIT $2",
     )
+    .bind(after)
     .bind(limit)
     .fetch_all(pool)
     .await
@@ -1048,7 +1051,7 @@ pub fn hit_rate(record: &[ScoredPrediction]) -> (usize, usize) {
 
 /// Analyzed artifacts a comparison can be built from (newest first), for the form.
 pub async fn candidates(pool: &PgPool, limit: i64) -> sqlx::Result<Vec<Artifact>> {
-    Ok(artifacts::list(pool, None, limit)
+    Ok(artifacts::list(pool, None, None, limit)
         .await?
         .into_iter()
         .filter(|a| comparable(a.kind()) && a.status == "done")

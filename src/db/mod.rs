@@ -142,3 +142,24 @@ pub async fn migrate(pool: &PgPool) -> anyhow::Result<()> {
         .context("creating the session table")?;
     Ok(())
 }
+
+/// Claims one run of the periodic job `name` for this replica: true when no replica ran it
+/// within `every` (the claim records now as its last run), false when another already did.
+/// Atomic, so of several replicas ticking at once exactly one gets the run.
+pub async fn claim_periodic(
+    pool: &PgPool,
+    name: &str,
+    every: std::time::Duration,
+) -> sqlx::Result<bool> {
+    let claimed: Option<String> = sqlx::query_scalar(
+        "INSERT INTO periodic_jobs (name, last_run) VALUES ($1, now())
+         ON CONFLICT (name) DO UPDATE SET last_run = now()
+           WHERE periodic_jobs.last_run <= now() - make_interval(secs => $2)
+         RETURNING name",
+    )
+    .bind(name)
+    .bind(every.as_secs_f64())
+    .fetch_optional(pool)
+    .await?;
+    Ok(claimed.is_some())
+}

@@ -150,13 +150,18 @@ pub async fn get(pool: &PgPool, id: i64) -> sqlx::Result<Option<Investigation>> 
         .await
 }
 
-/// All investigations, most recently changed first.
-pub async fn list(pool: &PgPool) -> sqlx::Result<Vec<Listed>> {
+/// Investigations, most recently changed first: `limit` of them after the one with id
+/// `after` (keyset, see [`crate::extract::Paging`]).
+pub async fn list(pool: &PgPool, after: Option<i64>, limit: i64) -> sqlx::Result<Vec<Listed>> {
     sqlx::query_as(&format!(
         "SELECT x.*, COALESCE((SELECT array_agg(s.step ORDER BY s.step) FROM investigation_steps s \
          WHERE s.investigation_id = x.id), '{{}}') AS steps FROM ({SELECT}) x \
-         ORDER BY x.updated_at DESC, x.id DESC"
+         WHERE $1::bigint IS NULL OR (x.updated_at, x.id) < \
+           (SELECT updated_at, id FROM investigations WHERE id = $1) \
+         ORDER BY x.updated_at DESC, x.id DESC LIMIT $2"
     ))
+    .bind(after)
+    .bind(limit)
     .fetch_all(pool)
     .await
 }

@@ -17,7 +17,6 @@ use crate::core::FieldError;
 use crate::error::AppError;
 
 /// Proposals a list page shows.
-pub const PAGE: i64 = 50;
 
 #[derive(Debug, Clone)]
 pub struct Proposal {
@@ -178,13 +177,13 @@ pub async fn get(pool: &PgPool, id: i64) -> sqlx::Result<Option<Proposal>> {
     Ok(row.map(Proposal::from))
 }
 
-/// Newest first, [`PAGE`] at a time, before the id `before` (keyset).
-pub async fn list(pool: &PgPool, before: Option<i64>) -> sqlx::Result<Vec<Proposal>> {
+/// Newest first: `limit` of them after the one with id `after` (keyset).
+pub async fn list(pool: &PgPool, after: Option<i64>, limit: i64) -> sqlx::Result<Vec<Proposal>> {
     let rows: Vec<Row> = sqlx::query_as(&format!(
         "{SELECT} WHERE ($1::bigint IS NULL OR p.id < $1) ORDER BY p.id DESC LIMIT $2"
     ))
-    .bind(before)
-    .bind(PAGE)
+    .bind(after)
+    .bind(limit)
     .fetch_all(pool)
     .await?;
     Ok(rows.into_iter().map(Proposal::from).collect())

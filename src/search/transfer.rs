@@ -4,7 +4,7 @@
 use serde::Serialize;
 use sqlx::PgPool;
 
-use crate::core::memory::bundle::{ExportedEntry, JournalExport};
+use crate::core::memory::bundle::ExportedEntry;
 use crate::core::method::record::draft_entry;
 use crate::core::method::JournalEntry;
 use crate::investigations::db::Investigation;
@@ -22,39 +22,89 @@ pub fn exported(e: &StoredEntry) -> ExportedEntry {
     }
 }
 
-/// Every published entry, oldest first (so an import recreates them in order).
-pub async fn journal_export(pool: &PgPool) -> sqlx::Result<JournalExport> {
-    let mut entries = journal::published(pool).await?;
-    entries.reverse();
-    Ok(JournalExport::new(entries.iter().map(exported).collect()))
+/// The journal export's two shapes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ExportFormat {
+    /// The journal's Markdown: `# title`, then `## DATE` … `## EFFORT`, entry after entry.
+    Markdown,
+    /// `{"format": "perfjournal-journal", "version": 1, "entries": [...]}`.
+    Json,
 }
 
-pub fn export_markdown(export: &JournalExport) -> String {
-    let pairs: Vec<(String, JournalEntry)> = export
-        .entries
-        .iter()
-        .map(|e| (e.title.clone(), e.entry.clone()))
-        .collect();
-    crate::core::method::journal::entries_to_markdown(&pairs)
+/// Entries read per round trip while exporting.
+const EXPORT_BATCH: i64 = 500;
+
+/// Every published entry, oldest first (so an import recreates them in order), as a stream
+/// of chunks read [`EXPORT_BATCH`] entries at a time: memory stays flat however long the
+/// journal is, and the first bytes go out before the last entry is read.
+pub fn journal_export(
+    pool: PgPool,
+    format: ExportFormat,
+) -> impl futures::Stream<Item = sqlx::Result<bytes::Bytes>> + Send + 'static {
+    enum At {
+        Start,
+        After(Option<i64>),
+        End,
+    }
+    futures::stream::try_unfold(At::Start, move |at| {
+        let pool = pool.clone();
+        async move {
+            let after = match at {
+                At::End => return Ok(None),
+                At::Start if format == ExportFormat::Json => {
+                    let head = format!(
+                        "{{\"format\":\"{}\",\"version\":1,\"entries\":[",
+                        crate::core::memory::bundle::FORMAT
+                    );
+                    return Ok(Some((bytes::Bytes::from(head), At::After(None))));
+                }
+                At::Start => None,
+                At::After(after) => after,
+            };
+            let batch = journal::published_oldest_first(&pool, after, EXPORT_BATCH).await?;
+            let Some(last) = batch.last().map(|e| e.id) else {
+                let tail = if format == ExportFormat::Json {
+                    "\n]}\n"
+                } else {
+                    ""
+                };
+                return Ok(Some((bytes::Bytes::from(tail), At::End)));
+            };
+            let mut chunk = String::new();
+            for (i, e) in batch.iter().enumerate() {
+                match format {
+                    ExportFormat::Markdown => chunk.push_str(&e.entry.to_markdown(&e.title)),
+                    ExportFormat::Json => {
+                        if after.is_some() || i > 0 {
+                            chunk.push(',');
+                        }
+                        chunk.push('\n');
+                        chunk.push_str(&serde_json::to_string(&exported(e)).unwrap_or_default());
+                    }
+                }
+            }
+            Ok(Some((bytes::Bytes::from(chunk), At::After(Some(last)))))
+        }
+    })
 }
 
 /// Stores checked entries (see [`crate::core::memory::bundle::parse_import`]) as
-/// `author`'s, published or as drafts; returns their ids in document order.
+/// `author`'s, published or as drafts, all in one transaction (all or none); returns
+/// their ids in document order.
 pub async fn import(
     pool: &PgPool,
     author: i64,
     entries: &[(String, JournalEntry)],
     publish: bool,
 ) -> sqlx::Result<Vec<i64>> {
-    let mut ids = Vec::with_capacity(entries.len());
-    for (title, entry) in entries {
-        let revision = Revision {
+    let revisions: Vec<Revision> = entries
+        .iter()
+        .map(|(title, entry)| Revision {
             title: title.trim().to_string(),
             entry: entry.clone(),
-        };
-        ids.push(journal::create(pool, author, None, &revision, publish, None).await?);
-    }
-    Ok(ids)
+        })
+        .collect();
+    journal::create_many(pool, author, &revisions, publish).await
 }
 
 /// An investigation as a journal entry: its own entry when it has one, otherwise the

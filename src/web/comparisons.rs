@@ -2,7 +2,7 @@
 //! without JavaScript), one comparison with its verdict, reasons, metrics table,
 //! intervals and pictures, and the record of predictions.
 
-use crate::extract::Path;
+use crate::extract::{Pager, Paging, Path};
 use askama::Template;
 use axum::body::Bytes;
 use axum::extract::State;
@@ -65,6 +65,7 @@ impl FormState {
 struct ListPage {
     ctx: PageCtx,
     comparisons: Vec<Listed>,
+    pager: Pager,
     artifacts: Vec<Artifact>,
     form: FormState,
     errors: FormErrors,
@@ -85,10 +86,28 @@ async fn list_page(
     ctx: PageCtx,
     form: FormState,
     errors: FormErrors,
+    paging: Option<&Paging>,
 ) -> Result<ListPage> {
+    let (after, fetch) = paging.map_or((None, Paging::DEFAULT + 1), |p| (p.after, p.fetch()));
+    let mut list = comparisons::list(&state.pool, after, fetch).await?;
+    let pager = match paging {
+        Some(p) => {
+            let next = p.finish(&mut list, |c| c.id);
+            p.pager(next)
+        }
+        None => {
+            list.truncate(Paging::DEFAULT as usize);
+            Pager {
+                paged: false,
+                first: "/comparisons".into(),
+                next: None,
+            }
+        }
+    };
     Ok(ListPage {
         ctx,
-        comparisons: comparisons::list(&state.pool, 200).await?,
+        comparisons: list,
+        pager,
         artifacts: comparisons::candidates(&state.pool, 300).await?,
         form,
         errors,
@@ -102,15 +121,16 @@ async fn list_page(
 async fn list_comparisons(
     State(state): State<AppState>,
     ctx: PageCtx,
-    axum::extract::RawQuery(raw): axum::extract::RawQuery,
+    paging: Paging,
 ) -> Result<impl IntoResponse> {
-    let pairs: Vec<(String, String)> = serde_urlencoded::from_str(raw.as_deref().unwrap_or(""))
-        .map_err(|e| AppError::BadRequest(format!("the query string is malformed: {e}")))?;
-    let pairs = pairs
-        .into_iter()
+    let pairs = paging
+        .filters()
+        .iter()
         .filter(|(k, _)| k == "investigation" || k == "variable")
+        .cloned()
         .collect();
-    render(&list_page(&state, ctx, FormState { pairs }, FormErrors::default()).await?)
+    let form = FormState { pairs };
+    render(&list_page(&state, ctx, form, FormErrors::default(), Some(&paging)).await?)
 }
 
 /// Creates a comparison from the form; a refused form is shown again with each
@@ -131,7 +151,7 @@ async fn create_comparison(
     match created {
         Ok(id) => Ok(Redirect::to(&format!("/comparisons/{id}")).into_response()),
         Err(AppError::Invalid(errors)) => {
-            let page = list_page(&state, ctx, FormState { pairs }, errors.into()).await?;
+            let page = list_page(&state, ctx, FormState { pairs }, errors.into(), None).await?;
             Ok((StatusCode::UNPROCESSABLE_ENTITY, render(&page)?).into_response())
         }
         Err(e) => Err(e),

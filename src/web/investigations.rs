@@ -3,7 +3,7 @@
 //! vs observed). Handlers stay thin: parsing and computing happen in the core, storing
 //! in `crate::investigations`.
 
-use crate::extract::Path;
+use crate::extract::{Pager, Paging, Path};
 use askama::Template;
 use axum::extract::{Query, State};
 use axum::http::StatusCode;
@@ -60,13 +60,20 @@ pub fn routes() -> Router<AppState> {
 struct ListPage {
     ctx: PageCtx,
     investigations: Vec<Listed>,
+    pager: Pager,
 }
 
-async fn list_investigations(State(state): State<AppState>, ctx: PageCtx) -> Result<Response> {
-    let investigations = db::list(&state.pool).await?;
+async fn list_investigations(
+    State(state): State<AppState>,
+    ctx: PageCtx,
+    paging: Paging,
+) -> Result<Response> {
+    let mut investigations = db::list(&state.pool, paging.after, paging.fetch()).await?;
+    let next = paging.finish(&mut investigations, |l| l.investigation.id);
     Ok(render(&ListPage {
         ctx,
         investigations,
+        pager: paging.pager(next),
     })?
     .into_response())
 }

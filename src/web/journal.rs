@@ -2,9 +2,9 @@
 //! estimates, writing an entry directly, and editing with optimistic concurrency (a
 //! save from an older version gets 409 and a page showing what changed since).
 
-use crate::extract::Path;
+use crate::extract::{Pager, Paging, Path};
 use askama::Template;
-use axum::extract::{RawQuery, State};
+use axum::extract::State;
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Redirect, Response};
 use axum::routing::get;
@@ -35,43 +35,22 @@ pub fn routes() -> Router<AppState> {
 struct ListPage {
     ctx: PageCtx,
     entries: Vec<StoredEntry>,
-    /// Link to the next (older) page, when there is one.
-    older: Option<String>,
-    /// True past the first page (a link back to the newest is shown).
-    paged: bool,
+    pager: Pager,
     drafts: Vec<StoredEntry>,
     drafts_total: i64,
 }
 
-/// Entries per page of the journal list.
-const PAGE: i64 = 50;
-
 async fn list_entries(
     State(state): State<AppState>,
     ctx: PageCtx,
-    RawQuery(raw): RawQuery,
+    paging: Paging,
 ) -> Result<Response> {
-    // `?after=ID`: the entries after that one (the last of the previous page).
-    let after =
-        match serde_urlencoded::from_str::<Vec<(String, String)>>(raw.as_deref().unwrap_or(""))
-            .unwrap_or_default()
-            .into_iter()
-            .find(|(k, _)| k == "after")
-        {
-            None => None,
-            Some((_, v)) => Some(v.trim().parse::<i64>().map_err(|_| {
-                AppError::field("after", format!("expected an entry id, got {v:?}"))
-            })?),
-        };
-    let (entries, more) = journal::published_page(&state.pool, after, PAGE).await?;
-    let older = more
-        .then(|| entries.last().map(|e| format!("/journal?after={}", e.id)))
-        .flatten();
+    let mut entries = journal::published_page(&state.pool, paging.after, paging.fetch()).await?;
+    let next = paging.finish(&mut entries, |e| e.id);
     let (drafts, drafts_total) = journal::recent_drafts(&state.pool, 20).await?;
     let page = ListPage {
         entries,
-        older,
-        paged: after.is_some(),
+        pager: paging.pager(next),
         drafts,
         drafts_total,
         ctx,

@@ -69,10 +69,11 @@ pub fn render(t: &impl Template) -> Result<Html<String>> {
 pub(crate) fn download(
     content_type: &'static str,
     filename: &str,
-    body: String,
+    body: impl Into<axum::body::Body>,
 ) -> axum::response::Response {
     use axum::http::{header, HeaderValue};
     use axum::response::IntoResponse;
+    let body: axum::body::Body = body.into();
     let mut response = ([(header::CONTENT_TYPE, content_type)], body).into_response();
     let safe: String = filename
         .chars()

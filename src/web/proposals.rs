@@ -2,15 +2,14 @@
 //! edits one (plain POST, the same parse as the API), one proposal with its worked
 //! sizing, sensitivity, evidence, review and after-rollout scores, and the exports.
 
-use crate::extract::Path;
+use crate::extract::{Pager, Paging, Path};
 use askama::Template;
 use axum::body::Bytes;
-use axum::extract::{Query, State};
+use axum::extract::State;
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Redirect, Response};
 use axum::routing::{get, post};
 use axum::{Json, Router};
-use serde::Deserialize;
 
 use super::{render, FormErrors, PageCtx};
 use crate::auth::{CurrentUser, Role};
@@ -20,7 +19,7 @@ use crate::core::proposal::outcome::{self, ErrorRecord, FIGURES};
 use crate::core::proposal::review::SECTIONS;
 use crate::core::proposal::{Pairs, FIELDS};
 use crate::error::{AppError, Result};
-use crate::proposals::{self, Event, EvidenceItem, Observation, Proposal, PAGE};
+use crate::proposals::{self, Event, EvidenceItem, Observation, Proposal};
 use crate::state::AppState;
 
 pub fn routes() -> Router<AppState> {
@@ -117,31 +116,18 @@ struct ListPage {
     ctx: PageCtx,
     proposals: Vec<Proposal>,
     record: Vec<RecordRow>,
-    older: Option<i64>,
-    paged: bool,
+    pager: Pager,
 }
 
-#[derive(Deserialize)]
-struct ListQuery {
-    before: Option<i64>,
-}
-
-async fn list(
-    State(state): State<AppState>,
-    ctx: PageCtx,
-    Query(q): Query<ListQuery>,
-) -> Result<Response> {
-    let proposals = proposals::list(&state.pool, q.before).await?;
-    let older = (proposals.len() as i64 == PAGE)
-        .then(|| proposals.last().map(|p| p.id))
-        .flatten();
+async fn list(State(state): State<AppState>, ctx: PageCtx, paging: Paging) -> Result<Response> {
+    let mut proposals = proposals::list(&state.pool, paging.after, paging.fetch()).await?;
+    let next = paging.finish(&mut proposals, |p| p.id);
     let record = record_rows(proposals::error_record(&state.pool).await?);
     Ok(render(&ListPage {
         ctx,
         proposals,
         record,
-        older,
-        paged: q.before.is_some(),
+        pager: paging.pager(next),
     })?
     .into_response())
 }

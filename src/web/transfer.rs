@@ -18,7 +18,7 @@ use crate::core::memory::bundle::parse_import;
 use crate::core::FieldError;
 use crate::error::{ApiError, AppError, Result};
 use crate::investigations::{self as inv, journal};
-use crate::search::transfer;
+use crate::search::transfer::{self, ExportFormat};
 use crate::state::AppState;
 
 /// Routes behind the login.
@@ -44,17 +44,23 @@ fn today() -> String {
         .to_string()
 }
 
-async fn journal_markdown(State(state): State<AppState>) -> Result<Response> {
-    let export = transfer::journal_export(&state.pool).await?;
-    Ok(super::download(
+/// The whole journal, streamed as it is read (see [`transfer::journal_export`]).
+async fn journal_markdown(State(state): State<AppState>) -> Response {
+    let stream = transfer::journal_export(state.pool.clone(), ExportFormat::Markdown);
+    super::download(
         "text/markdown; charset=utf-8",
         "journal.md",
-        transfer::export_markdown(&export),
-    ))
+        axum::body::Body::from_stream(stream),
+    )
 }
 
-async fn journal_json(State(state): State<AppState>) -> Result<Response> {
-    Ok(Json(transfer::journal_export(&state.pool).await?).into_response())
+async fn journal_json(State(state): State<AppState>) -> Response {
+    let stream = transfer::journal_export(state.pool.clone(), ExportFormat::Json);
+    super::download(
+        "application/json",
+        "journal.json",
+        axum::body::Body::from_stream(stream),
+    )
 }
 
 async fn entry_json(State(state): State<AppState>, Path(id): Path<i64>) -> Result<Response> {
@@ -188,9 +194,7 @@ async fn atom_feed(
             next: "/journal/feed.atom".into(),
         }));
     }
-    let mut entries = journal::published(&state.pool).await?;
-    entries.sort_by(|a, b| b.published_at.cmp(&a.published_at).then(b.id.cmp(&a.id)));
-    entries.truncate(FEED_ENTRIES);
+    let entries = journal::recently_published(&state.pool, FEED_ENTRIES as i64).await?;
     let feed_entries: Vec<FeedEntry> = entries
         .iter()
         .map(|e| FeedEntry {

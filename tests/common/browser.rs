@@ -26,13 +26,7 @@ fn find(candidates: &[&str]) -> Option<String> {
         .map(|p| p.to_string())
 }
 
-fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
-}
+use super::free_port;
 
 /// Starts the app on a loopback port and a headless browser; `None` means skipped.
 pub async fn start(app: &TestApp, test: &str) -> Option<Browser> {

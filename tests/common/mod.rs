@@ -428,3 +428,43 @@ impl TestApp {
 }
 
 pub const PASSWORD: &str = "correct horse battery";
+
+/// A valid capacity proposal (chat-api at 45 req/s on one H100), as the API takes it.
+pub fn chat_api_proposal() -> serde_json::Value {
+    serde_json::json!({
+        "title": "chat-api on H100",
+        "question": "serve chat-api at 45 req/s with p95 TTFT < 800 ms and p99 ITL < 60 ms",
+        "model": "llama-3.1-8b", "gpu_type": "h100-sxm", "gpus_per_replica": 1, "tp": 1,
+        "weight_dtype": "bf16", "kv_dtype": "bf16", "engine": "vllm", "engine_version": "0.6.3",
+        "max_num_seqs": 256, "max_num_batched_tokens": 1536, "arrival_rate": 45,
+        "prompt_tokens_mean": 1500, "prompt_tokens_p95": 4000,
+        "output_tokens_mean": 300, "output_tokens_p95": 800,
+        "shared_prefix_tokens": 600, "prefix_hit_rate": 0.8,
+        "slo_ttft_p95_ms": 800, "slo_itl_p99_ms": 60, "gpu_hour_usd": 2.5, "headroom": 0.2
+    })
+}
+
+/// A port nothing listens on now.
+pub fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
+
+/// An admin "ada" (password [`PASSWORD`]) made straight in the database, and an API token
+/// of hers, for tests that start the server binary.
+pub async fn admin_with_token(pool: &PgPool, label: &str) -> String {
+    let hash = perfjournal::auth::password::hash(PASSWORD.into())
+        .await
+        .unwrap();
+    let user =
+        perfjournal::auth::users::create(pool, "ada", &hash, perfjournal::auth::Role::Admin, false)
+            .await
+            .unwrap();
+    perfjournal::auth::tokens::create(pool, user.id, label)
+        .await
+        .unwrap()
+        .1
+}

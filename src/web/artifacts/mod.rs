@@ -2,7 +2,7 @@
 //! artifact with live analysis progress and its results (tables and SVG pictures), the
 //! request-log decomposition with filters, and the download.
 
-use crate::extract::Path;
+use crate::extract::{Pager, Paging, Path};
 use askama::Template;
 use axum::extract::{RawQuery, Request, State};
 use axum::http::StatusCode;
@@ -45,13 +45,21 @@ pub fn upload_routes() -> Router<AppState> {
 struct ListPage {
     ctx: PageCtx,
     artifacts: Vec<Artifact>,
+    pager: Pager,
     upload_limit: String,
 }
 
-async fn list_artifacts(State(state): State<AppState>, ctx: PageCtx) -> Result<impl IntoResponse> {
+async fn list_artifacts(
+    State(state): State<AppState>,
+    ctx: PageCtx,
+    paging: Paging,
+) -> Result<impl IntoResponse> {
+    let mut list = artifacts::list(&state.pool, None, paging.after, paging.fetch()).await?;
+    let next = paging.finish(&mut list, |a| a.id);
     render(&ListPage {
         ctx,
-        artifacts: artifacts::list(&state.pool, None, 200).await?,
+        artifacts: list,
+        pager: paging.pager(next),
         upload_limit: human_bytes(state.config.upload_limit as f64),
     })
 }
