@@ -529,11 +529,26 @@ async fn only_the_author_marks_good_for_training_and_marked_replays_come_first()
     let links = list.select_attr("#replays a", "href");
     assert_eq!(links[0], format!("/replays/{oldest}"), "marked first");
     assert_eq!(list.select("#replays .good-for-training").len(), 1);
+    // Two a page: the marked one, then the rest newest first, each exactly once.
+    let mut seen = Vec::new();
+    let mut next = Some("/replays?limit=2".to_string());
+    while let Some(url) = next {
+        let page = vic.get(&url).await;
+        assert_eq!(page.status, StatusCode::OK, "{url}");
+        seen.extend(page.select_attr("#replays a", "href"));
+        next = page.select_attr(".pager a[rel=next]", "href").pop();
+    }
+    let want: Vec<String> = [oldest, ids[2], ids[1]]
+        .iter()
+        .map(|i| format!("/replays/{i}"))
+        .collect();
+    assert_eq!(seen, want);
     let r = ada
         .post_form(&format!("/replays/{oldest}/mark"), &[("on", "maybe")])
         .await;
     assert_eq!(r.status, StatusCode::UNPROCESSABLE_ENTITY);
     let r = vic.get("/replays?after=nonsense").await;
+    assert!(r.body.contains("after"), "{}", r.body);
     assert_eq!(r.status, StatusCode::UNPROCESSABLE_ENTITY);
 }
 

@@ -11,11 +11,6 @@ use crate::core::training::drills;
 use crate::core::training::progress::Attempt;
 use crate::error::{AppError, Result};
 
-/// Replays per page of the list.
-pub const PAGE: i64 = 30;
-/// Learners per page of the team page.
-pub const TEAM_PAGE: i64 = 50;
-
 /// Stores one graded (or, for replays, ungraded) attempt.
 pub async fn record_attempt(
     pool: &PgPool,
@@ -66,22 +61,20 @@ pub async fn attempts(pool: &PgPool, user: i64) -> sqlx::Result<Vec<Attempt>> {
     Ok(rows.into_iter().map(attempt).collect())
 }
 
-/// One page of active users by name (after `after`), each with their attempts; and
-/// whether more follow.
+/// Active users in id order after `after` (at most `fetch`), each with their attempts.
 pub async fn team(
     pool: &PgPool,
-    after: Option<&str>,
-) -> sqlx::Result<(Vec<(User, Vec<Attempt>)>, bool)> {
-    let mut users: Vec<(i64, String, String)> = sqlx::query_as(
+    after: Option<i64>,
+    fetch: i64,
+) -> sqlx::Result<Vec<(User, Vec<Attempt>)>> {
+    let users: Vec<(i64, String, String)> = sqlx::query_as(
         "SELECT id, name, role FROM users WHERE disabled_at IS NULL \
-         AND ($1::text IS NULL OR name > $1) ORDER BY name LIMIT $2",
+         AND ($1::bigint IS NULL OR id > $1) ORDER BY id LIMIT $2",
     )
     .bind(after)
-    .bind(TEAM_PAGE + 1)
+    .bind(fetch)
     .fetch_all(pool)
     .await?;
-    let more = users.len() as i64 > TEAM_PAGE;
-    users.truncate(TEAM_PAGE as usize);
     let ids: Vec<i64> = users.iter().map(|u| u.0).collect();
     let rows: Vec<AttemptRow> = sqlx::query_as(&format!(
         "SELECT {ATTEMPT_COLUMNS} FROM training_attempts WHERE user_id = ANY($1) ORDER BY at, id"
@@ -107,7 +100,7 @@ pub async fn team(
             list.push(attempt(row));
         }
     }
-    Ok((out, more))
+    Ok(out)
 }
 
 /// Stores (or replaces) a learner's answer to a guide question.
@@ -151,48 +144,32 @@ pub struct Replayable {
     pub answered: bool,
 }
 
-/// `marked.id`, the list's keyset cursor.
-pub fn cursor(r: &Replayable) -> String {
-    format!("{}.{}", u8::from(r.marked), r.id)
-}
-
-pub fn parse_cursor(raw: &str) -> Option<(bool, i64)> {
-    let (m, id) = raw.split_once('.')?;
-    let marked = match m {
-        "1" => true,
-        "0" => false,
-        _ => return None,
-    };
-    Some((marked, id.parse().ok()?))
-}
-
 const PUBLISHED: &str = "EXISTS (SELECT 1 FROM journal_entries j \
      WHERE j.investigation_id = i.id AND j.published_at IS NOT NULL)";
 
-/// One page of investigations with a published entry, marked ones first, newest first.
+/// Investigations with a published entry, marked ones first, newest first: the
+/// `fetch` after investigation `after` in that order (keyset on (marked, id)).
 pub async fn replayable(
     pool: &PgPool,
     user: i64,
-    after: Option<(bool, i64)>,
-) -> sqlx::Result<(Vec<Replayable>, bool)> {
-    let mut rows: Vec<Replayable> = sqlx::query_as(&format!(
+    after: Option<i64>,
+    fetch: i64,
+) -> sqlx::Result<Vec<Replayable>> {
+    sqlx::query_as(&format!(
         "SELECT * FROM (SELECT i.id, i.title, i.service, i.symptom, \
            EXISTS (SELECT 1 FROM training_marks m WHERE m.investigation_id = i.id) AS marked, \
            EXISTS (SELECT 1 FROM training_replays r WHERE r.investigation_id = i.id \
              AND r.user_id = $1) AS answered \
          FROM investigations i WHERE {PUBLISHED}) x \
-         WHERE ($2::boolean IS NULL OR (x.marked, x.id) < ($2, $3)) \
-         ORDER BY x.marked DESC, x.id DESC LIMIT $4"
+         WHERE ($2::bigint IS NULL OR (x.marked, x.id) < \
+           (EXISTS (SELECT 1 FROM training_marks m WHERE m.investigation_id = $2), $2)) \
+         ORDER BY x.marked DESC, x.id DESC LIMIT $3"
     ))
     .bind(user)
-    .bind(after.map(|a| a.0))
-    .bind(after.map(|a| a.1))
-    .bind(PAGE + 1)
+    .bind(after)
+    .bind(fetch)
     .fetch_all(pool)
-    .await?;
-    let more = rows.len() as i64 > PAGE;
-    rows.truncate(PAGE as usize);
-    Ok((rows, more))
+    .await
 }
 
 /// 404 unless investigation `id` exists and has a published journal entry.
@@ -450,22 +427,6 @@ pub async fn submit_drill(
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn cursors_round_trip() {
-        let r = Replayable {
-            id: 12,
-            title: String::new(),
-            service: String::new(),
-            symptom: String::new(),
-            marked: true,
-            answered: false,
-        };
-        assert_eq!(parse_cursor(&cursor(&r)), Some((true, 12)));
-        assert_eq!(parse_cursor("0.3"), Some((false, 3)));
-        assert_eq!(parse_cursor("2.3"), None);
-        assert_eq!(parse_cursor("x"), None);
-    }
 
     #[test]
     fn replay_answers_need_both_parts() {

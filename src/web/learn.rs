@@ -2,15 +2,14 @@
 //! that practises it and ending with self-check questions (the model answer shows once
 //! the learner has written theirs); a learner's progress; the team page for leads.
 
-use crate::extract::Path;
+use crate::extract::{Pager, Paging, Path};
 use askama::Template;
 use axum::body::Bytes;
-use axum::extract::{Query, State};
+use axum::extract::State;
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Redirect, Response};
 use axum::routing::{get, post};
 use axum::Router;
-use serde::Deserialize;
 
 use super::drills::form_pairs;
 use super::{render, PageCtx};
@@ -202,13 +201,7 @@ pub struct TeamRow {
 struct TeamPage {
     ctx: PageCtx,
     rows: Vec<TeamRow>,
-    next: Option<String>,
-    paged: bool,
-}
-
-#[derive(Deserialize)]
-struct TeamQuery {
-    after: Option<String>,
+    pager: Pager,
 }
 
 /// Who finished the learning path (editors and admins: the team's leads).
@@ -216,11 +209,11 @@ async fn team(
     State(state): State<AppState>,
     user: CurrentUser,
     ctx: PageCtx,
-    Query(q): Query<TeamQuery>,
+    paging: Paging,
 ) -> Result<Response> {
     user.require(Role::Editor)?;
-    let after = q.after.as_deref().filter(|a| !a.is_empty());
-    let (people, more) = training::team(&state.pool, after).await?;
+    let mut people = training::team(&state.pool, paging.after, paging.fetch()).await?;
+    let next = paging.finish(&mut people, |(u, _)| u.id);
     let today = today();
     let rows: Vec<TeamRow> = people
         .into_iter()
@@ -238,16 +231,10 @@ async fn team(
             }
         })
         .collect();
-    let next = if more {
-        rows.last().map(|r| crate::error::urlencode(&r.name))
-    } else {
-        None
-    };
     Ok(render(&TeamPage {
         ctx,
         rows,
-        next,
-        paged: after.is_some(),
+        pager: paging.pager(next),
     })?
     .into_response())
 }

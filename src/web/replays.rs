@@ -4,15 +4,14 @@
 //! pages are built from the same document as the replay API, so what one hides the
 //! other hides too.
 
-use crate::extract::Path;
+use crate::extract::{Pager, Paging, Path};
 use askama::Template;
 use axum::body::Bytes;
-use axum::extract::{Query, State};
+use axum::extract::State;
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Redirect, Response};
 use axum::routing::{get, post};
 use axum::Router;
-use serde::Deserialize;
 use serde_json::Value;
 
 use super::drills::form_pairs;
@@ -37,41 +36,22 @@ pub fn routes() -> Router<AppState> {
 struct ListPage {
     ctx: PageCtx,
     replays: Vec<Replayable>,
-    next: Option<String>,
-    paged: bool,
-}
-
-#[derive(Deserialize)]
-struct ListQuery {
-    after: Option<String>,
+    pager: Pager,
 }
 
 async fn list(
     State(state): State<AppState>,
     user: CurrentUser,
     ctx: PageCtx,
-    Query(q): Query<ListQuery>,
+    paging: Paging,
 ) -> Result<Response> {
-    let after = match q.after.as_deref() {
-        None | Some("") => None,
-        Some(raw) => Some(training::parse_cursor(raw).ok_or_else(|| {
-            AppError::field(
-                "after",
-                format!("{raw:?} is not a page cursor; use the Next link"),
-            )
-        })?),
-    };
-    let (replays, more) = training::replayable(&state.pool, user.0.id, after).await?;
-    let next = if more {
-        replays.last().map(training::cursor)
-    } else {
-        None
-    };
+    let mut replays =
+        training::replayable(&state.pool, user.0.id, paging.after, paging.fetch()).await?;
+    let next = paging.finish(&mut replays, |r| r.id);
     Ok(render(&ListPage {
         ctx,
         replays,
-        next,
-        paged: after.is_some(),
+        pager: paging.pager(next),
     })?
     .into_response())
 }
