@@ -35,7 +35,18 @@ const SELF_SERVICE: &[(&str, &str)] = &[
     ("POST", "/settings/tokens/{id}/revoke"),
     ("POST", "/settings/password"),
     ("POST", "/api/v1/estimate/{name}"),
+    // Training: anyone signed in may train; it writes only their own attempts and answers.
+    ("POST", "/drills/{drill_id}/answer"),
+    ("POST", "/drills/regime/answer"),
+    ("POST", "/drills/ranking/answer"),
+    ("POST", "/learn/{slug}/check"),
+    ("POST", "/replays/{id}/answer"),
+    ("POST", "/api/v1/drills/{drill_id}/answer"),
+    ("POST", "/api/v1/replays/{investigation_id}/answer"),
 ];
+
+/// Pages for the team's leads (editors and admins): viewers are refused them.
+const LEADS_ONLY: &[&str] = &["/learn/team"];
 
 fn is_public(path: &str) -> bool {
     PUBLIC
@@ -149,7 +160,8 @@ struct Ids {
 /// The path with each parameter replaced by the id of a record that exists.
 fn fill(path: &str, ids: &Ids) -> String {
     let bare = path.strip_prefix("/api/v1").unwrap_or(path);
-    let id = if bare.starts_with("/investigations/") {
+    let id = if bare.starts_with("/investigations/") || bare.starts_with("/replays/") {
+        // (the first investigation is a demo one, with a published entry: replayable)
         ids.investigation
     } else if bare.starts_with("/journal/") {
         ids.entry
@@ -174,6 +186,10 @@ fn fill(path: &str, ids: &Ids) -> String {
         .replace("{id}", &id.to_string())
         .replace("{step}", "1")
         .replace("{name}", "memory-fit")
+        .replace("{investigation_id}", &ids.investigation.to_string())
+        .replace("{estimator}", "decode-floor")
+        .replace("{drill_id}", "decode-floor.1")
+        .replace("{slug}", "procedure")
         .replace("{*file}", "htmx.min.js");
     assert!(
         !filled.contains('{'),
@@ -369,6 +385,10 @@ fn broken_rule(role: &str, method: &str, template: &str, r: &common::Reply) -> O
     }
     if role == "viewer" && write && !SELF_SERVICE.contains(&(method, template)) {
         return (s != StatusCode::FORBIDDEN).then(|| "a viewer's write must get 403".to_string());
+    }
+    if role == "viewer" && LEADS_ONLY.contains(&template) {
+        return (s != StatusCode::FORBIDDEN)
+            .then(|| "a leads' page must refuse viewers".to_string());
     }
     if (role == "viewer" || role == "editor") && is_admin_route(template) {
         return (s != StatusCode::FORBIDDEN).then(|| "an admin route must get 403".to_string());

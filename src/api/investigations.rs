@@ -167,7 +167,7 @@ pub struct InvestigationDetail {
     pub journal_entry: Option<EntryLink>,
 }
 
-fn step_json(loaded: &Loaded, n: u8, state: StepState) -> StepJson {
+pub(crate) fn step_json(loaded: &Loaded, n: u8, state: StepState) -> StepJson {
     let info = STEPS[n as usize];
     let data = match n {
         0 => serde_json::to_value(&loaded.records.reproduce),

@@ -10,6 +10,7 @@ mod investigations;
 mod journal;
 pub(crate) mod proposals;
 mod search;
+pub(crate) mod training;
 
 use axum::Json;
 use serde::Serialize;
@@ -107,6 +108,7 @@ pub fn router() -> OpenApiRouter<AppState> {
         .merge(captures::router())
         .merge(comparisons::router())
         .merge(proposals::router())
+        .merge(training::router())
         .routes(routes!(
             investigations::create_investigation,
             investigations::list_investigations

@@ -10,6 +10,7 @@ pub mod method;
 pub mod proposal;
 pub mod quantity;
 pub mod stats;
+pub mod training;
 
 use serde::{Deserialize, Serialize};
 

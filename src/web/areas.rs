@@ -1,4 +1,4 @@
-//! The home page and the areas that later work fills, each with an honest empty state.
+//! The home page.
 
 use askama::Template;
 use axum::response::Html;
@@ -10,9 +10,7 @@ use crate::error::Result;
 use crate::state::AppState;
 
 pub fn routes() -> Router<AppState> {
-    Router::new()
-        .route("/", get(home))
-        .route("/drills", get(drills))
+    Router::new().route("/", get(home))
 }
 
 #[derive(Template)]
@@ -23,25 +21,4 @@ struct HomePage {
 
 async fn home(ctx: PageCtx) -> Result<Html<String>> {
     render(&HomePage { ctx })
-}
-
-/// An area with nothing in it yet: what it will hold, and what to do meanwhile.
-#[derive(Template)]
-#[template(path = "areas/empty.html")]
-struct EmptyArea {
-    ctx: PageCtx,
-    title: &'static str,
-    lead: &'static str,
-    empty: &'static str,
-    meanwhile: &'static str,
-}
-
-async fn drills(ctx: PageCtx) -> Result<Html<String>> {
-    render(&EmptyArea {
-        ctx,
-        title: "Drills",
-        lead: "Drills train new engineers to predict a number before looking it up: given a chain's inputs, compute the expected value, then compare with the worked chain.",
-        empty: "No drills yet: practice items are not part of this version.",
-        meanwhile: "Open an estimator, cover the result, and work the chain by hand.",
-    })
 }

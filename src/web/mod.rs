@@ -9,11 +9,14 @@ pub mod bubbles;
 pub mod captures;
 pub mod comparisons;
 pub mod ctx;
+pub mod drills;
 pub mod estimators;
 pub mod investigations;
 pub mod journal;
+pub mod learn;
 pub mod ops;
 pub mod proposals;
+pub mod replays;
 pub mod search;
 pub mod transfer;
 
@@ -40,12 +43,15 @@ pub fn private_routes() -> Router<AppState> {
         .merge(account::private_routes())
         .merge(areas::routes())
         .merge(estimators::routes())
+        .merge(drills::routes())
         .merge(artifacts::routes())
         .merge(bubbles::routes())
         .merge(captures::routes())
         .merge(comparisons::routes())
         .merge(investigations::routes())
         .merge(journal::routes())
+        .merge(learn::routes())
+        .merge(replays::routes())
         .merge(proposals::routes())
         .merge(search::routes())
         .merge(transfer::routes())
