@@ -1,6 +1,8 @@
 //! Server-rendered SVG pictures from core results (plotters' SVG backend: presentation
 //! attributes only, no inline style, so the pages' CSP holds).
 
+pub mod sweep;
+
 use plotters::prelude::*;
 
 const BLUE: RGBColor = RGBColor(36, 86, 199);
