@@ -18,6 +18,7 @@ pub mod search;
 pub mod server;
 pub mod state;
 pub mod storage;
+pub mod sweeps;
 pub mod web;
 
 #[cfg(test)]

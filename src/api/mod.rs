@@ -8,6 +8,7 @@ mod investigations;
 mod journal;
 pub(crate) mod proposals;
 mod search;
+pub(crate) mod sweeps;
 
 use axum::Json;
 use serde::Serialize;
@@ -57,6 +58,7 @@ pub fn router() -> OpenApiRouter<AppState> {
         .merge(artifacts::router())
         .merge(comparisons::router())
         .merge(proposals::router())
+        .merge(sweeps::router())
         .routes(routes!(
             investigations::create_investigation,
             investigations::list_investigations

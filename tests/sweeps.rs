@@ -1,0 +1,206 @@
+//! Load sweeps end to end: a vLLM summary table uploaded and shown as points (API and
+//! page), a sweep made of single-rate benchmark artifacts with its SLO answer, and the
+//! refusals (a different model, bad SLO input, a single run sent as a sweep).
+
+mod common;
+
+use axum::http::StatusCode;
+use common::uploads::upload_analyzed;
+use common::{spawn_app, TestApp};
+use serde_json::{json, Value};
+
+async fn editor_app() -> (TestApp, String) {
+    let mut app = spawn_app().await;
+    app.setup_admin("ada").await;
+    let token = app.api_token("ada").await;
+    (app, token)
+}
+
+/// A vLLM benchmark-suite summary table: one test at five rates, latency turning up
+/// after 6 req/s.
+pub fn summary_table() -> Vec<u8> {
+    let row = |qps: &str, tput: f64, p99: f64| {
+        json!({
+            "Test name": format!("serving_llama8B_tp1_sharegpt_qps_{qps}"),
+            "GPU": "H100", "# of req.": 200,
+            "Tput (req/s)": tput, "Output Tput (tok/s)": tput * 190.0,
+            "Mean TTFT (ms)": p99 * 0.5, "Median TTFT (ms)": p99 * 0.4, "P99 TTFT (ms)": p99,
+            "Mean TPOT (ms)": 21.0, "Median TPOT (ms)": 20.0, "P99 TPOT (ms)": 33.0,
+            "Mean ITL (ms)": 20.0, "Median ITL (ms)": 18.0, "P99 ITL (ms)": 55.0
+        })
+    };
+    serde_json::to_vec_pretty(&json!([
+        row("2", 2.0, 100.0),
+        row("4", 3.9, 110.0),
+        row("6", 5.8, 120.0),
+        row("8", 6.3, 200.0),
+        row("inf", 6.4, 2400.0),
+    ]))
+    .unwrap()
+}
+
+/// One `vllm bench serve --save-result` file (summary keys only) at `rate`.
+fn bench_file(model: &str, rate: Value, rps: f64, p99_ttft: f64) -> Vec<u8> {
+    json!({
+        "date": "20261201-120000", "backend": "vllm", "model_id": model,
+        "tokenizer_id": model, "num_prompts": 200, "request_rate": rate,
+        "burstiness": 1.0, "max_concurrency": null, "completed": 200, "failed": 0,
+        "request_throughput": rps, "output_throughput": rps * 180.0,
+        "mean_ttft_ms": p99_ttft / 2.0, "median_ttft_ms": p99_ttft / 2.2, "p99_ttft_ms": p99_ttft,
+        "mean_tpot_ms": 20.0, "median_tpot_ms": 19.0, "p99_tpot_ms": 30.0,
+        "mean_itl_ms": 19.0, "median_itl_ms": 18.0, "p99_itl_ms": 50.0
+    })
+    .to_string()
+    .into_bytes()
+}
+
+#[tokio::test]
+async fn a_summary_table_is_a_sweep_with_points() {
+    let (mut app, token) = editor_app().await;
+    let id = upload_analyzed(&mut app, &token, "summary.json", summary_table()).await;
+    let r = app
+        .api("GET", &format!("/api/v1/artifacts/{id}"), &token, None)
+        .await;
+    assert_eq!(r.status, StatusCode::OK);
+    let doc = r.json();
+    assert_eq!(doc["kind"], "sweep");
+    let points = doc["analysis"]["points"].as_array().unwrap();
+    assert_eq!(points.len(), 5);
+    assert_eq!(points[0]["offered_rate"], 2.0);
+    assert_eq!(points[0]["achieved_rps"], 2.0);
+    assert_eq!(points[2]["ttft_ms"]["p99"], 120.0);
+    assert_eq!(points[2]["tpot_ms"]["p50"], 20.0);
+    assert_eq!(points[2]["itl_ms"]["mean"], 20.0);
+    assert!(points[4]["offered_rate"].is_null(), "{}", points[4]);
+    assert_eq!(points[4]["unbounded"], true);
+
+    // The sweep endpoint on the file: exactly at the limit (200 ms at 8 req/s) meets it.
+    let slo = json!({"metric": "ttft", "percentile": "p99", "max_ms": 200});
+    let r = app
+        .api("POST", "/api/v1/sweeps", &token, Some(json!({"artifact": id, "slo": slo})))
+        .await;
+    assert_eq!(r.status, StatusCode::OK, "{}", r.body);
+    let a = r.json();
+    assert_eq!(a["best"]["offered_rate"], 8.0);
+    assert_eq!(a["best"]["achieved_rps"], 6.3);
+    assert_eq!(a["meets_slo_at_last_point"], false);
+    assert_eq!(a["knee"]["offered_rate"], 6.0);
+    assert_eq!(a["points"].as_array().unwrap().len(), 5);
+
+    // The page: both pictures, the knee sentence, the SLO answer and the table.
+    let page = app
+        .get(&format!(
+            "/artifacts/{id}?slo_metric=ttft&slo_percentile=p99&slo_max=0.2+s"
+        ))
+        .await;
+    assert_eq!(page.status, StatusCode::OK);
+    assert_eq!(page.select("#section-sweep svg.sweep-chart").len(), 2);
+    assert_eq!(page.select("#section-sweep svg .slo-line").len(), 1);
+    let lead = page.select("#section-sweep .lead-sm").join(" ");
+    assert!(lead.contains("after 6 req/s"), "{lead}");
+    assert!(lead.contains("6.3 req/s achieved at 8 req/s"), "{lead}");
+    let rows = page.select("#section-sweep table tbody tr");
+    assert_eq!(rows.len(), 5);
+    assert!(rows[3].contains("yes") && rows[4].contains("no"), "{rows:?}");
+
+    // A bad limit is a 422 naming the field, with the form kept.
+    let bad = app
+        .get(&format!(
+            "/artifacts/{id}?slo_metric=ttft&slo_percentile=p99&slo_max=5+tok%2Fs"
+        ))
+        .await;
+    assert_eq!(bad.status, StatusCode::UNPROCESSABLE_ENTITY);
+    let err = bad.select("#sweep-slo .field-error").join(" ");
+    assert!(err.contains("slo_max") && err.contains("tok/s"), "{err}");
+}
+
+#[tokio::test]
+async fn a_sweep_made_of_artifacts_and_its_refusals() {
+    let (mut app, token) = editor_app().await;
+    let m = "meta-llama/Llama-3.1-8B-Instruct";
+    let mut ids = Vec::new();
+    for (rate, rps, p99) in [(8.0, 7.1, 260.0), (2.0, 2.0, 90.0), (4.0, 3.9, 100.0)] {
+        let name = format!("rate{rate}.json");
+        ids.push(upload_analyzed(&mut app, &token, &name, bench_file(m, json!(rate), rps, p99)).await);
+    }
+    let slo = json!({"metric": "ttft", "percentile": "p99", "max_ms": "0.3 s"});
+    let r = app
+        .api("POST", "/api/v1/sweeps", &token, Some(json!({"artifacts": ids, "slo": slo})))
+        .await;
+    assert_eq!(r.status, StatusCode::OK, "{}", r.body);
+    let a = r.json();
+    let rates: Vec<f64> = a["points"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|p| p["offered_rate"].as_f64().unwrap())
+        .collect();
+    assert_eq!(rates, [2.0, 4.0, 8.0]);
+    assert_eq!(a["points"][2]["artifact"], ids[0]);
+    // The highest load measured still meets the SLO: say the limit may be higher.
+    assert_eq!(a["best"]["offered_rate"], 8.0);
+    assert_eq!(a["meets_slo_at_last_point"], true);
+    assert!(a["sentences"].to_string().contains("true limit may be higher"));
+
+    // Nothing meets a tight SLO.
+    let tight = json!({"metric": "ttft", "percentile": "p99", "max_ms": 50});
+    let r = app
+        .api("POST", "/api/v1/sweeps", &token, Some(json!({"artifacts": ids, "slo": tight})))
+        .await;
+    assert_eq!(r.status, StatusCode::OK);
+    assert!(r.json()["best"].is_null());
+    assert_eq!(r.json()["meets_slo_at_last_point"], false);
+
+    // Another model at a fourth rate: refused, naming the model on each side.
+    let other = upload_analyzed(
+        &mut app,
+        &token,
+        "other.json",
+        bench_file("meta-llama/Llama-3.1-70B-Instruct", json!(16.0), 9.0, 900.0),
+    )
+    .await;
+    let mut mixed = ids.clone();
+    mixed.push(other);
+    let r = app
+        .api("POST", "/api/v1/sweeps", &token, Some(json!({"artifacts": mixed})))
+        .await;
+    assert_eq!(r.status, StatusCode::UNPROCESSABLE_ENTITY, "{}", r.body);
+    let text = r.body.clone();
+    assert!(text.contains("Model"), "{text}");
+    assert!(text.contains("Llama-3.1-70B-Instruct in artifact"), "{text}");
+    assert!(text.contains("other.json"), "{text}");
+
+    // One single-rate run sent as a sweep file; an SLO on a statistic the files lack;
+    // a metric that is no latency; no source at all.
+    let r = app
+        .api("POST", "/api/v1/sweeps", &token, Some(json!({"artifact": ids[0]})))
+        .await;
+    assert_eq!(r.status, StatusCode::UNPROCESSABLE_ENTITY);
+    assert!(r.body.contains("one run at one load"), "{}", r.body);
+    let p95 = json!({"metric": "ttft", "percentile": "p95", "max_ms": 100});
+    let r = app
+        .api("POST", "/api/v1/sweeps", &token, Some(json!({"artifacts": ids, "slo": p95})))
+        .await;
+    assert_eq!(r.status, StatusCode::UNPROCESSABLE_ENTITY);
+    assert!(r.body.contains("no p95 TTFT"), "{}", r.body);
+    let r = app
+        .api(
+            "POST",
+            "/api/v1/sweeps",
+            &token,
+            Some(json!({"artifacts": ids, "slo": {"metric": "throughput", "percentile": "p99", "max_ms": 1}})),
+        )
+        .await;
+    assert_eq!(r.status, StatusCode::UNPROCESSABLE_ENTITY);
+    assert!(r.body.contains("slo.metric"), "{}", r.body);
+    let r = app
+        .api("POST", "/api/v1/sweeps", &token, Some(json!({})))
+        .await;
+    assert_eq!(r.status, StatusCode::UNPROCESSABLE_ENTITY);
+    assert!(r.body.contains("artifacts"), "{}", r.body);
+    let r = app
+        .api("POST", "/api/v1/sweeps", &token, Some(json!({"artifacts": [999999, ids[0]]})))
+        .await;
+    assert_eq!(r.status, StatusCode::UNPROCESSABLE_ENTITY);
+    assert!(r.body.contains("no artifact 999999"), "{}", r.body);
+}
