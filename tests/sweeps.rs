@@ -5,7 +5,7 @@
 mod common;
 
 use axum::http::StatusCode;
-use common::uploads::upload_analyzed;
+use common::uploads::{summary_table, upload_analyzed};
 use common::{spawn_app, TestApp};
 use serde_json::{json, Value};
 
@@ -14,29 +14,6 @@ async fn editor_app() -> (TestApp, String) {
     app.setup_admin("ada").await;
     let token = app.api_token("ada").await;
     (app, token)
-}
-
-/// A vLLM benchmark-suite summary table: one test at five rates, latency turning up
-/// after 6 req/s.
-pub fn summary_table() -> Vec<u8> {
-    let row = |qps: &str, tput: f64, p99: f64| {
-        json!({
-            "Test name": format!("serving_llama8B_tp1_sharegpt_qps_{qps}"),
-            "GPU": "H100", "# of req.": 200,
-            "Tput (req/s)": tput, "Output Tput (tok/s)": tput * 190.0,
-            "Mean TTFT (ms)": p99 * 0.5, "Median TTFT (ms)": p99 * 0.4, "P99 TTFT (ms)": p99,
-            "Mean TPOT (ms)": 21.0, "Median TPOT (ms)": 20.0, "P99 TPOT (ms)": 33.0,
-            "Mean ITL (ms)": 20.0, "Median ITL (ms)": 18.0, "P99 ITL (ms)": 55.0
-        })
-    };
-    serde_json::to_vec_pretty(&json!([
-        row("2", 2.0, 100.0),
-        row("4", 3.9, 110.0),
-        row("6", 5.8, 120.0),
-        row("8", 6.3, 200.0),
-        row("inf", 6.4, 2400.0),
-    ]))
-    .unwrap()
 }
 
 /// One `vllm bench serve --save-result` file (summary keys only) at `rate`.
@@ -77,7 +54,12 @@ async fn a_summary_table_is_a_sweep_with_points() {
     // The sweep endpoint on the file: exactly at the limit (200 ms at 8 req/s) meets it.
     let slo = json!({"metric": "ttft", "percentile": "p99", "max_ms": 200});
     let r = app
-        .api("POST", "/api/v1/sweeps", &token, Some(json!({"artifact": id, "slo": slo})))
+        .api(
+            "POST",
+            "/api/v1/sweeps",
+            &token,
+            Some(json!({"artifact": id, "slo": slo})),
+        )
         .await;
     assert_eq!(r.status, StatusCode::OK, "{}", r.body);
     let a = r.json();
@@ -101,7 +83,10 @@ async fn a_summary_table_is_a_sweep_with_points() {
     assert!(lead.contains("6.3 req/s achieved at 8 req/s"), "{lead}");
     let rows = page.select("#section-sweep table tbody tr");
     assert_eq!(rows.len(), 5);
-    assert!(rows[3].contains("yes") && rows[4].contains("no"), "{rows:?}");
+    assert!(
+        rows[3].contains("yes") && rows[4].contains("no"),
+        "{rows:?}"
+    );
 
     // A bad limit is a 422 naming the field, with the form kept.
     let bad = app
@@ -121,11 +106,24 @@ async fn a_sweep_made_of_artifacts_and_its_refusals() {
     let mut ids = Vec::new();
     for (rate, rps, p99) in [(8.0, 7.1, 260.0), (2.0, 2.0, 90.0), (4.0, 3.9, 100.0)] {
         let name = format!("rate{rate}.json");
-        ids.push(upload_analyzed(&mut app, &token, &name, bench_file(m, json!(rate), rps, p99)).await);
+        ids.push(
+            upload_analyzed(
+                &mut app,
+                &token,
+                &name,
+                bench_file(m, json!(rate), rps, p99),
+            )
+            .await,
+        );
     }
     let slo = json!({"metric": "ttft", "percentile": "p99", "max_ms": "0.3 s"});
     let r = app
-        .api("POST", "/api/v1/sweeps", &token, Some(json!({"artifacts": ids, "slo": slo})))
+        .api(
+            "POST",
+            "/api/v1/sweeps",
+            &token,
+            Some(json!({"artifacts": ids, "slo": slo})),
+        )
         .await;
     assert_eq!(r.status, StatusCode::OK, "{}", r.body);
     let a = r.json();
@@ -140,12 +138,19 @@ async fn a_sweep_made_of_artifacts_and_its_refusals() {
     // The highest load measured still meets the SLO: say the limit may be higher.
     assert_eq!(a["best"]["offered_rate"], 8.0);
     assert_eq!(a["meets_slo_at_last_point"], true);
-    assert!(a["sentences"].to_string().contains("true limit may be higher"));
+    assert!(a["sentences"]
+        .to_string()
+        .contains("true limit may be higher"));
 
     // Nothing meets a tight SLO.
     let tight = json!({"metric": "ttft", "percentile": "p99", "max_ms": 50});
     let r = app
-        .api("POST", "/api/v1/sweeps", &token, Some(json!({"artifacts": ids, "slo": tight})))
+        .api(
+            "POST",
+            "/api/v1/sweeps",
+            &token,
+            Some(json!({"artifacts": ids, "slo": tight})),
+        )
         .await;
     assert_eq!(r.status, StatusCode::OK);
     assert!(r.json()["best"].is_null());
@@ -162,24 +167,42 @@ async fn a_sweep_made_of_artifacts_and_its_refusals() {
     let mut mixed = ids.clone();
     mixed.push(other);
     let r = app
-        .api("POST", "/api/v1/sweeps", &token, Some(json!({"artifacts": mixed})))
+        .api(
+            "POST",
+            "/api/v1/sweeps",
+            &token,
+            Some(json!({"artifacts": mixed})),
+        )
         .await;
     assert_eq!(r.status, StatusCode::UNPROCESSABLE_ENTITY, "{}", r.body);
     let text = r.body.clone();
     assert!(text.contains("Model"), "{text}");
-    assert!(text.contains("Llama-3.1-70B-Instruct in artifact"), "{text}");
+    assert!(
+        text.contains("Llama-3.1-70B-Instruct in artifact"),
+        "{text}"
+    );
     assert!(text.contains("other.json"), "{text}");
 
     // One single-rate run sent as a sweep file; an SLO on a statistic the files lack;
     // a metric that is no latency; no source at all.
     let r = app
-        .api("POST", "/api/v1/sweeps", &token, Some(json!({"artifact": ids[0]})))
+        .api(
+            "POST",
+            "/api/v1/sweeps",
+            &token,
+            Some(json!({"artifact": ids[0]})),
+        )
         .await;
     assert_eq!(r.status, StatusCode::UNPROCESSABLE_ENTITY);
     assert!(r.body.contains("one run at one load"), "{}", r.body);
     let p95 = json!({"metric": "ttft", "percentile": "p95", "max_ms": 100});
     let r = app
-        .api("POST", "/api/v1/sweeps", &token, Some(json!({"artifacts": ids, "slo": p95})))
+        .api(
+            "POST",
+            "/api/v1/sweeps",
+            &token,
+            Some(json!({"artifacts": ids, "slo": p95})),
+        )
         .await;
     assert_eq!(r.status, StatusCode::UNPROCESSABLE_ENTITY);
     assert!(r.body.contains("no p95 TTFT"), "{}", r.body);
@@ -199,7 +222,12 @@ async fn a_sweep_made_of_artifacts_and_its_refusals() {
     assert_eq!(r.status, StatusCode::UNPROCESSABLE_ENTITY);
     assert!(r.body.contains("artifacts"), "{}", r.body);
     let r = app
-        .api("POST", "/api/v1/sweeps", &token, Some(json!({"artifacts": [999999, ids[0]]})))
+        .api(
+            "POST",
+            "/api/v1/sweeps",
+            &token,
+            Some(json!({"artifacts": [999999, ids[0]]})),
+        )
         .await;
     assert_eq!(r.status, StatusCode::UNPROCESSABLE_ENTITY);
     assert!(r.body.contains("no artifact 999999"), "{}", r.body);

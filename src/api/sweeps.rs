@@ -202,7 +202,11 @@ async fn create_sweep(
             percentile: s.slo.percentile.slug().into(),
             max_ms: s.slo.max_ms,
         }),
-        best: a.slo.as_ref().and_then(|s| s.best.as_ref()).map(BestDoc::from),
+        best: a
+            .slo
+            .as_ref()
+            .and_then(|s| s.best.as_ref())
+            .map(BestDoc::from),
         meets_slo_at_last_point: a.slo.as_ref().map(|s| s.meets_slo_at_last_point),
         sentences,
     }))

@@ -35,12 +35,21 @@ fn tick_text(v: f64) -> String {
     } else {
         2
     };
-    format_number(v, decimals)
+    let s = format_number(v, decimals);
+    if s.contains('.') {
+        s.trim_end_matches('0').trim_end_matches('.').to_string()
+    } else {
+        s
+    }
 }
 
 /// About five round ticks from 0 to at least `max`.
 fn ticks(max: f64) -> (f64, Vec<f64>) {
-    let max = if max.is_finite() && max > 0.0 { max } else { 1.0 };
+    let max = if max.is_finite() && max > 0.0 {
+        max
+    } else {
+        1.0
+    };
     let raw = max / 5.0;
     let mag = 10f64.powf(raw.log10().floor());
     let step = [1.0, 2.0, 2.5, 5.0, 10.0]
@@ -359,11 +368,7 @@ pub fn achieved_vs_offered(points: &[&SweepPoint]) -> Option<String> {
     let line: Vec<(f64, f64)> = pts.iter().map(|t| (t.1, t.2)).collect();
     frame.polyline(&mut out, &line, COLOURS[0], false);
     for &(i, x, y) in &pts {
-        let title = format!(
-            "{}: {} req/s achieved",
-            points[i].load_text(),
-            tick_text(y)
-        );
+        let title = format!("{}: {} req/s achieved", points[i].load_text(), tick_text(y));
         frame.mark(&mut out, x, y, COLOURS[0], "point", &title);
     }
     Frame::legend(&mut out, &legend);

@@ -7,7 +7,9 @@ use serde_json::Value;
 use sqlx::PgPool;
 
 use crate::artifacts::{self, Artifact};
-use crate::core::analyze::sweep::{self, Knee, LatencyOf, Member, Slo, SloAnswer, SweepAnalysis, SweepPoint};
+use crate::core::analyze::sweep::{
+    self, Knee, LatencyOf, Member, Slo, SloAnswer, SweepAnalysis, SweepPoint,
+};
 use crate::core::analyze::vllm_bench::VllmBenchAnalysis;
 use crate::core::analyze::Kind;
 use crate::core::FieldError;
@@ -82,7 +84,10 @@ impl Question {
             (Some(v), None) => match positive_id(v) {
                 Some(id) => Some(Source::Artifact(id)),
                 None => {
-                    errors.push(FieldError::new("artifact", "expected a positive artifact id"));
+                    errors.push(FieldError::new(
+                        "artifact",
+                        "expected a positive artifact id",
+                    ));
                     None
                 }
             },
@@ -102,7 +107,10 @@ impl Question {
                 }
             }
             (None, Some(_)) => {
-                errors.push(FieldError::new("artifacts", "expected a list of artifact ids"));
+                errors.push(FieldError::new(
+                    "artifacts",
+                    "expected a list of artifact ids",
+                ));
                 None
             }
             (None, None) => {
@@ -117,7 +125,10 @@ impl Question {
             None | Some(Value::Null) => None,
             Some(Value::String(s)) => Some(s.clone()),
             Some(_) => {
-                errors.push(FieldError::new("series", "expected the series name as text"));
+                errors.push(FieldError::new(
+                    "series",
+                    "expected the series name as text",
+                ));
                 None
             }
         };
@@ -279,12 +290,14 @@ pub fn answer(
         }
     };
     let pts = sweep::series_points(points, &chosen);
-    let latency = slo.map(|s| s.latency()).or_else(|| sweep::default_latency(&pts));
+    let latency = slo
+        .map(|s| s.latency())
+        .or_else(|| sweep::default_latency(&pts));
     let knee = latency.and_then(|l| sweep::knee(&pts, l));
     let slo = match slo {
-        Some(s) => Some(
-            sweep::slo_answer(&pts, s).map_err(|why| vec![FieldError::new("slo", why)])?,
-        ),
+        Some(s) => {
+            Some(sweep::slo_answer(&pts, s).map_err(|why| vec![FieldError::new("slo", why)])?)
+        }
         None => None,
     };
     Ok(Answer {

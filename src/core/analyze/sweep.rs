@@ -1108,7 +1108,11 @@ mod tests {
         assert_eq!(pts[1].output_tps, Some(780.0));
         assert_eq!(pts[1].ttft_ms.p95, None);
         // The latency-test row has no load: skipped, and said so.
-        assert!(a.notes.iter().any(|n| n.contains("latency_llama8B_tp1")), "{:?}", a.notes);
+        assert!(
+            a.notes.iter().any(|n| n.contains("latency_llama8B_tp1")),
+            "{:?}",
+            a.notes
+        );
         // The JSON the API shows: offered_rate null for unbounded.
         let v = serde_json::to_value(inf).unwrap();
         assert!(v["offered_rate"].is_null());
@@ -1175,7 +1179,13 @@ mod tests {
         let loads: Vec<String> = pts.iter().map(|p| p.load_text()).collect();
         assert_eq!(
             loads,
-            ["concurrency 1", "3 req/s", "6 req/s", "9 req/s", "unbounded rate"]
+            [
+                "concurrency 1",
+                "3 req/s",
+                "6 req/s",
+                "9 req/s",
+                "unbounded rate"
+            ]
         );
         assert_eq!(pts[2].ttft_ms.p99, Some(90.0));
         assert_eq!(pts[2].e2el_ms.p99, Some(3500.0));
@@ -1253,7 +1263,11 @@ mod tests {
         assert_eq!(k.next_label, "qps_8");
         assert!(k.sentence.contains("after 6 req/s"), "{}", k.sentence);
         // A straight line has no knee.
-        let flat = vec![pt(1.0, 1.0, 100.0), pt(2.0, 2.0, 104.0), pt(4.0, 4.0, 110.0)];
+        let flat = vec![
+            pt(1.0, 1.0, 100.0),
+            pt(2.0, 2.0, 104.0),
+            pt(4.0, 4.0, 110.0),
+        ];
         assert!(knee(&refs(&flat), lat).is_none());
         // Throughput flat, latency +10.5%: a knee; +9.5%: noise.
         let sat = vec![pt(1.0, 5.0, 100.0), pt(2.0, 5.05, 110.5)];
@@ -1282,13 +1296,21 @@ mod tests {
         let none = slo_answer(&refs(&s), ttft_p99(99.0)).unwrap();
         assert!(none.best.is_none());
         assert!(!none.meets_slo_at_last_point);
-        assert!(none.sentence.contains("No measured point"), "{}", none.sentence);
+        assert!(
+            none.sentence.contains("No measured point"),
+            "{}",
+            none.sentence
+        );
         let first_only = slo_answer(&refs(&s), ttft_p99(100.0)).unwrap();
         assert_eq!(first_only.best.unwrap().index, 0);
         let all = slo_answer(&refs(&s), ttft_p99(900.0)).unwrap();
         assert!(all.meets_slo_at_last_point);
         assert_eq!(all.best.as_ref().unwrap().index, 4);
-        assert!(all.sentence.contains("true limit may be higher"), "{}", all.sentence);
+        assert!(
+            all.sentence.contains("true limit may be higher"),
+            "{}",
+            all.sentence
+        );
     }
 
     #[test]
@@ -1362,9 +1384,12 @@ mod tests {
         let a = bench("m", json!(8), Value::Null, 7.0, 300.0);
         let b = bench("m", json!(2), Value::Null, 2.0, 100.0);
         let c = bench("m", json!("inf"), Value::Null, 9.0, 2000.0);
-        let pts =
-            from_members(&[member(1, "a.json", &a), member(2, "b.json", &b), member(3, "c.json", &c)])
-                .unwrap();
+        let pts = from_members(&[
+            member(1, "a.json", &a),
+            member(2, "b.json", &b),
+            member(3, "c.json", &c),
+        ])
+        .unwrap();
         let ids: Vec<Option<i64>> = pts.iter().map(|p| p.artifact_id).collect();
         assert_eq!(ids, [Some(2), Some(1), Some(3)]);
         assert!(pts[2].unbounded);
@@ -1398,9 +1423,17 @@ mod tests {
         assert!(e[0].contains("at least two"), "{e:?}");
         let d = bench("llama-8b", json!(4), json!(8), 3.0, 120.0);
         let f = bench("llama-8b", json!(8), json!(32), 6.0, 180.0);
-        let e = from_members(&[member(1, "a.json", &a), member(4, "d", &d), member(5, "f", &f)])
-            .unwrap_err();
-        assert!(e.iter().any(|m| m.contains("both the request rate and the concurrency")), "{e:?}");
+        let e = from_members(&[
+            member(1, "a.json", &a),
+            member(4, "d", &d),
+            member(5, "f", &f),
+        ])
+        .unwrap_err();
+        assert!(
+            e.iter()
+                .any(|m| m.contains("both the request rate and the concurrency")),
+            "{e:?}"
+        );
     }
 
     #[test]

@@ -186,7 +186,9 @@ fn sweep_section(id: &str, title: &str, pts: &[&SweepPoint], slo: Option<&Slo>) 
     let answer = slo.map(|slo| sweep::slo_answer(pts, *slo));
     match &answer {
         Some(Ok(a)) => lead.push(a.sentence.clone()),
-        Some(Err(why)) => s.warnings.push(format!("The SLO cannot be answered: {why}.")),
+        Some(Err(why)) => s
+            .warnings
+            .push(format!("The SLO cannot be answered: {why}.")),
         None => {}
     }
     if !lead.is_empty() {
