@@ -100,13 +100,7 @@ async fn a_sweep_picture_with_its_slo_line_in_a_browser() {
         (v[0], v[1])
     };
     assert!((line_y - mark_y).abs() < 2.0, "{line_y} vs {mark_y}");
-    b.driver
-        .execute(
-            "document.querySelector('#section-sweep figure').scrollIntoView();",
-            vec![],
-        )
-        .await
-        .unwrap();
+    scroll_to_chart(&b).await;
     b.screenshot("sweep-1400").await;
 
     // On a phone: the page does not scroll sideways and chart text stays ≥ 11 px.
@@ -142,6 +136,12 @@ async fn a_sweep_picture_with_its_slo_line_in_a_browser() {
         );
     }
     b.driver.set_window_rect(0, 0, 390, 844).await.unwrap();
+    scroll_to_chart(&b).await;
+    b.screenshot("sweep-390").await;
+    b.quit().await;
+}
+
+async fn scroll_to_chart(b: &browser::Browser) {
     b.driver
         .execute(
             "document.querySelector('#section-sweep figure').scrollIntoView();",
@@ -149,6 +149,4 @@ async fn a_sweep_picture_with_its_slo_line_in_a_browser() {
         )
         .await
         .unwrap();
-    b.screenshot("sweep-390").await;
-    b.quit().await;
 }

@@ -70,6 +70,17 @@ struct Frame {
 }
 
 impl Frame {
+    /// Scales from 0 to a little above the largest values, with their ticks.
+    fn fit(x_max: f64, y_max: f64) -> (Frame, Vec<f64>, Vec<f64>) {
+        let (x_top, x_ticks) = ticks(x_max * 1.05);
+        let (y_top, y_ticks) = ticks(y_max * 1.08);
+        let frame = Frame {
+            x_max: x_top,
+            y_max: y_top,
+        };
+        (frame, x_ticks, y_ticks)
+    }
+
     fn px(&self, x: f64) -> f64 {
         LEFT + x / self.x_max * (W - LEFT - RIGHT)
     }
@@ -174,6 +185,9 @@ impl Frame {
     }
 }
 
+/// A plotted point: (index into the points, x, y).
+type Mark = (usize, f64, f64);
+
 /// Latency percentiles (of `latency.metric`) against achieved requests/s, one mark
 /// per point in load order, the SLO as a dashed horizontal line and the knee ringed.
 /// `None` when fewer than two points have both numbers.
@@ -184,7 +198,7 @@ pub fn latency_vs_throughput(
     knee: Option<usize>,
 ) -> Option<String> {
     let metric = latency.metric;
-    let series: Vec<(Percentile, Vec<(usize, f64, f64)>)> = Percentile::ALL
+    let series: Vec<(Percentile, Vec<Mark>)> = Percentile::ALL
         .into_iter()
         .map(|pc| {
             let pts = points
@@ -212,12 +226,7 @@ pub fn latency_vs_throughput(
         .flat_map(|(_, p)| p.iter().map(|t| t.2))
         .chain(slo.filter(|s| s.metric == metric).map(|s| s.max_ms))
         .fold(0.0f64, f64::max);
-    let (x_top, x_ticks) = ticks(x_max * 1.05);
-    let (y_top, y_ticks) = ticks(y_max * 1.08);
-    let frame = Frame {
-        x_max: x_top,
-        y_max: y_top,
-    };
+    let (frame, x_ticks, y_ticks) = Frame::fit(x_max, y_max);
     let name = metric_name(metric);
     let mut out = String::new();
     Frame::open(
@@ -320,12 +329,7 @@ pub fn achieved_vs_offered(points: &[&SweepPoint]) -> Option<String> {
         .chain(ceiling.map(|c| c.1))
         .chain(by_rate.then_some(x_max))
         .fold(0.0f64, f64::max);
-    let (x_top, x_ticks) = ticks(x_max * 1.05);
-    let (y_top, y_ticks) = ticks(y_max * 1.08);
-    let frame = Frame {
-        x_max: x_top,
-        y_max: y_top,
-    };
+    let (frame, x_ticks, y_ticks) = Frame::fit(x_max, y_max);
     let mut out = String::new();
     let x_desc = if by_rate {
         "offered request rate (req/s)"
@@ -346,7 +350,7 @@ pub fn achieved_vs_offered(points: &[&SweepPoint]) -> Option<String> {
     );
     let mut legend = vec![("achieved".to_string(), COLOURS[0], false)];
     if by_rate {
-        let top = x_top.min(y_top);
+        let top = frame.x_max.min(frame.y_max);
         frame.polyline(&mut out, &[(0.0, 0.0), (top, top)], GREY, true);
         legend.push(("achieved = offered".to_string(), GREY, true));
     }

@@ -14,7 +14,7 @@ use crate::core::analyze::request_log::{outcome, Outcome, RequestLogAnalysis};
 use crate::core::analyze::vllm_bench::VllmBenchAnalysis;
 use crate::core::analyze::Kind;
 use crate::core::method::comparison::{
-    compare, workload_setting_keys, Defect, Prediction, Report, Request, Run, Series,
+    compare, setting_text, workload_setting_keys, Defect, Prediction, Report, Request, Run, Series,
 };
 use crate::core::method::{setup_check, FrozenConfig, Percentile, RunHealth};
 use crate::core::stats::BootstrapConfig;
@@ -505,15 +505,6 @@ async fn fetch_sides(
         return Err(AppError::Invalid(errors));
     }
     Ok((baseline_side, candidate_side, kind))
-}
-
-fn setting_text(v: &Value) -> Option<String> {
-    match v {
-        Value::Null => None,
-        Value::String(s) if s.trim().is_empty() => None,
-        Value::String(s) => Some(s.trim().to_string()),
-        other => Some(other.to_string()),
-    }
 }
 
 fn mean(v: &[f64]) -> Option<f64> {

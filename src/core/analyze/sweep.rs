@@ -28,6 +28,7 @@ use serde_json::{Map, Value};
 use super::vllm_bench::BenchResult;
 use super::AnalyzeError;
 use crate::core::fmt::format_number;
+use crate::core::method::comparison;
 use crate::core::method::metric::{Metric, Percentile};
 use crate::core::quantity::{self, Unit};
 use crate::core::stats::Summary;
@@ -549,15 +550,6 @@ const SWEEP_EXTRA_SETTINGS: &[(&str, &str)] = &[
 /// Settings that are the load itself, or only how long a point ran: they may differ.
 const LOAD_SETTINGS: &[&str] = &["request_rate", "max_concurrency", "num_prompts"];
 
-fn setting_text(v: &Value) -> Option<String> {
-    match v {
-        Value::Null => None,
-        Value::String(s) if s.trim().is_empty() => None,
-        Value::String(s) => Some(s.trim().to_string()),
-        other => Some(other.to_string()),
-    }
-}
-
 /// A sweep from several single-load runs. Refused (one sentence per problem) unless
 /// every run records the same model, GPU, engine and workload settings and they differ
 /// only in request rate or concurrency, each at its own load.
@@ -576,7 +568,7 @@ pub fn from_members(members: &[Member]) -> Result<Vec<SweepPoint>, Vec<String>> 
             m.artifact_id, m.name, m.runs_in_file
         ));
     }
-    let keys: Vec<(&str, &str)> = crate::core::method::comparison::workload_settings()
+    let keys: Vec<(&str, &str)> = comparison::workload_settings()
         .chain(SWEEP_EXTRA_SETTINGS.iter().copied())
         .filter(|(k, _)| !LOAD_SETTINGS.contains(k))
         .collect();
@@ -585,12 +577,15 @@ pub fn from_members(members: &[Member]) -> Result<Vec<SweepPoint>, Vec<String>> 
         .map(|m| {
             let settings = keys
                 .iter()
-                .filter_map(|(k, _)| Some((k.to_string(), setting_text(m.result.config.get(*k)?)?)))
+                .filter_map(|(k, _)| {
+                    let v = comparison::setting_text(m.result.config.get(*k)?)?;
+                    Some((k.to_string(), v))
+                })
                 .collect();
             (format!("artifact {} ({})", m.artifact_id, m.name), settings)
         })
         .collect();
-    for d in crate::core::method::comparison::setting_differences(&named, &keys) {
+    for d in comparison::setting_differences(&named, &keys) {
         problems.push(format!(
             "the runs differ in {} ({}): a sweep may vary only the request rate or the concurrency",
             d.label, d.listed

@@ -322,6 +322,16 @@ pub fn workload_setting_keys() -> impl Iterator<Item = &'static str> {
     WORKLOAD_SETTINGS.iter().map(|(k, _, _)| *k)
 }
 
+/// A recorded setting as display text; null and blank text are "not recorded".
+pub fn setting_text(v: &serde_json::Value) -> Option<String> {
+    match v {
+        serde_json::Value::Null => None,
+        serde_json::Value::String(s) if s.trim().is_empty() => None,
+        serde_json::Value::String(s) => Some(s.trim().to_string()),
+        other => Some(other.to_string()),
+    }
+}
+
 /// The workload settings as (key, label), for other checks of "the same experiment"
 /// (a load sweep's runs).
 pub fn workload_settings() -> impl Iterator<Item = (&'static str, &'static str)> {
