@@ -5,7 +5,7 @@
 mod common;
 
 use axum::http::StatusCode;
-use common::uploads::{summary_table, upload_analyzed};
+use common::uploads::{summary_table, summary_table_of, upload_analyzed};
 use common::{spawn_app, TestApp};
 use serde_json::{json, Value};
 
@@ -231,4 +231,70 @@ async fn a_sweep_made_of_artifacts_and_its_refusals() {
         .await;
     assert_eq!(r.status, StatusCode::UNPROCESSABLE_ENTITY);
     assert!(r.body.contains("no artifact 999999"), "{}", r.body);
+}
+
+#[tokio::test]
+async fn two_sweeps_compared_by_slo_capacity() {
+    let (mut app, token) = editor_app().await;
+    let before = upload_analyzed(&mut app, &token, "before.json", summary_table()).await;
+    let after = upload_analyzed(
+        &mut app,
+        &token,
+        "after.json",
+        summary_table_of(&[
+            ("2", 2.0, 70.0),
+            ("6", 5.9, 80.0),
+            ("8", 7.9, 120.0),
+            ("10", 8.1, 190.0),
+        ]),
+    )
+    .await;
+    let page = app.get("/comparisons/sweeps").await;
+    assert_eq!(page.status, StatusCode::OK);
+    assert_eq!(
+        page.select("#sweep-before option").len(),
+        3,
+        "two sweeps and 'choose'"
+    );
+    assert!(page.select("#sweep-capacity").is_empty());
+
+    let page = app
+        .get(&format!(
+            "/comparisons/sweeps?before={before}&after={after}&slo_metric=ttft&slo_percentile=p99&slo_max=200+ms"
+        ))
+        .await;
+    assert_eq!(page.status, StatusCode::OK, "{}", page.body);
+    let sentence = page.select("#capacity-sentence").join("");
+    assert_eq!(
+        sentence,
+        "p99 TTFT at 8 req/s went 200 → 120 ms; max rate at SLO (p99 TTFT ≤ 200 ms) 6.3 → 8.1+ req/s"
+    );
+    let rows = page.select("#sweep-capacity tbody tr");
+    assert!(
+        rows[0].contains("6.30 req/s at 8 req/s") && rows[0].contains("8.10 req/s at 10 req/s"),
+        "{rows:?}"
+    );
+    assert!(rows[3].contains("1.29×"), "{rows:?}");
+    assert_eq!(page.select("#sweep-capacity svg.sweep-chart").len(), 2);
+
+    // Missing limit and a single run as a side: 422, each named.
+    let single = upload_analyzed(
+        &mut app,
+        &token,
+        "one.json",
+        bench_file("m", json!(4.0), 3.9, 100.0),
+    )
+    .await;
+    let page = app
+        .get(&format!(
+            "/comparisons/sweeps?before={before}&after={single}&slo_max="
+        ))
+        .await;
+    assert_eq!(page.status, StatusCode::UNPROCESSABLE_ENTITY);
+    let errs = page.select("#sweep-compare .field-error").join(" | ");
+    assert!(
+        errs.contains("after") && errs.contains("one run at one load"),
+        "{errs}"
+    );
+    assert!(errs.contains("slo_max"), "{errs}");
 }

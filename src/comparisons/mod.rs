@@ -462,6 +462,13 @@ async fn fetch_sides(
         for &id in ids {
             match artifacts::get(pool, id).await? {
                 None => errors.push(FieldError::new(field, format!("no artifact {id}"))),
+                Some(a) if a.kind() == Kind::Sweep => errors.push(FieldError::new(
+                    field,
+                    format!(
+                        "artifact {id} ({}) is a load sweep; compare two sweeps' SLO capacity at /comparisons/sweeps",
+                        a.name
+                    ),
+                )),
                 Some(a) if !comparable(a.kind()) => errors.push(FieldError::new(
                     field,
                     format!(

@@ -43,6 +43,59 @@ pub struct Answer {
     pub slo: Option<SloAnswer>,
 }
 
+/// The SLO fields of a page's GET form (`slo_metric`, `slo_percentile`, `slo_max`),
+/// kept as typed so a refused form comes back as it was.
+#[derive(Debug, Default, serde::Deserialize)]
+pub struct SloFields {
+    #[serde(default)]
+    pub slo_metric: String,
+    #[serde(default)]
+    pub slo_percentile: String,
+    #[serde(default)]
+    pub slo_max: String,
+}
+
+impl SloFields {
+    /// Anything typed at all.
+    pub fn asked(&self) -> bool {
+        [&self.slo_metric, &self.slo_percentile, &self.slo_max]
+            .iter()
+            .any(|s| !s.trim().is_empty())
+    }
+
+    /// The SLO, errors named by the form's fields.
+    pub fn parse(&self) -> Result<Slo, Vec<FieldError>> {
+        Slo::parse(
+            Some(&self.slo_metric),
+            Some(&self.slo_percentile),
+            Some(&self.slo_max),
+            ["slo_metric", "slo_percentile", "slo_max"],
+        )
+    }
+
+    /// The metric options: (value, label, selected); TTFT when none was chosen.
+    pub fn metrics(&self) -> [(&'static str, &'static str, bool); 4] {
+        let m = self.slo_metric.trim();
+        [
+            ("ttft", "TTFT", m == "ttft" || m.is_empty()),
+            ("tpot", "TPOT", m == "tpot"),
+            ("itl", "ITL", m == "itl"),
+            ("e2e", "E2E latency", m == "e2e"),
+        ]
+    }
+
+    /// The percentile options: (value, selected); p99 when none was chosen.
+    pub fn percentiles(&self) -> [(&'static str, bool); 4] {
+        let p = self.slo_percentile.trim();
+        [
+            ("p50", p == "p50"),
+            ("p90", p == "p90"),
+            ("p95", p == "p95"),
+            ("p99", p == "p99" || p.is_empty()),
+        ]
+    }
+}
+
 fn positive_id(v: &Value) -> Option<i64> {
     match v {
         Value::Number(n) => n.as_i64().filter(|n| *n > 0),

@@ -45,6 +45,17 @@ pub async fn artifact_count(app: &TestApp) -> i64 {
 /// A vLLM benchmark-suite summary table: one test at five rates, latency turning up
 /// after 6 req/s.
 pub fn summary_table() -> Vec<u8> {
+    summary_table_of(&[
+        ("2", 2.0, 100.0),
+        ("4", 3.9, 110.0),
+        ("6", 5.8, 120.0),
+        ("8", 6.3, 200.0),
+        ("inf", 6.4, 2400.0),
+    ])
+}
+
+/// A summary table of one test with rows (qps, achieved req/s, p99 TTFT ms).
+pub fn summary_table_of(rows: &[(&str, f64, f64)]) -> Vec<u8> {
     let row = |qps: &str, tput: f64, p99: f64| {
         json!({
             "Test name": format!("serving_llama8B_tp1_sharegpt_qps_{qps}"),
@@ -55,12 +66,6 @@ pub fn summary_table() -> Vec<u8> {
             "Mean ITL (ms)": 20.0, "Median ITL (ms)": 18.0, "P99 ITL (ms)": 55.0
         })
     };
-    serde_json::to_vec_pretty(&json!([
-        row("2", 2.0, 100.0),
-        row("4", 3.9, 110.0),
-        row("6", 5.8, 120.0),
-        row("8", 6.3, 200.0),
-        row("inf", 6.4, 2400.0),
-    ]))
-    .unwrap()
+    let rows: Vec<serde_json::Value> = rows.iter().map(|(q, t, p)| row(q, *t, *p)).collect();
+    serde_json::to_vec_pretty(&rows).unwrap()
 }

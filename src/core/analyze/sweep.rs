@@ -1048,6 +1048,46 @@ pub fn before_after(before: &[&SweepPoint], after: &[&SweepPoint], slo: Slo) -> 
     parts.join("; ")
 }
 
+/// Two sweeps of one server, before and after a change, answered against one SLO.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct CapacityChange {
+    pub before: SloAnswer,
+    pub after: SloAnswer,
+    pub knee_before: Option<Knee>,
+    pub knee_after: Option<Knee>,
+    /// After ÷ before of the throughput at the SLO, when both sides meet it somewhere.
+    pub capacity_ratio: Option<f64>,
+    /// [`before_after`]'s sentence.
+    pub sentence: String,
+}
+
+/// The SLO capacity before and after (each side's knee judged on the SLO's latency).
+/// `Err` names the side whose points lack the SLO's statistic.
+pub fn capacity_change(
+    before: &[&SweepPoint],
+    after: &[&SweepPoint],
+    slo: Slo,
+) -> Result<CapacityChange, Vec<String>> {
+    let b = slo_answer(before, slo).map_err(|e| format!("before: {e}"));
+    let a = slo_answer(after, slo).map_err(|e| format!("after: {e}"));
+    let (b, a) = match (b, a) {
+        (Ok(b), Ok(a)) => (b, a),
+        (b, a) => return Err([b.err(), a.err()].into_iter().flatten().collect()),
+    };
+    let capacity_ratio = match (&b.best, &a.best) {
+        (Some(x), Some(y)) if x.achieved_rps > 0.0 => Some(y.achieved_rps / x.achieved_rps),
+        _ => None,
+    };
+    Ok(CapacityChange {
+        knee_before: knee(before, slo.latency()),
+        knee_after: knee(after, slo.latency()),
+        capacity_ratio,
+        sentence: before_after(before, after, slo),
+        before: b,
+        after: a,
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -1427,6 +1467,28 @@ mod tests {
         assert!(
             e.iter()
                 .any(|m| m.contains("both the request rate and the concurrency")),
+            "{e:?}"
+        );
+    }
+
+    #[test]
+    fn capacity_change_before_and_after() {
+        let before = sweep();
+        let after = vec![pt(2.0, 2.0, 70.0), pt(6.0, 5.9, 80.0), pt(10.0, 8.1, 150.0)];
+        let c = capacity_change(&refs(&before), &refs(&after), ttft_p99(200.0)).unwrap();
+        assert_eq!(c.before.best.as_ref().unwrap().achieved_rps, 6.3);
+        assert!(c.after.meets_slo_at_last_point);
+        assert!((c.capacity_ratio.unwrap() - 8.1 / 6.3).abs() < 1e-12);
+        assert_eq!(c.knee_before.unwrap().offered_rate, Some(6.0));
+        assert!(c.sentence.contains("6.3 → 8.1+ req/s"), "{}", c.sentence);
+        let p95 = Slo {
+            percentile: Percentile::P95,
+            ..ttft_p99(200.0)
+        };
+        let e = capacity_change(&refs(&before), &refs(&after), p95).unwrap_err();
+        assert_eq!(e.len(), 2);
+        assert!(
+            e[0].starts_with("before: ") && e[1].starts_with("after: "),
             "{e:?}"
         );
     }

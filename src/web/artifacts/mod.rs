@@ -18,7 +18,6 @@ use crate::api::artifacts::{
 };
 use crate::artifacts::{self, Artifact};
 use crate::auth::{CurrentUser, Role};
-use crate::core::analyze::sweep::Slo;
 use crate::core::analyze::Options;
 use crate::error::{AppError, Result};
 use crate::state::AppState;
@@ -118,42 +117,10 @@ struct ShowPage {
 /// The SLO asked of a sweep on its artifact page (`?slo_metric=ttft&slo_percentile=p99&slo_max=200 ms`).
 #[derive(Deserialize, Default)]
 pub struct SweepForm {
-    #[serde(default)]
-    slo_metric: String,
-    #[serde(default)]
-    slo_percentile: String,
-    #[serde(default)]
-    slo_max: String,
+    #[serde(flatten)]
+    slo: crate::sweeps::SloFields,
     #[serde(skip)]
     errors: super::FormErrors,
-}
-
-impl SweepForm {
-    fn asked(&self) -> bool {
-        [&self.slo_metric, &self.slo_percentile, &self.slo_max]
-            .iter()
-            .any(|s| !s.trim().is_empty())
-    }
-
-    fn metrics(&self) -> [(&'static str, &'static str, bool); 4] {
-        let m = self.slo_metric.trim();
-        [
-            ("ttft", "TTFT", m == "ttft" || m.is_empty()),
-            ("tpot", "TPOT", m == "tpot"),
-            ("itl", "ITL", m == "itl"),
-            ("e2e", "E2E latency", m == "e2e"),
-        ]
-    }
-
-    fn percentiles(&self) -> [(&'static str, bool); 4] {
-        let p = self.slo_percentile.trim();
-        [
-            ("p50", p == "p50"),
-            ("p90", p == "p90"),
-            ("p95", p == "p95"),
-            ("p99", p == "p99" || p.is_empty()),
-        ]
-    }
 }
 
 /// The steps an analyzed artifact of an investigation can fill.
@@ -197,13 +164,8 @@ async fn show_artifact(
     let sweep_form = if crate::sweeps::points_of(&a).is_some() {
         let mut form: SweepForm = serde_urlencoded::from_str(raw.as_deref().unwrap_or(""))
             .map_err(|e| AppError::BadRequest(format!("the query string is malformed: {e}")))?;
-        if form.asked() {
-            match Slo::parse(
-                Some(&form.slo_metric),
-                Some(&form.slo_percentile),
-                Some(&form.slo_max),
-                ["slo_metric", "slo_percentile", "slo_max"],
-            ) {
+        if form.slo.asked() {
+            match form.slo.parse() {
                 Ok(s) => slo = Some(s),
                 Err(errors) => {
                     status = StatusCode::UNPROCESSABLE_ENTITY;
