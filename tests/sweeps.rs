@@ -298,3 +298,51 @@ async fn two_sweeps_compared_by_slo_capacity() {
     );
     assert!(errs.contains("slo_max"), "{errs}");
 }
+
+#[tokio::test]
+async fn steps_one_and_seven_read_the_investigations_sweeps() {
+    let (mut app, token) = editor_app().await;
+    app.login("ada").await;
+    let inv = app.open_investigation(&token, "chat-api at peak").await;
+    let r = app
+        .api(
+            "PUT",
+            &format!("/api/v1/investigations/{inv}/steps/1"),
+            &token,
+            Some(json!({"metric": "ttft", "percentile": "p99", "observed": 900, "target": 200, "unit": "ms"})),
+        )
+        .await;
+    assert!(r.status.is_success(), "{}", r.body);
+    // No sweep yet: nothing is said.
+    let page = app.get(&format!("/investigations/{inv}/steps/1")).await;
+    assert!(page.select("#sweep-lines").is_empty());
+
+    let before = format!("before.json&investigation={inv}");
+    upload_analyzed(&mut app, &token, &before, summary_table()).await;
+    let page = app.get(&format!("/investigations/{inv}/steps/1")).await;
+    let one = page.select("#sweep-lines p").join(" ");
+    assert!(
+        one.contains("Baseline sweep before.json: Highest throughput within p99 TTFT ≤ 200 ms: 6.3 req/s achieved at 8 req/s"),
+        "{one}"
+    );
+    let after = format!("after.json&investigation={inv}");
+    upload_analyzed(
+        &mut app,
+        &token,
+        &after,
+        summary_table_of(&[
+            ("2", 2.0, 70.0),
+            ("6", 5.9, 80.0),
+            ("8", 7.9, 120.0),
+            ("10", 8.1, 190.0),
+        ]),
+    )
+    .await;
+    let page = app.get(&format!("/investigations/{inv}/steps/7")).await;
+    assert_eq!(page.status, StatusCode::OK);
+    let seven = page.select("#sweep-lines p").join(" ");
+    assert_eq!(
+        seven,
+        "Sweeps before.json → after.json: p99 TTFT at 8 req/s went 200 → 120 ms; max rate at SLO (p99 TTFT ≤ 200 ms) 6.3 → 8.1+ req/s."
+    );
+}
