@@ -233,22 +233,21 @@ async fn a_sweep_made_of_artifacts_and_its_refusals() {
     assert!(r.body.contains("no artifact 999999"), "{}", r.body);
 }
 
+/// The sweep after the change: lower latency, 8.1 req/s within 200 ms p99 TTFT.
+fn after_table() -> Vec<u8> {
+    summary_table_of(&[
+        ("2", 2.0, 70.0),
+        ("6", 5.9, 80.0),
+        ("8", 7.9, 120.0),
+        ("10", 8.1, 190.0),
+    ])
+}
+
 #[tokio::test]
 async fn two_sweeps_compared_by_slo_capacity() {
     let (mut app, token) = editor_app().await;
     let before = upload_analyzed(&mut app, &token, "before.json", summary_table()).await;
-    let after = upload_analyzed(
-        &mut app,
-        &token,
-        "after.json",
-        summary_table_of(&[
-            ("2", 2.0, 70.0),
-            ("6", 5.9, 80.0),
-            ("8", 7.9, 120.0),
-            ("10", 8.1, 190.0),
-        ]),
-    )
-    .await;
+    let after = upload_analyzed(&mut app, &token, "after.json", after_table()).await;
     let page = app.get("/comparisons/sweeps").await;
     assert_eq!(page.status, StatusCode::OK);
     assert_eq!(
@@ -326,18 +325,7 @@ async fn steps_one_and_seven_read_the_investigations_sweeps() {
         "{one}"
     );
     let after = format!("after.json&investigation={inv}");
-    upload_analyzed(
-        &mut app,
-        &token,
-        &after,
-        summary_table_of(&[
-            ("2", 2.0, 70.0),
-            ("6", 5.9, 80.0),
-            ("8", 7.9, 120.0),
-            ("10", 8.1, 190.0),
-        ]),
-    )
-    .await;
+    upload_analyzed(&mut app, &token, &after, after_table()).await;
     let page = app.get(&format!("/investigations/{inv}/steps/7")).await;
     assert_eq!(page.status, StatusCode::OK);
     let seven = page.select("#sweep-lines p").join(" ");

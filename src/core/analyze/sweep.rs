@@ -1088,6 +1088,21 @@ pub fn capacity_change(
     })
 }
 
+/// A rate point with only p99 TTFT, for tests here and in `method::load_sweep`.
+#[cfg(test)]
+pub(crate) fn test_point(rate: f64, rps: f64, p99_ttft: f64) -> SweepPoint {
+    SweepPoint {
+        label: format!("qps_{rate}"),
+        offered_rate: Some(rate),
+        achieved_rps: Some(rps),
+        ttft_ms: LatencyStats {
+            p99: Some(p99_ttft),
+            ..LatencyStats::default()
+        },
+        ..SweepPoint::default()
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -1255,18 +1270,7 @@ mod tests {
         assert!(a.points.is_empty());
     }
 
-    fn pt(rate: f64, rps: f64, p99: f64) -> SweepPoint {
-        SweepPoint {
-            label: format!("qps_{rate}"),
-            offered_rate: Some(rate),
-            achieved_rps: Some(rps),
-            ttft_ms: LatencyStats {
-                p99: Some(p99),
-                ..LatencyStats::default()
-            },
-            ..SweepPoint::default()
-        }
-    }
+    use super::test_point as pt;
 
     fn ttft_p99(max_ms: f64) -> Slo {
         Slo {

@@ -54,21 +54,8 @@ pub fn step_lines(step: u8, target: Option<&MetricTarget>, sweeps: &[NamedSweep]
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::core::analyze::sweep::LatencyStats;
+    use crate::core::analyze::sweep::test_point as pt;
     use crate::core::method::metric::Percentile;
-
-    fn pt(rate: f64, rps: f64, p99: f64) -> SweepPoint {
-        SweepPoint {
-            label: format!("qps_{rate}"),
-            offered_rate: Some(rate),
-            achieved_rps: Some(rps),
-            ttft_ms: LatencyStats {
-                p99: Some(p99),
-                ..LatencyStats::default()
-            },
-            ..SweepPoint::default()
-        }
-    }
 
     fn target(metric: Metric, target: f64, unit: Unit) -> MetricTarget {
         MetricTarget {
