@@ -334,3 +334,71 @@ async fn steps_one_and_seven_read_the_investigations_sweeps() {
         "Sweeps before.json → after.json: p99 TTFT at 8 req/s went 200 → 120 ms; max rate at SLO (p99 TTFT ≤ 200 ms) 6.3 → 8.1+ req/s."
     );
 }
+
+#[tokio::test]
+async fn a_proposal_sizes_from_a_sweeps_throughput_at_its_slos_only_when_asked() {
+    let (mut app, token) = editor_app().await;
+    let body = json!({"title": "chat-api", "question": "serve chat-api at 45 req/s",
+        "model": "llama-3.1-8b", "gpu_type": "h100-sxm", "gpus_per_replica": 1,
+        "engine": "vllm", "engine_version": "0.6.3", "arrival_rate": 45,
+        "prompt_tokens_mean": 1500, "prompt_tokens_p95": 4000, "output_tokens_mean": 300,
+        "output_tokens_p95": 800, "max_num_batched_tokens": 1536, "slo_ttft_p95_ms": 800, "slo_itl_p99_ms": 60, "gpu_hour_usd": 2.5});
+    let r = app
+        .api("POST", "/api/v1/proposals", &token, Some(body))
+        .await;
+    assert_eq!(r.status, StatusCode::CREATED, "{}", r.body);
+    let id = r.json()["id"].as_i64().unwrap();
+    let sweep = upload_analyzed(&mut app, &token, "summary.json", summary_table()).await;
+    app.login("ada").await;
+    let r = app
+        .post_form(
+            &format!("/proposals/{id}/evidence"),
+            &[("kind", "artifact"), ("source_id", &sweep.to_string())],
+        )
+        .await;
+    assert_eq!(r.status, StatusCode::SEE_OTHER, "{}", r.body);
+    // Linked: the measurement is offered (p99 TTFT standing in for p95), not used.
+    let doc = app
+        .api("GET", &format!("/api/v1/proposals/{id}"), &token, None)
+        .await
+        .json();
+    let e = &doc["evidence"][0];
+    let measured = e["measured_tokens_per_s"].as_f64().unwrap();
+    assert!((measured - 6.3 * 190.0).abs() < 1e-6, "{e}");
+    let note = e["measured_note"].as_str().unwrap();
+    assert!(
+        note.contains("at 8 req/s") && note.contains("stands in"),
+        "{note}"
+    );
+    assert_eq!(doc["sizing"]["uses_measurement"], false);
+    let page = app.get(&format!("/proposals/{id}")).await;
+    assert!(page
+        .select("#evidence .measured-note")
+        .join("")
+        .contains("8 req/s"));
+
+    let r = app
+        .post_form(
+            &format!("/proposals/{id}/use-measurement"),
+            &[
+                ("kind", "artifact"),
+                ("source_id", &sweep.to_string()),
+                ("version", "1"),
+            ],
+        )
+        .await;
+    assert_eq!(r.status, StatusCode::SEE_OTHER, "{}", r.body);
+    let after = app
+        .api("GET", &format!("/api/v1/proposals/{id}"), &token, None)
+        .await
+        .json();
+    assert_eq!(after["sizing"]["uses_measurement"], true);
+    assert!(
+        (after["sizing"]["tokens_per_s_per_replica"]
+            .as_f64()
+            .unwrap()
+            - measured)
+            .abs()
+            < 1e-6
+    );
+}
