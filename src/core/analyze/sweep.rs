@@ -1497,6 +1497,43 @@ mod tests {
         );
     }
 
+    /// The real vLLM result (Llama-3.3-70B, 4 req/s) with a copy at 8 req/s: a sweep of
+    /// two points; the copy with another model is refused naming it.
+    #[test]
+    fn real_vllm_runs_make_a_sweep_and_another_model_is_refused() {
+        use super::super::test_support::{open, real_fixtures};
+        let Some(root) = real_fixtures() else { return };
+        let rel = "vllm_bench/llmk8s__01_tp8_pp1__serving_meta-llama-Llama-3.3-70B-Instruct_tp8_pp1_sharegpt_qps_04.json";
+        let real = super::super::vllm_bench::analyze(open(&root, rel))
+            .unwrap()
+            .result;
+        let mut faster = real.clone();
+        faster.config.insert("request_rate".into(), json!(8.0));
+        let pts = from_members(&[
+            member(1, "qps_04.json", &real),
+            member(2, "qps_08.json", &faster),
+        ])
+        .unwrap();
+        assert_eq!(pts[0].offered_rate, Some(4.0));
+        assert_eq!(pts[1].offered_rate, Some(8.0));
+        assert_eq!(pts[0].ttft_ms.p99, real.ttft_ms.p99);
+        assert_eq!(pts[0].achieved_rps, real.request_throughput);
+        let mut other = faster.clone();
+        other
+            .config
+            .insert("model_id".into(), json!("meta-llama/Llama-3.1-8B-Instruct"));
+        let e = from_members(&[
+            member(1, "qps_04.json", &real),
+            member(3, "other.json", &other),
+        ])
+        .unwrap_err();
+        assert!(
+            e.iter().any(|m| m.contains("Model")
+                && m.contains("meta-llama/Llama-3.3-70B-Instruct in artifact 1 (qps_04.json)")),
+            "{e:?}"
+        );
+    }
+
     #[test]
     fn before_after_sentence() {
         let before = sweep();
