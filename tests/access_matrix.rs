@@ -35,6 +35,8 @@ const SELF_SERVICE: &[(&str, &str)] = &[
     ("POST", "/settings/tokens/{id}/revoke"),
     ("POST", "/settings/password"),
     ("POST", "/api/v1/estimate/{name}"),
+    // Computes a load sweep's answer from stored analyses; stores nothing.
+    ("POST", "/api/v1/sweeps"),
 ];
 
 fn is_public(path: &str) -> bool {
