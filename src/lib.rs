@@ -20,6 +20,7 @@ pub mod search;
 pub mod server;
 pub mod state;
 pub mod storage;
+pub mod sweeps;
 pub mod training;
 pub mod web;
 

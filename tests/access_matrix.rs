@@ -43,6 +43,8 @@ const SELF_SERVICE: &[(&str, &str)] = &[
     ("POST", "/replays/{id}/answer"),
     ("POST", "/api/v1/drills/{drill_id}/answer"),
     ("POST", "/api/v1/replays/{investigation_id}/answer"),
+    // Computes a load sweep's answer from stored analyses; stores nothing.
+    ("POST", "/api/v1/sweeps"),
 ];
 
 /// Pages for the team's leads (editors and admins): viewers are refused them.

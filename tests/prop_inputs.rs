@@ -60,6 +60,11 @@ const SEEDS: &[(Kind, &str)] = &[
          38.5,772000,50,15440.0,15000.0,14000,17000,500.0,\"flash_fwd_kernel\"\n",
     ),
     (
+        Kind::Sweep,
+        "[{\"Test name\": \"serving_llama8B_tp1_sharegpt_qps_1\", \"GPU\": \"H100\", \"# of req.\": 200, \"Tput (req/s)\": 0.99, \"Output Tput (tok/s)\": 190.5, \"Mean TTFT (ms)\": 30.1, \"Median TTFT (ms)\": 28, \"P99 TTFT (ms)\": 60.2, \"Mean ITL (ms)\": 10, \"P99 ITL (ms)\": 22},\n\
+         {\"Test name\": \"serving_llama8B_tp1_sharegpt_qps_inf\", \"Tput (req/s)\": 9.5, \"P99 TTFT (ms)\": 2400, \"Median TPOT (ms)\": 31}]\n",
+    ),
+    (
         Kind::GpuTelemetry,
         "# gpu   pwr gtemp mtemp    sm   mem   enc   dec  mclk  pclk\n# Idx     W     C     C     %     %     %     %   MHz   MHz\n    0   350    60    55    90    40     0     0  2619  1980\n    0   348    61    55    88    41     0     0  2619  1980\n",
     ),

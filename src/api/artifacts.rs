@@ -46,7 +46,7 @@ pub struct UploadQuery {
 #[schema(as = ArtifactCreated)]
 pub struct Created {
     pub id: i64,
-    /// request_log, vllm_bench, prometheus, pytorch_trace, ncu_csv, nsys_kern_sum, gpu_telemetry or unknown
+    /// request_log, vllm_bench, prometheus, pytorch_trace, ncu_csv, nsys_kern_sum, gpu_telemetry, sweep or unknown
     pub kind: String,
     /// queued, or not_analyzed for an unknown kind
     pub status: String,

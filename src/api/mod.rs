@@ -10,6 +10,7 @@ mod investigations;
 mod journal;
 pub(crate) mod proposals;
 mod search;
+pub(crate) mod sweeps;
 pub(crate) mod training;
 
 use axum::Json;
@@ -109,6 +110,7 @@ pub fn router() -> OpenApiRouter<AppState> {
         .merge(comparisons::router())
         .merge(proposals::router())
         .merge(training::router())
+        .merge(sweeps::router())
         .routes(routes!(
             investigations::create_investigation,
             investigations::list_investigations

@@ -2,6 +2,7 @@
 //! attributes only, no inline style, so the pages' CSP holds).
 
 pub mod bubbles;
+pub mod sweep;
 
 use plotters::prelude::*;
 

@@ -14,7 +14,7 @@ use crate::core::analyze::request_log::{outcome, Outcome, RequestLogAnalysis};
 use crate::core::analyze::vllm_bench::VllmBenchAnalysis;
 use crate::core::analyze::Kind;
 use crate::core::method::comparison::{
-    compare, workload_setting_keys, Defect, Prediction, Report, Request, Run, Series,
+    compare, setting_text, workload_setting_keys, Defect, Prediction, Report, Request, Run, Series,
 };
 use crate::core::method::{setup_check, FrozenConfig, Percentile, RunHealth};
 use crate::core::stats::BootstrapConfig;
@@ -462,6 +462,13 @@ async fn fetch_sides(
         for &id in ids {
             match artifacts::get(pool, id).await? {
                 None => errors.push(FieldError::new(field, format!("no artifact {id}"))),
+                Some(a) if a.kind() == Kind::Sweep => errors.push(FieldError::new(
+                    field,
+                    format!(
+                        "artifact {id} ({}) is a load sweep; compare two sweeps' SLO capacity at /comparisons/sweeps",
+                        a.name
+                    ),
+                )),
                 Some(a) if !comparable(a.kind()) => errors.push(FieldError::new(
                     field,
                     format!(
@@ -505,15 +512,6 @@ async fn fetch_sides(
         return Err(AppError::Invalid(errors));
     }
     Ok((baseline_side, candidate_side, kind))
-}
-
-fn setting_text(v: &Value) -> Option<String> {
-    match v {
-        Value::Null => None,
-        Value::String(s) if s.trim().is_empty() => None,
-        Value::String(s) => Some(s.trim().to_string()),
-        other => Some(other.to_string()),
-    }
 }
 
 fn mean(v: &[f64]) -> Option<f64> {

@@ -387,8 +387,11 @@ pub struct EvidenceItem {
     /// empty: current.
     pub stale: Vec<String>,
     /// Output tokens/s a benchmark measured: a vLLM bench artifact's own figure, or the
-    /// mean of a comparison's candidate runs. One bench is taken as one replica.
+    /// mean of a comparison's candidate runs, or a load sweep's throughput within the
+    /// proposal's SLOs. One bench is taken as one replica.
     pub measured_tokens_per_s: Option<f64>,
+    /// How a load sweep's figure was chosen (which point, which SLOs).
+    pub measured_note: Option<String>,
 }
 
 #[derive(sqlx::FromRow)]
@@ -433,6 +436,7 @@ impl EvidenceRow {
             note: self.note,
             facets,
             measured_tokens_per_s: self.measured.filter(|v| v.is_finite() && *v > 0.0),
+            measured_note: None,
         }
     }
 }
@@ -459,7 +463,41 @@ pub async fn evidence(pool: &PgPool, p: &Proposal) -> sqlx::Result<Vec<EvidenceI
     .bind(p.id)
     .fetch_all(pool)
     .await?;
-    Ok(rows.into_iter().map(|r| r.item(&p.input)).collect())
+    let mut items: Vec<EvidenceItem> = rows.into_iter().map(|r| r.item(&p.input)).collect();
+    for item in items.iter_mut().filter(|i| i.kind == "artifact") {
+        sweep_measurement(pool, p, item).await?;
+    }
+    Ok(items)
+}
+
+/// A load-sweep artifact measures the throughput within the proposal's SLOs (its first
+/// series), not the throughput of its last run: that replaces the file's own figure,
+/// with a note saying which point; no point within the SLOs leaves no measurement.
+async fn sweep_measurement(
+    pool: &PgPool,
+    p: &Proposal,
+    item: &mut EvidenceItem,
+) -> sqlx::Result<()> {
+    let Some(points) = crate::artifacts::get(pool, item.id)
+        .await?
+        .and_then(|a| crate::sweeps::points_of(&a))
+    else {
+        return Ok(());
+    };
+    let series = points[0].series.clone();
+    let first: Vec<&crate::core::analyze::sweep::SweepPoint> =
+        points.iter().filter(|pt| pt.series == series).collect();
+    let capacity =
+        evidence::sweep_capacity(&first, p.input.slo_ttft_p95_ms, p.input.slo_itl_p99_ms);
+    item.measured_tokens_per_s = capacity.as_ref().map(|c| c.tokens_per_s);
+    item.measured_note = Some(capacity.map_or_else(
+        || {
+            "load sweep: no measured point meets the proposal's TTFT p95 and ITL p99 SLOs"
+                .to_string()
+        },
+        |c| c.note,
+    ));
+    Ok(())
 }
 
 /// Journal entries and comparisons that name this model or GPU, best match first, not

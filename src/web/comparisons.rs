@@ -16,11 +16,14 @@ use crate::artifacts::Artifact;
 use crate::auth::{CurrentUser, Role};
 use crate::charts;
 use crate::comparisons::{self, Comparison, Listed, NewComparison, ScoredPrediction};
+use crate::core::analyze::sweep::{self, Slo, SloAnswer, SweepPoint};
 use crate::core::method::comparison::{ttft_phase_shares, Report, Run, Series};
 use crate::core::method::metric::format_value;
 use crate::core::method::{Percentile, Unit, Verdict};
+use crate::core::FieldError;
 use crate::error::{AppError, Result};
 use crate::state::AppState;
+use crate::sweeps;
 
 pub fn routes() -> Router<AppState> {
     Router::new()
@@ -29,6 +32,7 @@ pub fn routes() -> Router<AppState> {
             get(list_comparisons).post(create_comparison),
         )
         .route("/comparisons/predictions", get(prediction_record))
+        .route("/comparisons/sweeps", get(compare_sweeps))
         .route("/comparisons/{id}", get(show_comparison))
 }
 
@@ -436,4 +440,236 @@ async fn prediction_record(
         counted,
         rate,
     })
+}
+
+// ---------- two load sweeps: SLO capacity before and after ----------
+
+/// `?before=ID&after=ID&slo_metric=ttft&slo_percentile=p99&slo_max=200 ms`
+/// (`before_series` / `after_series` pick a test in a file holding several).
+#[derive(serde::Deserialize, Default)]
+pub struct SweepCompareQuery {
+    #[serde(default)]
+    before: String,
+    #[serde(default)]
+    after: String,
+    #[serde(default)]
+    before_series: String,
+    #[serde(default)]
+    after_series: String,
+    #[serde(flatten)]
+    slo: sweeps::SloFields,
+}
+
+impl SweepCompareQuery {
+    fn asked(&self) -> bool {
+        self.slo.asked()
+            || [&self.before, &self.after]
+                .iter()
+                .any(|s| !s.trim().is_empty())
+    }
+}
+
+/// One side's picture.
+pub struct SidePicture {
+    pub side: &'static str,
+    pub name: String,
+    pub svg: String,
+}
+
+pub struct SweepCompareView {
+    pub sentence: String,
+    /// (what, before, after)
+    pub rows: Vec<(String, String, String)>,
+    pub pictures: Vec<SidePicture>,
+}
+
+#[derive(Template)]
+#[template(path = "comparisons/sweeps.html")]
+struct SweepComparePage {
+    ctx: PageCtx,
+    q: SweepCompareQuery,
+    candidates: Vec<Artifact>,
+    errors: FormErrors,
+    result: Option<SweepCompareView>,
+}
+
+fn side_id(field: &str, raw: &str) -> std::result::Result<i64, FieldError> {
+    raw.trim()
+        .parse::<i64>()
+        .ok()
+        .filter(|n| *n > 0)
+        .ok_or_else(|| FieldError::new(field, "choose a load sweep"))
+}
+
+/// Errors of one side's loading, renamed to that side's fields.
+fn side_errors(side: &str, e: AppError) -> std::result::Result<Vec<FieldError>, AppError> {
+    match e {
+        AppError::Invalid(errors) => Ok(errors
+            .into_iter()
+            .map(|f| {
+                let field = match f.field.as_str() {
+                    "series" => format!("{side}_series"),
+                    "slo" => "slo_percentile".to_string(),
+                    _ => side.to_string(),
+                };
+                FieldError::new(field, f.message)
+            })
+            .collect()),
+        other => Err(other),
+    }
+}
+
+/// One side: the artifact's points of the chosen series.
+async fn side_points(
+    state: &AppState,
+    side: &str,
+    id: i64,
+    series: &str,
+) -> Result<std::result::Result<(Artifact, Vec<SweepPoint>), Vec<FieldError>>> {
+    let points = match sweeps::load_points(&state.pool, &sweeps::Source::Artifact(id)).await {
+        Ok(p) => p,
+        Err(e) => return Ok(Err(side_errors(side, e)?)),
+    };
+    let series = Some(series.trim()).filter(|s| !s.is_empty());
+    let answer = match sweeps::answer(&points, series, None) {
+        Ok(a) => a,
+        Err(errors) => return Ok(Err(side_errors(side, AppError::Invalid(errors))?)),
+    };
+    let a = crate::artifacts::get(&state.pool, id)
+        .await?
+        .ok_or_else(|| AppError::not_found(format!("no artifact {id}")))?;
+    Ok(Ok((a, answer.points)))
+}
+
+fn capacity_text(a: &SloAnswer, points: &[&SweepPoint]) -> String {
+    match &a.best {
+        None => "no point meets it".into(),
+        Some(b) => format!(
+            "{} at {}",
+            format_value(b.achieved_rps, Unit::ReqPerS),
+            points[b.index].load_text()
+        ),
+    }
+}
+
+/// Two load sweeps side by side against one SLO. A GET: nothing is stored.
+async fn compare_sweeps(
+    State(state): State<AppState>,
+    ctx: PageCtx,
+    axum::extract::RawQuery(raw): axum::extract::RawQuery,
+) -> Result<Response> {
+    let q: SweepCompareQuery = serde_urlencoded::from_str(raw.as_deref().unwrap_or(""))
+        .map_err(|e| AppError::BadRequest(format!("the query string is malformed: {e}")))?;
+    let candidates: Vec<Artifact> = crate::artifacts::list(&state.pool, None, None, 300)
+        .await?
+        .into_iter()
+        .filter(|a| sweeps::points_of(a).is_some())
+        .collect();
+    let mut errors = Vec::new();
+    let mut result = None;
+    if q.asked() {
+        let before = side_id("before", &q.before)
+            .map_err(|e| errors.push(e))
+            .ok();
+        let after = side_id("after", &q.after).map_err(|e| errors.push(e)).ok();
+        let slo = q.slo.parse().map_err(|e| errors.extend(e)).ok();
+        let mut sides = Vec::new();
+        for (side, id, series) in [
+            ("before", before, &q.before_series),
+            ("after", after, &q.after_series),
+        ] {
+            if let Some(id) = id {
+                match side_points(&state, side, id, series).await? {
+                    Ok(x) => sides.push(x),
+                    Err(e) => errors.extend(e),
+                }
+            }
+        }
+        if let (Some(slo), [(a_before, p_before), (a_after, p_after)]) = (slo, sides.as_slice()) {
+            let rb: Vec<&SweepPoint> = p_before.iter().collect();
+            let ra: Vec<&SweepPoint> = p_after.iter().collect();
+            match sweep::capacity_change(&rb, &ra, slo) {
+                Ok(c) => result = Some(sweep_view(&c, slo, (a_before, &rb), (a_after, &ra))),
+                Err(problems) => errors.extend(
+                    problems
+                        .into_iter()
+                        .map(|p| FieldError::new("slo_percentile", p)),
+                ),
+            }
+        }
+    }
+    let status = if errors.is_empty() {
+        StatusCode::OK
+    } else {
+        StatusCode::UNPROCESSABLE_ENTITY
+    };
+    let page = SweepComparePage {
+        ctx,
+        q,
+        candidates,
+        errors: errors.into(),
+        result,
+    };
+    Ok((status, render(&page)?).into_response())
+}
+
+fn sweep_view(
+    c: &sweep::CapacityChange,
+    slo: Slo,
+    before: (&Artifact, &[&SweepPoint]),
+    after: (&Artifact, &[&SweepPoint]),
+) -> SweepCompareView {
+    let knee_text = |k: &Option<sweep::Knee>, pts: &[&SweepPoint]| match k {
+        Some(k) => format!("after {}", pts[k.index].load_text()),
+        None => "none".into(),
+    };
+    let yes_no = |b: bool| if b { "yes" } else { "no" }.to_string();
+    let mut rows = vec![
+        (
+            format!("Throughput within {}", slo.label()),
+            capacity_text(&c.before, before.1),
+            capacity_text(&c.after, after.1),
+        ),
+        (
+            "Highest load measured meets the SLO (the limit may be higher)".into(),
+            yes_no(c.before.meets_slo_at_last_point),
+            yes_no(c.after.meets_slo_at_last_point),
+        ),
+        (
+            format!("Knee ({})", slo.latency().label()),
+            knee_text(&c.knee_before, before.1),
+            knee_text(&c.knee_after, after.1),
+        ),
+    ];
+    if let Some(r) = c.capacity_ratio {
+        rows.push((
+            "Capacity at the SLO, after ÷ before".into(),
+            String::new(),
+            format!("{}×", crate::core::fmt::format_number(r, 2)),
+        ));
+    }
+    let mut pictures = Vec::new();
+    for (side, (a, pts), knee) in [
+        ("Before", before, &c.knee_before),
+        ("After", after, &c.knee_after),
+    ] {
+        let svg = charts::sweep::latency_vs_throughput(
+            pts,
+            slo.latency(),
+            Some(&slo),
+            knee.as_ref().map(|k| k.index),
+        );
+        if let Some(svg) = svg {
+            pictures.push(SidePicture {
+                side,
+                name: a.name.clone(),
+                svg,
+            });
+        }
+    }
+    SweepCompareView {
+        sentence: c.sentence.clone(),
+        rows,
+        pictures,
+    }
 }

@@ -26,7 +26,7 @@ use crate::core::method::record::{
 use crate::core::method::reproduce::{
     FieldKind, FrozenConfig, Reproducible, CONFIG_FIELDS, CONFIG_GROUPS,
 };
-use crate::core::method::{evidence, setup_check};
+use crate::core::method::{evidence, load_sweep, setup_check};
 use crate::core::method::{Band, Boundness, Dominance, Metric, Percentile, Phase, Verdict};
 use crate::core::quantity::{self, Unit};
 use crate::core::FieldError;
@@ -445,6 +445,8 @@ struct StepPage {
     /// Step 3: the latest bubble attribution, and what one can be run from.
     bubbles: Option<BubblesView>,
     bubble_sources: Sources,
+    /// Steps 1 and 7: what the investigation's load sweeps say against the step-1 SLO.
+    sweep_lines: Vec<String>,
 }
 
 impl StepPage {
@@ -617,6 +619,7 @@ struct StepView {
     fillers: Vec<ArtifactLink>,
     /// Artifacts whose analysis filled this step before.
     evidence: Vec<ArtifactLink>,
+    sweep_lines: Vec<String>,
     values: Pairs,
     errors: Vec<FieldError>,
     attach: AttachForm,
@@ -678,6 +681,7 @@ fn step_page(ctx: PageCtx, loaded: Loaded, step: u8, view: StepView) -> StepPage
         notice: view.notice,
         bubbles: view.bubbles,
         bubble_sources: view.bubble_sources,
+        sweep_lines: view.sweep_lines,
         records: loaded.records,
         eval: loaded.evaluation,
         inv: loaded.investigation,
@@ -756,6 +760,7 @@ pub(super) async fn step_with(
     } else {
         (None, Sources::default())
     };
+    let sweep_lines = sweep_lines(&state, &loaded, step).await?;
     let page = step_page(
         ctx,
         loaded,
@@ -765,6 +770,7 @@ pub(super) async fn step_with(
             notice,
             fillers,
             evidence: db::evidence(&state.pool, id, step).await?,
+            sweep_lines,
             values,
             errors: Vec::new(),
             attach: AttachForm::default(),
@@ -774,6 +780,43 @@ pub(super) async fn step_with(
         },
     );
     render(&page)
+}
+
+/// Steps 1 and 7: the investigation's load sweeps (oldest first, the first series of
+/// each) against the step-1 metric and target read as an SLO.
+async fn sweep_lines(state: &AppState, loaded: &Loaded, step: u8) -> Result<Vec<String>> {
+    if !matches!(step, 1 | 7) || loaded.records.metric.is_none() {
+        return Ok(Vec::new());
+    }
+    let mut found = Vec::new();
+    let mut links = db::artifacts(&state.pool, Some(loaded.investigation.id), None).await?;
+    links.sort_by_key(|a| a.id);
+    for link in links
+        .iter()
+        .filter(|a| matches!(a.kind.as_str(), "sweep" | "vllm_bench"))
+    {
+        let Some(a) = crate::artifacts::get(&state.pool, link.id).await? else {
+            continue;
+        };
+        if let Some(points) = crate::sweeps::points_of(&a) {
+            found.push((a.name, points));
+        }
+    }
+    let named: Vec<load_sweep::NamedSweep> = found
+        .iter()
+        .map(|(name, points)| {
+            let first = points[0].series.clone();
+            load_sweep::NamedSweep {
+                name,
+                points: points.iter().filter(|p| p.series == first).collect(),
+            }
+        })
+        .collect();
+    Ok(load_sweep::step_lines(
+        step,
+        loaded.records.metric.as_ref(),
+        &named,
+    ))
 }
 
 /// The hidden form field naming the artifact a form was filled from.
@@ -917,6 +960,7 @@ fn refused(
             notice: None,
             fillers: Vec::new(),
             evidence: Vec::new(),
+            sweep_lines: Vec::new(),
             values,
             errors,
             attach,

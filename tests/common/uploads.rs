@@ -5,6 +5,7 @@ use axum::body::Body;
 use axum::http::{header, Request, StatusCode};
 
 use super::TestApp;
+use serde_json::json;
 
 /// Uploads `body` as `name` with a bearer token; asserts it was analyzed, returns its id.
 pub async fn upload_analyzed(app: &mut TestApp, token: &str, name: &str, body: Vec<u8>) -> i64 {
@@ -39,4 +40,32 @@ pub async fn artifact_count(app: &TestApp) -> i64 {
         .fetch_one(&app.pool)
         .await
         .unwrap()
+}
+
+/// A vLLM benchmark-suite summary table: one test at five rates, latency turning up
+/// after 6 req/s.
+pub fn summary_table() -> Vec<u8> {
+    summary_table_of(&[
+        ("2", 2.0, 100.0),
+        ("4", 3.9, 110.0),
+        ("6", 5.8, 120.0),
+        ("8", 6.3, 200.0),
+        ("inf", 6.4, 2400.0),
+    ])
+}
+
+/// A summary table of one test with rows (qps, achieved req/s, p99 TTFT ms).
+pub fn summary_table_of(rows: &[(&str, f64, f64)]) -> Vec<u8> {
+    let row = |qps: &str, tput: f64, p99: f64| {
+        json!({
+            "Test name": format!("serving_llama8B_tp1_sharegpt_qps_{qps}"),
+            "GPU": "H100", "# of req.": 200,
+            "Tput (req/s)": tput, "Output Tput (tok/s)": tput * 190.0,
+            "Mean TTFT (ms)": p99 * 0.5, "Median TTFT (ms)": p99 * 0.4, "P99 TTFT (ms)": p99,
+            "Mean TPOT (ms)": 21.0, "Median TPOT (ms)": 20.0, "P99 TPOT (ms)": 33.0,
+            "Mean ITL (ms)": 20.0, "Median ITL (ms)": 18.0, "P99 ITL (ms)": 55.0
+        })
+    };
+    let rows: Vec<serde_json::Value> = rows.iter().map(|(q, t, p)| row(q, *t, *p)).collect();
+    serde_json::to_vec_pretty(&rows).unwrap()
 }

@@ -17,6 +17,7 @@ pub fn is_gzip(head: &[u8]) -> bool {
 /// Decide the kind of an artifact from its first bytes (ideally
 /// [`DETECT_HEAD_BYTES`], already decompressed; a gzip head is inflated as far
 /// as it goes). Rules, first match wins:
+/// - JSON with a `"Test name"` key (vLLM's benchmark summary table) → `sweep`;
 /// - JSON object with `traceEvents` (or Kineto's `schemaVersion` +
 ///   `deviceProperties`) → `pytorch_trace`; a JSON array of events with `ph` too;
 /// - JSON object with benchmark keys (vLLM `ttfts`/`num_prompts`/
@@ -60,6 +61,10 @@ fn detect_plain(head: &[u8]) -> Kind {
     }
     let text = String::from_utf8_lossy(head);
     let t = text.trim_start();
+    // A benchmark summary table: rows (or pandas columns) keyed "Test name".
+    if (t.starts_with('{') || t.starts_with('[')) && has_key(t, "Test name") {
+        return Kind::Sweep;
+    }
     if t.starts_with('{') {
         return detect_json_object(t);
     }
@@ -273,6 +278,10 @@ mod tests {
         let guidellm = b"{\n  \"benchmarks\": [\n    {\"type_\": \"generative_benchmark\"";
         assert_eq!(detect(guidellm), Kind::VllmBench);
         assert_eq!(detect(br#"{"hello": "world"}"#), Kind::Unknown);
+        let table = b"[\n  {\n    \"Test name\": \"serving_llama8B_tp1_sharegpt_qps_1\",\n    \"Tput (req/s)\": 0.9";
+        assert_eq!(detect(table), Kind::Sweep);
+        let columns = br#"{"Test name": {"0": "serving_x_qps_1"}, "P99 TTFT (ms)": {"0": 50}}"#;
+        assert_eq!(detect(columns), Kind::Sweep);
         // A value mentioning a key name is not the key.
         assert_eq!(detect(br#"{"note": "traceEvents", "x": 1}"#), Kind::Unknown);
     }

@@ -29,6 +29,7 @@ pub mod nsys;
 pub mod prometheus;
 pub mod pytorch_trace;
 pub mod request_log;
+pub mod sweep;
 pub mod vllm_bench;
 
 pub use crate::core::stats::Summary;
@@ -59,13 +60,15 @@ pub enum Kind {
     NsysKernSum,
     /// `nvidia-smi dmon`, `nvidia-smi --query-gpu … --format=csv`, DCGM exporter text.
     GpuTelemetry,
+    /// A load sweep's summary table (vLLM benchmark suite: one row per request rate).
+    Sweep,
     /// Anything else: stored, not analyzed.
     Unknown,
 }
 
 impl Kind {
     /// Every kind, in a stable order (for menus and tests).
-    pub const ALL: [Kind; 8] = [
+    pub const ALL: [Kind; 9] = [
         Kind::RequestLog,
         Kind::VllmBench,
         Kind::Prometheus,
@@ -73,6 +76,7 @@ impl Kind {
         Kind::NcuCsv,
         Kind::NsysKernSum,
         Kind::GpuTelemetry,
+        Kind::Sweep,
         Kind::Unknown,
     ];
 
@@ -86,6 +90,7 @@ impl Kind {
             Kind::NcuCsv => "ncu_csv",
             Kind::NsysKernSum => "nsys_kern_sum",
             Kind::GpuTelemetry => "gpu_telemetry",
+            Kind::Sweep => "sweep",
             Kind::Unknown => "unknown",
         }
     }
@@ -106,6 +111,7 @@ impl Kind {
             Kind::NcuCsv => ncu::ANALYZER_VERSION,
             Kind::NsysKernSum => nsys::ANALYZER_VERSION,
             Kind::GpuTelemetry => gpu_telemetry::ANALYZER_VERSION,
+            Kind::Sweep => sweep::ANALYZER_VERSION,
             Kind::Unknown => 0,
         }
     }
@@ -176,6 +182,7 @@ pub enum Analysis {
     NcuCsv(ncu::NcuAnalysis),
     NsysKernSum(nsys::NsysAnalysis),
     GpuTelemetry(gpu_telemetry::GpuTelemetryAnalysis),
+    Sweep(sweep::SweepAnalysis),
 }
 
 impl Analysis {
@@ -189,6 +196,7 @@ impl Analysis {
             Analysis::NcuCsv(_) => Kind::NcuCsv,
             Analysis::NsysKernSum(_) => Kind::NsysKernSum,
             Analysis::GpuTelemetry(_) => Kind::GpuTelemetry,
+            Analysis::Sweep(_) => Kind::Sweep,
         }
     }
 
@@ -331,6 +339,7 @@ pub fn analyze(
         Kind::NcuCsv => Analysis::NcuCsv(ncu::analyze(input)?),
         Kind::NsysKernSum => Analysis::NsysKernSum(nsys::analyze(input)?),
         Kind::GpuTelemetry => Analysis::GpuTelemetry(gpu_telemetry::analyze(input)?),
+        Kind::Sweep => Analysis::Sweep(sweep::analyze(input)?),
         Kind::Unknown => return Err(AnalyzeError::NotAnalyzed),
     })
 }
@@ -385,6 +394,7 @@ mod tests {
             "ncu_csv",
             "nsys_kern_sum",
             "gpu_telemetry",
+            "sweep",
             "unknown",
         ];
         for (k, s) in Kind::ALL.iter().zip(expected) {

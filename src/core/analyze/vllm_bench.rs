@@ -28,7 +28,7 @@ use std::io::{BufReader, Read};
 use std::rc::Rc;
 
 /// Bump when the JSON output of [`analyze`] changes.
-pub const ANALYZER_VERSION: u32 = 1;
+pub const ANALYZER_VERSION: u32 = 2;
 
 /// Arrays longer than this inside metadata are dropped (they are per-request
 /// data we don't use, e.g. GuideLLM's `requests`).
@@ -114,6 +114,10 @@ pub struct VllmBenchAnalysis {
     pub result: BenchResult,
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub runs: Vec<BenchResult>,
+    /// The runs as load-sweep points, when they ran at two or more loads (a GuideLLM
+    /// sweep, JSON Lines of several rates); see [`super::sweep`].
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub points: Vec<super::sweep::SweepPoint>,
 }
 
 /// Analyze a benchmark result file (decompressed).
@@ -154,7 +158,12 @@ pub fn analyze<R: Read>(reader: R) -> Result<VllmBenchAnalysis, AnalyzeError> {
         all.push(copy);
         all
     };
-    Ok(VllmBenchAnalysis { result: last, runs })
+    let points = super::sweep::points_from_runs(&runs);
+    Ok(VllmBenchAnalysis {
+        result: last,
+        runs,
+        points,
+    })
 }
 
 /// Exposes the NaN rewrite count while the deserializer owns the reader.

@@ -322,6 +322,62 @@ pub fn workload_setting_keys() -> impl Iterator<Item = &'static str> {
     WORKLOAD_SETTINGS.iter().map(|(k, _, _)| *k)
 }
 
+/// A recorded setting as display text; null and blank text are "not recorded".
+pub fn setting_text(v: &serde_json::Value) -> Option<String> {
+    match v {
+        serde_json::Value::Null => None,
+        serde_json::Value::String(s) if s.trim().is_empty() => None,
+        serde_json::Value::String(s) => Some(s.trim().to_string()),
+        other => Some(other.to_string()),
+    }
+}
+
+/// The workload settings as (key, label), for other checks of "the same experiment"
+/// (a load sweep's runs).
+pub fn workload_settings() -> impl Iterator<Item = (&'static str, &'static str)> {
+    WORKLOAD_SETTINGS.iter().map(|(k, l, _)| (*k, *l))
+}
+
+/// A setting on which named runs disagree.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SettingDifference {
+    pub key: String,
+    pub label: String,
+    /// Every run's value: "a in run 1, not recorded in run 2".
+    pub listed: String,
+}
+
+/// The settings (of `keys`, as (key, label); a label shared by several keys is
+/// reported once) on which the named runs disagree, a missing value counting as a
+/// value of its own.
+pub fn setting_differences(
+    runs: &[(String, BTreeMap<String, String>)],
+    keys: &[(&str, &str)],
+) -> Vec<SettingDifference> {
+    let mut out: Vec<SettingDifference> = Vec::new();
+    for &(key, label) in keys {
+        let values: BTreeSet<Option<&String>> = runs.iter().map(|(_, s)| s.get(key)).collect();
+        if values.len() <= 1 || out.iter().any(|d| d.label == label) {
+            continue;
+        }
+        let listed: Vec<String> = runs
+            .iter()
+            .map(|(name, s)| {
+                format!(
+                    "{} in {name}",
+                    s.get(key).map_or("not recorded", String::as_str)
+                )
+            })
+            .collect();
+        out.push(SettingDifference {
+            key: key.into(),
+            label: label.into(),
+            listed: listed.join(", "),
+        });
+    }
+    out
+}
+
 /// Compare; `Err` names the input that makes the comparison impossible
 /// (an empty side, a headline or prediction series the runs do not carry).
 pub fn compare(req: &Request) -> Result<Report, Vec<FieldError>> {
@@ -579,27 +635,22 @@ fn total_health(runs: &[Run]) -> RunHealth {
 fn settings_check(req: &Request, declared: &[&str]) -> (Vec<SettingRow>, Vec<String>) {
     let mut rows = Vec::new();
     let mut problems = Vec::new();
+    for (side, runs) in [("baseline", req.baseline), ("candidate", req.candidate)] {
+        let named: Vec<(String, BTreeMap<String, String>)> = runs
+            .iter()
+            .map(|r| (r.name.clone(), r.settings.clone()))
+            .collect();
+        let keys: Vec<(&str, &str)> = workload_settings().collect();
+        for d in setting_differences(&named, &keys) {
+            problems.push(format!(
+                "The {side} runs differ among themselves in {} ({}): every run of a side must repeat the same setup.",
+                d.label, d.listed
+            ));
+        }
+    }
     for &(key, label, field) in WORKLOAD_SETTINGS {
         let mut sides = Vec::new();
-        for (side, runs) in [("baseline", req.baseline), ("candidate", req.candidate)] {
-            let values: BTreeSet<Option<&String>> =
-                runs.iter().map(|r| r.settings.get(key)).collect();
-            if values.len() > 1 {
-                let listed: Vec<String> = runs
-                    .iter()
-                    .map(|r| {
-                        format!(
-                            "{} in {}",
-                            r.settings.get(key).map_or("not recorded", String::as_str),
-                            r.name
-                        )
-                    })
-                    .collect();
-                problems.push(format!(
-                    "The {side} runs differ among themselves in {label} ({}): every run of a side must repeat the same setup.",
-                    listed.join(", ")
-                ));
-            }
+        for runs in [req.baseline, req.candidate] {
             sides.push(runs.first().and_then(|r| r.settings.get(key)).cloned());
         }
         let (before, after) = (sides[0].clone(), sides[1].clone());

@@ -9,6 +9,7 @@ pub mod expected;
 pub mod fixes;
 pub mod journal;
 pub mod kernels;
+pub mod load_sweep;
 pub mod metric;
 pub mod order;
 pub mod phases;

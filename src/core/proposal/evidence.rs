@@ -5,6 +5,9 @@
 use serde::{Deserialize, Serialize};
 
 use super::input::ProposalInput;
+use crate::core::analyze::sweep::SweepPoint;
+use crate::core::fmt::format_number;
+use crate::core::method::metric::Percentile;
 
 /// Evidence kinds a proposal can link.
 pub const KINDS: [&str; 3] = ["journal", "comparison", "artifact"];
@@ -42,10 +45,111 @@ pub fn differences(p: &ProposalInput, e: &Facets) -> Vec<String> {
     out
 }
 
+/// What a load sweep says the deployment sustains within the proposal's SLOs.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct SweepCapacity {
+    /// Output tokens/s at the chosen point (one sweep taken as one replica).
+    pub tokens_per_s: f64,
+    pub achieved_rps: f64,
+    /// Which point, under which reading of the SLOs, and whether the limit may be higher.
+    pub note: String,
+}
+
+/// The highest output throughput among the sweep's points (in load order) whose TTFT
+/// p95 is at most `ttft_p95_ms` and ITL p99 at most `itl_p99_ms`. Where a point has no
+/// TTFT p95 (vLLM's summary table has p50 and p99), its p99 stands in: stricter, so a
+/// point that passes really meets the SLO. A point missing either number does not count.
+/// `None` when no point meets both.
+pub fn sweep_capacity(
+    points: &[&SweepPoint],
+    ttft_p95_ms: f64,
+    itl_p99_ms: f64,
+) -> Option<SweepCapacity> {
+    let mut used_p99 = false;
+    let mut best: Option<(usize, f64, f64)> = None;
+    for (i, p) in points.iter().enumerate() {
+        let ttft = match (p.ttft_ms.at(Percentile::P95), p.ttft_ms.at(Percentile::P99)) {
+            (Some(v), _) => Some(v),
+            (None, Some(v)) => {
+                used_p99 = true;
+                Some(v)
+            }
+            (None, None) => None,
+        };
+        let itl = p.itl_ms.at(Percentile::P99);
+        let meets = ttft.is_some_and(|v| v <= ttft_p95_ms) && itl.is_some_and(|v| v <= itl_p99_ms);
+        let (Some(tps), Some(rps), true) = (p.output_tps, p.achieved_rps, meets) else {
+            continue;
+        };
+        if best.is_none_or(|(_, t, _)| tps > t) {
+            best = Some((i, tps, rps));
+        }
+    }
+    let (i, tokens_per_s, achieved_rps) = best?;
+    let mut note = format!(
+        "load sweep: {} output tok/s ({} req/s) at {}, the most within TTFT p95 ≤ {} ms and ITL p99 ≤ {} ms",
+        format_number(tokens_per_s, 0),
+        format_number(achieved_rps, 2),
+        points[i].load_text(),
+        format_number(ttft_p95_ms, 0),
+        format_number(itl_p99_ms, 0)
+    );
+    if used_p99 {
+        note.push_str(" (TTFT p99 stands in where p95 was not measured: stricter)");
+    }
+    if i + 1 == points.len() {
+        note.push_str(
+            "; the highest load measured still meets them, so the true capacity may be higher",
+        );
+    }
+    Some(SweepCapacity {
+        tokens_per_s,
+        achieved_rps,
+        note,
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::super::input::{parse, tests::chat_api};
     use super::*;
+
+    #[test]
+    fn sweep_capacity_within_both_slos() {
+        use crate::core::analyze::sweep::test_point;
+        let pts: Vec<SweepPoint> = [
+            (2.0, 2.0, 300.0, 40.0),
+            (6.0, 5.8, 700.0, 55.0),
+            (8.0, 6.3, 800.0, 58.0),
+            (10.0, 6.4, 2400.0, 90.0),
+        ]
+        .into_iter()
+        .map(|(rate, rps, ttft, itl)| {
+            let mut p = test_point(rate, rps, ttft);
+            p.itl_ms.p99 = Some(itl);
+            p.output_tps = Some(rps * 190.0);
+            p
+        })
+        .collect();
+        let refs: Vec<&SweepPoint> = pts.iter().collect();
+        // Exactly at both limits (800 ms, 58 ms) counts.
+        let c = sweep_capacity(&refs, 800.0, 58.0).unwrap();
+        assert_eq!(c.achieved_rps, 6.3);
+        assert!((c.tokens_per_s - 6.3 * 190.0).abs() < 1e-9);
+        assert!(
+            c.note.contains("at 8 req/s") && c.note.contains("p99 stands in"),
+            "{}",
+            c.note
+        );
+        // The ITL SLO binds first.
+        assert_eq!(
+            sweep_capacity(&refs, 800.0, 55.0).unwrap().achieved_rps,
+            5.8
+        );
+        assert!(sweep_capacity(&refs, 100.0, 60.0).is_none());
+        let all = sweep_capacity(&refs, 5000.0, 100.0).unwrap();
+        assert!(all.note.contains("may be higher"), "{}", all.note);
+    }
 
     #[test]
     fn another_version_or_gpu_is_named() {

@@ -118,6 +118,17 @@ struct ShowPage {
     sections: Vec<Section>,
     /// Steps of its investigation this artifact's analysis can fill: (number, title).
     use_in: Vec<(u8, &'static str)>,
+    /// The SLO form, for an artifact that holds a load sweep.
+    sweep_form: Option<SweepForm>,
+}
+
+/// The SLO asked of a sweep on its artifact page (`?slo_metric=ttft&slo_percentile=p99&slo_max=200 ms`).
+#[derive(Deserialize, Default)]
+pub struct SweepForm {
+    #[serde(flatten)]
+    slo: crate::sweeps::SloFields,
+    #[serde(skip)]
+    errors: super::FormErrors,
 }
 
 /// The steps an analyzed artifact of an investigation can fill.
@@ -153,15 +164,36 @@ async fn show_artifact(
     State(state): State<AppState>,
     ctx: PageCtx,
     Path(id): Path<i64>,
-) -> Result<impl IntoResponse> {
+    RawQuery(raw): RawQuery,
+) -> Result<Response> {
     let a = find(&state, id).await?;
-    render(&ShowPage {
+    let mut status = StatusCode::OK;
+    let mut slo = None;
+    let sweep_form = if crate::sweeps::points_of(&a).is_some() {
+        let mut form: SweepForm = serde_urlencoded::from_str(raw.as_deref().unwrap_or(""))
+            .map_err(|e| AppError::BadRequest(format!("the query string is malformed: {e}")))?;
+        if form.slo.asked() {
+            match form.slo.parse() {
+                Ok(s) => slo = Some(s),
+                Err(errors) => {
+                    status = StatusCode::UNPROCESSABLE_ENTITY;
+                    form.errors = errors.into();
+                }
+            }
+        }
+        Some(form)
+    } else {
+        None
+    };
+    let page = ShowPage {
         ctx,
         size: human_bytes(a.size_bytes as f64),
-        sections: views::sections(&a),
+        sections: views::sections_with_slo(&a, slo.as_ref()),
         use_in: fillable_steps(&a),
+        sweep_form,
         a,
-    })
+    };
+    Ok((status, render(&page)?).into_response())
 }
 
 /// The status block, polled by htmx while the analysis runs; once finished it carries
