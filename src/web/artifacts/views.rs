@@ -469,7 +469,7 @@ fn trace_kernels(x: &TraceAnalysis) -> Section {
         .take(15)
         .map(|s| (s.name.clone(), s.sum_us))
         .collect();
-    if let Some(svg) = charts::bars("Top kernels", "µs", &top) {
+    if let Some(svg) = charts::bars("Top kernels", ("total time", "µs"), &top) {
         k.charts.push(svg);
     }
     let cats: Vec<(String, f64)> = x
@@ -613,7 +613,7 @@ fn nsys(x: &NsysAnalysis) -> Vec<Section> {
         .take(15)
         .map(|k| (k.name.clone(), k.total_ns / 1e6))
         .collect();
-    if let Some(svg) = charts::bars("Top kernels", "ms", &top) {
+    if let Some(svg) = charts::bars("Top kernels", ("total time", "ms"), &top) {
         s.charts.push(svg);
     }
     s.notes = x.notes.clone();
@@ -656,8 +656,12 @@ fn gpu_telemetry(x: &GpuTelemetryAnalysis) -> Vec<Section> {
         .collect();
     if let Some(svg) = charts::lines(
         "SM utilisation over time",
-        if x.has_clock { "s" } else { "sample" },
-        "%",
+        if x.has_clock {
+            ("time", "s")
+        } else {
+            ("sample", "")
+        },
+        ("SM utilisation", "%"),
         &series,
     ) {
         s.charts.push(svg);
