@@ -61,6 +61,23 @@ impl Artifact {
         crate::core::fmt::human_bytes(self.size_bytes as f64)
     }
 
+    /// The status as lists show it: a finished Nsight Compute analysis of a file holding
+    /// only errors is a "failed profile", not "done". (label, CSS class suffix)
+    pub fn shown_status(&self) -> (&str, &'static str) {
+        let failed_profile = self.status == "done"
+            && self.kind() == Kind::NcuCsv
+            && self
+                .analysis
+                .as_ref()
+                .and_then(|v| serde_json::from_value::<analyze::ncu::NcuAnalysis>(v.clone()).ok())
+                .is_some_and(|x| x.profile_failed());
+        if failed_profile {
+            ("failed profile", "failed")
+        } else {
+            (&self.status, "")
+        }
+    }
+
     pub fn kind(&self) -> Kind {
         self.kind.parse().unwrap_or(Kind::Unknown)
     }

@@ -110,6 +110,14 @@ pub fn short_kernel_name(name: &str) -> String {
     }
 }
 
+/// [`short_kernel_name`] when it differs from the name (a page then shows the full name
+/// on hover and in a details row), `None` when the name is already short.
+pub fn folded_kernel_name(name: impl AsRef<str>) -> Option<String> {
+    let name = name.as_ref();
+    let short = short_kernel_name(name);
+    (short != name.trim()).then_some(short)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -162,5 +170,10 @@ mod tests {
         // `->` inside template arguments does not close them; unbalanced input still folds.
         assert_eq!(short_kernel_name("k<decltype(a->b)>(int)"), "k<…>");
         assert_eq!(short_kernel_name("void k<int"), "k<…>");
+        assert_eq!(
+            folded_kernel_name("void k<int>(int)").as_deref(),
+            Some("k<…>")
+        );
+        assert_eq!(folded_kernel_name("ampere_sgemm_128x64_tn"), None);
     }
 }

@@ -74,6 +74,14 @@ pub struct NcuAnalysis {
     pub notes: Vec<String>,
 }
 
+impl NcuAnalysis {
+    /// ncu wrote errors and no kernel: the artifact page warns with `profile_error`, and
+    /// lists say "failed profile" instead of "done".
+    pub fn profile_failed(&self) -> bool {
+        self.profile_error.is_some()
+    }
+}
+
 /// Classify from SM and DRAM (or memory) throughput percentages.
 pub fn regime(sm_pct: Option<f64>, mem_pct: Option<f64>) -> Option<&'static str> {
     let (s, d) = (sm_pct?, mem_pct?);

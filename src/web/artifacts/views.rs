@@ -25,6 +25,9 @@ pub struct Table {
     pub rows: Vec<Vec<String>>,
     /// Right-aligned (numeric) columns.
     pub numeric: Vec<bool>,
+    /// The first column holds kernel names: shown folded, the full name on hover and in
+    /// a details row.
+    pub kernel_names: bool,
 }
 
 impl Table {
@@ -33,6 +36,7 @@ impl Table {
             headers: headers.iter().map(|h| h.to_string()).collect(),
             rows: Vec::new(),
             numeric: headers.iter().enumerate().map(|(i, _)| i > 0).collect(),
+            kernel_names: headers.first() == Some(&"kernel"),
         }
     }
 

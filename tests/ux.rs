@@ -1,0 +1,80 @@
+//! Small things a person notices: a reload on a form's address, errors that are the
+//! app's own page, a failed profile that says so in the list.
+
+mod common;
+
+use axum::body::Body;
+use axum::http::{header, Request, StatusCode};
+
+#[tokio::test]
+async fn a_get_on_a_form_address_goes_back_to_the_form_and_other_methods_get_a_styled_405() {
+    let (mut app, url) = common::app_with_investigation("reload after a failed attach").await;
+
+    // Reloading the address a step form posted to lands back on the step.
+    for (post_only, form_page) in [
+        (format!("{url}/steps/4/expected"), format!("{url}/steps/4")),
+        (format!("{url}/status"), url.clone()),
+        (format!("{url}/journal"), url.clone()),
+        ("/settings/tokens/1/revoke".to_string(), "/settings".into()),
+        ("/admin/users/1/role".to_string(), "/admin/users".into()),
+    ] {
+        let r = app.get(&post_only).await;
+        assert_eq!(r.status, StatusCode::SEE_OTHER, "{post_only}: {}", r.body);
+        assert_eq!(r.location(), Some(form_page.as_str()), "{post_only}");
+        let page = app.get(&form_page).await;
+        assert_eq!(page.status, StatusCode::OK, "{form_page}");
+    }
+
+    // Another method on a page address: the app's error page, not a bare 405.
+    let token = app.csrf().await;
+    let r = app
+        .send(
+            Request::put(format!("{url}/status"))
+                .header("X-CSRF-Token", &token)
+                .body(Body::empty())
+                .unwrap(),
+        )
+        .await;
+    assert_eq!(r.status, StatusCode::METHOD_NOT_ALLOWED);
+    assert!(r.headers[header::CONTENT_TYPE]
+        .to_str()
+        .unwrap()
+        .starts_with("text/html"));
+    assert_eq!(r.select(".error-page .status"), ["405"]);
+    assert!(!r.select("header.topbar").is_empty(), "the styled page");
+
+    // The API answers JSON.
+    let api_token = app.api_token("ada").await;
+    let r = app
+        .api("DELETE", "/api/v1/investigations", &api_token, None)
+        .await;
+    assert_eq!(r.status, StatusCode::METHOD_NOT_ALLOWED);
+    assert_eq!(r.json()["error"]["status"], 405);
+}
+
+#[tokio::test]
+async fn an_ncu_file_holding_only_errors_is_a_failed_profile_in_the_list() {
+    let mut app = common::spawn_app().await;
+    app.setup_admin("ada").await;
+    let token = app.api_token("ada").await;
+    for (name, body) in [
+        (
+            "errors.csv",
+            "==PROF== Connected\n==ERROR== The application returned an error code (1).\n",
+        ),
+        ("ok.log", "not a profile at all\n"),
+    ] {
+        let req = Request::post(format!("/api/v1/artifacts?name={name}"))
+            .header(header::AUTHORIZATION, format!("Bearer {token}"))
+            .header(header::CONTENT_TYPE, "application/octet-stream")
+            .body(Body::from(body))
+            .unwrap();
+        let r = app.send(req).await;
+        assert_eq!(r.status, StatusCode::CREATED, "{}", r.body);
+    }
+    app.drain_queue().await;
+    let list = app.get("/artifacts").await;
+    let rows: Vec<String> = list.select("#artifacts tbody tr td:nth-child(3)");
+    assert_eq!(rows, ["not_analyzed", "failed profile"]);
+    assert_eq!(list.select("#artifacts .status-failed"), ["failed profile"]);
+}
