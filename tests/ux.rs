@@ -78,3 +78,38 @@ async fn an_ncu_file_holding_only_errors_is_a_failed_profile_in_the_list() {
     assert_eq!(rows, ["not_analyzed", "failed profile"]);
     assert_eq!(list.select("#artifacts .status-failed"), ["failed profile"]);
 }
+
+#[tokio::test]
+async fn estimator_results_read_in_their_units_with_human_labels_and_no_e_notation() {
+    let mut app = common::spawn_app().await;
+    app.setup_admin("ada").await;
+    for query in [
+        "memory-fit?model=llama-3.3-70b&gpu=h100-sxm&tp=2&max_model_len=32768",
+        "decode-floor?model=llama-3.1-8b&gpu=h100-sxm&batch=64&context=4096",
+        "mixed-step?model=llama-3.1-8b&gpu=h100-sxm&batch=64&context=4096&chunk_tokens=2048&mfu=0.5",
+    ] {
+        let r = app.get(&format!("/estimators/{query}")).await;
+        assert_eq!(r.status, StatusCode::OK, "{query}");
+        // Only the visible text: the permalink and data-value keep exact numbers.
+        let text = r.select("#chain-result .results, #chain-result details tbody, #chain-lines .value").join(" ");
+        let e_notation = text
+            .split_whitespace()
+            .any(|w| w.contains("e9") || w.contains("e12") || w.contains("e15"));
+        assert!(!e_notation, "{query}: {text}");
+    }
+    let r = app
+        .get("/estimators/memory-fit?model=llama-3.3-70b&gpu=h100-sxm&tp=2&max_model_len=32768")
+        .await;
+    let budget = "#results .result[data-key=budget_bytes_per_gpu]";
+    assert_eq!(r.select(&format!("{budget} .label")), ["Budget per GPU"]);
+    assert_eq!(r.select(&format!("{budget} .v")), ["78.22 GB"]);
+    assert_eq!(
+        r.select(&format!("{budget} .k")),
+        ["budget_bytes_per_gpu"],
+        "the key stays for API users"
+    );
+    assert_eq!(
+        r.select("details tr[data-key=hbm_bytes] .input-value"),
+        ["85.02 GB"]
+    );
+}

@@ -12,7 +12,7 @@ use axum_htmx::{HxHistoryRestoreRequest, HxRequest, HxTarget};
 
 use super::{render, FormErrors, PageCtx};
 use crate::core::estimate::{
-    self, gpus, models, Chain, Dtype, EstimateError, EstimatorInfo, FieldSpec, Inputs,
+    self, gpus, models, Chain, Dtype, EstimateError, EstimatorInfo, FieldSpec, Inputs, Shown,
 };
 use crate::core::FieldError;
 use crate::error::{AppError, Result};
@@ -149,8 +149,8 @@ impl FieldView {
 /// A chain as the page shows it.
 pub struct ChainView {
     pub lines: Vec<(String, String, String)>,
-    pub inputs: Vec<(String, String)>,
-    pub results: Vec<(String, String)>,
+    pub inputs: Vec<Shown>,
+    pub results: Vec<Shown>,
     pub sanity: String,
 }
 
@@ -162,16 +162,8 @@ impl From<&Chain> for ChainView {
                 .iter()
                 .map(|l| (l.label.clone(), l.formula.clone(), l.display_value()))
                 .collect(),
-            inputs: c
-                .inputs
-                .iter()
-                .map(|(k, v)| (k.clone(), estimate::display(v)))
-                .collect(),
-            results: c
-                .results
-                .iter()
-                .map(|(k, v)| (k.clone(), estimate::display(v)))
-                .collect(),
+            inputs: c.shown_inputs(),
+            results: c.shown_results(),
             sanity: c.sanity.clone(),
         }
     }
