@@ -192,6 +192,29 @@ impl<'a> Parser<'a> {
         }
     }
 
+    /// An amount of bytes, typed bare (`2e9`) or with a unit (`2 GB`, `1.5 GiB`) through
+    /// `core::quantity` (another dimension is refused naming both units); `default`
+    /// when blank. Must be 0 or more.
+    pub fn bytes_or(&mut self, key: &str, default: f64) -> Option<f64> {
+        let Some(raw) = self.text(key) else {
+            self.record_number(key, default);
+            return Some(default);
+        };
+        match crate::core::quantity::read(raw, crate::core::quantity::Unit::Bytes)
+            .map_err(|e| e.to_string())
+            .and_then(|v| check(v, Rule::NonNegative))
+        {
+            Ok(v) => {
+                self.record_number(key, v);
+                Some(v)
+            }
+            Err(msg) => {
+                self.fail(key, msg);
+                None
+            }
+        }
+    }
+
     /// The collected errors; call after a required value came back `None`.
     pub fn into_errors(mut self) -> Vec<FieldError> {
         if self.errors.is_empty() {
