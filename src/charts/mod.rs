@@ -40,6 +40,9 @@ pub const TEXT_PX: u32 = 17;
 pub const CAPTION_PX: u32 = 19;
 const _: () = assert!(TEXT_PX * NARROWEST_SHOWN_PX >= MIN_READABLE_PX * WIDTH);
 
+/// Room right of the plot for the last tick label, which plotters centres on the axis end.
+const RIGHT_MARGIN: u32 = 28;
+
 /// The i-th series colour.
 pub fn colour(i: usize) -> RGBColor {
     PALETTE[i % PALETTE.len()]
@@ -257,6 +260,7 @@ fn line_chart(
         let mut chart = ChartBuilder::on(&root)
             .caption(title, caption())
             .margin(10)
+            .margin_right(RIGHT_MARGIN)
             .x_label_area_size(50)
             .y_label_area_size(64)
             .build_cartesian_2d(x_range, y_range)
@@ -338,6 +342,7 @@ pub fn bars(title: &str, axis: (&str, &str), items: &[(String, f64)]) -> Option<
         let mut chart = ChartBuilder::on(&root)
             .caption(title, caption())
             .margin(10)
+            .margin_right(RIGHT_MARGIN)
             .x_label_area_size(50)
             .y_label_area_size(0)
             .build_cartesian_2d(0.0..max * 1.05, 0.0..n as f64)
@@ -402,6 +407,7 @@ pub fn share_bar(title: &str, rows: &[(&str, Vec<(String, f64)>)]) -> Option<Str
         let mut chart = ChartBuilder::on(&root)
             .caption(title, caption())
             .margin(10)
+            .margin_right(RIGHT_MARGIN)
             .x_label_area_size(50)
             .y_label_area_size(60)
             .build_cartesian_2d(0.0..1.0, 0.0..rows.len() as f64)
@@ -516,11 +522,11 @@ pub fn lines(
     )
 }
 
-/// Busy/idle over time, one row per stream: each bucket shaded by its busy fraction
-/// (dark = busy, white = idle); each row's tooltip gives its busy share of the window.
+/// Busy/idle over time from the trace's start, one row per stream: each bucket shaded by
+/// its busy fraction (dark = busy, white = idle); each row's tooltip gives its busy share
+/// of the window.
 pub fn timeline(
     title: &str,
-    start_us: f64,
     bucket_us: f64,
     rows: &[(String, Vec<f64>)],
 ) -> Option<String> {
@@ -528,8 +534,10 @@ pub fn timeline(
     if rows.is_empty() || buckets == 0 || bucket_us <= 0.0 {
         return None;
     }
-    let x0 = start_us;
-    let x1 = start_us + bucket_us * buckets as f64;
+    // Time from the trace's start: absolute trace clocks (µs since the epoch) make
+    // thirteen-digit tick labels that overlap.
+    let x0 = 0.0;
+    let x1 = bucket_us * buckets as f64;
     let n = rows.len();
     let height = 100 + 40 * n as u32;
     let mut buf = String::new();
@@ -540,6 +548,7 @@ pub fn timeline(
         let mut chart = ChartBuilder::on(&root)
             .caption(title, caption())
             .margin(10)
+            .margin_right(RIGHT_MARGIN)
             .x_label_area_size(50)
             .y_label_area_size(0)
             .build_cartesian_2d(x0..x1, 0.0..n as f64)
@@ -551,7 +560,7 @@ pub fn timeline(
             .disable_y_axis()
             .x_labels(4)
             .x_label_formatter(&|v| tick(*v))
-            .x_desc(axis_label("trace time", "µs"))
+            .x_desc(axis_label("time from the trace start", "µs"))
             .label_style(text())
             .axis_desc_style(text())
             .draw()
@@ -643,7 +652,6 @@ mod tests {
         assert!(svg.contains("<title>gpu0 at 1 s: 50 %</title>"));
         let svg = timeline(
             "busy",
-            0.0,
             1.0,
             &[("GPU 0 / stream 7".into(), vec![1.0, 0.0, 0.5])],
         )

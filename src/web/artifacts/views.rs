@@ -436,7 +436,6 @@ fn trace_temporal(x: &TraceAnalysis) -> Section {
             .collect();
         if let Some(svg) = charts::timeline(
             "Busy and idle per stream",
-            first.start_us,
             first.bucket_us,
             &rows,
         ) {
