@@ -7,22 +7,14 @@ mod common;
 
 use std::time::Duration;
 
-use axum::body::Body;
-use axum::http::{header, Request, StatusCode};
-use common::{browser, spawn_app, TestApp, PASSWORD};
+use common::{browser, spawn_app, TestApp};
 use thirtyfour::prelude::*;
 
 /// A C++ kernel name as Nsight and PyTorch traces print it: one unbroken token.
 const LONG_KERNEL: &str = "void at::native::vectorized_elementwise_kernel<4, at::native::FillFunctor<c10::BFloat16>, at::detail::Array<char*, 1>>(int, at::native::FillFunctor<c10::BFloat16>, at::detail::Array<char*, 1>)";
 
 async fn upload(app: &mut TestApp, token: &str, name: &str, body: Vec<u8>) -> i64 {
-    let req = Request::post(format!("/api/v1/artifacts?name={name}"))
-        .header(header::AUTHORIZATION, format!("Bearer {token}"))
-        .header(header::CONTENT_TYPE, "application/octet-stream")
-        .body(Body::from(body))
-        .unwrap();
-    let r = app.send(req).await;
-    assert_eq!(r.status, StatusCode::CREATED, "{name}: {}", r.body);
+    let r = common::uploads::upload(app, token, name, body).await;
     r.json()["id"].as_i64().unwrap()
 }
 
@@ -49,7 +41,10 @@ async fn seed(app: &mut TestApp) -> Vec<(String, String)> {
             &[
                 ("kernels[0].name", LONG_KERNEL),
                 ("kernels[0].share", "0.62"),
-                ("kernels[1].name", "ampere_bf16_s16816gemm_bf16_128x128_ldg8_f2f_stages_64x3_tn"),
+                (
+                    "kernels[1].name",
+                    "ampere_bf16_s16816gemm_bf16_128x128_ldg8_f2f_stages_64x3_tn",
+                ),
                 ("kernels[1].share", "0.2"),
             ],
         )
@@ -138,6 +133,11 @@ async fn number(b: &browser::Browser, script: &str) -> f64 {
         .unwrap_or_else(|| panic!("{script} gave no number"))
 }
 
+async fn attr(b: &browser::Browser, css: &str, name: &str) -> Option<String> {
+    let el = b.driver.find(By::Css(css)).await.unwrap();
+    el.attr(name).await.unwrap()
+}
+
 /// A full-length screenshot of the page at this width.
 async fn screenshot(b: &browser::Browser, name: &str, width: u32) {
     let dir = std::env::var_os("PERFJOURNAL_SCREENSHOTS")
@@ -178,11 +178,7 @@ async fn pages_fit_a_phone_and_a_desktop_without_console_errors() {
     let Some(b) = browser::start(&app, test).await else {
         return;
     };
-    b.goto("/login").await;
-    b.fill("#name", "ada").await;
-    b.fill("#password", PASSWORD).await;
-    b.click("form[action='/login'] button[type=submit]").await;
-    b.wait_text(".user-name", "ada").await;
+    b.sign_in("ada").await;
     b.console_errors().await;
 
     for width in [1400u32, 390] {
@@ -225,14 +221,7 @@ async fn pages_fit_a_phone_and_a_desktop_without_console_errors() {
     settle(&b).await;
     let shown = b.text(".ranked-kernels .kernel").await;
     assert_eq!(shown, "at::native::vectorized_elementwise_kernel<…>");
-    let title = b
-        .driver
-        .find(By::Css(".ranked-kernels .kernel"))
-        .await
-        .unwrap()
-        .attr("title")
-        .await
-        .unwrap();
+    let title = attr(&b, ".ranked-kernels .kernel", "title").await;
     assert_eq!(title.as_deref(), Some(LONG_KERNEL));
 
     // On the phone the areas hide behind the Menu button, which opens them.
@@ -242,14 +231,7 @@ async fn pages_fit_a_phone_and_a_desktop_without_console_errors() {
     assert!(!areas.is_displayed().await.unwrap());
     b.click(".nav-toggle").await;
     assert!(areas.is_displayed().await.unwrap());
-    let expanded = b
-        .driver
-        .find(By::Css(".nav-toggle"))
-        .await
-        .unwrap()
-        .attr("aria-expanded")
-        .await
-        .unwrap();
+    let expanded = attr(&b, ".nav-toggle", "aria-expanded").await;
     assert_eq!(expanded.as_deref(), Some("true"));
     b.click("nav.areas a[href='/journal']").await;
     b.wait_text("main h1", "Journal").await;

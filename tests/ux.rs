@@ -64,13 +64,7 @@ async fn an_ncu_file_holding_only_errors_is_a_failed_profile_in_the_list() {
         ),
         ("ok.log", "not a profile at all\n"),
     ] {
-        let req = Request::post(format!("/api/v1/artifacts?name={name}"))
-            .header(header::AUTHORIZATION, format!("Bearer {token}"))
-            .header(header::CONTENT_TYPE, "application/octet-stream")
-            .body(Body::from(body))
-            .unwrap();
-        let r = app.send(req).await;
-        assert_eq!(r.status, StatusCode::CREATED, "{}", r.body);
+        common::uploads::upload(&mut app, &token, name, body.as_bytes().to_vec()).await;
     }
     app.drain_queue().await;
     let list = app.get("/artifacts").await;

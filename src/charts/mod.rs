@@ -525,11 +525,7 @@ pub fn lines(
 /// Busy/idle over time from the trace's start, one row per stream: each bucket shaded by
 /// its busy fraction (dark = busy, white = idle); each row's tooltip gives its busy share
 /// of the window.
-pub fn timeline(
-    title: &str,
-    bucket_us: f64,
-    rows: &[(String, Vec<f64>)],
-) -> Option<String> {
+pub fn timeline(title: &str, bucket_us: f64, rows: &[(String, Vec<f64>)]) -> Option<String> {
     let buckets = rows.iter().map(|(_, b)| b.len()).max().unwrap_or(0);
     if rows.is_empty() || buckets == 0 || bucket_us <= 0.0 {
         return None;

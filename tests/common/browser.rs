@@ -71,11 +71,8 @@ pub async fn start(app: &TestApp, test: &str) -> Option<Browser> {
     let mut caps = DesiredCapabilities::chrome();
     caps.set_binary(&chromium).unwrap();
     // Keep the browser console so tests can assert a page logged no errors.
-    caps.set(
-        "goog:loggingPrefs",
-        serde_json::json!({ "browser": "ALL" }),
-    )
-    .unwrap();
+    caps.set("goog:loggingPrefs", serde_json::json!({ "browser": "ALL" }))
+        .unwrap();
     for arg in [
         "--headless=new",
         "--no-sandbox",
@@ -177,6 +174,16 @@ impl Browser {
             .driver
             .screenshot(&dir.join(format!("{name}.png")))
             .await;
+    }
+
+    /// Signs in through the login form (every test user has the shared password).
+    pub async fn sign_in(&self, name: &str) {
+        self.goto("/login").await;
+        self.fill("#name", name).await;
+        self.fill("#password", super::PASSWORD).await;
+        self.click("form[action='/login'] button[type=submit]")
+            .await;
+        self.wait_text(".user-name", name).await;
     }
 
     /// Errors the browser console logged since the last call (script errors, CSP

@@ -434,11 +434,7 @@ fn trace_temporal(x: &TraceAnalysis) -> Section {
             .take(16)
             .map(|t| (stream_label(t.device, t.stream), t.busy.clone()))
             .collect();
-        if let Some(svg) = charts::timeline(
-            "Busy and idle per stream",
-            first.bucket_us,
-            &rows,
-        ) {
+        if let Some(svg) = charts::timeline("Busy and idle per stream", first.bucket_us, &rows) {
             s.charts.push(svg);
         }
     }
