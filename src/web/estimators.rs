@@ -312,8 +312,8 @@ async fn list_models(ctx: PageCtx) -> Result<impl IntoResponse> {
                 (None, None) => "dense; GQA".to_string(),
             };
             ModelRow {
-                total: estimate::display(&serde_json::Value::from(s.params.total)),
-                active: estimate::display(&serde_json::Value::from(s.params.active)),
+                total: estimate::show_in_unit(&serde_json::Value::from(s.params.total), ""),
+                active: estimate::show_in_unit(&serde_json::Value::from(s.params.active), ""),
                 layers: s.spec.layers,
                 kv_heads: s.spec.kv_heads,
                 head_dim: s.spec.head_dim,
@@ -326,7 +326,7 @@ async fn list_models(ctx: PageCtx) -> Result<impl IntoResponse> {
                 kv: s
                     .kv_bytes_per_token
                     .iter()
-                    .map(|(d, v)| (d.to_string(), format!("{} B", estimate::display(v))))
+                    .map(|(d, v)| (d.to_string(), estimate::show_in_unit(v, "B")))
                     .collect(),
                 name: s.name,
                 hf_repo: s.hf_repo,
@@ -360,10 +360,7 @@ struct GpusPage {
 async fn list_gpus(ctx: PageCtx) -> Result<impl IntoResponse> {
     let fig = |what, s: &gpus::Sourced, scale: f64, unit: &str| GpuFigure {
         what,
-        value: format!(
-            "{} {unit}",
-            estimate::display(&serde_json::Value::from(s.value / scale))
-        ),
+        value: estimate::show_in_unit(&serde_json::Value::from(s.value / scale), unit),
         provenance: s.provenance.describe(),
         note: s.note,
     };

@@ -77,8 +77,19 @@ pub fn display(v: &Value) -> String {
 
 impl Chain {
     /// Aligned plain text, like a worked example on paper: the inputs, each line as
-    /// `label  formula = value unit`, then the sanity sentence.
+    /// `label  formula = value unit`, then the sanity sentence. Inputs are written as
+    /// the CLI reads them back (`3.35e12`).
     pub fn to_text(&self) -> String {
+        self.text_with(|_, v| show_input(v))
+    }
+
+    /// [`Chain::to_text`] for a page: inputs in the one format of their unit
+    /// (`3.35 TB/s`, `85.02 GB`), as [`Chain::shown_inputs`] writes them.
+    pub fn to_page_text(&self) -> String {
+        self.text_with(|k, v| show_in_unit(v, input_unit(&self.estimator, k)))
+    }
+
+    fn text_with(&self, input: impl Fn(&str, &Value) -> String) -> String {
         let mut out = String::new();
         match super::find(&self.estimator) {
             Some(info) => out.push_str(&format!("{}: {}\n", info.name, info.title)),
@@ -93,7 +104,7 @@ impl Chain {
             .max()
             .unwrap_or(0);
         for (k, v) in &self.inputs {
-            out.push_str(&format!("  {k:<key_w$}  {}\n", show_input(v)));
+            out.push_str(&format!("  {k:<key_w$}  {}\n", input(k, v)));
         }
 
         out.push_str("\nWorking\n");
@@ -476,6 +487,12 @@ mod tests {
         for s in d.shown_inputs().iter().chain(d.shown_results().iter()) {
             assert!(!s.value.contains("e9") && !s.value.contains("e12"), "{s:?}");
         }
+        assert!(d.to_text().contains("3.35e12"));
+        let page = d.to_page_text();
+        assert!(
+            page.contains("3.35 TB/s") && !page.contains("e12"),
+            "{page}"
+        );
         assert_eq!(humanize_key("base_step_ms"), "Base step (ms)");
         assert_eq!(humanize_key("allreduce_share"), "Allreduce share");
     }

@@ -73,7 +73,7 @@ impl Section {
 
 /// A number as people read it: separators, about four significant digits.
 pub fn num(x: f64) -> String {
-    crate::core::estimate::display(&Value::from(x))
+    crate::core::estimate::show_in_unit(&Value::from(x), "")
 }
 
 fn opt(x: Option<f64>) -> String {
