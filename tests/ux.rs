@@ -54,8 +54,8 @@ async fn a_get_on_a_form_address_goes_back_to_the_form_and_other_methods_get_a_s
 
 #[tokio::test]
 async fn an_ncu_file_holding_only_errors_is_a_failed_profile_in_the_list() {
-    let mut app = common::spawn_app().await;
-    app.setup_admin("ada").await;
+    let (mut app, url) = common::app_with_investigation("ncu run crashed").await;
+    let id = url.rsplit('/').next().unwrap().to_string();
     let token = app.api_token("ada").await;
     for (name, body) in [
         (
@@ -64,13 +64,20 @@ async fn an_ncu_file_holding_only_errors_is_a_failed_profile_in_the_list() {
         ),
         ("ok.log", "not a profile at all\n"),
     ] {
-        common::uploads::upload(&mut app, &token, name, body.as_bytes().to_vec()).await;
+        let query = format!("{name}&investigation={id}");
+        common::uploads::upload(&mut app, &token, &query, body.as_bytes().to_vec()).await;
     }
     app.drain_queue().await;
     let list = app.get("/artifacts").await;
     let rows: Vec<String> = list.select("#artifacts tbody tr td:nth-child(3)");
     assert_eq!(rows, ["not_analyzed", "failed profile"]);
     assert_eq!(list.select("#artifacts .status-failed"), ["failed profile"]);
+    // The investigation's own list says the same.
+    let page = app.get(&url).await;
+    assert_eq!(
+        page.select(".artifact-links .status"),
+        ["not_analyzed", "failed profile"]
+    );
 }
 
 #[tokio::test]
