@@ -25,6 +25,8 @@ pub enum AppError {
     Invalid(Vec<FieldError>),
     #[error("{0}")]
     Conflict(String),
+    #[error("{0}")]
+    MethodNotAllowed(String),
     #[error("too many attempts; try again in {retry_after} seconds")]
     TooManyRequests { retry_after: u64 },
     #[error("{0}")]
@@ -63,6 +65,7 @@ impl AppError {
             AppError::BadRequest(_) => StatusCode::BAD_REQUEST,
             AppError::Invalid(_) => StatusCode::UNPROCESSABLE_ENTITY,
             AppError::Conflict(_) => StatusCode::CONFLICT,
+            AppError::MethodNotAllowed(_) => StatusCode::METHOD_NOT_ALLOWED,
             AppError::TooManyRequests { .. } => StatusCode::TOO_MANY_REQUESTS,
             AppError::PayloadTooLarge(_) => StatusCode::PAYLOAD_TOO_LARGE,
             AppError::Unavailable => StatusCode::SERVICE_UNAVAILABLE,

@@ -51,12 +51,18 @@ pub fn app(state: AppState) -> Router {
         .layer(timeout())
         .merge(api_uploads.layer(DefaultBodyLimit::disable()))
         .fallback(|| async { ApiError(AppError::not_found("no such API route")) })
+        .method_not_allowed_fallback(|method: axum::http::Method| async move {
+            ApiError(AppError::MethodNotAllowed(format!(
+                "this API route does not accept {method}"
+            )))
+        })
         .layer(from_fn_with_state(state.clone(), require_api_user));
 
     let private = crate::web::private_routes()
         .layer(timeout())
         .merge(crate::web::upload_routes().layer(DefaultBodyLimit::disable()))
         .fallback(|| async { AppError::not_found("there is no page at this address") })
+        .method_not_allowed_fallback(crate::web::method_not_allowed)
         .layer(from_fn_with_state(state.clone(), require_login));
 
     let sessions = SessionManagerLayer::new(PostgresStore::new(state.pool.clone()))
@@ -72,7 +78,11 @@ pub fn app(state: AppState) -> Router {
 
     Router::new()
         .nest("/api/v1", api)
-        .merge(crate::web::public_routes().layer(timeout()))
+        .merge(
+            crate::web::public_routes()
+                .method_not_allowed_fallback(crate::web::method_not_allowed)
+                .layer(timeout()),
+        )
         .merge(private)
         .layer(from_fn_with_state(state.clone(), crate::metrics::record))
         .layer(axum_htmx::AutoVaryLayer)

@@ -51,3 +51,13 @@ document.addEventListener("drop", function (ev) {
   form.querySelector("input[type=file]").files = ev.dataTransfer.files;
   form.requestSubmit();
 });
+// Narrow screens: the areas collapse behind the Menu button (the CSS hides them only
+// once this script has marked the page, so without it they simply wrap).
+document.documentElement.classList.add("js");
+document.addEventListener("click", function (ev) {
+  var button = ev.target.closest ? ev.target.closest(".nav-toggle") : null;
+  if (!button) return;
+  var open = button.getAttribute("aria-expanded") !== "true";
+  button.setAttribute("aria-expanded", open ? "true" : "false");
+  document.getElementById(button.getAttribute("aria-controls")).classList.toggle("open", open);
+});

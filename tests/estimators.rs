@@ -334,7 +334,8 @@ async fn page_reproduces_every_reference_number_from_its_url() {
             .await;
         assert_eq!(r.status, StatusCode::OK, "{name}: {}", r.body);
         let keys = r.select("#results .result .k");
-        let values = r.select("#results .result .v");
+        // The exact value rides in data-value; the text is rounded to its unit.
+        let values = r.select_attr("#results .result", "data-value");
         for (key, w) in &want {
             let i = keys
                 .iter()
@@ -528,7 +529,7 @@ async fn a_pasted_config_json_drives_the_page_and_a_broken_one_is_named() {
         .position(|k| k == "kv_bytes_per_token_per_gpu")
         .unwrap();
     // Qwen2.5-7B: 2 × 28 layers × 4 KV heads × 128 dims × 2 B.
-    assert_eq!(values[i], "57,344");
+    assert_eq!(values[i], "57,344 B");
     let sel = scraper::Selector::parse("#f-config").unwrap();
     assert!(
         r.html()

@@ -770,9 +770,18 @@ async fn step_5_fills_from_a_kernel_summary_and_saves_the_ranking() {
         .collect();
     save(&mut app, &url, 5, &refs).await;
     let p = app.get(&format!("{url}/steps/5")).await;
+    // Template arguments folded, the full name on hover and in the details row.
     assert_eq!(
-        p.select(".ranked-kernels td.name"),
-        ["gemv_kernel<bf16>", "rmsnorm_kernel"]
+        p.select(".ranked-kernels td.name .kernel"),
+        ["gemv_kernel<…>", "rmsnorm_kernel"]
+    );
+    assert_eq!(
+        p.select_attr(".ranked-kernels td.name .kernel[title]", "title"),
+        ["gemv_kernel<bf16>"]
+    );
+    assert_eq!(
+        p.select(".ranked-kernels td.name .kernel-full code"),
+        ["gemv_kernel<bf16>"]
     );
     assert_eq!(p.select(".ranked-kernels td.share"), ["80%", "20%"]);
 

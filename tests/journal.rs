@@ -473,3 +473,60 @@ async fn the_journal_list_pages_and_a_page_is_stable_under_new_entries() {
     let bad = app.get("/journal?after=abc").await;
     assert_eq!(bad.status, StatusCode::UNPROCESSABLE_ENTITY);
 }
+
+#[tokio::test]
+async fn a_published_entry_offers_to_resolve_its_investigation_in_one_post() {
+    let mut app = spawn_app().await;
+    app.setup_admin("ada").await;
+    let url = finished_investigation(&mut app).await;
+    let r = app.post_form(&format!("{url}/journal"), &[]).await;
+    let edit = r.location().unwrap().to_string();
+    let entry_path = edit.trim_end_matches("/edit").to_string();
+
+    // A draft does not offer it yet.
+    assert!(app.get(&url).await.select("form.resolve-offer").is_empty());
+    assert!(app
+        .get(&entry_path)
+        .await
+        .select("form.resolve-offer")
+        .is_empty());
+
+    let page = app.get(&edit).await;
+    let fields = edit_fields(&page, &[], "publish");
+    let r = post(&mut app, &entry_path, &fields).await;
+    assert_eq!(r.status, StatusCode::SEE_OTHER, "{}", r.body);
+
+    // Published while the investigation is open: both pages offer the one button.
+    let entry = app.get(&entry_path).await;
+    let action = format!("{url}/status");
+    assert_eq!(
+        entry.select_attr("form.resolve-offer", "action"),
+        [action.as_str()]
+    );
+    assert_eq!(
+        entry.select_attr("form.resolve-offer input[name=status]", "value"),
+        ["resolved"]
+    );
+    let overview = app.get(&url).await;
+    assert_eq!(
+        overview.select_attr("form.resolve-offer", "action"),
+        [action.as_str()]
+    );
+    assert_eq!(
+        overview.select(".inv-meta .status"),
+        ["open"],
+        "nothing changed by showing it"
+    );
+
+    let r = app.post_form(&action, &[("status", "resolved")]).await;
+    assert_eq!(r.status, StatusCode::SEE_OTHER);
+    assert_eq!(r.location(), Some(url.as_str()));
+    let overview = app.get(&url).await;
+    assert_eq!(overview.select(".inv-meta .status"), ["resolved"]);
+    assert!(overview.select("form.resolve-offer").is_empty());
+    assert!(app
+        .get(&entry_path)
+        .await
+        .select("form.resolve-offer")
+        .is_empty());
+}

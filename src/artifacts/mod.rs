@@ -63,6 +63,20 @@ impl Artifact {
         crate::core::fmt::human_bytes(self.size_bytes as f64)
     }
 
+    /// The status as lists show it (label, extra CSS class): "failed profile" for an
+    /// Nsight Compute file holding only errors.
+    pub fn shown_status(&self) -> (&str, &'static str) {
+        let profile_error = match self.kind() {
+            Kind::NcuCsv => self
+                .analysis
+                .as_ref()
+                .and_then(|v| serde_json::from_value::<analyze::ncu::NcuAnalysis>(v.clone()).ok())
+                .and_then(|x| x.profile_error),
+            _ => None,
+        };
+        analyze::ncu::listed_status(&self.kind, &self.status, profile_error.as_deref())
+    }
+
     pub fn kind(&self) -> Kind {
         self.kind.parse().unwrap_or(Kind::Unknown)
     }

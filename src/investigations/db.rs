@@ -394,6 +394,19 @@ pub struct ArtifactLink {
     pub kind: String,
     pub status: String,
     pub created_at: DateTime<Utc>,
+    /// Set for an Nsight Compute file that held only errors.
+    pub profile_error: Option<String>,
+}
+
+impl ArtifactLink {
+    /// The status as lists show it (label, extra CSS class).
+    pub fn shown_status(&self) -> (&str, &'static str) {
+        crate::core::analyze::ncu::listed_status(
+            &self.kind,
+            &self.status,
+            self.profile_error.as_deref(),
+        )
+    }
 }
 
 /// Artifacts hanging on an investigation or a journal entry (either may be absent),
@@ -404,7 +417,8 @@ pub async fn artifacts(
     entry: Option<i64>,
 ) -> sqlx::Result<Vec<ArtifactLink>> {
     sqlx::query_as(
-        "SELECT id, name, kind, status, created_at FROM artifacts \
+        "SELECT id, name, kind, status, created_at, analysis->>'profile_error' AS profile_error \
+         FROM artifacts \
          WHERE investigation_id = $1 OR journal_entry_id = $2 ORDER BY created_at DESC, id DESC",
     )
     .bind(investigation)
@@ -439,7 +453,8 @@ pub async fn link_evidence(
 /// The artifacts behind a step's numbers.
 pub async fn evidence(pool: &PgPool, id: i64, step: u8) -> sqlx::Result<Vec<ArtifactLink>> {
     sqlx::query_as(
-        "SELECT a.id, a.name, a.kind, a.status, a.created_at FROM step_evidence e
+        "SELECT a.id, a.name, a.kind, a.status, a.created_at, \
+                a.analysis->>'profile_error' AS profile_error FROM step_evidence e
          JOIN artifacts a ON a.id = e.artifact_id
          WHERE e.investigation_id = $1 AND e.step = $2 ORDER BY e.linked_at",
     )

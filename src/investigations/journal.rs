@@ -15,6 +15,8 @@ pub struct StoredEntry {
     pub id: i64,
     pub investigation_id: Option<i64>,
     pub investigation_title: Option<String>,
+    /// The linked investigation's status (open, diagnosed, resolved, abandoned).
+    pub investigation_status: Option<String>,
     pub title: String,
     pub entry: JournalEntry,
     pub published_at: Option<DateTime<Utc>>,
@@ -28,6 +30,16 @@ impl StoredEntry {
     pub fn is_published(&self) -> bool {
         self.published_at.is_some()
     }
+
+    /// Published while its investigation is still open or diagnosed: the page offers to
+    /// resolve the investigation.
+    pub fn offers_resolve(&self) -> bool {
+        self.is_published()
+            && matches!(
+                self.investigation_status.as_deref(),
+                Some("open" | "diagnosed")
+            )
+    }
 }
 
 impl<'r> sqlx::FromRow<'r, PgRow> for StoredEntry {
@@ -37,6 +49,7 @@ impl<'r> sqlx::FromRow<'r, PgRow> for StoredEntry {
             id: row.try_get("id")?,
             investigation_id: row.try_get("investigation_id")?,
             investigation_title: row.try_get("investigation_title")?,
+            investigation_status: row.try_get("investigation_status")?,
             title: text("title")?,
             entry: JournalEntry {
                 date: text("entry_date")?,
@@ -65,7 +78,8 @@ pub struct Revision {
     pub entry: JournalEntry,
 }
 
-const SELECT: &str = "SELECT j.id, j.investigation_id, i.title AS investigation_title, j.title, \
+const SELECT: &str = "SELECT j.id, j.investigation_id, i.title AS investigation_title, \
+     i.status AS investigation_status, j.title, \
      j.entry_date::text AS entry_date, j.symptom, j.workload, j.baseline, j.diagnosis, j.change, \
      j.result, j.quality, j.effort, j.published_at, u.name AS author, j.version, j.created_at, \
      j.updated_at FROM journal_entries j JOIN users u ON u.id = j.author_id \

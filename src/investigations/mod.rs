@@ -11,7 +11,7 @@ use sqlx::PgPool;
 
 use crate::auth::User;
 use crate::comparisons::{self, NewComparison};
-use crate::core::fmt::format_number;
+use crate::core::fmt::{format_number, short_kernel_name};
 use crate::core::method::bubbles::with_report;
 use crate::core::method::expected::Expected;
 use crate::core::method::order::{missing_before, skip_warning, STEPS};
@@ -298,7 +298,7 @@ pub fn step_summary(step: u8, records: &Records, e: &Evaluation) -> String {
             let mut parts: Vec<String> = r
                 .kernels
                 .iter()
-                .map(|k| format!("{} {}", k.name, k.regime.label()))
+                .map(|k| format!("{} {}", short_kernel_name(&k.name), k.regime.label()))
                 .collect();
             if let Some(d) = &r.decode {
                 parts.push(format!(
@@ -309,8 +309,13 @@ pub fn step_summary(step: u8, records: &Records, e: &Evaluation) -> String {
             parts.join("; ")
         }),
         5 => e.kernels.as_ref().and_then(|k| {
-            k.first()
-                .map(|top| format!("top kernel {} ({:.0}%)", top.name, top.share * 100.0))
+            k.first().map(|top| {
+                format!(
+                    "top kernel {} ({:.0}%)",
+                    short_kernel_name(&top.name),
+                    top.share * 100.0
+                )
+            })
         }),
         6 => e.fixes.as_ref().and_then(|f| {
             f.first().map(|best| {

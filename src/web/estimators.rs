@@ -12,7 +12,7 @@ use axum_htmx::{HxHistoryRestoreRequest, HxRequest, HxTarget};
 
 use super::{render, FormErrors, PageCtx};
 use crate::core::estimate::{
-    self, gpus, models, Chain, Dtype, EstimateError, EstimatorInfo, FieldSpec, Inputs,
+    self, gpus, models, Chain, Dtype, EstimateError, EstimatorInfo, FieldSpec, Inputs, Shown,
 };
 use crate::core::FieldError;
 use crate::error::{AppError, Result};
@@ -149,8 +149,8 @@ impl FieldView {
 /// A chain as the page shows it.
 pub struct ChainView {
     pub lines: Vec<(String, String, String)>,
-    pub inputs: Vec<(String, String)>,
-    pub results: Vec<(String, String)>,
+    pub inputs: Vec<Shown>,
+    pub results: Vec<Shown>,
     pub sanity: String,
 }
 
@@ -162,16 +162,8 @@ impl From<&Chain> for ChainView {
                 .iter()
                 .map(|l| (l.label.clone(), l.formula.clone(), l.display_value()))
                 .collect(),
-            inputs: c
-                .inputs
-                .iter()
-                .map(|(k, v)| (k.clone(), estimate::display(v)))
-                .collect(),
-            results: c
-                .results
-                .iter()
-                .map(|(k, v)| (k.clone(), estimate::display(v)))
-                .collect(),
+            inputs: c.shown_inputs(),
+            results: c.shown_results(),
             sanity: c.sanity.clone(),
         }
     }
@@ -320,8 +312,8 @@ async fn list_models(ctx: PageCtx) -> Result<impl IntoResponse> {
                 (None, None) => "dense; GQA".to_string(),
             };
             ModelRow {
-                total: estimate::display(&serde_json::Value::from(s.params.total)),
-                active: estimate::display(&serde_json::Value::from(s.params.active)),
+                total: estimate::show_in_unit(&serde_json::Value::from(s.params.total), ""),
+                active: estimate::show_in_unit(&serde_json::Value::from(s.params.active), ""),
                 layers: s.spec.layers,
                 kv_heads: s.spec.kv_heads,
                 head_dim: s.spec.head_dim,
@@ -334,7 +326,7 @@ async fn list_models(ctx: PageCtx) -> Result<impl IntoResponse> {
                 kv: s
                     .kv_bytes_per_token
                     .iter()
-                    .map(|(d, v)| (d.to_string(), format!("{} B", estimate::display(v))))
+                    .map(|(d, v)| (d.to_string(), estimate::show_in_unit(v, "B")))
                     .collect(),
                 name: s.name,
                 hf_repo: s.hf_repo,
@@ -368,10 +360,7 @@ struct GpusPage {
 async fn list_gpus(ctx: PageCtx) -> Result<impl IntoResponse> {
     let fig = |what, s: &gpus::Sourced, scale: f64, unit: &str| GpuFigure {
         what,
-        value: format!(
-            "{} {unit}",
-            estimate::display(&serde_json::Value::from(s.value / scale))
-        ),
+        value: estimate::show_in_unit(&serde_json::Value::from(s.value / scale), unit),
         provenance: s.provenance.describe(),
         note: s.note,
     };

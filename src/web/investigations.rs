@@ -225,6 +225,8 @@ struct ShowPage {
     events: Vec<Event>,
     statuses: [&'static str; 4],
     journal_id: Option<i64>,
+    /// The entry is published while the investigation is open or diagnosed.
+    offer_resolve: bool,
     change_done: bool,
     artifacts: Vec<ArtifactLink>,
     /// For the shared upload form: uploads from here hang on this investigation.
@@ -244,7 +246,14 @@ async fn show_investigation(
         .map(|&s| (s, inv::step_summary(s, &loaded.records, &loaded.evaluation)))
         .collect();
     let next = loaded.next_step();
+    let offer_resolve = match loaded.journal_id {
+        Some(j) => crate::investigations::journal::get(&state.pool, j)
+            .await?
+            .is_some_and(|e| e.offers_resolve()),
+        None => false,
+    };
     let page = ShowPage {
+        offer_resolve,
         ctx,
         rail: rail(&loaded, next),
         next: STEPS[next as usize],

@@ -21,12 +21,13 @@ pub mod search;
 pub mod transfer;
 
 use askama::Template;
-use axum::response::Html;
+use axum::http::{Method, Uri};
+use axum::response::{Html, IntoResponse, Redirect, Response};
 use axum::Router;
 
 pub use ctx::{FormErrors, PageCtx};
 
-use crate::error::Result;
+use crate::error::{AppError, Result};
 use crate::state::AppState;
 
 /// Routes anyone may reach: login, setup, health, static files are added by the server.
@@ -63,6 +64,36 @@ pub fn upload_routes() -> Router<AppState> {
     artifacts::upload_routes()
 }
 
+/// The page whose form posts to a POST-only address: a GET there (a reload after a
+/// refused form, a pasted link) goes back to that page instead of a bare 405.
+pub fn form_page(path: &str) -> String {
+    let path = path.trim_end_matches('/');
+    if path.starts_with("/settings/") {
+        return "/settings".into();
+    }
+    if path.starts_with("/admin/users/") {
+        return "/admin/users".into();
+    }
+    match path.rsplit_once('/') {
+        Some((parent, _)) if !parent.is_empty() => parent.to_string(),
+        _ => "/".into(),
+    }
+}
+
+/// 405 for the pages: a GET or HEAD goes to the page the form lives on (post/redirect/get
+/// holds even when someone reloads a form's address); any other method gets the styled
+/// error page.
+pub async fn method_not_allowed(method: Method, uri: Uri) -> Response {
+    if method == Method::GET || method == Method::HEAD {
+        return Redirect::to(&form_page(uri.path())).into_response();
+    }
+    AppError::MethodNotAllowed(format!(
+        "{method} is not accepted at {}; use the form on its page",
+        uri.path()
+    ))
+    .into_response()
+}
+
 /// Renders a template, turning a template failure into a logged 500.
 pub fn render(t: &impl Template) -> Result<Html<String>> {
     Ok(Html(t.render()?))
@@ -89,4 +120,22 @@ pub(crate) fn download(
             .insert(header::CONTENT_DISPOSITION, v);
     }
     response
+}
+
+#[cfg(test)]
+mod tests {
+    use super::form_page;
+
+    #[test]
+    fn post_only_addresses_lead_back_to_their_form() {
+        assert_eq!(
+            form_page("/investigations/7/steps/4/expected"),
+            "/investigations/7/steps/4"
+        );
+        assert_eq!(form_page("/investigations/7/status"), "/investigations/7");
+        assert_eq!(form_page("/settings/tokens/3/revoke"), "/settings");
+        assert_eq!(form_page("/admin/users/3/role"), "/admin/users");
+        assert_eq!(form_page("/logout"), "/");
+        assert_eq!(form_page("/artifacts/9/reanalyze/"), "/artifacts/9");
+    }
 }

@@ -412,7 +412,7 @@ async fn show(
         .map(|r| RunView {
             estimator: r.estimator.clone(),
             purpose: r.purpose.clone(),
-            text: r.chain.to_text(),
+            text: r.chain.to_page_text(),
             inputs: r
                 .inputs
                 .iter()

@@ -6,6 +6,7 @@ use std::net::SocketAddr;
 use std::process::{Child, Command, Stdio};
 use std::time::Duration;
 
+use thirtyfour::common::command::{Command as WdCommand, ExtensionCommand};
 use thirtyfour::prelude::*;
 use thirtyfour::ChromiumLikeCapabilities;
 
@@ -63,6 +64,9 @@ pub async fn start(app: &TestApp, test: &str) -> Option<Browser> {
         .expect("start chromedriver");
     let mut caps = DesiredCapabilities::chrome();
     caps.set_binary(&chromium).unwrap();
+    // Keep the browser console so tests can assert a page logged no errors.
+    caps.set("goog:loggingPrefs", serde_json::json!({ "browser": "ALL" }))
+        .unwrap();
     for arg in [
         "--headless=new",
         "--no-sandbox",
@@ -176,11 +180,56 @@ impl Browser {
             .await;
     }
 
+    /// Signs in through the login form (every test user has the shared password).
+    pub async fn sign_in(&self, name: &str) {
+        self.goto("/login").await;
+        self.fill("#name", name).await;
+        self.fill("#password", super::PASSWORD).await;
+        self.click("form[action='/login'] button[type=submit]")
+            .await;
+        self.wait_text(".user-name", name).await;
+    }
+
+    /// Errors the browser console logged since the last call (script errors, CSP
+    /// violations, failed loads), from chromedriver's log endpoint.
+    pub async fn console_errors(&self) -> Vec<String> {
+        let reply = self
+            .driver
+            .handle()
+            .cmd(WdCommand::ExtensionCommand(Box::new(BrowserLog)))
+            .await
+            .expect("chromedriver's log endpoint");
+        let entries: Vec<serde_json::Value> = reply.value().unwrap_or_default();
+        entries
+            .iter()
+            .filter(|e| e["level"] == "SEVERE")
+            .map(|e| e["message"].as_str().unwrap_or_default().to_string())
+            .collect()
+    }
+
     pub async fn quit(mut self) {
         let _ = self.driver.quit().await;
         let _ = self.chromedriver.kill();
         let _ = self.chromedriver.wait();
         self.server.abort();
         self.indexer.abort();
+    }
+}
+
+/// chromedriver's `POST /session/{id}/se/log` for the browser console.
+#[derive(Debug)]
+struct BrowserLog;
+
+impl ExtensionCommand for BrowserLog {
+    fn parameters_json(&self) -> Option<serde_json::Value> {
+        Some(serde_json::json!({ "type": "browser" }))
+    }
+
+    fn method(&self) -> axum::http::Method {
+        axum::http::Method::POST
+    }
+
+    fn endpoint(&self) -> std::sync::Arc<str> {
+        "/se/log".into()
     }
 }

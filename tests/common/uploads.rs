@@ -7,15 +7,21 @@ use axum::http::{header, Request, StatusCode};
 use super::TestApp;
 use serde_json::json;
 
-/// Uploads `body` as `name` with a bearer token; asserts it was analyzed, returns its id.
-pub async fn upload_analyzed(app: &mut TestApp, token: &str, name: &str, body: Vec<u8>) -> i64 {
+/// Uploads `body` as `name` with a bearer token; asserts it was stored (201).
+pub async fn upload(app: &mut TestApp, token: &str, name: &str, body: Vec<u8>) -> super::Reply {
     let req = Request::post(format!("/api/v1/artifacts?name={name}"))
         .header(header::AUTHORIZATION, format!("Bearer {token}"))
         .header(header::CONTENT_TYPE, "application/octet-stream")
         .body(Body::from(body))
         .unwrap();
     let r = app.send(req).await;
-    assert_eq!(r.status, StatusCode::CREATED, "{}", r.body);
+    assert_eq!(r.status, StatusCode::CREATED, "{name}: {}", r.body);
+    r
+}
+
+/// Uploads `body` as `name` with a bearer token; asserts it was analyzed, returns its id.
+pub async fn upload_analyzed(app: &mut TestApp, token: &str, name: &str, body: Vec<u8>) -> i64 {
+    let r = upload(app, token, name, body).await;
     assert_eq!(r.json()["status"], "done", "{}", r.body);
     r.json()["id"].as_i64().unwrap()
 }

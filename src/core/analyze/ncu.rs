@@ -74,6 +74,29 @@ pub struct NcuAnalysis {
     pub notes: Vec<String>,
 }
 
+impl NcuAnalysis {
+    /// ncu wrote errors and no kernel: the artifact page warns with `profile_error`, and
+    /// lists say "failed profile" instead of "done" ([`listed_status`]).
+    pub fn profile_failed(&self) -> bool {
+        self.profile_error.is_some()
+    }
+}
+
+/// An artifact's status as lists show it, (label, extra CSS class): a finished analysis
+/// of an Nsight Compute file that holds only errors (its `profile_error` is set) is a
+/// "failed profile", not "done".
+pub fn listed_status<'a>(
+    kind: &str,
+    status: &'a str,
+    profile_error: Option<&str>,
+) -> (&'a str, &'static str) {
+    if kind == "ncu_csv" && status == "done" && profile_error.is_some() {
+        ("failed profile", "failed")
+    } else {
+        (status, "")
+    }
+}
+
 /// Classify from SM and DRAM (or memory) throughput percentages.
 pub fn regime(sm_pct: Option<f64>, mem_pct: Option<f64>) -> Option<&'static str> {
     let (s, d) = (sm_pct?, mem_pct?);
@@ -474,6 +497,23 @@ mod tests {
         assert_eq!(a.kernels[0].achieved_occupancy_pct, Some(11.7));
         assert_eq!(a.kernels[1].dram_pct, None);
         assert_eq!(a.kernels[1].regime, None);
+    }
+
+    #[test]
+    fn lists_call_an_errors_only_profile_failed() {
+        assert_eq!(
+            listed_status("ncu_csv", "done", Some("profile failed: x")),
+            ("failed profile", "failed")
+        );
+        assert_eq!(listed_status("ncu_csv", "done", None), ("done", ""));
+        assert_eq!(
+            listed_status("ncu_csv", "failed", Some("x")),
+            ("failed", "")
+        );
+        assert_eq!(
+            listed_status("nsys_kern_sum", "done", Some("x")),
+            ("done", "")
+        );
     }
 
     #[test]

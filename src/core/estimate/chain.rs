@@ -77,8 +77,19 @@ pub fn display(v: &Value) -> String {
 
 impl Chain {
     /// Aligned plain text, like a worked example on paper: the inputs, each line as
-    /// `label  formula = value unit`, then the sanity sentence.
+    /// `label  formula = value unit`, then the sanity sentence. Inputs are written as
+    /// the CLI reads them back (`3.35e12`).
     pub fn to_text(&self) -> String {
+        self.text_with(|_, v| show_input(v))
+    }
+
+    /// [`Chain::to_text`] for a page: inputs in the one format of their unit
+    /// (`3.35 TB/s`, `85.02 GB`), as [`Chain::shown_inputs`] writes them.
+    pub fn to_page_text(&self) -> String {
+        self.text_with(|k, v| show_in_unit(v, input_unit(&self.estimator, k)))
+    }
+
+    fn text_with(&self, input: impl Fn(&str, &Value) -> String) -> String {
         let mut out = String::new();
         match super::find(&self.estimator) {
             Some(info) => out.push_str(&format!("{}: {}\n", info.name, info.title)),
@@ -93,7 +104,7 @@ impl Chain {
             .max()
             .unwrap_or(0);
         for (k, v) in &self.inputs {
-            out.push_str(&format!("  {k:<key_w$}  {}\n", show_input(v)));
+            out.push_str(&format!("  {k:<key_w$}  {}\n", input(k, v)));
         }
 
         out.push_str("\nWorking\n");
@@ -137,6 +148,148 @@ impl Chain {
 /// `usd_per_million_*` dollars, `*_percent` percent, `*flops*` operations, `*tokens*`
 /// tokens, page/request/step counts, and shares, ratios and speedups plain.
 /// `None` for a key no rule covers (a test keeps every estimator's keys covered).
+/// A result or input as the pages show it: a human label, the key small beside it for
+/// API users, the value in the one format its unit has, and the exact JSON value.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Shown {
+    pub key: String,
+    pub label: String,
+    pub value: String,
+    pub exact: String,
+}
+
+/// One format per unit, the same the worked lines use: bytes with SI prefixes
+/// (`76.52 GB`, `131,072 B`), rates and FLOP scaled, times in ms, counts with thousands
+/// separators and their noun; yes/no for flags. Never `76.518e9`.
+pub fn show_in_unit(v: &Value, unit: &str) -> String {
+    let x = match v {
+        Value::Bool(b) => return if *b { "yes" } else { "no" }.into(),
+        Value::Number(n) => match n.as_f64() {
+            Some(x) => x,
+            None => return n.to_string(),
+        },
+        other => return show(other),
+    };
+    match unit {
+        "B" => fmt::bytes(x),
+        "B/s" => fmt::rate(x),
+        "FLOP" => fmt::flop(x),
+        "FLOP/s" => fmt::flops(x),
+        "ms" => fmt::ms(x),
+        "" | "ratio" => fmt::num(x),
+        "USD" => format!("${}", fmt::num(x)),
+        "%" => format!("{}%", fmt::num(x)),
+        u => format!("{} {u}", fmt::num(x)),
+    }
+}
+
+/// `kv_bytes_per_token_per_gpu` → "KV bytes per token per GPU", for keys no worked line
+/// names.
+pub fn humanize_key(key: &str) -> String {
+    let words: Vec<String> = key
+        .split('_')
+        .filter(|w| !w.is_empty())
+        .map(|w| match w {
+            "kv" | "gpu" | "tp" | "mfu" | "hbm" | "usd" | "ttft" | "itl" | "tpot" | "nccl" => {
+                w.to_uppercase()
+            }
+            "ms" => "(ms)".into(),
+            "s" => "(s)".into(),
+            "p50" | "p90" | "p95" | "p99" => w.into(),
+            _ => w.into(),
+        })
+        .collect();
+    let text = words.join(" ");
+    let mut chars = text.chars();
+    match chars.next() {
+        Some(c) => c.to_uppercase().chain(chars).collect(),
+        None => text,
+    }
+}
+
+/// The unit an input is shown in: its field's unit, else what its name says.
+fn input_unit(estimator: &str, key: &str) -> &'static str {
+    let field = super::find(estimator)
+        .and_then(|info| info.fields.iter().find(|f| f.name == key))
+        .map(|f| f.unit)
+        .filter(|u| !u.is_empty());
+    if let Some(u) = field {
+        return u;
+    }
+    if key.contains("bandwidth") {
+        "B/s"
+    } else if key.contains("flops") {
+        "FLOP/s"
+    } else if key.contains("bytes") {
+        "B"
+    } else if key.ends_with("_ms") {
+        "ms"
+    } else if key.ends_with("_s") {
+        "s"
+    } else {
+        ""
+    }
+}
+
+/// The JSON value as text, strings without their quotes.
+fn exact(v: &Value) -> String {
+    match v {
+        Value::String(s) => s.clone(),
+        other => other.to_string(),
+    }
+}
+
+impl Chain {
+    /// The results as the page lists them, labelled by the worked line of the same key.
+    pub fn shown_results(&self) -> Vec<Shown> {
+        self.results
+            .iter()
+            .map(|(k, v)| {
+                let line = self.lines.iter().find(|l| &l.key == k);
+                let unit = match self.units.get(k) {
+                    Some(Unit::Bytes) => "B",
+                    Some(Unit::Ms) => "ms",
+                    Some(Unit::Flop) => "FLOP",
+                    Some(Unit::Percent) => "%",
+                    Some(Unit::Usd) => "USD",
+                    Some(Unit::Tokens) => "tokens",
+                    Some(Unit::TokPerS) => "tok/s",
+                    // Counts and ratios keep the noun or sign their line uses.
+                    _ => line.map(|l| l.unit.as_str()).unwrap_or(""),
+                };
+                Shown {
+                    key: k.clone(),
+                    label: line
+                        .map(|l| l.label.clone())
+                        .unwrap_or_else(|| humanize_key(k)),
+                    value: show_in_unit(v, unit),
+                    exact: exact(v),
+                }
+            })
+            .collect()
+    }
+
+    /// The inputs used, labelled by their form field where the estimator has one.
+    pub fn shown_inputs(&self) -> Vec<Shown> {
+        let info = super::find(&self.estimator);
+        self.inputs
+            .iter()
+            .map(|(k, v)| {
+                let label = info
+                    .and_then(|i| i.fields.iter().find(|f| f.name == k))
+                    .map(|f| f.label.to_string())
+                    .unwrap_or_else(|| humanize_key(k));
+                Shown {
+                    key: k.clone(),
+                    label,
+                    value: show_in_unit(v, input_unit(&self.estimator, k)),
+                    exact: exact(v),
+                }
+            })
+            .collect()
+    }
+}
+
 pub fn result_unit(key: &str) -> Option<Unit> {
     let has = |p: &str| key.contains(p);
     Some(if key.ends_with("_ms") || has("_ms_") {
@@ -301,5 +454,46 @@ mod tests {
         );
         assert_eq!(floor.units["floor_ms"], Unit::Ms);
         assert_eq!(floor.units["floor_over_measured"], Unit::Ratio);
+    }
+
+    #[test]
+    fn pages_show_one_format_per_unit_and_human_labels() {
+        let c = ok(
+            "memory-fit",
+            "model=llama-3.1-8b gpu=h100-sxm max_model_len=131072",
+        );
+        let r = c.shown_results();
+        let get = |k: &str| r.iter().find(|s| s.key == k).unwrap().clone();
+        assert_eq!(get("budget_bytes_per_gpu").value, "78.22 GB");
+        assert_eq!(get("budget_bytes_per_gpu").label, "Budget per GPU");
+        assert_eq!(get("budget_bytes_per_gpu").exact, "78218400000");
+        assert_eq!(get("kv_bytes_per_token_per_gpu").value, "131,072 B");
+        assert_eq!(get("max_kv_tokens").value.split(' ').nth(1), Some("tokens"));
+        assert_eq!(get("fits").value, "yes");
+        let i = c.shown_inputs();
+        let hbm = i.iter().find(|s| s.key == "hbm_bytes").unwrap();
+        assert_eq!(hbm.value, "85.02 GB");
+        assert_eq!(hbm.label, "GPU memory");
+        let d = ok(
+            "decode-floor",
+            "model=llama-3.1-8b gpu=h100-sxm batch=64 context=4096",
+        );
+        let bw = d
+            .shown_inputs()
+            .into_iter()
+            .find(|s| s.key == "bandwidth")
+            .unwrap();
+        assert_eq!(bw.value, "3.35 TB/s");
+        for s in d.shown_inputs().iter().chain(d.shown_results().iter()) {
+            assert!(!s.value.contains("e9") && !s.value.contains("e12"), "{s:?}");
+        }
+        assert!(d.to_text().contains("3.35e12"));
+        let page = d.to_page_text();
+        assert!(
+            page.contains("3.35 TB/s") && !page.contains("e12"),
+            "{page}"
+        );
+        assert_eq!(humanize_key("base_step_ms"), "Base step (ms)");
+        assert_eq!(humanize_key("allreduce_share"), "Allreduce share");
     }
 }

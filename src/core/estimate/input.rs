@@ -154,7 +154,13 @@ impl<'a> Parser<'a> {
     /// An optional number: `None` when absent or invalid (an invalid one is reported).
     pub fn opt(&mut self, key: &str, rule: Rule) -> Option<f64> {
         let raw = self.text(key)?;
-        match parse_number(raw).and_then(|v| check(v, rule)) {
+        let read = parse_number(raw).and_then(|v| check(v, rule));
+        self.accept(key, read)
+    }
+
+    /// Records a value read for `key`, or reports why it could not be read.
+    fn accept(&mut self, key: &str, read: Result<f64, String>) -> Option<f64> {
+        match read {
             Ok(v) => {
                 self.record_number(key, v);
                 Some(v)
@@ -190,6 +196,20 @@ impl<'a> Parser<'a> {
             self.record_number(key, default);
             Some(default)
         }
+    }
+
+    /// An amount of bytes, typed bare (`2e9`) or with a unit (`2 GB`, `1.5 GiB`) through
+    /// `core::quantity` (another dimension is refused naming both units); `default`
+    /// when blank. Must be 0 or more.
+    pub fn bytes_or(&mut self, key: &str, default: f64) -> Option<f64> {
+        let Some(raw) = self.text(key) else {
+            self.record_number(key, default);
+            return Some(default);
+        };
+        let read = crate::core::quantity::read(raw, crate::core::quantity::Unit::Bytes)
+            .map_err(|e| e.to_string())
+            .and_then(|v| check(v, Rule::NonNegative));
+        self.accept(key, read)
     }
 
     /// The collected errors; call after a required value came back `None`.

@@ -36,7 +36,7 @@ use std::collections::BTreeMap;
 
 use serde::Serialize;
 
-pub use chain::{display, result_unit, Chain, Line};
+pub use chain::{display, humanize_key, result_unit, show_in_unit, Chain, Line, Shown};
 pub use dtype::Dtype;
 pub use gpus::{GpuSpec, Provenance, Sourced};
 pub use input::parse_number;

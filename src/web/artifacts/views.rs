@@ -26,6 +26,9 @@ pub struct Table {
     pub rows: Vec<Vec<String>>,
     /// Right-aligned (numeric) columns.
     pub numeric: Vec<bool>,
+    /// The first column holds kernel names: shown folded, the full name on hover and in
+    /// a details row.
+    pub kernel_names: bool,
 }
 
 impl Table {
@@ -34,6 +37,7 @@ impl Table {
             headers: headers.iter().map(|h| h.to_string()).collect(),
             rows: Vec::new(),
             numeric: headers.iter().enumerate().map(|(i, _)| i > 0).collect(),
+            kernel_names: headers.first() == Some(&"kernel"),
         }
     }
 
@@ -70,7 +74,7 @@ impl Section {
 
 /// A number as people read it: separators, about four significant digits.
 pub fn num(x: f64) -> String {
-    crate::core::estimate::display(&Value::from(x))
+    crate::core::estimate::show_in_unit(&Value::from(x), "")
 }
 
 fn opt(x: Option<f64>) -> String {
@@ -605,12 +609,7 @@ fn trace_temporal(x: &TraceAnalysis) -> Section {
             .take(16)
             .map(|t| (stream_label(t.device, t.stream), t.busy.clone()))
             .collect();
-        if let Some(svg) = charts::timeline(
-            "Busy and idle per stream",
-            first.start_us,
-            first.bucket_us,
-            &rows,
-        ) {
+        if let Some(svg) = charts::timeline("Busy and idle per stream", first.bucket_us, &rows) {
             s.charts.push(svg);
         }
     }
@@ -654,7 +653,7 @@ fn trace_kernels(x: &TraceAnalysis) -> Section {
         .take(15)
         .map(|s| (s.name.clone(), s.sum_us))
         .collect();
-    if let Some(svg) = charts::bars("Top kernels", "µs", &top) {
+    if let Some(svg) = charts::bars("Top kernels", ("total time", "µs"), &top) {
         k.charts.push(svg);
     }
     let cats: Vec<(String, f64)> = x
@@ -816,7 +815,7 @@ fn nsys(x: &NsysAnalysis) -> Vec<Section> {
         .take(15)
         .map(|k| (k.name.clone(), k.total_ns / 1e6))
         .collect();
-    if let Some(svg) = charts::bars("Top kernels", "ms", &top) {
+    if let Some(svg) = charts::bars("Top kernels", ("total time", "ms"), &top) {
         s.charts.push(svg);
     }
     s.notes = x.notes.clone();
@@ -859,8 +858,12 @@ fn gpu_telemetry(x: &GpuTelemetryAnalysis) -> Vec<Section> {
         .collect();
     if let Some(svg) = charts::lines(
         "SM utilisation over time",
-        if x.has_clock { "s" } else { "sample" },
-        "%",
+        if x.has_clock {
+            ("time", "s")
+        } else {
+            ("sample", "")
+        },
+        ("SM utilisation", "%"),
         &series,
     ) {
         s.charts.push(svg);

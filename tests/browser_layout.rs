@@ -1,0 +1,240 @@
+//! Every reworked page at a desktop (1400 px) and a phone (390 px) width, in headless
+//! Chromium: no sideways scrolling, nothing in the console, chart text at least 11 px as
+//! rendered, and the areas behind a Menu button on the phone. Screenshots go to
+//! `$PERFJOURNAL_SCREENSHOTS` (or target/screenshots) for a person to look at.
+
+mod common;
+
+use std::time::Duration;
+
+use common::{browser, spawn_app, TestApp};
+use thirtyfour::prelude::*;
+
+/// A C++ kernel name as Nsight and PyTorch traces print it: one unbroken token.
+const LONG_KERNEL: &str = "void at::native::vectorized_elementwise_kernel<4, at::native::FillFunctor<c10::BFloat16>, at::detail::Array<char*, 1>>(int, at::native::FillFunctor<c10::BFloat16>, at::detail::Array<char*, 1>)";
+
+async fn upload(app: &mut TestApp, token: &str, name: &str, body: Vec<u8>) -> i64 {
+    let r = common::uploads::upload(app, token, name, body).await;
+    r.json()["id"].as_i64().unwrap()
+}
+
+/// The pages to check, seeded: the demo investigations, one with a long kernel name in
+/// step 5, and analysed artifacts (real fixtures when available) with charts.
+async fn seed(app: &mut TestApp) -> Vec<(String, String)> {
+    let owner = perfjournal::investigations::seed::default_owner(&app.pool)
+        .await
+        .unwrap()
+        .unwrap();
+    perfjournal::investigations::seed::seed_demo(&app.pool, owner)
+        .await
+        .unwrap();
+    let r = app
+        .post_form(
+            "/investigations",
+            &[("title", "Decode slower after the kernel upgrade")],
+        )
+        .await;
+    let inv = r.location().unwrap().to_string();
+    let r = app
+        .post_form(
+            &format!("{inv}/steps/5"),
+            &[
+                ("kernels[0].name", LONG_KERNEL),
+                ("kernels[0].share", "0.62"),
+                (
+                    "kernels[1].name",
+                    "ampere_bf16_s16816gemm_bf16_128x128_ldg8_f2f_stages_64x3_tn",
+                ),
+                ("kernels[1].share", "0.2"),
+            ],
+        )
+        .await;
+    assert!(r.status.is_redirection(), "step 5: {}", r.body);
+    let entry: i64 = sqlx::query_scalar(
+        "SELECT id FROM journal_entries WHERE published_at IS NOT NULL ORDER BY id LIMIT 1",
+    )
+    .fetch_one(&app.pool)
+    .await
+    .unwrap();
+    let mut pages = vec![
+        ("investigation".to_string(), inv.clone()),
+        ("step-5".into(), format!("{inv}/steps/5")),
+        ("journal-entry".into(), format!("/journal/{entry}")),
+        (
+            "estimator-memory-fit".into(),
+            "/estimators/memory-fit?model=llama-3.3-70b&gpu=h100-sxm&tp=2&max_model_len=32768"
+                .into(),
+        ),
+        ("search".into(), "/search?q=kv+cache".into()),
+    ];
+    let token = app.api_token("ada").await;
+    let ncu = format!(
+        "\"ID\",\"Kernel Name\",\"Section Name\",\"Metric Name\",\"Metric Unit\",\"Metric Value\"\n\
+         \"0\",\"{LONG_KERNEL}\",\"GPU Speed Of Light Throughput\",\"Compute (SM) Throughput\",\"%\",\"18.5\"\n\
+         \"0\",\"{LONG_KERNEL}\",\"GPU Speed Of Light Throughput\",\"DRAM Throughput\",\"%\",\"87.1\"\n"
+    );
+    let ncu = upload(app, &token, "long-names.ncu.csv", ncu.into_bytes()).await;
+    if let Some(root) = std::env::var_os("PERFJOURNAL_REAL_FIXTURES") {
+        let root = std::path::PathBuf::from(root);
+        for (label, file) in [
+            (
+                "artifact-trace",
+                "pytorch_trace/hta__trace_file_list__inference_rank_1.json.gz",
+            ),
+            (
+                "artifact-nsys",
+                "nsys/llmperfopt__decode__summary_cuda_gpu_kern_sum.csv",
+            ),
+            (
+                "artifact-bench",
+                "vllm_bench/llmk8s__01_tp8_pp1__serving_meta-llama-Llama-3.3-70B-Instruct_tp8_pp1_sharegpt_qps_04.json",
+            ),
+        ] {
+            let bytes = std::fs::read(root.join(file)).unwrap();
+            let name = file.rsplit('/').next().unwrap();
+            let id = upload(app, &token, name, bytes).await;
+            pages.push((label.into(), format!("/artifacts/{id}")));
+        }
+    } else {
+        common::skip(
+            "browser_layout (artifact charts)",
+            "PERFJOURNAL_REAL_FIXTURES unset: the trace, nsys and bench pages are not checked",
+        );
+    }
+    app.drain_queue().await;
+    pages.push(("artifact-ncu".into(), format!("/artifacts/{ncu}")));
+    pages.push(("artifacts".into(), "/artifacts".into()));
+    pages
+}
+
+async fn settle(b: &browser::Browser) {
+    for _ in 0..50 {
+        let ready = b
+            .driver
+            .execute("return document.readyState", vec![])
+            .await
+            .unwrap();
+        if ready.json() == "complete" {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    // htmx fragments that load on page load (similar investigations, related entries).
+    tokio::time::sleep(Duration::from_millis(400)).await;
+}
+
+async fn number(b: &browser::Browser, script: &str) -> f64 {
+    b.driver
+        .execute(script, vec![])
+        .await
+        .unwrap()
+        .json()
+        .as_f64()
+        .unwrap_or_else(|| panic!("{script} gave no number"))
+}
+
+async fn attr(b: &browser::Browser, css: &str, name: &str) -> Option<String> {
+    let el = b.driver.find(By::Css(css)).await.unwrap();
+    el.attr(name).await.unwrap()
+}
+
+/// A full-length screenshot of the page at this width.
+async fn screenshot(b: &browser::Browser, name: &str, width: u32) {
+    let dir = std::env::var_os("PERFJOURNAL_SCREENSHOTS")
+        .map(std::path::PathBuf::from)
+        .unwrap_or_else(|| {
+            std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("target/screenshots")
+        });
+    std::fs::create_dir_all(&dir).unwrap();
+    let height = number(b, "return document.documentElement.scrollHeight").await;
+    b.driver
+        .set_window_rect(0, 0, width, (height as u32).clamp(600, 6000))
+        .await
+        .unwrap();
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    let _ = b
+        .driver
+        .screenshot(&dir.join(format!("{name}-{width}.png")))
+        .await;
+    b.driver.set_window_rect(0, 0, width, 900).await.unwrap();
+}
+
+const SMALLEST_CHART_TEXT: &str = "let min = 1e9;
+for (const svg of document.querySelectorAll('svg.chart')) {
+  const scale = svg.getBoundingClientRect().width / svg.viewBox.baseVal.width;
+  for (const t of svg.querySelectorAll('text')) {
+    if (!t.textContent.trim()) continue;
+    min = Math.min(min, parseFloat(t.getAttribute('font-size')) * scale);
+  }
+}
+return min;";
+
+#[tokio::test]
+async fn pages_fit_a_phone_and_a_desktop_without_console_errors() {
+    let mut app = spawn_app().await;
+    app.setup_admin("ada").await;
+    let test = "pages_fit_a_phone_and_a_desktop_without_console_errors";
+    let pages = seed(&mut app).await;
+    let Some(b) = browser::start(&app, test).await else {
+        return;
+    };
+    b.sign_in("ada").await;
+    b.console_errors().await;
+
+    for width in [1400u32, 390] {
+        b.driver.set_window_rect(0, 0, width, 900).await.unwrap();
+        tokio::time::sleep(Duration::from_millis(200)).await;
+        let inner = number(&b, "return window.innerWidth").await;
+        assert!(
+            (inner - f64::from(width)).abs() <= 16.0,
+            "the window is {inner} px wide, wanted {width}"
+        );
+        for (name, path) in &pages {
+            b.goto(path).await;
+            settle(&b).await;
+            let overflow = number(
+                &b,
+                "return document.documentElement.scrollWidth - window.innerWidth",
+            )
+            .await;
+            assert!(
+                overflow <= 0.0,
+                "{name} at {width} px scrolls sideways by {overflow} px ({path})"
+            );
+            let errors = b.console_errors().await;
+            assert!(errors.is_empty(), "{name} at {width} px: {errors:?}");
+            let charts = number(&b, "return document.querySelectorAll('svg.chart').length").await;
+            if charts > 0.0 {
+                let smallest = number(&b, SMALLEST_CHART_TEXT).await;
+                assert!(
+                    smallest >= 11.0,
+                    "{name} at {width} px: chart text renders at {smallest:.1} px"
+                );
+            }
+            screenshot(&b, name, width).await;
+        }
+    }
+
+    // The folded kernel name, with the full one on hover and in a details row.
+    let inv = &pages[0].1;
+    b.goto(&format!("{inv}/steps/5")).await;
+    settle(&b).await;
+    let shown = b.text(".ranked-kernels .kernel").await;
+    assert_eq!(shown, "at::native::vectorized_elementwise_kernel<…>");
+    let title = attr(&b, ".ranked-kernels .kernel", "title").await;
+    assert_eq!(title.as_deref(), Some(LONG_KERNEL));
+
+    // On the phone the areas hide behind the Menu button, which opens them.
+    b.goto(inv).await;
+    settle(&b).await;
+    let areas = b.driver.find(By::Css("nav.areas")).await.unwrap();
+    assert!(!areas.is_displayed().await.unwrap());
+    b.click(".nav-toggle").await;
+    assert!(areas.is_displayed().await.unwrap());
+    let expanded = attr(&b, ".nav-toggle", "aria-expanded").await;
+    assert_eq!(expanded.as_deref(), Some("true"));
+    b.click("nav.areas a[href='/journal']").await;
+    b.wait_text("main h1", "Journal").await;
+    assert!(b.console_errors().await.is_empty());
+    b.quit().await;
+}
