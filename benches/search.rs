@@ -579,7 +579,7 @@ function request()
   elseif mode == "search" then
     local q = {}
     for i = 1, math.random(1, 3) do
-      q[i] = words[math.max(1, math.floor(#words ^ math.random()))]
+      q[i] = words[math.max(1, math.floor((#words) ^ math.random()))]
     end
     path = "/search?q=" .. table.concat(q, "+")
   end
