@@ -769,7 +769,7 @@ pub(super) async fn step_with(
     } else {
         (None, Sources::default())
     };
-    let sweep_lines = sweep_lines(&state, &loaded, step).await?;
+    let sweep_lines = sweep_lines(state, &loaded, step).await?;
     let page = step_page(
         ctx,
         loaded,

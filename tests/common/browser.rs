@@ -180,16 +180,6 @@ impl Browser {
             .await;
     }
 
-    /// Signs in through the login form (every test user has the shared password).
-    pub async fn sign_in(&self, name: &str) {
-        self.goto("/login").await;
-        self.fill("#name", name).await;
-        self.fill("#password", super::PASSWORD).await;
-        self.click("form[action='/login'] button[type=submit]")
-            .await;
-        self.wait_text(".user-name", name).await;
-    }
-
     /// Errors the browser console logged since the last call (script errors, CSP
     /// violations, failed loads), from chromedriver's log endpoint.
     pub async fn console_errors(&self) -> Vec<String> {
