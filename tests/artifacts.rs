@@ -593,17 +593,7 @@ async fn real_fixtures_upload_and_analyze() {
 #[tokio::test]
 async fn the_cli_streams_files_to_a_running_server() {
     let (mut app, token) = editor_app().await;
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let addr = listener.local_addr().unwrap();
-    let router = app.app.clone();
-    let server = tokio::spawn(async move {
-        axum::serve(
-            listener,
-            router.into_make_service_with_connect_info::<std::net::SocketAddr>(),
-        )
-        .await
-        .unwrap();
-    });
+    let (addr, server) = app.serve_on_port().await;
     let dir = tempfile::tempdir().unwrap();
     let good = dir.path().join("requests.jsonl");
     std::fs::write(&good, request_log(20)).unwrap();

@@ -539,17 +539,7 @@ async fn the_cli_captures_locally_and_uploads_to_the_investigation() {
     let Some(text) = fixture() else { return };
     let metrics = metrics_server(text).await;
     let (mut app, token, inv) = admin_app().await;
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let addr = listener.local_addr().unwrap();
-    let router = app.app.clone();
-    let server = tokio::spawn(async move {
-        axum::serve(
-            listener,
-            router.into_make_service_with_connect_info::<std::net::SocketAddr>(),
-        )
-        .await
-        .unwrap();
-    });
+    let (addr, server) = app.serve_on_port().await;
     let url = format!("http://{}/metrics", metrics.addr);
     let args = vec![
         "capture".to_string(),

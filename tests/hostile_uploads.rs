@@ -282,17 +282,7 @@ async fn one_byte_over_the_upload_limit_is_413_and_the_limit_itself_is_accepted(
 #[tokio::test]
 async fn a_client_that_disconnects_mid_upload_leaves_no_row_blob_or_temp_file() {
     let (app, token) = editor_app().await;
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let addr = listener.local_addr().unwrap();
-    let router = app.app.clone();
-    let server = tokio::spawn(async move {
-        axum::serve(
-            listener,
-            router.into_make_service_with_connect_info::<std::net::SocketAddr>(),
-        )
-        .await
-        .unwrap();
-    });
+    let (addr, server) = app.serve_on_port().await;
 
     // Promise 32 MiB, send 3 MiB of a real request log, then hang up.
     let declared = 32usize << 20;

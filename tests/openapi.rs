@@ -9,7 +9,6 @@
 
 mod common;
 
-use std::net::SocketAddr;
 use std::process::Command;
 
 use common::{spawn_app, TestApp};
@@ -40,17 +39,7 @@ async fn served_admin() -> (TestApp, String, String) {
 
 /// Serves the app on a loopback port; returns the base URL.
 async fn serve(app: &TestApp) -> String {
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let addr = listener.local_addr().unwrap();
-    let router = app.app.clone();
-    tokio::spawn(async move {
-        axum::serve(
-            listener,
-            router.into_make_service_with_connect_info::<SocketAddr>(),
-        )
-        .await
-        .unwrap();
-    });
+    let (addr, _server) = app.serve_on_port().await;
     format!("http://{addr}")
 }
 

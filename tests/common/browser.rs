@@ -2,7 +2,6 @@
 //! another, thirtyfour driving it. Without Chromium the tests say they skipped — except
 //! in CI, where the browser is installed by `.ci/run` and a missing one is a failure.
 
-use std::net::SocketAddr;
 use std::process::{Child, Command, Stdio};
 use std::time::Duration;
 
@@ -41,19 +40,9 @@ pub async fn start(app: &TestApp, test: &str) -> Option<Browser> {
         return None;
     };
 
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let addr = listener.local_addr().unwrap();
-    let router = app.app.clone();
     // As in the real server, search catches up in the background.
     let indexer = tokio::spawn(app.state.search.clone().run_indexer(app.pool.clone()));
-    let server = tokio::spawn(async move {
-        axum::serve(
-            listener,
-            router.into_make_service_with_connect_info::<SocketAddr>(),
-        )
-        .await
-        .unwrap();
-    });
+    let (addr, server) = app.serve_on_port().await;
 
     let port = free_port();
     let chromedriver = Command::new(driver_bin)

@@ -403,6 +403,23 @@ impl TestApp {
         r.json()["id"].as_i64().unwrap()
     }
 
+    /// Serves the app on a loopback port, for clients that need a real socket (the CLI,
+    /// a browser, raw TCP); abort the handle to stop it.
+    pub async fn serve_on_port(&self) -> (std::net::SocketAddr, tokio::task::JoinHandle<()>) {
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = listener.local_addr().unwrap();
+        let router = self.app.clone();
+        let server = tokio::spawn(async move {
+            axum::serve(
+                listener,
+                router.into_make_service_with_connect_info::<std::net::SocketAddr>(),
+            )
+            .await
+            .unwrap();
+        });
+        (addr, server)
+    }
+
     pub async fn api(
         &mut self,
         method: &str,
