@@ -1,225 +1,109 @@
-//! Issue #5, telemetry ingest: 1,000,000 per-request JSONL rows through the app's own
-//! path (blob put with sha256, then the worker's analysis and COPY into `request_rows`)
-//! against `psql \copy` loading the same rows from CSV into the same table; then the
-//! phase table for those rows, both as the stored analysis (the request_log analyzer)
-//! and as the SQL decomposition the request page runs.
+//! Issue #15, telemetry ingest end to end: 1,000,000 per-request JSONL rows
+//! (`../shared/tools/gen_requests.py`) uploaded to the real server (release build, a child
+//! process) over HTTP until the analysis is done and every row is in `request_rows`;
+//! beside it, in the same run against the same PostgreSQL, `psql \copy` of the same rows
+//! as CSV into a plain table.
 //!
 //! `DATABASE_URL=postgres://postgres@127.0.0.1:5432/postgres cargo bench --bench ingest`
-//! Env: PJ_BENCH_ROWS (default 1000000), PJ_BENCH_RUNS (default 3),
-//! PJ_GEN_REQUESTS (path of gen_requests.py; default ../shared/tools/gen_requests.py),
-//! PSQL (default psql).
+//!
+//! Env: PJ_BENCH_ROWS (default 1000000), PJ_BENCH_RUNS (default 3), PJ_BENCH_DATA (where
+//! the generated rows are kept between runs; default target/bench-data), PSQL (default psql).
 
 #[path = "common/mod.rs"]
 mod common;
+#[path = "common/server.rs"]
+mod server;
 
-use std::io::{BufRead, BufWriter, Write};
 use std::path::{Path, PathBuf};
 use std::process::Command;
-use std::str::FromStr;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use common::{median, num, secs, Table, MB};
-use perfjournal::artifacts::{self, ingest, Owner};
-use perfjournal::config::Config;
-use perfjournal::core::analyze::{self, request_log, AnalyzeError, Kind, Options};
-use perfjournal::state::AppState;
-use perfjournal::storage::BlobStore;
-use perfjournal::web::artifacts::views;
-use sqlx::postgres::PgConnectOptions;
-use sqlx::{Connection, PgPool};
+use server::Server;
 
-/// The CSV column order of gen_requests.py, after the artifact id we prepend.
-const CSV_COLUMNS: &str = "artifact_id, request_id, arrival_ts, tokenize_ms, queue_wait_ms, \
-     prefill_ms, first_token_ms, decode_ms, itl_p50_ms, itl_p99_ms, detokenize_ms, total_ms, \
-     prompt_tokens, output_tokens, batch_size_at_admission, kv_blocks_used, \
-     prefix_cache_hit_tokens, model_version, tenant";
+/// The CSV column order of gen_requests.py.
+const CSV_COLUMNS: &str = "request_id, arrival_ts, tokenize_ms, queue_wait_ms, prefill_ms, \
+     first_token_ms, decode_ms, itl_p50_ms, itl_p99_ms, detokenize_ms, total_ms, prompt_tokens, \
+     output_tokens, batch_size_at_admission, kv_blocks_used, prefix_cache_hit_tokens, \
+     model_version, tenant";
+
+/// The reference's table: the same columns, no key, index or constraint.
+const PLAIN_TABLE: &str = "CREATE TABLE copy_reference (request_id text, arrival_ts float8, \
+     tokenize_ms float8, queue_wait_ms float8, prefill_ms float8, first_token_ms float8, \
+     decode_ms float8, itl_p50_ms float8, itl_p99_ms float8, detokenize_ms float8, \
+     total_ms float8, prompt_tokens bigint, output_tokens bigint, \
+     batch_size_at_admission bigint, kv_blocks_used bigint, prefix_cache_hit_tokens bigint, \
+     model_version text, tenant text)";
 
 fn main() -> anyhow::Result<()> {
     let Ok(url) = std::env::var("DATABASE_URL") else {
         println!(
-            "ingest benchmark skipped: DATABASE_URL is unset \
+            "ingest benchmark not run: DATABASE_URL is unset \
              (e.g. DATABASE_URL=postgres://postgres@127.0.0.1:5432/postgres)"
         );
         return Ok(());
     };
+    let manifest = Path::new(env!("CARGO_MANIFEST_DIR"));
     let rows = common::env_usize("PJ_BENCH_ROWS", 1_000_000);
     let runs = common::env_usize("PJ_BENCH_RUNS", 3);
     let psql = std::env::var("PSQL").unwrap_or_else(|_| "psql".into());
-
-    let work = tempfile::Builder::new()
-        .prefix("pj-bench-ingest-")
-        .tempdir()?;
-    let jsonl = work.path().join("requests.jsonl");
-    let csv_plain = work.path().join("requests.csv");
-    let t = Instant::now();
-    let how = generate(rows, &jsonl, &csv_plain)?;
+    let data = std::env::var_os("PJ_BENCH_DATA")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| manifest.join("target/bench-data"));
+    std::fs::create_dir_all(&data)?;
+    let (jsonl, csv) = inputs(manifest, &data, rows)?;
+    let jsonl_bytes = std::fs::metadata(&jsonl)?.len() as f64;
+    let csv_bytes = std::fs::metadata(&csv)?.len() as f64;
     println!(
-        "generated {} rows with {how} in {:.1} s",
-        num(rows as f64, 0),
-        secs(t.elapsed())
-    );
-
-    println!(
-        "{} CPUs, load average {} at the start",
+        "{} CPUs, load average {} at the start; {} rows: JSONL {:.1} MB, CSV {:.1} MB",
         std::thread::available_parallelism().map_or(0, |n| n.get()),
-        common::loadavg()
+        common::loadavg(),
+        num(rows as f64, 0),
+        jsonl_bytes / MB,
+        csv_bytes / MB
     );
     let rt = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()?;
-    let db_name = format!("pj_bench_{}", uuid::Uuid::new_v4().simple());
-    let server = PgConnectOptions::from_str(&url)?;
-    let outcome = rt.block_on(run(
-        &server,
-        &url,
-        &db_name,
-        &psql,
-        rows,
-        runs,
-        work.path(),
-        &jsonl,
-        &csv_plain,
-    ));
-    // The scratch database goes whatever happened.
-    rt.block_on(async {
-        if let Ok(mut conn) =
-            sqlx::PgConnection::connect_with(&server.clone().database("postgres")).await
-        {
-            let _ = sqlx::query(&format!(
-                "DROP DATABASE IF EXISTS \"{db_name}\" WITH (FORCE)"
-            ))
-            .execute(&mut conn)
-            .await;
-        }
-    });
-    outcome
-}
+    let work = tempfile::Builder::new()
+        .prefix("pj-bench-ingest-")
+        .tempdir_in(&data)?;
 
-#[allow(clippy::too_many_arguments)]
-async fn run(
-    server: &PgConnectOptions,
-    url: &str,
-    db_name: &str,
-    psql: &str,
-    rows: usize,
-    runs: usize,
-    work: &Path,
-    jsonl: &Path,
-    csv_plain: &Path,
-) -> anyhow::Result<()> {
-    let pool = perfjournal::db::connect(server.clone().database(db_name)).await?;
-    let user = perfjournal::auth::users::create(
-        &pool,
-        "bench",
-        perfjournal::auth::password::decoy_hash(),
-        perfjournal::auth::Role::Admin,
-        false,
-    )
-    .await
-    .map_err(|e| anyhow::anyhow!("creating the bench user: {e}"))?;
-
-    // psql loads under an artifact row of its own, so both loads hit the same table,
-    // the same foreign key and the same index.
-    let ref_id: i64 = sqlx::query_scalar(
-        "INSERT INTO artifacts (name, kind, sha256, size_bytes, status)
-         VALUES ('psql-reference.csv', 'request_log', repeat('0', 64), 0, 'done') RETURNING id",
-    )
-    .fetch_one(&pool)
-    .await?;
-    let csv = work.join("requests-with-id.csv");
-    prefix_csv(csv_plain, &csv, ref_id)?;
-    let jsonl_bytes = std::fs::metadata(jsonl)?.len() as f64;
-    let csv_bytes = std::fs::metadata(&csv)?.len() as f64;
-    let scratch_url = url_with_database(url, db_name);
-
-    let mut ours_total = Vec::new();
-    let mut ours_put = Vec::new();
-    let mut ours_drain = Vec::new();
     let mut reference = Vec::new();
-    let mut last_id = 0;
+    let mut upload = Vec::new();
+    let mut analysis = Vec::new();
+    let mut total = Vec::new();
+    let mut parse = Vec::new();
+    let mut db = Vec::new();
+    let mut peak: f64 = 0.0;
     for run in 1..=runs {
-        // Alternating, each load on an empty table after a checkpoint, so neither side
-        // pays for the other's dirty pages or WAL.
-        reset(&pool).await?;
-        let t = Instant::now();
-        let out = Command::new(psql)
-            .arg(&scratch_url)
-            .args(["-X", "-q", "-v", "ON_ERROR_STOP=1", "-c"])
-            .arg(format!(
-                "\\copy request_rows ({CSV_COLUMNS}) FROM '{}' WITH (FORMAT csv)",
-                csv.display()
-            ))
-            .output()?;
-        let psql_time = t.elapsed();
-        anyhow::ensure!(
-            out.status.success(),
-            "psql \\copy failed: {}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-        check_rows(&pool, ref_id, rows).await?;
-        reference.push(secs(psql_time));
-
-        reset(&pool).await?;
-        // A fresh blob directory each run, so the upload is never a dedupe hit.
-        let blob_dir = work.join(format!("blobs-{run}"));
-        std::fs::create_dir_all(&blob_dir)?;
-        let state = AppState::new(
-            pool.clone(),
-            Config::default(),
-            BlobStore::local(&blob_dir)?,
-        );
-        let t = Instant::now();
-        let file = tokio::fs::File::open(jsonl).await?;
-        let body = tokio_util::io::ReaderStream::with_capacity(file, 1 << 20);
-        let artifact = artifacts::receive(
-            &state.artifacts(),
-            Owner::default(),
-            "requests.jsonl",
-            body,
-            user.id,
-        )
-        .await
-        .map_err(|e| anyhow::anyhow!("upload failed: {e}"))?;
-        let put = t.elapsed();
-        let store = state.artifacts();
-        let mut processed = 0;
-        while ingest::process_next(&store).await? {
-            processed += 1;
-        }
-        let total = t.elapsed();
-        let done = artifacts::get(&pool, artifact.id)
-            .await?
-            .ok_or_else(|| anyhow::anyhow!("the artifact vanished"))?;
-        // Files under 32 MiB are analyzed inside `receive` already (processed == 0).
-        anyhow::ensure!(
-            done.status == "done" && processed <= 1,
-            "analysis ended {} ({:?})",
-            done.status,
-            done.error
-        );
-        check_rows(&pool, artifact.id, rows).await?;
-        ours_put.push(secs(put));
-        ours_drain.push(secs(total - put));
-        ours_total.push(secs(total));
-        last_id = artifact.id;
+        server::warm(&jsonl)?;
+        server::warm(&csv)?;
+        let r = rt.block_on(one_run(&url, work.path(), &psql, &jsonl, &csv, rows))?;
         println!(
-            "run {run}/{runs}: psql \\copy {:.2} s; ours {:.2} s (put {:.2} s + analysis and COPY {:.2} s)",
-            secs(psql_time),
-            secs(total),
-            secs(put),
-            secs(total - put)
+            "run {run}/{runs}: psql \\copy {:.2} s; ours {:.2} s = upload {:.2} s ({:.0} MB/s) + analysis and COPY {:.2} s \
+             (worker: parse {:.2} s busy, waiting on PostgreSQL {:.2} s); server peak RSS {:.0} MiB; load average {}",
+            r.reference,
+            r.upload + r.analysis,
+            r.upload,
+            jsonl_bytes / MB / r.upload,
+            r.analysis,
+            r.parse,
+            r.db,
+            r.peak_mib,
+            common::loadavg()
         );
-        std::fs::remove_dir_all(&blob_dir).ok();
+        reference.push(r.reference);
+        upload.push(r.upload);
+        analysis.push(r.analysis);
+        total.push(r.upload + r.analysis);
+        parse.push(r.parse);
+        db.push(r.db);
+        peak = peak.max(r.peak_mib);
     }
 
     let n = rows as f64;
-    let mut t = Table::new(&[
-        "ingest (median of runs)",
-        "seconds",
-        "rows/s",
-        "input MB/s",
-        "runs (s)",
-    ]);
+    let mut t = Table::new(&["median of runs", "seconds", "rows/s", "MB/s", "runs (s)"]);
     let line = |label: &str, v: &[f64], bytes: f64| {
         let m = median(v);
         vec![
@@ -233,264 +117,128 @@ async fn run(
                 .join(" "),
         ]
     };
-    t.row(line("psql \\copy CSV (reference)", &reference, csv_bytes));
     t.row(line(
-        "ours: upload + analysis + COPY",
-        &ours_total,
+        "psql \\copy CSV into a plain table",
+        &reference,
+        csv_bytes,
+    ));
+    t.row(line(
+        "ours: upload + analysis + COPY (HTTP)",
+        &total,
         jsonl_bytes,
     ));
-    t.row(line("  of which blob put (sha256)", &ours_put, jsonl_bytes));
+    t.row(line("  upload (body stored, sha256)", &upload, jsonl_bytes));
     t.row(line(
-        "  of which worker: analysis + COPY",
-        &ours_drain,
+        "  analysis + COPY, to status done",
+        &analysis,
         jsonl_bytes,
     ));
+    t.row(line("  (worker) parsing, busy", &parse, jsonl_bytes));
+    t.row(line("  (worker) waiting on PostgreSQL", &db, jsonl_bytes));
     t.print(&format!(
-        "Telemetry ingest, {} rows: JSONL {:.1} MB, CSV {:.1} MB",
-        num(n, 0),
-        jsonl_bytes / MB,
-        csv_bytes / MB
+        "Telemetry ingest through the HTTP API vs psql \\copy in the same run; server peak RSS {peak:.0} MiB; load average {}",
+        common::loadavg()
     ));
-    let ratio = median(&reference) / median(&ours_total);
+    let ratio = median(&reference) / median(&total);
     println!(
-        "ratio ours / psql (rows/s, medians): {ratio:.2}x  target >= 0.80x: {}",
+        "ours / psql \\copy (rows/s, medians): {ratio:.2}x; target >= 0.80x: {}",
         if ratio >= 0.8 { "MET" } else { "NOT MET" }
     );
-
-    phase_table(&pool, last_id, jsonl, rows).await
-}
-
-/// The phase table two ways: recomputed by the request_log analyzer (what the worker
-/// stores and the artifact page shows), and the SQL the request page runs.
-async fn phase_table(pool: &PgPool, id: i64, jsonl: &Path, rows: usize) -> anyhow::Result<()> {
-    let runs = 5;
-    let mut t = Table::new(&[
-        "phase table",
-        "first (s)",
-        "median (s)",
-        "min (s)",
-        "max (s)",
-    ]);
-    let mut add = |label: &str, v: Vec<f64>| {
-        t.row(vec![
-            label.into(),
-            format!("{:.3}", v[0]),
-            format!("{:.3}", median(&v)),
-            format!("{:.3}", common::min(&v)),
-            format!("{:.3}", common::max(&v)),
-        ]);
-    };
-
-    let mut analyzer = Vec::new();
-    for _ in 0..3 {
-        let path = jsonl.to_path_buf();
-        let t = Instant::now();
-        let result = tokio::task::spawn_blocking(move || {
-            let file = std::fs::File::open(path)?;
-            analyze::analyze(Kind::RequestLog, file, &Options::default(), &|_| {})
-                .map_err(anyhow::Error::from)
-        })
-        .await??;
-        analyzer.push(secs(t.elapsed()));
-        let v = result.to_json();
-        anyhow::ensure!(v["rows"] == rows, "the analyzer saw {} rows", v["rows"]);
-    }
-    add("request_log analyzer over the JSONL file", analyzer);
-
-    // Where the worker's second pass goes: parsing and COPY encoding alone, no database.
-    let mut encode = Vec::new();
-    for _ in 0..3 {
-        let path = jsonl.to_path_buf();
-        let t = Instant::now();
-        let n = tokio::task::spawn_blocking(move || {
-            let file = std::fs::File::open(path)?;
-            let mut buf = Vec::with_capacity(1 << 20);
-            let n = request_log::for_each_request(file, |row| -> Result<(), AnalyzeError> {
-                row.write_copy_binary(1, &mut buf);
-                if buf.len() >= 1 << 20 {
-                    buf.clear();
-                }
-                Ok(())
-            })?;
-            Ok::<u64, anyhow::Error>(n)
-        })
-        .await??;
-        encode.push(secs(t.elapsed()));
-        anyhow::ensure!(n as usize == rows, "parsed {n} rows");
-    }
-    add("(diagnostic) parse + COPY encoding, no DB", encode);
-
-    let mut stored = Vec::new();
-    for _ in 0..runs {
-        let t = Instant::now();
-        let a = artifacts::get(pool, id).await?;
-        anyhow::ensure!(a.and_then(|a| a.analysis).is_some(), "no stored analysis");
-        stored.push(secs(t.elapsed()));
-    }
-    add("stored analysis read back (artifact page)", stored);
-
-    let all =
-        views::RequestFilter::parse("", "", "", "", "").map_err(|e| anyhow::anyhow!("{e:?}"))?;
-    let mut page = Vec::new();
-    for _ in 0..runs {
-        let t = Instant::now();
-        views::facets(pool, id).await?;
-        let table = views::decomposition(pool, id, &all).await?;
-        page.push(secs(t.elapsed()));
-        anyhow::ensure!(!table.rows.is_empty(), "empty decomposition");
-    }
-    add("SQL decomposition, all rows (facets + table)", page);
-
-    let by = views::RequestFilter::parse("", "", "", "", "tenant")
-        .map_err(|e| anyhow::anyhow!("{e:?}"))?;
-    let mut grouped = Vec::new();
-    for _ in 0..runs {
-        let t = Instant::now();
-        views::facets(pool, id).await?;
-        views::decomposition(pool, id, &by).await?;
-        views::decomposition_by(pool, id, &by, "tenant").await?;
-        grouped.push(secs(t.elapsed()));
-    }
-    add("SQL decomposition grouped by tenant (page)", grouped);
-
-    let chat = views::RequestFilter::parse("chat", "", "", "", "")
-        .map_err(|e| anyhow::anyhow!("{e:?}"))?;
-    let mut filtered = Vec::new();
-    for _ in 0..runs {
-        let t = Instant::now();
-        views::facets(pool, id).await?;
-        views::decomposition(pool, id, &chat).await?;
-        filtered.push(secs(t.elapsed()));
-    }
-    add("SQL decomposition, tenant=chat filter", filtered);
-
-    println!("load average {} at the end", common::loadavg());
-    t.print(&format!(
-        "Phase table for the {} rows (target < 1 s)",
-        num(rows as f64, 0)
-    ));
     Ok(())
 }
 
-/// Empties the table and flushes dirty pages, so each load starts from the same state.
-async fn reset(pool: &PgPool) -> anyhow::Result<()> {
-    sqlx::query("TRUNCATE request_rows").execute(pool).await?;
-    sqlx::query("CHECKPOINT").execute(pool).await?;
-    Ok(())
+/// The generated rows as JSONL and as CSV, made once and kept in `data`.
+fn inputs(manifest: &Path, data: &Path, rows: usize) -> anyhow::Result<(PathBuf, PathBuf)> {
+    let jsonl = data.join(format!("requests-{rows}.jsonl"));
+    let csv = data.join(format!("requests-{rows}.csv"));
+    if jsonl.exists() && csv.exists() {
+        return Ok((jsonl, csv));
+    }
+    let tool = manifest.join("../shared/tools/gen_requests.py");
+    anyhow::ensure!(tool.exists(), "the bench needs {}", tool.display());
+    let t = Instant::now();
+    let (pj, pc) = (
+        jsonl.with_extension("partial"),
+        csv.with_extension("partial-csv"),
+    );
+    let status = Command::new("python3")
+        .arg(&tool)
+        .arg(rows.to_string())
+        .arg(&pj)
+        .arg(&pc)
+        .status()?;
+    anyhow::ensure!(status.success(), "gen_requests.py failed");
+    std::fs::rename(&pc, &csv)?;
+    std::fs::rename(&pj, &jsonl)?;
+    println!("generated {} rows in {:.0} s", rows, secs(t.elapsed()));
+    Ok((jsonl, csv))
 }
 
-async fn check_rows(pool: &PgPool, id: i64, rows: usize) -> anyhow::Result<()> {
-    let n: i64 = sqlx::query_scalar("SELECT count(*) FROM request_rows WHERE artifact_id = $1")
-        .bind(id)
-        .fetch_one(pool)
+struct Run {
+    reference: f64,
+    upload: f64,
+    analysis: f64,
+    parse: f64,
+    db: f64,
+    peak_mib: f64,
+}
+
+/// A fresh server on a fresh database: first the reference load into a plain table of
+/// that database (after a checkpoint), then ours (after another).
+async fn one_run(
+    url: &str,
+    work: &Path,
+    psql: &str,
+    jsonl: &Path,
+    csv: &Path,
+    rows: usize,
+) -> anyhow::Result<Run> {
+    let server = Server::start(url, work, &[]).await?;
+    sqlx::query(PLAIN_TABLE).execute(&server.pool).await?;
+    sqlx::query("CHECKPOINT").execute(&server.pool).await?;
+    let t = Instant::now();
+    let out = Command::new(psql)
+        .arg(&server.db_url)
+        .args(["-X", "-q", "-v", "ON_ERROR_STOP=1", "-c"])
+        .arg(format!(
+            "\\copy copy_reference ({CSV_COLUMNS}) FROM '{}' WITH (FORMAT csv)",
+            csv.display()
+        ))
+        .output()?;
+    let reference = secs(t.elapsed());
+    anyhow::ensure!(
+        out.status.success(),
+        "psql \\copy failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let copied: i64 = sqlx::query_scalar("SELECT count(*) FROM copy_reference")
+        .fetch_one(&server.pool)
         .await?;
-    anyhow::ensure!(n as usize == rows, "{n} rows loaded, expected {rows}");
-    Ok(())
-}
+    anyhow::ensure!(copied as usize == rows, "psql loaded {copied} rows");
+    sqlx::query("CHECKPOINT").execute(&server.pool).await?;
 
-/// The server URL pointed at another database (query parameters kept).
-fn url_with_database(url: &str, db: &str) -> String {
-    let (base, query) = match url.split_once('?') {
-        Some((b, q)) => (b, format!("?{q}")),
-        None => (url, String::new()),
+    server.reset_peak();
+    let t = Instant::now();
+    let (id, up) = server.upload(jsonl, "requests.jsonl").await?;
+    server.wait_analyzed(id, Duration::from_secs(900)).await?;
+    let total = t.elapsed();
+    let (_, peak_mib) = server.rss_mib();
+    let loaded: i64 =
+        sqlx::query_scalar("SELECT count(*) FROM request_rows WHERE artifact_id = $1")
+            .bind(id)
+            .fetch_one(&server.pool)
+            .await?;
+    anyhow::ensure!(loaded as usize == rows, "the server loaded {loaded} rows");
+    let timing = server.timing(id).unwrap_or_default();
+    let f = |k: &str| timing[k].as_f64().unwrap_or(f64::NAN);
+    let run = Run {
+        reference,
+        upload: secs(up),
+        analysis: secs(total - up),
+        parse: f("parse_s"),
+        db: f("db_s"),
+        peak_mib,
     };
-    let rest = base
-        .strip_prefix("postgres://")
-        .or_else(|| base.strip_prefix("postgresql://"));
-    let host_part = match rest {
-        Some(r) => r.split_once('/').map(|(h, _)| h).unwrap_or(r),
-        None => base,
-    };
-    format!("postgres://{host_part}/{db}{query}")
-}
-
-/// Writes the CSV again with the artifact id as the first column (untimed).
-fn prefix_csv(from: &Path, to: &Path, id: i64) -> anyhow::Result<()> {
-    let input = std::io::BufReader::new(std::fs::File::open(from)?);
-    let mut out = BufWriter::new(std::fs::File::create(to)?);
-    let prefix = format!("{id},");
-    for line in input.lines() {
-        out.write_all(prefix.as_bytes())?;
-        out.write_all(line?.as_bytes())?;
-        out.write_all(b"\n")?;
-    }
-    out.flush()?;
-    Ok(())
-}
-
-/// JSONL and CSV of the same rows: the shared generator when python3 and the script
-/// are there, else the same fields and distributions from here.
-fn generate(rows: usize, jsonl: &Path, csv: &Path) -> anyhow::Result<&'static str> {
-    let script = std::env::var_os("PJ_GEN_REQUESTS")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| {
-            Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/tools/gen_requests.py")
-        });
-    if script.is_file() {
-        let status = Command::new("python3")
-            .arg(&script)
-            .arg(rows.to_string())
-            .arg(jsonl)
-            .arg(csv)
-            .status();
-        if let Ok(s) = status {
-            if s.success() {
-                return Ok("gen_requests.py");
-            }
-        }
-        println!("gen_requests.py did not run; generating the rows in Rust instead");
-    }
-    generate_in_rust(rows, jsonl, csv)?;
-    Ok("the built-in generator")
-}
-
-fn generate_in_rust(rows: usize, jsonl: &Path, csv: &Path) -> anyhow::Result<()> {
-    use rand::{Rng, SeedableRng};
-    let mut rng = rand_pcg::Pcg64::seed_from_u64(42);
-    // Box-Muller: the crate set has no distributions beyond uniform.
-    let normal = |rng: &mut rand_pcg::Pcg64| {
-        let u1: f64 = rng.random::<f64>().max(f64::MIN_POSITIVE);
-        let u2: f64 = rng.random();
-        (-2.0 * u1.ln()).sqrt() * (std::f64::consts::TAU * u2).cos()
-    };
-    let mut j = BufWriter::new(std::fs::File::create(jsonl)?);
-    let mut c = BufWriter::new(std::fs::File::create(csv)?);
-    let r3 = |v: f64| (v * 1000.0).round() / 1000.0;
-    for i in 0..rows {
-        let tenant = if i % 3 == 0 { "batch" } else { "chat" };
-        let pt = (7.3 + 0.6 * normal(&mut rng)).exp() as i64;
-        let ot = ((5.3 + 0.7 * normal(&mut rng)).exp() as i64).max(1);
-        let tok = r3(0.2 + pt as f64 * 0.0004 + rng.random::<f64>() * 0.3);
-        let mean_queue = if tenant == "batch" { 1800.0 } else { 40.0 };
-        let queue = r3(-(1.0 - rng.random::<f64>()).ln() * mean_queue);
-        let prefill = r3(pt as f64 * 0.045 * (1.0 + rng.random::<f64>() * 0.2));
-        let itl50 = r3(20.0 + rng.random::<f64>() * 4.0);
-        let itl99 = r3(itl50 * (1.5 + rng.random::<f64>() * 4.0));
-        let decode = r3(ot as f64 * itl50 * 1.05);
-        let detok = r3(ot as f64 * 0.01);
-        let first = r3(tok + queue + prefill + 0.5);
-        let total = r3(first + decode + detok);
-        let arrival = 1_764_400_000.0 + i as f64 * 0.02;
-        let batch: i64 = rng.random_range(1..=175);
-        let kv = (pt + ot + 15) / 16;
-        let hit = (pt as f64 * rng.random::<f64>() * 0.8) as i64;
-        let model = format!("llama-3.1-8b@rev{}", i % 2);
-        writeln!(
-            j,
-            "{{\"request_id\": \"r{i:08}\", \"arrival_ts\": {arrival:?}, \"tokenize_ms\": {tok:?}, \
-             \"queue_wait_ms\": {queue:?}, \"prefill_ms\": {prefill:?}, \"first_token_ms\": {first:?}, \
-             \"decode_ms\": {decode:?}, \"itl_p50_ms\": {itl50:?}, \"itl_p99_ms\": {itl99:?}, \
-             \"detokenize_ms\": {detok:?}, \"total_ms\": {total:?}, \"prompt_tokens\": {pt}, \
-             \"output_tokens\": {ot}, \"batch_size_at_admission\": {batch}, \"kv_blocks_used\": {kv}, \
-             \"prefix_cache_hit_tokens\": {hit}, \"model_version\": \"{model}\", \"tenant\": \"{tenant}\"}}"
-        )?;
-        writeln!(
-            c,
-            "r{i:08},{arrival:?},{tok:?},{queue:?},{prefill:?},{first:?},{decode:?},{itl50:?},{itl99:?},\
-             {detok:?},{total:?},{pt},{ot},{batch},{kv},{hit},{model},{tenant}"
-        )?;
-    }
-    j.flush()?;
-    c.flush()?;
-    Ok(())
+    server.stop().await?;
+    Ok(run)
 }

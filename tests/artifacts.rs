@@ -139,6 +139,19 @@ async fn request_log_uploads_analyzes_and_loads_its_rows() {
     assert_eq!(page.select("#status"), vec!["done"]);
     assert!(!page.select("#section-phases table tbody tr").is_empty());
     assert_eq!(page.select("#section-phases svg.chart").len(), 1);
+
+    // Its rows go with the artifact (a trigger does it: the load checks no key per row).
+    sqlx::query("DELETE FROM artifacts WHERE id = $1")
+        .bind(id)
+        .execute(&app.pool)
+        .await
+        .unwrap();
+    let left: i64 = sqlx::query_scalar("SELECT count(*) FROM request_rows WHERE artifact_id = $1")
+        .bind(id)
+        .fetch_one(&app.pool)
+        .await
+        .unwrap();
+    assert_eq!(left, 0);
 }
 
 #[tokio::test]

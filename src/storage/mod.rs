@@ -64,6 +64,9 @@ pub struct StoredBlob {
 #[derive(Clone)]
 pub struct BlobStore {
     store: Arc<dyn ObjectStore>,
+    /// The directory of a local store: analyzers read its files directly (the
+    /// object_store stream hands out 8 KiB chunks, each through a blocking task).
+    local_root: Option<std::path::PathBuf>,
 }
 
 fn blob_path(sha256: &str) -> Path {
@@ -72,7 +75,10 @@ fn blob_path(sha256: &str) -> Path {
 
 impl BlobStore {
     pub fn new(store: Arc<dyn ObjectStore>) -> Self {
-        BlobStore { store }
+        BlobStore {
+            store,
+            local_root: None,
+        }
     }
 
     /// Blobs in a local directory (created if missing).
@@ -80,7 +86,10 @@ impl BlobStore {
         std::fs::create_dir_all(dir)?;
         let fs = object_store::local::LocalFileSystem::new_with_prefix(dir)?
             .with_automatic_cleanup(true);
-        Ok(BlobStore::new(Arc::new(fs)))
+        Ok(BlobStore {
+            store: Arc::new(fs),
+            local_root: Some(std::fs::canonicalize(dir)?),
+        })
     }
 
     /// Blobs in an S3-compatible bucket; credentials, region and endpoint come from the
@@ -102,7 +111,22 @@ impl BlobStore {
         let temp = Path::from(format!("tmp/{}", uuid::Uuid::new_v4()));
         let upload = self.store.put_multipart(&temp).await?;
         let mut writer = WriteMultipart::new_with_chunk_size(upload, 8 * 1024 * 1024);
-        let mut hasher = Sha256::new();
+        // The hash is computed on a thread of its own while this task receives and writes,
+        // so the upload runs at the speed of the slower of the two, not of their sum.
+        // Chunks go over in groups of about 1 MiB (the body's chunks can be a few KiB), so
+        // the thread wakes rarely.
+        let (to_hasher, mut groups) = tokio::sync::mpsc::channel::<Vec<Bytes>>(8);
+        let hasher = tokio::task::spawn_blocking(move || {
+            let mut hasher = Sha256::new();
+            while let Some(group) = groups.blocking_recv() {
+                for chunk in group {
+                    hasher.update(&chunk);
+                }
+            }
+            hasher.finalize()
+        });
+        let mut group: Vec<Bytes> = Vec::new();
+        let mut grouped = 0usize;
         let mut size: u64 = 0;
         let mut head = Vec::new();
         while let Some(chunk) = body.next().await {
@@ -118,7 +142,6 @@ impl BlobStore {
                 writer.abort().await.ok();
                 return Err(StoreError::TooLarge { limit });
             }
-            hasher.update(&chunk);
             if head.len() < HEAD_BYTES {
                 let take = (HEAD_BYTES - head.len()).min(chunk.len());
                 head.extend_from_slice(&chunk[..take]);
@@ -128,10 +151,27 @@ impl BlobStore {
                 writer.abort().await.ok();
                 return Err(e.into());
             }
+            grouped += chunk.len();
+            group.push(chunk.clone());
+            if grouped >= 1 << 20 {
+                grouped = 0;
+                if to_hasher.send(std::mem::take(&mut group)).await.is_err() {
+                    writer.abort().await.ok();
+                    return Err(StoreError::Body("the hashing thread stopped".into()));
+                }
+            }
             writer.put(chunk);
         }
+        if !group.is_empty() && to_hasher.send(group).await.is_err() {
+            writer.abort().await.ok();
+            return Err(StoreError::Body("the hashing thread stopped".into()));
+        }
+        drop(to_hasher);
         writer.finish().await?;
-        let sha256 = hex::encode(hasher.finalize());
+        let digest = hasher
+            .await
+            .map_err(|e| StoreError::Body(format!("the hashing thread failed: {e}")))?;
+        let sha256 = hex::encode(digest);
         let target = blob_path(&sha256);
         let existed = self.store.head(&target).await.is_ok();
         // Moving over an existing blob refreshes its age, so the sweeper cannot take a
@@ -152,6 +192,35 @@ impl BlobStore {
     ) -> Result<impl Stream<Item = Result<Bytes, object_store::Error>> + Send + 'static, StoreError>
     {
         Ok(self.store.get(&blob_path(sha256)).await?.into_stream())
+    }
+
+    /// The blob as a blocking reader, for an analyzer on a blocking thread: the file
+    /// itself for a local store, else the object's stream bridged to `Read` (call this
+    /// on the runtime; read from a blocking thread).
+    pub async fn reader(
+        &self,
+        sha256: &str,
+    ) -> Result<Box<dyn std::io::Read + Send + 'static>, StoreError> {
+        if let Some(root) = &self.local_root {
+            let path = root.join(blob_path(sha256).as_ref());
+            return match std::fs::File::open(&path) {
+                Ok(f) => Ok(Box::new(f)),
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+                    Err(StoreError::Store(object_store::Error::NotFound {
+                        path: path.display().to_string(),
+                        source: Box::new(e),
+                    }))
+                }
+                Err(e) => Err(StoreError::Store(object_store::Error::Generic {
+                    store: "LocalFileSystem",
+                    source: Box::new(e),
+                })),
+            };
+        }
+        use futures::TryStreamExt;
+        let stream = self.open(sha256).await?;
+        let reader = tokio_util::io::StreamReader::new(stream.map_err(std::io::Error::other));
+        Ok(Box::new(tokio_util::io::SyncIoBridge::new(reader)))
     }
 
     pub async fn delete(&self, sha256: &str) -> Result<(), StoreError> {

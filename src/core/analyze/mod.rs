@@ -20,6 +20,7 @@ use std::fmt;
 use std::io::{self, Read};
 
 mod detect;
+pub(crate) mod json_split;
 mod readers;
 mod stats;
 
@@ -265,6 +266,56 @@ impl From<io::Error> for AnalyzeError {
     }
 }
 
+/// serde_json's message without the position it appends.
+fn json_reason(e: &serde_json::Error) -> String {
+    let text = e.to_string();
+    text.split(" at line ")
+        .next()
+        .unwrap_or(text.as_str())
+        .to_string()
+}
+
+impl AnalyzeError {
+    /// A JSON error inside a part of a document that starts at `at` (positions in the
+    /// error are relative to the part).
+    pub(crate) fn json_in_part(e: serde_json::Error, at: json_split::Pos) -> Self {
+        if e.is_io() {
+            return io::Error::from(e).into();
+        }
+        let p = at.within(e.line(), e.column());
+        AnalyzeError::Malformed {
+            line: Some(p.line),
+            byte: Some(p.byte),
+            message: format!("column {}: invalid JSON: {}", p.column, json_reason(&e)),
+        }
+    }
+}
+
+impl From<json_split::SplitError> for AnalyzeError {
+    fn from(e: json_split::SplitError) -> Self {
+        use json_split::SplitError;
+        let (at, message) = match e {
+            SplitError::Io(e) => return e.into(),
+            SplitError::Syntax { at, ref message } => (at, message.clone()),
+            SplitError::Truncated { at } => {
+                (at, "EOF while parsing: the document ends early".into())
+            }
+            SplitError::TooLarge { at, limit } => (
+                at,
+                format!(
+                    "one element is larger than {} MiB; such a trace is not analyzed",
+                    limit >> 20
+                ),
+            ),
+        };
+        AnalyzeError::Malformed {
+            line: Some(at.line),
+            byte: Some(at.byte),
+            message: format!("column {}: invalid JSON: {message}", at.column),
+        }
+    }
+}
+
 impl From<serde_json::Error> for AnalyzeError {
     fn from(e: serde_json::Error) -> Self {
         if e.is_io() {
@@ -272,13 +323,7 @@ impl From<serde_json::Error> for AnalyzeError {
         }
         let line = (e.line() > 0).then_some(e.line() as u64);
         let column = e.column();
-        // serde_json's Display repeats the position; keep only the reason.
-        let text = e.to_string();
-        let reason = text
-            .split(" at line ")
-            .next()
-            .unwrap_or(text.as_str())
-            .to_string();
+        let reason = json_reason(&e);
         let message = if line.is_some() {
             format!("column {column}: invalid JSON: {reason}")
         } else {

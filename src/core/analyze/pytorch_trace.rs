@@ -1,12 +1,13 @@
 //! PyTorch profiler (Kineto) Chrome-trace JSON, any size.
 //!
-//! The document is walked with a serde visitor over the top-level object that
-//! handles one `traceEvents` element at a time; per event only what the
+//! The document is cut into whole events by [`super::json_split`] on the reading
+//! thread; a second thread parses each event from memory with a serde visitor
+//! (names borrowed, not allocated) and folds it in; per event only what the
 //! results need is kept: GPU intervals as 40-byte records (interned kernel
 //! name, stream index, correlation id), launch times by correlation id, and
 //! step markers. Everything else (args we don't use, NCCL ids above 2^63,
 //! shapes, stacks) is skipped with `IgnoredAny`. Invalid UTF-8 is replaced
-//! with U+FFFD before parsing.
+//! with U+FFFD before parsing (by the splitter).
 //!
 //! Definitions follow HolisticTraceAnalysis (HTA), `hta/analyzers/breakdown_analysis.py`:
 //! * GPU events: `ph` "X" with cat `kernel`, `gpu_memcpy`, `gpu_memset` (older
@@ -38,7 +39,7 @@
 //! Differences from HTA, on purpose: timestamps keep their fractional
 //! microseconds (HTA rounds starts up and ends down to whole µs).
 
-use super::readers::LossyUtf8;
+use super::json_split::{Batch, PartKind, SplitError, Splitter};
 use super::stats::union_length_sorted;
 use super::{AnalyzeError, Options};
 use crate::core::fmt::grouped;
@@ -48,7 +49,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use std::collections::{HashMap, HashSet};
 use std::fmt;
-use std::io::{BufReader, Read};
+use std::io::Read;
 
 /// Bump when the JSON output of [`analyze`] changes.
 pub const ANALYZER_VERSION: u32 = 2;
@@ -104,6 +105,10 @@ impl Cat {
     }
 }
 
+/// The maps filled once per event: foldhash (seeded per process) instead of SipHash,
+/// which took a tenth of the parsing thread's time on launch ids.
+type FastMap<K, V> = HashMap<K, V, foldhash::fast::RandomState>;
+
 /// One GPU interval (40 bytes).
 #[derive(Clone, Copy, Debug)]
 struct GpuEv {
@@ -124,7 +129,7 @@ struct Launch {
 /// Interned strings (kernel names), at most [`MAX_KERNEL_NAMES`] of them.
 #[derive(Default)]
 struct Interner {
-    index: HashMap<String, u32>,
+    index: FastMap<String, u32>,
     names: Vec<String>,
     /// Events whose name came after the limit (counted under [`OTHER_KERNELS`]).
     pooled: u64,
@@ -181,9 +186,9 @@ struct State {
     gpu: Vec<GpuEv>,
     /// `cuda_sync` events on a GPU stream: (start, end, correlation).
     syncs: Vec<(f64, f64, u64)>,
-    launches: HashMap<u64, Launch>,
+    launches: FastMap<u64, Launch>,
     names: Interner,
-    stream_index: HashMap<(i64, i64), u32>,
+    stream_index: FastMap<(i64, i64), u32>,
     streams: Vec<(i64, i64)>,
     /// GPU events that fell into the pooled "other streams" entry.
     pooled_streams: u64,
@@ -720,56 +725,6 @@ impl<'de> Visitor<'de> for EventsSeed<'_> {
     }
 }
 
-/// The whole document: an object with `traceEvents`, or a bare event array.
-struct DocSeed<'a>(&'a mut State);
-
-impl<'de> DeserializeSeed<'de> for DocSeed<'_> {
-    type Value = ();
-    fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<(), D::Error> {
-        d.deserialize_any(self)
-    }
-}
-
-impl<'de> Visitor<'de> for DocSeed<'_> {
-    type Value = ();
-    fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
-        f.write_str("a Chrome trace (an object with traceEvents, or an array of events)")
-    }
-    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<(), A::Error> {
-        let st = self.0;
-        while let Some(key) = map.next_key::<String>()? {
-            match key.as_str() {
-                "traceEvents" => map.next_value_seed(EventsSeed(st))?,
-                "distributedInfo" => {
-                    let v: Value = map.next_value()?;
-                    st.rank = v.get("rank").and_then(|r| match r {
-                        Value::Number(n) => n.as_i64(),
-                        Value::String(s) => s.trim().parse().ok(),
-                        _ => None,
-                    });
-                }
-                "deviceProperties" => {
-                    let v: Value = map.next_value()?;
-                    if let Value::Array(a) = v {
-                        st.device_props = a.into_iter().take(1024).collect();
-                    }
-                }
-                "baseTimeNanoseconds" => {
-                    let v: Value = map.next_value()?;
-                    st.base_time_ns = v.as_u64().or_else(|| v.as_f64().map(|x| x as u64));
-                }
-                _ => {
-                    map.next_value::<IgnoredAny>()?;
-                }
-            }
-        }
-        Ok(())
-    }
-    fn visit_seq<A: SeqAccess<'de>>(self, seq: A) -> Result<(), A::Error> {
-        EventsSeed(self.0).visit_seq(seq)
-    }
-}
-
 // ---------------------------------------------------------------------------
 // Results
 
@@ -1242,34 +1197,130 @@ fn pct(part: f64, whole: f64) -> f64 {
 
 /// Analyze a (decompressed) Kineto trace.
 pub fn analyze<R: Read>(reader: R, opts: &Options) -> Result<TraceAnalysis, AnalyzeError> {
-    let mut lossy = LossyUtf8::new(reader);
     let mut st = State::default();
     let mut notes = Vec::new();
-    {
-        let buffered = BufReader::with_capacity(256 << 10, &mut lossy);
-        let mut de = serde_json::Deserializer::from_reader(buffered);
-        let parsed = DocSeed(&mut st).deserialize(&mut de).and_then(|_| de.end());
-        if let Err(e) = parsed {
-            // A trace cut off mid-write still has useful events before the cut.
-            if e.is_eof() && st.counts.events > 0 {
-                notes.push(format!(
-                    "the trace ends early (line {}, column {}); analyzed the {} events before the cut",
-                    e.line(),
-                    e.column(),
-                    grouped(st.counts.events)
-                ));
-            } else {
-                return Err(e.into());
-            }
+    let mut splitter = Splitter::new(reader, b"traceEvents", BLOCK_BYTES, MAX_PART_BYTES);
+    match split_and_fold(&mut splitter, &mut st) {
+        Ok(()) => {}
+        // A trace cut off mid-write still has useful events before the cut.
+        Err(Stop::Split(SplitError::Truncated { at })) if st.counts.events > 0 => {
+            notes.push(format!(
+                "the trace ends early (line {}, column {}); analyzed the {} events before the cut",
+                at.line,
+                at.column,
+                grouped(st.counts.events)
+            ));
         }
+        Err(Stop::Split(e)) => return Err(e.into()),
+        Err(Stop::Fold(e)) => return Err(e),
     }
-    if lossy.replaced > 0 {
+    if splitter.replaced() > 0 {
         notes.push(format!(
             "{} invalid UTF-8 sequences were replaced with U+FFFD",
-            grouped(lossy.replaced)
+            grouped(splitter.replaced())
         ));
     }
     Ok(finish(st, opts, notes))
+}
+
+/// Bytes read at a time.
+const BLOCK_BYTES: usize = 1 << 20;
+/// The largest single event (or top-level field) accepted.
+const MAX_PART_BYTES: usize = 64 << 20;
+
+enum Stop {
+    /// Reading or splitting the document stopped (I/O, syntax, the input ended early).
+    Split(SplitError),
+    /// A part failed to parse.
+    Fold(AnalyzeError),
+}
+
+/// Two stages on two threads: this one reads (and decompresses) the input and cuts it
+/// into whole events; a second parses each event from memory and folds it into `st`.
+/// Buffers go back and forth, so memory is a few blocks whatever the trace's size.
+fn split_and_fold<R: Read>(splitter: &mut Splitter<R>, st: &mut State) -> Result<(), Stop> {
+    let (full_tx, full_rx) = std::sync::mpsc::sync_channel::<Batch>(3);
+    let (empty_tx, empty_rx) = std::sync::mpsc::channel::<Batch>();
+    std::thread::scope(|scope| {
+        let folder = scope.spawn(move || -> Result<(), AnalyzeError> {
+            for batch in full_rx {
+                fold_batch(st, &batch)?;
+                let _ = empty_tx.send(batch);
+            }
+            Ok(())
+        });
+        let mut split = Ok(());
+        loop {
+            let batch = empty_rx.try_recv().unwrap_or_default();
+            match splitter.next_batch(batch) {
+                Ok(Some(b)) => {
+                    // A closed channel: the folder stopped on an error, reported below.
+                    if full_tx.send(b).is_err() {
+                        break;
+                    }
+                }
+                Ok(None) => break,
+                Err(e) => {
+                    split = Err(e);
+                    break;
+                }
+            }
+        }
+        drop(full_tx);
+        let folded = folder
+            .join()
+            .unwrap_or_else(|panic| std::panic::resume_unwind(panic));
+        // The folder's error comes first in the document (it has every part before the
+        // splitter's stop).
+        folded.map_err(Stop::Fold)?;
+        split.map_err(Stop::Split)
+    })
+}
+
+fn fold_batch(st: &mut State, batch: &Batch) -> Result<(), AnalyzeError> {
+    for part in &batch.parts {
+        let bytes = batch.value(part);
+        let mut de = serde_json::Deserializer::from_slice(bytes);
+        let folded = match part.kind {
+            PartKind::Element => EventSeed(st).deserialize(&mut de),
+            PartKind::Field => fold_field(st, batch.key(part), &mut de),
+        };
+        folded.map_err(|e| AnalyzeError::json_in_part(e, part.at))?;
+    }
+    Ok(())
+}
+
+/// A top-level field other than the event array.
+fn fold_field(
+    st: &mut State,
+    key: &[u8],
+    de: &mut serde_json::Deserializer<serde_json::de::SliceRead<'_>>,
+) -> Result<(), serde_json::Error> {
+    match key {
+        // Not an array (else the splitter would have handed out its elements).
+        b"traceEvents" => EventsSeed(st).deserialize(de)?,
+        b"distributedInfo" => {
+            let v = Value::deserialize(de)?;
+            st.rank = v.get("rank").and_then(|r| match r {
+                Value::Number(n) => n.as_i64(),
+                Value::String(s) => s.trim().parse().ok(),
+                _ => None,
+            });
+        }
+        b"deviceProperties" => {
+            if let Value::Array(a) = Value::deserialize(de)? {
+                st.device_props = a.into_iter().take(1024).collect();
+            }
+        }
+        b"baseTimeNanoseconds" => {
+            let v = Value::deserialize(de)?;
+            st.base_time_ns = v.as_u64().or_else(|| v.as_f64().map(|x| x as u64));
+        }
+        _ => {
+            IgnoredAny::deserialize(de)?;
+        }
+    }
+    Ok(())
 }
 
 fn finish(mut st: State, opts: &Options, mut notes: Vec<String>) -> TraceAnalysis {
@@ -1613,7 +1664,7 @@ fn idle_breakdown(rank: i64, gpu: &[GpuEv], st: &State) -> Vec<IdleRow> {
 /// launch call by correlation id, with the outliers and what the notes must say.
 fn launch_stats(
     gpu: &[GpuEv],
-    launches: &HashMap<u64, Launch>,
+    launches: &FastMap<u64, Launch>,
     notes: &mut Vec<String>,
 ) -> LaunchStats {
     let mut delays = Vec::new();

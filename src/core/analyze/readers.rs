@@ -194,109 +194,6 @@ fn cap_error(cap: u64) -> io::Error {
     io::Error::new(io::ErrorKind::InvalidData, SizeCapExceeded { cap })
 }
 
-const REPLACEMENT: &[u8] = "\u{FFFD}".as_bytes();
-const UTF8_CHUNK: usize = 256 << 10;
-
-/// Replaces invalid UTF-8 with U+FFFD so `serde_json::from_reader` (which
-/// rejects invalid UTF-8 inside strings) can read traces written by tools
-/// that truncate names mid-character.
-pub(crate) struct LossyUtf8<R> {
-    inner: R,
-    input: Vec<u8>,
-    carry: Vec<u8>,
-    out: Vec<u8>,
-    out_pos: usize,
-    done: bool,
-    /// How many invalid sequences were replaced so far.
-    pub(crate) replaced: u64,
-}
-
-impl<R: Read> LossyUtf8<R> {
-    pub(crate) fn new(inner: R) -> Self {
-        LossyUtf8 {
-            inner,
-            input: Vec::with_capacity(UTF8_CHUNK + 4),
-            carry: Vec::new(),
-            out: Vec::with_capacity(UTF8_CHUNK + 16),
-            out_pos: 0,
-            done: false,
-            replaced: 0,
-        }
-    }
-
-    fn refill(&mut self) -> io::Result<()> {
-        self.out.clear();
-        self.out_pos = 0;
-        self.input.clear();
-        self.input.extend_from_slice(&self.carry);
-        self.carry.clear();
-        let start = self.input.len();
-        self.input.resize(start + UTF8_CHUNK, 0);
-        let n = loop {
-            match self.inner.read(&mut self.input[start..]) {
-                Ok(n) => break n,
-                Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
-                Err(e) => {
-                    self.input.truncate(start);
-                    return Err(e);
-                }
-            }
-        };
-        self.input.truncate(start + n);
-        let eof = n == 0;
-        if eof && self.input.is_empty() {
-            self.done = true;
-            return Ok(());
-        }
-        let mut rest: &[u8] = &self.input;
-        loop {
-            match std::str::from_utf8(rest) {
-                Ok(_) => {
-                    self.out.extend_from_slice(rest);
-                    break;
-                }
-                Err(e) => {
-                    let good = e.valid_up_to();
-                    self.out.extend_from_slice(&rest[..good]);
-                    match e.error_len() {
-                        Some(bad) => {
-                            self.out.extend_from_slice(REPLACEMENT);
-                            self.replaced += 1;
-                            rest = &rest[good + bad..];
-                        }
-                        None if eof => {
-                            self.out.extend_from_slice(REPLACEMENT);
-                            self.replaced += 1;
-                            break;
-                        }
-                        None => {
-                            // A character split across reads: finish it next time.
-                            self.carry.extend_from_slice(&rest[good..]);
-                            break;
-                        }
-                    }
-                }
-            }
-        }
-        Ok(())
-    }
-}
-
-impl<R: Read> Read for LossyUtf8<R> {
-    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
-        while self.out_pos >= self.out.len() {
-            if self.done {
-                return Ok(0);
-            }
-            self.refill()?;
-        }
-        let n = buf.len().min(self.out.len() - self.out_pos);
-        buf[..n].copy_from_slice(&self.out[self.out_pos..self.out_pos + n]);
-        self.out_pos += n;
-        Ok(n)
-    }
-}
-
 /// Outcome of [`read_line_bounded`].
 #[derive(Debug, PartialEq, Eq)]
 pub(crate) enum Line {
@@ -574,26 +471,6 @@ mod tests {
         let seen = seen.into_inner();
         assert!(seen.len() >= 3, "{seen:?}");
         assert_eq!(*seen.last().unwrap(), data.len() as u64);
-    }
-
-    #[test]
-    fn lossy_utf8_replaces_bad_bytes_across_boundaries() {
-        let mut data = "héllo ".as_bytes().to_vec();
-        data.extend_from_slice(&[0xff, b'x', 0xe2, 0x82]); // bad byte, truncated €
-        data.extend_from_slice(" € ok".as_bytes());
-        for step in [1, 2, 3, 7, 1 << 20] {
-            let mut r = LossyUtf8::new(Trickle { data: &data, step });
-            let mut out = Vec::new();
-            r.read_to_end(&mut out).unwrap();
-            let s = String::from_utf8(out).unwrap();
-            assert_eq!(s, "héllo \u{FFFD}x\u{FFFD} € ok", "step {step}");
-            assert_eq!(r.replaced, 2);
-        }
-        // Truncated character at the very end.
-        let mut r = LossyUtf8::new(&[b'a', 0xe2][..]);
-        let mut out = Vec::new();
-        r.read_to_end(&mut out).unwrap();
-        assert_eq!(String::from_utf8(out).unwrap(), "a\u{FFFD}");
     }
 
     #[test]
