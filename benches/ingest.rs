@@ -335,11 +335,11 @@ async fn phase_table(pool: &PgPool, id: i64, jsonl: &Path, rows: usize) -> anyho
     for _ in 0..runs {
         let t = Instant::now();
         views::facets(pool, id).await?;
-        let table = views::decomposition(pool, id, &all).await?;
+        let (table, _) = views::decomposition(pool, id, &all).await?;
         page.push(secs(t.elapsed()));
         anyhow::ensure!(!table.rows.is_empty(), "empty decomposition");
     }
-    add("SQL decomposition, all rows (facets + table)", page);
+    add("decomposition, all rows (facets + table)", page);
 
     let by = views::RequestFilter::parse("", "", "", "", "tenant")
         .map_err(|e| anyhow::anyhow!("{e:?}"))?;
@@ -348,10 +348,9 @@ async fn phase_table(pool: &PgPool, id: i64, jsonl: &Path, rows: usize) -> anyho
         let t = Instant::now();
         views::facets(pool, id).await?;
         views::decomposition(pool, id, &by).await?;
-        views::decomposition_by(pool, id, &by, "tenant").await?;
         grouped.push(secs(t.elapsed()));
     }
-    add("SQL decomposition grouped by tenant (page)", grouped);
+    add("decomposition grouped by tenant (page)", grouped);
 
     let chat = views::RequestFilter::parse("chat", "", "", "", "")
         .map_err(|e| anyhow::anyhow!("{e:?}"))?;
@@ -362,7 +361,7 @@ async fn phase_table(pool: &PgPool, id: i64, jsonl: &Path, rows: usize) -> anyho
         views::decomposition(pool, id, &chat).await?;
         filtered.push(secs(t.elapsed()));
     }
-    add("SQL decomposition, tenant=chat filter", filtered);
+    add("decomposition, tenant=chat filter", filtered);
 
     println!("load average {} at the end", common::loadavg());
     t.print(&format!(
