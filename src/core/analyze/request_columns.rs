@@ -8,6 +8,7 @@
 //! (the parser refuses NaN in the input, so NaN cannot be a real value). Pure: no I/O.
 
 use std::collections::HashMap;
+use std::sync::atomic::{AtomicUsize, Ordering};
 
 use super::request_log::{self, RequestRow};
 
@@ -280,34 +281,86 @@ pub fn decompose(chunks: &[Chunk], filter: &Filter, by: Option<GroupBy>) -> Vec<
     if by.is_none() && groups.is_empty() {
         groups.push(GroupNumbers::default());
     }
-    for (g, group) in groups.iter_mut().enumerate() {
-        for (p, out) in group.phases.iter_mut().enumerate() {
-            let mut values = Vec::with_capacity(group.rows as usize);
-            let mut in_ttft: Option<f64> = None;
-            for (c, mask, _) in kept.iter().filter(|k| k.2 == g) {
-                let (column, ttft) = (&c.phases[p], &c.phases[TTFT]);
-                for i in 0..c.rows() {
-                    let v = column[i];
-                    if v.is_nan() || mask.as_ref().is_some_and(|m| !m[i]) {
-                        continue;
+    // Each (group, phase) is independent: spread them over the cores (two here).
+    let tasks: Vec<(usize, usize)> = (0..groups.len())
+        .flat_map(|g| (0..PHASES.len()).map(move |p| (g, p)))
+        .collect();
+    let next = AtomicUsize::new(0);
+    let workers = std::thread::available_parallelism()
+        .map_or(1, |n| n.get())
+        .clamp(1, tasks.len().max(1));
+    let done: Vec<PhaseOfGroup> = std::thread::scope(|scope| {
+        let handles: Vec<_> = (0..workers)
+            .map(|_| {
+                scope.spawn(|| {
+                    let mut out = Vec::new();
+                    while let Some(&(g, p)) = tasks.get(next.fetch_add(1, Ordering::Relaxed)) {
+                        out.push(phase_of_group(&kept, g, p, groups[g].rows as usize));
                     }
-                    values.push(v);
-                    if !ttft[i].is_nan() {
-                        *in_ttft.get_or_insert(0.0) += v;
-                    }
-                }
-            }
-            if p == TTFT {
-                group.ttft_total = (!values.is_empty()).then(|| values.iter().sum());
-            }
-            if let Some(k) = TTFT_PARTS.iter().position(|&part| part == p) {
-                group.in_ttft[k] = in_ttft;
-            }
-            *out = phase_numbers(&mut values);
+                    out
+                })
+            })
+            .collect();
+        handles
+            .into_iter()
+            .flat_map(|h| h.join().unwrap_or_else(|e| std::panic::resume_unwind(e)))
+            .collect()
+    });
+    for d in done {
+        let group = &mut groups[d.group];
+        group.phases[d.phase] = d.numbers;
+        if d.phase == TTFT {
+            group.ttft_total = d.sum;
+        }
+        if let Some(k) = TTFT_PARTS.iter().position(|&part| part == d.phase) {
+            group.in_ttft[k] = d.in_ttft;
         }
     }
     groups.sort_by(|a, b| b.rows.cmp(&a.rows).then_with(|| a.group.cmp(&b.group)));
     groups
+}
+
+/// One phase of one group.
+struct PhaseOfGroup {
+    group: usize,
+    phase: usize,
+    numbers: PhaseNumbers,
+    /// Sum of the phase's values (`None` without any).
+    sum: Option<f64>,
+    /// Sum over the rows that have a TTFT (`None` without any).
+    in_ttft: Option<f64>,
+}
+
+/// Gathers phase `p` of the selected rows of group `g` (in chunk order) and computes.
+fn phase_of_group(
+    kept: &[(&Chunk, Option<Vec<bool>>, usize)],
+    g: usize,
+    p: usize,
+    rows: usize,
+) -> PhaseOfGroup {
+    let mut values = Vec::with_capacity(rows);
+    let mut in_ttft: Option<f64> = None;
+    for (c, mask, _) in kept.iter().filter(|k| k.2 == g) {
+        let (column, ttft) = (&c.phases[p], &c.phases[TTFT]);
+        for i in 0..c.rows() {
+            let v = column[i];
+            if v.is_nan() || mask.as_ref().is_some_and(|m| !m[i]) {
+                continue;
+            }
+            values.push(v);
+            if !ttft[i].is_nan() {
+                *in_ttft.get_or_insert(0.0) += v;
+            }
+        }
+    }
+    let sum = (!values.is_empty()).then(|| values.iter().sum());
+    PhaseOfGroup {
+        group: g,
+        phase: p,
+        numbers: phase_numbers(&mut values),
+        sum,
+        in_ttft,
+    }
 }
 
 /// Quantiles and mean of the values (reordered).
