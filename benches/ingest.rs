@@ -130,7 +130,7 @@ async fn run(
     prefix_csv(csv_plain, &csv, ref_id)?;
     let jsonl_bytes = std::fs::metadata(jsonl)?.len() as f64;
     let csv_bytes = std::fs::metadata(&csv)?.len() as f64;
-    let scratch_url = url_with_database(url, db_name);
+    let scratch_url = common::url_with_database(url, db_name);
 
     let mut ours_total = Vec::new();
     let mut ours_put = Vec::new();
@@ -387,22 +387,6 @@ async fn check_rows(pool: &PgPool, id: i64, rows: usize) -> anyhow::Result<()> {
     Ok(())
 }
 
-/// The server URL pointed at another database (query parameters kept).
-fn url_with_database(url: &str, db: &str) -> String {
-    let (base, query) = match url.split_once('?') {
-        Some((b, q)) => (b, format!("?{q}")),
-        None => (url, String::new()),
-    };
-    let rest = base
-        .strip_prefix("postgres://")
-        .or_else(|| base.strip_prefix("postgresql://"));
-    let host_part = match rest {
-        Some(r) => r.split_once('/').map(|(h, _)| h).unwrap_or(r),
-        None => base,
-    };
-    format!("postgres://{host_part}/{db}{query}")
-}
-
 /// Writes the CSV again with the artifact id as the first column (untimed).
 fn prefix_csv(from: &Path, to: &Path, id: i64) -> anyhow::Result<()> {
     let input = std::io::BufReader::new(std::fs::File::open(from)?);
@@ -439,57 +423,6 @@ fn generate(rows: usize, jsonl: &Path, csv: &Path) -> anyhow::Result<&'static st
         }
         println!("gen_requests.py did not run; generating the rows in Rust instead");
     }
-    generate_in_rust(rows, jsonl, csv)?;
+    common::write_requests(rows, 42, 1.0, jsonl, Some(csv))?;
     Ok("the built-in generator")
-}
-
-fn generate_in_rust(rows: usize, jsonl: &Path, csv: &Path) -> anyhow::Result<()> {
-    use rand::{Rng, SeedableRng};
-    let mut rng = rand_pcg::Pcg64::seed_from_u64(42);
-    // Box-Muller: the crate set has no distributions beyond uniform.
-    let normal = |rng: &mut rand_pcg::Pcg64| {
-        let u1: f64 = rng.random::<f64>().max(f64::MIN_POSITIVE);
-        let u2: f64 = rng.random();
-        (-2.0 * u1.ln()).sqrt() * (std::f64::consts::TAU * u2).cos()
-    };
-    let mut j = BufWriter::new(std::fs::File::create(jsonl)?);
-    let mut c = BufWriter::new(std::fs::File::create(csv)?);
-    let r3 = |v: f64| (v * 1000.0).round() / 1000.0;
-    for i in 0..rows {
-        let tenant = if i % 3 == 0 { "batch" } else { "chat" };
-        let pt = (7.3 + 0.6 * normal(&mut rng)).exp() as i64;
-        let ot = ((5.3 + 0.7 * normal(&mut rng)).exp() as i64).max(1);
-        let tok = r3(0.2 + pt as f64 * 0.0004 + rng.random::<f64>() * 0.3);
-        let mean_queue = if tenant == "batch" { 1800.0 } else { 40.0 };
-        let queue = r3(-(1.0 - rng.random::<f64>()).ln() * mean_queue);
-        let prefill = r3(pt as f64 * 0.045 * (1.0 + rng.random::<f64>() * 0.2));
-        let itl50 = r3(20.0 + rng.random::<f64>() * 4.0);
-        let itl99 = r3(itl50 * (1.5 + rng.random::<f64>() * 4.0));
-        let decode = r3(ot as f64 * itl50 * 1.05);
-        let detok = r3(ot as f64 * 0.01);
-        let first = r3(tok + queue + prefill + 0.5);
-        let total = r3(first + decode + detok);
-        let arrival = 1_764_400_000.0 + i as f64 * 0.02;
-        let batch: i64 = rng.random_range(1..=175);
-        let kv = (pt + ot + 15) / 16;
-        let hit = (pt as f64 * rng.random::<f64>() * 0.8) as i64;
-        let model = format!("llama-3.1-8b@rev{}", i % 2);
-        writeln!(
-            j,
-            "{{\"request_id\": \"r{i:08}\", \"arrival_ts\": {arrival:?}, \"tokenize_ms\": {tok:?}, \
-             \"queue_wait_ms\": {queue:?}, \"prefill_ms\": {prefill:?}, \"first_token_ms\": {first:?}, \
-             \"decode_ms\": {decode:?}, \"itl_p50_ms\": {itl50:?}, \"itl_p99_ms\": {itl99:?}, \
-             \"detokenize_ms\": {detok:?}, \"total_ms\": {total:?}, \"prompt_tokens\": {pt}, \
-             \"output_tokens\": {ot}, \"batch_size_at_admission\": {batch}, \"kv_blocks_used\": {kv}, \
-             \"prefix_cache_hit_tokens\": {hit}, \"model_version\": \"{model}\", \"tenant\": \"{tenant}\"}}"
-        )?;
-        writeln!(
-            c,
-            "r{i:08},{arrival:?},{tok:?},{queue:?},{prefill:?},{first:?},{decode:?},{itl50:?},{itl99:?},\
-             {detok:?},{total:?},{pt},{ot},{batch},{kv},{hit},{model},{tenant}"
-        )?;
-    }
-    j.flush()?;
-    c.flush()?;
-    Ok(())
 }
