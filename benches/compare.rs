@@ -455,6 +455,23 @@ async fn run() -> anyhow::Result<()> {
         num(rows as f64, 0),
         common::loadavg()
     ));
+    // What the copy adds to a load: writing it, in a transaction rolled back after.
+    let chunks = columns::load(&pool, big, &ColumnFilter::default()).await?;
+    let mut write = Vec::new();
+    for _ in 0..3 {
+        let mut tx = pool.begin().await?;
+        let t0 = Instant::now();
+        columns::store(&mut tx, big, rows as u64, &chunks).await?;
+        write.push(secs(t0.elapsed()));
+        tx.rollback().await?;
+    }
+    println!(
+        "writing the column copy of {} rows ({} chunks, {:.0} MB) at load: {:.3} s (median of 3, rolled back)",
+        num(rows as f64, 0),
+        chunks.len(),
+        chunks.iter().map(|c| c.encode().len()).sum::<usize>() as f64 / common::MB,
+        median(&write)
+    );
     server.kill().await.ok();
     Ok(())
 }
