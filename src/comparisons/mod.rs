@@ -709,11 +709,8 @@ pub async fn load_runs(
     candidate: &[i64],
 ) -> Result<(Vec<Run>, Vec<Run>, Kind), AppError> {
     let (b, c, kind) = fetch_sides(pool, baseline, candidate).await?;
-    // The two sides read at once (two connections): each is a scan and sort of its rows.
-    let (before, after) = tokio::join!(
-        runs_of(pool, "baseline", &b),
-        runs_of(pool, "candidate", &c)
-    );
+    let before = runs_of(pool, "baseline", &b).await;
+    let after = runs_of(pool, "candidate", &c).await;
     match (before, after) {
         (Ok(b), Ok(a)) => Ok((b, a, kind)),
         (Err(AppError::Invalid(mut e1)), Err(AppError::Invalid(e2))) => {
