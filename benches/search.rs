@@ -16,13 +16,14 @@
 //! each load phase runs (default 10); `BENCH_ONLY=outside` runs only phase 3.
 
 mod common;
+#[path = "common/server.rs"]
+mod server;
 
 use std::str::FromStr;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use perfjournal::auth::{password, users, Role};
 use perfjournal::config::Config;
 use perfjournal::core::memory::SearchQuery;
 use perfjournal::state::AppState;
@@ -315,15 +316,7 @@ async fn prepare() -> anyhow::Result<(PgPool, i64)> {
         admin.close().await;
     }
     let pool = perfjournal::db::connect(options).await?;
-    let author = match users::credentials(&pool, "bench").await? {
-        Some((u, _)) => u.id,
-        None => {
-            let hash = password::hash(PASSWORD.into()).await?;
-            users::create(&pool, "bench", &hash, Role::Admin, false)
-                .await?
-                .id
-        }
-    };
+    let author = common::admin_user(&pool, "bench", PASSWORD).await?;
     let have: i64 = sqlx::query_scalar("SELECT count(*) FROM journal_entries")
         .fetch_one(&pool)
         .await?;
@@ -406,46 +399,6 @@ async fn query_latency(pool: &PgPool) -> anyhow::Result<()> {
     Ok(())
 }
 
-/// Signs in over HTTP and returns the session cookie.
-async fn login(client: &reqwest::Client, base: &str) -> anyhow::Result<String> {
-    let page = client.get(format!("{base}/login")).send().await?;
-    let cookie = page
-        .headers()
-        .get("set-cookie")
-        .and_then(|v| v.to_str().ok())
-        .and_then(|v| v.split(';').next())
-        .unwrap_or_default()
-        .to_string();
-    let html = page.text().await?;
-    let marker = "name=\"_csrf\" value=\"";
-    let at = html
-        .find(marker)
-        .ok_or_else(|| anyhow::anyhow!("no CSRF field"))?
-        + marker.len();
-    let csrf = &html[at..at + html[at..].find('"').unwrap()];
-    let body =
-        serde_urlencoded::to_string([("name", "bench"), ("password", PASSWORD), ("_csrf", csrf)])?;
-    let reply = client
-        .post(format!("{base}/login"))
-        .header("cookie", &cookie)
-        .header("content-type", "application/x-www-form-urlencoded")
-        .header("origin", base)
-        .body(body)
-        .send()
-        .await?;
-    anyhow::ensure!(
-        reply.status().is_redirection(),
-        "login failed: {}",
-        reply.status()
-    );
-    Ok(reply
-        .headers()
-        .get("set-cookie")
-        .and_then(|v| v.to_str().ok())
-        .and_then(|v| v.split(';').next())
-        .map_or(cookie, str::to_string))
-}
-
 /// Sends requests from 32 connections for the given time; `path(n)` makes the n-th URL.
 async fn load(
     client: &reqwest::Client,
@@ -522,7 +475,7 @@ async fn page_throughput(pool: PgPool) -> anyhow::Result<()> {
         .redirect(reqwest::redirect::Policy::none())
         .pool_max_idle_per_host(CONNECTIONS)
         .build()?;
-    let cookie = login(&client, &base).await?;
+    let cookie = common::login(&client, &base, "bench", PASSWORD).await?;
     let seconds: u64 = std::env::var("BENCH_SECONDS")
         .ok()
         .and_then(|s| s.parse().ok())
@@ -688,35 +641,15 @@ async fn outside_load(pool: PgPool, author: i64) -> anyhow::Result<()> {
             None => format!("{server}/perfjournal_bench_v2"),
         }
     };
-    let port = std::net::TcpListener::bind("127.0.0.1:0")?
-        .local_addr()?
-        .port();
-    let data = tempfile::tempdir()?;
-    let mut server = tokio::process::Command::new(env!("CARGO_BIN_EXE_perfjournal"))
-        .env("DATABASE_URL", &db_url)
-        .env("PERFJOURNAL_BIND", format!("127.0.0.1:{port}"))
-        .env("PERFJOURNAL_DATA_DIR", data.path())
-        .env("RUST_LOG", "warn")
-        .kill_on_drop(true)
-        .spawn()?;
-    let pid = server.id().unwrap_or(0);
-    let base = format!("http://127.0.0.1:{port}");
-    let client = reqwest::Client::builder()
-        .redirect(reqwest::redirect::Policy::none())
-        .build()?;
-    let started = Instant::now();
-    while !client
-        .get(format!("{base}/healthz"))
-        .send()
-        .await
-        .is_ok_and(|r| r.status().is_success())
-    {
-        anyhow::ensure!(
-            started.elapsed() < Duration::from_secs(60),
-            "the server did not start"
-        );
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
+    let work = tempfile::tempdir()?;
+    let mut server = server::Process::spawn(&db_url, work.path(), &[]).await?;
+    let (pid, base, client, started) = (
+        server.pid,
+        server.base.clone(),
+        server.client.clone(),
+        server.started,
+    );
+    let data = server.data_dir().to_path_buf();
     let (_, token) = perfjournal::auth::tokens::create(&pool, author, "bench").await?;
     let search_api = |q: &str| {
         client
@@ -741,10 +674,10 @@ async fn outside_load(pool: PgPool, author: i64) -> anyhow::Result<()> {
         started.elapsed().as_secs_f64(),
         common::loadavg()
     );
-    let cookie = login(&client, &base).await?;
-    let script = data.path().join("load.lua");
+    let cookie = common::login(&client, &base, "bench", PASSWORD).await?;
+    let script = data.as_path().join("load.lua");
     std::fs::write(&script, WRK_SCRIPT)?;
-    let words_file = data.path().join("words.txt");
+    let words_file = data.as_path().join("words.txt");
     std::fs::write(&words_file, vocabulary().join("\n"))?;
     let (lo, hi): (i64, i64) = sqlx::query_as("SELECT min(id), max(id) FROM journal_entries")
         .fetch_one(&pool)
@@ -850,7 +783,7 @@ async fn outside_load(pool: PgPool, author: i64) -> anyhow::Result<()> {
             })
         })
         .collect();
-    let file = data.path().join("import.json");
+    let file = data.as_path().join("import.json");
     std::fs::write(
         &file,
         serde_json::json!({"format": "perfjournal-journal", "version": 1, "entries": entries})
@@ -860,7 +793,7 @@ async fn outside_load(pool: PgPool, author: i64) -> anyhow::Result<()> {
     let import = tokio::process::Command::new(env!("CARGO_BIN_EXE_perfjournal"))
         .args(["import", &file.to_string_lossy(), "--user", "bench"])
         .env("DATABASE_URL", &db_url)
-        .env("PERFJOURNAL_DATA_DIR", data.path())
+        .env("PERFJOURNAL_DATA_DIR", data.as_path())
         .output()
         .await?;
     anyhow::ensure!(
@@ -898,7 +831,7 @@ async fn outside_load(pool: PgPool, author: i64) -> anyhow::Result<()> {
         .await?;
     let (rss, hwm) = rss_of(pid);
     println!("server resident memory at the end: {rss:.0} MiB now, peak {hwm:.0} MiB");
-    server.kill().await.ok();
+    server.kill().await;
     Ok(())
 }
 

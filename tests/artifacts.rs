@@ -154,6 +154,134 @@ async fn request_log_uploads_analyzes_and_loads_its_rows() {
     assert_eq!(left, 0);
 }
 
+/// A log with gaps: phases, tenants, model versions and arrival times missing on some
+/// lines, ties, and three tenants of different sizes.
+fn ragged_request_log(n: usize) -> Vec<u8> {
+    let mut out = String::new();
+    for i in 0..n {
+        let mut fields = vec![format!("\"request_id\": \"r{i}\"")];
+        if i % 11 != 0 {
+            fields.push(format!(
+                "\"arrival_ts\": {}",
+                1_764_400_000.0 + i as f64 * 0.5
+            ));
+        }
+        match i % 5 {
+            0 | 1 => fields.push("\"tenant\": \"chat\"".into()),
+            2 => fields.push("\"tenant\": \"batch\"".into()),
+            3 => fields.push("\"tenant\": \"eval\"".into()),
+            _ => {}
+        }
+        if i % 7 != 0 {
+            fields.push(format!("\"model_version\": \"m{}\"", i % 3));
+        }
+        let v = ((i * 7919) % 503) as f64 / 4.0;
+        for (k, x) in [
+            ("tokenize_ms", Some(v / 50.0)),
+            ("queue_wait_ms", (i % 4 != 0).then_some(v * 3.0)),
+            ("prefill_ms", Some(40.0 + (i % 13) as f64)),
+            ("first_token_ms", (i % 9 != 0).then_some(v * 3.0 + 50.0)),
+            ("decode_ms", Some(1000.0 - v)),
+            ("detokenize_ms", (i % 2 == 0).then_some(0.5)),
+            ("total_ms", Some(v * 3.0 + 1100.0)),
+        ] {
+            if let Some(x) = x {
+                fields.push(format!("\"{k}\": {x}"));
+            }
+        }
+        out.push_str(&format!("{{{}}}\n", fields.join(", ")));
+    }
+    out.into_bytes()
+}
+
+#[tokio::test]
+async fn the_column_copy_gives_the_sql_aggregates_numbers() {
+    use perfjournal::web::artifacts::views::{self, RequestFilter};
+    let (mut app, token) = editor_app().await;
+    let r = upload(
+        &mut app,
+        &token,
+        "name=ragged.jsonl",
+        ragged_request_log(3_000),
+    )
+    .await;
+    assert_eq!(r.status, StatusCode::CREATED, "{}", r.body);
+    let id = r.json()["id"].as_i64().unwrap();
+    let copied: i64 = sqlx::query_scalar("SELECT rows FROM request_columns WHERE artifact_id = $1")
+        .bind(id)
+        .fetch_one(&app.pool)
+        .await
+        .unwrap();
+    assert_eq!(copied, 3_000, "the load writes the column copy");
+    let from = "1764400100";
+    let to = "1764401000.25";
+    for (tenant, model, from, to, by) in [
+        ("", "", "", "", ""),
+        ("chat", "", "", "", ""),
+        ("", "m1", from, to, ""),
+        ("", "", from, "", "tenant"),
+        ("", "", "", to, "model_version"),
+        ("batch", "m2", "", "", "tenant"),
+        ("nobody", "", "", "", ""),
+        ("nobody", "", "", "", "tenant"),
+    ] {
+        let f = RequestFilter::parse(tenant, model, from, to, by).unwrap();
+        let (all, grouped) = views::numbers_from_columns(&app.pool, id, &f, f.by)
+            .await
+            .unwrap()
+            .expect("a column copy");
+        let sql_all = views::numbers_in_sql(&app.pool, id, &f, None)
+            .await
+            .unwrap();
+        let sql_grouped = match f.by {
+            Some(col) => Some(
+                views::numbers_in_sql(&app.pool, id, &f, Some(col))
+                    .await
+                    .unwrap(),
+            ),
+            None => None,
+        };
+        let case = format!("{tenant}/{model}/{from}/{to}/{by}");
+        same_numbers(&all, &sql_all, &case);
+        assert_eq!(grouped.is_some(), sql_grouped.is_some());
+        if let (Some(g), Some(s)) = (grouped, sql_grouped) {
+            same_numbers(&g, &s, &case);
+        }
+    }
+    // The filter menus from the copy list what the rows hold.
+    let (tenants, models) = views::facets(&app.pool, id).await.unwrap();
+    assert_eq!(tenants, ["batch", "chat", "eval"]);
+    assert_eq!(models, ["m0", "m1", "m2"]);
+}
+
+fn same_numbers(
+    a: &[perfjournal::core::analyze::request_columns::GroupNumbers],
+    b: &[perfjournal::core::analyze::request_columns::GroupNumbers],
+    case: &str,
+) {
+    let close = |x: Option<f64>, y: Option<f64>, what: &str| match (x, y) {
+        (Some(x), Some(y)) => assert!(
+            (x - y).abs() <= 1e-9 * y.abs().max(1.0),
+            "{case}: {what} {x} vs {y}"
+        ),
+        _ => assert_eq!(x, y, "{case}: {what}"),
+    };
+    assert_eq!(a.len(), b.len(), "{case}: groups");
+    for (x, y) in a.iter().zip(b) {
+        assert_eq!((&x.group, x.rows), (&y.group, y.rows), "{case}");
+        for (p, (px, py)) in x.phases.iter().zip(&y.phases).enumerate() {
+            // Order statistics are values of the data and the interpolation is the same
+            // formula: equal to the last bit.
+            assert_eq!(px.quantiles, py.quantiles, "{case}: phase {p}");
+            close(px.mean, py.mean, "mean");
+        }
+        close(x.ttft_total, y.ttft_total, "ttft total");
+        for k in 0..3 {
+            close(x.in_ttft[k], y.in_ttft[k], "part of ttft");
+        }
+    }
+}
+
 #[tokio::test]
 async fn big_files_are_analyzed_in_the_background_with_progress() {
     let (mut app, token) = editor_app().await;

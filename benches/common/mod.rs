@@ -171,3 +171,147 @@ pub fn wait_child(
         std::thread::sleep(Duration::from_millis(20));
     }
 }
+
+/// The server URL pointed at another database (query parameters kept).
+pub fn url_with_database(url: &str, db: &str) -> String {
+    let (base, query) = match url.split_once('?') {
+        Some((b, q)) => (b, format!("?{q}")),
+        None => (url, String::new()),
+    };
+    let rest = base
+        .strip_prefix("postgres://")
+        .or_else(|| base.strip_prefix("postgresql://"));
+    let host_part = match rest {
+        Some(r) => r.split_once('/').map(|(h, _)| h).unwrap_or(r),
+        None => base,
+    };
+    format!("postgres://{host_part}/{db}{query}")
+}
+
+/// Signs in over HTTP (the login form, its CSRF field) and returns the session cookie.
+pub async fn login(
+    client: &reqwest::Client,
+    base: &str,
+    name: &str,
+    password: &str,
+) -> anyhow::Result<String> {
+    let page = client.get(format!("{base}/login")).send().await?;
+    let cookie = page
+        .headers()
+        .get("set-cookie")
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.split(';').next())
+        .unwrap_or_default()
+        .to_string();
+    let html = page.text().await?;
+    let marker = "name=\"_csrf\" value=\"";
+    let at = html
+        .find(marker)
+        .ok_or_else(|| anyhow::anyhow!("no CSRF field"))?
+        + marker.len();
+    let csrf = &html[at..at + html[at..].find('"').unwrap_or(0)];
+    let body =
+        serde_urlencoded::to_string([("name", name), ("password", password), ("_csrf", csrf)])?;
+    let reply = client
+        .post(format!("{base}/login"))
+        .header("cookie", &cookie)
+        .header("content-type", "application/x-www-form-urlencoded")
+        .header("origin", base)
+        .body(body)
+        .send()
+        .await?;
+    anyhow::ensure!(
+        reply.status().is_redirection(),
+        "login failed: {}",
+        reply.status()
+    );
+    Ok(reply
+        .headers()
+        .get("set-cookie")
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.split(';').next())
+        .map_or(cookie, str::to_string))
+}
+
+/// Per-request JSONL (and the same rows as CSV, in gen_requests.py's column order, when
+/// `csv` is given) with the method's fields: tenants `batch` (a third, long queues) and
+/// `chat`, two model versions, one request every 20 ms; deterministic for a seed.
+/// `slower` scales queue wait and prefill (1.0: gen_requests.py's shape).
+pub fn write_requests(
+    rows: usize,
+    seed: u64,
+    slower: f64,
+    jsonl: &std::path::Path,
+    csv: Option<&std::path::Path>,
+) -> anyhow::Result<()> {
+    use rand::{Rng, SeedableRng};
+    use std::io::Write;
+    let mut rng = rand_pcg::Pcg64::seed_from_u64(seed);
+    // Box-Muller: the crate set has no distributions beyond uniform.
+    let normal = |rng: &mut rand_pcg::Pcg64| {
+        let u1: f64 = rng.random::<f64>().max(f64::MIN_POSITIVE);
+        let u2: f64 = rng.random();
+        (-2.0 * u1.ln()).sqrt() * (std::f64::consts::TAU * u2).cos()
+    };
+    let mut j = std::io::BufWriter::new(std::fs::File::create(jsonl)?);
+    let mut c = match csv {
+        Some(p) => Some(std::io::BufWriter::new(std::fs::File::create(p)?)),
+        None => None,
+    };
+    let r3 = |v: f64| (v * 1000.0).round() / 1000.0;
+    for i in 0..rows {
+        let tenant = if i % 3 == 0 { "batch" } else { "chat" };
+        let pt = (7.3 + 0.6 * normal(&mut rng)).exp() as i64;
+        let ot = ((5.3 + 0.7 * normal(&mut rng)).exp() as i64).max(1);
+        let tok = r3(0.2 + pt as f64 * 0.0004 + rng.random::<f64>() * 0.3);
+        let mean_queue = if tenant == "batch" { 1800.0 } else { 40.0 };
+        let queue = r3(-(1.0 - rng.random::<f64>()).ln() * mean_queue * slower);
+        let prefill = r3(pt as f64 * 0.045 * (1.0 + rng.random::<f64>() * 0.2) * slower);
+        let itl50 = r3(20.0 + rng.random::<f64>() * 4.0);
+        let itl99 = r3(itl50 * (1.5 + rng.random::<f64>() * 4.0));
+        let decode = r3(ot as f64 * itl50 * 1.05);
+        let detok = r3(ot as f64 * 0.01);
+        let first = r3(tok + queue + prefill + 0.5);
+        let total = r3(first + decode + detok);
+        let arrival = 1_764_400_000.0 + i as f64 * 0.02;
+        let batch: i64 = rng.random_range(1..=175);
+        let kv = (pt + ot + 15) / 16;
+        let hit = (pt as f64 * rng.random::<f64>() * 0.8) as i64;
+        let model = format!("llama-3.1-8b@rev{}", i % 2);
+        writeln!(
+            j,
+            "{{\"request_id\": \"r{i:08}\", \"arrival_ts\": {arrival:?}, \"tokenize_ms\": {tok:?}, \
+             \"queue_wait_ms\": {queue:?}, \"prefill_ms\": {prefill:?}, \"first_token_ms\": {first:?}, \
+             \"decode_ms\": {decode:?}, \"itl_p50_ms\": {itl50:?}, \"itl_p99_ms\": {itl99:?}, \
+             \"detokenize_ms\": {detok:?}, \"total_ms\": {total:?}, \"prompt_tokens\": {pt}, \
+             \"output_tokens\": {ot}, \"batch_size_at_admission\": {batch}, \"kv_blocks_used\": {kv}, \
+             \"prefix_cache_hit_tokens\": {hit}, \"model_version\": \"{model}\", \"tenant\": \"{tenant}\"}}"
+        )?;
+        if let Some(c) = c.as_mut() {
+            writeln!(
+            c,
+            "r{i:08},{arrival:?},{tok:?},{queue:?},{prefill:?},{first:?},{decode:?},{itl50:?},{itl99:?},\
+             {detok:?},{total:?},{pt},{ot},{batch},{kv},{hit},{model},{tenant}"
+        )?;
+        }
+    }
+    j.flush()?;
+    if let Some(c) = c.as_mut() {
+        c.flush()?;
+    }
+    Ok(())
+}
+
+/// The id of the admin user `name`, created with `password` when missing.
+pub async fn admin_user(pool: &sqlx::PgPool, name: &str, password: &str) -> anyhow::Result<i64> {
+    use perfjournal::auth::{password as pw, users, Role};
+    Ok(match users::credentials(pool, name).await? {
+        Some((u, _)) => u.id,
+        None => {
+            let hash = pw::hash(password.into()).await?;
+            users::create(pool, name, &hash, Role::Admin, false)
+                .await?
+                .id
+        }
+    })
+}

@@ -37,7 +37,11 @@ impl Process {
             .env("PERFJOURNAL_BIND", format!("127.0.0.1:{port}"))
             .env("PERFJOURNAL_DATA_DIR", data.path())
             .env("PERFJOURNAL_LOG_JSON", "true")
-            .env("RUST_LOG", "warn,perfjournal::artifacts=info")
+            // The worker's timing lines; not the slow-statement warnings of queries timed on purpose.
+            .env(
+                "RUST_LOG",
+                "warn,sqlx::query=error,perfjournal::artifacts=info",
+            )
             .env("RUST_BACKTRACE", "1")
             .stdout(std::process::Stdio::null())
             .stderr(std::fs::File::create(&log)?)
@@ -101,22 +105,6 @@ pub struct Server {
     db_name: String,
 }
 
-/// `postgres://…/NAME?params` with another database name.
-pub fn url_with_database(url: &str, db: &str) -> String {
-    let (head, params) = url
-        .split_once('?')
-        .map_or((url, None), |(h, p)| (h, Some(p)));
-    let after_scheme = head.find("://").map_or(0, |i| i + 3);
-    let server = match head[after_scheme..].find('/') {
-        Some(i) => &head[..after_scheme + i],
-        None => head,
-    };
-    match params {
-        Some(p) => format!("{server}/{db}?{p}"),
-        None => format!("{server}/{db}"),
-    }
-}
-
 impl Server {
     /// Creates a scratch database (migrated, with an admin and a token), then starts the
     /// release binary on it (see [`Process::spawn`]).
@@ -134,7 +122,7 @@ impl Server {
         .await
         .map_err(|e| anyhow::anyhow!("creating the bench user: {e}"))?;
         let (_, token) = perfjournal::auth::tokens::create(&pool, user.id, "bench").await?;
-        let db_url = url_with_database(url, &db_name);
+        let db_url = crate::common::url_with_database(url, &db_name);
         let process = Process::spawn(&db_url, work, env).await?;
         Ok(Server {
             base: process.base.clone(),

@@ -9,7 +9,7 @@ use std::time::{Duration, Instant};
 use sqlx::PgPool;
 
 use super::ArtifactStore;
-use crate::core::analyze::{self, request_log, AnalyzeError, Kind, Options};
+use crate::core::analyze::{self, request_columns, request_log, AnalyzeError, Kind, Options};
 use crate::storage::BlobStore;
 
 /// A claimed job.
@@ -284,11 +284,13 @@ async fn load_request_rows(
         let counted = analyze::CountingReader::new(reader, &report);
         let input = analyze::decompressing_reader(counted, options.max_decompressed_bytes);
         let mut acc = request_log::Accumulator::new(&options);
+        let mut columns = request_columns::ColumnBuilder::new();
         let mut batch = Vec::with_capacity(1 << 20);
         batch.extend_from_slice(request_log::COPY_BINARY_HEADER);
         request_log::for_each_request(input, |row| -> Result<(), AnalyzeError> {
             row.write_copy_binary(id, &mut batch);
             acc.add(&row);
+            columns.add(&row);
             if batch.len() >= 1 << 20 {
                 let full = std::mem::replace(&mut batch, Vec::with_capacity(1 << 20));
                 let waited = Instant::now();
@@ -300,9 +302,10 @@ async fn load_request_rows(
         })?;
         batch.extend_from_slice(request_log::COPY_BINARY_TRAILER);
         let analysis = analyze::Analysis::RequestLog(acc.finish()).to_json();
+        let columns = columns.finish();
         let busy = started.elapsed().saturating_sub(blocked);
         let _ = tx.blocking_send(batch);
-        Ok::<_, AnalyzeError>((analysis, busy))
+        Ok::<_, AnalyzeError>((analysis, columns, busy))
     });
 
     let db = |e: sqlx::Error| internal_failure("loading rows into the database", e);
@@ -346,10 +349,11 @@ async fn load_request_rows(
         .await
         .map_err(|e| internal_failure("the row reader", e))?;
     match (send_error, produced) {
-        (None, Ok((analysis, busy))) => {
+        (None, Ok((analysis, columns, busy))) => {
             timing.parse += busy;
             let finishing = Instant::now();
             copy.finish().await.map_err(db)?;
+            store_columns(&mut tx, id, columns).await.map_err(db)?;
             tx.commit().await.map_err(db)?;
             timing.db += finishing.elapsed();
             Ok(analysis)
@@ -362,6 +366,19 @@ async fn load_request_rows(
             let _ = copy.abort("malformed input").await;
             Err(e.into())
         }
+    }
+}
+
+/// The decomposition page's column copy of the rows just loaded (in the load's
+/// transaction); a log with too many tenant/model pairs gets none and the page computes in SQL.
+async fn store_columns(
+    tx: &mut sqlx::PgConnection,
+    id: i64,
+    columns: Option<(u64, Vec<request_columns::Chunk>)>,
+) -> sqlx::Result<()> {
+    match columns {
+        Some((rows, chunks)) => crate::artifacts::columns::store(tx, id, rows, &chunks).await,
+        None => crate::artifacts::columns::forget(tx, id).await,
     }
 }
 

@@ -1,6 +1,7 @@
 //! Artifacts: uploaded files attached to an investigation or a journal entry, their
 //! detected kind, and the analysis a background worker stores next to them.
 
+pub mod columns;
 pub mod ingest;
 
 use std::sync::Arc;

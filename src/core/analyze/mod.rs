@@ -29,6 +29,7 @@ pub mod ncu;
 pub mod nsys;
 pub mod prometheus;
 pub mod pytorch_trace;
+pub mod request_columns;
 pub mod request_log;
 pub mod sweep;
 pub mod vllm_bench;

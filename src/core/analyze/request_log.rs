@@ -136,6 +136,20 @@ const INT_FIELDS: [&str; 5] = [
 ];
 
 impl RequestRow {
+    /// The seven phase times in the decomposition's order: tokenize, queue wait,
+    /// prefill, first token, decode, detokenize, total.
+    pub fn phases(&self) -> [Option<f64>; 7] {
+        [
+            self.tokenize_ms,
+            self.queue_wait_ms,
+            self.prefill_ms,
+            self.first_token_ms,
+            self.decode_ms,
+            self.detokenize_ms,
+            self.total_ms,
+        ]
+    }
+
     fn floats(&self) -> [Option<f64>; 10] {
         [
             self.arrival_ts,
@@ -723,12 +737,12 @@ pub struct RequestLogAnalysis {
 const TOK: usize = 0;
 const QUEUE: usize = 1;
 const PREFILL: usize = 2;
-const FIRST: usize = 3;
+pub(super) const FIRST: usize = 3;
 const DECODE: usize = 4;
 const DETOK: usize = 5;
 const TOTAL: usize = 6;
 const NCOLS: usize = 9;
-const COL_NAMES: [&str; NCOLS] = [
+pub(super) const COL_NAMES: [&str; NCOLS] = [
     "tokenize_ms",
     "queue_wait_ms",
     "prefill_ms",
@@ -739,7 +753,7 @@ const COL_NAMES: [&str; NCOLS] = [
     "itl_p50_ms",
     "itl_p99_ms",
 ];
-const TTFT_PARTS: [usize; 3] = [TOK, QUEUE, PREFILL];
+pub(super) const TTFT_PARTS: [usize; 3] = [TOK, QUEUE, PREFILL];
 const E2E_PARTS: [usize; 5] = [TOK, QUEUE, PREFILL, DECODE, DETOK];
 
 /// Bounded-cardinality value counter.
@@ -864,14 +878,15 @@ impl<'a> Accumulator<'a> {
             self.arrival_first = self.arrival_first.min(ts);
             self.arrival_last = self.arrival_last.max(ts);
         }
+        let [tok, queue, prefill, first, decode, detok, total] = row.phases();
         let vals = [
-            row.tokenize_ms,
-            row.queue_wait_ms,
-            row.prefill_ms,
-            row.first_token_ms,
-            row.decode_ms,
-            row.detokenize_ms,
-            row.total_ms,
+            tok,
+            queue,
+            prefill,
+            first,
+            decode,
+            detok,
+            total,
             row.itl_p50_ms,
             row.itl_p99_ms,
         ];

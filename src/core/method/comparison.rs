@@ -18,7 +18,8 @@ use super::verdict::{
 use super::FieldError;
 use crate::core::fmt::{format_number, grouped};
 use crate::core::stats::{
-    bootstrap_diff_ci, mann_whitney_u, run_spread, BootstrapConfig, RunSpread, Statistic, Summary,
+    bootstrap_diff_ci, bootstrap_diff_ci_sorted, mann_whitney_sorted, mann_whitney_u, run_spread,
+    BootstrapConfig, RunSpread, SortedSample, Statistic, Summary,
 };
 
 /// Mean prompt length per request may differ by this fraction between the sides.
@@ -769,16 +770,20 @@ fn series_result(
     after: &[f64],
     problems: &[String],
 ) -> SeriesResult {
-    // The common-series filter guarantees two finite values per side, so the
-    // statistics below cannot fail; the p-value is shared by all percentiles.
-    let sb = Summary::of(before).expect("checked non-empty and finite");
-    let sa = Summary::of(after).expect("checked non-empty and finite");
-    let p_value = mann_whitney_u(before, after).map_or(1.0, |m| m.p_value);
+    // The common-series filter guarantees two finite values per side (`pooled` keeps
+    // finite values only), so the statistics below cannot fail. Each side is sorted
+    // once: the summaries, the rank test and the four bootstraps read the same sorted
+    // copies. The p-value is shared by all percentiles.
+    let b_sorted = SortedSample::new(before).expect("checked non-empty and finite");
+    let a_sorted = SortedSample::new(after).expect("checked non-empty and finite");
+    let sb = Summary::from_sorted(&b_sorted.sorted);
+    let sa = Summary::from_sorted(&a_sorted.sorted);
+    let p_value = mann_whitney_sorted(&b_sorted.sorted, &a_sorted.sorted).p_value;
     let rows = Percentile::ALL
         .into_iter()
         .map(|pct| {
             let statistic = pct.statistic();
-            let ci = bootstrap_diff_ci(before, after, statistic, &req.bootstrap)
+            let ci = bootstrap_diff_ci_sorted(&b_sorted, &a_sorted, statistic, &req.bootstrap)
                 .expect("checked input and a valid bootstrap config");
             let input = MetricComparison {
                 metric: s.metric(),

@@ -73,6 +73,26 @@ impl DiffCi {
     }
 }
 
+/// A sample checked (non-empty, finite) and sorted once, for the several statistics
+/// and tests of one comparison: each bootstrap of a quantile and the rank test read the
+/// same sorted copy instead of sorting again.
+#[derive(Debug, Clone)]
+pub struct SortedSample<'a> {
+    /// The values as given (the mean is summed in this order).
+    pub values: &'a [f64],
+    /// The same values, ascending.
+    pub sorted: Vec<f64>,
+}
+
+impl<'a> SortedSample<'a> {
+    pub fn new(values: &'a [f64]) -> Result<Self, StatsError> {
+        check_finite(values)?;
+        let mut sorted = values.to_vec();
+        sorted.sort_unstable_by(f64::total_cmp);
+        Ok(SortedSample { values, sorted })
+    }
+}
+
 /// Bootstrap CI of `statistic(after) − statistic(before)`; see [`DiffCi`].
 pub fn bootstrap_diff_ci(
     before: &[f64],
@@ -80,9 +100,68 @@ pub fn bootstrap_diff_ci(
     statistic: Statistic,
     config: &BootstrapConfig,
 ) -> Result<DiffCi, StatsError> {
-    check_finite(before)?;
-    check_finite(after)?;
+    match statistic {
+        // The mean needs no order: no sorted copy.
+        Statistic::Mean => {
+            check_finite(before)?;
+            check_finite(after)?;
+            check_config(config)?;
+            let observed_diff = mean(after) - mean(before);
+            let mut rng = Pcg64::seed_from_u64(config.seed);
+            let diffs = (0..config.resamples)
+                .map(|_| {
+                    let b = resampled_mean(&mut rng, before);
+                    resampled_mean(&mut rng, after) - b
+                })
+                .collect();
+            Ok(interval(
+                diffs,
+                statistic,
+                observed_diff,
+                config,
+                (before.len(), after.len()),
+            ))
+        }
+        Statistic::Quantile(_) => bootstrap_diff_ci_sorted(
+            &SortedSample::new(before)?,
+            &SortedSample::new(after)?,
+            statistic,
+            config,
+        ),
+    }
+}
+
+/// [`bootstrap_diff_ci`] of samples sorted once by the caller: the same interval for
+/// the same seed, without sorting again.
+pub fn bootstrap_diff_ci_sorted(
+    before: &SortedSample,
+    after: &SortedSample,
+    statistic: Statistic,
+    config: &BootstrapConfig,
+) -> Result<DiffCi, StatsError> {
     statistic.validate()?;
+    check_config(config)?;
+    let sizes = (before.values.len(), after.values.len());
+    let mut rng = Pcg64::seed_from_u64(config.seed);
+    let (observed_diff, diffs) = match statistic {
+        Statistic::Quantile(p) => {
+            let observed = quantile_sorted(&after.sorted, p) - quantile_sorted(&before.sorted, p);
+            let diffs = (0..config.resamples)
+                .map(|_| {
+                    let b = resampled_quantile(&mut rng, &before.sorted, p);
+                    resampled_quantile(&mut rng, &after.sorted, p) - b
+                })
+                .collect();
+            (observed, diffs)
+        }
+        Statistic::Mean => {
+            return bootstrap_diff_ci(before.values, after.values, statistic, config);
+        }
+    };
+    Ok(interval(diffs, statistic, observed_diff, config, sizes))
+}
+
+fn check_config(config: &BootstrapConfig) -> Result<(), StatsError> {
     if config.resamples < 100 {
         return Err(StatsError::BadArgument(
             "at least 100 bootstrap resamples are needed for a percentile interval",
@@ -93,40 +172,20 @@ pub fn bootstrap_diff_ci(
             "confidence must be strictly between 0 and 1",
         ));
     }
+    Ok(())
+}
 
-    let observed_diff = statistic.of(after)? - statistic.of(before)?;
-    let mut rng = Pcg64::seed_from_u64(config.seed);
-    let mut diffs = Vec::with_capacity(config.resamples);
-    match statistic {
-        Statistic::Quantile(p) => {
-            let sorted = |v: &[f64]| {
-                let mut s = v.to_vec();
-                s.sort_unstable_by(f64::total_cmp);
-                s
-            };
-            let (before, after) = (sorted(before), sorted(after));
-            for _ in 0..config.resamples {
-                let b = resampled_quantile(&mut rng, &before, p);
-                let a = resampled_quantile(&mut rng, &after, p);
-                diffs.push(a - b);
-            }
-        }
-        Statistic::Mean => {
-            let mut before_buf = vec![0.0; before.len()];
-            let mut after_buf = vec![0.0; after.len()];
-            for _ in 0..config.resamples {
-                resample_into(&mut rng, before, &mut before_buf);
-                resample_into(&mut rng, after, &mut after_buf);
-                diffs.push(
-                    statistic.eval_in_place(&mut after_buf)
-                        - statistic.eval_in_place(&mut before_buf),
-                );
-            }
-        }
-    }
+/// The percentile interval of the resampled differences.
+fn interval(
+    mut diffs: Vec<f64>,
+    statistic: Statistic,
+    observed_diff: f64,
+    config: &BootstrapConfig,
+    (n_before, n_after): (usize, usize),
+) -> DiffCi {
     diffs.sort_by(f64::total_cmp);
     let alpha = 1.0 - config.confidence;
-    Ok(DiffCi {
+    DiffCi {
         statistic,
         observed_diff,
         low: quantile_sorted(&diffs, alpha / 2.0),
@@ -134,9 +193,26 @@ pub fn bootstrap_diff_ci(
         confidence: config.confidence,
         resamples: config.resamples,
         seed: config.seed,
-        n_before: before.len(),
-        n_after: after.len(),
-    })
+        n_before,
+        n_after,
+    }
+}
+
+fn mean(values: &[f64]) -> f64 {
+    values.iter().sum::<f64>() / values.len() as f64
+}
+
+/// The mean of one resample (with replacement) of `source`, summed as drawn: no
+/// resample is stored.
+fn resampled_mean(rng: &mut Pcg64, source: &[f64]) -> f64 {
+    let n = source.len() as u128;
+    let mut sum = 0.0;
+    for _ in 0..source.len() {
+        // Multiply-shift maps a 64-bit draw onto 0..n; its bias is below
+        // n / 2⁶⁴, far under anything a latency sample could show.
+        sum += source[((rng.next_u64() as u128 * n) >> 64) as usize];
+    }
+    sum / source.len() as f64
 }
 
 /// The linear quantile `p` of one bootstrap resample of the sorted sample, drawn
@@ -193,17 +269,6 @@ fn beta(rng: &mut Pcg64, a: f64, b: f64) -> f64 {
     x / (x + gamma(rng, b))
 }
 
-/// Fill `out` with draws (with replacement) from `source`.
-fn resample_into(rng: &mut Pcg64, source: &[f64], out: &mut [f64]) {
-    let n = source.len() as u128;
-    for slot in out.iter_mut() {
-        // Multiply-shift maps a 64-bit draw onto 0..n; its bias is below
-        // n / 2⁶⁴, far under anything a latency sample could show.
-        let index = ((rng.next_u64() as u128 * n) >> 64) as usize;
-        *slot = source[index];
-    }
-}
-
 /// Between-run spread of a statistic when each side was measured in several
 /// runs: the statistic `Tᵢ` of each run, `min Tᵢ`, `max Tᵢ`,
 /// `range = max − min`, their mean and sample standard deviation
@@ -249,6 +314,68 @@ pub fn run_spread<R: AsRef<[f64]>>(
 mod tests {
     use super::*;
     use statrs::distribution::{ContinuousCDF, Normal};
+
+    /// Fill `out` with draws (with replacement) from `source`: the resampling the mean
+    /// bootstrap did before it summed as it drew (the same draws in the same order).
+    fn resample_into(rng: &mut Pcg64, source: &[f64], out: &mut [f64]) {
+        let n = source.len() as u128;
+        for slot in out.iter_mut() {
+            let index = ((rng.next_u64() as u128 * n) >> 64) as usize;
+            *slot = source[index];
+        }
+    }
+
+    #[test]
+    fn mean_resampling_summed_as_drawn_is_the_stored_resample_bit_for_bit() {
+        let before = shaped(800.0, 1_000);
+        let after = shaped(760.0, 900);
+        let cfg = config(500, 11);
+        let ci = bootstrap_diff_ci(&before, &after, Statistic::Mean, &cfg).unwrap();
+        // The previous implementation: store each resample, then take its mean.
+        let mut rng = Pcg64::seed_from_u64(cfg.seed);
+        let (mut b_buf, mut a_buf) = (vec![0.0; before.len()], vec![0.0; after.len()]);
+        let mut diffs: Vec<f64> = (0..cfg.resamples)
+            .map(|_| {
+                resample_into(&mut rng, &before, &mut b_buf);
+                resample_into(&mut rng, &after, &mut a_buf);
+                Statistic::Mean.eval_in_place(&mut a_buf)
+                    - Statistic::Mean.eval_in_place(&mut b_buf)
+            })
+            .collect();
+        diffs.sort_by(f64::total_cmp);
+        assert_eq!(ci.low, quantile_sorted(&diffs, 0.025));
+        assert_eq!(ci.high, quantile_sorted(&diffs, 0.975));
+        assert_eq!(
+            ci.observed_diff,
+            Statistic::Mean.of(&after).unwrap() - Statistic::Mean.of(&before).unwrap()
+        );
+    }
+
+    #[test]
+    fn sorted_once_gives_the_same_interval() {
+        let before = shaped(800.0, 5_000);
+        let after = shaped(760.0, 4_000);
+        let (b, a) = (
+            SortedSample::new(&before).unwrap(),
+            SortedSample::new(&after).unwrap(),
+        );
+        for statistic in [
+            Statistic::P50,
+            Statistic::P90,
+            Statistic::P95,
+            Statistic::P99,
+            Statistic::Mean,
+        ] {
+            let cfg = config(1_000, 5);
+            let direct = bootstrap_diff_ci(&before, &after, statistic, &cfg).unwrap();
+            let sorted = bootstrap_diff_ci_sorted(&b, &a, statistic, &cfg).unwrap();
+            assert_eq!(direct, sorted, "{statistic:?}");
+            assert_eq!(
+                direct.observed_diff,
+                statistic.of(&after).unwrap() - statistic.of(&before).unwrap()
+            );
+        }
+    }
 
     /// `scale · exp(0.35 · Φ⁻¹((i + ½)/n))`: a skewed, latency-like sample that
     /// the reference script rebuilds exactly with `scipy.stats.norm.ppf`.

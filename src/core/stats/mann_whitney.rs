@@ -32,30 +32,52 @@ pub struct MannWhitney {
 pub fn mann_whitney_u(x: &[f64], y: &[f64]) -> Result<MannWhitney, StatsError> {
     check_finite(x)?;
     check_finite(y)?;
+    let sorted = |v: &[f64]| {
+        let mut s = v.to_vec();
+        s.sort_unstable_by(f64::total_cmp);
+        s
+    };
+    Ok(mann_whitney_sorted(&sorted(x), &sorted(y)))
+}
+
+/// [`mann_whitney_u`] of two samples already sorted ascending (finite, non-empty, as
+/// a comparison's sorted copies are): the pooled ranks come from merging the two, with
+/// no pooled copy and no sort.
+pub fn mann_whitney_sorted(x: &[f64], y: &[f64]) -> MannWhitney {
     let (n1, n2) = (x.len(), y.len());
     let n = n1 + n2;
-
-    // Pool with a marker of origin, sort, and give each tie group its mean rank.
-    let mut pooled: Vec<(f64, bool)> = x
-        .iter()
-        .map(|&v| (v, true))
-        .chain(y.iter().map(|&v| (v, false)))
-        .collect();
-    pooled.sort_by(|a, b| a.0.total_cmp(&b.0));
+    // Walk both in order; each step takes one group of equal values from both sides,
+    // which holds the pooled ranks start+1 ..= end and gets their mean.
     let mut rank_sum_x = 0.0;
     let mut tie_term = 0.0;
-    let mut start = 0;
+    let (mut i, mut j, mut start) = (0, 0, 0);
     while start < n {
-        let mut end = start + 1;
-        while end < n && pooled[end].0 == pooled[start].0 {
-            end += 1;
+        let v = match (x.get(i), y.get(j)) {
+            (Some(a), Some(b)) => {
+                if a.total_cmp(b).is_le() {
+                    *a
+                } else {
+                    *b
+                }
+            }
+            (Some(a), None) => *a,
+            (None, Some(b)) => *b,
+            (None, None) => unreachable!("start < n leaves a value"),
+        };
+        let from = i;
+        while i < n1 && x[i] == v {
+            i += 1;
         }
-        // Positions start..end hold equal values: ranks start+1 ..= end.
+        let from_y = j;
+        while j < n2 && y[j] == v {
+            j += 1;
+        }
+        let end = i + j;
         let t = (end - start) as f64;
         let average_rank = (start + 1 + end) as f64 / 2.0;
-        let from_x = pooled[start..end].iter().filter(|p| p.1).count() as f64;
-        rank_sum_x += from_x * average_rank;
+        rank_sum_x += (i - from) as f64 * average_rank;
         tie_term += t * t * t - t;
+        debug_assert!(i - from + j - from_y > 0);
         start = end;
     }
 
@@ -69,24 +91,24 @@ pub fn mann_whitney_u(x: &[f64], y: &[f64]) -> Result<MannWhitney, StatsError> {
     };
     let sigma = variance.max(0.0).sqrt();
     if sigma == 0.0 {
-        return Ok(MannWhitney {
+        return MannWhitney {
             u,
             z: 0.0,
             p_value: 1.0,
             n1,
             n2,
-        });
+        };
     }
     let d = u - mu;
     let z = d.signum() * (d.abs() - 0.5).max(0.0) / sigma;
     let p_value = (2.0 * Normal::standard().sf(z.abs())).min(1.0);
-    Ok(MannWhitney {
+    MannWhitney {
         u,
         z,
         p_value,
         n1,
         n2,
-    })
+    }
 }
 
 #[cfg(test)]
@@ -186,6 +208,47 @@ mod tests {
         assert_eq!((r.u, r.z, r.p_value), (3.0, 0.0, 1.0));
         let equal_medians = mann_whitney_u(&[1.0, 2.0, 3.0], &[1.0, 2.0, 3.0]).unwrap();
         assert_eq!(equal_medians.p_value, 1.0);
+    }
+
+    #[test]
+    fn merging_sorted_samples_is_the_pooled_sort_bit_for_bit() {
+        // The previous implementation: pool with a marker, sort, average rank per tie.
+        fn pooled(x: &[f64], y: &[f64]) -> (f64, f64) {
+            let mut p: Vec<(f64, bool)> = x
+                .iter()
+                .map(|&v| (v, true))
+                .chain(y.iter().map(|&v| (v, false)))
+                .collect();
+            p.sort_by(|a, b| a.0.total_cmp(&b.0));
+            let (mut r, mut tie, mut s) = (0.0, 0.0, 0);
+            while s < p.len() {
+                let mut e = s + 1;
+                while e < p.len() && p[e].0 == p[s].0 {
+                    e += 1;
+                }
+                let t = (e - s) as f64;
+                r += p[s..e].iter().filter(|q| q.1).count() as f64 * (s + 1 + e) as f64 / 2.0;
+                tie += t * t * t - t;
+                s = e;
+            }
+            (r, tie)
+        }
+        // Many ties (values rounded to a step) and no ties, of unequal sizes.
+        for (step, n1, n2) in [(0.5, 3_000, 2_000), (1e-9, 1_000, 1_700), (5.0, 10, 400)] {
+            let x: Vec<f64> = (0..n1)
+                .map(|i| ((i * 7919 % 1000) as f64 * 1.3 / step).round() * step)
+                .collect();
+            let y: Vec<f64> = (0..n2)
+                .map(|i| ((i * 104_729 % 1000) as f64 * 1.25 / step).round() * step)
+                .collect();
+            let r = mann_whitney_u(&x, &y).unwrap();
+            let (rank_sum, tie_term) = pooled(&x, &y);
+            let (f1, f2, f) = (n1 as f64, n2 as f64, (n1 + n2) as f64);
+            assert_eq!(r.u, rank_sum - f1 * (f1 + 1.0) / 2.0);
+            let sigma = (f1 * f2 / 12.0 * ((f + 1.0) - tie_term / (f * (f - 1.0)))).sqrt();
+            let d = r.u - f1 * f2 / 2.0;
+            assert_eq!(r.z, d.signum() * (d.abs() - 0.5).max(0.0) / sigma);
+        }
     }
 
     #[test]

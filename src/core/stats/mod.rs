@@ -7,9 +7,10 @@ pub mod mann_whitney;
 pub mod quantile;
 
 pub use bootstrap::{
-    bootstrap_diff_ci, run_spread, BootstrapConfig, DiffCi, RunSpread, DEFAULT_RESAMPLES,
+    bootstrap_diff_ci, bootstrap_diff_ci_sorted, run_spread, BootstrapConfig, DiffCi, RunSpread,
+    SortedSample, DEFAULT_RESAMPLES,
 };
-pub use mann_whitney::{mann_whitney_u, MannWhitney};
+pub use mann_whitney::{mann_whitney_sorted, mann_whitney_u, MannWhitney};
 pub use quantile::{quantile, Statistic, Summary};
 
 /// Why a statistic could not be computed from the given numbers.

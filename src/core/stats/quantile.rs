@@ -35,8 +35,9 @@ pub fn quantile_sorted(sorted: &[f64], p: f64) -> f64 {
     sorted[lo] + (h - lo as f64) * (sorted[hi] - sorted[lo])
 }
 
-/// Same formula on unsorted values, reordering `buf` in place. Selection is
-/// O(n) instead of a full sort, which matters inside the bootstrap loop.
+/// Same formula on unsorted values, reordering `buf` in place (selection, no full
+/// sort): the reference the bootstrap's order-statistic draws are checked against.
+#[cfg(test)]
 pub(crate) fn quantile_select(buf: &mut [f64], p: f64) -> f64 {
     let h = (buf.len() - 1) as f64 * p;
     let lo = h.floor() as usize;
@@ -83,6 +84,7 @@ impl Statistic {
     }
 
     /// Unchecked evaluation on a scratch buffer (reordered).
+    #[cfg(test)]
     pub(crate) fn eval_in_place(self, buf: &mut [f64]) -> f64 {
         match self {
             Statistic::Quantile(p) => quantile_select(buf, p),

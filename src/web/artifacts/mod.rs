@@ -292,11 +292,7 @@ async fn request_breakdown(
     let (tenants, models) = views::facets(&state.pool, a.id).await?;
     let (table, grouped, errors, status) = match filter {
         Ok(f) => {
-            let table = views::decomposition(&state.pool, a.id, &f).await?;
-            let grouped = match f.by {
-                Some(col) => Some(views::decomposition_by(&state.pool, a.id, &f, col).await?),
-                None => None,
-            };
+            let (table, grouped) = views::decomposition(&state.pool, a.id, &f).await?;
             (Some(table), grouped, Vec::new(), StatusCode::OK)
         }
         Err(errors) => (None, None, errors, StatusCode::UNPROCESSABLE_ENTITY),

@@ -6,7 +6,7 @@ use serde::de::DeserializeOwned;
 use serde_json::Value;
 use sqlx::PgPool;
 
-use crate::artifacts::Artifact;
+use crate::artifacts::{columns, Artifact};
 use crate::charts;
 use crate::core::analyze::{
     gpu_telemetry::GpuTelemetryAnalysis,
@@ -14,6 +14,7 @@ use crate::core::analyze::{
     nsys::NsysAnalysis,
     prometheus::PrometheusAnalysis,
     pytorch_trace::TraceAnalysis,
+    request_columns::{self, Filter as ColumnFilter, GroupBy, GroupNumbers, PHASES, TTFT_PARTS},
     request_log::{share_of, RequestLogAnalysis, SHARE_DEFINITION},
     sweep::{self, Slo, SweepAnalysis, SweepPoint},
     vllm_bench::VllmBenchAnalysis,
@@ -956,22 +957,12 @@ impl RequestFilter {
     }
 }
 
-const PHASES: [&str; 7] = [
-    "tokenize_ms",
-    "queue_wait_ms",
-    "prefill_ms",
-    "first_token_ms",
-    "decode_ms",
-    "detokenize_ms",
-    "total_ms",
-];
-
 const WHERE: &str = "artifact_id = $1 AND ($2::text IS NULL OR tenant = $2)
      AND ($3::text IS NULL OR model_version = $3)
      AND ($4::float8 IS NULL OR arrival_ts >= $4) AND ($5::float8 IS NULL OR arrival_ts < $5)";
 
-/// The phases a TTFT is made of (the analysis' parts of TTFT).
-const TTFT_PARTS: [&str; 3] = ["tokenize_ms", "queue_wait_ms", "prefill_ms"];
+/// At most this many groups are listed, most requests first.
+const MAX_GROUPS: usize = 50;
 
 fn phase_select() -> String {
     let mut cols: Vec<String> = PHASES
@@ -984,7 +975,8 @@ fn phase_select() -> String {
         .collect();
     // Totals over the requests that have a TTFT, for the share of each part.
     cols.push("sum(first_token_ms) AS ttft_total".into());
-    for p in TTFT_PARTS {
+    for i in TTFT_PARTS {
+        let p = PHASES[i];
         cols.push(format!(
             "sum({p}) FILTER (WHERE first_token_ms IS NOT NULL) AS {p}_in_ttft"
         ));
@@ -992,66 +984,139 @@ fn phase_select() -> String {
     cols.join(", ")
 }
 
-fn phase_rows(row: &sqlx::postgres::PgRow, t: &mut Table, label: Option<&str>) {
+/// The numbers of one result row of [`phase_select`].
+fn numbers_of_row(row: &sqlx::postgres::PgRow) -> sqlx::Result<GroupNumbers> {
     use sqlx::Row;
-    let ttft_total: Option<f64> = row.try_get("ttft_total").ok().flatten();
-    for p in PHASES {
-        let q: Option<Vec<f64>> = row.try_get(format!("{p}_q").as_str()).ok().flatten();
-        let mean: Option<f64> = row.try_get(format!("{p}_mean").as_str()).ok().flatten();
-        let q = q.unwrap_or_default();
-        let p95 = q.get(2).copied();
+    let mut g = GroupNumbers {
+        group: row.try_get("grp")?,
+        rows: row.try_get::<i64, _>("n")?.max(0) as u64,
+        ttft_total: row.try_get("ttft_total")?,
+        ..GroupNumbers::default()
+    };
+    for (p, out) in PHASES.iter().zip(g.phases.iter_mut()) {
+        let q: Option<Vec<f64>> = row.try_get(format!("{p}_q").as_str())?;
+        out.quantiles = q.and_then(|q| <[f64; 4]>::try_from(q).ok());
+        out.mean = row.try_get(format!("{p}_mean").as_str())?;
+    }
+    for (k, i) in TTFT_PARTS.iter().enumerate() {
+        g.in_ttft[k] = row.try_get(format!("{}_in_ttft", PHASES[*i]).as_str())?;
+    }
+    Ok(g)
+}
+
+fn phase_rows(g: &GroupNumbers, t: &mut Table, label: Option<&str>) {
+    for (i, (p, n)) in PHASES.iter().zip(&g.phases).enumerate() {
         // One definition of a share (see SHARE_DEFINITION), as the stored analysis.
-        let in_ttft: Option<f64> = TTFT_PARTS
-            .contains(&p)
-            .then(|| row.try_get(format!("{p}_in_ttft").as_str()).ok().flatten())
-            .flatten();
-        let share = match (in_ttft, ttft_total) {
+        let in_ttft = TTFT_PARTS
+            .iter()
+            .position(|&part| part == i)
+            .and_then(|k| g.in_ttft[k]);
+        let share = match (in_ttft, g.ttft_total) {
             (Some(part), Some(total)) => share_of(part, total).map(pct).unwrap_or_default(),
             _ => String::new(),
         };
+        let q = |k: usize| n.quantiles.map(|q| q[k]);
         let mut cells = Vec::new();
         if let Some(l) = label {
             cells.push(l.to_string());
         }
         cells.extend([
             phase_label(p),
-            opt(q.first().copied()),
-            opt(q.get(1).copied()),
-            opt(p95),
-            opt(q.get(3).copied()),
-            opt(mean),
+            opt(q(0)),
+            opt(q(1)),
+            opt(q(2)),
+            opt(q(3)),
+            opt(n.mean),
             share,
         ]);
         t.row(cells);
     }
 }
 
-/// Phase percentiles over the filtered rows, one row per group (or one row in all).
-async fn phase_query(
+/// Phase percentiles over the filtered rows by ordered-set aggregates in SQL, one entry
+/// per group (or one in all). The page uses this only for logs without a column copy
+/// (loaded before it existed, or with too many tenant/model pairs).
+pub async fn numbers_in_sql(
     pool: &PgPool,
     id: i64,
     f: &RequestFilter,
     group: Option<&'static str>,
-) -> sqlx::Result<Vec<sqlx::postgres::PgRow>> {
-    let sql = match group {
-        Some(col) => format!(
-            "SELECT {col} AS grp, count(*) AS n, {} FROM request_rows WHERE {WHERE} \
-             GROUP BY {col} ORDER BY count(*) DESC LIMIT 50",
-            phase_select()
-        ),
-        None => format!(
-            "SELECT NULL::text AS grp, count(*) AS n, {} FROM request_rows WHERE {WHERE}",
-            phase_select()
-        ),
-    };
-    sqlx::query(&sql)
+) -> sqlx::Result<Vec<GroupNumbers>> {
+    let rows = sqlx::query(&decomposition_sql(group))
         .bind(id)
         .bind(&f.tenant)
         .bind(&f.model_version)
         .bind(f.from)
         .bind(f.to)
         .fetch_all(pool)
-        .await
+        .await?;
+    rows.iter().map(numbers_of_row).collect()
+}
+
+/// The SQL of [`numbers_in_sql`] (binds: artifact id, tenant, model version, from, to).
+pub fn decomposition_sql(group: Option<&str>) -> String {
+    match group {
+        Some(col) => format!(
+            "SELECT {col} AS grp, count(*) AS n, {} FROM request_rows WHERE {WHERE} \
+             GROUP BY {col} ORDER BY count(*) DESC, {col} NULLS FIRST LIMIT {MAX_GROUPS}",
+            phase_select()
+        ),
+        None => format!(
+            "SELECT NULL::text AS grp, count(*) AS n, {} FROM request_rows WHERE {WHERE}",
+            phase_select()
+        ),
+    }
+}
+
+fn column_filter<'a>(
+    tenant: &'a Option<String>,
+    model_version: &'a Option<String>,
+    from: Option<f64>,
+    to: Option<f64>,
+) -> ColumnFilter<'a> {
+    ColumnFilter {
+        tenant: tenant.as_deref(),
+        model_version: model_version.as_deref(),
+        from,
+        to,
+    }
+}
+
+fn group_by(col: &str) -> GroupBy {
+    if col == "tenant" {
+        GroupBy::Tenant
+    } else {
+        GroupBy::ModelVersion
+    }
+}
+
+/// The same numbers from the artifact's column copy: the chunks the filter can select
+/// are read, then the rows are filtered and the order statistics selected off the async
+/// threads. `None` when the artifact has no column copy.
+pub async fn numbers_from_columns(
+    pool: &PgPool,
+    id: i64,
+    f: &RequestFilter,
+    group: Option<&'static str>,
+) -> sqlx::Result<Option<(Vec<GroupNumbers>, Option<Vec<GroupNumbers>>)>> {
+    if !columns::exists(pool, id).await? {
+        return Ok(None);
+    }
+    let (tenant, model, from, to) = (f.tenant.clone(), f.model_version.clone(), f.from, f.to);
+    let chunks = columns::load(pool, id, &column_filter(&tenant, &model, from, to)).await?;
+    let computed = tokio::task::spawn_blocking(move || {
+        let f = column_filter(&tenant, &model, from, to);
+        let all = request_columns::decompose(&chunks, &f, None);
+        let grouped = group.map(|col| {
+            let mut g = request_columns::decompose(&chunks, &f, Some(group_by(col)));
+            g.truncate(MAX_GROUPS);
+            g
+        });
+        (all, grouped)
+    })
+    .await
+    .map_err(|e| sqlx::Error::Protocol(format!("the decomposition failed: {e}")))?;
+    Ok(Some(computed))
 }
 
 const DECOMPOSITION_COLUMNS: [&str; 7] = [
@@ -1064,57 +1129,67 @@ const DECOMPOSITION_COLUMNS: [&str; 7] = [
     "share of TTFT",
 ];
 
-/// The method's question — where does p95 TTFT go — over the filtered rows.
-pub async fn decomposition(pool: &PgPool, id: i64, f: &RequestFilter) -> sqlx::Result<Table> {
-    use sqlx::Row;
-    let rows = phase_query(pool, id, f, None).await?;
-    let mut t = Table::new(&DECOMPOSITION_COLUMNS);
-    if let Some(row) = rows.first() {
-        let n: i64 = row.try_get("n")?;
-        phase_rows(row, &mut t, None);
-        t.headers[0] = format!("phase (ms) — {} requests", num(n as f64));
-    }
-    Ok(t)
-}
-
-/// The same, one block per tenant or model version.
-pub async fn decomposition_by(
+/// The method's question — where does p95 TTFT go — over the filtered rows, and the same
+/// per tenant or model version when the filter groups.
+pub async fn decomposition(
     pool: &PgPool,
     id: i64,
     f: &RequestFilter,
-    col: &'static str,
-) -> sqlx::Result<Table> {
-    use sqlx::Row;
-    let mut headers = vec![col];
-    headers.extend(DECOMPOSITION_COLUMNS);
-    let mut t = Table::new(&headers);
-    t.numeric[1] = false;
-    for row in &phase_query(pool, id, f, Some(col)).await? {
-        let grp: Option<String> = row.try_get("grp")?;
-        let n: i64 = row.try_get("n")?;
-        let label = format!(
-            "{} ({} requests)",
-            grp.unwrap_or_else(|| "(none)".into()),
-            num(n as f64)
-        );
-        phase_rows(row, &mut t, Some(&label));
+) -> sqlx::Result<(Table, Option<Table>)> {
+    let (all, grouped) = match numbers_from_columns(pool, id, f, f.by).await? {
+        Some(found) => found,
+        None => {
+            let all = numbers_in_sql(pool, id, f, None).await?;
+            let grouped = match f.by {
+                Some(col) => Some(numbers_in_sql(pool, id, f, Some(col)).await?),
+                None => None,
+            };
+            (all, grouped)
+        }
+    };
+    let mut t = Table::new(&DECOMPOSITION_COLUMNS);
+    if let Some(g) = all.first() {
+        phase_rows(g, &mut t, None);
+        t.headers[0] = format!("phase (ms) — {} requests", num(g.rows as f64));
     }
-    Ok(t)
+    let grouped = grouped.zip(f.by).map(|(groups, col)| {
+        let mut headers = vec![col];
+        headers.extend(DECOMPOSITION_COLUMNS);
+        let mut t = Table::new(&headers);
+        t.numeric[1] = false;
+        for g in &groups {
+            let label = format!(
+                "{} ({} requests)",
+                g.group.as_deref().unwrap_or("(none)"),
+                num(g.rows as f64)
+            );
+            phase_rows(g, &mut t, Some(&label));
+        }
+        t
+    });
+    Ok((t, grouped))
 }
 
-/// Distinct tenants and model versions of an artifact's rows (for the filter menus).
+/// Distinct tenants and model versions of an artifact's rows (for the filter menus), from
+/// its column copy when it has one (a few rows per pair) rather than every request row.
 pub async fn facets(pool: &PgPool, id: i64) -> sqlx::Result<(Vec<String>, Vec<String>)> {
-    let tenants: Vec<String> = sqlx::query_scalar(
-        "SELECT DISTINCT tenant FROM request_rows WHERE artifact_id = $1 AND tenant IS NOT NULL ORDER BY 1 LIMIT 200",
-    )
-    .bind(id)
-    .fetch_all(pool)
-    .await?;
-    let models: Vec<String> = sqlx::query_scalar(
-        "SELECT DISTINCT model_version FROM request_rows WHERE artifact_id = $1 AND model_version IS NOT NULL ORDER BY 1 LIMIT 200",
-    )
-    .bind(id)
-    .fetch_all(pool)
-    .await?;
+    let table = if columns::exists(pool, id).await? {
+        "request_column_chunks"
+    } else {
+        "request_rows"
+    };
+    let mut out = Vec::new();
+    for col in ["tenant", "model_version"] {
+        out.push(
+            sqlx::query_scalar(&format!(
+                "SELECT DISTINCT {col} FROM {table} WHERE artifact_id = $1 AND {col} IS NOT NULL ORDER BY 1 LIMIT 200"
+            ))
+            .bind(id)
+            .fetch_all(pool)
+            .await?,
+        );
+    }
+    let models = out.pop().unwrap_or_default();
+    let tenants = out.pop().unwrap_or_default();
     Ok((tenants, models))
 }
