@@ -345,7 +345,7 @@ fn run_hta(python: &Path, work: &Path, label: &str, file: &Path) -> anyhow::Resu
     })
 }
 
-/// Ours against HTA's temporal breakdown, rank 0.
+/// Ours against HTA's temporal breakdown, for the trace's (first) rank.
 fn agreement(ours: &Value, hta: &Value) {
     let (Some(o), Some(h)) = (ours["temporal"].get(0), hta["temporal"].get(0)) else {
         println!("no temporal breakdown to compare");
@@ -353,7 +353,8 @@ fn agreement(ours: &Value, hta: &Value) {
     };
     let f = |v: &Value, k: &str| v[k].as_f64().unwrap_or(f64::NAN);
     let span = f(o, "span_us");
-    let mut t = Table::new(&["rank 0 (µs)", "ours", "HTA", "diff / span"]);
+    let rank = format!("rank {} (µs)", o["rank"]);
+    let mut t = Table::new(&[rank.as_str(), "ours", "HTA", "diff / span"]);
     for (label, ok, hk) in [
         ("span", "span_us", "kernel_time(us)"),
         ("idle", "idle_us", "idle_time(us)"),

@@ -301,10 +301,13 @@ async fn load_request_rows(
             Ok(())
         })?;
         batch.extend_from_slice(request_log::COPY_BINARY_TRAILER);
+        // The last rows go first: PostgreSQL ends the COPY while the percentiles are sorted.
+        let waited = Instant::now();
+        let _ = tx.blocking_send(batch);
+        blocked += waited.elapsed();
         let analysis = analyze::Analysis::RequestLog(acc.finish()).to_json();
         let columns = columns.finish();
         let busy = started.elapsed().saturating_sub(blocked);
-        let _ = tx.blocking_send(batch);
         Ok::<_, AnalyzeError>((analysis, columns, busy))
     });
 

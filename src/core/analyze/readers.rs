@@ -227,7 +227,7 @@ pub(crate) fn read_line_bounded<R: BufRead>(
             break;
         }
         saw_any = true;
-        match avail.iter().position(|&b| b == b'\n') {
+        match memchr::memchr(b'\n', avail) {
             Some(i) => {
                 if buf.len() + i > max {
                     let take = max.saturating_sub(buf.len());
