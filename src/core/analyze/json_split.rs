@@ -221,6 +221,12 @@ impl<R: Read> Splitter<R> {
     pub fn next_batch(&mut self, mut batch: Batch) -> Result<Option<Batch>, SplitError> {
         batch.parts.clear();
         let carried = self.carry.len();
+        if batch.buf.len() > 4 * self.block.max(carried) {
+            // It grew for one huge part: give the memory back rather than keep a few
+            // such buffers circulating.
+            batch.buf.truncate(carried + self.block);
+            batch.buf.shrink_to_fit();
+        }
         if batch.buf.len() < carried + self.block {
             batch.buf.resize(carried + self.block, 0);
         }
@@ -690,6 +696,12 @@ mod tests {
         let Err(err) = s.next_batch(Batch::default()) else {
             panic!("a part over the cap was accepted");
         };
+        // A big part under the cap passes; the buffer it grew is not kept for the next one.
+        let mut s = Splitter::new(big.as_bytes(), b"traceEvents", 64, 1 << 20);
+        let b = s.next_batch(Batch::default()).unwrap().unwrap();
+        assert_eq!(b.parts.len(), 1);
+        assert!(b.buf.len() > 5000);
+        assert!(s.next_batch(b).unwrap().is_none());
         assert!(
             matches!(err, SplitError::TooLarge { limit: 1024, .. }),
             "{err:?}"
