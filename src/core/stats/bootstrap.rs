@@ -458,13 +458,12 @@ mod tests {
     }
 
     #[test]
-    fn a_hundred_thousand_values_per_side_in_well_under_a_second() {
+    fn a_hundred_thousand_values_per_side_all_take_part() {
+        // Its speed is measured by `cargo bench --bench compare`, not here.
         let before = shaped(800.0, 100_000);
         let after = shaped(760.0, 100_000);
-        let t = std::time::Instant::now();
         let ci = bootstrap_diff_ci(&before, &after, Statistic::P99, &BootstrapConfig::default())
             .unwrap();
-        assert!(t.elapsed().as_secs_f64() < 1.0, "{:?}", t.elapsed());
         assert_eq!((ci.n_before, ci.n_after), (100_000, 100_000));
         assert!(ci.low < ci.observed_diff && ci.observed_diff < ci.high);
     }
