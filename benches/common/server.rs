@@ -94,13 +94,10 @@ impl Process {
 /// dropped when the server goes.
 pub struct Server {
     pub process: Process,
-    pub base: String,
-    pub pid: u32,
     pub token: String,
     pub pool: PgPool,
     /// The scratch database's URL (for psql).
     pub db_url: String,
-    pub client: reqwest::Client,
     admin: PgConnectOptions,
     db_name: String,
 }
@@ -125,9 +122,6 @@ impl Server {
         let db_url = crate::common::url_with_database(url, &db_name);
         let process = Process::spawn(&db_url, work, env).await?;
         Ok(Server {
-            base: process.base.clone(),
-            pid: process.pid,
-            client: process.client.clone(),
             process,
             token,
             pool,
@@ -140,13 +134,13 @@ impl Server {
     /// Resets the server's peak resident memory (VmHWM), so the next reading covers
     /// only what follows.
     pub fn reset_peak(&self) {
-        let _ = std::fs::write(format!("/proc/{}/clear_refs", self.pid), "5");
+        let _ = std::fs::write(format!("/proc/{}/clear_refs", self.process.pid), "5");
     }
 
     /// (VmRSS, VmHWM) of the server, MiB.
     pub fn rss_mib(&self) -> (f64, f64) {
-        let status =
-            std::fs::read_to_string(format!("/proc/{}/status", self.pid)).unwrap_or_default();
+        let status = std::fs::read_to_string(format!("/proc/{}/status", self.process.pid))
+            .unwrap_or_default();
         let field = |name: &str| {
             status
                 .lines()
@@ -167,8 +161,12 @@ impl Server {
         let body =
             reqwest::Body::wrap_stream(tokio_util::io::ReaderStream::with_capacity(file, 1 << 20));
         let reply = self
+            .process
             .client
-            .post(format!("{}/api/v1/artifacts?name={name}", self.base))
+            .post(format!(
+                "{}/api/v1/artifacts?name={name}",
+                self.process.base
+            ))
             .bearer_auth(&self.token)
             .header("content-type", "application/octet-stream")
             .header("content-length", len)
@@ -210,8 +208,9 @@ impl Server {
 
     pub async fn get_json(&self, path: &str) -> anyhow::Result<Value> {
         let reply = self
+            .process
             .client
-            .get(format!("{}{path}", self.base))
+            .get(format!("{}{path}", self.process.base))
             .bearer_auth(&self.token)
             .send()
             .await?;
