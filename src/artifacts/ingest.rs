@@ -263,8 +263,8 @@ async fn analyze_blob(
     Ok(json)
 }
 
-/// Loads every request row into `request_rows` with one binary COPY, replacing earlier
-/// rows of the same artifact, and builds the request-log analysis from the same rows. Rows are
+/// Loads every request row into the artifact's partition of `request_rows` with one
+/// binary COPY, replacing earlier rows of the same artifact, and builds the request-log analysis from the same rows. Rows are
 /// parsed on a blocking thread and handed over in ~1 MiB batches through a small
 /// channel, so memory stays bounded and parsing overlaps the server's COPY work.
 async fn load_request_rows(
@@ -325,15 +325,21 @@ async fn load_request_rows(
             "the artifact was deleted while it was being analysed".into(),
         ));
     }
-    sqlx::query("DELETE FROM request_rows WHERE artifact_id = $1")
-        .bind(id)
-        .execute(&mut *tx)
-        .await
-        .map_err(db)?;
+    // The rows go into a table of their own, made in this transaction (so COPY can write
+    // them frozen, and an abort leaves nothing), attached as the artifact's partition at
+    // the end; the CHECK lets ATTACH skip scanning them (see the migration
+    // 20261201000170_request_rows_partitioned.sql).
+    let staging = format!("request_rows_load_{}", uuid::Uuid::new_v4().simple());
+    sqlx::query(&format!(
+        "CREATE TABLE {staging} (LIKE request_rows INCLUDING DEFAULTS, CHECK (artifact_id = {id}))"
+    ))
+    .execute(&mut *tx)
+    .await
+    .map_err(db)?;
     let columns = request_log::COPY_COLUMNS.join(", ");
     let mut copy = tx
         .copy_in_raw(&format!(
-            "COPY request_rows (artifact_id, {columns}) FROM STDIN WITH (FORMAT binary)"
+            "COPY {staging} (artifact_id, {columns}) FROM STDIN WITH (FORMAT binary, FREEZE)"
         ))
         .await
         .map_err(db)?;
@@ -356,6 +362,21 @@ async fn load_request_rows(
             timing.parse += busy;
             let finishing = Instant::now();
             copy.finish().await.map_err(db)?;
+            // Rows loaded before (an analysis run again) are replaced: dropping their
+            // partition locks `request_rows` against readers only until the commit below.
+            let partition = format!("request_rows_{id}");
+            for statement in [
+                format!("DROP TABLE IF EXISTS {partition}"),
+                format!("ALTER TABLE {staging} RENAME TO {partition}"),
+                format!(
+                    "ALTER TABLE request_rows ATTACH PARTITION {partition} FOR VALUES IN ({id})"
+                ),
+            ] {
+                sqlx::query(&statement)
+                    .execute(&mut *tx)
+                    .await
+                    .map_err(db)?;
+            }
             store_columns(&mut tx, id, columns).await.map_err(db)?;
             tx.commit().await.map_err(db)?;
             timing.db += finishing.elapsed();

@@ -11,6 +11,7 @@ use std::collections::HashMap;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
 use super::request_log::{self, RequestRow};
+use crate::core::stats::quantile::quantiles_select;
 
 /// The phases of the decomposition, in the page's order (milliseconds): the first
 /// seven columns of the request-log analysis.
@@ -122,7 +123,7 @@ impl Chunk {
 #[derive(Default)]
 pub struct ColumnBuilder {
     /// `tenant \0 model` (each prefixed by a presence byte) → index into `open`.
-    keys: HashMap<String, usize>,
+    keys: HashMap<String, usize, foldhash::fast::RandomState>,
     key_buf: String,
     open: Vec<Chunk>,
     full: Vec<Chunk>,
@@ -375,30 +376,10 @@ fn phase_numbers(values: &mut [f64]) -> PhaseNumbers {
     }
 }
 
-/// [`PERCENTILES`] of non-empty values by PostgreSQL's `percentile_cont` rule: with
-/// `h = p·(n − 1)`, `x₍⌊h⌋₎ + (h − ⌊h⌋)·(x₍⌊h⌋+1₎ − x₍⌊h⌋₎)` on the sorted values
-/// (0-based). Each order statistic is found by selection in the part above the previous
-/// one (no full sort), so the four cost about two passes over the values.
+/// [`PERCENTILES`] of non-empty values by PostgreSQL's `percentile_cont` rule (the same
+/// linear rule as numpy's), by selection: see [`quantiles_select`].
 pub fn quantiles(values: &mut [f64]) -> [f64; 4] {
-    let n = values.len();
-    let mut out = [0.0; 4];
-    // Everything before `start` is at most every value from `start` on.
-    let mut start = 0;
-    for (slot, p) in out.iter_mut().zip(PERCENTILES) {
-        let h = (n - 1) as f64 * p;
-        let lo = h.floor() as usize;
-        let frac = h - lo as f64;
-        let (_, x_lo, upper) = values[start..].select_nth_unstable_by(lo - start, f64::total_cmp);
-        let x_lo = *x_lo;
-        *slot = if frac == 0.0 || upper.is_empty() {
-            x_lo
-        } else {
-            let x_hi = upper.iter().copied().fold(f64::INFINITY, f64::min);
-            x_lo + (x_hi - x_lo) * frac
-        };
-        start = lo;
-    }
-    out
+    quantiles_select(values, PERCENTILES)
 }
 
 #[cfg(test)]

@@ -88,7 +88,8 @@ impl RequestRow {
 }
 
 /// Column order of [`RequestRow::write_copy_binary`] (after the artifact id), for
-/// `COPY request_rows (artifact_id, <these columns>) FROM STDIN WITH (FORMAT binary)`.
+/// `COPY <the artifact's partition of request_rows> (artifact_id, <these columns>) FROM STDIN
+/// WITH (FORMAT binary)`.
 /// Types: `request_id` text, `arrival_ts` float8 (epoch seconds), `*_ms`
 /// float8, token/batch/block counts int8, `model_version`/`tenant` text,
 /// `extra` jsonb (`{}` when empty).
@@ -288,8 +289,12 @@ pub fn parse_row(bytes: &[u8], line_no: u64) -> Result<RequestRow, AnalyzeError>
     // Most lines hold exactly the method's fields with plain types: read those straight
     // into the row. Anything else (unknown fields, quoted numbers, RFC 3339 times,
     // errors) takes the general path below, which keeps extras and explains problems.
-    if let Ok(k) = serde_json::from_slice::<KnownFields>(bytes) {
-        return Ok(k.into_row(line_no));
+    // The line is checked as UTF-8 once, here: parsing from a `str` then skips the
+    // check serde_json would otherwise make for every key and string (a tenth of the load).
+    if let Ok(text) = std::str::from_utf8(bytes) {
+        if let Ok(k) = serde_json::from_str::<KnownFields>(text) {
+            return Ok(k.into_row(line_no));
+        }
     }
     let value: Value = match serde_json::from_slice(bytes) {
         Ok(v) => v,
