@@ -18,9 +18,10 @@ use tower_http::set_header::SetResponseHeaderLayer;
 use tower_http::timeout::TimeoutLayer;
 use tower_http::trace::TraceLayer;
 use tower_sessions::cookie::SameSite;
-use tower_sessions::{Expiry, SessionManagerLayer};
+use tower_sessions::{CachingSessionStore, Expiry, SessionManagerLayer};
 use tower_sessions_sqlx_store::PostgresStore;
 
+use crate::auth::cache::SessionCopies;
 use crate::auth::extract::{require_api_user, require_login};
 use crate::error::{ApiError, AppError};
 use crate::state::AppState;
@@ -65,7 +66,12 @@ pub fn app(state: AppState) -> Router {
         .method_not_allowed_fallback(crate::web::method_not_allowed)
         .layer(from_fn_with_state(state.clone(), require_login));
 
-    let sessions = SessionManagerLayer::new(PostgresStore::new(state.pool.clone()))
+    // Sessions are read through a one-second copy in memory (crate::auth::cache).
+    let store = CachingSessionStore::new(
+        SessionCopies::default(),
+        PostgresStore::new(state.pool.clone()),
+    );
+    let sessions = SessionManagerLayer::new(store)
         .with_name(crate::auth::csrf::SESSION_COOKIE)
         .with_http_only(true)
         .with_same_site(SameSite::Lax)

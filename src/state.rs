@@ -7,6 +7,7 @@ use sqlx::PgPool;
 use tokio::sync::Notify;
 
 use crate::artifacts::ArtifactStore;
+use crate::auth::cache::UserCopies;
 use crate::auth::extract::AuthContext;
 use crate::auth::throttle::LoginThrottle;
 use crate::config::Config;
@@ -25,6 +26,8 @@ pub struct AppState {
     pub jobs: Arc<Notify>,
     /// The search index, kept in memory and in step with the database.
     pub search: Arc<Searcher>,
+    /// Users as the session and token checks read them, for at most a second.
+    pub users: Arc<UserCopies>,
 }
 
 impl AppState {
@@ -51,6 +54,7 @@ impl AppState {
             blobs,
             jobs: Arc::new(Notify::new()),
             search: Arc::new(Searcher::new()),
+            users: Arc::new(UserCopies::default()),
         }
     }
 }
@@ -78,6 +82,7 @@ impl FromRef<AppState> for AuthContext {
         AuthContext {
             pool: state.pool.clone(),
             config: state.config.clone(),
+            users: state.users.clone(),
         }
     }
 }

@@ -289,6 +289,58 @@ async fn two_replicas_share_sessions_jobs_blobs_and_search() {
         );
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
+
+    // Signing out on A ends the session on B too: at once on A, within the second for
+    // which B may use its copy of the session (src/auth/cache.rs).
+    let get = |base: String| {
+        http.get(format!("{base}/investigations"))
+            .header(COOKIE, cookie_header(&jar))
+            .send()
+    };
+    assert_eq!(get(b.base.clone()).await.unwrap().status(), StatusCode::OK);
+    let page = get(a.base.clone()).await.unwrap().text().await.unwrap();
+    let csrf = scraper::Html::parse_document(&page)
+        .select(&scraper::Selector::parse("input[name=_csrf]").unwrap())
+        .next()
+        .and_then(|e| e.value().attr("value").map(str::to_string))
+        .expect("a page's CSRF token");
+    let signed_out = http
+        .post(format!("{}/logout", a.base))
+        .header(COOKIE, cookie_header(&jar))
+        .header(reqwest::header::ORIGIN, &a.base)
+        .header(
+            reqwest::header::CONTENT_TYPE,
+            "application/x-www-form-urlencoded",
+        )
+        .body(serde_urlencoded::to_string([("_csrf", csrf.as_str())]).unwrap())
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(
+        signed_out.status(),
+        StatusCode::SEE_OTHER,
+        "signed out on A"
+    );
+    let out = Instant::now();
+    assert_eq!(
+        get(a.base.clone()).await.unwrap().status(),
+        StatusCode::SEE_OTHER,
+        "A refuses the session at once"
+    );
+    loop {
+        let status = get(b.base.clone()).await.unwrap().status();
+        if status == StatusCode::SEE_OTHER {
+            println!("B refused the signed-out session after {:?}", out.elapsed());
+            break;
+        }
+        assert_eq!(status, StatusCode::OK);
+        assert!(
+            out.elapsed() < Duration::from_secs(3),
+            "B still accepts a session signed out on A after {:?}",
+            out.elapsed()
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
 }
 
 /// The hourly blob sweep runs on one replica: of claims made at once, one wins, and none

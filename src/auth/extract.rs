@@ -9,6 +9,7 @@ use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 use tower_sessions::Session;
 
+use super::cache::UserCopies;
 use super::users::{self, Role, User};
 use super::{tokens, SESSION_AUTH_AT, SESSION_GENERATION, SESSION_USER};
 use crate::config::Config;
@@ -21,6 +22,22 @@ use sqlx::PgPool;
 pub struct AuthContext {
     pub pool: PgPool,
     pub config: Arc<Config>,
+    pub users: Arc<UserCopies>,
+}
+
+impl AuthContext {
+    /// The user, from this process's copy when it is under a second old
+    /// ([`super::cache`]), else from the database.
+    pub async fn user(&self, id: i64) -> sqlx::Result<Option<User>> {
+        if let Some(user) = self.users.get(id) {
+            return Ok(Some(user));
+        }
+        let user = users::by_id(&self.pool, id).await?;
+        if let Some(u) = &user {
+            self.users.put(u);
+        }
+        Ok(user)
+    }
 }
 
 /// A signed-in user (session). Rejection: redirect to the login page.
@@ -88,7 +105,7 @@ pub async fn session_user(
         session.flush().await.map_err(session_err)?;
         return Ok(None);
     }
-    let Some(user) = users::by_id(&state.pool, uid).await? else {
+    let Some(user) = state.user(uid).await? else {
         return Ok(None);
     };
     // A password change or reset, or disabling the account, raised the generation: every

@@ -1,5 +1,6 @@
 //! Accounts, roles, sessions, API tokens, CSRF and the login throttle.
 
+pub mod cache;
 pub mod csrf;
 pub mod extract;
 pub mod password;

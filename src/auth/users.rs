@@ -1,5 +1,6 @@
 //! The users table: local accounts with a role.
 
+use super::cache::UserCopies;
 use serde::Serialize;
 use sqlx::PgPool;
 
@@ -199,30 +200,50 @@ pub async fn create(
     Ok(row.into())
 }
 
-pub async fn set_role(pool: &PgPool, id: i64, role: Role) -> sqlx::Result<bool> {
+/// The setters below also drop this process's copy of the user ([`UserCopies`]), so the
+/// change applies to its next request here (other replicas: within a second).
+pub async fn set_role(
+    pool: &PgPool,
+    copies: &UserCopies,
+    id: i64,
+    role: Role,
+) -> sqlx::Result<bool> {
     let done = sqlx::query("UPDATE users SET role = $2 WHERE id = $1")
         .bind(id)
         .bind(role.as_str())
         .execute(pool)
         .await?;
+    copies.forget(id);
     Ok(done.rows_affected() == 1)
 }
 
 /// Sets a new password and raises the session generation, which ends every session signed
 /// in before; returns the new generation (the caller re-stamps the session it keeps).
-pub async fn set_password(pool: &PgPool, id: i64, password_hash: &str) -> sqlx::Result<i32> {
-    sqlx::query_scalar(
+pub async fn set_password(
+    pool: &PgPool,
+    copies: &UserCopies,
+    id: i64,
+    password_hash: &str,
+) -> sqlx::Result<i32> {
+    let generation = sqlx::query_scalar(
         "UPDATE users SET password_hash = $2, session_generation = session_generation + 1
          WHERE id = $1 RETURNING session_generation",
     )
     .bind(id)
     .bind(password_hash)
     .fetch_one(pool)
-    .await
+    .await;
+    copies.forget(id);
+    generation
 }
 
 /// Disables (ending the user's sessions; their API tokens stop working) or enables a user.
-pub async fn set_disabled(pool: &PgPool, id: i64, disabled: bool) -> sqlx::Result<bool> {
+pub async fn set_disabled(
+    pool: &PgPool,
+    copies: &UserCopies,
+    id: i64,
+    disabled: bool,
+) -> sqlx::Result<bool> {
     let done = sqlx::query(
         "UPDATE users SET disabled_at = CASE WHEN $2 THEN coalesce(disabled_at, now()) END,
                           session_generation = session_generation + CASE WHEN $2 THEN 1 ELSE 0 END
@@ -232,6 +253,7 @@ pub async fn set_disabled(pool: &PgPool, id: i64, disabled: bool) -> sqlx::Resul
     .bind(disabled)
     .execute(pool)
     .await?;
+    copies.forget(id);
     Ok(done.rows_affected() == 1)
 }
 

@@ -386,7 +386,7 @@ async fn change_password(
         return settings_page(&state, ctx, &user, None, errors, None).await;
     }
     let hash = password::hash(form.password).await?;
-    let generation = users::set_password(&state.pool, user.id, &hash).await?;
+    let generation = users::set_password(&state.pool, &state.users, user.id, &hash).await?;
     // Every other session has ended with the generation; this one continues under a new
     // id (the old id, if it leaked, is worth nothing now) and a new CSRF token.
     let user = User {
@@ -532,7 +532,7 @@ async fn change_role(
             "this is the last admin; make another user admin first".into(),
         ));
     }
-    users::set_role(&state.pool, id, role).await?;
+    users::set_role(&state.pool, &state.users, id, role).await?;
     Ok(Redirect::to("/admin/users"))
 }
 
@@ -567,7 +567,7 @@ async fn reset_password(
         return users_page(&state, ctx, vec![e], String::new()).await;
     }
     let hash = password::hash(form.password).await?;
-    users::set_password(&state.pool, id, &hash).await?;
+    users::set_password(&state.pool, &state.users, id, &hash).await?;
     if form.revoke_tokens.is_some() {
         tokens::revoke_all(&state.pool, id).await?;
     }
@@ -612,7 +612,7 @@ async fn set_disabled(
             "this is the last admin; make another user admin first".into(),
         ));
     }
-    users::set_disabled(&state.pool, id, disabled).await?;
+    users::set_disabled(&state.pool, &state.users, id, disabled).await?;
     tracing::info!(admin = %me.0.name, user = %target.name, disabled, "account state changed");
     Ok(Redirect::to("/admin/users"))
 }
