@@ -387,7 +387,7 @@ pub async fn expected(pool: &PgPool, id: i64) -> sqlx::Result<Vec<(u8, Expected)
 }
 
 /// An uploaded artifact as an investigation or entry lists it.
-#[derive(Debug, Clone, Serialize, sqlx::FromRow)]
+#[derive(Debug, Clone, Serialize, serde::Deserialize, sqlx::FromRow)]
 pub struct ArtifactLink {
     pub id: i64,
     pub name: String,

@@ -4,7 +4,7 @@
 use chrono::{DateTime, Utc};
 use serde::Serialize;
 use sqlx::postgres::PgRow;
-use sqlx::{PgPool, Row};
+use sqlx::{FromRow, PgPool, Row};
 
 use super::db;
 use crate::core::method::JournalEntry;
@@ -309,6 +309,38 @@ pub async fn get(pool: &PgPool, id: i64) -> sqlx::Result<Option<StoredEntry>> {
         .fetch_optional(pool)
         .await
 }
+
+/// The entry and the artifacts attached to it or to its investigation (newest first), in
+/// one round trip: what the entry page shows (its profile is in docs/pages.md).
+pub async fn with_artifacts(
+    pool: &PgPool,
+    id: i64,
+) -> sqlx::Result<Option<(StoredEntry, Vec<db::ArtifactLink>)>> {
+    let row = sqlx::query(&format!(
+        "{} WHERE j.id = $1",
+        SELECT.replacen(
+            " FROM journal_entries j",
+            &format!(", ({}) AS artifacts FROM journal_entries j", ARTIFACTS_JSON),
+            1
+        )
+    ))
+    .bind(id)
+    .fetch_optional(pool)
+    .await?;
+    row.map(|row| {
+        let entry = StoredEntry::from_row(&row)?;
+        let sqlx::types::Json(artifacts) = row.try_get("artifacts")?;
+        Ok((entry, artifacts))
+    })
+    .transpose()
+}
+
+/// The artifacts of entry `j` as a JSON array, in the order of
+/// [`db::artifacts`].
+const ARTIFACTS_JSON: &str = "SELECT coalesce(json_agg(json_build_object('id', a.id, \
+     'name', a.name, 'kind', a.kind, 'status', a.status, 'created_at', a.created_at, \
+     'profile_error', a.analysis->>'profile_error') ORDER BY a.created_at DESC, a.id DESC), '[]') \
+     FROM artifacts a WHERE a.investigation_id = j.investigation_id OR a.journal_entry_id = j.id";
 
 pub async fn by_investigation(pool: &PgPool, investigation: i64) -> sqlx::Result<Option<i64>> {
     sqlx::query_scalar("SELECT id FROM journal_entries WHERE investigation_id = $1")

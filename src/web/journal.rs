@@ -92,7 +92,9 @@ async fn show_entry(
     ctx: PageCtx,
     Path(id): Path<i64>,
 ) -> Result<Response> {
-    let entry = load_entry(&state, id).await?;
+    let (entry, artifacts) = journal::with_artifacts(&state.pool, id)
+        .await?
+        .ok_or_else(|| AppError::not_found(format!("there is no journal entry {id}")))?;
     let expected = match entry.investigation_id {
         Some(i) => match crate::investigations::load(&state.pool, i).await? {
             Some(loaded) => loaded
@@ -104,8 +106,6 @@ async fn show_entry(
         },
         None => Vec::new(),
     };
-    let artifacts =
-        crate::investigations::db::artifacts(&state.pool, entry.investigation_id, Some(id)).await?;
     let page = ShowPage {
         ctx,
         artifacts,
