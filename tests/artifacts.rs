@@ -140,7 +140,27 @@ async fn request_log_uploads_analyzes_and_loads_its_rows() {
     assert!(!page.select("#section-phases table tbody tr").is_empty());
     assert_eq!(page.select("#section-phases svg.chart").len(), 1);
 
-    // Its rows go with the artifact (a trigger does it: the load checks no key per row).
+    // Analysed again, its rows are replaced (the artifact's partition is swapped), not
+    // added to; the page still reads them.
+    perfjournal::artifacts::requeue(&app.pool, id, &Default::default())
+        .await
+        .unwrap();
+    app.drain_queue().await;
+    assert_eq!(fetch(&mut app, &token, id).await["status"], "done");
+    let again: (i64, i64) = sqlx::query_as(
+        "SELECT count(*), count(DISTINCT tableoid) FROM request_rows WHERE artifact_id = $1",
+    )
+    .bind(id)
+    .fetch_one(&app.pool)
+    .await
+    .unwrap();
+    assert_eq!(again, (200, 1), "200 rows, in one partition");
+    let page = app
+        .get(&format!("/artifacts/{id}/requests?tenant=batch"))
+        .await;
+    assert!(page.select("#decomposition thead th")[0].contains("100 requests"));
+
+    // Its rows go with the artifact (a trigger drops its partition).
     sqlx::query("DELETE FROM artifacts WHERE id = $1")
         .bind(id)
         .execute(&app.pool)
@@ -152,6 +172,13 @@ async fn request_log_uploads_analyzes_and_loads_its_rows() {
         .await
         .unwrap();
     assert_eq!(left, 0);
+    let partitions: i64 = sqlx::query_scalar(
+        "SELECT count(*) FROM pg_inherits WHERE inhparent = 'request_rows'::regclass",
+    )
+    .fetch_one(&app.pool)
+    .await
+    .unwrap();
+    assert_eq!(partitions, 0, "the partition was dropped");
 }
 
 /// A log with gaps: phases, tenants, model versions and arrival times missing on some

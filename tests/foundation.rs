@@ -352,8 +352,17 @@ async fn security_headers_are_on_200_404_and_500() {
     assert_eq!(missing.select("h1"), vec!["Not Found"]);
     assert_security_headers(&missing, "404");
 
-    // With the database gone, a page that needs it fails as a 500 that leaks nothing.
+    // With the database gone, a page that needs it fails without leaking anything: while
+    // the process's copy of the session is fresh (a second, src/auth/cache.rs), the page's
+    // own query finds the pool closed and answers 503 to retry; after it, reading the
+    // session fails and the page is a 500 with a reference.
     app.pool.close().await;
+    let busy = app.get("/admin/users").await;
+    assert_eq!(busy.status, StatusCode::SERVICE_UNAVAILABLE);
+    assert_security_headers(&busy, "503");
+    assert!(busy.headers.contains_key(header::RETRY_AFTER));
+    assert!(!busy.body.to_lowercase().contains("pool"));
+    tokio::time::sleep(perfjournal::auth::cache::FRESH_FOR).await;
     let broken = app.get("/admin/users").await;
     assert_eq!(broken.status, StatusCode::INTERNAL_SERVER_ERROR);
     assert_security_headers(&broken, "500");

@@ -362,8 +362,10 @@ async fn load_request_rows(
             timing.parse += busy;
             let finishing = Instant::now();
             copy.finish().await.map_err(db)?;
+            store_columns(&mut tx, id, columns).await.map_err(db)?;
             // Rows loaded before (an analysis run again) are replaced: dropping their
-            // partition locks `request_rows` against readers only until the commit below.
+            // partition locks `request_rows` against readers until the commit, so the
+            // swap is the last thing before it.
             let partition = format!("request_rows_{id}");
             for statement in [
                 format!("DROP TABLE IF EXISTS {partition}"),
@@ -377,7 +379,6 @@ async fn load_request_rows(
                     .await
                     .map_err(db)?;
             }
-            store_columns(&mut tx, id, columns).await.map_err(db)?;
             tx.commit().await.map_err(db)?;
             timing.db += finishing.elapsed();
             Ok(analysis)
