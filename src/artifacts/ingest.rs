@@ -264,9 +264,10 @@ async fn analyze_blob(
 }
 
 /// Loads every request row into the artifact's partition of `request_rows` with one
-/// binary COPY, replacing earlier rows of the same artifact, and builds the request-log analysis from the same rows. Rows are
-/// parsed on a blocking thread and handed over in ~1 MiB batches through a small
-/// channel, so memory stays bounded and parsing overlaps the server's COPY work.
+/// binary COPY, replacing earlier rows of the same artifact, and builds the request-log
+/// analysis from the same rows. Rows are parsed on a blocking thread and handed over in
+/// ~1 MiB batches through a small channel, so memory stays bounded and parsing overlaps
+/// the server's COPY work.
 async fn load_request_rows(
     state: &ArtifactStore,
     id: i64,

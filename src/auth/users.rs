@@ -1,9 +1,9 @@
 //! The users table: local accounts with a role.
 
-use super::cache::UserCopies;
 use serde::Serialize;
 use sqlx::PgPool;
 
+use super::cache::UserCopies;
 use crate::core::FieldError;
 
 /// What a user may do. Ordered: each role includes the ones before it.

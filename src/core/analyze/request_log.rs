@@ -290,7 +290,8 @@ pub fn parse_row(bytes: &[u8], line_no: u64) -> Result<RequestRow, AnalyzeError>
     // into the row. Anything else (unknown fields, quoted numbers, RFC 3339 times,
     // errors) takes the general path below, which keeps extras and explains problems.
     // The line is checked as UTF-8 once, here: parsing from a `str` then skips the
-    // check serde_json would otherwise make for every key and string (a tenth of the load).
+    // check serde_json would otherwise make for every key and string (7 % of the worker's
+    // samples in a profile of the load).
     if let Ok(text) = std::str::from_utf8(bytes) {
         if let Ok(k) = serde_json::from_str::<KnownFields>(text) {
             return Ok(k.into_row(line_no));
