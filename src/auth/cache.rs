@@ -2,8 +2,11 @@
 //! [`FRESH_FOR`]. A signed-in page view reads both before its own queries: two of an entry
 //! page's four queries (docs/pages.md has the profile). What this process changes it
 //! also changes here at once (a session saved or deleted, a user's role, password or
-//! disabled flag set), so one process behaves exactly as without the copies; a change made
-//! through another replica (or the CLI) applies here within [`FRESH_FOR`].
+//! disabled flag set), so the change applies to this process's next request; a change made
+//! through another replica (or the CLI) applies here within [`FRESH_FOR`]. The one window
+//! left here: a request already reading from PostgreSQL when the change lands may store
+//! the copy it read afterwards, which then serves for at most [`FRESH_FOR`], as on another
+//! replica.
 
 use std::collections::HashMap;
 use std::hash::Hash;
