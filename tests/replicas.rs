@@ -112,6 +112,15 @@ async fn json_of(reply: reqwest::Response) -> serde_json::Value {
     serde_json::from_str(&text).unwrap_or_else(|e| panic!("not JSON ({e}): {text}"))
 }
 
+/// The CSRF token a page's forms carry.
+fn csrf_of(page: &str) -> String {
+    scraper::Html::parse_document(page)
+        .select(&scraper::Selector::parse("input[name=_csrf]").unwrap())
+        .next()
+        .and_then(|e| e.value().attr("value").map(str::to_string))
+        .expect("the page's CSRF token")
+}
+
 fn cookie_header(jar: &[(String, String)]) -> String {
     jar.iter()
         .map(|(n, v)| format!("{n}={v}"))
@@ -151,11 +160,7 @@ async fn two_replicas_share_sessions_jobs_blobs_and_search() {
     let login = http.get(format!("{}/login", a.base)).send().await.unwrap();
     keep_cookies(&mut jar, &login);
     let page = login.text().await.unwrap();
-    let csrf = scraper::Html::parse_document(&page)
-        .select(&scraper::Selector::parse("input[name=_csrf]").unwrap())
-        .next()
-        .and_then(|e| e.value().attr("value").map(str::to_string))
-        .expect("the login form's CSRF token");
+    let csrf = csrf_of(&page);
     let signed_in = http
         .post(format!("{}/login", a.base))
         .header(COOKIE, cookie_header(&jar))
@@ -299,11 +304,7 @@ async fn two_replicas_share_sessions_jobs_blobs_and_search() {
     };
     assert_eq!(get(b.base.clone()).await.unwrap().status(), StatusCode::OK);
     let page = get(a.base.clone()).await.unwrap().text().await.unwrap();
-    let csrf = scraper::Html::parse_document(&page)
-        .select(&scraper::Selector::parse("input[name=_csrf]").unwrap())
-        .next()
-        .and_then(|e| e.value().attr("value").map(str::to_string))
-        .expect("a page's CSRF token");
+    let csrf = csrf_of(&page);
     let signed_out = http
         .post(format!("{}/logout", a.base))
         .header(COOKIE, cookie_header(&jar))
