@@ -974,3 +974,65 @@ async fn a_search_with_pending_changes_answers_at_once_and_says_so() {
     println!("indexed {:?} after the first search", started.elapsed());
     indexer.abort();
 }
+
+/// Queries of plain words are read word by word and the words' readings remembered;
+/// the reading must be exactly PostgreSQL's reading of the whole query, whatever the
+/// mix of stop words, case, digits and repeats (and any other query is read whole).
+#[tokio::test]
+async fn a_query_read_word_by_word_reads_as_postgresql_reads_it_whole() {
+    let app = spawn_app().await;
+    let searcher = perfjournal::search::Searcher::new();
+    // Every word of this file, in the case written, plus stop words, numbers and a few
+    // that PostgreSQL splits or treats as operators.
+    let mut words: Vec<String> = include_str!("search.rs")
+        .split(|c: char| !c.is_ascii_alphanumeric())
+        .filter(|w| !w.is_empty())
+        .map(String::from)
+        .collect();
+    words.sort();
+    words.dedup();
+    for extra in [
+        "the", "AND", "Not", "or", "OR", "H100", "1e5", "0x1f", "2048", "fp8", "Running",
+    ] {
+        words.push(extra.to_string());
+    }
+    assert!(words.len() > 300, "{} words", words.len());
+    let mut queries: Vec<String> = Vec::new();
+    let mut seed: u64 = 12345;
+    let mut next = |n: usize| {
+        seed = seed
+            .wrapping_mul(6364136223846793005)
+            .wrapping_add(1442695040888963407);
+        (seed >> 33) as usize % n
+    };
+    for _ in 0..1500 {
+        let n = 1 + next(4);
+        let q: Vec<&str> = (0..n).map(|_| words[next(words.len())].as_str()).collect();
+        queries.push(q.join(if next(2) == 0 { " " } else { "  " }));
+    }
+    for whole in [
+        "\"kv cache\" -python",
+        "prefill or decode",
+        "1_000 tokens",
+        "café latte",
+        "a,b",
+    ] {
+        queries.push(whole.to_string());
+    }
+    let mut checked = 0;
+    for q in &queries {
+        let ours = searcher.reading(&app.pool, q).await.unwrap();
+        let theirs: String = sqlx::query_scalar("SELECT websearch_to_tsquery('english', $1)::text")
+            .bind(q)
+            .fetch_one(&app.pool)
+            .await
+            .unwrap();
+        assert_eq!(ours.as_deref(), Some(theirs.as_str()), "query {q:?}");
+        checked += 1;
+    }
+    assert_eq!(searcher.reading(&app.pool, "").await.unwrap(), None);
+    println!(
+        "{checked} queries read as PostgreSQL reads them ({} distinct words)",
+        words.len()
+    );
+}

@@ -3,13 +3,13 @@
 //! PostgreSQL cuts highlighted snippets for the page shown, and a trigram-corrected
 //! second try runs when the words match nothing.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::sync::{Arc, Mutex, RwLock};
 
 use chrono::NaiveDate;
 use futures::TryStreamExt;
 use serde::Serialize;
-use sqlx::{PgPool, Postgres, QueryBuilder};
+use sqlx::PgPool;
 
 use crate::core::memory::index::{Answer, DocInput, Index, IndexBuilder, Request};
 use crate::core::memory::query::{SearchQuery, PAGE_SIZE};
@@ -67,9 +67,19 @@ pub struct Searcher {
     answers: Mutex<HashMap<String, (Stamp, Arc<SearchOutcome>)>>,
     /// Wakes the background indexer when a search sees queued changes.
     wake: tokio::sync::Notify,
+    /// Single words as PostgreSQL reads them (`websearch_to_tsquery`), at most
+    /// [`WORD_READINGS`]: the readings depend only on the text search configuration.
+    readings: Mutex<HashMap<String, String>>,
+    /// Words the documents use (`search_words`), as the spelling correction found them;
+    /// at most [`WORD_READINGS`], forgotten when the index reloads whole (a restore).
+    known_words: Mutex<HashSet<String>>,
 }
 
 const CACHED_ANSWERS: usize = 1024;
+/// Documents rebuilt in one catch-up after which the queue is vacuumed.
+const VACUUM_AFTER: usize = 1_000;
+/// Word readings remembered (a few MB at most; emptied when full).
+const WORD_READINGS: usize = 50_000;
 
 impl Default for Searcher {
     fn default() -> Self {
@@ -79,6 +89,8 @@ impl Default for Searcher {
             loading: tokio::sync::Mutex::new(()),
             answers: Mutex::new(HashMap::new()),
             wake: tokio::sync::Notify::new(),
+            readings: Mutex::new(HashMap::new()),
+            known_words: Mutex::new(HashSet::new()),
         }
     }
 }
@@ -146,7 +158,8 @@ impl Searcher {
     /// Rebuilds queued documents and loads the index; returns its size (at start-up).
     pub async fn warm(&self, pool: &PgPool) -> sqlx::Result<(usize, usize)> {
         super::refresh(pool).await?;
-        self.prepare(pool, "").await?;
+        let (stamp, _) = current_state(pool).await?;
+        self.sync(pool, stamp).await?;
         Ok(self.size())
     }
 
@@ -175,6 +188,16 @@ impl Searcher {
         if pending > 0 {
             n = super::refresh(pool).await?;
             stamp = current_state(pool).await?.0;
+            if n >= VACUUM_AFTER {
+                // Every search counts the queue; after a bulk change its dead rows would
+                // slow each count until autovacuum came by (or for good where it is off).
+                if let Err(e) = sqlx::raw_sql("VACUUM (SKIP_LOCKED) search_stale")
+                    .execute(pool)
+                    .await
+                {
+                    tracing::warn!("vacuuming the search queue: {e}");
+                }
+            }
         }
         self.sync(pool, stamp).await?;
         Ok(n)
@@ -214,6 +237,10 @@ impl Searcher {
         };
         let sql = format!("SELECT {DOC_COLUMNS} FROM search_documents WHERE generation > $1");
         if full {
+            // Another database, or this one restored: its words may be fewer.
+            if let Ok(mut known) = self.known_words.lock() {
+                known.clear();
+            }
             // Built aside, chunk by chunk, and swapped in whole.
             let mut fresh = IndexBuilder::default();
             let mut rows = sqlx::query_as::<_, DocRow>(&sql)
@@ -265,26 +292,57 @@ impl Searcher {
         Ok(())
     }
 
-    /// One round trip for the documents' state, how many changes wait to be indexed, and
-    /// PostgreSQL's reading of the words (stemmed, stop words dropped; `None` without
-    /// words); the index is brought up to what is built. Queued changes wake the indexer
-    /// and are reported, never rebuilt here: a search only reads.
-    async fn prepare(&self, pool: &PgPool, q: &str) -> sqlx::Result<(Stamp, i64, Option<String>)> {
-        let (epoch, generation, pending, tsquery): (i64, i64, i64, Option<String>) =
-            sqlx::query_as(
-                "SELECT epoch, generation, (SELECT count(*) FROM search_stale), \
-                 CASE WHEN $1 = '' THEN NULL ELSE websearch_to_tsquery('english', $1)::text END \
-                 FROM search_state",
-            )
-            .bind(q)
-            .fetch_one(pool)
-            .await?;
+    /// The documents' state and how many changes wait to be indexed; queued changes wake
+    /// the background indexer (a search only reads, it never rebuilds).
+    async fn state(&self, pool: &PgPool) -> sqlx::Result<(Stamp, i64)> {
+        let (stamp, pending) = current_state(pool).await?;
         if pending > 0 {
             self.wake.notify_one();
         }
-        let stamp = Stamp { epoch, generation };
-        self.sync(pool, stamp).await?;
-        Ok((stamp, pending, tsquery))
+        Ok((stamp, pending))
+    }
+
+    /// PostgreSQL's reading of the words (web-search syntax, stemming, stop words
+    /// dropped); `None` without words. A query of plain words is read word by word and each
+    /// word's reading is remembered (see [`tsquery::plain_words`]), so a new combination of
+    /// known words costs no round trip; any other query is read whole.
+    pub async fn reading(&self, pool: &PgPool, q: &str) -> sqlx::Result<Option<String>> {
+        if q.is_empty() {
+            return Ok(None);
+        }
+        if let Some(words) = tsquery::plain_words(q) {
+            let mut known: HashMap<String, String> = HashMap::with_capacity(words.len());
+            if let Ok(cache) = self.readings.lock() {
+                for w in &words {
+                    if let Some(r) = cache.get(w) {
+                        known.insert(w.clone(), r.clone());
+                    }
+                }
+            }
+            let mut missing: Vec<&str> = words
+                .iter()
+                .filter(|w| !known.contains_key(*w))
+                .map(String::as_str)
+                .collect();
+            missing.sort_unstable();
+            missing.dedup();
+            if !missing.is_empty() {
+                known.extend(self.read_words(pool, &missing).await?);
+            }
+            let joined = tsquery::join_readings(
+                words
+                    .iter()
+                    .map(|w| known.get(w).map(String::as_str).unwrap_or_default()),
+            );
+            if let Some(joined) = joined {
+                return Ok(Some(joined));
+            }
+        }
+        let (text,): (String,) = sqlx::query_as("SELECT websearch_to_tsquery('english', $1)::text")
+            .bind(q)
+            .fetch_one(pool)
+            .await?;
+        Ok(Some(text))
     }
 
     /// The search, answered from the cache when nothing changed since the same query
@@ -294,16 +352,17 @@ impl Searcher {
         pool: &PgPool,
         query: &SearchQuery,
     ) -> sqlx::Result<(Arc<SearchOutcome>, i64)> {
-        let (stamp, pending, tsquery) = self.prepare(pool, &query.q).await?;
         let key = serde_json::to_string(query).unwrap_or_default();
         let cached = self.answers.lock().ok().and_then(|a| a.get(&key).cloned());
         if let Some((at, answer)) = cached {
+            let (stamp, pending) = self.state(pool).await?;
             if at == stamp {
                 return Ok((answer, pending));
             }
         }
-        let answer = Arc::new(self.answer(pool, query, tsquery).await?);
-        if let Ok(mut answers) = self.answers.lock() {
+        let (answer, fresh, pending) = self.answer(pool, query).await?;
+        let answer = Arc::new(answer);
+        if let (Some(stamp), Ok(mut answers)) = (fresh, self.answers.lock()) {
             if answers.len() >= CACHED_ANSWERS {
                 answers.clear();
             }
@@ -320,141 +379,319 @@ impl Searcher {
         pool: &PgPool,
         query: &SearchQuery,
     ) -> sqlx::Result<SearchOutcome> {
-        let (_, _, tsquery) = self.prepare(pool, &query.q).await?;
-        self.answer(pool, query, tsquery).await
+        Ok(self.answer(pool, query).await?.0)
     }
 
     /// The words as typed, then, when they match nothing, once more with misspelt
-    /// words corrected.
+    /// words corrected; with the state the answer is true of (see [`Searcher::run`]).
     async fn answer(
         &self,
         pool: &PgPool,
         query: &SearchQuery,
-        tsquery: Option<String>,
-    ) -> sqlx::Result<SearchOutcome> {
-        let outcome = self.run(pool, query, tsquery).await?;
-        if outcome.total == 0 && !query.q.is_empty() {
-            if let Some(corrected) = correct(pool, &query.q).await? {
+    ) -> sqlx::Result<(SearchOutcome, Option<Stamp>, i64)> {
+        let tsquery = self.reading(pool, &query.q).await?;
+        let first = self.run(pool, query, tsquery).await?;
+        if first.0.total == 0 && !query.q.is_empty() {
+            if let Some(corrected) = correct(pool, &self.known_words, &query.q).await? {
                 let retry = SearchQuery {
                     q: corrected.clone(),
                     ..query.clone()
                 };
-                let (_, _, tsquery) = self.prepare(pool, &retry.q).await?;
-                let mut outcome = self.run(pool, &retry, tsquery).await?;
+                let tsquery = self.reading(pool, &retry.q).await?;
+                let (mut outcome, fresh, pending) = self.run(pool, &retry, tsquery).await?;
                 outcome.corrected = Some(corrected);
-                return Ok(outcome);
+                return Ok((outcome, fresh, pending));
             }
         }
-        Ok(outcome)
+        Ok(first)
     }
 
+    /// Searches the index as it is, then reads the page's texts together with the
+    /// documents' state in one round trip. When the state has moved past what the index
+    /// held (a change made here or on another replica), the index loads the change and
+    /// the search runs again, so an answer always reflects the state it reports (after
+    /// three tries under a stream of changes, the last answer is returned and reported as
+    /// not fresh: `None`, so it is not cached).
     async fn run(
         &self,
         pool: &PgPool,
         query: &SearchQuery,
         tsquery: Option<String>,
-    ) -> sqlx::Result<SearchOutcome> {
+    ) -> sqlx::Result<(SearchOutcome, Option<Stamp>, i64)> {
         let node = match tsquery.as_deref() {
             Some(text) => tsquery::parse(text).map_err(index_error)?,
             None => None,
         };
-        let answer = {
-            let index = self.index.read().expect("search index lock");
-            index.search(&Request {
-                text: node.as_ref(),
-                empty_text: tsquery.is_some() && node.is_none(),
-                filters: &query.filters,
-                from: query.from,
-                to: query.to,
-                newest: query.newest,
-                offset: ((query.page - 1) * PAGE_SIZE) as usize,
-                limit: PAGE_SIZE as usize,
-            })
+        // Plain words joined by `&` are highlighted here; anything else by PostgreSQL.
+        let terms = node.as_ref().and_then(tsquery::conjunction_terms);
+        let cut_by_postgres = match terms {
+            Some(_) => None,
+            None => tsquery.as_deref(),
         };
-        let results = page_texts(pool, query, &answer).await?;
-        let facets = answer
-            .facets
-            .into_iter()
-            .map(|(name, values)| {
-                let values = values
+        let mut tries = 0;
+        loop {
+            tries += 1;
+            let (answer, held) = {
+                let index = self.index.read().expect("search index lock");
+                // Read under the index's lock: `sync` stores the stamp after swapping
+                // the index, so the stamp read here is never newer than the index.
+                let held = *self.synced.lock().expect("search stamp lock");
+                let answer = index.search(&Request {
+                    text: node.as_ref(),
+                    empty_text: tsquery.is_some() && node.is_none(),
+                    filters: &query.filters,
+                    from: query.from,
+                    to: query.to,
+                    newest: query.newest,
+                    offset: ((query.page - 1) * PAGE_SIZE) as usize,
+                    limit: PAGE_SIZE as usize,
+                });
+                (answer, held)
+            };
+            let (texts, stamp, pending) = page_texts(pool, cut_by_postgres, &answer).await?;
+            if pending > 0 {
+                self.wake.notify_one();
+            }
+            let fresh = held == Some(stamp);
+            if fresh || tries == 3 {
+                let results = self.hits(pool, texts, terms.as_deref(), &answer).await?;
+                let facets = answer
+                    .facets
                     .into_iter()
-                    .map(|(value, count)| FacetCount { value, count })
+                    .map(|(name, values)| {
+                        let values = values
+                            .into_iter()
+                            .map(|(value, count)| FacetCount { value, count })
+                            .collect();
+                        (name, values)
+                    })
                     .collect();
-                (name, values)
+                let outcome = SearchOutcome {
+                    results,
+                    total: answer.total,
+                    facets,
+                    corrected: None,
+                };
+                return Ok((outcome, fresh.then_some(stamp), pending));
+            }
+            self.sync(pool, stamp).await?;
+        }
+    }
+
+    /// Reads single words as PostgreSQL does (`websearch_to_tsquery('english', word)`)
+    /// and remembers them; returns what was read.
+    async fn read_words(
+        &self,
+        pool: &PgPool,
+        words: &[&str],
+    ) -> sqlx::Result<HashMap<String, String>> {
+        let read: Vec<(String, String)> = sqlx::query_as(
+            "SELECT w, websearch_to_tsquery('english', w)::text FROM unnest($1::text[]) AS w",
+        )
+        .bind(words)
+        .fetch_all(pool)
+        .await?;
+        if let Ok(mut cache) = self.readings.lock() {
+            if cache.len() + read.len() > WORD_READINGS {
+                cache.clear();
+            }
+            cache.extend(read.iter().cloned());
+        }
+        Ok(read.into_iter().collect())
+    }
+
+    /// The page's results in order, each with its snippet: the start of the text when
+    /// browsing, a headline cut here for plain words ([`snippet::headline`]: a word
+    /// matches when PostgreSQL reads it as one of the query's lexemes), else the one
+    /// PostgreSQL cut. Words that could match and were never read are read first, in
+    /// one round trip, and remembered.
+    async fn hits(
+        &self,
+        pool: &PgPool,
+        texts: Vec<PageText>,
+        terms: Option<&[&str]>,
+        answer: &Answer,
+    ) -> sqlx::Result<Vec<Hit>> {
+        let mut fresh = HashMap::new();
+        if let Some(terms) = terms {
+            let mut unknown: Vec<String> = Vec::new();
+            if let Ok(cache) = self.readings.lock() {
+                for text in &texts {
+                    snippet::each_word(&text.body, |w| {
+                        if let Some(w) = needs_reading(w, terms) {
+                            if !cache.contains_key(&w) {
+                                unknown.push(w);
+                            }
+                        }
+                    });
+                }
+            }
+            unknown.sort_unstable();
+            unknown.dedup();
+            unknown.truncate(READ_PER_PAGE);
+            if !unknown.is_empty() {
+                let words: Vec<&str> = unknown.iter().map(String::as_str).collect();
+                fresh = self.read_words(pool, &words).await?;
+            }
+        }
+        let cache = self.readings.lock().expect("word readings lock");
+        let term_of = |terms: &[&str], word: &str| -> Option<usize> {
+            let lower = word.to_lowercase();
+            let lexeme = if lower.chars().all(char::is_alphabetic) {
+                needs_reading(word, terms)?;
+                let reading = cache.get(&lower).or_else(|| fresh.get(&lower))?;
+                tsquery::single_lexeme(reading)?
+            } else {
+                // Letters with digits, or digits: PostgreSQL's `simple` dictionary,
+                // which only lowercases.
+                lower.as_str()
+            };
+            terms.iter().position(|t| *t == lexeme)
+        };
+        Ok(texts
+            .into_iter()
+            .filter_map(|text| {
+                let found = answer
+                    .page
+                    .iter()
+                    .find(|f| f.kind == text.kind && f.source_id == text.source_id)?;
+                let cut = match (terms, text.headline) {
+                    (_, Some(cut)) => cut,
+                    (Some(terms), None) => snippet::headline(
+                        &text.body,
+                        |w| term_of(terms, w),
+                        HEADLINE_WORDS,
+                        HEADLINE_FRAGMENTS,
+                    ),
+                    (None, None) => text.body.chars().take(BROWSE_CHARS).collect(),
+                };
+                Some(Hit {
+                    score: found.score,
+                    date: found.date,
+                    snippet_html: snippet::to_html(&cut),
+                    kind: text.kind,
+                    id: text.source_id,
+                    title: text.title,
+                    url: text.url,
+                })
             })
-            .collect();
-        Ok(SearchOutcome {
-            results,
-            total: answer.total,
-            facets,
-            corrected: None,
-        })
+            .collect())
     }
 }
 
-/// Titles, links and highlighted snippets for the page shown (ts_headline, the costly
-/// part, runs on these 20 only).
-async fn page_texts(pool: &PgPool, query: &SearchQuery, answer: &Answer) -> sqlx::Result<Vec<Hit>> {
-    if answer.page.is_empty() {
-        return Ok(Vec::new());
+/// Words per headline fragment, fragments per headline (as `MaxWords`, `MaxFragments`
+/// for `ts_headline`), and characters shown of a result when browsing without words.
+const HEADLINE_WORDS: usize = 30;
+const HEADLINE_FRAGMENTS: usize = 2;
+const BROWSE_CHARS: usize = 240;
+/// Words read for one page's headlines at most (the rest are read by later pages).
+const READ_PER_PAGE: usize = 5_000;
+
+/// A word of letters only that could be read as one of the terms, lowercased: the
+/// English stemmer keeps a word's first letter, so only words starting like a term
+/// are asked about.
+fn needs_reading(word: &str, terms: &[&str]) -> Option<String> {
+    if word.chars().count() > tsquery::PLAIN_WORD_MAX || !word.chars().all(char::is_alphabetic) {
+        return None;
     }
+    let lower = word.to_lowercase();
+    let first = lower.chars().next()?;
+    terms.iter().any(|t| t.starts_with(first)).then_some(lower)
+}
+
+/// One result's texts as stored: `body` is the four text classes joined as documents
+/// are, `headline` PostgreSQL's cut when it made one.
+struct PageText {
+    kind: String,
+    source_id: i64,
+    title: String,
+    url: String,
+    body: String,
+    headline: Option<String>,
+}
+
+/// Titles, links and texts of the page shown (with PostgreSQL's headlines when it cuts
+/// them: `cut_by_postgres` is the tsquery), the documents' state and how many changes
+/// wait to be indexed, in one statement (a page with no results still reads the state).
+async fn page_texts(
+    pool: &PgPool,
+    cut_by_postgres: Option<&str>,
+    answer: &Answer,
+) -> sqlx::Result<(Vec<PageText>, Stamp, i64)> {
     let kinds: Vec<&str> = answer.page.iter().map(|p| p.kind.as_str()).collect();
     let ids: Vec<i64> = answer.page.iter().map(|p| p.source_id).collect();
-    let mut qb = QueryBuilder::<Postgres>::new("SELECT x.kind, x.source_id, x.title, x.url, ");
-    if query.q.is_empty() {
-        qb.push("left(x.text_a, 240)");
-    } else {
-        qb.push(
-            "ts_headline('english', concat_ws(' · ', nullif(x.text_a, ''), nullif(x.text_b, ''), \
-             nullif(x.text_c, ''), nullif(x.text_d, '')), websearch_to_tsquery('english', ",
-        )
-        .push_bind(query.q.clone())
-        .push("), ")
-        .push_bind(format!(
-            "StartSel={START}, StopSel={STOP}, MaxWords=30, MinWords=12, MaxFragments=2, FragmentDelimiter=\" … \""
-        ))
-        .push(")");
-    }
-    qb.push(" FROM unnest(")
-        .push_bind(kinds)
-        .push("::text[], ")
-        .push_bind(ids)
-        .push(
-            "::bigint[]) WITH ORDINALITY AS p(kind, source_id, ord) \
-             JOIN search_texts x USING (kind, source_id) ORDER BY p.ord",
-        );
-    let texts: Vec<(String, i64, String, String, String)> =
-        qb.build_query_as().fetch_all(pool).await?;
+    type Row = (
+        i64,
+        i64,
+        i64,
+        Option<String>,
+        Option<i64>,
+        Option<String>,
+        Option<String>,
+        Option<String>,
+        Option<String>,
+    );
+    // ts_headline is strict: without a tsquery it returns NULL without parsing anything.
+    let rows: Vec<Row> = sqlx::query_as(
+        "SELECT s.epoch, s.generation, (SELECT count(*) FROM search_stale), \
+         t.kind, t.source_id, t.title, t.url, t.body, t.headline FROM search_state s \
+         LEFT JOIN LATERAL (SELECT p.ord, x.kind, x.source_id, x.title, x.url, b.body, \
+         ts_headline('english', b.body, $1::tsquery, $2) AS headline \
+         FROM unnest($3::text[], $4::bigint[]) WITH ORDINALITY AS p(kind, source_id, ord) \
+         JOIN search_texts x USING (kind, source_id) \
+         CROSS JOIN LATERAL (SELECT concat_ws(' · ', nullif(x.text_a, ''), nullif(x.text_b, ''), \
+         nullif(x.text_c, ''), nullif(x.text_d, '')) AS body) b) t ON true ORDER BY t.ord",
+    )
+    .bind(cut_by_postgres)
+    .bind(format!(
+        "StartSel={START}, StopSel={STOP}, MaxWords={HEADLINE_WORDS}, MinWords=12, \
+         MaxFragments={HEADLINE_FRAGMENTS}, FragmentDelimiter=\" … \""
+    ))
+    .bind(kinds)
+    .bind(ids)
+    .fetch_all(pool)
+    .await?;
+    let (epoch, generation, pending) = rows
+        .first()
+        .map(|r| (r.0, r.1, r.2))
+        .ok_or_else(|| index_error("the search state row is missing".into()))?;
     // In page order; a document removed since the index loaded has no texts and is
     // simply not shown.
-    Ok(texts
+    let texts = rows
         .into_iter()
-        .filter_map(|(kind, id, title, url, snippet)| {
-            let found = answer
-                .page
-                .iter()
-                .find(|f| f.kind == kind && f.source_id == id)?;
-            Some(Hit {
-                score: found.score,
-                date: found.date,
-                snippet_html: snippet::to_html(&snippet),
-                kind,
-                id,
-                title,
-                url,
+        .filter_map(|(_, _, _, kind, source_id, title, url, body, headline)| {
+            Some(PageText {
+                kind: kind?,
+                source_id: source_id?,
+                title: title.unwrap_or_default(),
+                url: url.unwrap_or_default(),
+                body: body.unwrap_or_default(),
+                headline,
             })
         })
-        .collect())
+        .collect();
+    Ok((texts, Stamp { epoch, generation }, pending))
 }
 
 /// The query with each unknown word replaced by the closest word the documents use
-/// (trigram similarity ≥ 0.3); `None` when nothing would change.
-async fn correct(pool: &PgPool, q: &str) -> sqlx::Result<Option<String>> {
-    let words: Vec<String> = q
+/// (trigram similarity ≥ 0.3); `None` when nothing would change. Words found among the
+/// documents' words are remembered in `known` (that list only grows), so a query of
+/// known words costs no round trip.
+async fn correct(
+    pool: &PgPool,
+    known: &Mutex<HashSet<String>>,
+    q: &str,
+) -> sqlx::Result<Option<String>> {
+    let mut words: Vec<String> = q
         .split(|c: char| !c.is_alphanumeric())
         .filter(|w| w.chars().count() >= 3 && *w != "OR")
         .map(str::to_lowercase)
         .collect();
+    if let Ok(known) = known.lock() {
+        words.retain(|w| !known.contains(w));
+    }
+    words.sort_unstable();
+    words.dedup();
     if words.is_empty() {
         return Ok(None);
     }
@@ -465,6 +702,17 @@ async fn correct(pool: &PgPool, q: &str) -> sqlx::Result<Option<String>> {
     .bind(&words)
     .fetch_all(pool)
     .await?;
+    if let Ok(mut known) = known.lock() {
+        if known.len() + pairs.len() > WORD_READINGS {
+            known.clear();
+        }
+        known.extend(
+            pairs
+                .iter()
+                .filter(|(input, best)| best.as_ref() == Some(input))
+                .map(|(input, _)| input.clone()),
+        );
+    }
     let fixes: HashMap<String, String> = pairs
         .into_iter()
         .filter_map(|(input, best)| best.filter(|b| *b != input).map(|b| (input, b)))

@@ -202,6 +202,84 @@ pub fn parse(text: &str) -> Result<Option<Node>, String> {
     Ok(Some(node))
 }
 
+/// The words of a query PostgreSQL reads one by one: only ASCII letters and digits,
+/// separated by white space, none of them the web-search operator `or`, none longer than
+/// [`PLAIN_WORD_MAX`]. For such a query `websearch_to_tsquery` is the `&` of its words'
+/// own readings (stop words dropped), so the words can be read once and remembered.
+/// Lowercased (PostgreSQL lowercases them before stemming); `None` for any other query
+/// (quotes, minus signs, punctuation, other scripts), which is read whole.
+pub fn plain_words(q: &str) -> Option<Vec<String>> {
+    let words: Vec<String> = q.split_whitespace().map(str::to_ascii_lowercase).collect();
+    let plain = !words.is_empty()
+        && words.iter().all(|w| {
+            w.len() <= PLAIN_WORD_MAX && w != "or" && w.bytes().all(|b| b.is_ascii_alphanumeric())
+        });
+    plain.then_some(words)
+}
+
+/// Longest word [`plain_words`] accepts (PostgreSQL drops words over 2,047 bytes with a
+/// notice; words this long are read whole instead).
+pub const PLAIN_WORD_MAX: usize = 64;
+
+/// The query's reading from its words' readings, as `websearch_to_tsquery` prints it:
+/// the non-empty ones joined by ` & `. `None` when a word's reading is not one plain
+/// lexeme (then the query is read whole).
+pub fn join_readings<'a>(readings: impl IntoIterator<Item = &'a str>) -> Option<String> {
+    let mut out = String::new();
+    for reading in readings {
+        if reading.is_empty() {
+            continue;
+        }
+        let single = matches!(
+            parse(reading),
+            Ok(Some(Node::Term {
+                prefix: false,
+                weights: 0,
+                ..
+            }))
+        );
+        if !single {
+            return None;
+        }
+        if !out.is_empty() {
+            out.push_str(" & ");
+        }
+        out.push_str(reading);
+    }
+    Some(out)
+}
+
+/// The lexemes of a query that is only plain words joined by `&` (what a query of plain
+/// words reads as): each of ASCII letters and digits, without prefix or weights. `None`
+/// for anything else (phrases, `|`, `!`, other characters), whose highlighting is left
+/// to PostgreSQL.
+pub fn conjunction_terms(node: &Node) -> Option<Vec<&str>> {
+    fn walk<'a>(node: &'a Node, out: &mut Vec<&'a str>) -> bool {
+        match node {
+            Node::Term {
+                lexeme,
+                prefix: false,
+                weights: 0,
+            } if !lexeme.is_empty() && lexeme.bytes().all(|b| b.is_ascii_alphanumeric()) => {
+                if !out.contains(&lexeme.as_str()) {
+                    out.push(lexeme);
+                }
+                true
+            }
+            Node::And(a, b) => walk(a, out) && walk(b, out),
+            _ => false,
+        }
+    }
+    let mut out = Vec::new();
+    walk(node, &mut out).then_some(out)
+}
+
+/// The lexeme of a reading that is one plain lexeme (`'run'` → `run`).
+pub fn single_lexeme(reading: &str) -> Option<&str> {
+    let inner = reading.strip_prefix('\'')?.strip_suffix('\'')?;
+    (!inner.is_empty() && !inner.contains(['\'', '\\'])).then_some(inner)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -281,6 +359,72 @@ mod tests {
     fn malformed_text_is_an_error_not_a_panic() {
         for bad in ["'open", "'a' &", "( 'a'", "'a' 'b'", "<x>", "'a' <->", "#"] {
             assert!(parse(bad).is_err(), "{bad}");
+        }
+    }
+
+    #[test]
+    fn plain_queries_are_read_word_by_word() {
+        assert_eq!(
+            plain_words("KV cache h100").unwrap(),
+            ["kv", "cache", "h100"]
+        );
+        assert_eq!(
+            plain_words("  prefill \t decode ").unwrap(),
+            ["prefill", "decode"]
+        );
+        // Operators, punctuation, other scripts and the empty query are read whole.
+        for whole in [
+            "",
+            "   ",
+            "a OR b",
+            "a or b",
+            "-python",
+            "\"kv cache\"",
+            "fp8,",
+            "café",
+            "1_000",
+        ] {
+            assert_eq!(plain_words(whole), None, "{whole:?}");
+        }
+        assert_eq!(plain_words(&"x".repeat(PLAIN_WORD_MAX + 1)), None);
+        assert!(plain_words(&"x".repeat(PLAIN_WORD_MAX)).is_some());
+    }
+
+    #[test]
+    fn readings_join_like_websearch_to_tsquery() {
+        assert_eq!(
+            join_readings(["'kv'", "", "'cach'"]).unwrap(),
+            "'kv' & 'cach'"
+        );
+        assert_eq!(join_readings(["", ""]).unwrap(), "");
+        assert_eq!(join_readings(["'a'", "'a'"]).unwrap(), "'a' & 'a'");
+        // A word PostgreSQL splits, or anything but one plain lexeme, sends the query whole.
+        assert_eq!(join_readings(["'1' <-> '000'", "'a'"]), None);
+        assert_eq!(join_readings(["'a':*"]), None);
+    }
+
+    #[test]
+    fn conjunctions_of_plain_lexemes_are_recognised() {
+        let terms = |t: &str| {
+            parse(t)
+                .unwrap()
+                .map(|n| conjunction_terms(&n).map(|v| v.join(",")))
+        };
+        assert_eq!(terms("'kv' & 'cach' & 'kv'"), Some(Some("kv,cach".into())));
+        assert_eq!(terms("'h100'"), Some(Some("h100".into())));
+        for other in [
+            "'a' | 'b'",
+            "'a' & !'b'",
+            "'a' <-> 'b'",
+            "'a':*",
+            "'vllm.ai'",
+            "'a':A",
+        ] {
+            assert_eq!(terms(other), Some(None), "{other}");
+        }
+        assert_eq!(single_lexeme("'run'"), Some("run"));
+        for not in ["", "''", "'it''s'", "'a' & 'b'", "run"] {
+            assert_eq!(single_lexeme(not), None, "{not}");
         }
     }
 }
