@@ -1036,3 +1036,46 @@ async fn a_query_read_word_by_word_reads_as_postgresql_reads_it_whole() {
         words.len()
     );
 }
+
+/// Snippets for plain words are cut in the app: a word is highlighted when PostgreSQL
+/// reads it as one of the query's lexemes (so every inflection of a word, and nothing
+/// that merely starts like it); phrase queries are still cut by PostgreSQL.
+#[tokio::test]
+async fn snippets_highlight_every_form_of_the_words_and_nothing_else() {
+    let (mut app, token) = admin().await;
+    entry(
+        &mut app,
+        "Batches stall",
+        &[(
+            "symptom",
+            "Prefilled batches stall while prefill runs long; the prefix cache missed and caching H100 nodes idled.",
+        )],
+    )
+    .await;
+    let v = search(&mut app, &token, "q=prefilling+caches+h100").await;
+    assert_eq!(v["total"], 1, "{v}");
+    let snippet = v["results"][0]["snippet"].as_str().unwrap().to_string();
+    for marked in ["Prefilled", "prefill", "cache", "caching", "H100"] {
+        assert!(
+            snippet.contains(&format!("<mark>{marked}</mark>")),
+            "{marked}: {snippet}"
+        );
+    }
+    for plain in ["prefix", "batches", "stall"] {
+        assert!(
+            !snippet.contains(&format!("<mark>{plain}</mark>")),
+            "{plain}: {snippet}"
+        );
+    }
+    // A phrase goes to ts_headline, which marks the phrase's words.
+    let v = search(&mut app, &token, "q=%22prefix+cache%22").await;
+    let snippet = v["results"][0]["snippet"].as_str().unwrap();
+    assert!(snippet.contains("<mark>prefix</mark>"), "{snippet}");
+    // Asked again once the words are known: the same snippet.
+    let again = search(&mut app, &token, "q=h100+prefilling+caches").await;
+    let first = search(&mut app, &token, "q=prefilling+caches+h100").await;
+    assert_eq!(
+        again["results"][0]["snippet"],
+        first["results"][0]["snippet"]
+    );
+}

@@ -119,10 +119,12 @@ pub fn headline(
     }
     let mut shown: Vec<usize> = Vec::new();
     for _ in 0..fragments.max(1) {
-        // (new terms, terms, matches), then the earliest start.
-        let mut best: Option<((usize, usize, usize), (usize, usize))> = None;
+        // (new terms, terms, matches), then the earliest start; with the word range.
+        type Score = (usize, usize, usize);
+        let mut best: Option<(Score, (usize, usize))> = None;
         for &(i, _) in hits.iter().take(STARTS) {
-            let from = i.saturating_sub(LEAD).min(n.saturating_sub(max_words));
+            let lead = LEAD.min(max_words - 1);
+            let from = i.saturating_sub(lead).min(n.saturating_sub(max_words));
             let to = (from + max_words).min(n);
             if chosen.iter().any(|&(f, t)| from < t && f < to) {
                 continue;
