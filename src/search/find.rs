@@ -4,6 +4,7 @@
 //! second try runs when the words match nothing.
 
 use std::collections::{HashMap, HashSet};
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, RwLock};
 
 use chrono::NaiveDate;
@@ -73,10 +74,12 @@ pub struct Searcher {
     /// Words the documents use (`search_words`), as the spelling correction found them;
     /// at most [`WORD_READINGS`], forgotten when the index reloads whole (a restore).
     known_words: Mutex<HashSet<String>>,
+    /// Documents rebuilt since the queue was last vacuumed.
+    since_vacuum: AtomicUsize,
 }
 
 const CACHED_ANSWERS: usize = 1024;
-/// Documents rebuilt in one catch-up after which the queue is vacuumed.
+/// Documents rebuilt after which a catch-up that finds the queue empty vacuums it.
 const VACUUM_AFTER: usize = 1_000;
 /// Word readings remembered (a few MB at most; emptied when full).
 const WORD_READINGS: usize = 50_000;
@@ -91,6 +94,7 @@ impl Default for Searcher {
             wake: tokio::sync::Notify::new(),
             readings: Mutex::new(HashMap::new()),
             known_words: Mutex::new(HashSet::new()),
+            since_vacuum: AtomicUsize::new(0),
         }
     }
 }
@@ -188,15 +192,17 @@ impl Searcher {
         if pending > 0 {
             n = super::refresh(pool).await?;
             stamp = current_state(pool).await?.0;
-            if n >= VACUUM_AFTER {
-                // Every search counts the queue; after a bulk change its dead rows would
-                // slow each count until autovacuum came by (or for good where it is off).
-                if let Err(e) = sqlx::raw_sql("VACUUM (SKIP_LOCKED) search_stale")
-                    .execute(pool)
-                    .await
-                {
-                    tracing::warn!("vacuuming the search queue: {e}");
-                }
+            self.since_vacuum.fetch_add(n, Ordering::Relaxed);
+        } else if self.since_vacuum.load(Ordering::Relaxed) >= VACUUM_AFTER {
+            // A burst of changes is over. Every search counts the queue, and its dead
+            // rows would slow each count until autovacuum came by (or for good where it
+            // is off).
+            self.since_vacuum.store(0, Ordering::Relaxed);
+            if let Err(e) = sqlx::raw_sql("VACUUM (SKIP_LOCKED) search_stale")
+                .execute(pool)
+                .await
+            {
+                tracing::warn!("vacuuming the search queue: {e}");
             }
         }
         self.sync(pool, stamp).await?;
@@ -536,9 +542,14 @@ impl Searcher {
         }
         let cache = self.readings.lock().expect("word readings lock");
         let term_of = |terms: &[&str], word: &str| -> Option<usize> {
+            if !could_match(word, terms) {
+                return None;
+            }
             let lower = word.to_lowercase();
             let lexeme = if lower.chars().all(char::is_alphabetic) {
-                needs_reading(word, terms)?;
+                if lower.len() > tsquery::PLAIN_WORD_MAX {
+                    return None;
+                }
                 let reading = cache.get(&lower).or_else(|| fresh.get(&lower))?;
                 tsquery::single_lexeme(reading)?
             } else {
@@ -587,16 +598,21 @@ const BROWSE_CHARS: usize = 240;
 /// Words read for one page's headlines at most (the rest are read by later pages).
 const READ_PER_PAGE: usize = 5_000;
 
-/// A word of letters only that could be read as one of the terms, lowercased: the
-/// English stemmer keeps a word's first letter, so only words starting like a term
-/// are asked about.
+/// Whether a word could be one of the terms at all: the English stemmer keeps a word's
+/// first letter and the `simple` dictionary only lowercases, so a word can only match
+/// a term that starts like it (the terms are ASCII). Cheap, and most words stop here.
+fn could_match(word: &str, terms: &[&str]) -> bool {
+    let first = word.as_bytes().first().map(u8::to_ascii_lowercase);
+    terms.iter().any(|t| t.as_bytes().first() == first.as_ref())
+}
+
+/// A word of letters only that could be read as one of the terms, lowercased: only
+/// those are asked about.
 fn needs_reading(word: &str, terms: &[&str]) -> Option<String> {
-    if word.chars().count() > tsquery::PLAIN_WORD_MAX || !word.chars().all(char::is_alphabetic) {
-        return None;
-    }
-    let lower = word.to_lowercase();
-    let first = lower.chars().next()?;
-    terms.iter().any(|t| t.starts_with(first)).then_some(lower)
+    let fits = could_match(word, terms)
+        && word.len() <= tsquery::PLAIN_WORD_MAX
+        && word.chars().all(char::is_alphabetic);
+    fits.then(|| word.to_lowercase())
 }
 
 /// One result's texts as stored: `body` is the four text classes joined as documents
