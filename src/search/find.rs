@@ -1,7 +1,9 @@
-//! The search itself: PostgreSQL reads the words (web-search syntax, stemming), the
-//! in-memory index ([`crate::core::memory::index`]) matches, ranks and counts facets,
-//! PostgreSQL cuts highlighted snippets for the page shown, and a trigram-corrected
-//! second try runs when the words match nothing.
+//! The search itself: PostgreSQL reads the words (web-search syntax, stemming; each
+//! plain word once, then remembered), the in-memory index ([`crate::core::memory::index`])
+//! matches, ranks and counts facets, one statement brings the shown page's texts with the
+//! index's state, highlighted snippets are cut here for plain words (by PostgreSQL's
+//! `ts_headline` for the rest), and a trigram-corrected second try runs when the words
+//! match nothing.
 
 use std::collections::{HashMap, HashSet};
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -57,7 +59,7 @@ pub struct Stamp {
 }
 
 /// The in-memory index and the generation of the documents it holds. One per app
-/// (it lives in the app state); it catches up with the database before each search.
+/// (it lives in the app state); a search that finds the database ahead of it loads the change.
 pub struct Searcher {
     index: Arc<RwLock<Index>>,
     /// The state the index reflects; `None` before the first load.

@@ -129,9 +129,9 @@ pub fn headline(
             if chosen.iter().any(|&(f, t)| from < t && f < to) {
                 continue;
             }
-            let inside: Vec<usize> = hits
+            let first = hits.partition_point(|(w, _)| *w < from);
+            let inside: Vec<usize> = hits[first..]
                 .iter()
-                .skip_while(|(w, _)| *w < from)
                 .take_while(|(w, _)| *w < to)
                 .map(|&(_, t)| t)
                 .collect();
