@@ -911,10 +911,7 @@ async fn an_admin_reset_or_disable_ends_the_users_sessions() {
     );
 
     // The admin cannot disable themselves.
-    let ada_id: i64 = sqlx::query_scalar("SELECT id FROM users WHERE name = 'ada'")
-        .fetch_one(&admin.pool)
-        .await
-        .unwrap();
+    let ada_id = admin.user_id("ada").await;
     let r = admin
         .post_form(
             &format!("/admin/users/{ada_id}/disabled"),

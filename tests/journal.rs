@@ -426,10 +426,7 @@ async fn viewers_cannot_write_the_journal() {
 async fn the_journal_list_pages_and_a_page_is_stable_under_new_entries() {
     let mut app = common::spawn_app().await;
     app.setup_admin("ada").await;
-    let author: i64 = sqlx::query_scalar("SELECT id FROM users WHERE name = 'ada'")
-        .fetch_one(&app.pool)
-        .await
-        .unwrap();
+    let author = app.user_id("ada").await;
     sqlx::query(
         "INSERT INTO journal_entries (author_id, title, entry_date, symptom, change, published_at) \
          SELECT $1, 'Entry ' || g, date '2026-01-01' + g, 'slow', 'a change', now() \

@@ -16,10 +16,7 @@ async fn seeded() -> (TestApp, String) {
     let mut app = common::spawn_app().await;
     app.setup_admin("ada").await;
     let token = app.api_token("ada").await;
-    let ada: i64 = sqlx::query_scalar("SELECT id FROM users WHERE name = 'ada'")
-        .fetch_one(&app.pool)
-        .await
-        .unwrap();
+    let ada = app.user_id("ada").await;
     let inserts = [
         "INSERT INTO investigations (title, owner_id, created_at, updated_at) \
          SELECT 'Investigation ' || g, $1, now() - g * interval '1 minute', \

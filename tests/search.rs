@@ -1086,10 +1086,7 @@ async fn snippets_highlight_every_form_of_the_words_and_nothing_else() {
 #[tokio::test]
 async fn the_indexer_vacuums_its_queue_after_a_burst() {
     let (mut app, token) = admin().await;
-    let author: i64 = sqlx::query_scalar("SELECT id FROM users WHERE name = 'ada'")
-        .fetch_one(&app.pool)
-        .await
-        .unwrap();
+    let author = app.user_id("ada").await;
     sqlx::query(
         "INSERT INTO journal_entries (title, entry_date, symptom, change, published_at, author_id) \
          SELECT 'Burst entry ' || g, DATE '2026-03-14', 'queue burst symptom', 'a change', now(), $1 \

@@ -338,6 +338,15 @@ impl TestApp {
     }
 
     /// Adds a user directly (as an admin would) and returns its id.
+    /// The id of the user with this name.
+    pub async fn user_id(&self, name: &str) -> i64 {
+        sqlx::query_scalar("SELECT id FROM users WHERE name = $1")
+            .bind(name)
+            .fetch_one(&self.pool)
+            .await
+            .unwrap()
+    }
+
     pub async fn add_user(&self, name: &str, role: perfjournal::auth::Role) -> i64 {
         let hash = perfjournal::auth::password::hash(PASSWORD.into())
             .await
