@@ -7,7 +7,7 @@
 
 use std::collections::{HashMap, HashSet};
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex, RwLock};
+use std::sync::{Arc, Mutex, PoisonError, RwLock};
 
 use chrono::NaiveDate;
 use futures::TryStreamExt;
@@ -319,30 +319,12 @@ impl Searcher {
             return Ok(None);
         }
         if let Some(words) = tsquery::plain_words(q) {
-            let mut known: HashMap<String, String> = HashMap::with_capacity(words.len());
-            if let Ok(cache) = self.readings.lock() {
-                for w in &words {
-                    if let Some(r) = cache.get(w) {
-                        known.insert(w.clone(), r.clone());
-                    }
-                }
-            }
-            let mut missing: Vec<&str> = words
+            let known = self.readings_of(pool, words.clone(), usize::MAX).await?;
+            let readings: Option<Vec<&str>> = words
                 .iter()
-                .filter(|w| !known.contains_key(*w))
-                .map(String::as_str)
+                .map(|w| known.get(w).map(String::as_str))
                 .collect();
-            missing.sort_unstable();
-            missing.dedup();
-            if !missing.is_empty() {
-                known.extend(self.read_words(pool, &missing).await?);
-            }
-            let joined = tsquery::join_readings(
-                words
-                    .iter()
-                    .map(|w| known.get(w).map(String::as_str).unwrap_or_default()),
-            );
-            if let Some(joined) = joined {
+            if let Some(joined) = readings.and_then(tsquery::join_readings) {
                 return Ok(Some(joined));
             }
         }
@@ -486,26 +468,47 @@ impl Searcher {
         }
     }
 
-    /// Reads single words as PostgreSQL does (`websearch_to_tsquery('english', word)`)
-    /// and remembers them; returns what was read.
-    async fn read_words(
+    /// Each word's reading as PostgreSQL gives it (`websearch_to_tsquery('english', word)`):
+    /// the remembered ones, and the rest (at most `new` of them) read in one statement and
+    /// remembered. A word left out by `new` has no entry.
+    async fn readings_of(
         &self,
         pool: &PgPool,
-        words: &[&str],
+        mut words: Vec<String>,
+        new: usize,
     ) -> sqlx::Result<HashMap<String, String>> {
+        words.sort_unstable();
+        words.dedup();
+        let mut known = HashMap::with_capacity(words.len());
+        let mut missing = Vec::new();
+        {
+            let cache = self.readings.lock().unwrap_or_else(PoisonError::into_inner);
+            for word in words {
+                match cache.get(&word) {
+                    Some(reading) => {
+                        known.insert(word, reading.clone());
+                    }
+                    None => missing.push(word),
+                }
+            }
+        }
+        missing.truncate(new);
+        if missing.is_empty() {
+            return Ok(known);
+        }
         let read: Vec<(String, String)> = sqlx::query_as(
             "SELECT w, websearch_to_tsquery('english', w)::text FROM unnest($1::text[]) AS w",
         )
-        .bind(words)
+        .bind(&missing)
         .fetch_all(pool)
         .await?;
-        if let Ok(mut cache) = self.readings.lock() {
-            if cache.len() + read.len() > WORD_READINGS {
-                cache.clear();
-            }
-            cache.extend(read.iter().cloned());
+        let mut cache = self.readings.lock().unwrap_or_else(PoisonError::into_inner);
+        if cache.len() + read.len() > WORD_READINGS {
+            cache.clear();
         }
-        Ok(read.into_iter().collect())
+        cache.extend(read.iter().cloned());
+        known.extend(read);
+        Ok(known)
     }
 
     /// The page's results in order, each with its snippet: the start of the text when
@@ -520,29 +523,14 @@ impl Searcher {
         terms: Option<&[&str]>,
         answer: &Answer,
     ) -> sqlx::Result<Vec<Hit>> {
-        let mut fresh = HashMap::new();
+        let mut readings = HashMap::new();
         if let Some(terms) = terms {
-            let mut unknown: Vec<String> = Vec::new();
-            if let Ok(cache) = self.readings.lock() {
-                for text in &texts {
-                    snippet::each_word(&text.body, |w| {
-                        if let Some(w) = needs_reading(w, terms) {
-                            if !cache.contains_key(&w) {
-                                unknown.push(w);
-                            }
-                        }
-                    });
-                }
+            let mut candidates = Vec::new();
+            for text in &texts {
+                snippet::each_word(&text.body, |w| candidates.extend(needs_reading(w, terms)));
             }
-            unknown.sort_unstable();
-            unknown.dedup();
-            unknown.truncate(READ_PER_PAGE);
-            if !unknown.is_empty() {
-                let words: Vec<&str> = unknown.iter().map(String::as_str).collect();
-                fresh = self.read_words(pool, &words).await?;
-            }
+            readings = self.readings_of(pool, candidates, READ_PER_PAGE).await?;
         }
-        let cache = self.readings.lock().expect("word readings lock");
         let term_of = |terms: &[&str], word: &str| -> Option<usize> {
             if !could_match(word, terms) {
                 return None;
@@ -552,7 +540,7 @@ impl Searcher {
                 if lower.len() > tsquery::PLAIN_WORD_MAX {
                     return None;
                 }
-                let reading = cache.get(&lower).or_else(|| fresh.get(&lower))?;
+                let reading = readings.get(&lower)?;
                 tsquery::single_lexeme(reading)?
             } else {
                 // Letters with digits, or digits: PostgreSQL's `simple` dictionary,
