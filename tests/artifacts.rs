@@ -882,3 +882,135 @@ async fn an_artifact_fills_a_step_and_stays_linked_as_its_evidence() {
     assert_eq!(api["steps"][3]["data"]["gpu_total"], 8.0, "{api}");
     assert_eq!(api["steps"][3]["results"]["classification"], "gpu_bound");
 }
+
+/// Tables whose name starts with `request_rows_` (one partition per request log).
+async fn partition_exists(app: &TestApp, id: i64) -> bool {
+    sqlx::query_scalar::<_, bool>("SELECT to_regclass($1) IS NOT NULL")
+        .bind(format!("request_rows_{id}"))
+        .fetch_one(&app.pool)
+        .await
+        .unwrap()
+}
+
+#[tokio::test]
+async fn the_uploader_or_an_admin_deletes_an_artifact_and_everything_it_left() {
+    use perfjournal::auth::Role;
+    let (mut app, admin) = editor_app().await;
+    app.add_user("eve", Role::Editor).await;
+    app.add_user("vic", Role::Viewer).await;
+    app.add_user("bob", Role::Editor).await;
+    let eve = app.api_token("eve").await;
+    let vic = app.api_token("vic").await;
+    let bob = app.api_token("bob").await;
+    let inv = app.open_investigation(&eve, "secret upload").await;
+    let r = upload(
+        &mut app,
+        &eve,
+        &format!("name=requests.jsonl&investigation={inv}"),
+        request_log(50),
+    )
+    .await;
+    assert_eq!(r.status, StatusCode::CREATED, "{}", r.body);
+    let id = r.json()["id"].as_i64().unwrap();
+    app.drain_queue().await;
+    assert_eq!(fetch(&mut app, &eve, id).await["status"], "done");
+    assert!(partition_exists(&app, id).await);
+    let blobs_before = common::uploads::files_under(&app.blob_dir).len();
+
+    // Neither a viewer nor another editor may; nothing changes.
+    for token in [&vic, &bob] {
+        let r = app
+            .api("DELETE", &format!("/api/v1/artifacts/{id}"), token, None)
+            .await;
+        assert_eq!(r.status, StatusCode::FORBIDDEN, "{}", r.body);
+        assert!(r.json()["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("uploaded"));
+    }
+    assert_eq!(fetch(&mut app, &eve, id).await["status"], "done");
+
+    // The uploader may: the row, rows, partition and blob go; the history says who.
+    let r = app
+        .api("DELETE", &format!("/api/v1/artifacts/{id}"), &eve, None)
+        .await;
+    assert_eq!(r.status, StatusCode::NO_CONTENT, "{}", r.body);
+    let r = app
+        .api("GET", &format!("/api/v1/artifacts/{id}"), &eve, None)
+        .await;
+    assert_eq!(r.status, StatusCode::NOT_FOUND);
+    let rows: i64 = sqlx::query_scalar("SELECT count(*) FROM request_rows WHERE artifact_id = $1")
+        .bind(id)
+        .fetch_one(&app.pool)
+        .await
+        .unwrap();
+    assert_eq!(rows, 0);
+    assert!(!partition_exists(&app, id).await);
+    assert_eq!(
+        common::uploads::files_under(&app.blob_dir).len(),
+        blobs_before - 1,
+        "the blob is removed"
+    );
+    let who: String = sqlx::query_scalar(
+        "SELECT u.name FROM artifact_deletions d JOIN users u ON u.id = d.deleted_by WHERE d.artifact_id = $1",
+    )
+    .bind(id)
+    .fetch_one(&app.pool)
+    .await
+    .unwrap();
+    assert_eq!(who, "eve");
+    app.login("eve").await;
+    let page = app.get(&format!("/investigations/{inv}")).await;
+    assert!(
+        page.body.contains(&format!("deleted artifact {id}")),
+        "the investigation's history names the deletion"
+    );
+    // Deleting again: 404.
+    let r = app
+        .api("DELETE", &format!("/api/v1/artifacts/{id}"), &eve, None)
+        .await;
+    assert_eq!(r.status, StatusCode::NOT_FOUND);
+
+    // An admin may delete anyone's; one used by a comparison is refused, naming it.
+    let a = upload(&mut app, &eve, "name=a.json", vllm_bench()).await.json()["id"]
+        .as_i64()
+        .unwrap();
+    let mut other = vllm_bench();
+    other.extend_from_slice(b"\n");
+    let b = upload(&mut app, &eve, "name=b.json", other).await.json()["id"]
+        .as_i64()
+        .unwrap();
+    let c = app
+        .api(
+            "POST",
+            "/api/v1/comparisons",
+            &eve,
+            Some(serde_json::json!({"baseline": [a], "candidate": [b], "variable": "x"})),
+        )
+        .await;
+    assert_eq!(c.status, StatusCode::CREATED, "{}", c.body);
+    let cid = c.json()["id"].as_i64().unwrap();
+    let r = app
+        .api("DELETE", &format!("/api/v1/artifacts/{a}"), &admin, None)
+        .await;
+    assert_eq!(r.status, StatusCode::CONFLICT, "{}", r.body);
+    assert!(r.body.contains(&format!("comparison {cid}")), "{}", r.body);
+    assert_eq!(fetch(&mut app, &eve, a).await["status"], "done");
+
+    // Through the page: the uploader sees the button, a viewer does not.
+    let d = upload(&mut app, &eve, "name=d.json", vllm_bench()).await.json()["id"]
+        .as_i64()
+        .unwrap();
+    app.login("vic").await;
+    let page = app.get(&format!("/artifacts/{d}")).await;
+    assert!(page.select("#delete-artifact").is_empty());
+    app.login("ada").await;
+    let page = app.get(&format!("/artifacts/{d}")).await;
+    assert_eq!(page.select("#delete-artifact").len(), 1);
+    let r = app
+        .post_form(&format!("/artifacts/{d}/delete"), &[])
+        .await;
+    assert_eq!(r.status, StatusCode::SEE_OTHER, "{}", r.body);
+    assert_eq!(r.location(), Some("/artifacts"));
+    assert_eq!(app.get(&format!("/artifacts/{d}")).await.status, StatusCode::NOT_FOUND);
+}

@@ -149,3 +149,186 @@ async fn an_analysis_that_keeps_dying_ends_failed_with_a_reason() {
     assert_eq!(status, "failed");
     assert!(error.unwrap().contains("stopped 3 times"));
 }
+
+/// One gzip member holding `bytes`.
+fn gz_member(bytes: &[u8]) -> Vec<u8> {
+    let mut gz = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::best());
+    gz.write_all(bytes).unwrap();
+    gz.finish().unwrap()
+}
+
+/// A gzip file (concatenated members, as `cat a.gz b.gz` makes) inflating to `head`,
+/// then `mib` MiB of `filler`, then `tail`: gigabytes inflated from a few megabytes.
+fn gz_filled(head: &[u8], filler: u8, mib: usize, tail: &[u8]) -> Vec<u8> {
+    let block = gz_member(&vec![filler; 16 << 20]);
+    let mut out = gz_member(head);
+    for _ in 0..mib / 16 {
+        out.extend_from_slice(&block);
+    }
+    out.extend_from_slice(&gz_member(tail));
+    out
+}
+
+/// Peak resident memory of another process (VmHWM), in MiB.
+fn peak_rss_of(pid: u32) -> u64 {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap_or_default();
+    status
+        .lines()
+        .find(|l| l.starts_with("VmHWM:"))
+        .and_then(|l| l.split_whitespace().nth(1))
+        .and_then(|kb| kb.parse::<u64>().ok())
+        .map_or(0, |kb| kb / 1024)
+}
+
+/// The stated peak of the server while it analyses any upload.
+const SERVER_PEAK_MIB: u64 = 300;
+
+const EVENT: &str =
+    "{\"ph\": \"X\", \"cat\": \"kernel\", \"name\": \"gemm\", \"pid\": 0, \"tid\": 7, \"ts\": 1, \"dur\": 2}";
+
+/// Uploads shaped to exhaust memory, through HTTP to a server process of its own: each
+/// ends `done` or `failed` with a reason, and the server's peak RSS (read from /proc)
+/// stays within the stated bound over all of them.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn hostile_shapes_keep_the_server_within_its_stated_peak() {
+    let (pool, url) = common::fresh_db().await;
+    let token = common::admin_with_token(&pool, "rss").await;
+    let port = common::free_port();
+    let data = tempfile::Builder::new()
+        .prefix("pj-rss-")
+        .tempdir()
+        .unwrap();
+    let mut server = tokio::process::Command::new(env!("CARGO_BIN_EXE_perfjournal"))
+        .env("DATABASE_URL", &url)
+        .env("PERFJOURNAL_BIND", format!("127.0.0.1:{port}"))
+        .env("PERFJOURNAL_DATA_DIR", data.path())
+        .env("RUST_LOG", "warn")
+        .kill_on_drop(true)
+        .spawn()
+        .expect("start the server");
+    let pid = server.id().expect("running");
+    let base = format!("http://127.0.0.1:{port}");
+    let http = reqwest::Client::new();
+    let started = std::time::Instant::now();
+    while !http
+        .get(format!("{base}/healthz"))
+        .send()
+        .await
+        .is_ok_and(|r| r.status().is_success())
+    {
+        assert!(started.elapsed().as_secs() < 30, "server did not start");
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    }
+    let idle = peak_rss_of(pid);
+
+    let head = format!("{{\"traceEvents\": [{EVENT},");
+    let tail = format!("{EVENT}]}}");
+    // The plain one is streamed: 400 MiB of blanks between two events.
+    let plain_blanks = 400usize << 20;
+    let cases: Vec<(&str, Option<Vec<u8>>, &str)> = vec![
+        ("blanks.json", None, "done"),
+        (
+            "blanks.json.gz",
+            Some(gz_filled(head.as_bytes(), b' ', 1024, tail.as_bytes())),
+            "done",
+        ),
+        (
+            "nested.json.gz",
+            Some(gz_filled(b"{\"traceEvents\": [", b'[', 256, b"")),
+            "failed",
+        ),
+        (
+            "string.json.gz",
+            Some(gz_filled(
+                format!("{{\"traceEvents\": [{EVENT}, {{\"name\": \"").as_bytes(),
+                b'x',
+                256,
+                b"\"}]}",
+            )),
+            "failed",
+        ),
+        (
+            "number.json.gz",
+            Some(gz_filled(
+                format!("{{\"traceEvents\": [{EVENT}, {{\"ts\": 1").as_bytes(),
+                b'1',
+                256,
+                b"}]}",
+            )),
+            "failed",
+        ),
+        (
+            "bench-string.json.gz",
+            Some(gz_filled(
+                b"{\"num_prompts\": 2, \"model_id\": \"",
+                b'm',
+                256,
+                b"\"}",
+            )),
+            "failed",
+        ),
+    ];
+    let mut worst = idle;
+    for (name, body, want) in cases {
+        let body = match body {
+            Some(b) => reqwest::Body::from(b),
+            None => {
+                let head = head.clone().into_bytes();
+                let tail = tail.clone().into_bytes();
+                let chunk = vec![b' '; 1 << 20];
+                let parts = std::iter::once(head)
+                    .chain(std::iter::repeat_n(chunk, plain_blanks >> 20))
+                    .chain(std::iter::once(tail))
+                    .map(Ok::<_, std::io::Error>);
+                reqwest::Body::wrap_stream(futures::stream::iter(parts))
+            }
+        };
+        let r = http
+            .post(format!("{base}/api/v1/artifacts?name={name}"))
+            .bearer_auth(&token)
+            .body(body)
+            .send()
+            .await
+            .unwrap();
+        let status = r.status();
+        let text = r.text().await.unwrap();
+        let (state, reason) = if status.is_client_error() {
+            ("failed".to_string(), text.clone())
+        } else {
+            assert_eq!(status, reqwest::StatusCode::CREATED, "{name}: {text}");
+            let id = serde_json::from_str::<serde_json::Value>(&text).unwrap()["id"]
+                .as_i64()
+                .unwrap();
+            let waited = std::time::Instant::now();
+            loop {
+                let (s, e): (String, Option<String>) =
+                    sqlx::query_as("SELECT status, error FROM artifacts WHERE id = $1")
+                        .bind(id)
+                        .fetch_one(&pool)
+                        .await
+                        .unwrap();
+                if s != "queued" && s != "analyzing" {
+                    break (s, e.unwrap_or_default());
+                }
+                assert!(waited.elapsed().as_secs() < 600, "{name}: still {s}");
+                tokio::time::sleep(std::time::Duration::from_millis(200)).await;
+            }
+        };
+        let peak = peak_rss_of(pid);
+        worst = worst.max(peak);
+        println!("{name}: {state} ({reason:.160}); server peak RSS so far {peak} MiB");
+        assert_eq!(state, want, "{name}: {reason}");
+        if want == "failed" {
+            assert!(
+                reason.contains("larger than") || reason.contains("longer than"),
+                "{name}: the reason names the cap: {reason}"
+            );
+        }
+    }
+    println!("worst server peak RSS over the hostile uploads: {worst} MiB (idle {idle} MiB)");
+    assert!(
+        worst <= SERVER_PEAK_MIB,
+        "the server's peak RSS reached {worst} MiB (bound {SERVER_PEAK_MIB} MiB)"
+    );
+    let _ = server.kill().await;
+}

@@ -392,3 +392,136 @@ async fn hostile_page_form_uploads_are_refused_and_keep_nothing() {
         assert!(files_under(&app.blob_dir).is_empty(), "{what}: no file");
     }
 }
+
+/// The largest finite f64, as tools print it.
+const F64_MAX: &str = "1.7976931348623157e308";
+
+/// One small file of each kind holding `x` where a number belongs.
+fn files_holding(x: &str) -> Vec<(String, Vec<u8>)> {
+    let trace = format!(
+        "{{\"schemaVersion\": 1, \"traceEvents\": [\
+         {{\"ph\": \"X\", \"cat\": \"cuda_runtime\", \"name\": \"cudaLaunchKernel\", \"pid\": 1, \"tid\": 1, \"ts\": 0.0, \"dur\": 5.0, \"args\": {{\"correlation\": 1}}}},\
+         {{\"ph\": \"X\", \"cat\": \"kernel\", \"name\": \"gemm\", \"pid\": 0, \"tid\": 7, \"ts\": 10.0, \"dur\": {x}, \"args\": {{\"correlation\": 1}}}}]}}"
+    );
+    let requests = format!(
+        "{{\"request_id\":\"r1\",\"arrival_ts\":1764400000,\"queue_wait_ms\":20,\"prefill_ms\":150,\"first_token_ms\":171,\"decode_ms\":{x},\"total_ms\":4173,\"prompt_tokens\":1800,\"output_tokens\":250}}\n\
+         {{\"request_id\":\"r2\",\"arrival_ts\":1764400001,\"queue_wait_ms\":20,\"prefill_ms\":150,\"first_token_ms\":171,\"decode_ms\":4000,\"total_ms\":4173,\"prompt_tokens\":1800,\"output_tokens\":250}}\n"
+    );
+    let bench = format!(
+        "{{\"backend\": \"vllm\", \"num_prompts\": 2, \"completed\": 2, \"failed\": 0, \"duration\": 2.0,\
+         \"request_throughput\": {x}, \"output_throughput\": 20.0, \"input_lens\": [100, 100], \"output_lens\": [10, 10],\
+         \"ttfts\": [0.1, {x}], \"itls\": [[0.01, {x}], [0.02]], \"errors\": [\"\", \"\"]}}"
+    );
+    let prom = format!(
+        "# TYPE vllm:num_requests_running gauge\nvllm:num_requests_running{{model_name=\"m\"}} {x}\n\
+         # TYPE vllm:time_to_first_token_seconds histogram\n\
+         vllm:time_to_first_token_seconds_bucket{{le=\"0.1\"}} 5\nvllm:time_to_first_token_seconds_bucket{{le=\"+Inf\"}} 10\n\
+         vllm:time_to_first_token_seconds_count 10\nvllm:time_to_first_token_seconds_sum {x}\n"
+    );
+    let nsys = format!(
+        "Time (%),Total Time (ns),Instances,Avg (ns),Med (ns),Min (ns),Max (ns),StdDev (ns),Name\n\
+         60.0,{x},3,200,200,100,300,50,gemm_kernel\n40.0,400,4,100,100,90,110,5,flash\n"
+    );
+    let ncu = format!(
+        "\"ID\",\"Process ID\",\"Process Name\",\"Host Name\",\"Kernel Name\",\"Context\",\"Stream\",\"Block Size\",\"Grid Size\",\"Device\",\"CC\",\"Section Name\",\"Metric Name\",\"Metric Unit\",\"Metric Value\"\n\
+         \"0\",\"1\",\"python\",\"h\",\"gemm\",\"1\",\"7\",\"(128, 1, 1)\",\"(64, 1, 1)\",\"0\",\"9.0\",\"GPU Speed Of Light Throughput\",\"Duration\",\"usecond\",\"{x}\"\n"
+    );
+    let smi = format!(
+        "timestamp, index, utilization.gpu [%], memory.used [MiB], power.draw [W]\n\
+         2025/11/29 10:00:00.000, 0, 90 %, {x} MiB, 300 W\n2025/11/29 10:00:01.000, 0, 80 %, 100 MiB, 310 W\n"
+    );
+    let sweep = format!(
+        "[{{\"Test name\": \"serving_llama8B_tp1_sharegpt_qps_2\", \"Tput (req/s)\": {x}, \"Output Tput (tok/s)\": 380,\
+         \"Mean TTFT (ms)\": 50, \"Median TTFT (ms)\": 40, \"P99 TTFT (ms)\": {x}, \"Median TPOT (ms)\": 20, \"P99 TPOT (ms)\": 33}},\
+         {{\"Test name\": \"serving_llama8B_tp1_sharegpt_qps_4\", \"Tput (req/s)\": 3.9, \"Output Tput (tok/s)\": 700,\
+         \"Mean TTFT (ms)\": 55, \"Median TTFT (ms)\": 44, \"P99 TTFT (ms)\": 110, \"Median TPOT (ms)\": 21, \"P99 TPOT (ms)\": 34}}]"
+    );
+    [
+        ("trace.json", trace),
+        ("requests.jsonl", requests),
+        ("bench.json", bench),
+        ("metrics.txt", prom),
+        ("kern.csv", nsys),
+        ("ncu.csv", ncu),
+        ("smi.csv", smi),
+        ("sweep.json", sweep),
+    ]
+    .into_iter()
+    .map(|(n, b)| (n.to_string(), b.into_bytes()))
+    .collect()
+}
+
+/// The pages and lists that every user opens answer without a server error.
+async fn lists_still_answer(app: &mut TestApp, token: &str, what: &str) {
+    for path in ["/artifacts", "/comparisons"] {
+        let r = app.get(path).await;
+        assert_eq!(r.status, StatusCode::OK, "{what}: {path}: {}", r.body);
+    }
+    let r = app.api("GET", "/api/v1/artifacts", token, None).await;
+    assert_eq!(r.status, StatusCode::OK, "{what}: API list: {}", r.body);
+}
+
+#[tokio::test]
+async fn extreme_numbers_in_every_kind_never_break_a_page() {
+    let (mut app, token) = editor_app().await;
+    app.login("ada").await;
+    for x in [F64_MAX, "-1.7976931348623157e308", "1e308", "5e-324", "1e400"] {
+        for (name, body) in files_holding(x) {
+            let name = format!("{x}-{name}");
+            let before = artifact_count(&app).await;
+            let o = outcome(&mut app, &token, &name, body).await;
+            match &o {
+                // A refusal stores nothing.
+                Outcome::Refused(..) => assert_eq!(artifact_count(&app).await, before, "{name}"),
+                // Stored: settled as done (the value flagged or taken) or failed naming
+                // the line; either way it reads back.
+                Outcome::Settled(status, error) => {
+                    assert!(
+                        status == "done" || status == "failed" || status == "not_analyzed",
+                        "{name}: {status}"
+                    );
+                    if status == "failed" {
+                        let e = error.clone().unwrap_or_default().to_ascii_lowercase();
+                        assert!(
+                            e.contains("line") || e.contains("row") || e.contains("range"),
+                            "{name}: the reason names where: {e}"
+                        );
+                    }
+                }
+            }
+            lists_still_answer(&mut app, &token, &name).await;
+        }
+    }
+}
+
+#[tokio::test]
+async fn one_unreadable_stored_analysis_shows_as_damaged_and_lists_still_answer() {
+    let (mut app, token) = editor_app().await;
+    app.login("ada").await;
+    let bench = files_holding("1.5").swap_remove(2).1;
+    let r = upload(&mut app, &token, "bench.json", bench).await;
+    assert_eq!(r.status, StatusCode::CREATED, "{}", r.body);
+    let id = r.json()["id"].as_i64().unwrap();
+    app.drain_queue().await;
+    // What an older server, or a hand edit, could leave: a number no f64 holds.
+    sqlx::query("UPDATE artifacts SET analysis = '{\"request_throughput\": 1e400}'::jsonb WHERE id = $1")
+        .bind(id)
+        .execute(&app.pool)
+        .await
+        .unwrap();
+    lists_still_answer(&mut app, &token, "damaged row").await;
+    let list = app.get("/artifacts").await;
+    assert!(
+        list.body.contains("damaged"),
+        "the list marks the row: {}",
+        list.body
+    );
+    let page = app.get(&format!("/artifacts/{id}")).await;
+    assert_eq!(page.status, StatusCode::OK, "{}", page.body);
+    assert!(page.body.contains("damaged"), "{}", page.body);
+    let api = app
+        .api("GET", &format!("/api/v1/artifacts/{id}"), &token, None)
+        .await;
+    assert_eq!(api.status, StatusCode::OK, "{}", api.body);
+    assert_eq!(api.json()["damaged"].as_bool(), Some(true), "{}", api.body);
+}

@@ -15,13 +15,13 @@ use utoipa_axum::routes;
 use crate::artifacts::{self, Artifact, Owner};
 use crate::auth::{ApiUser, Role};
 use crate::core::FieldError;
-use crate::error::{ApiResult, AppError};
+use crate::error::{ApiError, ApiResult, AppError};
 use crate::state::AppState;
 
 pub fn router() -> OpenApiRouter<AppState> {
     OpenApiRouter::new()
         .routes(routes!(list_artifacts))
-        .routes(routes!(get_artifact))
+        .routes(routes!(get_artifact, delete_artifact))
         .routes(routes!(download_artifact))
 }
 
@@ -201,6 +201,10 @@ pub struct ArtifactDoc {
     pub analysis: Option<serde_json::Value>,
     /// For a live capture: the URL it scraped.
     pub source_url: Option<String>,
+    /// True when the stored analysis cannot be read back (then `analysis` is null and
+    /// `damaged_reason` says why): re-analyze or delete the artifact.
+    pub damaged: bool,
+    pub damaged_reason: Option<String>,
 }
 
 impl From<Artifact> for ArtifactDoc {
@@ -219,6 +223,8 @@ impl From<Artifact> for ArtifactDoc {
             analyzer_version: a.analyzer_version,
             analysis: a.analysis,
             source_url: a.source_url,
+            damaged: a.damaged.is_some(),
+            damaged_reason: a.damaged,
         }
     }
 }
@@ -239,6 +245,25 @@ async fn get_artifact(
     Path(id): Path<i64>,
 ) -> ApiResult<Json<ArtifactDoc>> {
     Ok(Json(find(&state, id).await?.into()))
+}
+
+/// Deletes an artifact for good (its file, analysis, request rows and links); only an
+/// admin or the editor who uploaded it. Refused (409) while a comparison uses it.
+#[utoipa::path(delete, path = "/artifacts/{id}", tag = "artifacts",
+    params(("id" = i64, Path)),
+    responses((status = 204, description = "deleted"),
+        (status = 403, body = crate::error::ErrorBody),
+        (status = 404, body = crate::error::ErrorBody),
+        (status = 409, body = crate::error::ErrorBody)))]
+async fn delete_artifact(
+    user: ApiUser,
+    State(state): State<AppState>,
+    Path(id): Path<i64>,
+) -> ApiResult<StatusCode> {
+    artifacts::delete(&state.pool, &state.blobs, id, &user.0)
+        .await
+        .map_err(|e| ApiError(e.into()))?;
+    Ok(StatusCode::NO_CONTENT)
 }
 
 /// The original bytes, as uploaded, as an attachment.
@@ -308,6 +333,8 @@ pub struct ArtifactSummary {
     pub investigation: Option<i64>,
     pub uploader: Option<String>,
     pub created_at: chrono::DateTime<chrono::Utc>,
+    /// True when the stored analysis cannot be read back.
+    pub damaged: bool,
 }
 
 /// Uploads, newest first, a page at a time; `investigation` keeps one investigation's.
@@ -354,6 +381,7 @@ async fn list_artifacts(
             investigation: a.investigation_id,
             uploader: a.uploader,
             created_at: a.created_at,
+            damaged: a.damaged.is_some(),
         },
     ))
 }

@@ -131,6 +131,14 @@ async fn process(state: &ArtifactStore, job: Job) -> anyhow::Result<Option<Strin
     };
     ticker.abort();
     let outcome = outcome.and_then(|analysis| {
+        if let Some((path, x)) = analyze::first_out_of_range(&analysis) {
+            return Err(Failure::Failed(format!(
+                "a value out of range: the result's \"{path}\" came to {x:e} (numbers beyond \
+                 ±{:e} are refused: a fault in the tool that wrote the file, or an edited \
+                 file)",
+                analyze::MAX_MAGNITUDE
+            )));
+        }
         let size = analysis.to_string().len();
         if size > MAX_STORED_ANALYSIS_BYTES {
             return Err(Failure::Failed(format!(

@@ -35,7 +35,7 @@ pub struct Owner {
     pub journal_entry_id: Option<i64>,
 }
 
-#[derive(Debug, Clone, Serialize, sqlx::FromRow)]
+#[derive(Debug, Clone, Serialize)]
 pub struct Artifact {
     pub id: i64,
     pub investigation_id: Option<i64>,
@@ -56,6 +56,49 @@ pub struct Artifact {
     pub analyzed_at: Option<DateTime<Utc>>,
     /// Where a capture scraped its bytes from (`None` for uploads).
     pub source_url: Option<String>,
+    /// Why the stored analysis could not be read back (then `analysis` is `None`): a row
+    /// written by an older server, or edited by hand, must not take a list down with it.
+    pub damaged: Option<String>,
+}
+
+impl<'r> sqlx::FromRow<'r, sqlx::postgres::PgRow> for Artifact {
+    fn from_row(row: &'r sqlx::postgres::PgRow) -> sqlx::Result<Self> {
+        use sqlx::Row;
+        // The analysis arrives as text and is parsed here, so a value no f64 holds (or
+        // any other surprise in the stored JSON) marks this one row, not the query.
+        let text: Option<String> = row.try_get("analysis_text")?;
+        let (analysis, damaged) = match text {
+            None => (None, None),
+            Some(t) => match serde_json::from_str::<serde_json::Value>(&t) {
+                Ok(v) => (Some(v), None),
+                Err(e) => (
+                    None,
+                    Some(format!("the stored analysis cannot be read back ({e}); re-analyze or delete it")),
+                ),
+            },
+        };
+        Ok(Artifact {
+            id: row.try_get("id")?,
+            investigation_id: row.try_get("investigation_id")?,
+            journal_entry_id: row.try_get("journal_entry_id")?,
+            name: row.try_get("name")?,
+            kind: row.try_get("kind")?,
+            sha256: row.try_get("sha256")?,
+            size_bytes: row.try_get("size_bytes")?,
+            gzip: row.try_get("gzip")?,
+            status: row.try_get("status")?,
+            error: row.try_get("error")?,
+            progress_bytes: row.try_get("progress_bytes")?,
+            analysis,
+            analyzer_version: row.try_get("analyzer_version")?,
+            uploaded_by: row.try_get("uploaded_by")?,
+            uploader: row.try_get("uploader")?,
+            created_at: row.try_get("created_at")?,
+            analyzed_at: row.try_get("analyzed_at")?,
+            source_url: row.try_get("source_url")?,
+            damaged,
+        })
+    }
 }
 
 impl Artifact {
@@ -67,6 +110,9 @@ impl Artifact {
     /// The status as lists show it (label, extra CSS class): "failed profile" for an
     /// Nsight Compute file holding only errors.
     pub fn shown_status(&self) -> (&str, &'static str) {
+        if self.damaged.is_some() {
+            return ("damaged", "damaged");
+        }
         let profile_error = match self.kind() {
             Kind::NcuCsv => self
                 .analysis
@@ -106,7 +152,7 @@ impl Artifact {
 pub const EMPTY_SHA256: &str = "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855";
 
 const COLUMNS: &str = "a.id, a.investigation_id, a.journal_entry_id, a.name, a.kind, a.sha256, \
-     a.size_bytes, a.gzip, a.status, a.error, a.progress_bytes, a.analysis, a.analyzer_version, \
+     a.size_bytes, a.gzip, a.status, a.error, a.progress_bytes, a.analysis::text AS analysis_text, a.analyzer_version, \
      a.uploaded_by, u.name AS uploader, a.created_at, a.analyzed_at, a.source_url";
 
 /// The kind of a stored upload, from its first bytes (gunzipped when gzip).
@@ -314,37 +360,171 @@ where
         }
     };
     if artifact.status == "queued" && blob.size <= INLINE_ANALYSIS_BYTES {
-        // Small files are analyzed before answering, so malformed content is refused
-        // with the line and the problem, and nothing is kept. An analysis that takes
-        // longer than the budget carries on in the background (the answer says
-        // `analyzing`); a failure then ends the artifact `failed` with the reason.
-        let mut inline = tokio::spawn({
-            let state = state.clone();
-            let id = artifact.id;
-            async move { ingest::analyze_now(&state, id).await }
-        });
-        let finished = match tokio::time::timeout(INLINE_ANALYSIS_BUDGET, &mut inline).await {
-            Ok(joined) => joined.map_err(|e| UploadError::Other(e.into()))?,
-            Err(_) => {
-                tracing::info!(id = artifact.id, "analysis continues in the background");
-                return Ok(get(&state.pool, artifact.id).await?.unwrap_or(artifact));
-            }
-        };
-        if let Some(message) = finished.map_err(UploadError::Other)? {
-            sqlx::query("DELETE FROM artifacts WHERE id = $1")
+        let answered = analyze_inline(state, &artifact, name).await;
+        if answered.is_err() {
+            // An error answer leaves nothing behind: no row, no blob.
+            let _ = sqlx::query("DELETE FROM artifacts WHERE id = $1")
                 .bind(artifact.id)
                 .execute(&state.pool)
-                .await?;
+                .await;
             forget_blob(state, &blob).await;
-            return Err(UploadError::Field(crate::core::FieldError::new(
-                "file",
-                format!("{name}: {message}"),
-            )));
         }
-        return Ok(get(&state.pool, artifact.id).await?.unwrap_or(artifact));
+        return answered;
     }
     state.jobs.notify_one();
     Ok(artifact)
+}
+
+/// Small files are analyzed before answering, so malformed content is refused with the
+/// line and the problem (the caller then removes the row and blob). An analysis that
+/// takes longer than the budget carries on in the background (the answer says
+/// `analyzing`); a failure then ends the artifact `failed` with the reason.
+async fn analyze_inline(
+    state: &ArtifactStore,
+    artifact: &Artifact,
+    name: &str,
+) -> Result<Artifact, UploadError> {
+    let mut inline = tokio::spawn({
+        let state = state.clone();
+        let id = artifact.id;
+        async move { ingest::analyze_now(&state, id).await }
+    });
+    let finished = match tokio::time::timeout(INLINE_ANALYSIS_BUDGET, &mut inline).await {
+        Ok(joined) => joined.map_err(|e| UploadError::Other(e.into()))?,
+        Err(_) => {
+            tracing::info!(id = artifact.id, "analysis continues in the background");
+            return Ok(get(&state.pool, artifact.id)
+                .await?
+                .unwrap_or_else(|| artifact.clone()));
+        }
+    };
+    if let Some(message) = finished.map_err(UploadError::Other)? {
+        return Err(UploadError::Field(crate::core::FieldError::new(
+            "file",
+            format!("{name}: {message}"),
+        )));
+    }
+    Ok(get(&state.pool, artifact.id)
+        .await?
+        .unwrap_or_else(|| artifact.clone()))
+}
+
+/// Who may delete an artifact: an admin, or the editor who uploaded it (the role is
+/// checked first, so an uploader demoted to viewer can no longer delete).
+pub fn may_delete(a: &Artifact, user: &crate::auth::User) -> bool {
+    use crate::auth::Role;
+    user.role >= Role::Admin || (user.role >= Role::Editor && a.uploaded_by == Some(user.id))
+}
+
+/// Why a deletion was refused.
+#[derive(Debug, thiserror::Error)]
+pub enum DeleteError {
+    #[error("no artifact {0}")]
+    NotFound(i64),
+    #[error("only an admin or the editor who uploaded artifact {0} can delete it")]
+    Forbidden(i64),
+    #[error("artifact {id} is compared in {}; delete or edit those comparisons first", .comparisons.iter().map(|c| format!("comparison {c}")).collect::<Vec<_>>().join(", "))]
+    InComparisons { id: i64, comparisons: Vec<i64> },
+    #[error(transparent)]
+    Db(#[from] sqlx::Error),
+}
+
+impl From<DeleteError> for crate::error::AppError {
+    fn from(e: DeleteError) -> Self {
+        use crate::error::AppError;
+        match e {
+            DeleteError::NotFound(_) => AppError::not_found(e.to_string()),
+            DeleteError::Forbidden(_) => AppError::Forbidden(e.to_string()),
+            DeleteError::InComparisons { .. } => AppError::Conflict(e.to_string()),
+            DeleteError::Db(db) => db.into(),
+        }
+    }
+}
+
+/// Deletes an artifact for good: its row, request rows and their partition (the
+/// table's trigger), its links as step evidence and bubble attributions (cascades), and
+/// its blob when no other artifact holds the same bytes. One transaction records who
+/// did it, in `artifact_deletions` and in the history of every investigation that
+/// held or cited it.
+pub async fn delete(
+    pool: &PgPool,
+    blobs: &BlobStore,
+    id: i64,
+    user: &crate::auth::User,
+) -> Result<Artifact, DeleteError> {
+    let mut tx = pool.begin().await?;
+    // Locks the row: an analysis storing its result waits, then finds it gone.
+    let locked: Option<i64> =
+        sqlx::query_scalar("SELECT id FROM artifacts WHERE id = $1 FOR UPDATE")
+            .bind(id)
+            .fetch_optional(&mut *tx)
+            .await?;
+    if locked.is_none() {
+        return Err(DeleteError::NotFound(id));
+    }
+    let a = sqlx::query_as::<_, Artifact>(&format!(
+        "SELECT {COLUMNS} FROM artifacts a LEFT JOIN users u ON u.id = a.uploaded_by WHERE a.id = $1"
+    ))
+    .bind(id)
+    .fetch_one(&mut *tx)
+    .await?;
+    if !may_delete(&a, user) {
+        return Err(DeleteError::Forbidden(id));
+    }
+    let comparisons: Vec<i64> = sqlx::query_scalar(
+        "SELECT DISTINCT comparison_id FROM comparison_artifacts WHERE artifact_id = $1 ORDER BY 1",
+    )
+    .bind(id)
+    .fetch_all(&mut *tx)
+    .await?;
+    if !comparisons.is_empty() {
+        return Err(DeleteError::InComparisons { id, comparisons });
+    }
+    let investigations: Vec<i64> = sqlx::query_scalar(
+        "SELECT investigation_id FROM artifacts WHERE id = $1 AND investigation_id IS NOT NULL
+         UNION SELECT investigation_id FROM step_evidence WHERE artifact_id = $1
+         UNION SELECT investigation_id FROM bubble_attributions
+               WHERE trace_artifact_id = $1 OR queue_artifact_id = $1
+         ORDER BY 1",
+    )
+    .bind(id)
+    .fetch_all(&mut *tx)
+    .await?;
+    sqlx::query(
+        "INSERT INTO artifact_deletions (artifact_id, name, kind, sha256, investigation_id,
+                                         uploaded_by, deleted_by)
+         VALUES ($1, $2, $3, $4, $5, $6, $7)",
+    )
+    .bind(a.id)
+    .bind(&a.name)
+    .bind(&a.kind)
+    .bind(&a.sha256)
+    .bind(a.investigation_id)
+    .bind(a.uploaded_by)
+    .bind(user.id)
+    .execute(&mut *tx)
+    .await?;
+    let summary = format!(
+        "deleted artifact {} ({}, {}); its file, rows and links are gone",
+        a.id, a.name, a.kind
+    );
+    for inv in investigations {
+        crate::investigations::db::log(&mut tx, inv, user.id, "artifact_deleted", None, &summary)
+            .await?;
+    }
+    sqlx::query("DELETE FROM artifacts WHERE id = $1")
+        .bind(id)
+        .execute(&mut *tx)
+        .await?;
+    tx.commit().await?;
+    if a.sha256 != EMPTY_SHA256 && !blob_in_use(pool, &a.sha256).await.unwrap_or(true) {
+        if let Err(e) = blobs.delete(&a.sha256).await {
+            // The periodic sweep removes an unreferenced blob later.
+            tracing::warn!(id, error = %e, "deleted artifact: its blob stays until the sweep");
+        }
+    }
+    tracing::info!(id, by = user.id, name = %a.name, "artifact deleted");
+    Ok(a)
 }
 
 /// Files up to this size are analyzed on the request path; larger ones in the background.

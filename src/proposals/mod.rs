@@ -645,19 +645,20 @@ pub async fn observe(
     }
     let mut measured = Vec::new();
     for id in artifact_ids {
-        let row: Option<(String, Option<Json<serde_json::Value>>)> =
-            sqlx::query_as("SELECT kind, analysis FROM artifacts WHERE id = $1")
-                .bind(id)
-                .fetch_optional(pool)
-                .await?;
-        let Some((kind, analysis)) = row else {
+        let Some(a) = crate::artifacts::get(pool, *id).await? else {
             return Err(AppError::Invalid(vec![FieldError::new(
                 "artifact_ids",
                 format!("there is no artifact {id}; upload it first, then give its id"),
             )]));
         };
-        if let Some(a) = analysis {
-            measured.push(outcome::from_analysis(&kind, &a.0));
+        if let Some(why) = &a.damaged {
+            return Err(AppError::Invalid(vec![FieldError::new(
+                "artifact_ids",
+                format!("artifact {id}: {why}"),
+            )]));
+        }
+        if let Some(analysis) = &a.analysis {
+            measured.push(outcome::from_analysis(&a.kind, analysis));
         }
     }
     let observed =

@@ -253,13 +253,24 @@ impl<R: Read> Splitter<R> {
                 return Ok(Some(batch));
             }
             // Need more bytes: a part spans past this block.
-            if let Some(start) = self.part_start {
-                if batch.len - start > self.max_part {
-                    return Err(SplitError::TooLarge {
-                        at: self.part_at,
-                        limit: self.max_part,
-                    });
+            match self.part_start {
+                Some(start) => {
+                    if batch.len - start > self.max_part {
+                        return Err(SplitError::TooLarge {
+                            at: self.part_at,
+                            limit: self.max_part,
+                        });
+                    }
                 }
+                None if batch.parts.is_empty() && self.pos > 0 => {
+                    // Between parts with nothing to ship: what was scanned is blanks or
+                    // separators, and nothing points into it. Drop it, so a run of
+                    // whitespace of any length costs one block, not its own length.
+                    batch.buf.copy_within(self.pos..batch.len, 0);
+                    batch.len -= self.pos;
+                    self.shift(self.pos);
+                }
+                None => {}
             }
             self.fill(&mut batch)?;
         }
@@ -706,6 +717,78 @@ mod tests {
             matches!(err, SplitError::TooLarge { limit: 1024, .. }),
             "{err:?}"
         );
+    }
+
+    /// Blanks in any amount, streamed: `head`, then `n` spaces, then `tail`.
+    struct Blanks {
+        head: &'static [u8],
+        spaces: u64,
+        tail: &'static [u8],
+        at: u64,
+    }
+
+    impl Read for Blanks {
+        fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+            let (h, s) = (self.head.len() as u64, self.spaces);
+            let mut n = 0;
+            while n < buf.len() {
+                let i = self.at;
+                let b = if i < h {
+                    self.head[i as usize]
+                } else if i < h + s {
+                    b' '
+                } else if ((i - h - s) as usize) < self.tail.len() {
+                    self.tail[(i - h - s) as usize]
+                } else {
+                    break;
+                };
+                buf[n] = b;
+                n += 1;
+                self.at += 1;
+            }
+            Ok(n)
+        }
+    }
+
+    #[test]
+    fn blanks_between_parts_cost_one_block_whatever_their_length() {
+        // 64 MiB of spaces between two events, between fields, and around the document,
+        // read 4 KiB at a time: the buffer never holds more than a few blocks.
+        for (head, tail) in [
+            (&b"{\"traceEvents\": [{\"a\": 1},"[..], &b"{\"b\": 2}]}"[..]),
+            (&b"{\"x\": 1,"[..], &b"\"traceEvents\": [{\"b\": 2}]}"[..]),
+            (&b""[..], &b"[{\"b\": 2}]"[..]),
+            (&b"[{\"a\": 1}]"[..], &b""[..]),
+        ] {
+            let input = Blanks {
+                head,
+                spaces: 64 << 20,
+                tail,
+                at: 0,
+            };
+            let mut s = Splitter::new(input, b"traceEvents", 4096, 1 << 20);
+            let mut batch = Batch::default();
+            let mut parts = 0;
+            while let Some(b) = s.next_batch(std::mem::take(&mut batch)).unwrap() {
+                assert!(b.buf.len() <= 3 * 4096, "buffer grew to {}", b.buf.len());
+                parts += b.parts.len();
+                batch = b;
+            }
+            assert!(parts >= 1);
+            assert!(s.carry.capacity() <= 3 * 4096);
+        }
+        // Blanks inside one part count towards its cap: refused, not held.
+        let input = Blanks {
+            head: b"[{\"a\":",
+            spaces: 8 << 20,
+            tail: b"1}]",
+            at: 0,
+        };
+        let mut s = Splitter::new(input, b"traceEvents", 4096, 1 << 20);
+        assert!(matches!(
+            s.next_batch(Batch::default()),
+            Err(SplitError::TooLarge { .. })
+        ));
     }
 
     #[test]

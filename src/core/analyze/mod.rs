@@ -361,6 +361,57 @@ impl From<csv::Error> for AnalyzeError {
     }
 }
 
+/// The largest magnitude a number read from an upload may have. Nothing measured in
+/// these files comes near it (nanoseconds since 1970 are 1.8e18, byte counters of a
+/// year of traffic 1e17); beyond it a value is a fault or an attack, and summed or
+/// squared it would leave infinities in the result, which JSON cannot hold.
+pub const MAX_MAGNITUDE: f64 = 1e19;
+
+/// True for a finite number within ±[`MAX_MAGNITUDE`].
+pub fn in_range(x: f64) -> bool {
+    x.is_finite() && x.abs() <= MAX_MAGNITUDE
+}
+
+/// The message for a number refused as out of range.
+pub fn out_of_range(field: &str, value: f64, unit: &str) -> String {
+    let unit = if unit.is_empty() {
+        String::new()
+    } else {
+        format!(" {unit}")
+    };
+    format!(
+        "\"{field}\" is {value:e}{unit}, out of range (numbers beyond ±{MAX_MAGNITUDE:e} are refused)"
+    )
+}
+
+/// The first number in a stored result beyond ±[`MAX_MAGNITUDE`], with its path
+/// (`samples.ttft_ms.p99`, `kernels[3].total_us`): the last guard before a result is
+/// kept, for values an analyzer took from a field it does not check itself.
+pub fn first_out_of_range(v: &serde_json::Value) -> Option<(String, f64)> {
+    use serde_json::Value;
+    match v {
+        Value::Number(n) => n
+            .as_f64()
+            .filter(|x| !in_range(*x))
+            .map(|x| (String::new(), x)),
+        Value::Array(items) => items.iter().enumerate().find_map(|(i, x)| {
+            first_out_of_range(x).map(|(p, x)| (format!("[{i}]{}", dotted(&p)), x))
+        }),
+        Value::Object(map) => map.iter().find_map(|(k, x)| {
+            first_out_of_range(x).map(|(p, x)| (format!("{k}{}", dotted(&p)), x))
+        }),
+        _ => None,
+    }
+}
+
+fn dotted(rest: &str) -> String {
+    if rest.is_empty() || rest.starts_with('[') {
+        rest.to_string()
+    } else {
+        format!(".{rest}")
+    }
+}
+
 /// Analyze one artifact of a known kind.
 ///
 /// `reader` yields the upload as stored (gzip is detected by its magic bytes
@@ -429,6 +480,20 @@ pub(crate) mod test_support {
 mod tests {
     use super::*;
     use std::cell::Cell;
+
+    #[test]
+    fn the_first_number_out_of_range_is_named_by_its_path() {
+        let v = serde_json::json!({"a": 1.0, "b": {"c": [0.5, -1e300]}, "d": 2e19});
+        let (path, x) = first_out_of_range(&v).unwrap();
+        assert_eq!(path, "b.c[1]");
+        assert_eq!(x, -1e300);
+        assert!(first_out_of_range(&serde_json::json!({"ts": 1.7e18, "n": [1, 2]})).is_none());
+        assert!(in_range(-MAX_MAGNITUDE) && !in_range(f64::NAN) && !in_range(f64::INFINITY));
+        assert_eq!(
+            out_of_range("dur", 1e300, "µs"),
+            "\"dur\" is 1e300 µs, out of range (numbers beyond ±1e19 are refused)"
+        );
+    }
 
     #[test]
     fn slugs_round_trip_and_match_serde() {

@@ -41,10 +41,10 @@
 
 use super::json_split::{Batch, PartKind, SplitError, Splitter};
 use super::stats::union_length_sorted;
-use super::{AnalyzeError, Options};
+use super::{out_of_range, AnalyzeError, Options, MAX_MAGNITUDE};
 use crate::core::fmt::grouped;
 use crate::core::stats::Summary;
-use serde::de::{DeserializeSeed, Deserializer, IgnoredAny, MapAccess, SeqAccess, Visitor};
+use serde::de::{self, DeserializeSeed, Deserializer, IgnoredAny, MapAccess, SeqAccess, Visitor};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use std::collections::{HashMap, HashSet};
@@ -288,34 +288,48 @@ impl<'de> Visitor<'de> for IdVisitor {
     }
 }
 
-/// ts/dur: numbers (often floats with ns precision) or numeric strings.
-struct TimeSeed;
+/// ts/dur: numbers (often floats with ns precision) or numeric strings. A value no clock
+/// gives (beyond ±[`MAX_MAGNITUDE`] µs) is refused, naming the field: summed into the
+/// breakdowns it would turn every figure of the trace into infinity.
+struct TimeSeed(&'static str);
 
 impl<'de> DeserializeSeed<'de> for TimeSeed {
     type Value = Option<f64>;
     fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<Option<f64>, D::Error> {
-        d.deserialize_any(TimeVisitor)
+        d.deserialize_any(TimeVisitor(self.0))
     }
 }
 
-struct TimeVisitor;
+struct TimeVisitor(&'static str);
+
+impl TimeVisitor {
+    fn checked<E: de::Error>(&self, v: f64) -> Result<Option<f64>, E> {
+        if v.is_finite() && v.abs() > MAX_MAGNITUDE {
+            return Err(E::custom(out_of_range(self.0, v, "µs")));
+        }
+        Ok(v.is_finite().then_some(v))
+    }
+}
 
 impl<'de> Visitor<'de> for TimeVisitor {
     type Value = Option<f64>;
     fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
         f.write_str("a time in microseconds")
     }
-    fn visit_i64<E>(self, v: i64) -> Result<Option<f64>, E> {
-        Ok(Some(v as f64))
+    fn visit_i64<E: de::Error>(self, v: i64) -> Result<Option<f64>, E> {
+        self.checked(v as f64)
     }
-    fn visit_u64<E>(self, v: u64) -> Result<Option<f64>, E> {
-        Ok(Some(v as f64))
+    fn visit_u64<E: de::Error>(self, v: u64) -> Result<Option<f64>, E> {
+        self.checked(v as f64)
     }
-    fn visit_f64<E>(self, v: f64) -> Result<Option<f64>, E> {
-        Ok(v.is_finite().then_some(v))
+    fn visit_f64<E: de::Error>(self, v: f64) -> Result<Option<f64>, E> {
+        self.checked(v)
     }
-    fn visit_str<E>(self, v: &str) -> Result<Option<f64>, E> {
-        Ok(v.trim().parse::<f64>().ok().filter(|x| x.is_finite()))
+    fn visit_str<E: de::Error>(self, v: &str) -> Result<Option<f64>, E> {
+        match v.trim().parse::<f64>() {
+            Ok(x) => self.checked(x),
+            Err(_) => Ok(None),
+        }
     }
     fn visit_unit<E>(self) -> Result<Option<f64>, E> {
         Ok(None)
@@ -547,8 +561,8 @@ impl<'de> Visitor<'de> for EventSeed<'_> {
                 EventKey::Name => map.next_value_seed(StrInto(&mut st.name_buf))?,
                 EventKey::Pid => pid = map.next_value_seed(IdSeed)?,
                 EventKey::Tid => tid = map.next_value_seed(IdSeed)?,
-                EventKey::Ts => ts = map.next_value_seed(TimeSeed)?,
-                EventKey::Dur => dur = map.next_value_seed(TimeSeed)?,
+                EventKey::Ts => ts = map.next_value_seed(TimeSeed("ts"))?,
+                EventKey::Dur => dur = map.next_value_seed(TimeSeed("dur"))?,
                 EventKey::Args => args = map.next_value_seed(ArgsSeed)?,
                 EventKey::Other => {
                     map.next_value::<IgnoredAny>()?;
@@ -1225,8 +1239,10 @@ pub fn analyze<R: Read>(reader: R, opts: &Options) -> Result<TraceAnalysis, Anal
 
 /// Bytes read at a time.
 const BLOCK_BYTES: usize = 1 << 20;
-/// The largest single event (or top-level field) accepted.
-const MAX_PART_BYTES: usize = 64 << 20;
+/// The largest single event (or top-level field) accepted. Real events are a few
+/// hundred bytes (a kernel with long template names a few KiB); the cap bounds what one
+/// hostile part (a giant string, number or nesting) costs the reader, a few buffers of it.
+const MAX_PART_BYTES: usize = 32 << 20;
 
 enum Stop {
     /// Reading or splitting the document stopped (I/O, syntax, the input ended early).

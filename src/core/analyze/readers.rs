@@ -91,6 +91,13 @@ pub(crate) fn classify_io_error(e: io::Error) -> AnalyzeError {
         if let Some(c) = inner.downcast_ref::<CorruptGzip>() {
             return AnalyzeError::malformed(c.to_string());
         }
+        if let Some(t) = inner.downcast_ref::<StringTooLong>() {
+            return AnalyzeError::Malformed {
+                line: None,
+                byte: Some(t.byte),
+                message: t.to_string(),
+            };
+        }
     }
     AnalyzeError::Io(e)
 }
@@ -272,9 +279,19 @@ pub(crate) struct NanToNull<R> {
     in_string: bool,
     escaped: bool,
     eof: bool,
+    /// Bytes of the string being read so far (see [`MAX_JSON_STRING`]).
+    string_len: usize,
+    /// Bytes passed through before the current block (for the error's position).
+    offset: u64,
     /// How many tokens were rewritten.
     pub(crate) replaced: u64,
 }
+
+/// The longest JSON string a benchmark file may hold. serde_json collects a string it
+/// hands over (a key, a kept value) in one buffer, so without a cap one giant string
+/// would take as much memory as it is long. Real files hold model names and error
+/// messages; 1 MiB is far above them.
+pub(crate) const MAX_JSON_STRING: usize = 1 << 20;
 
 impl<R: Read> NanToNull<R> {
     pub(crate) fn new(inner: R) -> Self {
@@ -286,6 +303,8 @@ impl<R: Read> NanToNull<R> {
             in_string: false,
             escaped: false,
             eof: false,
+            string_len: 0,
+            offset: 0,
             replaced: 0,
         }
     }
@@ -310,10 +329,20 @@ impl<R: Read> NanToNull<R> {
             self.eof = true;
         }
         let data = std::mem::take(&mut self.pending);
+        let block_offset = self.offset;
         let mut i = 0;
         while i < data.len() {
             let b = data[i];
             if self.in_string {
+                self.string_len += 1;
+                if self.string_len > MAX_JSON_STRING {
+                    return Err(io::Error::new(
+                        io::ErrorKind::InvalidData,
+                        StringTooLong {
+                            byte: block_offset + i as u64 + 1 - self.string_len as u64,
+                        },
+                    ));
+                }
                 if self.escaped {
                     self.escaped = false;
                 } else if b == b'\\' {
@@ -328,6 +357,7 @@ impl<R: Read> NanToNull<R> {
             match b {
                 b'"' => {
                     self.in_string = true;
+                    self.string_len = 0;
                     self.out.push(b);
                     i += 1;
                 }
@@ -362,9 +392,30 @@ impl<R: Read> NanToNull<R> {
                 }
             }
         }
+        self.offset = block_offset + (data.len() - self.pending.len()) as u64;
         Ok(())
     }
 }
+
+/// Marker inside the `io::Error` [`NanToNull`] returns for a string over
+/// [`MAX_JSON_STRING`]; `classify_io_error` turns it into a malformed-input error.
+#[derive(Debug)]
+pub(crate) struct StringTooLong {
+    /// 0-based offset of the string's first byte (its quote) in the decompressed content.
+    pub byte: u64,
+}
+
+impl fmt::Display for StringTooLong {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "a string longer than {} MiB (no benchmark field is that long)",
+            MAX_JSON_STRING >> 20
+        )
+    }
+}
+
+impl std::error::Error for StringTooLong {}
 
 impl<R: Read> Read for NanToNull<R> {
     fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {

@@ -294,7 +294,10 @@ pub fn parse_row(bytes: &[u8], line_no: u64) -> Result<RequestRow, AnalyzeError>
     // samples in a profile of the load).
     if let Ok(text) = std::str::from_utf8(bytes) {
         if let Ok(k) = serde_json::from_str::<KnownFields>(text) {
-            return Ok(k.into_row(line_no));
+            if k.in_range() {
+                return Ok(k.into_row(line_no));
+            }
+            // A number out of range: the general path names the field and the line.
         }
     }
     let value: Value = match serde_json::from_slice(bytes) {
@@ -386,6 +389,25 @@ struct KnownFields<'a> {
 }
 
 impl KnownFields<'_> {
+    /// Every number within ±[`super::MAX_MAGNITUDE`].
+    fn in_range(&self) -> bool {
+        [
+            self.arrival_ts,
+            self.tokenize_ms,
+            self.queue_wait_ms,
+            self.prefill_ms,
+            self.first_token_ms,
+            self.decode_ms,
+            self.itl_p50_ms,
+            self.itl_p99_ms,
+            self.detokenize_ms,
+            self.total_ms,
+        ]
+        .into_iter()
+        .flatten()
+        .all(super::in_range)
+    }
+
     fn into_row(self, line: u64) -> RequestRow {
         RequestRow {
             line,
@@ -506,7 +528,7 @@ fn take_float(
     key: &str,
     line: u64,
 ) -> Result<Option<f64>, AnalyzeError> {
-    match map.remove(key) {
+    let x = match map.remove(key) {
         None | Some(Value::Null) => Ok(None),
         Some(Value::Number(n)) => Ok(n.as_f64()),
         // Some exporters quote numbers; accept them when they parse.
@@ -526,6 +548,13 @@ fn take_float(
             line,
             format!("field '{key}' must be a number, got {}", type_name(&other)),
         )),
+    }?;
+    match x {
+        Some(v) if !super::in_range(v) => Err(AnalyzeError::at_line(
+            line,
+            super::out_of_range(key, v, ""),
+        )),
+        x => Ok(x),
     }
 }
 

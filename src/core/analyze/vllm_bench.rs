@@ -19,7 +19,7 @@
 use super::readers::NanToNull;
 use super::AnalyzeError;
 use crate::core::stats::Summary;
-use serde::de::{DeserializeSeed, IgnoredAny, MapAccess, SeqAccess, Visitor};
+use serde::de::{self, DeserializeSeed, IgnoredAny, MapAccess, SeqAccess, Visitor};
 use serde::{Deserialize, Deserializer, Serialize};
 use serde_json::{Map, Value};
 use std::cell::Cell;
@@ -33,6 +33,12 @@ pub const ANALYZER_VERSION: u32 = 2;
 /// Arrays longer than this inside metadata are dropped (they are per-request
 /// data we don't use, e.g. GuideLLM's `requests`).
 const SMALL_ARRAY: usize = 64;
+/// Most per-request values one list may hold (`ttfts`, `e2els` …: one per request).
+/// 2M requests is twenty times the largest benchmark run we have seen; the cap keeps
+/// the five lists within 80 MB whatever the file.
+const MAX_REQUESTS: usize = 2_000_000;
+/// Most inter-token latencies over all requests (96 MB of f64).
+const MAX_ITLS: usize = 12_000_000;
 /// Strings in metadata are cut to this many characters.
 const SMALL_STRING: usize = 1024;
 /// Keys kept per metadata object.
@@ -325,6 +331,11 @@ impl<'de> Visitor<'de> for FloatListVisitor {
     fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Vec<f64>, A::Error> {
         let mut v = Vec::with_capacity(seq.size_hint().unwrap_or(0).min(1 << 20));
         while let Some(x) = seq.next_element_seed(Lenient)? {
+            if v.len() == MAX_REQUESTS {
+                return Err(de::Error::custom(format!(
+                    "more than {MAX_REQUESTS} per-request values in one list; this is not one benchmark run"
+                )));
+            }
             v.push(x);
         }
         Ok(v)
@@ -362,6 +373,11 @@ impl<'de> Visitor<'de> for ItlVisitor {
             })?
             .is_some()
         {
+            if itls.offsets.len() > MAX_REQUESTS {
+                return Err(de::Error::custom(format!(
+                    "more than {MAX_REQUESTS} requests' inter-token latencies; this is not one benchmark run"
+                )));
+            }
             itls.offsets.push(itls.flat.len());
         }
         Ok(itls)
@@ -389,6 +405,11 @@ impl<'de> Visitor<'de> for ItlRow<'_> {
     }
     fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<(), A::Error> {
         while let Some(x) = seq.next_element_seed(Lenient)? {
+            if self.flat.len() == MAX_ITLS {
+                return Err(de::Error::custom(format!(
+                    "more than {MAX_ITLS} inter-token latencies; this is not one benchmark run"
+                )));
+            }
             self.flat.push(x);
         }
         Ok(())

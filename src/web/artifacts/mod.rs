@@ -32,6 +32,7 @@ pub fn routes() -> Router<AppState> {
         .route("/artifacts/{id}/status", get(artifact_status))
         .route("/artifacts/{id}/download", get(download_original))
         .route("/artifacts/{id}/reanalyze", post(reanalyze))
+        .route("/artifacts/{id}/delete", post(delete_artifact))
         .route("/artifacts/{id}/requests", get(request_breakdown))
 }
 
@@ -120,6 +121,8 @@ struct ShowPage {
     use_in: Vec<(u8, &'static str)>,
     /// The SLO form, for an artifact that holds a load sweep.
     sweep_form: Option<SweepForm>,
+    /// The viewer is an admin or the editor who uploaded it.
+    can_delete: bool,
 }
 
 /// The SLO asked of a sweep on its artifact page (`?slo_metric=ttft&slo_percentile=p99&slo_max=200 ms`).
@@ -185,12 +188,17 @@ async fn show_artifact(
     } else {
         None
     };
+    let can_delete = ctx
+        .user
+        .as_ref()
+        .is_some_and(|u| artifacts::may_delete(&a, u));
     let page = ShowPage {
         ctx,
         size: human_bytes(a.size_bytes as f64),
         sections: views::sections_with_slo(&a, slo.as_ref()),
         use_in: fillable_steps(&a),
         sweep_form,
+        can_delete,
         a,
     };
     Ok((status, render(&page)?).into_response())
@@ -242,6 +250,19 @@ async fn reanalyze(
     }
     state.jobs.notify_one();
     Ok(Redirect::to(&format!("/artifacts/{id}")))
+}
+
+/// Deletes an artifact (its owner or an admin), then goes where it hung.
+async fn delete_artifact(
+    State(state): State<AppState>,
+    user: CurrentUser,
+    Path(id): Path<i64>,
+) -> Result<Redirect> {
+    let gone = artifacts::delete(&state.pool, &state.blobs, id, &user.0).await?;
+    Ok(Redirect::to(&match gone.investigation_id {
+        Some(inv) => format!("/investigations/{inv}"),
+        None => "/artifacts".to_string(),
+    }))
 }
 
 // ---------- request-log decomposition ----------
