@@ -972,7 +972,9 @@ async fn the_uploader_or_an_admin_deletes_an_artifact_and_everything_it_left() {
     assert_eq!(r.status, StatusCode::NOT_FOUND);
 
     // An admin may delete anyone's; one used by a comparison is refused, naming it.
-    let a = upload(&mut app, &eve, "name=a.json", vllm_bench()).await.json()["id"]
+    let a = upload(&mut app, &eve, "name=a.json", vllm_bench())
+        .await
+        .json()["id"]
         .as_i64()
         .unwrap();
     let mut other = vllm_bench();
@@ -998,7 +1000,9 @@ async fn the_uploader_or_an_admin_deletes_an_artifact_and_everything_it_left() {
     assert_eq!(fetch(&mut app, &eve, a).await["status"], "done");
 
     // Through the page: the uploader sees the button, a viewer does not.
-    let d = upload(&mut app, &eve, "name=d.json", vllm_bench()).await.json()["id"]
+    let d = upload(&mut app, &eve, "name=d.json", vllm_bench())
+        .await
+        .json()["id"]
         .as_i64()
         .unwrap();
     app.login("vic").await;
@@ -1007,10 +1011,11 @@ async fn the_uploader_or_an_admin_deletes_an_artifact_and_everything_it_left() {
     app.login("ada").await;
     let page = app.get(&format!("/artifacts/{d}")).await;
     assert_eq!(page.select("#delete-artifact").len(), 1);
-    let r = app
-        .post_form(&format!("/artifacts/{d}/delete"), &[])
-        .await;
+    let r = app.post_form(&format!("/artifacts/{d}/delete"), &[]).await;
     assert_eq!(r.status, StatusCode::SEE_OTHER, "{}", r.body);
     assert_eq!(r.location(), Some("/artifacts"));
-    assert_eq!(app.get(&format!("/artifacts/{d}")).await.status, StatusCode::NOT_FOUND);
+    assert_eq!(
+        app.get(&format!("/artifacts/{d}")).await.status,
+        StatusCode::NOT_FOUND
+    );
 }

@@ -12,13 +12,7 @@ use axum::http::{header, Request, StatusCode};
 
 /// Peak resident memory of this process so far (VmHWM), in MiB.
 fn peak_rss_mib() -> u64 {
-    let status = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
-    status
-        .lines()
-        .find(|l| l.starts_with("VmHWM:"))
-        .and_then(|l| l.split_whitespace().nth(1))
-        .and_then(|kb| kb.parse::<u64>().ok())
-        .map_or(0, |kb| kb / 1024)
+    common::peak_rss_mib("self")
 }
 
 /// The stated bound on what analysing the trace below may add to the peak RSS. Before
@@ -169,17 +163,6 @@ fn gz_filled(head: &[u8], filler: u8, mib: usize, tail: &[u8]) -> Vec<u8> {
     out
 }
 
-/// Peak resident memory of another process (VmHWM), in MiB.
-fn peak_rss_of(pid: u32) -> u64 {
-    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap_or_default();
-    status
-        .lines()
-        .find(|l| l.starts_with("VmHWM:"))
-        .and_then(|l| l.split_whitespace().nth(1))
-        .and_then(|kb| kb.parse::<u64>().ok())
-        .map_or(0, |kb| kb / 1024)
-}
-
 /// The stated peak of the server while it analyses any upload.
 const SERVER_PEAK_MIB: u64 = 300;
 
@@ -193,33 +176,10 @@ const EVENT: &str =
 async fn hostile_shapes_keep_the_server_within_its_stated_peak() {
     let (pool, url) = common::fresh_db().await;
     let token = common::admin_with_token(&pool, "rss").await;
-    let port = common::free_port();
-    let data = tempfile::Builder::new()
-        .prefix("pj-rss-")
-        .tempdir()
-        .unwrap();
-    let mut server = tokio::process::Command::new(env!("CARGO_BIN_EXE_perfjournal"))
-        .env("DATABASE_URL", &url)
-        .env("PERFJOURNAL_BIND", format!("127.0.0.1:{port}"))
-        .env("PERFJOURNAL_DATA_DIR", data.path())
-        .env("RUST_LOG", "warn")
-        .kill_on_drop(true)
-        .spawn()
-        .expect("start the server");
-    let pid = server.id().expect("running");
-    let base = format!("http://127.0.0.1:{port}");
+    let server = common::ServerProcess::start(&url, &[]).await;
+    let (pid, base) = (server.pid.to_string(), server.base.clone());
     let http = reqwest::Client::new();
-    let started = std::time::Instant::now();
-    while !http
-        .get(format!("{base}/healthz"))
-        .send()
-        .await
-        .is_ok_and(|r| r.status().is_success())
-    {
-        assert!(started.elapsed().as_secs() < 30, "server did not start");
-        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
-    }
-    let idle = peak_rss_of(pid);
+    let idle = common::peak_rss_mib(&pid);
 
     let head = format!("{{\"traceEvents\": [{EVENT},");
     let tail = format!("{EVENT}]}}");
@@ -314,7 +274,7 @@ async fn hostile_shapes_keep_the_server_within_its_stated_peak() {
                 tokio::time::sleep(std::time::Duration::from_millis(200)).await;
             }
         };
-        let peak = peak_rss_of(pid);
+        let peak = common::peak_rss_mib(&pid);
         worst = worst.max(peak);
         println!("{name}: {state} ({reason:.160}); server peak RSS so far {peak} MiB");
         assert_eq!(state, want, "{name}: {reason}");
@@ -330,5 +290,5 @@ async fn hostile_shapes_keep_the_server_within_its_stated_peak() {
         worst <= SERVER_PEAK_MIB,
         "the server's peak RSS reached {worst} MiB (bound {SERVER_PEAK_MIB} MiB)"
     );
-    let _ = server.kill().await;
+    drop(server);
 }

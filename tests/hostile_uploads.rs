@@ -465,7 +465,13 @@ async fn lists_still_answer(app: &mut TestApp, token: &str, what: &str) {
 async fn extreme_numbers_in_every_kind_never_break_a_page() {
     let (mut app, token) = editor_app().await;
     app.login("ada").await;
-    for x in [F64_MAX, "-1.7976931348623157e308", "1e308", "5e-324", "1e400"] {
+    for x in [
+        F64_MAX,
+        "-1.7976931348623157e308",
+        "1e308",
+        "5e-324",
+        "1e400",
+    ] {
         for (name, body) in files_holding(x) {
             let name = format!("{x}-{name}");
             let before = artifact_count(&app).await;
@@ -504,11 +510,13 @@ async fn one_unreadable_stored_analysis_shows_as_damaged_and_lists_still_answer(
     let id = r.json()["id"].as_i64().unwrap();
     app.drain_queue().await;
     // What an older server, or a hand edit, could leave: a number no f64 holds.
-    sqlx::query("UPDATE artifacts SET analysis = '{\"request_throughput\": 1e400}'::jsonb WHERE id = $1")
-        .bind(id)
-        .execute(&app.pool)
-        .await
-        .unwrap();
+    sqlx::query(
+        "UPDATE artifacts SET analysis = '{\"request_throughput\": 1e400}'::jsonb WHERE id = $1",
+    )
+    .bind(id)
+    .execute(&app.pool)
+    .await
+    .unwrap();
     lists_still_answer(&mut app, &token, "damaged row").await;
     let list = app.get("/artifacts").await;
     assert!(

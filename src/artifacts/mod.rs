@@ -73,7 +73,9 @@ impl<'r> sqlx::FromRow<'r, sqlx::postgres::PgRow> for Artifact {
                 Ok(v) => (Some(v), None),
                 Err(e) => (
                     None,
-                    Some(format!("the stored analysis cannot be read back ({e}); re-analyze or delete it")),
+                    Some(format!(
+                        "the stored analysis cannot be read back ({e}); re-analyze or delete it"
+                    )),
                 ),
             },
         };

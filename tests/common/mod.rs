@@ -495,3 +495,63 @@ pub async fn admin_with_token(pool: &PgPool, label: &str) -> String {
         .unwrap()
         .1
 }
+
+/// The server binary running as a process of its own on a free port, over `database_url`
+/// with a data directory of its own; killed when dropped.
+pub struct ServerProcess {
+    pub child: tokio::process::Child,
+    pub base: String,
+    pub pid: u32,
+    pub data: tempfile::TempDir,
+}
+
+impl ServerProcess {
+    /// Starts it (with `env` added) and waits until `/healthz` answers.
+    pub async fn start(database_url: &str, env: &[(&str, &str)]) -> ServerProcess {
+        let port = free_port();
+        let data = tempfile::Builder::new()
+            .prefix("pj-server-")
+            .tempdir()
+            .unwrap();
+        let mut cmd = tokio::process::Command::new(env!("CARGO_BIN_EXE_perfjournal"));
+        cmd.env("DATABASE_URL", database_url)
+            .env("PERFJOURNAL_BIND", format!("127.0.0.1:{port}"))
+            .env("PERFJOURNAL_DATA_DIR", data.path())
+            .env("RUST_LOG", "warn")
+            .kill_on_drop(true);
+        for (k, v) in env {
+            cmd.env(k, v);
+        }
+        let child = cmd.spawn().expect("start the server");
+        let pid = child.id().expect("running");
+        let base = format!("http://127.0.0.1:{port}");
+        let http = reqwest::Client::new();
+        let started = std::time::Instant::now();
+        while !http
+            .get(format!("{base}/healthz"))
+            .send()
+            .await
+            .is_ok_and(|r| r.status().is_success())
+        {
+            assert!(started.elapsed().as_secs() < 30, "the server did not start");
+            tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+        }
+        ServerProcess {
+            child,
+            base,
+            pid,
+            data,
+        }
+    }
+}
+
+/// Peak resident memory (VmHWM) of a process, `self` or a pid, in MiB.
+pub fn peak_rss_mib(pid: &str) -> u64 {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap_or_default();
+    status
+        .lines()
+        .find(|l| l.starts_with("VmHWM:"))
+        .and_then(|l| l.split_whitespace().nth(1))
+        .and_then(|kb| kb.parse::<u64>().ok())
+        .map_or(0, |kb| kb / 1024)
+}

@@ -294,8 +294,9 @@ pub fn parse_row(bytes: &[u8], line_no: u64) -> Result<RequestRow, AnalyzeError>
     // samples in a profile of the load).
     if let Ok(text) = std::str::from_utf8(bytes) {
         if let Ok(k) = serde_json::from_str::<KnownFields>(text) {
-            if k.in_range() {
-                return Ok(k.into_row(line_no));
+            let row = k.into_row(line_no);
+            if row.floats().into_iter().flatten().all(super::in_range) {
+                return Ok(row);
             }
             // A number out of range: the general path names the field and the line.
         }
@@ -389,25 +390,6 @@ struct KnownFields<'a> {
 }
 
 impl KnownFields<'_> {
-    /// Every number within ±[`super::MAX_MAGNITUDE`].
-    fn in_range(&self) -> bool {
-        [
-            self.arrival_ts,
-            self.tokenize_ms,
-            self.queue_wait_ms,
-            self.prefill_ms,
-            self.first_token_ms,
-            self.decode_ms,
-            self.itl_p50_ms,
-            self.itl_p99_ms,
-            self.detokenize_ms,
-            self.total_ms,
-        ]
-        .into_iter()
-        .flatten()
-        .all(super::in_range)
-    }
-
     fn into_row(self, line: u64) -> RequestRow {
         RequestRow {
             line,
@@ -550,10 +532,9 @@ fn take_float(
         )),
     }?;
     match x {
-        Some(v) if !super::in_range(v) => Err(AnalyzeError::at_line(
-            line,
-            super::out_of_range(key, v, ""),
-        )),
+        Some(v) if !super::in_range(v) => {
+            Err(AnalyzeError::at_line(line, super::out_of_range(key, v, "")))
+        }
         x => Ok(x),
     }
 }
