@@ -9,7 +9,7 @@ pub mod charts;
 pub mod cli;
 pub mod comparisons;
 pub mod config;
-pub mod core;
+pub use perfjournal_core as core;
 pub mod db;
 pub mod error;
 pub mod extract;

@@ -12,6 +12,10 @@ pub mod quantity;
 pub mod stats;
 pub mod training;
 
+#[cfg(test)]
+#[path = "../test_skip.rs"]
+mod test_skip;
+
 use serde::{Deserialize, Serialize};
 
 /// One problem with one input, named so a form can put it beside its field and an API

@@ -16,7 +16,7 @@ use super::prometheus::parse_sample_line;
 use super::readers::{read_line_bounded, Line};
 use super::request_log::days_from_civil;
 use super::AnalyzeError;
-use crate::core::stats::Summary;
+use crate::stats::Summary;
 use serde::{Deserialize, Serialize};
 use std::collections::HashMap;
 use std::io::{BufReader, Read};

@@ -254,13 +254,11 @@ impl<R: Read> Splitter<R> {
             }
             // Need more bytes: a part spans past this block.
             match self.part_start {
-                Some(start) => {
-                    if batch.len - start > self.max_part {
-                        return Err(SplitError::TooLarge {
-                            at: self.part_at,
-                            limit: self.max_part,
-                        });
-                    }
+                Some(start) if batch.len - start > self.max_part => {
+                    return Err(SplitError::TooLarge {
+                        at: self.part_at,
+                        limit: self.max_part,
+                    });
                 }
                 None if batch.parts.is_empty() && self.pos > 0 => {
                     // Between parts with nothing to ship: what was scanned is blanks or
@@ -270,7 +268,7 @@ impl<R: Read> Splitter<R> {
                     batch.len -= self.pos;
                     self.shift(self.pos);
                 }
-                None => {}
+                _ => {}
             }
             self.fill(&mut batch)?;
         }

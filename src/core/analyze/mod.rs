@@ -34,7 +34,7 @@ pub mod request_log;
 pub mod sweep;
 pub mod vllm_bench;
 
-pub use crate::core::stats::Summary;
+pub use crate::stats::Summary;
 pub use detect::{detect, is_gzip, DETECT_HEAD_BYTES};
 pub use prometheus::{parse_snapshot, window, Snapshot};
 pub use readers::{decompressing_reader, CountingReader, SizeCapExceeded};

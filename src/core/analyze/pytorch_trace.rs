@@ -42,8 +42,8 @@
 use super::json_split::{Batch, PartKind, SplitError, Splitter};
 use super::stats::union_length_sorted;
 use super::{out_of_range, AnalyzeError, Options, MAX_MAGNITUDE};
-use crate::core::fmt::grouped;
-use crate::core::stats::Summary;
+use crate::fmt::grouped;
+use crate::stats::Summary;
 use serde::de::{self, DeserializeSeed, Deserializer, IgnoredAny, MapAccess, SeqAccess, Visitor};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
@@ -1530,7 +1530,7 @@ fn temporal_breakdown(
         notes.push(format!(
             "{} cuda_sync events on GPU streams count in the span as idle time, as in HTA: {} µs of the idle time is synchronisation",
             grouped(syncs.len() as u64),
-            crate::core::fmt::format_number(sync_idle, 1)
+            crate::fmt::format_number(sync_idle, 1)
         ));
     }
     Temporal {

@@ -11,7 +11,7 @@ use std::collections::HashMap;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
 use super::request_log::{self, RequestRow};
-use crate::core::stats::quantile::quantiles_select;
+use crate::stats::quantile::quantiles_select;
 
 /// The phases of the decomposition, in the page's order (milliseconds): the first
 /// seven columns of the request-log analysis.
@@ -385,7 +385,7 @@ pub fn quantiles(values: &mut [f64]) -> [f64; 4] {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::core::stats::quantile;
+    use crate::stats::quantile;
 
     fn row(tenant: Option<&str>, model: Option<&str>, arrival: Option<f64>, v: f64) -> RequestRow {
         RequestRow {

@@ -10,7 +10,7 @@
 
 use super::readers::{read_line_bounded, Line};
 use super::{decompressing_reader, AnalyzeError, Options, DEFAULT_MAX_DECOMPRESSED_BYTES};
-use crate::core::stats::Summary;
+use crate::stats::Summary;
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 use std::collections::{BTreeMap, HashMap};

@@ -27,12 +27,12 @@ use serde_json::{Map, Value};
 
 use super::vllm_bench::BenchResult;
 use super::AnalyzeError;
-use crate::core::fmt::format_number;
-use crate::core::method::comparison;
-use crate::core::method::metric::{Metric, Percentile};
-use crate::core::quantity::{self, Unit};
-use crate::core::stats::Summary;
-use crate::core::FieldError;
+use crate::fmt::format_number;
+use crate::method::comparison;
+use crate::method::metric::{Metric, Percentile};
+use crate::quantity::{self, Unit};
+use crate::stats::Summary;
+use crate::FieldError;
 
 /// Bump when the JSON output of [`analyze`] changes.
 pub const ANALYZER_VERSION: u32 = 1;

@@ -18,7 +18,7 @@
 
 use super::readers::NanToNull;
 use super::AnalyzeError;
-use crate::core::stats::Summary;
+use crate::stats::Summary;
 use serde::de::{self, DeserializeSeed, IgnoredAny, MapAccess, SeqAccess, Visitor};
 use serde::{Deserialize, Deserializer, Serialize};
 use serde_json::{Map, Value};

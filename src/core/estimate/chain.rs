@@ -6,7 +6,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use super::fmt;
-use crate::core::quantity::Unit;
+use crate::quantity::Unit;
 
 /// One derived step: `label  formula = value unit`, where `formula` has the numbers
 /// substituted (e.g. `(16.06 GB + 34.36 GB) / 3.35 TB/s`) and `value` is in `unit`.

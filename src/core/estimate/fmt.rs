@@ -37,7 +37,7 @@ fn trim_zeros(s: String) -> String {
 }
 
 /// About four significant digits; integers and anything ≥ 1000 get thousands separators.
-pub(crate) fn num(x: f64) -> String {
+pub fn num(x: f64) -> String {
     if !x.is_finite() {
         return x.to_string();
     }
@@ -48,7 +48,7 @@ pub(crate) fn num(x: f64) -> String {
     let integral = (x - x.round()).abs() < 1e-9 * a.max(1.0);
     if a >= 999.95 || integral {
         let sign = if x < 0.0 { "-" } else { "" };
-        return format!("{sign}{}", crate::core::fmt::grouped(a.round() as u64));
+        return format!("{sign}{}", crate::fmt::grouped(a.round() as u64));
     }
     let decimals = if a >= 100.0 {
         1

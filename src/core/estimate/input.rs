@@ -206,7 +206,7 @@ impl<'a> Parser<'a> {
             self.record_number(key, default);
             return Some(default);
         };
-        let read = crate::core::quantity::read(raw, crate::core::quantity::Unit::Bytes)
+        let read = crate::quantity::read(raw, crate::quantity::Unit::Bytes)
             .map_err(|e| e.to_string())
             .and_then(|v| check(v, Rule::NonNegative));
         self.accept(key, read)

@@ -151,7 +151,7 @@ mod tests {
             "mixed-step",
             "model=mixtral-8x7b tp=2 batch=1 context=1 chunk_tokens=999",
         );
-        let active = crate::core::estimate::models::find("mixtral-8x7b")
+        let active = crate::estimate::models::find("mixtral-8x7b")
             .unwrap()
             .spec
             .params()

@@ -18,7 +18,7 @@ mod chain;
 mod cost;
 mod decode_floor;
 pub mod dtype;
-pub(crate) mod fmt;
+pub mod fmt;
 pub mod gpus;
 mod input;
 mod kv_pages;
@@ -46,7 +46,7 @@ pub use models::{CatalogModel, KvLayout, ModelSpec, ModelSummary, ParamCount};
 /// so an empty web-form field falls back to its default.
 pub type Inputs = BTreeMap<String, String>;
 
-pub use crate::core::FieldError;
+pub use crate::FieldError;
 
 /// Why [`run`] produced no chain.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]

@@ -643,7 +643,7 @@ mod tests {
         let cfg = r#"{"hidden_size":4096,"intermediate_size":14336,"num_attention_heads":32,"num_hidden_layers":32,"num_key_value_heads":8,"vocab_size":128256}"#;
         let mut raw = inputs("batch=64 context=4096");
         raw.insert("config".into(), cfg.into());
-        let chain = crate::core::estimate::run("decode-floor", &raw).unwrap();
+        let chain = crate::estimate::run("decode-floor", &raw).unwrap();
         close(&chain, "floor_ms", 15.05);
         assert!(chain.inputs["config"]
             .as_str()
@@ -651,7 +651,7 @@ mod tests {
             .starts_with("config.json"));
 
         raw.insert("config".into(), "{\"hidden_size\": 4096,,}".into());
-        let err = crate::core::estimate::run("decode-floor", &raw).unwrap_err();
+        let err = crate::estimate::run("decode-floor", &raw).unwrap_err();
         assert!(err.to_string().contains("line 1 column"), "{err}");
     }
 

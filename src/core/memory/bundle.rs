@@ -6,8 +6,8 @@
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 
-use crate::core::method::journal::{from_markdown, JournalEntry};
-use crate::core::FieldError;
+use crate::method::journal::{from_markdown, JournalEntry};
+use crate::FieldError;
 
 /// The `format` value of a JSON export.
 pub const FORMAT: &str = "perfjournal-journal";
@@ -302,7 +302,7 @@ impl<'de> serde::de::Visitor<'de> for Entries<'_> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::core::method::journal::entries_to_markdown;
+    use crate::method::journal::entries_to_markdown;
 
     fn entry(symptom: &str) -> JournalEntry {
         JournalEntry {

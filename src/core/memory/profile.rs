@@ -4,8 +4,8 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::core::method::record::{Evaluation, Records};
-use crate::core::method::{Dominance, JournalEntry, Metric, Percentile, Phase, Regime};
+use crate::method::record::{Evaluation, Records};
+use crate::method::{Dominance, JournalEntry, Metric, Percentile, Phase, Regime};
 
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct Profile {
@@ -111,13 +111,13 @@ impl Profile {
             .split_once("verdict:")
             .map(|(_, rest)| rest.trim().replace(' ', "_"))
             .and_then(|rest| {
-                crate::core::method::Verdict::from_slug(
+                crate::method::Verdict::from_slug(
                     rest.split(|c: char| !c.is_alphanumeric() && c != '_')
                         .next()
                         .unwrap_or(""),
                 )
                 .or_else(|| {
-                    crate::core::method::Verdict::from_slug(rest.trim_end_matches(['.', ';']))
+                    crate::method::Verdict::from_slug(rest.trim_end_matches(['.', ';']))
                 })
             })
             .map(|v| v.slug().to_string());
@@ -137,12 +137,12 @@ impl Profile {
             model: first(|w| {
                 named_in(
                     w,
-                    crate::core::estimate::models::CATALOG
+                    crate::estimate::models::CATALOG
                         .iter()
                         .map(|m| m.name),
                 )
             }),
-            gpu: first(|w| named_in(w, crate::core::estimate::gpus::GPUS.iter().map(|g| g.name))),
+            gpu: first(|w| named_in(w, crate::estimate::gpus::GPUS.iter().map(|g| g.name))),
             engine: engine.as_ref().map(|(e, _)| e.to_string()),
             engine_version: engine.and_then(|(_, v)| v),
             prompt_tokens: number_after(&workload, "prompt"),

@@ -5,8 +5,8 @@
 use chrono::NaiveDate;
 use serde::Serialize;
 
-use crate::core::method::{Metric, Phase, Verdict};
-use crate::core::FieldError;
+use crate::method::{Metric, Phase, Verdict};
+use crate::FieldError;
 
 /// Longest accepted query text, in characters.
 pub const MAX_QUERY: usize = 500;

@@ -21,11 +21,11 @@ use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 
-use crate::core::analyze::pytorch_trace::{
+use crate::analyze::pytorch_trace::{
     Preceded, TraceAnalysis, IDLE_INTERVAL_MIN_US, MAX_IDLE_INTERVALS,
 };
-use crate::core::fmt::{format_number, grouped};
-use crate::core::FieldError;
+use crate::fmt::{format_number, grouped};
+use crate::FieldError;
 
 /// Idle intervals shorter than this are not attributed unless asked.
 pub const DEFAULT_MIN_IDLE_US: f64 = 100.0;
@@ -940,7 +940,7 @@ pub fn with_report(result: &str, a: &Attribution) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::core::analyze::pytorch_trace::{DeviceInfo, IdleInterval};
+    use crate::analyze::pytorch_trace::{DeviceInfo, IdleInterval};
 
     /// Trace zero at 1,700,000,000 s (Unix epoch).
     const BASE_NS: u64 = 1_700_000_000_000_000_000;
@@ -948,9 +948,9 @@ mod tests {
 
     fn trace(gaps: &[(f64, f64, Preceded)], span_us: f64) -> TraceAnalysis {
         let doc = format!(r#"{{"baseTimeNanoseconds": {BASE_NS}, "traceEvents": []}}"#);
-        let mut t = crate::core::analyze::pytorch_trace::analyze(
+        let mut t = crate::analyze::pytorch_trace::analyze(
             doc.as_bytes(),
-            &crate::core::analyze::Options::default(),
+            &crate::analyze::Options::default(),
         )
         .unwrap();
         t.gpu_window_us = Some([0.0, span_us]);

@@ -16,8 +16,8 @@ use super::verdict::{
     RunHealth, Verdict,
 };
 use super::FieldError;
-use crate::core::fmt::{format_number, grouped};
-use crate::core::stats::{
+use crate::fmt::{format_number, grouped};
+use crate::stats::{
     bootstrap_diff_ci, bootstrap_diff_ci_sorted, mann_whitney_sorted, mann_whitney_u, run_spread,
     BootstrapConfig, RunSpread, SortedSample, Statistic, Summary,
 };

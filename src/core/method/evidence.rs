@@ -15,12 +15,12 @@ use super::phases::Phase;
 use super::record::Pairs;
 use super::regime::regime;
 use super::setup_check::Claimed;
-use crate::core::analyze::ncu::NcuAnalysis;
-use crate::core::analyze::nsys::NsysAnalysis;
-use crate::core::analyze::prometheus::{Bucket, PrometheusAnalysis};
-use crate::core::analyze::pytorch_trace::TraceAnalysis;
-use crate::core::analyze::request_log::RequestLogAnalysis;
-use crate::core::analyze::vllm_bench::VllmBenchAnalysis;
+use crate::analyze::ncu::NcuAnalysis;
+use crate::analyze::nsys::NsysAnalysis;
+use crate::analyze::prometheus::{Bucket, PrometheusAnalysis};
+use crate::analyze::pytorch_trace::TraceAnalysis;
+use crate::analyze::request_log::RequestLogAnalysis;
+use crate::analyze::vllm_bench::VllmBenchAnalysis;
 
 /// Kernels offered to a form: the ones that hold the time.
 const TOP_KERNELS: usize = 8;
@@ -63,7 +63,7 @@ pub fn fill(step: u8, kind: &str, analysis: &Value) -> Option<(Pairs, String)> {
                 format!(
                     "{} TTFT histogram, p95 of {} requests (a bucket estimate); add the target",
                     a.engine,
-                    crate::core::fmt::format_number(q.count, 0)
+                    crate::fmt::format_number(q.count, 0)
                 ),
             ))
         }
@@ -349,7 +349,7 @@ fn histogram_phases(a: &PrometheusAnalysis) -> Vec<(String, String)> {
 /// "in the 500–1,000 ms bucket": how finely a histogram pins a quantile (seconds in,
 /// milliseconds out, like the values beside it).
 fn bucket_note(b: &Bucket) -> String {
-    let ms = |s: f64| crate::core::fmt::format_number(s * 1000.0, if s < 0.01 { 1 } else { 0 });
+    let ms = |s: f64| crate::fmt::format_number(s * 1000.0, if s < 0.01 { 1 } else { 0 });
     match b.hi {
         Some(hi) => format!("in the {}–{} ms bucket", ms(b.lo), ms(hi)),
         None => format!("above the last bucket ({} ms): a lower bound", ms(b.lo)),
@@ -471,9 +471,9 @@ fn nsys_kernels(a: &NsysAnalysis) -> Pairs {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::core::analyze::ncu::NcuKernel;
-    use crate::core::analyze::nsys::NsysKernel;
-    use crate::core::method::record::{parse_step, StepRecord};
+    use crate::analyze::ncu::NcuKernel;
+    use crate::analyze::nsys::NsysKernel;
+    use crate::method::record::{parse_step, StepRecord};
     use serde_json::json;
 
     #[test]
@@ -484,9 +484,9 @@ mod tests {
             {"ph": "X", "cat": "cuda_runtime", "name": "cudaLaunchKernel", "pid": 1, "tid": 1, "ts": 6100.0, "dur": 5.0, "args": {"correlation": 2}},
             {"ph": "X", "cat": "kernel", "name": "gemm", "pid": 0, "tid": 7, "ts": 8010.0, "dur": 2000.0, "args": {"correlation": 2}}
         ]});
-        let analysis = crate::core::analyze::pytorch_trace::analyze(
+        let analysis = crate::analyze::pytorch_trace::analyze(
             trace.to_string().as_bytes(),
-            &crate::core::analyze::Options::default(),
+            &crate::analyze::Options::default(),
         )
         .unwrap();
         let value = serde_json::to_value(&analysis).unwrap();
@@ -506,7 +506,7 @@ mod tests {
             vllm:request_queue_time_seconds_bucket{le=\"+Inf\"} 100\n\
             vllm:request_queue_time_seconds_count 100\n\
             vllm:request_queue_time_seconds_sum 120\n";
-        let prom = crate::core::analyze::prometheus::analyze(text.as_bytes()).unwrap();
+        let prom = crate::analyze::prometheus::analyze(text.as_bytes()).unwrap();
         let prom = serde_json::to_value(&prom).unwrap();
         let (pairs, _) = fill(2, "prometheus", &prom).unwrap();
         assert_eq!(pairs.get("queue_wait.p50"), Some("1000"));
@@ -528,7 +528,7 @@ mod tests {
             sglang:time_to_first_token_seconds_bucket{le=\"+Inf\"} 100\n\
             sglang:time_to_first_token_seconds_count 100\n\
             sglang:time_to_first_token_seconds_sum 60\n";
-        let prom = crate::core::analyze::prometheus::analyze(text.as_bytes()).unwrap();
+        let prom = crate::analyze::prometheus::analyze(text.as_bytes()).unwrap();
         let prom = serde_json::to_value(&prom).unwrap();
         let (pairs, what) = fill(2, "prometheus", &prom).unwrap();
         assert!(what.starts_with("sglang"), "{what}");
@@ -553,9 +553,9 @@ mod tests {
                 )
             })
             .collect();
-        let analysis = crate::core::analyze::request_log::analyze(
+        let analysis = crate::analyze::request_log::analyze(
             lines.as_bytes(),
-            &crate::core::analyze::Options::default(),
+            &crate::analyze::Options::default(),
         )
         .unwrap();
         let (pairs, what) =

@@ -4,8 +4,8 @@
 use serde::{Deserialize, Serialize};
 
 use super::FieldError;
-use crate::core::estimate::{self, result_unit, Chain, EstimateError, Inputs};
-use crate::core::quantity::Unit;
+use crate::estimate::{self, result_unit, Chain, EstimateError, Inputs};
+use crate::quantity::Unit;
 
 /// An estimate kept as a step's expected value: enough to rerun it (name + inputs) and
 /// the one result chosen from its chain.
@@ -233,7 +233,7 @@ pub fn attach(
 
 /// The headline result if it has the wanted dimension (or none is wanted), else the
 /// last derived result that has it.
-fn default_result(chain: &Chain, wanted: Option<crate::core::quantity::Dimension>) -> Option<&str> {
+fn default_result(chain: &Chain, wanted: Option<crate::quantity::Dimension>) -> Option<&str> {
     let fits =
         |k: &str| wanted.is_none_or(|d| chain.units.get(k).is_some_and(|u| u.dimension() == d));
     match headline(chain) {

@@ -469,9 +469,9 @@ fn diagnosis_line(input: &DraftInput) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::core::method::metric::{Metric, Percentile, Unit};
-    use crate::core::method::phases::Phase;
-    use crate::core::method::resources::classify;
+    use crate::method::metric::{Metric, Percentile, Unit};
+    use crate::method::phases::Phase;
+    use crate::method::resources::classify;
 
     fn example() -> JournalEntry {
         JournalEntry {

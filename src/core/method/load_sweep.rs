@@ -3,7 +3,7 @@
 //! sweep (step 7): "p99 TTFT at 6 req/s went 120 → 80 ms; max rate at SLO 6.3 → 8.1".
 
 use super::metric::{Metric, MetricTarget, Unit};
-use crate::core::analyze::sweep::{self, Slo, SweepPoint};
+use crate::analyze::sweep::{self, Slo, SweepPoint};
 
 /// One sweep attached to the investigation: its name and points (one series).
 pub struct NamedSweep<'a> {
@@ -54,8 +54,8 @@ pub fn step_lines(step: u8, target: Option<&MetricTarget>, sweeps: &[NamedSweep]
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::core::analyze::sweep::test_point as pt;
-    use crate::core::method::metric::Percentile;
+    use crate::analyze::sweep::test_point as pt;
+    use crate::method::metric::Percentile;
 
     fn target(metric: Metric, target: f64, unit: Unit) -> MetricTarget {
         MetricTarget {

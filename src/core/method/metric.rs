@@ -4,8 +4,8 @@
 use serde::{Deserialize, Serialize};
 
 use super::FieldError;
-use crate::core::fmt::format_number;
-use crate::core::stats::Statistic;
+use crate::fmt::format_number;
+use crate::stats::Statistic;
 
 /// The metric an investigation is about.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
@@ -116,8 +116,8 @@ impl Metric {
     }
 }
 
-pub use crate::core::quantity::Unit;
-use crate::core::quantity::{self, Dimension};
+pub use crate::quantity::Unit;
+use crate::quantity::{self, Dimension};
 
 /// `(value, unit)` in the unit metric values are stored in: times become ms.
 fn canonical(unit: Unit, value: f64) -> (f64, Unit) {

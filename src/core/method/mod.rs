@@ -37,4 +37,4 @@ pub use verdict::{
     RunHealth, Verdict,
 };
 
-pub use crate::core::FieldError;
+pub use crate::FieldError;

@@ -346,8 +346,8 @@ pub fn next_checks(dominance: &Dominance) -> NextChecks {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::core::method::metric::Unit;
-    use crate::core::stats::{StatsError, Summary};
+    use crate::method::metric::Unit;
+    use crate::stats::{StatsError, Summary};
 
     fn row(phase: Phase, p95: f64) -> PhaseRow {
         PhaseRow {

@@ -16,9 +16,9 @@ use super::reproduce::{
 use super::resources::{classify, consistent_with_queueing, Classification};
 use super::verdict::Verdict;
 use super::FieldError;
-use crate::core::estimate::{self, Inputs};
-use crate::core::fmt::format_number;
-use crate::core::quantity::{self, Quantity, Unit};
+use crate::estimate::{self, Inputs};
+use crate::fmt::format_number;
+use crate::quantity::{self, Quantity, Unit};
 
 /// Rows a table step reads at most (forms show a few; the API may send more).
 pub const MAX_ROWS: usize = 20;
@@ -1623,7 +1623,7 @@ mod tests {
         assert_eq!(observed_at(4, &r), Some(Quantity::new(24.0, Unit::Ms)));
         let d = evaluate(&r).regime.unwrap().decode.unwrap();
         assert_eq!(d.floor_source, "entered");
-        assert_eq!(d.band.band, crate::core::method::Band::Overhead);
+        assert_eq!(d.band.band, crate::method::Band::Overhead);
     }
 
     #[test]

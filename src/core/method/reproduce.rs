@@ -6,7 +6,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
 use super::FieldError;
-use crate::core::quantity::{self, Unit};
+use crate::quantity::{self, Unit};
 use FieldKind::{Decimal, Flag, Integer, Text};
 
 /// Can the slowdown be produced on demand?
@@ -925,7 +925,7 @@ pub struct CatalogMatch {
 /// "meta-llama/Llama-3.1-8B-Instruct" is `llama-3.1-8b`), or why they map to none. A
 /// pasted config.json stands in for a model the catalog lacks.
 pub fn catalog_matches(config: &FrozenConfig) -> Vec<CatalogMatch> {
-    use crate::core::estimate::{gpus, models};
+    use crate::estimate::{gpus, models};
     let mut out = Vec::new();
     fn typed(v: &Option<String>) -> Option<&str> {
         v.as_deref().map(str::trim).filter(|t| !t.is_empty())

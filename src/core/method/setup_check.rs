@@ -4,7 +4,7 @@
 //! "meta-llama/Llama-3.1-8B-Instruct" and `llama-3.1-8b` are the same model.
 
 use super::reproduce::FrozenConfig;
-use crate::core::estimate::{gpus, spelling};
+use crate::estimate::{gpus, spelling};
 
 /// What a piece of evidence says about its setup; `None` where it says nothing.
 #[derive(Debug, Clone, Default, PartialEq)]
@@ -71,7 +71,7 @@ impl Mismatch {
 
 /// The model a name means: its catalog entry's key, or the name reduced the same way.
 fn model_identity(name: &str) -> String {
-    match crate::core::estimate::models::find(name) {
+    match crate::estimate::models::find(name) {
         Some(m) => m.name.to_string(),
         None => spelling::model_key(name),
     }

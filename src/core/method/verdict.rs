@@ -5,7 +5,7 @@ use serde::{Deserialize, Serialize};
 
 use super::metric::{format_value, Metric, Unit};
 use super::reproduce::SingleChangeCheck;
-use crate::core::stats::{DiffCi, RunSpread, Statistic, Summary};
+use crate::stats::{DiffCi, RunSpread, Statistic, Summary};
 
 /// Significance level for the Mann–Whitney p-value.
 pub const ALPHA: f64 = 0.05;
@@ -362,8 +362,8 @@ pub fn score_prediction(predicted_low: f64, predicted_high: f64, observed: f64) 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::core::method::reproduce::{check_single_change, FrozenConfig};
-    use crate::core::stats::{bootstrap_diff_ci, mann_whitney_u, run_spread, BootstrapConfig};
+    use crate::method::reproduce::{check_single_change, FrozenConfig};
+    use crate::stats::{bootstrap_diff_ci, mann_whitney_u, run_spread, BootstrapConfig};
 
     fn summary(p95: f64) -> Summary {
         Summary {

@@ -5,9 +5,9 @@
 use serde::{Deserialize, Serialize};
 
 use super::input::ProposalInput;
-use crate::core::analyze::sweep::SweepPoint;
-use crate::core::fmt::format_number;
-use crate::core::method::metric::Percentile;
+use crate::analyze::sweep::SweepPoint;
+use crate::fmt::format_number;
+use crate::method::metric::Percentile;
 
 /// Evidence kinds a proposal can link.
 pub const KINDS: [&str; 3] = ["journal", "comparison", "artifact"];
@@ -116,7 +116,7 @@ mod tests {
 
     #[test]
     fn sweep_capacity_within_both_slos() {
-        use crate::core::analyze::sweep::test_point;
+        use crate::analyze::sweep::test_point;
         let pts: Vec<SweepPoint> = [
             (2.0, 2.0, 300.0, 40.0),
             (6.0, 5.8, 700.0, 55.0),

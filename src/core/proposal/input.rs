@@ -6,8 +6,8 @@ use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 
-use crate::core::estimate::{gpus, models, parse_number, Dtype, FieldSpec, ModelSpec};
-use crate::core::FieldError;
+use crate::estimate::{gpus, models, parse_number, Dtype, FieldSpec, ModelSpec};
+use crate::FieldError;
 
 /// Raw inputs: field name → text. Blank values count as not given.
 pub type Pairs = BTreeMap<String, String>;

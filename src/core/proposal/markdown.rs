@@ -3,7 +3,7 @@
 use super::input::ProposalInput;
 use super::outcome::Score;
 use super::sizing::{Sizing, Variant};
-use crate::core::estimate::fmt;
+use crate::estimate::fmt;
 
 /// One linked piece of evidence as the export lists it.
 pub struct EvidenceLine {

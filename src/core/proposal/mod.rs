@@ -1,6 +1,6 @@
 //! Capacity proposals: a reproducible sizing of a deployment for a workload and SLOs,
 //! computed by the estimators, reviewed like a pull request and scored after rollout.
-//! Pure: inputs are parsed here, sized by [`crate::core::estimate`], and exported as
+//! Pure: inputs are parsed here, sized by [`crate::estimate`], and exported as
 //! Markdown; the shell stores and serves them.
 
 pub mod evidence;

@@ -7,8 +7,8 @@ use serde::{Deserialize, Serialize};
 
 use super::input::Pairs;
 use super::sizing::Sizing;
-use crate::core::estimate::parse_number;
-use crate::core::FieldError;
+use crate::estimate::parse_number;
+use crate::FieldError;
 
 /// The figures a rollout can be scored on: key, label, unit, the estimator behind it.
 pub const FIGURES: [(&str, &str, &str, &str); 4] = [

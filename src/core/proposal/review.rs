@@ -94,8 +94,8 @@ pub fn check(
     comment: &str,
     section: Option<&str>,
     is_owner: bool,
-) -> Result<Review, crate::core::FieldError> {
-    use crate::core::FieldError;
+) -> Result<Review, crate::FieldError> {
+    use crate::FieldError;
     let to = match to.map(str::trim).filter(|s| !s.is_empty()) {
         None => from,
         Some(s) => State::from_slug(s).ok_or_else(|| {

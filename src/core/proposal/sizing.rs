@@ -21,8 +21,8 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use super::input::{field_for_estimator_key, ProposalInput};
-use crate::core::estimate::{self, fmt, Chain, EstimateError, Inputs};
-use crate::core::FieldError;
+use crate::estimate::{self, fmt, Chain, EstimateError, Inputs};
+use crate::FieldError;
 
 /// One estimator call: what it answers, its exact inputs and its chain.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

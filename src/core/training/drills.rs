@@ -13,9 +13,9 @@ use serde_json::{json, Value};
 
 use super::rng::Dice;
 use super::{within_tolerance, TOLERANCE};
-use crate::core::estimate::{self, gpus, models, Chain, Inputs};
-use crate::core::quantity::{self, Unit};
-use crate::core::FieldError;
+use crate::estimate::{self, gpus, models, Chain, Inputs};
+use crate::quantity::{self, Unit};
+use crate::FieldError;
 
 /// How much of a chain one drill asks for.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]

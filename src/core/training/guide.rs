@@ -238,14 +238,14 @@ mod tests {
     /// The model answers that quote a number agree with the estimators.
     #[test]
     fn model_answers_agree_with_the_estimators() {
-        let c = crate::core::estimate::run(
+        let c = crate::estimate::run(
             "amdahl",
             &[("phases".to_string(), "a:0.09:3,rest:0.91:1".to_string())].into(),
         )
         .unwrap();
         let s = c.results["end_to_end_speedup"].as_f64().unwrap();
         assert!((s - 1.064).abs() < 0.001);
-        let c = crate::core::estimate::run(
+        let c = crate::estimate::run(
             "decode-floor",
             &[
                 ("model".to_string(), "llama-3.1-8b".to_string()),

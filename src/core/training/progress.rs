@@ -5,7 +5,7 @@
 use chrono::NaiveDate;
 use serde::Serialize;
 
-use crate::core::estimate;
+use crate::estimate;
 
 /// Drill types, as attempts record them.
 pub const KINDS: [(&str, &str); 5] = [

@@ -9,8 +9,8 @@ use std::collections::BTreeMap;
 use serde::Serialize;
 
 use super::rng::Dice;
-use crate::core::estimate::{self, Chain, Inputs};
-use crate::core::FieldError;
+use crate::estimate::{self, Chain, Inputs};
+use crate::FieldError;
 
 pub const FINDINGS: usize = 5;
 

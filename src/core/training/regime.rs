@@ -1,11 +1,11 @@
 //! "Which regime is this" drills: a kernel's SM and DRAM throughput (% of peak, as
 //! Nsight Compute reports them), four choices, graded by the step-4 rule itself
-//! ([`crate::core::method::regime::regime`]).
+//! ([`crate::method::regime::regime`]).
 
 use serde::Serialize;
 
 use super::rng::Dice;
-use crate::core::method::regime::{helps, regime, Regime, HIGH_PCT, LOW_PCT};
+use crate::method::regime::{helps, regime, Regime, HIGH_PCT, LOW_PCT};
 
 /// The four answers, in the order the page offers them.
 pub const CHOICES: [Regime; 4] = [
