@@ -8,7 +8,7 @@
 //! everyone signed in reads the rest, blob downloads included; nobody gets a 5xx; the
 //! reads write nothing. Then the CSRF matrix over every write route.
 
-mod common;
+use crate::common;
 
 use std::collections::BTreeMap;
 use std::path::Path;

@@ -1,6 +1,6 @@
 //! The JSON API for investigations and the journal, with bearer tokens.
 
-mod common;
+use crate::common;
 
 use axum::http::StatusCode;
 use common::{spawn_app, TestApp};

@@ -1,7 +1,7 @@
 //! Artifacts end to end: upload through API, page and CLI, detection, background
 //! analysis, results, download, and every bad-input case the issue names.
 
-mod common;
+use crate::common;
 
 use std::io::Write;
 

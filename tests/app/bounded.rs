@@ -3,17 +3,10 @@
 //! `done` with a small stored analysis that says what it pooled; an analysis that keeps
 //! dying ends `failed` with a reason instead of being retried forever.
 
-mod common;
+use crate::common;
 
 use std::io::Write;
 
-use axum::body::Body;
-use axum::http::{header, Request, StatusCode};
-
-/// Peak resident memory of this process so far (VmHWM), in MiB.
-fn peak_rss_mib() -> u64 {
-    common::peak_rss_mib("self")
-}
 
 /// The stated bound on what analysing the trace below may add to the peak RSS. Before
 /// the bounds, per-stream timelines alone took 120 × 8 bytes per stream (≈ 190 MB here,
@@ -45,18 +38,25 @@ async fn a_trace_with_a_stream_per_kernel_stays_bounded() {
         body.len() / 1024
     );
 
-    let mut app = common::spawn_app().await;
-    app.setup_admin("ada").await;
-    let token = app.api_token("ada").await;
-    let before = peak_rss_mib();
-    let req = Request::post("/api/v1/artifacts?name=streams.json.gz")
-        .header(header::AUTHORIZATION, format!("Bearer {token}"))
-        .header(header::CONTENT_TYPE, "application/octet-stream")
-        .body(Body::from(body))
+    // A server process of its own, so its peak RSS is this upload's alone.
+    let (pool, url) = common::fresh_db().await;
+    let token = common::admin_with_token(&pool, "streams").await;
+    let server = common::ServerProcess::start(&url, &[]).await;
+    let pid = server.pid.to_string();
+    let before = common::peak_rss_mib(&pid);
+    let r = reqwest::Client::new()
+        .post(format!("{}/api/v1/artifacts?name=streams.json.gz", server.base))
+        .bearer_auth(&token)
+        .body(body)
+        .send()
+        .await
         .unwrap();
-    let r = app.send(req).await;
-    assert_eq!(r.status, StatusCode::CREATED, "{}", r.body);
-    let id = r.json()["id"].as_i64().unwrap();
+    let status = r.status();
+    let text = r.text().await.unwrap();
+    assert_eq!(status, reqwest::StatusCode::CREATED, "{text}");
+    let id = serde_json::from_str::<serde_json::Value>(&text).unwrap()["id"]
+        .as_i64()
+        .unwrap();
     // An inline analysis past its time budget continues in the background: wait for it.
     let started = std::time::Instant::now();
     let (status, error, size, analysis) = loop {
@@ -70,7 +70,7 @@ async fn a_trace_with_a_stream_per_kernel_stays_bounded() {
                  WHERE id = $1",
         )
         .bind(id)
-        .fetch_one(&app.pool)
+        .fetch_one(&pool)
         .await
         .unwrap();
         if row.0 != "analyzing" && row.0 != "queued" {
@@ -83,7 +83,7 @@ async fn a_trace_with_a_stream_per_kernel_stays_bounded() {
         );
         tokio::time::sleep(std::time::Duration::from_millis(250)).await;
     };
-    let after = peak_rss_mib();
+    let after = common::peak_rss_mib(&pid);
     println!(
         "status {status} after {:?}; stored analysis {} bytes; peak RSS {before} → {after} MiB \
          (bound: +{EXTRA_PEAK_MIB} MiB)",

@@ -2,7 +2,7 @@
 //! `POST /api/v1/bubbles`, refusals naming the field, and inside an investigation step 3's
 //! wording and the journal draft.
 
-mod common;
+use crate::common;
 
 use axum::http::StatusCode;
 use common::bubble_data::{self, BASE_S};

@@ -3,7 +3,7 @@
 //! API's 202 and the background scraping, refusals, limits, a restart mid-window, the
 //! form, and the CLI.
 
-mod common;
+use crate::common;
 
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;

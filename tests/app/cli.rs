@@ -1,6 +1,6 @@
 //! The command line against a real database: accounts and tokens made from a terminal.
 
-mod common;
+use crate::common;
 
 use std::io::Write;
 use std::process::{Command, Stdio};

@@ -2,7 +2,7 @@
 //! the validity checks, agreement with a numpy/scipy reference, bad input, roles,
 //! the pages and the prediction record.
 
-mod common;
+use crate::common;
 
 use axum::body::Body;
 use axum::http::{header, Request, StatusCode};

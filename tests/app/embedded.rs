@@ -4,8 +4,7 @@
 use std::os::unix::fs::PermissionsExt;
 
 use perfjournal::db::embedded::ClusterError;
-#[path = "../src/test_skip.rs"]
-mod test_skip;
+use crate::common::test_skip;
 
 use perfjournal::db::EmbeddedCluster;
 use sqlx::{Connection, PgConnection};

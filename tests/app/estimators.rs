@@ -1,7 +1,7 @@
 //! Every public reference number, through each face: the CLI, the JSON API and the page.
 //! Plus bad input answered by field on each face, and the catalogs' pages.
 
-mod common;
+use crate::common;
 
 use std::process::Command;
 

@@ -1,7 +1,7 @@
 //! The foundation as a user meets it: setup, login, access rules, CSRF, throttling,
 //! headers, tokens, health and metrics — against a real PostgreSQL.
 
-mod common;
+use crate::common;
 
 use axum::body::Body;
 use axum::http::{header, Request, StatusCode};

@@ -3,7 +3,7 @@
 //! 5xx, never an artifact left queued or analyzing, never a panic's text, and a cut-off
 //! upload leaves no row, no blob and no temporary file.
 
-mod common;
+use crate::common;
 
 use std::io::Write;
 use std::time::Duration;

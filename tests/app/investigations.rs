@@ -1,7 +1,7 @@
 //! Investigations through the pages: opening one, each step's computation as the page
 //! shows it, bad input, permissions, skipping ahead, history, expected vs observed.
 
-mod common;
+use crate::common;
 
 use axum::http::StatusCode;
 use common::TestApp;

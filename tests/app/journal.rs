@@ -1,7 +1,7 @@
 //! The journal: drafting from an investigation, publishing, writing directly, and
 //! edits with optimistic concurrency.
 
-mod common;
+use crate::common;
 
 use axum::http::StatusCode;
 use common::{spawn_app, TestApp};

@@ -3,7 +3,7 @@
 //! training mark, guide self-checks, progress, and that training never touches the
 //! journal or the investigations.
 
-mod common;
+use crate::common;
 
 use std::collections::BTreeMap;
 

@@ -1,13 +1,13 @@
 //! The OpenAPI document as outside tools read it: a standard validator accepts it, and a
 //! client that knows the API only from the document uploads a file and reads it back, with
-//! every response matching what the document says (tests/openapi_client.py). schemathesis
+//! every response matching what the document says (tests/app/openapi_client.py). schemathesis
 //! then fuzzes every operation for a bounded number of examples: no 5xx, no response
 //! outside the document.
 //!
 //! The Python side needs openapi-spec-validator, openapi-core, requests and schemathesis;
 //! `.ci/run` installs them in a venv and points PERFJOURNAL_PYTHON at it.
 
-mod common;
+use crate::common;
 
 use std::process::Command;
 
@@ -63,7 +63,7 @@ async fn the_document_validates_and_a_client_made_from_it_uploads_a_file() {
         return;
     };
     let (_app, token, base) = served_admin().await;
-    let script = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/openapi_client.py");
+    let script = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/app/openapi_client.py");
     let (ok, text) = tokio::task::spawn_blocking(move || run(&python, &[script, &base, &token]))
         .await
         .unwrap();

@@ -1,7 +1,7 @@
 """A client that knows the perfjournal API only from its OpenAPI document.
 
 Run by tests/openapi.rs against a server on a loopback port:
-    python tests/openapi_client.py BASE_URL TOKEN
+    python tests/app/openapi_client.py BASE_URL TOKEN
 It validates the document (openapi-spec-validator), then uploads a file and reads it back
 the way a generated client would: the address from `servers` and the path template, the
 query parameters and body encoding from the operation, every response checked against the

@@ -3,7 +3,7 @@
 //! table; following the links reads every row exactly once, in order, even when new rows
 //! arrive between pages; filters ride along; a bad cursor or size is a 422 naming it.
 
-mod common;
+use crate::common;
 
 use axum::http::StatusCode;
 use common::TestApp;

@@ -3,7 +3,7 @@
 //! browser the click opens ui.perfetto.dev and hands it the trace after PING/PONG
 //! (window.open is stubbed, so nothing reaches Perfetto).
 
-mod common;
+use crate::common;
 
 use std::time::Duration;
 

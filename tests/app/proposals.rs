@@ -2,7 +2,7 @@
 //! staleness, after-rollout scoring, and the sized figures against the standalone
 //! estimators.
 
-mod common;
+use crate::common;
 
 use axum::http::StatusCode;
 use common::{spawn_app, TestApp};

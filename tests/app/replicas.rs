@@ -7,7 +7,7 @@
 //! Needs `PERFJOURNAL_PYTHON` pointing at a python with `moto[server]` (`bash .ci/run` puts
 //! it in `target/py-venv`); says it skipped otherwise.
 
-mod common;
+use crate::common;
 
 use std::process::Stdio;
 use std::time::{Duration, Instant};

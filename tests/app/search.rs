@@ -2,7 +2,7 @@
 //! trigram correction, similar symptoms, export → import fidelity, the Atom feed and
 //! the 422s.
 
-mod common;
+use crate::common;
 
 use axum::http::StatusCode;
 use common::{spawn_app, TestApp};

@@ -1,6 +1,6 @@
 //! The memory commands against a real database: export and import, backup and restore.
 
-mod common;
+use crate::common;
 
 use std::path::Path;
 use std::process::{Command, Output};

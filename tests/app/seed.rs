@@ -1,7 +1,7 @@
 //! Example content: `perfjournal seed-demo` and the setup page's option load three
 //! finished investigations once, however often they run.
 
-mod common;
+use crate::common;
 
 use std::process::Command;
 

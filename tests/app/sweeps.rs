@@ -2,7 +2,7 @@
 //! page), a sweep made of single-rate benchmark artifacts with its SLO answer, and the
 //! refusals (a different model, bad SLO input, a single run sent as a sweep).
 
-mod common;
+use crate::common;
 
 use axum::http::StatusCode;
 use common::uploads::{summary_table, summary_table_of, upload_analyzed};

@@ -2,7 +2,7 @@
 //! unit, one reading of every amount, fills that merge, comparisons checked against
 //! step 0, one definition of a phase's share.
 
-mod common;
+use crate::common;
 
 use std::collections::{BTreeMap, BTreeSet, VecDeque};
 

@@ -1,7 +1,7 @@
 //! Small things a person notices: a reload on a form's address, errors that are the
 //! app's own page, a failed profile that says so in the list.
 
-mod common;
+use crate::common;
 
 use axum::body::Body;
 use axum::http::{header, Request, StatusCode};

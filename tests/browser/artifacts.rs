@@ -1,7 +1,7 @@
 //! Uploading an artifact in a real browser: file input → htmx upload → the artifact
 //! page with its analysis and pictures.
 
-mod common;
+use crate::common;
 
 use std::io::Write;
 

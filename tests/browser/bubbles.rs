@@ -3,7 +3,7 @@
 //! requests sits under the bubble it explains, at 1400 px and at 390 px without
 //! horizontal overflow.
 
-mod common;
+use crate::common;
 
 use common::bubble_data;
 use common::{browser, spawn_app};

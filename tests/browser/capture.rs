@@ -2,7 +2,7 @@
 //! allowlist, and a finished capture's artifact page, none scrolling sideways; and the
 //! form starting a capture that the artifact page follows to `done`.
 
-mod common;
+use crate::common;
 
 use std::time::Duration;
 

@@ -6,7 +6,7 @@
 //! TTFT by 0.8 and leaving everything else (settings, ITLs, lengths) as measured —
 //! a change that cuts time to first token by a fifth and nothing else.
 
-mod common;
+use crate::common;
 
 use common::uploads::upload_analyzed;
 use common::{browser, spawn_app, PASSWORD};

@@ -1,7 +1,7 @@
 //! The whole path in a real browser: open an investigation, record steps 0–7, draft the
 //! journal entry, publish it, and find it on the journal.
 
-mod common;
+use crate::common;
 
 use common::{browser, spawn_app, PASSWORD};
 

@@ -3,7 +3,7 @@
 //! rendered, and the areas behind a Menu button on the phone. Screenshots go to
 //! `$PERFJOURNAL_SCREENSHOTS` (or target/screenshots) for a person to look at.
 
-mod common;
+use crate::common;
 
 use std::time::Duration;
 

@@ -2,7 +2,7 @@
 //! the chain beside the answer) and replays one of the team's investigations blind;
 //! both pages fit a 390 px phone.
 
-mod common;
+use crate::common;
 
 use common::{browser, spawn_app, PASSWORD};
 use perfjournal::auth::Role;

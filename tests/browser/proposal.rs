@@ -1,7 +1,7 @@
 //! A capacity proposal in a real browser: written by one editor, reviewed and approved
 //! by a second, rolled out, and scored against an observation.
 
-mod common;
+use crate::common;
 
 use common::{browser, spawn_app, PASSWORD};
 use perfjournal::auth::Role;

@@ -1,7 +1,7 @@
 //! Search in a real browser: type, see highlighted results arrive (htmx), narrow by a
 //! facet, open a result.
 
-mod common;
+use crate::common;
 
 use std::time::Duration;
 

@@ -1,6 +1,6 @@
 //! The foundation in a real browser: setup → a page → logout → login.
 
-mod common;
+use crate::common;
 
 use common::{browser, spawn_app, PASSWORD};
 

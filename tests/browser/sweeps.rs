@@ -2,7 +2,7 @@
 //! asked through the form, the marks with their titles and the SLO line, readable text
 //! and no sideways scrolling of the page at 1400 px and 390 px.
 
-mod common;
+use crate::common;
 
 use common::uploads::{summary_table, upload_analyzed};
 use common::{browser, spawn_app, PASSWORD};

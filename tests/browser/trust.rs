@@ -2,7 +2,7 @@
 //! a fill merges into the form and says what it changed, and a comparison of another
 //! setup never replaces the RESULT recorded in step 7.
 
-mod common;
+use crate::common;
 
 use common::incident::{
     incident_with_result, link_comparison, save, upload_bench, vllm_scrape, STEP0, STEP1,

@@ -1,7 +1,7 @@
 //! Faults a running server meets: its database going away and coming back under write load,
 //! the blob store's disk filling up, and SIGTERM while uploads are in flight.
 
-mod common;
+use crate::common;
 
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};

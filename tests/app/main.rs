@@ -1,0 +1,33 @@
+//! The integration tests, one binary: each module an area of the app, all against a real
+//! PostgreSQL (a fresh database per test) through `app(state)` or the server binary.
+
+#[path = "../common/mod.rs"]
+mod common;
+
+mod access_matrix;
+mod api_investigations;
+mod artifacts;
+mod bounded;
+mod bubbles;
+mod capture;
+mod cli;
+mod comparisons;
+mod embedded;
+mod estimators;
+mod foundation;
+mod hostile_uploads;
+mod investigations;
+mod journal;
+mod learn;
+mod openapi;
+mod paging;
+mod perfetto;
+mod prop_inputs;
+mod proposals;
+mod replicas;
+mod search;
+mod search_cli;
+mod seed;
+mod sweeps;
+mod trust;
+mod ux;

@@ -1,0 +1,19 @@
+//! Browser tests: the pages in headless Chromium (Debian's chromium and chromium-driver),
+//! one module per area. A binary of their own, so `cargo test --test browser` runs them
+//! alone.
+
+#[path = "../common/mod.rs"]
+mod common;
+
+mod artifacts;
+mod bubbles;
+mod capture;
+mod comparison;
+mod investigation;
+mod layout;
+mod learn;
+mod proposal;
+mod search;
+mod sign_in;
+mod sweeps;
+mod trust;
