@@ -7,7 +7,6 @@ use crate::common;
 
 use std::io::Write;
 
-
 /// The stated bound on what analysing the trace below may add to the peak RSS. Before
 /// the bounds, per-stream timelines alone took 120 × 8 bytes per stream (≈ 190 MB here,
 /// and 6.7 GB for a 1M-stream file), plus their JSON.
@@ -45,7 +44,10 @@ async fn a_trace_with_a_stream_per_kernel_stays_bounded() {
     let pid = server.pid.to_string();
     let before = common::peak_rss_mib(&pid);
     let r = reqwest::Client::new()
-        .post(format!("{}/api/v1/artifacts?name=streams.json.gz", server.base))
+        .post(format!(
+            "{}/api/v1/artifacts?name=streams.json.gz",
+            server.base
+        ))
         .bearer_auth(&token)
         .body(body)
         .send()

@@ -3,8 +3,8 @@
 
 use std::os::unix::fs::PermissionsExt;
 
-use perfjournal::db::embedded::ClusterError;
 use crate::common::test_skip;
+use perfjournal::db::embedded::ClusterError;
 
 use perfjournal::db::EmbeddedCluster;
 use sqlx::{Connection, PgConnection};

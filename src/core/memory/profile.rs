@@ -116,9 +116,7 @@ impl Profile {
                         .next()
                         .unwrap_or(""),
                 )
-                .or_else(|| {
-                    crate::method::Verdict::from_slug(rest.trim_end_matches(['.', ';']))
-                })
+                .or_else(|| crate::method::Verdict::from_slug(rest.trim_end_matches(['.', ';'])))
             })
             .map(|v| v.slug().to_string());
         let workload = entry.workload.to_lowercase();
@@ -134,14 +132,7 @@ impl Profile {
             phase,
             regime,
             verdict,
-            model: first(|w| {
-                named_in(
-                    w,
-                    crate::estimate::models::CATALOG
-                        .iter()
-                        .map(|m| m.name),
-                )
-            }),
+            model: first(|w| named_in(w, crate::estimate::models::CATALOG.iter().map(|m| m.name))),
             gpu: first(|w| named_in(w, crate::estimate::gpus::GPUS.iter().map(|g| g.name))),
             engine: engine.as_ref().map(|(e, _)| e.to_string()),
             engine_version: engine.and_then(|(_, v)| v),
