@@ -317,3 +317,51 @@ async fn an_alert_opens_a_prefilled_investigation_in_one_call() {
         .unwrap();
     assert_eq!(n, 1);
 }
+
+/// A step saved through the API with the `version` it started from: a stale one is
+/// refused with 409, the fields the other save changed, and the version to send.
+#[tokio::test]
+async fn a_stale_step_version_is_refused_with_the_changed_fields() {
+    let (mut app, token, _) = app_with_tokens().await;
+    app.add_user("bob", Role::Editor).await;
+    let bob = app.api_token("bob").await;
+    let id = open(&mut app, &token).await;
+    let path = format!("/api/v1/investigations/{id}/steps/1");
+    let body = |observed: f64, version: serde_json::Value| {
+        json!({"metric": "ttft", "percentile": "p95", "observed": observed, "target": 800,
+               "version": version})
+    };
+    let r = app.api("PUT", &path, &token, Some(body(3200.0, json!(0)))).await;
+    assert_eq!(r.status, StatusCode::OK, "{}", r.body);
+    assert_eq!(r.json()["version"], 1);
+
+    let r = app.api("PUT", &path, &bob, Some(body(3300.0, json!(0)))).await;
+    assert_eq!(r.status, StatusCode::CONFLICT, "{}", r.body);
+    let j = r.json();
+    assert_eq!(j["error"]["status"], 409);
+    assert_eq!(j["version"], 1);
+    assert_eq!(j["saved_by"], "ada");
+    let changed = j["changed"].as_array().unwrap();
+    let observed = changed.iter().find(|c| c["name"] == "observed").unwrap();
+    assert!(observed["theirs"].as_str().unwrap().contains("3200"), "{j}");
+    assert!(observed["yours"].as_str().unwrap().contains("3300"), "{j}");
+    assert!(changed.iter().all(|c| c["name"] != "target"), "{j}");
+    let step = app.api("GET", &format!("/api/v1/investigations/{id}"), &token, None).await;
+    assert_eq!(step.json()["steps"][1]["data"]["observed"], 3200.0);
+
+    // Bad versions are refused and change nothing.
+    for bad in [json!(-1), json!("one"), json!(1.5), json!(1u64 << 40)] {
+        let r = app.api("PUT", &path, &bob, Some(body(1.0, bad.clone()))).await;
+        assert_eq!(r.status, StatusCode::UNPROCESSABLE_ENTITY, "{bad}: {}", r.body);
+        assert_eq!(r.json()["error"]["fields"][0]["field"], "version");
+    }
+    // With the current version it goes through; without one, the save just wins.
+    let r = app.api("PUT", &path, &bob, Some(body(3300.0, json!(1)))).await;
+    assert_eq!(r.status, StatusCode::OK, "{}", r.body);
+    assert_eq!(r.json()["version"], 2);
+    let r = app.api("PUT", &path, &token, Some(body(3400.0, json!(null)))).await;
+    assert_eq!(r.status, StatusCode::OK, "{}", r.body);
+    assert_eq!(r.json()["version"], 3);
+    let step = app.api("GET", &format!("/api/v1/investigations/{id}"), &token, None).await;
+    assert_eq!(step.json()["steps"][1]["data"]["observed"], 3400.0);
+}
