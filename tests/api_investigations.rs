@@ -365,3 +365,73 @@ async fn a_stale_step_version_is_refused_with_the_changed_fields() {
     let step = app.api("GET", &format!("/api/v1/investigations/{id}"), &token, None).await;
     assert_eq!(step.json()["steps"][1]["data"]["observed"], 3400.0);
 }
+
+/// The document bounds what the server bounds: every list's `limit`, `after` and
+/// `page` declares its range, and the server takes the ends and refuses one past them.
+#[tokio::test]
+async fn the_openapi_document_declares_the_paging_bounds_the_server_applies() {
+    let (mut app, token, _) = app_with_tokens().await;
+    let doc = app
+        .api("GET", "/api/v1/openapi.json", &token, None)
+        .await
+        .json();
+    let mut checked = 0;
+    for (path, item) in doc["paths"].as_object().unwrap() {
+        let Some(params) = item["get"]["parameters"].as_array() else {
+            continue;
+        };
+        for p in params {
+            let name = p["name"].as_str().unwrap();
+            let schema = &p["schema"];
+            let (min, max) = match name {
+                "limit" => (1, Some(200)),
+                "after" => (1, None),
+                "page" => (1, Some(500)),
+                _ => continue,
+            };
+            assert_eq!(schema["minimum"], min, "{path} {name}: {schema}");
+            assert_eq!(schema["maximum"].as_i64(), max, "{path} {name}: {schema}");
+            if path.contains('{') {
+                continue;
+            }
+            let url = |v: i64| format!("/api/v1{path}?{name}={v}");
+            if name != "after" {
+                let top = max.unwrap();
+                let r = app.api("GET", &url(top), &token, None).await;
+                assert_eq!(r.status, StatusCode::OK, "{path}?{name}={top}: {}", r.body);
+                let r = app.api("GET", &url(top + 1), &token, None).await;
+                assert_eq!(r.status, StatusCode::UNPROCESSABLE_ENTITY, "{path} {name}");
+            }
+            let r = app.api("GET", &url(min - 1), &token, None).await;
+            assert_eq!(r.status, StatusCode::UNPROCESSABLE_ENTITY, "{path}?{name}=0: {}", r.body);
+            checked += 1;
+        }
+    }
+    assert!(checked >= 6, "only {checked} paging parameters found");
+}
+
+/// Right after an investigation is opened (before the search index has caught up with
+/// it), "similar" answers 200 with `ready: false`, not 404; an unknown id is still 404.
+#[tokio::test]
+async fn similar_is_not_ready_rather_than_missing_right_after_creation() {
+    use tower::ServiceExt;
+    let (mut app, token, _) = app_with_tokens().await;
+    let id = open(&mut app, &token).await;
+    // Straight to the router: `TestApp::send` lets the index catch up first.
+    let request = axum::http::Request::get(format!("/api/v1/investigations/{id}/similar"))
+        .header("authorization", format!("Bearer {token}"))
+        .body(axum::body::Body::empty())
+        .unwrap();
+    let reply = app.app.clone().oneshot(request).await.unwrap();
+    assert_eq!(reply.status(), StatusCode::OK);
+    let bytes = http_body_util::BodyExt::collect(reply.into_body())
+        .await
+        .unwrap()
+        .to_bytes();
+    let body: serde_json::Value = serde_json::from_slice(&bytes).unwrap();
+    assert_eq!(body, json!({"ready": false, "similar": []}));
+    let r = app
+        .api("GET", "/api/v1/investigations/999999/similar", &token, None)
+        .await;
+    assert_eq!(r.status, StatusCode::NOT_FOUND);
+}
