@@ -419,3 +419,55 @@ async fn a_replica_finishes_an_analysis_whose_server_was_killed() {
         .unwrap();
     assert_eq!(loaded, rows as i64);
 }
+
+/// kill -9 in the middle of an upload leaves its partial file; the next start removes
+/// it before serving, instead of a sweep a day later.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_restart_removes_the_partial_file_of_an_upload_cut_off_by_kill_9() {
+    let (pool, url) = common::fresh_db().await;
+    let token = common::admin_with_token(&pool, "partial").await;
+    let data = tempfile::Builder::new()
+        .prefix("pj-partial-")
+        .tempdir()
+        .unwrap();
+    let (mut server, base) = start_server(&url, data.path()).await;
+    // 1 MiB at once, then a trickle that never ends.
+    let body = futures::stream::unfold(0u32, |i| async move {
+        if i > 0 {
+            tokio::time::sleep(Duration::from_millis(200)).await;
+        }
+        let chunk = if i == 0 { vec![b' '; 1 << 20] } else { vec![b' '; 16] };
+        Some((Ok::<_, std::io::Error>(chunk), i + 1))
+    });
+    let http = reqwest::Client::new();
+    let upload = tokio::spawn(
+        http.post(format!("{base}/api/v1/artifacts?name=cut.json"))
+            .bearer_auth(&token)
+            .body(reqwest::Body::wrap_stream(body))
+            .send(),
+    );
+    let tmp = data.path().join("blobs").join("tmp");
+    let started = Instant::now();
+    while files_under(&tmp).is_empty() {
+        assert!(
+            started.elapsed() < Duration::from_secs(30),
+            "no partial file appeared under {}",
+            tmp.display()
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    let pid = server.id().expect("running") as i32;
+    // SAFETY: signalling the child we started.
+    assert_eq!(unsafe { libc::kill(pid, libc::SIGKILL) }, 0);
+    server.wait().await.unwrap();
+    assert!(upload.await.unwrap().is_err(), "the cut-off upload got no answer");
+    assert!(!files_under(&tmp).is_empty(), "the kill left the partial file");
+
+    let (_restarted, _) = start_server(&url, data.path()).await;
+    assert_eq!(files_under(&tmp), Vec::<std::path::PathBuf>::new(), "the restart removed the partial file");
+    let rows: i64 = sqlx::query_scalar("SELECT count(*) FROM artifacts")
+        .fetch_one(&pool)
+        .await
+        .unwrap();
+    assert_eq!(rows, 0);
+}
