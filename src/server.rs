@@ -121,8 +121,13 @@ fn panic_response(_: Box<dyn std::any::Any + Send + 'static>) -> Response {
 pub async fn serve(state: AppState, bind: &str) -> anyhow::Result<()> {
     match state.blobs.remove_interrupted_uploads() {
         Ok(0) => {}
-        Ok(n) => tracing::info!(removed = n, "removed the partial files of interrupted uploads"),
-        Err(e) => tracing::warn!(error = %e, "cannot remove the partial files of interrupted uploads"),
+        Ok(n) => tracing::info!(
+            removed = n,
+            "removed the partial files of interrupted uploads"
+        ),
+        Err(e) => {
+            tracing::warn!(error = %e, "cannot remove the partial files of interrupted uploads")
+        }
     }
     let listener = tokio::net::TcpListener::bind(bind)
         .await

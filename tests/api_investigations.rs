@@ -331,11 +331,15 @@ async fn a_stale_step_version_is_refused_with_the_changed_fields() {
         json!({"metric": "ttft", "percentile": "p95", "observed": observed, "target": 800,
                "version": version})
     };
-    let r = app.api("PUT", &path, &token, Some(body(3200.0, json!(0)))).await;
+    let r = app
+        .api("PUT", &path, &token, Some(body(3200.0, json!(0))))
+        .await;
     assert_eq!(r.status, StatusCode::OK, "{}", r.body);
     assert_eq!(r.json()["version"], 1);
 
-    let r = app.api("PUT", &path, &bob, Some(body(3300.0, json!(0)))).await;
+    let r = app
+        .api("PUT", &path, &bob, Some(body(3300.0, json!(0))))
+        .await;
     assert_eq!(r.status, StatusCode::CONFLICT, "{}", r.body);
     let j = r.json();
     assert_eq!(j["error"]["status"], 409);
@@ -346,23 +350,38 @@ async fn a_stale_step_version_is_refused_with_the_changed_fields() {
     assert!(observed["theirs"].as_str().unwrap().contains("3200"), "{j}");
     assert!(observed["yours"].as_str().unwrap().contains("3300"), "{j}");
     assert!(changed.iter().all(|c| c["name"] != "target"), "{j}");
-    let step = app.api("GET", &format!("/api/v1/investigations/{id}"), &token, None).await;
+    let step = app
+        .api("GET", &format!("/api/v1/investigations/{id}"), &token, None)
+        .await;
     assert_eq!(step.json()["steps"][1]["data"]["observed"], 3200.0);
 
     // Bad versions are refused and change nothing.
     for bad in [json!(-1), json!("one"), json!(1.5), json!(1u64 << 40)] {
-        let r = app.api("PUT", &path, &bob, Some(body(1.0, bad.clone()))).await;
-        assert_eq!(r.status, StatusCode::UNPROCESSABLE_ENTITY, "{bad}: {}", r.body);
+        let r = app
+            .api("PUT", &path, &bob, Some(body(1.0, bad.clone())))
+            .await;
+        assert_eq!(
+            r.status,
+            StatusCode::UNPROCESSABLE_ENTITY,
+            "{bad}: {}",
+            r.body
+        );
         assert_eq!(r.json()["error"]["fields"][0]["field"], "version");
     }
     // With the current version it goes through; without one, the save just wins.
-    let r = app.api("PUT", &path, &bob, Some(body(3300.0, json!(1)))).await;
+    let r = app
+        .api("PUT", &path, &bob, Some(body(3300.0, json!(1))))
+        .await;
     assert_eq!(r.status, StatusCode::OK, "{}", r.body);
     assert_eq!(r.json()["version"], 2);
-    let r = app.api("PUT", &path, &token, Some(body(3400.0, json!(null)))).await;
+    let r = app
+        .api("PUT", &path, &token, Some(body(3400.0, json!(null))))
+        .await;
     assert_eq!(r.status, StatusCode::OK, "{}", r.body);
     assert_eq!(r.json()["version"], 3);
-    let step = app.api("GET", &format!("/api/v1/investigations/{id}"), &token, None).await;
+    let step = app
+        .api("GET", &format!("/api/v1/investigations/{id}"), &token, None)
+        .await;
     assert_eq!(step.json()["steps"][1]["data"]["observed"], 3400.0);
 }
 
@@ -403,7 +422,12 @@ async fn the_openapi_document_declares_the_paging_bounds_the_server_applies() {
                 assert_eq!(r.status, StatusCode::UNPROCESSABLE_ENTITY, "{path} {name}");
             }
             let r = app.api("GET", &url(min - 1), &token, None).await;
-            assert_eq!(r.status, StatusCode::UNPROCESSABLE_ENTITY, "{path}?{name}=0: {}", r.body);
+            assert_eq!(
+                r.status,
+                StatusCode::UNPROCESSABLE_ENTITY,
+                "{path}?{name}=0: {}",
+                r.body
+            );
             checked += 1;
         }
     }

@@ -370,7 +370,11 @@ async fn a_replica_finishes_an_analysis_whose_server_was_killed() {
     };
     let waited = Instant::now();
     while state().await.0 != "analyzing" {
-        assert!(waited.elapsed() < Duration::from_secs(30), "{:?}", state().await);
+        assert!(
+            waited.elapsed() < Duration::from_secs(30),
+            "{:?}",
+            state().await
+        );
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
     // The second replica is up and idle before the first dies: it must notice by itself.
@@ -412,11 +416,12 @@ async fn a_replica_finishes_an_analysis_whose_server_was_killed() {
         );
         tokio::time::sleep(Duration::from_millis(200)).await;
     }
-    let loaded: i64 = sqlx::query_scalar("SELECT count(*) FROM request_rows WHERE artifact_id = $1")
-        .bind(artifact)
-        .fetch_one(&pool)
-        .await
-        .unwrap();
+    let loaded: i64 =
+        sqlx::query_scalar("SELECT count(*) FROM request_rows WHERE artifact_id = $1")
+            .bind(artifact)
+            .fetch_one(&pool)
+            .await
+            .unwrap();
     assert_eq!(loaded, rows as i64);
 }
 
@@ -436,7 +441,11 @@ async fn a_restart_removes_the_partial_file_of_an_upload_cut_off_by_kill_9() {
         if i > 0 {
             tokio::time::sleep(Duration::from_millis(200)).await;
         }
-        let chunk = if i == 0 { vec![b' '; 1 << 20] } else { vec![b' '; 16] };
+        let chunk = if i == 0 {
+            vec![b' '; 1 << 20]
+        } else {
+            vec![b' '; 16]
+        };
         Some((Ok::<_, std::io::Error>(chunk), i + 1))
     });
     let http = reqwest::Client::new();
@@ -460,11 +469,21 @@ async fn a_restart_removes_the_partial_file_of_an_upload_cut_off_by_kill_9() {
     // SAFETY: signalling the child we started.
     assert_eq!(unsafe { libc::kill(pid, libc::SIGKILL) }, 0);
     server.wait().await.unwrap();
-    assert!(upload.await.unwrap().is_err(), "the cut-off upload got no answer");
-    assert!(!files_under(&tmp).is_empty(), "the kill left the partial file");
+    assert!(
+        upload.await.unwrap().is_err(),
+        "the cut-off upload got no answer"
+    );
+    assert!(
+        !files_under(&tmp).is_empty(),
+        "the kill left the partial file"
+    );
 
     let (_restarted, _) = start_server(&url, data.path()).await;
-    assert_eq!(files_under(&tmp), Vec::<std::path::PathBuf>::new(), "the restart removed the partial file");
+    assert_eq!(
+        files_under(&tmp),
+        Vec::<std::path::PathBuf>::new(),
+        "the restart removed the partial file"
+    );
     let rows: i64 = sqlx::query_scalar("SELECT count(*) FROM artifacts")
         .fetch_one(&pool)
         .await

@@ -1062,7 +1062,10 @@ async fn next_after_sign_in_stays_on_this_site_whatever_its_encoding() {
         assert_eq!(r.location(), Some("/"), "{next:?}");
         // Signed in, the login page sends "next" on at once: the same rule.
         let r = eve
-            .get(&format!("/login?next={}", perfjournal::error::urlencode(next)))
+            .get(&format!(
+                "/login?next={}",
+                perfjournal::error::urlencode(next)
+            ))
             .await;
         assert_eq!(r.status, StatusCode::SEE_OTHER, "{next:?}: {}", r.body);
         assert_eq!(r.location(), Some("/"), "{next:?}");
@@ -1072,7 +1075,10 @@ async fn next_after_sign_in_stays_on_this_site_whatever_its_encoding() {
     for (next, location) in [
         ("/settings", "/settings"),
         ("/search?q=kv%2Fcache&page=2", "/search?q=kv%2Fcache&page=2"),
-        ("/search?q=débit élevé", "/search?q=d%C3%A9bit%20%C3%A9lev%C3%A9"),
+        (
+            "/search?q=débit élevé",
+            "/search?q=d%C3%A9bit%20%C3%A9lev%C3%A9",
+        ),
     ] {
         let token = eve.csrf().await;
         let r = eve

@@ -809,7 +809,11 @@ fn step1(observed: &str, version: &str) -> Vec<(&'static str, String)> {
     ]
 }
 
-async fn post_step(app: &mut TestApp, url: &str, fields: &[(&'static str, String)]) -> common::Reply {
+async fn post_step(
+    app: &mut TestApp,
+    url: &str,
+    fields: &[(&'static str, String)],
+) -> common::Reply {
     let fields: Vec<(&str, &str)> = fields.iter().map(|(k, v)| (*k, v.as_str())).collect();
     app.post_form(&format!("{url}/steps/1"), &fields).await
 }
@@ -842,14 +846,25 @@ async fn a_stale_step_save_is_refused_with_what_changed_and_nothing_is_lost() {
     assert_eq!(r.status, StatusCode::SEE_OTHER, "{}", r.body);
     let r = post_step(&mut bob, &url, &step1("3300", "0")).await;
     assert_eq!(r.status, StatusCode::CONFLICT, "{}", r.body);
-    assert_eq!(r.select(".conflict-fields tr[data-field=observed]").len(), 1, "{}", r.body);
+    assert_eq!(
+        r.select(".conflict-fields tr[data-field=observed]").len(),
+        1,
+        "{}",
+        r.body
+    );
     let theirs = r.select(".conflict-fields tr[data-field=observed] .theirs");
     let yours = r.select(".conflict-fields tr[data-field=observed] .yours");
     assert!(theirs[0].contains("3200"), "{theirs:?}");
     assert!(yours[0].contains("3300"), "{yours:?}");
     // Unchanged fields are not listed.
-    assert!(r.select(".conflict-fields tr[data-field=target]").is_empty());
-    assert!(r.select(".conflict strong")[0].contains("ada"), "{}", r.body);
+    assert!(r
+        .select(".conflict-fields tr[data-field=target]")
+        .is_empty());
+    assert!(
+        r.select(".conflict strong")[0].contains("ada"),
+        "{}",
+        r.body
+    );
     // Bob's value stays in the form, now on the current version; ada's save stands.
     assert_eq!(
         r.select_attr(".step-form input[name=observed]", "value"),
@@ -894,7 +909,11 @@ async fn simultaneous_step_saves_from_one_version_let_exactly_one_through() {
             "round {round}"
         );
         let kept = stored_observed(&ada, &url).await.as_f64().unwrap();
-        let winner = if ra.status == StatusCode::SEE_OTHER { 1000 } else { 2000 };
+        let winner = if ra.status == StatusCode::SEE_OTHER {
+            1000
+        } else {
+            2000
+        };
         assert_eq!(kept, f64::from(winner + round), "round {round}");
     }
 }

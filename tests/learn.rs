@@ -669,7 +669,10 @@ async fn an_author_demoted_to_viewer_cannot_mark_good_for_training() {
     let mut ed = app.new_client();
     ed.login("eddy").await;
     assert_eq!(
-        ed.get(&format!("/replays/{id}")).await.select("#mark-button").len(),
+        ed.get(&format!("/replays/{id}"))
+            .await
+            .select("#mark-button")
+            .len(),
         1,
         "the author, as an editor, is offered the mark"
     );
@@ -684,11 +687,17 @@ async fn an_author_demoted_to_viewer_cannot_mark_good_for_training() {
         .post_form(&format!("/replays/{id}/mark"), &[("on", "1")])
         .await;
     assert_eq!(r.status, StatusCode::FORBIDDEN, "{}", r.body);
-    assert!(r.body.contains("viewer"), "the refusal names the role: {}", r.body);
+    assert!(
+        r.body.contains("viewer"),
+        "the refusal names the role: {}",
+        r.body
+    );
     assert!(ed
         .get(&format!("/replays/{id}"))
         .await
         .select("#mark-button")
         .is_empty());
-    assert!(!perfjournal::training::is_marked(&app.pool, id).await.unwrap());
+    assert!(!perfjournal::training::is_marked(&app.pool, id)
+        .await
+        .unwrap());
 }

@@ -200,7 +200,16 @@ pub async fn save_step(
     let record = parse_step_in(step, pairs, &loaded.records).map_err(AppError::Invalid)?;
     let mut records = loaded.records.clone();
     let yours = record.to_json();
-    match store(pool, loaded.investigation.id, user.id, &mut records, record, base).await? {
+    match store(
+        pool,
+        loaded.investigation.id,
+        user.id,
+        &mut records,
+        record,
+        base,
+    )
+    .await?
+    {
         db::StepSaved::Saved(version) => Ok(Ok(version)),
         db::StepSaved::Stale { current } => {
             let base = base.unwrap_or_default();
@@ -240,7 +249,9 @@ async fn step_conflict(
         // from) to something other than what you sent: where the two saves disagree.
         .filter(|name| {
             theirs.get(name) != yours.get(name)
-                && before.as_ref().is_none_or(|b| b.get(name) != theirs.get(name))
+                && before
+                    .as_ref()
+                    .is_none_or(|b| b.get(name) != theirs.get(name))
         })
         .map(|name| ChangedField {
             name: name.to_string(),

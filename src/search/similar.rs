@@ -97,11 +97,12 @@ pub async fn similar_to(
             "journal" => "journal_entries",
             _ => return Ok(None),
         };
-        let exists: bool =
-            sqlx::query_scalar(&format!("SELECT EXISTS (SELECT 1 FROM {table} WHERE id = $1)"))
-                .bind(id)
-                .fetch_one(pool)
-                .await?;
+        let exists: bool = sqlx::query_scalar(&format!(
+            "SELECT EXISTS (SELECT 1 FROM {table} WHERE id = $1)"
+        ))
+        .bind(id)
+        .fetch_one(pool)
+        .await?;
         return Ok(exists.then(|| (Profile::default(), Vec::new())));
     };
     let profile = subject.profile();

@@ -663,7 +663,11 @@ fn step_page(ctx: PageCtx, loaded: Loaded, step: u8, view: StepView) -> StepPage
         .values
         .get(VERSION_FIELD)
         .and_then(|v| v.parse().ok())
-        .unwrap_or_else(|| loaded.recorded[step as usize].as_ref().map_or(0, |r| r.version));
+        .unwrap_or_else(|| {
+            loaded.recorded[step as usize]
+                .as_ref()
+                .map_or(0, |r| r.version)
+        });
     StepPage {
         ctx,
         conflict: view.conflict,
