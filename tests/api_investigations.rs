@@ -459,3 +459,58 @@ async fn similar_is_not_ready_rather_than_missing_right_after_creation() {
         .await;
     assert_eq!(r.status, StatusCode::NOT_FOUND);
 }
+
+/// Request bodies declare what the server requires of them: an investigation's title
+/// (1–200 characters, not blank) and its service's length, a capture's window; the
+/// server takes the longest title the document allows and refuses one longer.
+#[tokio::test]
+async fn the_openapi_document_declares_the_body_fields_the_server_requires() {
+    let (mut app, token, _) = app_with_tokens().await;
+    let doc = app
+        .api("GET", "/api/v1/openapi.json", &token, None)
+        .await
+        .json();
+    let schemas = &doc["components"]["schemas"];
+    let new = &schemas["NewInvestigation"];
+    assert_eq!(new["required"], json!(["title"]), "{new}");
+    let title = &new["properties"]["title"];
+    assert_eq!(
+        (&title["minLength"], &title["maxLength"], &title["pattern"]),
+        (&json!(1), &json!(200), &json!("\\S")),
+        "{title}"
+    );
+    assert_eq!(new["properties"]["service"]["maxLength"], 100, "{new}");
+    let capture = &schemas["CaptureBody"];
+    assert_eq!(capture["required"], json!(["url", "seconds"]), "{capture}");
+    let seconds = &capture["properties"]["seconds"];
+    assert_eq!(
+        (&seconds["minimum"], &seconds["maximum"]),
+        (&json!(1), &json!(3600))
+    );
+    assert_eq!(
+        capture["properties"]["interval_s"]["minimum"], 1,
+        "{capture}"
+    );
+
+    let post = |title: String| json!({ "title": title });
+    let r = app
+        .api(
+            "POST",
+            "/api/v1/investigations",
+            &token,
+            Some(post("t".repeat(200))),
+        )
+        .await;
+    assert_eq!(r.status, StatusCode::CREATED, "{}", r.body);
+    for refused in ["t".repeat(201), "   ".to_string()] {
+        let r = app
+            .api(
+                "POST",
+                "/api/v1/investigations",
+                &token,
+                Some(post(refused)),
+            )
+            .await;
+        assert_eq!(r.status, StatusCode::UNPROCESSABLE_ENTITY, "{}", r.body);
+    }
+}

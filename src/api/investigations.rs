@@ -28,8 +28,11 @@ use crate::state::AppState;
 /// What a new investigation starts from: the symptom as reported.
 #[derive(Deserialize, ToSchema)]
 pub struct NewInvestigation {
+    /// 1–200 characters, not only spaces.
+    #[schema(min_length = 1, max_length = 200, pattern = "\\S")]
     pub title: String,
     #[serde(default)]
+    #[schema(max_length = 100)]
     pub service: String,
     /// Free text: what was seen, where, when.
     #[serde(default)]
