@@ -119,6 +119,16 @@ fn panic_response(_: Box<dyn std::any::Any + Send + 'static>) -> Response {
 
 /// Binds, serves until SIGINT/SIGTERM, then lets in-flight requests finish.
 pub async fn serve(state: AppState, bind: &str) -> anyhow::Result<()> {
+    match state.blobs.remove_interrupted_uploads() {
+        Ok(0) => {}
+        Ok(n) => tracing::info!(
+            removed = n,
+            "removed the partial files of interrupted uploads"
+        ),
+        Err(e) => {
+            tracing::warn!(error = %e, "cannot remove the partial files of interrupted uploads")
+        }
+    }
     let listener = tokio::net::TcpListener::bind(bind)
         .await
         .map_err(|e| anyhow::anyhow!("cannot listen on {bind}: {e}"))?;

@@ -28,10 +28,10 @@ pub struct CaptureBody {
     #[schema(example = "http://10.0.0.5:8000/metrics")]
     url: String,
     /// The window, 1 to 3600 seconds.
-    #[schema(example = 60)]
+    #[schema(example = 60, minimum = 1, maximum = 3600)]
     seconds: u32,
     /// Seconds between scrapes (≥ 1); absent: only at the start and the end.
-    #[schema(example = 5)]
+    #[schema(example = 5, minimum = 1)]
     interval_s: Option<u32>,
 }
 

@@ -7,6 +7,7 @@ use crate::extract::{Paging, Path};
 use axum::extract::rejection::JsonRejection;
 use axum::extract::State;
 use axum::http::StatusCode;
+use axum::response::{IntoResponse, Response};
 use axum::Json;
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
@@ -19,16 +20,19 @@ use crate::core::method::record::{
     observed_at, pairs_from_json, parse_step_in, Records, StepRecord,
 };
 use crate::core::FieldError;
-use crate::error::{ApiError, ApiResult, AppError, ErrorBody};
+use crate::error::{ApiError, ApiResult, AppError, ErrorBody, ErrorDetail};
 use crate::investigations::db::{self, Investigation};
-use crate::investigations::{self as inv, Loaded, StepState};
+use crate::investigations::{self as inv, ChangedField, Loaded, StepState};
 use crate::state::AppState;
 
 /// What a new investigation starts from: the symptom as reported.
 #[derive(Deserialize, ToSchema)]
 pub struct NewInvestigation {
+    /// 1–200 characters, not only spaces.
+    #[schema(min_length = 1, max_length = 200, pattern = "\\S")]
     pub title: String,
     #[serde(default)]
+    #[schema(max_length = 100)]
     pub service: String,
     /// Free text: what was seen, where, when.
     #[serde(default)]
@@ -130,6 +134,8 @@ pub struct StepJson {
     pub skip_reason: Option<String>,
     pub recorded_by: Option<String>,
     pub recorded_at: Option<DateTime<Utc>>,
+    /// Bumped by every save (0 until recorded); a save may name it as `version`.
+    pub version: i32,
     /// The step's record as stored (null until recorded).
     #[schema(value_type = Option<Object>)]
     pub data: serde_json::Value,
@@ -192,6 +198,7 @@ pub(crate) fn step_json(loaded: &Loaded, n: u8, state: StepState) -> StepJson {
         },
         recorded_by: recorded.map(|r| r.by.clone()),
         recorded_at: recorded.map(|r| r.at),
+        version: recorded.map_or(0, |r| r.version),
         data,
         results: loaded.evaluation.step_json(n),
         observed: observed_at(n, &loaded.records).map(|q| ObservedJson {
@@ -256,7 +263,7 @@ pub async fn create_investigation(
     let id = db::create(&state.pool, me.0.id, &opening, None).await?;
     let mut recorded = Records::default();
     for record in records {
-        inv::store(&state.pool, id, me.0.id, &mut recorded, record).await?;
+        inv::store(&state.pool, id, me.0.id, &mut recorded, record, None).await?;
     }
     Ok((
         StatusCode::CREATED,
@@ -349,15 +356,18 @@ pub async fn get_investigation(
 #[utoipa::path(put, path = "/investigations/{id}/steps/{step}", tag = "investigations",
     params(("id" = i64, Path, description = "investigation id"),
         ("step" = u8, Path, description = "step number, 0 to 7")),
-    request_body(content = Object, description = "the step's fields"),
+    request_body(content = Object, description = "the step's fields, and optionally \
+        `version`: the step's version the change starts from (0 when not yet recorded); \
+        a save from an older version is refused with 409"),
     responses((status = 200, body = StepJson), (status = 403, body = ErrorBody),
-        (status = 404, body = ErrorBody), (status = 422, body = ErrorBody)))]
+        (status = 404, body = ErrorBody), (status = 409, body = StepConflictJson),
+        (status = 422, body = ErrorBody)))]
 pub async fn put_step(
     State(state): State<AppState>,
     me: ApiUser,
     Path((id, step)): Path<(i64, u32)>,
     body: Result<Json<serde_json::Value>, JsonRejection>,
-) -> ApiResult<Json<StepJson>> {
+) -> ApiResult<Response> {
     me.require(Role::Editor)?;
     let Some(step) = u8::try_from(step).ok().filter(|s| *s < 8) else {
         return Err(AppError::not_found(format!(
@@ -365,24 +375,55 @@ pub async fn put_step(
         ))
         .into());
     };
-    let Json(body) = body.map_err(bad_body)?;
-    if !body.is_object() {
+    let Json(mut body) = body.map_err(bad_body)?;
+    let Some(fields) = body.as_object_mut() else {
         return Err(AppError::field("body", "send the step's fields as a JSON object").into());
-    }
+    };
+    let base = match fields.remove("version") {
+        None | Some(serde_json::Value::Null) => None,
+        Some(v) => Some(
+            v.as_i64()
+                .and_then(|v| i32::try_from(v).ok())
+                .filter(|v| *v >= 0)
+                .ok_or_else(|| {
+                    AppError::field(
+                        "version",
+                        "the step's version is a whole number (0 when not yet recorded)",
+                    )
+                })?,
+        ),
+    };
     let loaded = inv::load_or_404(&state.pool, id).await?;
-    inv::save_step(
-        &state.pool,
-        &loaded,
-        &me.0,
-        step,
-        &pairs_from_json(step, &body),
-    )
-    .await?;
+    let pairs = pairs_from_json(step, &body);
+    if let Err(conflict) = inv::save_step(&state.pool, &loaded, &me.0, step, base, &pairs).await? {
+        let body = StepConflictJson {
+            error: ErrorDetail {
+                status: StatusCode::CONFLICT.as_u16(),
+                message: conflict.message(step),
+                fields: Vec::new(),
+            },
+            version: conflict.current,
+            saved_by: conflict.by,
+            changed: conflict.changed,
+        };
+        return Ok((StatusCode::CONFLICT, Json(body)).into_response());
+    }
     let loaded = inv::load_or_404(&state.pool, id).await?;
     let state_now = loaded
         .states()
         .into_iter()
         .nth(step as usize)
         .unwrap_or(StepState::NotStarted);
-    Ok(Json(step_json(&loaded, step, state_now)))
+    Ok(Json(step_json(&loaded, step, state_now)).into_response())
+}
+
+/// A step save refused because the step changed since the version it started from.
+#[derive(Serialize, ToSchema)]
+pub struct StepConflictJson {
+    pub error: ErrorDetail,
+    /// The step's version now: send it as `version` to replace the other save.
+    pub version: i32,
+    pub saved_by: String,
+    /// Each field the other save changed: its value now (`theirs`) and yours.
+    pub changed: Vec<ChangedField>,
 }

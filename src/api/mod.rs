@@ -63,8 +63,10 @@ pub struct Page<T: ToSchema> {
 #[allow(dead_code)]
 pub struct PageParams {
     /// The id of the last item of the previous page (as in `next`).
+    #[param(minimum = 1)]
     after: Option<i64>,
     /// Items per page, 1–200 (default 50).
+    #[param(minimum = 1, maximum = 200)]
     limit: Option<i64>,
 }
 

@@ -68,7 +68,7 @@ pub struct SearchResponse {
         ("from" = Option<String>, Query, description = "YYYY-MM-DD"),
         ("to" = Option<String>, Query, description = "YYYY-MM-DD"),
         ("sort" = Option<String>, Query, description = "relevance (default) or newest"),
-        ("page" = Option<i64>, Query, description = "1-based"),
+        ("page" = Option<i64>, Query, description = "1-based", minimum = 1, maximum = 500),
     ),
     responses((status = 200, body = SearchResponse), (status = 422, body = ErrorBody)))]
 pub async fn search_documents(

@@ -19,15 +19,23 @@ struct Job {
     kind: String,
     sha256: String,
     options: sqlx::types::Json<Options>,
+    /// Which start of the analysis this is: the claim's fence. Heartbeats and the
+    /// outcome are written only while the row is still on this start, so a worker that
+    /// lost its lease (stalled past it, then woke) cannot overwrite its successor.
+    attempts: i32,
 }
 
 /// Runs forever: processes jobs as they are queued (woken by `store.jobs`), and at
-/// least every few seconds in case another replica queued one.
+/// least every few seconds in case another replica queued one or stopped mid-analysis.
 pub async fn run_worker(state: ArtifactStore) {
-    if let Err(e) = requeue_stale(&state.pool).await {
-        tracing::error!(error = %e, "requeueing interrupted analyses");
-    }
     loop {
+        // Every pass, in every replica: an analysis whose worker died (kill -9, out of
+        // memory, a lost machine) is taken over once its lease runs out.
+        match requeue_stale(&state.pool).await {
+            Ok(0) => {}
+            Ok(n) => tracing::warn!(requeued = n, "took over analyses whose worker stopped"),
+            Err(e) => tracing::error!(error = %e, "requeueing interrupted analyses"),
+        }
         match process_next(&state).await {
             Ok(true) => continue,
             Ok(false) => {}
@@ -35,19 +43,29 @@ pub async fn run_worker(state: ArtifactStore) {
         }
         tokio::select! {
             _ = state.jobs.notified() => {}
-            _ = tokio::time::sleep(Duration::from_secs(5)) => {}
+            _ = tokio::time::sleep(POLL) => {}
         }
     }
 }
 
-/// Analyses left 'analyzing' by a worker that stopped (no heartbeat for two minutes) are
+/// How often an idle worker looks for work queued or abandoned by another replica.
+const POLL: Duration = Duration::from_secs(2);
+
+/// How often a running analysis renews its lease (its heartbeat, with the progress).
+const HEARTBEAT: Duration = Duration::from_millis(500);
+
+/// An analysis whose heartbeat is older than this is taken to have lost its worker: 20
+/// missed heartbeats, so a busy database does not hand a live job to a second worker.
+pub const LEASE: Duration = Duration::from_secs(10);
+
+/// Analyses left 'analyzing' by a worker that stopped (no heartbeat for [`LEASE`]) are
 /// queued again, up to [`MAX_ATTEMPTS`] starts; after that they end `failed` with the reason.
 pub async fn requeue_stale(pool: &PgPool) -> sqlx::Result<u64> {
     let done = sqlx::query(
         "UPDATE artifacts SET progress_bytes = 0, updated_at = now(),
                 status = CASE WHEN attempts >= $1 THEN 'failed' ELSE 'queued' END,
                 error = CASE WHEN attempts >= $1 THEN $2 ELSE error END
-         WHERE status = 'analyzing' AND updated_at < now() - interval '2 minutes'",
+         WHERE status = 'analyzing' AND updated_at < now() - make_interval(secs => $3)",
     )
     .bind(MAX_ATTEMPTS)
     .bind(format!(
@@ -55,6 +73,7 @@ pub async fn requeue_stale(pool: &PgPool) -> sqlx::Result<u64> {
          or ran out of memory while analysing this file); it is not retried automatically. \
          The file is kept: download it, or press \"Analyze again\" to try once more"
     ))
+    .bind(LEASE.as_secs_f64())
     .execute(pool)
     .await?;
     Ok(done.rows_affected())
@@ -95,7 +114,7 @@ async fn claim(pool: &PgPool, id: Option<i64>) -> sqlx::Result<Option<Job>> {
          WHERE id = (SELECT id FROM artifacts WHERE status = 'queued'
                        AND ($1::bigint IS NULL OR id = $1)
                      ORDER BY id FOR UPDATE SKIP LOCKED LIMIT 1)
-         RETURNING id, kind, sha256, options",
+         RETURNING id, kind, sha256, options, attempts",
     )
     .bind(id)
     .fetch_optional(pool)
@@ -110,6 +129,7 @@ async fn process(state: &ArtifactStore, job: Job) -> anyhow::Result<Option<Strin
     let ticker = tokio::spawn(report_progress(
         state.pool.clone(),
         job.id,
+        job.attempts,
         progress.clone(),
     ));
     let options = job.options.0.clone();
@@ -151,20 +171,24 @@ async fn process(state: &ArtifactStore, job: Job) -> anyhow::Result<Option<Strin
         Ok(analysis)
     });
 
-    match outcome {
+    // The outcome is ours to write only while the row is still on our start.
+    const OURS: &str = "id = $1 AND status = 'analyzing' AND attempts = $2";
+    let kept = match outcome {
         Ok(analysis) => {
             let stored = Instant::now();
-            sqlx::query(
-                "UPDATE artifacts SET status = 'done', error = NULL, analysis = $2,
-                        analyzer_version = $3, progress_bytes = size_bytes,
+            let kept = sqlx::query(&format!(
+                "UPDATE artifacts SET status = 'done', error = NULL, analysis = $3,
+                        analyzer_version = $4, progress_bytes = size_bytes,
                         analyzed_at = now(), updated_at = now()
-                 WHERE id = $1",
-            )
+                 WHERE {OURS}"
+            ))
             .bind(job.id)
+            .bind(job.attempts)
             .bind(analysis)
             .bind(kind.analyzer_version() as i32)
             .execute(&state.pool)
-            .await?;
+            .await?
+            .rows_affected();
             timing.db += stored.elapsed();
             // Where the time went, for operators and the end-to-end benchmarks.
             tracing::info!(
@@ -175,27 +199,40 @@ async fn process(state: &ArtifactStore, job: Job) -> anyhow::Result<Option<Strin
                 db_s = timing.db.as_secs_f64(),
                 "artifact analyzed"
             );
+            kept
         }
-        Err(Failure::NotAnalyzed) => {
-            sqlx::query(
-                "UPDATE artifacts SET status = 'not_analyzed', updated_at = now() WHERE id = $1",
-            )
-            .bind(job.id)
-            .execute(&state.pool)
-            .await?;
-        }
+        Err(Failure::NotAnalyzed) => sqlx::query(&format!(
+            "UPDATE artifacts SET status = 'not_analyzed', updated_at = now() WHERE {OURS}"
+        ))
+        .bind(job.id)
+        .bind(job.attempts)
+        .execute(&state.pool)
+        .await?
+        .rows_affected(),
         Err(Failure::Failed(message)) => {
             tracing::warn!(id = job.id, kind = kind.slug(), %message, "artifact analysis failed");
-            sqlx::query(
-                "UPDATE artifacts SET status = 'failed', error = $2, analysis = NULL,
-                        updated_at = now() WHERE id = $1",
-            )
+            let kept = sqlx::query(&format!(
+                "UPDATE artifacts SET status = 'failed', error = $3, analysis = NULL,
+                        updated_at = now() WHERE {OURS}"
+            ))
             .bind(job.id)
+            .bind(job.attempts)
             .bind(&message)
             .execute(&state.pool)
-            .await?;
-            return Ok(Some(message));
+            .await?
+            .rows_affected();
+            if kept == 1 {
+                return Ok(Some(message));
+            }
+            0
         }
+    };
+    if kept == 0 {
+        tracing::warn!(
+            id = job.id,
+            "an analysis outlived its lease and was taken over (or the artifact was deleted); \
+             its outcome is dropped"
+        );
     }
     Ok(None)
 }
@@ -223,16 +260,19 @@ impl From<AnalyzeError> for Failure {
     }
 }
 
-/// Writes the bytes read so far twice a second; also the worker's heartbeat.
-async fn report_progress(pool: PgPool, id: i64, progress: Arc<AtomicU64>) {
-    let mut tick = tokio::time::interval(Duration::from_millis(500));
+/// Writes the bytes read so far twice a second; also the worker's heartbeat, which
+/// renews its lease on the job (see [`LEASE`]) while the row is still on its start.
+async fn report_progress(pool: PgPool, id: i64, attempts: i32, progress: Arc<AtomicU64>) {
+    let mut tick = tokio::time::interval(HEARTBEAT);
     loop {
         tick.tick().await;
         let read = progress.load(Ordering::Relaxed) as i64;
         let _ = sqlx::query(
-            "UPDATE artifacts SET progress_bytes = $2, updated_at = now() WHERE id = $1",
+            "UPDATE artifacts SET progress_bytes = $3, updated_at = now() \
+             WHERE id = $1 AND status = 'analyzing' AND attempts = $2",
         )
         .bind(id)
+        .bind(attempts)
         .bind(read)
         .execute(&pool)
         .await;

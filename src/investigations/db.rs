@@ -43,6 +43,8 @@ pub struct StepRow {
     pub data: serde_json::Value,
     pub updated_by: String,
     pub updated_at: DateTime<Utc>,
+    /// Bumped by every save; a save names the version it started from.
+    pub version: i32,
 }
 
 #[derive(Debug, Clone, Serialize, sqlx::FromRow)]
@@ -168,8 +170,9 @@ pub async fn list(pool: &PgPool, after: Option<i64>, limit: i64) -> sqlx::Result
 
 pub async fn steps(pool: &PgPool, id: i64) -> sqlx::Result<Vec<StepRow>> {
     sqlx::query_as(
-        "SELECT s.step, s.data, u.name AS updated_by, s.updated_at FROM investigation_steps s \
-         JOIN users u ON u.id = s.updated_by WHERE s.investigation_id = $1 ORDER BY s.step",
+        "SELECT s.step, s.data, u.name AS updated_by, s.updated_at, s.version \
+         FROM investigation_steps s JOIN users u ON u.id = s.updated_by \
+         WHERE s.investigation_id = $1 ORDER BY s.step",
     )
     .bind(id)
     .fetch_all(pool)
@@ -184,46 +187,96 @@ pub struct SkipNote<'a> {
     pub reason: &'a str,
 }
 
+/// What became of a step save.
+pub enum StepSaved {
+    /// Stored as this version.
+    Saved(i32),
+    /// Refused: the step is at `current`, not at the version the save started from.
+    Stale { current: i32 },
+}
+
 /// Stores a step's record with its history line, and the skip it makes (if it was
-/// saved ahead of earlier steps), in one transaction.
+/// saved ahead of earlier steps), in one transaction. With `base` (the version the
+/// editor started from, 0 for a step not yet recorded) a save over any other version
+/// is refused and nothing is written.
+#[allow(clippy::too_many_arguments)]
 pub async fn save_step(
     pool: &PgPool,
     id: i64,
     user: i64,
     step: u8,
+    base: Option<i32>,
     data: &serde_json::Value,
     summary: &str,
     skip: Option<SkipNote<'_>>,
-) -> sqlx::Result<()> {
+) -> sqlx::Result<StepSaved> {
     let mut tx = pool.begin().await?;
     if let Some(skip) = skip {
         record_skip(&mut tx, id, user, step, skip.missing, skip.reason).await?;
     }
-    let existed: bool = sqlx::query_scalar(
-        "SELECT EXISTS (SELECT 1 FROM investigation_steps WHERE investigation_id = $1 AND step = $2)",
-    )
-    .bind(id)
-    .bind(i16::from(step))
-    .fetch_one(&mut *tx)
-    .await?;
-    sqlx::query(
+    // The version check is in the upsert itself: ON CONFLICT locks the row and sees the
+    // newest committed version, so two saves from the same version cannot both pass.
+    let version: Option<i32> = sqlx::query_scalar(
         "INSERT INTO investigation_steps (investigation_id, step, data, updated_by) \
          VALUES ($1, $2, $3, $4) ON CONFLICT (investigation_id, step) \
-         DO UPDATE SET data = EXCLUDED.data, updated_by = EXCLUDED.updated_by, updated_at = now()",
+         DO UPDATE SET data = EXCLUDED.data, updated_by = EXCLUDED.updated_by, \
+         updated_at = now(), version = investigation_steps.version + 1 \
+         WHERE $5::int IS NULL OR investigation_steps.version = $5 RETURNING version",
     )
     .bind(id)
     .bind(i16::from(step))
     .bind(data)
     .bind(user)
+    .bind(base)
+    .fetch_optional(&mut *tx)
+    .await?;
+    let Some(version) = version else {
+        let current: i32 = sqlx::query_scalar(
+            "SELECT version FROM investigation_steps WHERE investigation_id = $1 AND step = $2",
+        )
+        .bind(id)
+        .bind(i16::from(step))
+        .fetch_one(&mut *tx)
+        .await?;
+        return Ok(StepSaved::Stale { current });
+    };
+    sqlx::query(
+        "INSERT INTO investigation_step_revisions (investigation_id, step, version, data, user_id) \
+         VALUES ($1, $2, $3, $4, $5)",
+    )
+    .bind(id)
+    .bind(i16::from(step))
+    .bind(version)
+    .bind(data)
+    .bind(user)
     .execute(&mut *tx)
     .await?;
-    let action = if existed {
-        "step_updated"
-    } else {
+    let action = if version == 1 {
         "step_recorded"
+    } else {
+        "step_updated"
     };
     log(&mut tx, id, user, action, Some(step), summary).await?;
-    tx.commit().await
+    tx.commit().await?;
+    Ok(StepSaved::Saved(version))
+}
+
+/// A saved version of a step's record, with who saved it.
+pub async fn step_revision(
+    pool: &PgPool,
+    id: i64,
+    step: u8,
+    version: i32,
+) -> sqlx::Result<Option<(serde_json::Value, String)>> {
+    sqlx::query_as(
+        "SELECT r.data, u.name FROM investigation_step_revisions r JOIN users u ON u.id = r.user_id \
+         WHERE r.investigation_id = $1 AND r.step = $2 AND r.version = $3",
+    )
+    .bind(id)
+    .bind(i16::from(step))
+    .bind(version)
+    .fetch_optional(pool)
+    .await
 }
 
 /// Records that `step` was saved with `missing` steps unrecorded; once per step.

@@ -16,8 +16,8 @@ use crate::core::method::bubbles::with_report;
 use crate::core::method::expected::Expected;
 use crate::core::method::order::{missing_before, skip_warning, STEPS};
 use crate::core::method::record::{
-    draft_entry, evaluate, observed_at, parse_step_in, reconcile_result, Evaluation, Measured,
-    Pairs, Records, StepRecord,
+    draft_entry, evaluate, observed_at, pairs_from_json, parse_step_in, reconcile_result,
+    Evaluation, Measured, Pairs, Records, StepRecord,
 };
 use crate::core::method::Dominance;
 use crate::core::quantity::Unit;
@@ -30,6 +30,8 @@ use journal::Revision;
 pub struct Recorded {
     pub by: String,
     pub at: DateTime<Utc>,
+    /// The version a save of this step names to say what it started from.
+    pub version: i32,
 }
 
 /// A step's place on the progress rail.
@@ -133,6 +135,7 @@ pub async fn load(pool: &PgPool, id: i64) -> Result<Option<Loaded>> {
             *slot = Some(Recorded {
                 by: row.updated_by,
                 at: row.updated_at,
+                version: row.version,
             });
         }
     }
@@ -154,28 +157,127 @@ pub async fn load_or_404(pool: &PgPool, id: i64) -> Result<Loaded> {
         .ok_or_else(|| AppError::not_found(format!("there is no investigation {id}")))
 }
 
-/// Parses and stores one step (422 with field errors when the input is wrong).
+/// A step save refused because someone saved the step after the version it started
+/// from: who, and each field that save changed, beside what this save sent.
+#[derive(Debug, Clone)]
+pub struct StepConflict {
+    pub yours: i32,
+    pub current: i32,
+    pub by: String,
+    pub changed: Vec<ChangedField>,
+}
+
+/// A field of a step as the other save left it and as this save sent it.
+#[derive(Debug, Clone, serde::Serialize, utoipa::ToSchema)]
+pub struct ChangedField {
+    pub name: String,
+    pub theirs: String,
+    pub yours: String,
+}
+
+impl StepConflict {
+    /// The 409 as one sentence, for the API.
+    pub fn message(&self, step: u8) -> String {
+        format!(
+            "step {step} was saved by {} since your version {} (it is at version {}); \
+             nothing was saved. Send it again with \"version\": {} to replace theirs",
+            self.by, self.yours, self.current, self.current
+        )
+    }
+}
+
+/// Parses and stores one step (422 with field errors when the input is wrong). With
+/// `base`, the version the editor started from (0: not yet recorded), a save over a
+/// newer version is refused with what changed since.
 pub async fn save_step(
     pool: &PgPool,
     loaded: &Loaded,
     user: &User,
     step: u8,
+    base: Option<i32>,
     pairs: &Pairs,
-) -> Result<()> {
+) -> Result<std::result::Result<i32, StepConflict>> {
     let record = parse_step_in(step, pairs, &loaded.records).map_err(AppError::Invalid)?;
     let mut records = loaded.records.clone();
-    store(pool, loaded.investigation.id, user.id, &mut records, record).await
+    let yours = record.to_json();
+    match store(
+        pool,
+        loaded.investigation.id,
+        user.id,
+        &mut records,
+        record,
+        base,
+    )
+    .await?
+    {
+        db::StepSaved::Saved(version) => Ok(Ok(version)),
+        db::StepSaved::Stale { current } => {
+            let base = base.unwrap_or_default();
+            let conflict =
+                step_conflict(pool, loaded.investigation.id, step, base, current, &yours).await?;
+            Ok(Err(conflict))
+        }
+    }
+}
+
+/// What changed between version `base` of a step and version `current`, beside `yours`.
+async fn step_conflict(
+    pool: &PgPool,
+    id: i64,
+    step: u8,
+    base: i32,
+    current: i32,
+    yours: &serde_json::Value,
+) -> Result<StepConflict> {
+    let (theirs, by) = db::step_revision(pool, id, step, current)
+        .await?
+        .unwrap_or((serde_json::Value::Null, "someone".into()));
+    let before = match base {
+        0 => Some(Pairs::default()),
+        v => db::step_revision(pool, id, step, v)
+            .await?
+            .map(|(data, _)| pairs_from_json(step, &data)),
+    };
+    let theirs = pairs_from_json(step, &theirs);
+    let yours = pairs_from_json(step, yours);
+    let mut names: Vec<&str> = theirs.iter().chain(yours.iter()).map(|(k, _)| k).collect();
+    names.sort_unstable();
+    names.dedup();
+    let changed = names
+        .into_iter()
+        // A field the other save changed (it differs from the version you started
+        // from) to something other than what you sent: where the two saves disagree.
+        .filter(|name| {
+            theirs.get(name) != yours.get(name)
+                && before
+                    .as_ref()
+                    .is_none_or(|b| b.get(name) != theirs.get(name))
+        })
+        .map(|name| ChangedField {
+            name: name.to_string(),
+            theirs: theirs.text(name),
+            yours: yours.text(name),
+        })
+        .collect();
+    Ok(StepConflict {
+        yours: base,
+        current,
+        by,
+        changed,
+    })
 }
 
 /// Stores a parsed record with its history line; `records` holds what was recorded
-/// before and gains the new record (the summary is computed from all of them).
+/// before and gains the new record (the summary is computed from all of them). `base`
+/// as in [`save_step`].
 pub async fn store(
     pool: &PgPool,
     investigation: i64,
     user: i64,
     records: &mut Records,
     record: StepRecord,
-) -> Result<()> {
+    base: Option<i32>,
+) -> Result<db::StepSaved> {
     let step = record.step();
     let data = record.to_json();
     // Saving a step ahead of the ones it builds on is what records the skip (opening
@@ -188,8 +290,7 @@ pub async fn store(
     });
     records.set(record);
     let summary = step_summary(step, records, &evaluate(records));
-    db::save_step(pool, investigation, user, step, &data, &summary, skip).await?;
-    Ok(())
+    Ok(db::save_step(pool, investigation, user, step, base, &data, &summary, skip).await?)
 }
 
 /// Stores a comparison; the investigation it names must exist, its diagnosis may prove the

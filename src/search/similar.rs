@@ -75,7 +75,9 @@ const COLUMNS: &str = "d.kind, d.source_id, x.title, x.url, d.doc_date, x.diagno
      d.engine_version, d.prompt_tokens, d.output_tokens, d.investigation_id";
 
 /// What the list is for, when there is one: `None` when the subject does not exist;
-/// an empty list when its metric (or, for an investigation, its phase) is unknown.
+/// an empty list when its metric (or, for an investigation, its phase) is unknown, or
+/// when it exists but the search index has not caught up with it yet (it is indexed in
+/// the background, within about a second of being saved).
 pub async fn similar_to(
     pool: &PgPool,
     kind: &str,
@@ -90,7 +92,18 @@ pub async fn similar_to(
     .fetch_optional(pool)
     .await?;
     let Some(subject) = subject else {
-        return Ok(None);
+        let table = match kind {
+            "investigation" => "investigations",
+            "journal" => "journal_entries",
+            _ => return Ok(None),
+        };
+        let exists: bool = sqlx::query_scalar(&format!(
+            "SELECT EXISTS (SELECT 1 FROM {table} WHERE id = $1)"
+        ))
+        .bind(id)
+        .fetch_one(pool)
+        .await?;
+        return Ok(exists.then(|| (Profile::default(), Vec::new())));
     };
     let profile = subject.profile();
     // An investigation is compared once step 1 and step 2 give its metric and phase.

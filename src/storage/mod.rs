@@ -230,6 +230,30 @@ impl BlobStore {
         }
     }
 
+    /// Removes what uploads cut off by a crash (kill -9, power loss) left in a local
+    /// store's `tmp/`, where a part being written is named `tmp/<id>#<n>` and no listing
+    /// shows it. Run at start-up, before anything is accepted: a local directory belongs
+    /// to one server (replicas share a bucket, whose leftovers the hourly sweep removes),
+    /// so nothing there is still being written. Returns how many files went.
+    pub fn remove_interrupted_uploads(&self) -> std::io::Result<usize> {
+        let Some(root) = &self.local_root else {
+            return Ok(0);
+        };
+        let entries = match std::fs::read_dir(root.join("tmp")) {
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(0),
+            entries => entries?,
+        };
+        let mut removed = 0;
+        for entry in entries {
+            let entry = entry?;
+            if entry.file_type()?.is_file() {
+                std::fs::remove_file(entry.path())?;
+                removed += 1;
+            }
+        }
+        Ok(removed)
+    }
+
     /// Removes blobs no row points to and leftovers of interrupted uploads, once they
     /// are older than `grace`. `referenced` answers whether a hash is still in use.
     pub async fn sweep<F, Fut>(&self, grace: Duration, referenced: F) -> Result<usize, StoreError>

@@ -167,13 +167,44 @@ pub struct LoginForm {
     next: String,
 }
 
-/// Only same-site paths are followed after login (no open redirect).
-fn safe_next(next: &str) -> String {
-    if next.starts_with('/') && !next.starts_with("//") && !next.starts_with("/\\") {
-        next.to_string()
+/// Only same-origin paths are followed after login (no open redirect). The value is
+/// judged as a browser would read it in `Location`: tabs and newlines dropped (so any
+/// control character refuses it), backslashes taken as slashes, and percent-escapes
+/// decoded until nothing changes, so `/\t/evil.example`, `/\\evil.example` and
+/// `/%2F%2Fevil.example` all fall back to `/`. What is kept has everything outside
+/// visible ASCII percent-encoded, so it is always a valid header value.
+pub fn safe_next(next: &str) -> String {
+    if same_origin_path(next) {
+        percent_encoding::utf8_percent_encode(next, LOCATION_UNSAFE).to_string()
     } else {
         "/".to_string()
     }
+}
+
+/// Bytes sent escaped in a `Location`: controls, space and everything beyond ASCII.
+const LOCATION_UNSAFE: &percent_encoding::AsciiSet = &percent_encoding::CONTROLS.add(b' ');
+
+/// How many layers of percent-encoding are undone before a value is refused as too
+/// deeply encoded to be a path anyone typed.
+const DECODE_LAYERS: usize = 4;
+
+fn same_origin_path(next: &str) -> bool {
+    let mut layer = std::borrow::Cow::Borrowed(next);
+    for _ in 0..=DECODE_LAYERS {
+        if layer.chars().any(char::is_control) {
+            return false;
+        }
+        let slashed = layer.replace('\\', "/");
+        if !slashed.starts_with('/') || slashed.starts_with("//") {
+            return false;
+        }
+        let decoded = percent_encoding::percent_decode_str(&layer).decode_utf8_lossy();
+        if decoded == layer {
+            return true;
+        }
+        layer = std::borrow::Cow::Owned(decoded.into_owned());
+    }
+    false
 }
 
 async fn show_login(

@@ -32,7 +32,7 @@ use crate::core::quantity::{self, Unit};
 use crate::core::FieldError;
 use crate::error::{AppError, Result};
 use crate::investigations::db::{self, ArtifactLink, Event, Investigation, Listed, STATUSES};
-use crate::investigations::{self as inv, Loaded, Recorded, StepState};
+use crate::investigations::{self as inv, Loaded, Recorded, StepConflict, StepState};
 use crate::state::AppState;
 
 pub fn routes() -> Router<AppState> {
@@ -319,6 +319,8 @@ async fn draft_journal(
 pub struct StepForm {
     values: Pairs,
     errors: FormErrors,
+    /// The version of the step this form edits (0: not yet recorded); a save names it.
+    version: i32,
 }
 
 impl StepForm {
@@ -456,6 +458,8 @@ struct StepPage {
     bubble_sources: Sources,
     /// Steps 1 and 7: what the investigation's load sweeps say against the step-1 SLO.
     sweep_lines: Vec<String>,
+    /// A save refused because someone saved first: what they changed.
+    conflict: Option<StepConflict>,
 }
 
 impl StepPage {
@@ -635,6 +639,8 @@ struct StepView {
     attach_errors: Vec<FieldError>,
     bubbles: Option<BubblesView>,
     bubble_sources: Sources,
+    /// Set when a save was refused because someone saved the step first.
+    conflict: Option<StepConflict>,
 }
 
 fn step_page(ctx: PageCtx, loaded: Loaded, step: u8, view: StepView) -> StepPage {
@@ -651,8 +657,20 @@ fn step_page(ctx: PageCtx, loaded: Loaded, step: u8, view: StepView) -> StepPage
             attach.observed = format!("{value} {}", o.unit.slug()).trim_end().to_string();
         }
     }
+    // A form sent back keeps the version it was editing (a refused save must not
+    // silently move it onto a newer one).
+    let version = view
+        .values
+        .get(VERSION_FIELD)
+        .and_then(|v| v.parse().ok())
+        .unwrap_or_else(|| {
+            loaded.recorded[step as usize]
+                .as_ref()
+                .map_or(0, |r| r.version)
+        });
     StepPage {
         ctx,
+        conflict: view.conflict,
         rail: rail(&loaded, step),
         step: STEPS[step as usize],
         prev: step.checked_sub(1).map(|s| STEPS[s as usize]),
@@ -661,6 +679,7 @@ fn step_page(ctx: PageCtx, loaded: Loaded, step: u8, view: StepView) -> StepPage
         form: StepForm {
             values: view.values,
             errors: view.errors.into(),
+            version,
         },
         rows,
         config,
@@ -786,6 +805,7 @@ pub(super) async fn step_with(
             attach_errors: Vec::new(),
             bubbles,
             bubble_sources,
+            conflict: None,
         },
     );
     render(&page)
@@ -830,6 +850,8 @@ async fn sweep_lines(state: &AppState, loaded: &Loaded, step: u8) -> Result<Vec<
 
 /// The hidden form field naming the artifact a form was filled from.
 const EVIDENCE_FIELD: &str = "evidence_artifact";
+/// The hidden field naming the version of the step the form was opened on.
+const VERSION_FIELD: &str = "version";
 
 /// What a fill did, shown above the form: where the numbers came from, which fields
 /// changed and which were kept, and any way the artifact's setup differs from step 0.
@@ -919,8 +941,18 @@ async fn save_step(
     let step = parse_step_number(step)?;
     let loaded = inv::load_or_404(&state.pool, id).await?;
     let pairs = Pairs::new(fields);
-    match inv::save_step(&state.pool, &loaded, &me.0, step, &pairs).await {
-        Ok(()) => {
+    // Absent for a client that does not know about versions: the save then just wins.
+    let base = match pairs.get(VERSION_FIELD) {
+        None => None,
+        Some(v) => Some(v.parse::<i32>().ok().filter(|v| *v >= 0).ok_or_else(|| {
+            AppError::field(
+                VERSION_FIELD,
+                "the form's version is not a version number; reload the step and edit again",
+            )
+        })?),
+    };
+    match inv::save_step(&state.pool, &loaded, &me.0, step, base, &pairs).await {
+        Ok(Ok(_)) => {
             // The numbers came from an artifact: keep it as the step's evidence.
             if let Some(artifact) = pairs
                 .get(EVIDENCE_FIELD)
@@ -934,6 +966,32 @@ async fn save_step(
                 tx.commit().await?;
             }
             Ok(Redirect::to(&format!("/investigations/{id}/steps/{step}")).into_response())
+        }
+        Ok(Err(conflict)) => {
+            // The page as it is now, with the person's values kept, but on the current
+            // version: saving again is a deliberate choice made after seeing what changed.
+            let loaded = inv::load_or_404(&state.pool, id).await?;
+            let values = pairs.with(VERSION_FIELD, conflict.current.to_string());
+            let page = step_page(
+                ctx,
+                loaded,
+                step,
+                StepView {
+                    warning: None,
+                    notice: None,
+                    fillers: Vec::new(),
+                    evidence: db::evidence(&state.pool, id, step).await?,
+                    sweep_lines: Vec::new(),
+                    values,
+                    errors: Vec::new(),
+                    attach: AttachForm::default(),
+                    attach_errors: Vec::new(),
+                    bubbles: None,
+                    bubble_sources: Sources::default(),
+                    conflict: Some(conflict),
+                },
+            );
+            Ok((StatusCode::CONFLICT, render(&page)?).into_response())
         }
         Err(AppError::Invalid(errors)) => refused(
             ctx,
@@ -976,6 +1034,7 @@ fn refused(
             attach_errors,
             bubbles: None,
             bubble_sources: Sources::default(),
+            conflict: None,
         },
     );
     Ok((StatusCode::UNPROCESSABLE_ENTITY, render(&page)?).into_response())

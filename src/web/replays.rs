@@ -134,6 +134,10 @@ struct ReplayPage {
 }
 
 async fn can_mark(state: &AppState, user: &CurrentUser, id: i64) -> Result<bool> {
+    // Roles first, then ownership: an author since demoted to viewer may not.
+    if user.0.role < Role::Editor {
+        return Ok(false);
+    }
     if user.0.role >= Role::Admin {
         return Ok(true);
     }
@@ -217,13 +221,15 @@ async fn answer(
     Ok(Redirect::to(&format!("/replays/{id}#reveal")).into_response())
 }
 
-/// Sets or clears "good for training": the investigation's author or an admin only.
+/// Sets or clears "good for training": the investigation's author or an admin only, and
+/// only with a role that may write at all (an author demoted to viewer may not).
 async fn mark(
     State(state): State<AppState>,
     user: CurrentUser,
     Path(id): Path<i64>,
     body: Bytes,
 ) -> Result<Response> {
+    user.require(Role::Editor)?;
     training::require_replayable(&state.pool, id).await?;
     if !can_mark(&state, &user, id).await? {
         return Err(AppError::Forbidden(

@@ -16,7 +16,7 @@ use crate::auth::{CurrentUser, Role};
 use crate::core::memory::atom::{self, FeedEntry};
 use crate::core::memory::bundle::parse_import;
 use crate::core::FieldError;
-use crate::error::{ApiError, AppError, Result};
+use crate::error::{ApiError, AppError, ErrorBody, ErrorDetail, Result};
 use crate::investigations::{self as inv, journal};
 use crate::search::transfer::{self, ExportFormat};
 use crate::state::AppState;
@@ -182,17 +182,13 @@ async fn atom_feed(
         .filter(|(scheme, _)| scheme.eq_ignore_ascii_case("bearer"))
         .map(|(_, t)| t.trim().to_string());
     let Some(token) = bearer.or(q.token) else {
-        return Err(ApiError(AppError::LoginRequired {
-            next: "/journal/feed.atom".into(),
-        }));
+        return Ok(feed_unauthorized());
     };
     if crate::auth::tokens::authenticate(&state.pool, &token)
         .await?
         .is_none()
     {
-        return Err(ApiError(AppError::LoginRequired {
-            next: "/journal/feed.atom".into(),
-        }));
+        return Ok(feed_unauthorized());
     }
     let entries = journal::recently_published(&state.pool, FEED_ENTRIES as i64).await?;
     let feed_entries: Vec<FeedEntry> = entries
@@ -217,6 +213,27 @@ async fn atom_feed(
         body,
     )
         .into_response())
+}
+
+/// The feed's 401: it says what the feed accepts, which is an API token only (feed
+/// readers keep no session), not the API's "token or session cookie".
+fn feed_unauthorized() -> Response {
+    let body = ErrorBody {
+        error: ErrorDetail {
+            status: StatusCode::UNAUTHORIZED.as_u16(),
+            message: "authentication required: the feed takes an API token (from Settings), \
+                      as `Authorization: Bearer …` or `?token=…`; a session cookie is not \
+                      accepted here"
+                .into(),
+            fields: Vec::new(),
+        },
+    };
+    (
+        StatusCode::UNAUTHORIZED,
+        [(header::WWW_AUTHENTICATE, "Bearer realm=\"perfjournal\"")],
+        Json(body),
+    )
+        .into_response()
 }
 
 /// Without --public-url: the address the request came to (behind a proxy, its

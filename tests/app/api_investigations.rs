@@ -317,3 +317,200 @@ async fn an_alert_opens_a_prefilled_investigation_in_one_call() {
         .unwrap();
     assert_eq!(n, 1);
 }
+
+/// A step saved through the API with the `version` it started from: a stale one is
+/// refused with 409, the fields the other save changed, and the version to send.
+#[tokio::test]
+async fn a_stale_step_version_is_refused_with_the_changed_fields() {
+    let (mut app, token, _) = app_with_tokens().await;
+    app.add_user("bob", Role::Editor).await;
+    let bob = app.api_token("bob").await;
+    let id = open(&mut app, &token).await;
+    let path = format!("/api/v1/investigations/{id}/steps/1");
+    let body = |observed: f64, version: serde_json::Value| {
+        json!({"metric": "ttft", "percentile": "p95", "observed": observed, "target": 800,
+               "version": version})
+    };
+    let r = app
+        .api("PUT", &path, &token, Some(body(3200.0, json!(0))))
+        .await;
+    assert_eq!(r.status, StatusCode::OK, "{}", r.body);
+    assert_eq!(r.json()["version"], 1);
+
+    let r = app
+        .api("PUT", &path, &bob, Some(body(3300.0, json!(0))))
+        .await;
+    assert_eq!(r.status, StatusCode::CONFLICT, "{}", r.body);
+    let j = r.json();
+    assert_eq!(j["error"]["status"], 409);
+    assert_eq!(j["version"], 1);
+    assert_eq!(j["saved_by"], "ada");
+    let changed = j["changed"].as_array().unwrap();
+    let observed = changed.iter().find(|c| c["name"] == "observed").unwrap();
+    assert!(observed["theirs"].as_str().unwrap().contains("3200"), "{j}");
+    assert!(observed["yours"].as_str().unwrap().contains("3300"), "{j}");
+    assert!(changed.iter().all(|c| c["name"] != "target"), "{j}");
+    let step = app
+        .api("GET", &format!("/api/v1/investigations/{id}"), &token, None)
+        .await;
+    assert_eq!(step.json()["steps"][1]["data"]["observed"], 3200.0);
+
+    // Bad versions are refused and change nothing.
+    for bad in [json!(-1), json!("one"), json!(1.5), json!(1u64 << 40)] {
+        let r = app
+            .api("PUT", &path, &bob, Some(body(1.0, bad.clone())))
+            .await;
+        assert_eq!(
+            r.status,
+            StatusCode::UNPROCESSABLE_ENTITY,
+            "{bad}: {}",
+            r.body
+        );
+        assert_eq!(r.json()["error"]["fields"][0]["field"], "version");
+    }
+    // With the current version it goes through; without one, the save just wins.
+    let r = app
+        .api("PUT", &path, &bob, Some(body(3300.0, json!(1))))
+        .await;
+    assert_eq!(r.status, StatusCode::OK, "{}", r.body);
+    assert_eq!(r.json()["version"], 2);
+    let r = app
+        .api("PUT", &path, &token, Some(body(3400.0, json!(null))))
+        .await;
+    assert_eq!(r.status, StatusCode::OK, "{}", r.body);
+    assert_eq!(r.json()["version"], 3);
+    let step = app
+        .api("GET", &format!("/api/v1/investigations/{id}"), &token, None)
+        .await;
+    assert_eq!(step.json()["steps"][1]["data"]["observed"], 3400.0);
+}
+
+/// The document bounds what the server bounds: every list's `limit`, `after` and
+/// `page` declares its range, and the server takes the ends and refuses one past them.
+#[tokio::test]
+async fn the_openapi_document_declares_the_paging_bounds_the_server_applies() {
+    let (mut app, token, _) = app_with_tokens().await;
+    let doc = app
+        .api("GET", "/api/v1/openapi.json", &token, None)
+        .await
+        .json();
+    let mut checked = 0;
+    for (path, item) in doc["paths"].as_object().unwrap() {
+        let Some(params) = item["get"]["parameters"].as_array() else {
+            continue;
+        };
+        for p in params {
+            let name = p["name"].as_str().unwrap();
+            let schema = &p["schema"];
+            let (min, max) = match name {
+                "limit" => (1, Some(200)),
+                "after" => (1, None),
+                "page" => (1, Some(500)),
+                _ => continue,
+            };
+            assert_eq!(schema["minimum"], min, "{path} {name}: {schema}");
+            assert_eq!(schema["maximum"].as_i64(), max, "{path} {name}: {schema}");
+            if path.contains('{') {
+                continue;
+            }
+            let url = |v: i64| format!("/api/v1{path}?{name}={v}");
+            if name != "after" {
+                let top = max.unwrap();
+                let r = app.api("GET", &url(top), &token, None).await;
+                assert_eq!(r.status, StatusCode::OK, "{path}?{name}={top}: {}", r.body);
+                let r = app.api("GET", &url(top + 1), &token, None).await;
+                assert_eq!(r.status, StatusCode::UNPROCESSABLE_ENTITY, "{path} {name}");
+            }
+            let r = app.api("GET", &url(min - 1), &token, None).await;
+            assert_eq!(
+                r.status,
+                StatusCode::UNPROCESSABLE_ENTITY,
+                "{path}?{name}=0: {}",
+                r.body
+            );
+            checked += 1;
+        }
+    }
+    assert!(checked >= 6, "only {checked} paging parameters found");
+}
+
+/// Right after an investigation is opened (before the search index has caught up with
+/// it), "similar" answers 200 with `ready: false`, not 404; an unknown id is still 404.
+#[tokio::test]
+async fn similar_is_not_ready_rather_than_missing_right_after_creation() {
+    use tower::ServiceExt;
+    let (mut app, token, _) = app_with_tokens().await;
+    let id = open(&mut app, &token).await;
+    // Straight to the router: `TestApp::send` lets the index catch up first.
+    let request = axum::http::Request::get(format!("/api/v1/investigations/{id}/similar"))
+        .header("authorization", format!("Bearer {token}"))
+        .body(axum::body::Body::empty())
+        .unwrap();
+    let reply = app.app.clone().oneshot(request).await.unwrap();
+    assert_eq!(reply.status(), StatusCode::OK);
+    let bytes = http_body_util::BodyExt::collect(reply.into_body())
+        .await
+        .unwrap()
+        .to_bytes();
+    let body: serde_json::Value = serde_json::from_slice(&bytes).unwrap();
+    assert_eq!(body, json!({"ready": false, "similar": []}));
+    let r = app
+        .api("GET", "/api/v1/investigations/999999/similar", &token, None)
+        .await;
+    assert_eq!(r.status, StatusCode::NOT_FOUND);
+}
+
+/// Request bodies declare what the server requires of them: an investigation's title
+/// (1–200 characters, not blank) and its service's length, a capture's window; the
+/// server takes the longest title the document allows and refuses one longer.
+#[tokio::test]
+async fn the_openapi_document_declares_the_body_fields_the_server_requires() {
+    let (mut app, token, _) = app_with_tokens().await;
+    let doc = app
+        .api("GET", "/api/v1/openapi.json", &token, None)
+        .await
+        .json();
+    let schemas = &doc["components"]["schemas"];
+    let new = &schemas["NewInvestigation"];
+    assert_eq!(new["required"], json!(["title"]), "{new}");
+    let title = &new["properties"]["title"];
+    assert_eq!(
+        (&title["minLength"], &title["maxLength"], &title["pattern"]),
+        (&json!(1), &json!(200), &json!("\\S")),
+        "{title}"
+    );
+    assert_eq!(new["properties"]["service"]["maxLength"], 100, "{new}");
+    let capture = &schemas["CaptureBody"];
+    assert_eq!(capture["required"], json!(["url", "seconds"]), "{capture}");
+    let seconds = &capture["properties"]["seconds"];
+    assert_eq!(
+        (&seconds["minimum"], &seconds["maximum"]),
+        (&json!(1), &json!(3600))
+    );
+    assert_eq!(
+        capture["properties"]["interval_s"]["minimum"], 1,
+        "{capture}"
+    );
+
+    let post = |title: String| json!({ "title": title });
+    let r = app
+        .api(
+            "POST",
+            "/api/v1/investigations",
+            &token,
+            Some(post("t".repeat(200))),
+        )
+        .await;
+    assert_eq!(r.status, StatusCode::CREATED, "{}", r.body);
+    for refused in ["t".repeat(201), "   ".to_string()] {
+        let r = app
+            .api(
+                "POST",
+                "/api/v1/investigations",
+                &token,
+                Some(post(refused)),
+            )
+            .await;
+        assert_eq!(r.status, StatusCode::UNPROCESSABLE_ENTITY, "{}", r.body);
+    }
+}

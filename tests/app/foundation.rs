@@ -1016,3 +1016,82 @@ async fn favicon_wording_defaults_and_downloads() {
     assert!(disposition.starts_with("attachment;"), "{disposition}");
     assert!(disposition.contains(".md"), "{disposition}");
 }
+
+/// After sign-in only same-origin paths are followed, judged as a browser reads
+/// `Location` (tabs and newlines dropped, backslashes as slashes, escapes decoded); a
+/// value that cannot be a header (a newline) falls back to `/` instead of a raw 500.
+#[tokio::test]
+async fn next_after_sign_in_stays_on_this_site_whatever_its_encoding() {
+    let mut admin = spawn_app().await;
+    admin.setup_admin("ada").await;
+    let hostile = [
+        "/\t/evil.example",
+        "/\n/evil.example",
+        "/\r\n/evil.example",
+        "\t//evil.example",
+        " //evil.example",
+        "/\\evil.example",
+        "\\/evil.example",
+        "\\\\evil.example",
+        "/%09/evil.example",
+        "/%2F/evil.example",
+        "/%2f%2fevil.example",
+        "/%5Cevil.example",
+        "/%252F/evil.example",
+        "%2F%2Fevil.example",
+        "https://evil.example/",
+        "javascript:alert(1)",
+        "/settings\nSet-Cookie: x=1",
+        "/a\u{0}b",
+    ];
+    for next in hostile {
+        let mut eve = admin.new_client();
+        let token = eve.csrf().await;
+        let r = eve
+            .post_form_raw(
+                "/login",
+                &[
+                    ("name", "ada"),
+                    ("password", PASSWORD),
+                    ("next", next),
+                    ("_csrf", &token),
+                ],
+            )
+            .await;
+        assert_eq!(r.status, StatusCode::SEE_OTHER, "{next:?}: {}", r.body);
+        assert_eq!(r.location(), Some("/"), "{next:?}");
+        // Signed in, the login page sends "next" on at once: the same rule.
+        let r = eve
+            .get(&format!(
+                "/login?next={}",
+                perfjournal::error::urlencode(next)
+            ))
+            .await;
+        assert_eq!(r.status, StatusCode::SEE_OTHER, "{next:?}: {}", r.body);
+        assert_eq!(r.location(), Some("/"), "{next:?}");
+    }
+    // Ordinary paths still go where they asked, escaped where a header needs it.
+    let mut eve = admin.new_client();
+    for (next, location) in [
+        ("/settings", "/settings"),
+        ("/search?q=kv%2Fcache&page=2", "/search?q=kv%2Fcache&page=2"),
+        (
+            "/search?q=débit élevé",
+            "/search?q=d%C3%A9bit%20%C3%A9lev%C3%A9",
+        ),
+    ] {
+        let token = eve.csrf().await;
+        let r = eve
+            .post_form_raw(
+                "/login",
+                &[
+                    ("name", "ada"),
+                    ("password", PASSWORD),
+                    ("next", next),
+                    ("_csrf", &token),
+                ],
+            )
+            .await;
+        assert_eq!(r.location(), Some(location), "{next:?}");
+    }
+}

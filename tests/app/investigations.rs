@@ -791,3 +791,129 @@ async fn step_5_fills_from_a_kernel_summary_and_saves_the_ranking() {
         .await;
     assert!(p.select(".fill-notice")[0].starts_with("kern_sum.csv cannot fill step 2"));
 }
+
+/// The hidden version field of a step's form.
+fn form_version(page: &common::Reply) -> String {
+    page.select_attr(".step-form input[name=version]", "value")
+        .pop()
+        .expect("the step form names its version")
+}
+
+fn step1(observed: &str, version: &str) -> Vec<(&'static str, String)> {
+    vec![
+        ("metric", "ttft".into()),
+        ("percentile", "p95".into()),
+        ("observed", observed.into()),
+        ("target", "800".into()),
+        ("version", version.into()),
+    ]
+}
+
+async fn post_step(
+    app: &mut TestApp,
+    url: &str,
+    fields: &[(&'static str, String)],
+) -> common::Reply {
+    let fields: Vec<(&str, &str)> = fields.iter().map(|(k, v)| (*k, v.as_str())).collect();
+    app.post_form(&format!("{url}/steps/1"), &fields).await
+}
+
+async fn stored_observed(app: &TestApp, url: &str) -> serde_json::Value {
+    let id: i64 = url.rsplit('/').next().unwrap().parse().unwrap();
+    sqlx::query_scalar(
+        "SELECT data -> 'observed' FROM investigation_steps WHERE investigation_id = $1 AND step = 1",
+    )
+    .bind(id)
+    .fetch_one(&app.pool)
+    .await
+    .unwrap()
+}
+
+/// Two editors open the same step; the second save, from the version both started
+/// from, is refused with what the first changed, and nothing is overwritten.
+#[tokio::test]
+async fn a_stale_step_save_is_refused_with_what_changed_and_nothing_is_lost() {
+    let (mut ada, url) = app_with_investigation().await;
+    ada.add_user("bob", Role::Editor).await;
+    let mut bob = ada.new_client();
+    bob.login("bob").await;
+    let seen_by_ada = ada.get(&format!("{url}/steps/1")).await;
+    let seen_by_bob = bob.get(&format!("{url}/steps/1")).await;
+    assert_eq!(form_version(&seen_by_ada), "0");
+    assert_eq!(form_version(&seen_by_bob), "0");
+
+    let r = post_step(&mut ada, &url, &step1("3200", "0")).await;
+    assert_eq!(r.status, StatusCode::SEE_OTHER, "{}", r.body);
+    let r = post_step(&mut bob, &url, &step1("3300", "0")).await;
+    assert_eq!(r.status, StatusCode::CONFLICT, "{}", r.body);
+    assert_eq!(
+        r.select(".conflict-fields tr[data-field=observed]").len(),
+        1,
+        "{}",
+        r.body
+    );
+    let theirs = r.select(".conflict-fields tr[data-field=observed] .theirs");
+    let yours = r.select(".conflict-fields tr[data-field=observed] .yours");
+    assert!(theirs[0].contains("3200"), "{theirs:?}");
+    assert!(yours[0].contains("3300"), "{yours:?}");
+    // Unchanged fields are not listed.
+    assert!(r
+        .select(".conflict-fields tr[data-field=target]")
+        .is_empty());
+    assert!(
+        r.select(".conflict strong")[0].contains("ada"),
+        "{}",
+        r.body
+    );
+    // Bob's value stays in the form, now on the current version; ada's save stands.
+    assert_eq!(
+        r.select_attr(".step-form input[name=observed]", "value"),
+        ["3300"],
+        "{}",
+        r.body
+    );
+    assert_eq!(form_version(&r), "1");
+    assert_eq!(stored_observed(&ada, &url).await, 3200.0);
+
+    // Saving again after seeing the difference is deliberate, and goes through.
+    let r = post_step(&mut bob, &url, &step1("3300", "1")).await;
+    assert_eq!(r.status, StatusCode::SEE_OTHER, "{}", r.body);
+    assert_eq!(stored_observed(&ada, &url).await, 3300.0);
+    let page = ada.get(&format!("{url}/steps/1")).await;
+    assert_eq!(form_version(&page), "2");
+
+    // A version that is no version is refused and changes nothing.
+    let r = post_step(&mut ada, &url, &step1("1", "two")).await;
+    assert_eq!(r.status, StatusCode::UNPROCESSABLE_ENTITY, "{}", r.body);
+    assert_eq!(stored_observed(&ada, &url).await, 3300.0);
+}
+
+/// Saves from the same version at the same moment: exactly one wins, every time.
+#[tokio::test]
+async fn simultaneous_step_saves_from_one_version_let_exactly_one_through() {
+    let (mut ada, url) = app_with_investigation().await;
+    ada.add_user("bob", Role::Editor).await;
+    let mut bob = ada.new_client();
+    bob.login("bob").await;
+    for round in 0..10 {
+        let page = ada.get(&format!("{url}/steps/1")).await;
+        let version = form_version(&page);
+        let a = step1(&format!("{}", 1000 + round), &version);
+        let b = step1(&format!("{}", 2000 + round), &version);
+        let (ra, rb) = tokio::join!(post_step(&mut ada, &url, &a), post_step(&mut bob, &url, &b));
+        let mut statuses = [ra.status, rb.status];
+        statuses.sort();
+        assert_eq!(
+            statuses,
+            [StatusCode::SEE_OTHER, StatusCode::CONFLICT],
+            "round {round}"
+        );
+        let kept = stored_observed(&ada, &url).await.as_f64().unwrap();
+        let winner = if ra.status == StatusCode::SEE_OTHER {
+            1000
+        } else {
+            2000
+        };
+        assert_eq!(kept, f64::from(winner + round), "round {round}");
+    }
+}

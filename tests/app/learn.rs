@@ -650,3 +650,54 @@ async fn viewers_train_without_changing_the_journal_or_investigations() {
     assert_eq!(row[2], "3");
     assert_eq!(row[3], "1 of 13");
 }
+
+/// Roles first, then ownership: an author demoted to viewer can no longer mark (or
+/// unmark) their investigation, and is not offered the button.
+#[tokio::test]
+async fn an_author_demoted_to_viewer_cannot_mark_good_for_training() {
+    let (app, _, _) = app().await;
+    let eddy = app.add_user("eddy", Role::Editor).await;
+    perfjournal::investigations::seed::seed_demo(&app.pool, eddy)
+        .await
+        .unwrap();
+    let id: i64 = sqlx::query_scalar(
+        "SELECT id FROM investigations WHERE demo_key IS NOT NULL ORDER BY id LIMIT 1",
+    )
+    .fetch_one(&app.pool)
+    .await
+    .unwrap();
+    let mut ed = app.new_client();
+    ed.login("eddy").await;
+    assert_eq!(
+        ed.get(&format!("/replays/{id}"))
+            .await
+            .select("#mark-button")
+            .len(),
+        1,
+        "the author, as an editor, is offered the mark"
+    );
+    let mut ada = app.new_client();
+    ada.login("ada").await;
+    let r = ada
+        .post_form(&format!("/admin/users/{eddy}/role"), &[("role", "viewer")])
+        .await;
+    assert_eq!(r.status, StatusCode::SEE_OTHER, "{}", r.body);
+
+    let r = ed
+        .post_form(&format!("/replays/{id}/mark"), &[("on", "1")])
+        .await;
+    assert_eq!(r.status, StatusCode::FORBIDDEN, "{}", r.body);
+    assert!(
+        r.body.contains("viewer"),
+        "the refusal names the role: {}",
+        r.body
+    );
+    assert!(ed
+        .get(&format!("/replays/{id}"))
+        .await
+        .select("#mark-button")
+        .is_empty());
+    assert!(!perfjournal::training::is_marked(&app.pool, id)
+        .await
+        .unwrap());
+}

@@ -1126,3 +1126,21 @@ async fn the_indexer_vacuums_its_queue_after_a_burst() {
     );
     indexer.abort();
 }
+
+/// The feed's 401 says what it takes (an API token), not the API's "or a session
+/// cookie": a signed-in browser without a token is refused with that sentence.
+#[tokio::test]
+async fn the_feed_refusal_names_only_what_the_feed_accepts() {
+    let mut app = spawn_app().await;
+    app.setup_admin("ada").await;
+    // Signed in, with a session cookie: still refused, and told to use a token.
+    let r = app.get("/journal/feed.atom").await;
+    assert_eq!(r.status, StatusCode::UNAUTHORIZED);
+    assert!(r.headers.contains_key("www-authenticate"));
+    let message = r.json()["error"]["message"].as_str().unwrap().to_string();
+    assert!(message.contains("token"), "{message}");
+    assert!(
+        message.contains("session cookie is not accepted"),
+        "must not offer a cookie it refuses: {message}"
+    );
+}

@@ -295,3 +295,198 @@ async fn sigterm_drains_an_upload_in_flight() {
         .unwrap();
     assert_eq!(rows, 1, "the drained upload was recorded");
 }
+
+/// A server process started on `url` with its blobs in `data` (replicas given the same
+/// directory share the blobs), answering on its port once this returns.
+async fn start_server(url: &str, data: &std::path::Path) -> (tokio::process::Child, String) {
+    let port = common::free_port();
+    let server = tokio::process::Command::new(env!("CARGO_BIN_EXE_perfjournal"))
+        .env("DATABASE_URL", url)
+        .env("PERFJOURNAL_BIND", format!("127.0.0.1:{port}"))
+        .env("PERFJOURNAL_DATA_DIR", data)
+        .env("RUST_LOG", "warn")
+        .kill_on_drop(true)
+        .spawn()
+        .expect("start the server");
+    let base = format!("http://127.0.0.1:{port}");
+    let http = reqwest::Client::new();
+    let started = Instant::now();
+    loop {
+        if let Ok(r) = http.get(format!("{base}/healthz")).send().await {
+            if r.status().is_success() {
+                return (server, base);
+            }
+        }
+        assert!(
+            started.elapsed() < Duration::from_secs(60),
+            "server did not start"
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}
+
+/// kill -9 of the server analysing an upload: another replica, already running, takes
+/// the analysis over once its lease runs out (seconds, not minutes, and without a
+/// restart) and finishes it; every request row is loaded exactly once.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_replica_finishes_an_analysis_whose_server_was_killed() {
+    let (pool, url) = common::fresh_db().await;
+    let token = common::admin_with_token(&pool, "takeover").await;
+    let data = tempfile::Builder::new()
+        .prefix("pj-takeover-")
+        .tempdir()
+        .unwrap();
+    let (mut first, base) = start_server(&url, data.path()).await;
+
+    // Above the size analysed on the request path, so the background worker takes it.
+    let line = b"{\"request_id\":\"r\",\"queue_wait_ms\":1,\"prefill_ms\":2,\"decode_ms\":3}\n";
+    let rows = (perfjournal::artifacts::INLINE_ANALYSIS_BYTES as usize) / line.len() + 100_000;
+    let body: Vec<u8> = line.repeat(rows);
+    let http = reqwest::Client::new();
+    let reply = http
+        .post(format!("{base}/api/v1/artifacts?name=big.jsonl"))
+        .bearer_auth(&token)
+        .body(body)
+        .send()
+        .await
+        .unwrap();
+    let status = reply.status();
+    assert_eq!(
+        status,
+        reqwest::StatusCode::CREATED,
+        "{}",
+        reply.text().await.unwrap_or_default()
+    );
+    let artifact: i64 = sqlx::query_scalar("SELECT id FROM artifacts WHERE name = 'big.jsonl'")
+        .fetch_one(&pool)
+        .await
+        .unwrap();
+    let state = || async {
+        sqlx::query_as::<_, (String, i32)>("SELECT status, attempts FROM artifacts WHERE id = $1")
+            .bind(artifact)
+            .fetch_one(&pool)
+            .await
+            .unwrap()
+    };
+    let waited = Instant::now();
+    while state().await.0 != "analyzing" {
+        assert!(
+            waited.elapsed() < Duration::from_secs(30),
+            "{:?}",
+            state().await
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    // The second replica is up and idle before the first dies: it must notice by itself.
+    let (_second, _) = start_server(&url, data.path()).await;
+    assert_eq!(
+        state().await,
+        ("analyzing".to_string(), 1),
+        "the first server is still analysing (make the file larger if this machine is fast)"
+    );
+    let pid = first.id().expect("running") as i32;
+    // SAFETY: signalling the child we started.
+    assert_eq!(unsafe { libc::kill(pid, libc::SIGKILL) }, 0);
+    first.wait().await.unwrap();
+    let killed = Instant::now();
+
+    // Taken over within the lease and a couple of polls...
+    let lease = perfjournal::artifacts::ingest::LEASE;
+    while state().await.1 < 2 {
+        assert!(
+            killed.elapsed() < lease + Duration::from_secs(15),
+            "no replica took the analysis over {:?} after the kill: {:?}",
+            killed.elapsed(),
+            state().await
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    // ...and finished.
+    loop {
+        let (status, attempts) = state().await;
+        if status == "done" {
+            assert_eq!(attempts, 2, "finished by the second start");
+            break;
+        }
+        assert_eq!(status, "analyzing");
+        assert!(
+            killed.elapsed() < Duration::from_secs(180),
+            "still {status} {:?} after the kill",
+            killed.elapsed()
+        );
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+    let loaded: i64 =
+        sqlx::query_scalar("SELECT count(*) FROM request_rows WHERE artifact_id = $1")
+            .bind(artifact)
+            .fetch_one(&pool)
+            .await
+            .unwrap();
+    assert_eq!(loaded, rows as i64);
+}
+
+/// kill -9 in the middle of an upload leaves its partial file; the next start removes
+/// it before serving, instead of a sweep a day later.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_restart_removes_the_partial_file_of_an_upload_cut_off_by_kill_9() {
+    let (pool, url) = common::fresh_db().await;
+    let token = common::admin_with_token(&pool, "partial").await;
+    let data = tempfile::Builder::new()
+        .prefix("pj-partial-")
+        .tempdir()
+        .unwrap();
+    let (mut server, base) = start_server(&url, data.path()).await;
+    // 1 MiB at once, then a trickle that never ends.
+    let body = futures::stream::unfold(0u32, |i| async move {
+        if i > 0 {
+            tokio::time::sleep(Duration::from_millis(200)).await;
+        }
+        let chunk = if i == 0 {
+            vec![b' '; 1 << 20]
+        } else {
+            vec![b' '; 16]
+        };
+        Some((Ok::<_, std::io::Error>(chunk), i + 1))
+    });
+    let http = reqwest::Client::new();
+    let upload = tokio::spawn(
+        http.post(format!("{base}/api/v1/artifacts?name=cut.json"))
+            .bearer_auth(&token)
+            .body(reqwest::Body::wrap_stream(body))
+            .send(),
+    );
+    let tmp = data.path().join("blobs").join("tmp");
+    let started = Instant::now();
+    while files_under(&tmp).is_empty() {
+        assert!(
+            started.elapsed() < Duration::from_secs(30),
+            "no partial file appeared under {}",
+            tmp.display()
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    let pid = server.id().expect("running") as i32;
+    // SAFETY: signalling the child we started.
+    assert_eq!(unsafe { libc::kill(pid, libc::SIGKILL) }, 0);
+    server.wait().await.unwrap();
+    assert!(
+        upload.await.unwrap().is_err(),
+        "the cut-off upload got no answer"
+    );
+    assert!(
+        !files_under(&tmp).is_empty(),
+        "the kill left the partial file"
+    );
+
+    let (_restarted, _) = start_server(&url, data.path()).await;
+    assert_eq!(
+        files_under(&tmp),
+        Vec::<std::path::PathBuf>::new(),
+        "the restart removed the partial file"
+    );
+    let rows: i64 = sqlx::query_scalar("SELECT count(*) FROM artifacts")
+        .fetch_one(&pool)
+        .await
+        .unwrap();
+    assert_eq!(rows, 0);
+}
