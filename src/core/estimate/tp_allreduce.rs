@@ -124,7 +124,16 @@ fn run(inputs: &Inputs) -> Result<Chain, Vec<FieldError>> {
     w.ms_line(
         "allreduce_ms",
         "All-reduce time",
-        format!("{} / {}", fmt::bytes(per_step), fmt::rate(link)),
+        format!(
+            "{} / {} ({})",
+            fmt::bytes(per_step),
+            fmt::rate(link),
+            if link_given {
+                "link_bandwidth as given".to_string()
+            } else {
+                format!("default: the {} datasheet figure per direction", s.gpu.link)
+            }
+        ),
         ar_ms,
     );
     let floor = s.decode_floor(&mut w, batch, context);

@@ -715,7 +715,7 @@ pub fn parse(pairs: &Pairs) -> Result<ProposalInput, Vec<FieldError>> {
         chunked_prefill: chunked_prefill.unwrap_or(true),
         prefix_caching: prefix_caching.unwrap_or(true),
         gpu_memory_utilization: util.unwrap_or(0.92),
-        mfu: mfu.unwrap_or(0.5),
+        mfu: mfu.unwrap_or(crate::core::estimate::defaults::MFU.value),
         arrival_rate: arrival_rate.unwrap_or(1.0),
         prompt_tokens_mean: prompt_mean.unwrap_or(1),
         prompt_tokens_p95: prompt_p95.unwrap_or(1),
