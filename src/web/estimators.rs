@@ -114,7 +114,7 @@ impl FieldView {
                     .collect(),
                 "— default: h100-sxm —",
             ),
-            "weight_dtype" | "kv_dtype" | "from" | "to" => options(
+            "weight_dtype" | "activation_dtype" | "kv_dtype" | "from" | "to" => options(
                 dtypes(),
                 &format!("— default: {} —", spec.default.unwrap_or("bf16")),
             ),

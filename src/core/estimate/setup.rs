@@ -94,7 +94,7 @@ pub(crate) const ACTIVATION_DTYPE: FieldSpec = field(
     "activation_dtype",
     "Activation dtype",
     "",
-    Some("fp8 with fp8 weights (fp4 with fp4) where the GPU has those tensor cores, else bf16"),
+    Some("follows fp8 or fp4 weights where the GPU has those tensor cores, else bf16"),
     "bf16, fp16, fp8, int8 or fp4: with the weight dtype it sets the compute peak (W8A8 FP8 → \
      FP8 peak; W8A16 or W4A16 → the 16-bit peak; W8A8 INT8 → INT8 peak).",
 );
@@ -640,14 +640,13 @@ impl Setup {
             "compute_peak",
             "Compute peak",
             format!(
-                "{} → {} ({})",
+                "{} ({})",
                 peak.reason,
                 if peak.note == "given" {
                     "peak_flops as given".to_string()
                 } else {
                     format!("{}, {}", self.gpu.name, peak.note)
-                },
-                peak.precision.name()
+                }
             ),
             fmt::float(peak.flops / 1e12),
             "TFLOP/s",

@@ -1538,12 +1538,12 @@ mod tests {
         tail.metric = Some(MetricTarget {
             percentile: super::super::metric::Percentile::P99,
             observed: 140.0,
-            ..r.metric.clone().unwrap()
+            ..r.metric.unwrap()
         });
         assert_eq!(observed_itl_ms(&tail), Some(24.0));
         tail.phases = None;
         assert_eq!(observed_itl_ms(&tail), None, "a p99 is no plain step");
-        tail.metric = r.metric.clone();
+        tail.metric = r.metric;
         assert_eq!(observed_itl_ms(&tail), Some(24.0), "step 1's median");
         assert_eq!(e.resources.as_ref().unwrap().slug(), "gpu_bound");
         let reg = e.regime.as_ref().unwrap();
