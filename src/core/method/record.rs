@@ -792,6 +792,9 @@ pub struct PhaseEval {
     pub next_checks: NextChecks,
     /// Link to the estimator that fits, prefilled from step 0 where it can be.
     pub estimator_href: Option<String>,
+    /// For a tail ITL/TPOT metric: periodic-tail prefilled from step 0 with the measured
+    /// plain step (step 2's decode p50) instead of the floor.
+    pub tail_estimator_href: Option<String>,
 }
 
 /// Step 4 computed: each kernel's regime and what helps in it.
@@ -938,6 +941,26 @@ pub fn observed_itl_ms(records: &Records) -> Option<f64> {
         .filter(|v| v.is_finite() && *v > 0.0)
 }
 
+/// periodic-tail inputs for a tail ITL/TPOT metric (p90 and above): the step-0 setup,
+/// its chunk budget when chunked prefill is on, and the measured plain step
+/// ([`observed_itl_ms`]); the long prompt and its period are left to give.
+pub fn periodic_tail_inputs(config: Option<&FrozenConfig>, records: &Records) -> Option<Inputs> {
+    use super::metric::Percentile;
+    let metric = records.metric.as_ref()?;
+    if metric.percentile == Percentile::P50 {
+        return None;
+    }
+    let plain = observed_itl_ms(records)?;
+    let mut inputs = decode_floor_inputs(config, None, None);
+    inputs.insert("plain_step_ms".into(), plain.to_string());
+    if let Some(c) = config.filter(|c| c.chunked_prefill != Some(false)) {
+        if let Some(t) = c.max_num_batched_tokens.filter(|t| *t > 0) {
+            inputs.insert("chunk_tokens".into(), t.to_string());
+        }
+    }
+    Some(inputs)
+}
+
 /// `/estimators/{name}?k=v&…`: the estimator page reproduces the estimate from it.
 pub fn estimator_href(name: &str, inputs: &Inputs) -> String {
     let query = serde_urlencoded::to_string(inputs).unwrap_or_default();
@@ -960,6 +983,8 @@ pub fn evaluate(records: &Records) -> Evaluation {
         (Some(table), Some(target)) => {
             let dominance = dominant(table, target);
             let checks = next_checks(&dominance);
+            let tail_estimator_href = periodic_tail_inputs(config, records)
+                .map(|inputs| estimator_href("periodic-tail", &inputs));
             let estimator_href = checks.estimator.map(|name| match name {
                 "decode-floor" => {
                     let mut inputs = decode_floor_inputs(config, None, None);
@@ -971,6 +996,7 @@ pub fn evaluate(records: &Records) -> Evaluation {
                 other => estimator_href(other, &Inputs::new()),
             });
             Some(PhaseEval {
+                tail_estimator_href,
                 dominant_phase: match &dominance {
                     Dominance::Phase { phase, .. } => phase.slug().to_string(),
                     Dominance::Nothing { .. } => "nothing".into(),
@@ -1541,6 +1567,13 @@ mod tests {
             ..r.metric.unwrap()
         });
         assert_eq!(observed_itl_ms(&tail), Some(24.0));
+        let href = evaluate(&tail).phases.unwrap().tail_estimator_href.unwrap();
+        assert!(href.starts_with("/estimators/periodic-tail?"), "{href}");
+        assert!(href.contains("plain_step_ms=24"), "{href}");
+        assert!(
+            e.phases.as_ref().unwrap().tail_estimator_href.is_none(),
+            "a p50 metric has no tail"
+        );
         tail.phases = None;
         assert_eq!(observed_itl_ms(&tail), None, "a p99 is no plain step");
         tail.metric = r.metric;
