@@ -106,9 +106,11 @@ pub async fn load(state: &AppState, id: i64) -> Result<ProposalDoc, AppError> {
 /// "engine_version", "max_num_seqs", "max_num_batched_tokens", "arrival_rate",
 /// "prompt_tokens_mean", "prompt_tokens_p95", "output_tokens_mean", "output_tokens_p95",
 /// "prefix_hit_rate", "shared_prefix_tokens", "slo_ttft_p95_ms", "slo_itl_p99_ms",
-/// "gpu_hour_usd", "headroom", …}`. Bad or impossible input (TP not dividing the heads,
-/// a model that does not fit, an SLO below the decode floor) answers 422 naming the
-/// field and what would work; nothing is stored.
+/// "gpu_hour_usd", "headroom", "activation_dtype", …}`. Bad or impossible input (TP not
+/// dividing the heads, a model that does not fit) answers 422 naming the field and what
+/// would work; nothing is stored. An SLO the settings cannot meet is stored, with
+/// `sizing.meets_slo` false and `sizing.slo_findings` saying which SLO fails, by how
+/// much and what would meet it.
 #[utoipa::path(post, path = "/proposals", tag = "proposals",
     request_body(content = Object, description = "{\"title\": \"chat-api\", \"question\": \"serve chat-api at 45 req/s\", \"model\": \"llama-3.1-8b\", \"gpu_type\": \"h100-sxm\", \"gpus_per_replica\": 1, \"engine\": \"vllm\", \"engine_version\": \"0.6.3\", \"arrival_rate\": 45, \"prompt_tokens_mean\": 1500, \"prompt_tokens_p95\": 4000, \"output_tokens_mean\": 300, \"output_tokens_p95\": 800, \"slo_ttft_p95_ms\": 800, \"slo_itl_p99_ms\": 60, \"gpu_hour_usd\": 2.5}"),
     responses(

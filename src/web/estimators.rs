@@ -114,7 +114,7 @@ impl FieldView {
                     .collect(),
                 "— default: h100-sxm —",
             ),
-            "weight_dtype" | "kv_dtype" | "from" | "to" => options(
+            "weight_dtype" | "activation_dtype" | "kv_dtype" | "from" | "to" => options(
                 dtypes(),
                 &format!("— default: {} —", spec.default.unwrap_or("bf16")),
             ),
@@ -374,6 +374,12 @@ async fn list_gpus(ctx: PageCtx) -> Result<impl IntoResponse> {
             ];
             if let Some(fp8) = &g.fp8_flops {
                 figures.push(fig("Dense FP8", fp8, 1e12, "TFLOP/s"));
+            }
+            if let Some(int8) = &g.int8_ops {
+                figures.push(fig("Dense INT8", int8, 1e12, "TOP/s"));
+            }
+            if let Some(fp4) = &g.fp4_flops {
+                figures.push(fig("Dense FP4", fp4, 1e12, "TFLOP/s"));
             }
             figures.push(fig("Link (per direction)", &g.link_bandwidth, 1e9, "GB/s"));
             GpuRow {

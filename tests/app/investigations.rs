@@ -628,7 +628,11 @@ async fn step_2_offers_decode_floor_prefilled_from_step_0() {
     let link = html.select(&sel).next().expect("estimator link");
     assert_eq!(
         link.value().attr("href"),
-        Some("/estimators/decode-floor?batch=64&gpu=h100-sxm&model=llama-3.1-8b&tp=1")
+        Some(
+            "/estimators/decode-floor?batch=64&gpu=h100-sxm&measured_itl_ms=24\
+             &model=llama-3.1-8b&tp=1"
+        ),
+        "the measured ITL step 2 holds is passed along"
     );
     assert_eq!(p.select(".dominant-phase"), ["Decode (100% of the metric)"]);
     // The estimator page opens with the step-0 setup filled in; only the context is

@@ -59,7 +59,8 @@ async fn a_proposal_is_sized_by_the_standalone_estimators() {
     }
     assert_eq!(doc["sensitivity"].as_array().unwrap().len(), 7);
 
-    // memory_fit is exactly what the standalone estimator answers at p95 + p95 tokens.
+    // memory_fit is exactly what the standalone estimator answers at p95 + p95 tokens
+    // and the proposal's own max_num_batched_tokens.
     let standalone = app
         .api(
             "POST",
@@ -67,7 +68,7 @@ async fn a_proposal_is_sized_by_the_standalone_estimators() {
             &vic,
             Some(json!({"model": "llama-3.1-8b", "gpu": "h100-sxm", "tp": 1,
                 "weight_dtype": "bf16", "kv_dtype": "bf16", "gpu_memory_utilization": 0.92,
-                "max_model_len": 4800})),
+                "max_model_len": 4800, "max_num_batched_tokens": 1536})),
         )
         .await;
     assert_eq!(standalone.status, StatusCode::OK, "{}", standalone.body);
@@ -139,21 +140,6 @@ async fn a_proposal_is_sized_by_the_standalone_estimators() {
 async fn impossible_inputs_say_what_would_work_and_save_nothing() {
     let (mut app, ada, _, _) = app().await;
     let mut body = chat_api();
-    body["model"] = json!("llama-3.3-70b");
-    body["tp"] = json!(2);
-    body["gpus_per_replica"] = json!(2);
-    body["slo_itl_p99_ms"] = json!(10);
-    let r = app.api("POST", "/api/v1/proposals", &ada, Some(body)).await;
-    assert_eq!(r.status, StatusCode::UNPROCESSABLE_ENTITY, "{}", r.body);
-    assert!(r.body.contains("slo_itl_p99_ms"), "{}", r.body);
-    assert!(r.body.contains("the decode floor alone is"), "{}", r.body);
-    assert!(
-        r.body.contains("FP8 weights or TP 4") || r.body.contains("TP 4"),
-        "{}",
-        r.body
-    );
-
-    let mut body = chat_api();
     body["tp"] = json!(3);
     body["gpus_per_replica"] = json!(3);
     let r = app.api("POST", "/api/v1/proposals", &ada, Some(body)).await;
@@ -181,6 +167,86 @@ async fn impossible_inputs_say_what_would_work_and_save_nothing() {
     assert_eq!(r.status, StatusCode::UNPROCESSABLE_ENTITY);
     assert!(r.body.contains("gpu_type"), "{}", r.body);
     assert_eq!(count(&app).await, 0);
+}
+
+/// An SLO the settings cannot meet is no longer a 422: the proposal is a document under
+/// review, saved with `meets_slo: false` and findings saying which SLO fails, by how
+/// much, and which setting would meet it; the page and the Markdown show them.
+#[tokio::test]
+async fn an_slo_the_settings_miss_is_saved_with_findings() {
+    let (mut app, ada, _, _) = app().await;
+    let mut body = chat_api();
+    body["model"] = json!("llama-3.3-70b");
+    body["tp"] = json!(2);
+    body["gpus_per_replica"] = json!(2);
+    body["slo_itl_p99_ms"] = json!(10);
+    let doc = create(&mut app, &ada, body).await;
+    let s = &doc["sizing"];
+    assert_eq!(s["meets_slo"], json!(false));
+    let f = &s["slo_findings"][0];
+    assert_eq!(f["slo"], "slo_itl_p99_ms");
+    assert_eq!(f["target_ms"], json!(10.0));
+    assert!(f["over_by_ms"].as_f64().unwrap() > 11.0, "{f}");
+    let message = f["message"].as_str().unwrap();
+    assert!(message.contains("the decode floor alone is"), "{message}");
+    assert!(message.contains("TP 4"), "{message}");
+    assert_eq!(count(&app).await, 1);
+
+    let id = doc["id"].as_i64().unwrap();
+    app.login("ada").await;
+    let page = app.get(&format!("/proposals/{id}")).await;
+    let shown = page.select("#slo-finding-slo_itl_p99_ms").join("");
+    assert!(shown.contains("ITL p99 SLO 10 ms"), "{shown}");
+    assert!(shown.contains("the decode floor alone is"), "{shown}");
+    let md = app.get(&format!("/proposals/{id}/export.md")).await;
+    assert!(md.body.contains("do not meet the SLOs"), "{}", md.body);
+
+    // A proposal that meets them says so.
+    let ok = create(&mut app, &ada, chat_api()).await;
+    assert_eq!(ok["sizing"]["meets_slo"], json!(true));
+    assert_eq!(ok["sizing"]["slo_findings"], json!([]));
+}
+
+/// Every memory figure on a proposal comes from one ledger built from its own inputs:
+/// memory-fit at the proposal's max_num_batched_tokens, kv-pages with memory-fit's
+/// activations and overhead as "everything else".
+#[tokio::test]
+async fn memory_figures_come_from_one_ledger_of_the_proposals_settings() {
+    let (mut app, ada, _, _) = app().await;
+    let mut body = chat_api();
+    body["model"] = json!("llama-3.1-70b");
+    body["tp"] = json!(4);
+    body["gpus_per_replica"] = json!(4);
+    body["weight_dtype"] = json!("fp8");
+    body["max_num_batched_tokens"] = json!(768);
+    body["slo_itl_p99_ms"] = json!(200);
+    body["slo_ttft_p95_ms"] = json!(3000);
+    let doc = create(&mut app, &ada, body).await;
+    let runs = doc["sizing"]["runs"].as_array().unwrap();
+    let by = |name: &str| runs.iter().find(|r| r["estimator"] == name).unwrap();
+    let mem = &by("memory-fit")["chain"]["results"];
+    let act = mem["activation_bytes_per_gpu"].as_f64().unwrap();
+    assert_eq!(
+        act,
+        768.0 * 8192.0 * 2.0 * 20.0,
+        "not the 8,192-token default"
+    );
+    let kv = &by("kv-pages")["chain"]["results"];
+    let other = kv["other_bytes"].as_f64().unwrap();
+    assert_eq!(other, act + mem["overhead_bytes_per_gpu"].as_f64().unwrap());
+    let pages = kv["pool_pages"].as_f64().unwrap();
+    let tokens = mem["max_kv_tokens"].as_f64().unwrap();
+    assert!(
+        pages * 16.0 <= tokens && tokens < (pages + 1.0) * 16.0,
+        "{pages} vs {tokens}"
+    );
+    // FP8 weights compute at the FP8 peak, named in the chain.
+    let mixed = &by("mixed-step")["chain"];
+    assert_eq!(mixed["inputs"]["compute_precision"], "FP8");
+    assert_eq!(
+        mixed["inputs"]["peak_flops"],
+        json!(1_979_000_000_000_000u64)
+    );
 }
 
 /// Links evidence through the page's form.
@@ -520,15 +586,15 @@ async fn the_form_names_each_problem_beside_its_field_and_saves_nothing() {
         .collect();
     let mut bad = pairs.clone();
     for (k, v) in bad.iter_mut() {
-        if k == "slo_itl_p99_ms" {
+        if k == "tp" || k == "gpus_per_replica" {
             *v = "3".into();
         }
     }
     let fields: Vec<(&str, &str)> = bad.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
     let r = app.post_form("/proposals", &fields).await;
     assert_eq!(r.status, StatusCode::UNPROCESSABLE_ENTITY);
-    let beside = r.select("#slo_itl_p99_ms-error").join("");
-    assert!(beside.contains("the decode floor alone is"), "{beside}");
+    let beside = r.select("#tp-error").join("");
+    assert!(beside.contains("must divide"), "{beside}");
     assert_eq!(r.select_attr("#title", "value"), ["chat-api on H100"]);
     assert_eq!(count(&app).await, 0);
 

@@ -44,7 +44,9 @@ async fn a_proposal_is_written_reviewed_rolled_out_and_scored_in_a_browser() {
         ),
         ("#model", "llama-3.1-8b"),
         ("#gpu_type", "h100-sxm"),
-        ("#gpus_per_replica", "1"),
+        // TP 3 does not divide the heads first: the form says so beside the field.
+        ("#gpus_per_replica", "3"),
+        ("#tp", "3"),
         ("#engine", "vllm"),
         ("#engine_version", "0.6.3"),
         ("#max_num_batched_tokens", "1536"),
@@ -56,18 +58,16 @@ async fn a_proposal_is_written_reviewed_rolled_out_and_scored_in_a_browser() {
         ("#shared_prefix_tokens", "600"),
         ("#prefix_hit_rate", "0.8"),
         ("#slo_ttft_p95_ms", "800"),
-        // Below the decode floor first: the form says what would work.
-        ("#slo_itl_p99_ms", "3"),
+        ("#slo_itl_p99_ms", "60"),
         ("#gpu_hour_usd", "2.5"),
     ] {
         b.fill(field, value).await;
     }
     b.click("#save-proposal").await;
-    let said = b
-        .wait_text("#slo_itl_p99_ms-error", "the decode floor alone is")
-        .await;
-    assert!(said.contains("FP8 weights"), "{said}");
-    b.fill("#slo_itl_p99_ms", "60").await;
+    let said = b.wait_text("#tp-error", "must divide").await;
+    assert!(said.contains("32 attention heads"), "{said}");
+    b.fill("#tp", "1").await;
+    b.fill("#gpus_per_replica", "1").await;
     b.click("#save-proposal").await;
     let headline = b.wait_text("#headline", "replicas").await;
     assert!(headline.contains("GPUs"), "{headline}");

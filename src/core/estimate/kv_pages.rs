@@ -7,7 +7,7 @@
 use super::chain::Work;
 use super::fmt;
 use super::input::{Parser, Rule};
-use super::memory_fit::UTILIZATION;
+use super::memory_fit::{default_other_bytes, DEFAULT_BATCHED_TOKENS, UTILIZATION};
 use super::setup::{self, need, opt, Setup};
 use super::{Chain, EstimatorInfo, FieldError, FieldSpec, Inputs};
 
@@ -32,8 +32,15 @@ const FIELDS: &[FieldSpec] = &[
         "other_bytes",
         "Everything else",
         "B",
-        Some("0"),
+        Some("memory-fit's ledger: activations + CUDA graphs + NCCL + other"),
         "Per-GPU memory that is neither weights nor KV: activations, CUDA graphs, context.",
+    ),
+    opt(
+        "max_num_batched_tokens",
+        "Tokens per profiling step",
+        "tokens",
+        Some("8192"),
+        "vLLM's max_num_batched_tokens: sets the activation peak when other_bytes is not given.",
     ),
     opt(
         "page_tokens",
@@ -64,6 +71,7 @@ const FIELDS: &[FieldSpec] = &[
     setup::LAYERS,
     setup::KV_HEADS,
     setup::HEAD_DIM,
+    setup::HIDDEN,
     setup::HBM_BYTES,
 ];
 
@@ -83,9 +91,48 @@ fn run(inputs: &Inputs) -> Result<Chain, Vec<FieldError>> {
         p.fail("device_bytes", "give device_bytes or hbm_bytes, not both");
     }
     let device = p.opt("device_bytes", Rule::Positive);
-    let util = p.or("gpu_memory_utilization", 0.92, Rule::Fraction);
-    let other = p.or("other_bytes", 0.0, Rule::NonNegative);
-    let page = p.or("page_tokens", 16.0, Rule::Count);
+    let util = p.or(
+        "gpu_memory_utilization",
+        super::defaults::GPU_MEMORY_UTILIZATION.value,
+        Rule::Fraction,
+    );
+    let other_given = p.given("other_bytes");
+    let other = p.opt("other_bytes", Rule::NonNegative);
+    let tokens = if p.given("max_num_batched_tokens") {
+        p.opt("max_num_batched_tokens", Rule::Count)
+    } else {
+        Some(DEFAULT_BATCHED_TOKENS)
+    };
+    // Without other_bytes, the same ledger as memory-fit (it needs the hidden size).
+    let ledger = match (&setup, other_given, tokens) {
+        (Some(s), false, Some(t)) => match s.model.hidden {
+            Some(h) => {
+                let (bytes, formula) = default_other_bytes(t, h as f64, s.tp);
+                p.record_number("max_num_batched_tokens", t);
+                p.record_number("other_bytes", bytes);
+                Some((bytes, formula))
+            }
+            None => {
+                p.fail(
+                    "other_bytes",
+                    "is required when no model or config gives hidden_size (the activation \
+                     peak needs it)",
+                );
+                None
+            }
+        },
+        _ => None,
+    };
+    let other = match (other, &ledger) {
+        (Some(o), _) => Some(o),
+        (None, Some((bytes, _))) => Some(*bytes),
+        (None, None) => None,
+    };
+    let page = p.or(
+        "page_tokens",
+        super::defaults::PAGE_TOKENS.value,
+        Rule::Count,
+    );
     let requests = p.req("requests", Rule::Count);
     let prompt = p.req("prompt_tokens", Rule::Count);
     let output = p.req("output_tokens", Rule::CountOrZero);
@@ -121,6 +168,14 @@ fn run(inputs: &Inputs) -> Result<Chain, Vec<FieldError>> {
         "Weights per GPU",
         s.weight_dtype,
     );
+    if let Some((_, formula)) = &ledger {
+        w.bytes_line(
+            "other_bytes",
+            "Everything else per GPU",
+            formula.clone(),
+            other,
+        );
+    }
     let pool_bytes = budget - weights - other;
     w.bytes_line(
         "pool_bytes",
@@ -199,6 +254,7 @@ fn run(inputs: &Inputs) -> Result<Chain, Vec<FieldError>> {
         "",
     );
 
+    w.result("other_bytes", fmt::whole(other));
     w.result("pool_pages", fmt::whole(pool_pages));
     w.result("pages_at_start", fmt::whole(pages_at_start));
     w.result("pages_at_finish", fmt::whole(pages_at_finish));
@@ -283,7 +339,11 @@ mod tests {
             c.inputs["device_bytes"],
             serde_json::json!(85_020_000_000u64)
         );
-        let pool = ((0.92_f64 * 85.02e9 - 16_060_522_496.0) / (16.0 * 131_072.0)).floor();
+        // "Everything else" is memory-fit's ledger: 8,192 tokens × 4,096 × 2 B × 20 of
+        // activations + 1 GB CUDA graphs + 0.2 GB other (no NCCL at TP 1).
+        let other = 8192.0 * 4096.0 * 2.0 * 20.0 + 1.0e9 + 0.2e9;
+        close(&c, "other_bytes", other);
+        let pool = ((0.92_f64 * 85.02e9 - 16_060_522_496.0 - other) / (16.0 * 131_072.0)).floor();
         close(&c, "pool_pages", pool);
         // partial pages round up
         let c = ok(

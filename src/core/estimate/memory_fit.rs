@@ -108,6 +108,29 @@ pub const NCCL_BYTES: f64 = 1.9e9;
 /// CUDA context and library workspaces per GPU.
 pub const OTHER_BYTES: f64 = 0.2e9;
 
+/// The memory per GPU that is neither weights nor KV, as vLLM reserves it by default:
+/// the profiling pass's activation peak at `tokens` batched tokens, CUDA graphs, NCCL
+/// buffers when TP > 1, and other runtime memory. memory-fit and kv-pages share this one
+/// ledger. Returns the bytes and the worked formula.
+pub(crate) fn default_other_bytes(tokens: f64, hidden: f64, tp: u64) -> (f64, String) {
+    let act = tokens * hidden * ACTIVATION_ELEMENT_BYTES * WORKSPACE_FACTOR;
+    let nccl = if tp > 1 { NCCL_BYTES } else { 0.0 };
+    let total = act + CUDA_GRAPH_BYTES + nccl + OTHER_BYTES;
+    let formula = format!(
+        "{} activations ({} tokens × {} hidden × {} B × {}) + {} CUDA graphs + {} NCCL + {} \
+         other (memory-fit's typical vLLM figures)",
+        fmt::bytes(act),
+        fmt::num(tokens),
+        fmt::num(hidden),
+        fmt::num(ACTIVATION_ELEMENT_BYTES),
+        fmt::num(WORKSPACE_FACTOR),
+        fmt::bytes(CUDA_GRAPH_BYTES),
+        fmt::bytes(nccl),
+        fmt::bytes(OTHER_BYTES)
+    );
+    (total, formula)
+}
+
 pub(super) const INFO: EstimatorInfo = EstimatorInfo {
     name: NAME,
     title: "Memory fit",
@@ -120,7 +143,11 @@ pub(super) const INFO: EstimatorInfo = EstimatorInfo {
 fn run(inputs: &Inputs) -> Result<Chain, Vec<FieldError>> {
     let mut p = Parser::new(inputs, FIELDS);
     let setup = Setup::resolve(&mut p);
-    let util = p.or("gpu_memory_utilization", 0.92, Rule::Fraction);
+    let util = p.or(
+        "gpu_memory_utilization",
+        super::defaults::GPU_MEMORY_UTILIZATION.value,
+        Rule::Fraction,
+    );
     let max_len = p.req("max_model_len", Rule::Count);
     let tokens = p.or(
         "max_num_batched_tokens",

@@ -1,7 +1,7 @@
 //! mixed-step: a decode step that also carries a prefill chunk.
 //!
 //! step_tokens = chunk_tokens + batch; compute = 2 × params × step_tokens / TP at
-//! peak × MFU; KV read = batch × context × KV bytes per token per GPU / bandwidth;
+//! peak × MFU, the peak of the compute precision weights × activations map to; KV read = batch × context × KV bytes per token per GPU / bandwidth;
 //! step ≈ compute + KV read. The weight read overlaps the (compute-bound) GEMMs and
 //! the chunk's attention over its own prefix is left out, so this is a lower estimate.
 
@@ -9,10 +9,19 @@ use super::chain::Work;
 use super::decode_floor::{BATCH, CONTEXT};
 use super::fmt;
 use super::input::{Parser, Rule};
-use super::setup::{self, need, opt, Setup};
+use super::setup::{self, need, opt, Mfu, Setup};
 use super::{Chain, EstimatorInfo, FieldError, FieldSpec, Inputs};
 
 const NAME: &str = "mixed-step";
+
+/// The one MFU field (its default is [`super::defaults::MFU`]).
+pub(crate) const MFU: FieldSpec = opt(
+    "mfu",
+    "MFU",
+    "",
+    Some("0.5"),
+    "Fraction of the compute peak the GEMMs reach, in (0, 1]; 1 gives the bound at peak.",
+);
 
 pub(crate) const CHUNK: FieldSpec = need(
     "chunk_tokens",
@@ -26,17 +35,13 @@ const FIELDS: &[FieldSpec] = &[
     setup::CONFIG,
     setup::GPU,
     setup::TP,
+    setup::WEIGHT_DTYPE,
+    setup::ACTIVATION_DTYPE,
     setup::KV_DTYPE,
     BATCH,
     CONTEXT,
     CHUNK,
-    opt(
-        "mfu",
-        "MFU",
-        "",
-        Some("0.5"),
-        "Fraction of peak the GEMMs reach, in (0, 1].",
-    ),
+    MFU,
     setup::PARAMS,
     setup::LAYERS,
     setup::KV_HEADS,
@@ -59,7 +64,7 @@ fn run(inputs: &Inputs) -> Result<Chain, Vec<FieldError>> {
     let batch = p.req("batch", Rule::Count);
     let context = p.req("context", Rule::Count);
     let chunk = p.req("chunk_tokens", Rule::Count);
-    let mfu = p.or("mfu", 0.5, Rule::Fraction);
+    let mfu = Mfu::read(&mut p);
     let (Some(s), Some(batch), Some(context), Some(chunk), Some(mfu)) =
         (setup, batch, context, chunk, mfu)
     else {
@@ -102,15 +107,18 @@ fn run(inputs: &Inputs) -> Result<Chain, Vec<FieldError>> {
     w.result("kv_ms", fmt::float(kv_ms));
     w.result("step_ms", fmt::float(step_ms));
 
+    let peak = s.compute.as_ref().map_or("", |c| c.precision.name());
     let sanity = format!(
-        "A step carrying a {}-token prefill chunk takes about {} ({} compute at {}% of peak, \
-         {} reading KV), and every running request waits that long for its next token. A \
-         smaller chunk trades TTFT for ITL.",
+        "A step carrying a {}-token prefill chunk takes about {} ({} compute at {}% of the {} \
+         peak, {} reading KV), and every running request waits that long for its next token. \
+         A smaller chunk trades TTFT for ITL.{}",
         fmt::num(chunk),
         fmt::ms(step_ms),
         fmt::ms(compute_ms),
-        fmt::pct(mfu),
-        fmt::ms(kv_ms)
+        fmt::pct(mfu.value),
+        peak,
+        fmt::ms(kv_ms),
+        mfu.caveat()
     );
     Ok(w.finish(NAME, used, sanity))
 }
@@ -143,6 +151,117 @@ mod tests {
         let flop = 2.0 * 70_553_706_496.0 * 544.0;
         close(&c, "compute_ms", flop / 4.0 / (989e12 * 0.5) * 1e3);
         close(&c, "kv_ms", 32.0 * 2048.0 * 81_920.0 / 3.35e12 * 1e3);
+    }
+
+    /// The issue's FP8 example: Llama 3.1 70B FP8 on 4×H100 SXM, TP 4, a 2,048-token
+    /// chunk riding with 48 decodes at a context of 2,000: ≈ 56 ms at the FP8 peak and
+    /// MFU 0.7 (55 ms was measured); the BF16 peak made it 152 ms.
+    #[test]
+    fn fp8_70b_tp4_chunk_2048_is_about_56_ms() {
+        let c = ok(
+            "mixed-step",
+            "model=llama-3.1-70b gpu=h100-sxm tp=4 weight_dtype=fp8 batch=48 context=2000 \
+             chunk_tokens=2048 mfu=0.7",
+        );
+        let flop = 2.0 * 70_553_706_496.0 * 2096.0;
+        close(&c, "compute_ms", flop / 4.0 / (1979e12 * 0.7) * 1e3);
+        close(&c, "step_ms", 55.7);
+        assert_eq!(c.inputs["compute_precision"], serde_json::json!("FP8"));
+        assert!(c.sanity.contains("FP8 peak"), "{}", c.sanity);
+        // Weight-only FP8 (W8A16) runs at the BF16 peak: twice the compute time.
+        let w8a16 = ok(
+            "mixed-step",
+            "model=llama-3.1-70b gpu=h100-sxm tp=4 weight_dtype=fp8 activation_dtype=bf16 \
+             batch=48 context=2000 chunk_tokens=2048 mfu=0.7",
+        );
+        close(&w8a16, "compute_ms", num(&c, "compute_ms") * 1979.0 / 989.0);
+    }
+
+    #[test]
+    fn w4a16_tp8_and_int8_w8a8_take_their_peaks() {
+        let base = "model=llama-3.1-405b gpu=h100-sxm tp=8 batch=32 context=4096 \
+                    chunk_tokens=1024 mfu=0.5";
+        let w4 = ok("mixed-step", &format!("{base} weight_dtype=int4"));
+        let flop = num(&w4, "prefill_flops");
+        close(&w4, "compute_ms", flop / 8.0 / (989e12 * 0.5) * 1e3);
+        assert_eq!(w4.inputs["compute_precision"], serde_json::json!("BF16"));
+        let int8 = ok(
+            "mixed-step",
+            &format!("{base} weight_dtype=int8 activation_dtype=int8"),
+        );
+        close(&int8, "compute_ms", flop / 8.0 / (1979e12 * 0.5) * 1e3);
+        // FP8 on an A100: no FP8 tensor cores, weight-only at the BF16 peak, said so.
+        let a100 = ok(
+            "mixed-step",
+            "model=llama-3.1-8b gpu=a100-80gb weight_dtype=fp8 activation_dtype=fp8 batch=8 \
+             context=1024 chunk_tokens=512",
+        );
+        let peak = a100.lines.iter().find(|l| l.key == "compute_peak").unwrap();
+        assert!(
+            peak.formula.contains("no FP8 tensor cores"),
+            "{}",
+            peak.formula
+        );
+        close(
+            &a100,
+            "compute_ms",
+            2.0 * 8_030_261_248.0 * 520.0 / (312e12 * 0.5) * 1e3,
+        );
+        // FP4 on a B200
+        let b200 = ok(
+            "mixed-step",
+            "model=llama-3.1-8b gpu=b200 weight_dtype=fp4 batch=8 context=1024 chunk_tokens=512",
+        );
+        assert_eq!(b200.inputs["compute_precision"], serde_json::json!("FP4"));
+        close(
+            &b200,
+            "compute_ms",
+            2.0 * 8_030_261_248.0 * 520.0 / (9e15 * 0.5) * 1e3,
+        );
+        has_err(
+            &errs(
+                "mixed-step",
+                "model=llama-3.1-8b activation_dtype=fp8 batch=8 context=1 chunk_tokens=1",
+            ),
+            "activation_dtype",
+            "bf16 weights with fp8 activations",
+        );
+    }
+
+    #[test]
+    fn moe_fp8_computes_active_params_at_the_fp8_peak() {
+        let c = ok(
+            "mixed-step",
+            "model=deepseek-v3 gpu=h200 tp=8 weight_dtype=fp8 batch=64 context=4096 \
+             chunk_tokens=2048 mfu=0.5",
+        );
+        let active = crate::core::estimate::models::find("deepseek-v3")
+            .unwrap()
+            .spec
+            .params()
+            .unwrap()
+            .active as f64;
+        close(
+            &c,
+            "compute_ms",
+            2.0 * active * 2112.0 / 8.0 / (1979e12 * 0.5) * 1e3,
+        );
+    }
+
+    #[test]
+    fn at_peak_the_chain_says_lower_bound() {
+        let c = ok(
+            "mixed-step",
+            "model=llama-3.1-8b batch=64 context=4096 chunk_tokens=2048 mfu=1",
+        );
+        assert!(c.sanity.contains("lower bound"), "{}", c.sanity);
+        let half = ok(
+            "mixed-step",
+            "model=llama-3.1-8b batch=64 context=4096 chunk_tokens=2048",
+        );
+        assert!(!half.sanity.contains("lower bound"));
+        let mfu = half.lines.iter().find(|l| l.key == "mfu").unwrap();
+        assert!(mfu.formula.contains("default"), "{}", mfu.formula);
     }
 
     #[test]

@@ -11,12 +11,14 @@
 //! - KV bytes per token per GPU = 2 × layers × ceil(kv_heads / TP) × head_dim × bytes
 //!   (GQA), or layers × (kv_lora_rank + qk_rope_head_dim) × bytes on every rank (MLA);
 //! - decode floor = (weight bytes + batch × context × KV bytes per token) / HBM bandwidth;
-//! - prefill compute = 2 × params × tokens / TP at peak × MFU.
+//! - prefill compute = 2 × params × tokens / TP at peak × MFU, the peak of the compute
+//!   precision weights × activations map to ([`precision::compute_peak`]).
 
 mod amdahl;
 mod chain;
 mod cost;
 mod decode_floor;
+pub mod defaults;
 pub mod dtype;
 pub mod fmt;
 pub mod gpus;
@@ -26,6 +28,7 @@ mod memory_fit;
 mod mixed_step;
 pub mod models;
 mod periodic_tail;
+pub mod precision;
 mod precision_change;
 mod prefix_reuse;
 mod setup;

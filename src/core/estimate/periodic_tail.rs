@@ -1,6 +1,8 @@
 //! periodic-tail: why a long prompt arriving every period makes a p99 spike with a flat p50.
 //!
-//! plain step = decode floor; chunk compute = 2 × params × chunk_tokens / TP / (peak × MFU);
+//! plain step = the measured `plain_step_ms` when given, else the decode floor; chunk
+//! compute = 2 × params × chunk_tokens / TP / (peak × MFU), at the peak of the compute
+//! precision (weights × activations);
 //! slow step = chunk compute + plain step; one long prompt makes ⌈long / chunk⌉ slow steps;
 //! normal steps per period = (period − slow steps × slow step) / plain step, the plain
 //! steps that fit in what the slow steps leave of the period (none when they fill it);
@@ -12,8 +14,8 @@ use super::chain::Work;
 use super::decode_floor::{BATCH, CONTEXT};
 use super::fmt;
 use super::input::{Parser, Rule};
-use super::mixed_step::CHUNK;
-use super::setup::{self, need, opt, Setup};
+use super::mixed_step::{CHUNK, MFU};
+use super::setup::{self, need, opt, Mfu, Setup};
 use super::{Chain, EstimatorInfo, FieldError, FieldSpec, Inputs};
 
 const NAME: &str = "periodic-tail";
@@ -24,6 +26,7 @@ const FIELDS: &[FieldSpec] = &[
     setup::GPU,
     setup::TP,
     setup::WEIGHT_DTYPE,
+    setup::ACTIVATION_DTYPE,
     setup::KV_DTYPE,
     BATCH,
     CONTEXT,
@@ -36,12 +39,14 @@ const FIELDS: &[FieldSpec] = &[
     ),
     need("period_s", "Period", "s", "Seconds between long prompts."),
     opt(
-        "mfu",
-        "MFU",
-        "",
-        Some("1.0"),
-        "Fraction of peak for the chunk's compute; 1.0 gives the bound at peak.",
+        "plain_step_ms",
+        "Measured plain step",
+        "ms",
+        None,
+        "A measured step without a chunk (e.g. p50 ITL); without it the plain step is the \
+         decode floor.",
     ),
+    MFU,
     setup::PARAMS,
     setup::LAYERS,
     setup::KV_HEADS,
@@ -66,17 +71,48 @@ fn run(inputs: &Inputs) -> Result<Chain, Vec<FieldError>> {
     let chunk = p.req("chunk_tokens", Rule::Count);
     let long = p.req("long_prompt_tokens", Rule::Count);
     let period = p.req("period_s", Rule::Positive);
-    let mfu = p.or("mfu", 1.0, Rule::Fraction);
+    let measured = p.opt("plain_step_ms", Rule::Positive);
+    let measured_given = p.given("plain_step_ms");
+    let mfu = Mfu::read(&mut p);
     let (Some(s), Some(batch), Some(context), Some(chunk), Some(long), Some(period), Some(mfu)) =
         (setup, batch, context, chunk, long, period, mfu)
     else {
         return Err(p.into_errors());
     };
+    if measured_given && measured.is_none() {
+        return Err(p.into_errors());
+    }
     let used = p.finish()?;
 
     let mut w = Work::new();
     let floor = s.decode_floor(&mut w, batch, context);
-    let plain = floor.ms;
+    let plain = match measured {
+        Some(m) => {
+            w.ms_line(
+                "plain_step_used_ms",
+                "Plain step (measured)",
+                format!(
+                    "plain_step_ms as given; {}× the {} floor",
+                    fmt::num(m / floor.ms),
+                    fmt::ms(floor.ms)
+                ),
+                m,
+            );
+            m
+        }
+        None => {
+            w.ms_line(
+                "plain_step_used_ms",
+                "Plain step (the decode floor)",
+                format!(
+                    "{} floor: no measured plain_step_ms, so a lower bound",
+                    fmt::ms(floor.ms)
+                ),
+                floor.ms,
+            );
+            floor.ms
+        }
+    };
     let (_, chunk_ms) = s.compute_lines(&mut w, chunk, mfu, "chunk_flops", "chunk_compute_ms");
     let slow = chunk_ms + plain;
     w.ms_line(
@@ -146,6 +182,16 @@ fn run(inputs: &Inputs) -> Result<Chain, Vec<FieldError>> {
     }
 
     w.result("plain_step_ms", fmt::float(plain));
+    w.result("floor_ms", fmt::float(floor.ms));
+    w.result(
+        "plain_step_source",
+        if measured.is_some() {
+            "measured"
+        } else {
+            "floor"
+        }
+        .into(),
+    );
     w.result("chunk_compute_ms", fmt::float(chunk_ms));
     w.result("slow_step_ms", fmt::float(slow));
     w.result("slow_over_plain", fmt::float(ratio));
@@ -188,6 +234,13 @@ fn run(inputs: &Inputs) -> Result<Chain, Vec<FieldError>> {
     if chunks * slow > period_ms {
         sanity.push_str(" The slow steps alone take longer than the period: prompts pile up.");
     }
+    sanity.push_str(if measured.is_some() {
+        " The plain step is the measured one."
+    } else {
+        " The plain step is the bandwidth floor (no measured plain_step_ms): a real plain step \
+         is longer, which makes the slow steps a larger share."
+    });
+    sanity.push_str(mfu.caveat());
     Ok(w.finish(NAME, used, sanity))
 }
 
@@ -199,9 +252,10 @@ mod tests {
 
     #[test]
     fn a_32k_prompt_every_10s_hits_p99_only() {
+        // The reference chain computes the chunk at peak: mfu=1, a lower bound.
         let c = ok(
             "periodic-tail",
-            &format!("{E} long_prompt_tokens=32768 period_s=10"),
+            &format!("{E} long_prompt_tokens=32768 period_s=10 mfu=1"),
         );
         close(&c, "plain_step_ms", 15.05);
         let chunk_ms = 2.0 * 8_030_261_248.0 * 2048.0 / 989e12 * 1e3;
@@ -217,7 +271,62 @@ mod tests {
         assert_eq!(c.results["p90_hits_slow"], serde_json::json!(false));
         assert_eq!(c.results["p99_hits_slow"], serde_json::json!(true));
         assert!(c.sanity.contains("p99"), "{}", c.sanity);
+        assert!(c.sanity.contains("lower bound"), "{}", c.sanity);
         assert_eq!(c.inputs["mfu"], serde_json::json!(1));
+        assert_eq!(c.results["plain_step_source"], serde_json::json!("floor"));
+    }
+
+    /// The issue's incident: Llama 3.1 70B FP8 on 4×H100 SXM, TP 4, ~48 running at a
+    /// context of ~2,000, a 22k-token prompt every 5 s, measured p50 ITL 23 ms.
+    const FP8_70B: &str = "model=llama-3.1-70b gpu=h100-sxm tp=4 weight_dtype=fp8 batch=48 \
+        context=2000 long_prompt_tokens=22000 period_s=5";
+
+    #[test]
+    fn fp8_weights_compute_at_the_fp8_peak_and_mfu_defaults_as_everywhere() {
+        let c = ok("periodic-tail", &format!("{FP8_70B} chunk_tokens=2048"));
+        assert_eq!(
+            c.inputs["peak_flops"],
+            serde_json::json!(1_979_000_000_000_000u64)
+        );
+        assert_eq!(c.inputs["mfu"], serde_json::json!(0.5));
+        let flop = 2.0 * 70_553_706_496.0 * 2048.0;
+        close(&c, "chunk_compute_ms", flop / 4.0 / (1979e12 * 0.5) * 1e3);
+        let peak = c.lines.iter().find(|l| l.key == "compute_peak").unwrap();
+        assert!(peak.formula.contains("W8A8"), "{}", peak.formula);
+        let mfu = c.lines.iter().find(|l| l.key == "mfu").unwrap();
+        assert!(mfu.formula.starts_with("default:"), "{}", mfu.formula);
+    }
+
+    #[test]
+    fn a_measured_plain_step_replaces_the_floor_and_moves_p99_onto_slow_steps() {
+        let floor = ok(
+            "periodic-tail",
+            &format!("{FP8_70B} chunk_tokens=2048 mfu=0.7"),
+        );
+        let measured = ok(
+            "periodic-tail",
+            &format!("{FP8_70B} chunk_tokens=2048 mfu=0.7 plain_step_ms=23"),
+        );
+        assert_eq!(
+            measured.results["plain_step_source"],
+            serde_json::json!("measured")
+        );
+        close(&measured, "plain_step_ms", 23.0);
+        close(&measured, "floor_ms", num(&floor, "plain_step_ms"));
+        let chunk_ms = num(&measured, "chunk_compute_ms");
+        close(&measured, "slow_step_ms", chunk_ms + 23.0);
+        // 11 slow steps of ~75 ms, the rest of 5 s in 23 ms steps: about 5 % slow.
+        let normal = (5000.0 - 11.0 * (chunk_ms + 23.0)) / 23.0;
+        close(&measured, "slow_step_share", 11.0 / (normal + 11.0));
+        assert_eq!(measured.results["p99_hits_slow"], serde_json::json!(true));
+        assert!(measured.sanity.contains("measured"), "{}", measured.sanity);
+        assert!(floor.sanity.contains("bandwidth floor"), "{}", floor.sanity);
+        assert!(num(&measured, "slow_step_share") > num(&floor, "slow_step_share"));
+        let e = errs(
+            "periodic-tail",
+            &format!("{FP8_70B} chunk_tokens=2048 plain_step_ms=0"),
+        );
+        has_err(&e, "plain_step_ms", "greater than 0");
     }
 
     #[test]

@@ -27,13 +27,13 @@ const FIELDS: &[FieldSpec] = &[
         "From weight dtype",
         "",
         Some("bf16"),
-        "Weight dtype before the change: bf16, fp16, fp8, int8 or int4.",
+        "Weight dtype before the change: bf16, fp16, fp8, int8, int4 or fp4.",
     ),
     need(
         "to",
         "To weight dtype",
         "",
-        "Weight dtype after the change: bf16, fp16, fp8, int8 or int4.",
+        "Weight dtype after the change: bf16, fp16, fp8, int8, int4 or fp4.",
     ),
     opt(
         "observed_change",
@@ -61,7 +61,7 @@ fn weight_dtype(p: &mut Parser, key: &str, default: Option<Dtype>) -> Option<Dty
     let parsed = match (p.text(key), default) {
         (Some(text), _) => Dtype::parse(text),
         (None, Some(d)) => Ok(d),
-        (None, None) => Err("is required (bf16, fp16, fp8, int8 or int4)".to_string()),
+        (None, None) => Err("is required (bf16, fp16, fp8, int8, int4 or fp4)".to_string()),
     };
     match parsed {
         Ok(d) => {
@@ -240,7 +240,7 @@ mod tests {
     fn errors_name_fields() {
         let e = errs(
             "precision-change",
-            &format!("{E} from=fp4 observed_change=-1"),
+            &format!("{E} from=fp6 observed_change=-1"),
         );
         has_err(&e, "from", "unknown dtype");
         has_err(&e, "to", "required");

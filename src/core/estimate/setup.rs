@@ -5,7 +5,8 @@
 use super::chain::Work;
 use super::input::{Parser, Rule};
 use super::models::{self, KvLayout, ModelSpec};
-use super::{fmt, gpus, Dtype, FieldSpec};
+use super::precision::{self, ComputePeak};
+use super::{defaults, fmt, gpus, Dtype, FieldSpec};
 
 const fn field(
     name: &'static str,
@@ -87,14 +88,22 @@ pub(crate) const WEIGHT_DTYPE: FieldSpec = field(
     "Weight dtype",
     "",
     Some("bf16"),
-    "bf16, fp16, fp8, int8 or int4 (int4 ignores group scales).",
+    "bf16, fp16, fp8, int8, int4 or fp4 (int4 and fp4 ignore group scales).",
+);
+pub(crate) const ACTIVATION_DTYPE: FieldSpec = field(
+    "activation_dtype",
+    "Activation dtype",
+    "",
+    Some("follows fp8 or fp4 weights where the GPU has those tensor cores, else bf16"),
+    "bf16, fp16, fp8, int8 or fp4: with the weight dtype it sets the compute peak (W8A8 FP8 → \
+     FP8 peak; W8A16 or W4A16 → the 16-bit peak; W8A8 INT8 → INT8 peak).",
 );
 pub(crate) const KV_DTYPE: FieldSpec = field(
     "kv_dtype",
     "KV-cache dtype",
     "",
     Some("bf16"),
-    "bf16, fp16, fp8, int8 or int4.",
+    "bf16, fp16, fp8, int8, int4 or fp4.",
 );
 pub(crate) const PARAMS: FieldSpec = field(
     "params",
@@ -150,7 +159,7 @@ pub(crate) const PEAK_FLOPS: FieldSpec = field(
     "Peak compute",
     "FLOP/s",
     None,
-    "Overrides the GPU's dense BF16 peak, e.g. 989e12 (use the FP8 peak for FP8 GEMMs).",
+    "Overrides the catalog peak of the compute precision (weights × activations), e.g. 989e12.",
 );
 
 /// A model, resolved from the catalog, a config or overrides.
@@ -176,9 +185,11 @@ pub(crate) struct Routed {
 #[derive(Debug, Clone)]
 pub(crate) struct Gpu {
     pub name: &'static str,
+    pub spec: &'static gpus::GpuSpec,
     pub hbm_bytes: f64,
     pub bandwidth: f64,
-    pub peak_flops: f64,
+    /// A `peak_flops` override; otherwise the compute precision's catalog peak.
+    pub peak_override: Option<f64>,
     pub link: &'static str,
     pub link_bandwidth: f64,
 }
@@ -191,6 +202,8 @@ pub(crate) struct Setup {
     pub tp: u64,
     pub weight_dtype: Dtype,
     pub kv_dtype: Dtype,
+    /// The compute peak, for the estimators that take `activation_dtype`.
+    pub compute: Option<ComputePeak>,
 }
 
 fn dtype(p: &mut Parser, key: &str) -> Option<Dtype> {
@@ -245,15 +258,60 @@ fn resolve_gpu(p: &mut Parser) -> Option<Gpu> {
     };
     let hbm_bytes = value("hbm_bytes", fallback.memory_bytes.value);
     let bandwidth = value("bandwidth", fallback.hbm_bandwidth.value);
-    let peak_flops = value("peak_flops", fallback.bf16_flops.value);
+    let peak_given = p.given("peak_flops");
+    let peak_override = p.opt("peak_flops", Rule::Positive);
+    if peak_given && peak_override.is_none() {
+        return None;
+    }
+    let spec = spec?;
     Some(Gpu {
-        name: spec?.name,
+        name: spec.name,
+        spec,
         hbm_bytes: hbm_bytes?,
         bandwidth: bandwidth?,
-        peak_flops: peak_flops?,
+        peak_override,
         link: fallback.link,
         link_bandwidth: fallback.link_bandwidth.value,
     })
+}
+
+/// The activation dtype (given, or following the weights) and the compute peak of
+/// weights × activations on this GPU, recorded with the inputs.
+fn resolve_compute(p: &mut Parser, gpu: &Gpu, weight: Dtype) -> Option<ComputePeak> {
+    let activation = match p.text("activation_dtype").map(Dtype::parse) {
+        None => {
+            let d = precision::default_activation(weight, gpu.spec);
+            p.record(
+                "activation_dtype",
+                format!("{} (default with {} weights)", d.name(), weight.name()),
+            );
+            d
+        }
+        Some(Ok(d)) => {
+            p.record("activation_dtype", d.name());
+            d
+        }
+        Some(Err(msg)) => {
+            p.fail("activation_dtype", msg);
+            return None;
+        }
+    };
+    let mut peak = match precision::compute_peak(gpu.spec, weight, activation) {
+        Ok(peak) => peak,
+        Err(msg) => {
+            p.fail("activation_dtype", msg);
+            return None;
+        }
+    };
+    match gpu.peak_override {
+        Some(v) => {
+            peak.flops = v;
+            peak.note = "given";
+        }
+        None => p.record_number("peak_flops", peak.flops),
+    }
+    p.record("compute_precision", peak.precision.name());
+    Some(peak)
 }
 
 /// The model named by `model` or `config`: `Ok(None)` when neither is given,
@@ -395,6 +453,12 @@ impl Setup {
         let weight_dtype = dtype(p, "weight_dtype");
         let kv_dtype = dtype(p, "kv_dtype");
         let gpu = resolve_gpu(p);
+        let compute = match (&gpu, weight_dtype) {
+            (Some(g), Some(w)) if p.accepts("activation_dtype") => {
+                resolve_compute(p, g, w).map(Some)
+            }
+            _ => Some(None),
+        };
         let model = resolve_model(p);
         if let (Some(tp), Some((_, Some(heads)))) = (tp, &model) {
             if heads % tp != 0 {
@@ -411,6 +475,7 @@ impl Setup {
             tp: tp?,
             weight_dtype: weight_dtype?,
             kv_dtype: kv_dtype?,
+            compute: compute?,
         })
     }
 
@@ -557,15 +622,42 @@ impl Setup {
         }
     }
 
-    /// `2 × active params × tokens / TP / (peak × MFU)`, in ms; pushes two lines.
+    /// `2 × active params × tokens / TP / (peak × MFU)`, in ms, at the compute peak of
+    /// weights × activations; pushes the peak, MFU, FLOP and time lines.
     pub fn compute_lines(
         &self,
         w: &mut Work,
         tokens: f64,
-        mfu: f64,
+        mfu: Mfu,
         flops_key: &str,
         ms_key: &str,
     ) -> (f64, f64) {
+        let peak = self
+            .compute
+            .clone()
+            .expect("an estimator that computes takes activation_dtype");
+        w.line(
+            "compute_peak",
+            "Compute peak",
+            format!(
+                "{} ({})",
+                peak.reason,
+                if peak.note == "given" {
+                    "peak_flops as given".to_string()
+                } else {
+                    format!("{}, {}", self.gpu.name, peak.note)
+                }
+            ),
+            fmt::float(peak.flops / 1e12),
+            "TFLOP/s",
+        );
+        w.line(
+            "mfu",
+            "MFU",
+            defaults::provenance(mfu.given, &defaults::MFU),
+            fmt::float(mfu.value),
+            "",
+        );
         let flop = 2.0 * self.model.active_params * tokens;
         w.line(
             flops_key,
@@ -578,7 +670,7 @@ impl Setup {
             fmt::float(flop / 1e12),
             "TFLOP",
         );
-        let rate = self.gpu.peak_flops * mfu;
+        let rate = peak.flops * mfu.value;
         let ms = flop / self.tp as f64 / rate * 1e3;
         w.ms_line(
             ms_key,
@@ -587,12 +679,37 @@ impl Setup {
                 "{}{} / ({} × {})",
                 fmt::flop(flop),
                 self.per_tp(),
-                fmt::flops(self.gpu.peak_flops),
-                fmt::num(mfu)
+                peak.short(),
+                fmt::num(mfu.value)
             ),
             ms,
         );
         (flop, ms)
+    }
+}
+
+/// The MFU an estimate used, and whether it was given.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Mfu {
+    pub value: f64,
+    pub given: bool,
+}
+
+impl Mfu {
+    /// Reads `mfu`, defaulting to the one MFU default.
+    pub fn read(p: &mut Parser) -> Option<Mfu> {
+        let given = p.given("mfu");
+        let value = p.or("mfu", defaults::MFU.value, Rule::Fraction)?;
+        Some(Mfu { value, given })
+    }
+
+    /// At peak the compute time is a lower bound; the sanity sentence says so.
+    pub fn caveat(self) -> &'static str {
+        if self.value >= 1.0 {
+            " At peak (MFU 1) the compute time is a lower bound: real GEMMs reach less."
+        } else {
+            ""
+        }
     }
 }
 
@@ -614,7 +731,7 @@ mod tests {
     fn unknown_model_gpu_dtype_list_valid_names() {
         let e = errs(
             "decode-floor",
-            "model=llama-9b gpu=h300 kv_dtype=fp4 batch=1 context=1",
+            "model=llama-9b gpu=h300 kv_dtype=fp6 batch=1 context=1",
         );
         has_err(&e, "model", "llama-3.1-8b");
         has_err(&e, "gpu", "h100-sxm");

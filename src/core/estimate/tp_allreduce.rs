@@ -60,7 +60,11 @@ fn run(inputs: &Inputs) -> Result<Chain, Vec<FieldError>> {
     let setup = Setup::resolve(&mut p);
     let batch = p.req("batch", Rule::Count);
     let context = p.req("context", Rule::Count);
-    let act = p.or("activation_bytes", 2.0, Rule::Positive);
+    let act = p.or(
+        "activation_bytes",
+        super::defaults::ALLREDUCE_ELEMENT_BYTES.value,
+        Rule::Positive,
+    );
     let link = p.opt("link_bandwidth", Rule::Positive);
     let link_given = p.given("link_bandwidth");
     if let Some(s) = &setup {
@@ -120,7 +124,16 @@ fn run(inputs: &Inputs) -> Result<Chain, Vec<FieldError>> {
     w.ms_line(
         "allreduce_ms",
         "All-reduce time",
-        format!("{} / {}", fmt::bytes(per_step), fmt::rate(link)),
+        format!(
+            "{} / {} ({})",
+            fmt::bytes(per_step),
+            fmt::rate(link),
+            if link_given {
+                "link_bandwidth as given".to_string()
+            } else {
+                format!("default: the {} datasheet figure per direction", s.gpu.link)
+            }
+        ),
         ar_ms,
     );
     let floor = s.decode_floor(&mut w, batch, context);

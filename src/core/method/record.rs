@@ -792,6 +792,9 @@ pub struct PhaseEval {
     pub next_checks: NextChecks,
     /// Link to the estimator that fits, prefilled from step 0 where it can be.
     pub estimator_href: Option<String>,
+    /// For a tail ITL/TPOT metric: periodic-tail prefilled from step 0 with the measured
+    /// plain step (step 2's decode p50) instead of the floor.
+    pub tail_estimator_href: Option<String>,
 }
 
 /// Step 4 computed: each kernel's regime and what helps in it.
@@ -919,6 +922,45 @@ pub fn decode_floor_inputs(
     inputs
 }
 
+/// The measured ITL the investigation already holds: step 2's decode p50 when the
+/// metric is ITL or TPOT (a per-token table), else step 1's observed value when it is
+/// the median itself. The estimators then start from it instead of a floor.
+pub fn observed_itl_ms(records: &Records) -> Option<f64> {
+    use super::metric::{Metric, Percentile};
+    let metric = records.metric.as_ref()?;
+    if !matches!(metric.metric, Metric::Itl | Metric::Tpot) || metric.unit != Unit::Ms {
+        return None;
+    }
+    let decode_p50 = records
+        .phases
+        .as_ref()
+        .and_then(|t| t.rows.iter().find(|r| r.phase == Phase::Decode))
+        .map(|r| r.p50);
+    decode_p50
+        .or((metric.percentile == Percentile::P50).then_some(metric.observed))
+        .filter(|v| v.is_finite() && *v > 0.0)
+}
+
+/// periodic-tail inputs for a tail ITL/TPOT metric (p90 and above): the step-0 setup,
+/// its chunk budget when chunked prefill is on, and the measured plain step
+/// ([`observed_itl_ms`]); the long prompt and its period are left to give.
+pub fn periodic_tail_inputs(config: Option<&FrozenConfig>, records: &Records) -> Option<Inputs> {
+    use super::metric::Percentile;
+    let metric = records.metric.as_ref()?;
+    if metric.percentile == Percentile::P50 {
+        return None;
+    }
+    let plain = observed_itl_ms(records)?;
+    let mut inputs = decode_floor_inputs(config, None, None);
+    inputs.insert("plain_step_ms".into(), plain.to_string());
+    if let Some(c) = config.filter(|c| c.chunked_prefill != Some(false)) {
+        if let Some(t) = c.max_num_batched_tokens.filter(|t| *t > 0) {
+            inputs.insert("chunk_tokens".into(), t.to_string());
+        }
+    }
+    Some(inputs)
+}
+
 /// `/estimators/{name}?k=v&…`: the estimator page reproduces the estimate from it.
 pub fn estimator_href(name: &str, inputs: &Inputs) -> String {
     let query = serde_urlencoded::to_string(inputs).unwrap_or_default();
@@ -941,11 +983,20 @@ pub fn evaluate(records: &Records) -> Evaluation {
         (Some(table), Some(target)) => {
             let dominance = dominant(table, target);
             let checks = next_checks(&dominance);
+            let tail_estimator_href = periodic_tail_inputs(config, records)
+                .map(|inputs| estimator_href("periodic-tail", &inputs));
             let estimator_href = checks.estimator.map(|name| match name {
-                "decode-floor" => estimator_href(name, &decode_floor_inputs(config, None, None)),
+                "decode-floor" => {
+                    let mut inputs = decode_floor_inputs(config, None, None);
+                    if let Some(itl) = observed_itl_ms(records) {
+                        inputs.insert("measured_itl_ms".into(), itl.to_string());
+                    }
+                    estimator_href(name, &inputs)
+                }
                 other => estimator_href(other, &Inputs::new()),
             });
             Some(PhaseEval {
+                tail_estimator_href,
                 dominant_phase: match &dominance {
                     Dominance::Phase { phase, .. } => phase.slug().to_string(),
                     Dominance::Nothing { .. } => "nothing".into(),
@@ -1502,8 +1553,31 @@ mod tests {
         assert_eq!(p.dominant_phase, "decode");
         assert_eq!(
             p.estimator_href.as_deref(),
-            Some("/estimators/decode-floor?batch=64&gpu=h100-sxm&model=llama-3.1-8b&tp=1")
+            Some(
+                "/estimators/decode-floor?batch=64&gpu=h100-sxm&measured_itl_ms=24\
+                 &model=llama-3.1-8b&tp=1"
+            ),
+            "step 2 passes the measured ITL it holds"
         );
+        // A p99 ITL metric: the decode p50 of step 2 is the measured step, not the p99.
+        let mut tail = r.clone();
+        tail.metric = Some(MetricTarget {
+            percentile: super::super::metric::Percentile::P99,
+            observed: 140.0,
+            ..r.metric.unwrap()
+        });
+        assert_eq!(observed_itl_ms(&tail), Some(24.0));
+        let href = evaluate(&tail).phases.unwrap().tail_estimator_href.unwrap();
+        assert!(href.starts_with("/estimators/periodic-tail?"), "{href}");
+        assert!(href.contains("plain_step_ms=24"), "{href}");
+        assert!(
+            e.phases.as_ref().unwrap().tail_estimator_href.is_none(),
+            "a p50 metric has no tail"
+        );
+        tail.phases = None;
+        assert_eq!(observed_itl_ms(&tail), None, "a p99 is no plain step");
+        tail.metric = r.metric;
+        assert_eq!(observed_itl_ms(&tail), Some(24.0), "step 1's median");
         assert_eq!(e.resources.as_ref().unwrap().slug(), "gpu_bound");
         let reg = e.regime.as_ref().unwrap();
         assert_eq!(reg.kernels[0].regime, Regime::MemoryBound);

@@ -70,9 +70,12 @@ pub const FIELDS: &[(Section, FieldSpec)] = &[
     (Section::Deployment, f("pp", "Pipeline parallelism", "stages", Some("1"), false,
         "PP degree; the estimators model TP only, so 1.")),
     (Section::Deployment, f("weight_dtype", "Weight precision", "", Some("bf16"), false,
-        "bf16, fp16, fp8, int8 or int4.")),
+        "bf16, fp16, fp8, int8, int4 or fp4.")),
+    (Section::Deployment, f("activation_dtype", "Activation precision", "", None, false,
+        "bf16, fp16, fp8, int8 or fp4; blank: fp8 with fp8 weights (fp4 with fp4) where the GPU \
+         has those tensor cores, else bf16. With the weights it sets the compute peak.")),
     (Section::Deployment, f("kv_dtype", "KV-cache precision", "", Some("bf16"), false,
-        "bf16, fp16, fp8, int8 or int4.")),
+        "bf16, fp16, fp8, int8, int4 or fp4.")),
     (Section::Deployment, f("engine", "Engine", "", None, true, "e.g. vllm or sglang.")),
     (Section::Deployment, f("engine_version", "Engine version", "", None, true, "e.g. 0.6.3.")),
     (Section::Deployment, f("max_num_seqs", "max_num_seqs", "sequences", Some("256"), false,
@@ -126,6 +129,10 @@ pub struct ProposalInput {
     pub tp: u64,
     pub pp: u64,
     pub weight_dtype: String,
+    /// Blank: the estimators' default, which follows the weights (see
+    /// `core::estimate::precision`).
+    #[serde(default)]
+    pub activation_dtype: Option<String>,
     pub kv_dtype: String,
     pub engine: String,
     pub engine_version: String,
@@ -192,6 +199,9 @@ impl ProposalInput {
         put("tp", self.tp.to_string());
         put("pp", self.pp.to_string());
         put("weight_dtype", self.weight_dtype.clone());
+        if let Some(a) = &self.activation_dtype {
+            put("activation_dtype", a.clone());
+        }
         put("kv_dtype", self.kv_dtype.clone());
         put("engine", self.engine.clone());
         put("engine_version", self.engine_version.clone());
@@ -591,6 +601,10 @@ pub fn parse(pairs: &Pairs) -> Result<ProposalInput, Vec<FieldError>> {
     let tp = r.count("tp");
     let pp = r.count("pp");
     let weight_dtype = r.dtype("weight_dtype");
+    let activation_dtype = match r.text("activation_dtype") {
+        None => Some(None),
+        Some(_) => r.dtype("activation_dtype").map(Some),
+    };
     let kv_dtype = r.dtype("kv_dtype");
     let engine = r.string("engine", 100);
     let engine_version = r.string("engine_version", 100);
@@ -692,6 +706,7 @@ pub fn parse(pairs: &Pairs) -> Result<ProposalInput, Vec<FieldError>> {
         tp: tp.unwrap_or(1),
         pp: pp.unwrap_or(1),
         weight_dtype: weight_dtype.unwrap_or_default(),
+        activation_dtype: activation_dtype.flatten(),
         kv_dtype: kv_dtype.unwrap_or_default(),
         engine: engine.unwrap_or_default().to_lowercase(),
         engine_version: engine_version.unwrap_or_default(),
@@ -700,7 +715,7 @@ pub fn parse(pairs: &Pairs) -> Result<ProposalInput, Vec<FieldError>> {
         chunked_prefill: chunked_prefill.unwrap_or(true),
         prefix_caching: prefix_caching.unwrap_or(true),
         gpu_memory_utilization: util.unwrap_or(0.92),
-        mfu: mfu.unwrap_or(0.5),
+        mfu: mfu.unwrap_or(crate::core::estimate::defaults::MFU.value),
         arrival_rate: arrival_rate.unwrap_or(1.0),
         prompt_tokens_mean: prompt_mean.unwrap_or(1),
         prompt_tokens_p95: prompt_p95.unwrap_or(1),

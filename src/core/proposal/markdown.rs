@@ -84,8 +84,16 @@ pub fn markdown(e: &Export) -> String {
             .unwrap_or_default(),
         fmt::num(p.gpu_hour_usd),
     ));
+    let mut findings = String::new();
+    if !s.meets_slo {
+        findings.push_str("**These settings do not meet the SLOs** (figures at batch 1):\n\n");
+        for f in &s.slo_findings {
+            findings.push_str(&format!("- {}\n", f.line()));
+        }
+        findings.push('\n');
+    }
     out.push_str(&format!(
-        "## Sizing\n\n**{} replicas ({} GPUs), ${}/h, ${} per million output tokens.**\n\n\
+        "## Sizing\n\n**{} replicas ({} GPUs), ${}/h, ${} per million output tokens.**\n\n{findings}\
          | Figure | Value | Worked | From | Driven by |\n|---|---|---|---|---|\n",
         s.replicas_needed,
         s.gpus,

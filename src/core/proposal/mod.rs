@@ -13,4 +13,4 @@ pub mod sizing;
 pub use input::{pairs_from_json, parse, Pairs, ProposalInput, Section, FIELDS};
 pub use outcome::{ErrorRecord, Observed, Score};
 pub use review::State;
-pub use sizing::{sensitivity, size, Figure, Run, Sizing, Variant};
+pub use sizing::{sensitivity, size, Figure, Run, Sizing, SloFinding, Variant};

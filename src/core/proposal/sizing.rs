@@ -58,9 +58,64 @@ impl Figure {
     }
 }
 
+/// An SLO the proposal's settings cannot meet even at batch 1: by how much, and
+/// (in `message`) which setting would meet it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct SloFinding {
+    /// The SLO field: slo_itl_p99_ms, slo_ttft_p95_ms or slo_e2e_p95_ms.
+    pub slo: String,
+    pub target_ms: f64,
+    pub estimated_ms: f64,
+    /// estimated − target.
+    pub over_by_ms: f64,
+    /// estimated / target.
+    pub over_ratio: f64,
+    pub message: String,
+}
+
+impl SloFinding {
+    fn new(slo: &str, target_ms: f64, estimated_ms: f64, message: String) -> Self {
+        SloFinding {
+            slo: slo.to_string(),
+            target_ms,
+            estimated_ms,
+            over_by_ms: estimated_ms - target_ms,
+            over_ratio: estimated_ms / target_ms,
+            message,
+        }
+    }
+
+    /// `ITL p99 SLO 60 ms: estimated 152 ms, 92 ms (2.53×) over. <message>`
+    pub fn line(&self) -> String {
+        let what = match self.slo.as_str() {
+            "slo_itl_p99_ms" => "ITL p99",
+            "slo_ttft_p95_ms" => "TTFT p95",
+            _ => "E2E p95",
+        };
+        format!(
+            "{what} SLO {}: estimated {}, {} ({}×) over; {}",
+            fmt::ms(self.target_ms),
+            fmt::ms(self.estimated_ms),
+            fmt::ms(self.over_by_ms),
+            fmt::num(self.over_ratio),
+            self.message
+        )
+    }
+}
+
+fn yes() -> bool {
+    true
+}
+
 /// The sized proposal.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Sizing {
+    /// Whether the settings meet every SLO; when not, the figures are those of batch 1
+    /// and `slo_findings` say which SLO fails, by how much and what would meet it.
+    #[serde(default = "yes")]
+    pub meets_slo: bool,
+    #[serde(default)]
+    pub slo_findings: Vec<SloFinding>,
     /// The memory-fit estimator's `results`, max_model_len = prompt p95 + output p95.
     pub memory_fit: BTreeMap<String, Value>,
     pub max_model_len: u64,
@@ -159,9 +214,9 @@ fn inputs(pairs: &[(&str, String)]) -> Inputs {
 }
 
 impl ProposalInput {
-    /// The model/GPU fields every model estimator shares; `weights` false for
-    /// mixed-step, which takes no weight dtype.
-    fn setup(&self, weights: bool) -> Vec<(&'static str, String)> {
+    /// The model/GPU fields every model estimator shares; `compute` true for the
+    /// estimators that turn FLOPs into time (they take the activation dtype too).
+    fn setup(&self, compute: bool) -> Vec<(&'static str, String)> {
         let mut v = Vec::new();
         match (&self.model, &self.config) {
             (Some(m), _) => v.push(("model", m.clone())),
@@ -170,15 +225,16 @@ impl ProposalInput {
         }
         v.push(("gpu", self.gpu_type.clone()));
         v.push(("tp", self.tp.to_string()));
-        if weights {
-            v.push(("weight_dtype", self.weight_dtype.clone()));
+        v.push(("weight_dtype", self.weight_dtype.clone()));
+        if let (true, Some(a)) = (compute, &self.activation_dtype) {
+            v.push(("activation_dtype", a.clone()));
         }
         v.push(("kv_dtype", self.kv_dtype.clone()));
         v
     }
 
-    fn with(&self, weights: bool, extra: &[(&'static str, String)]) -> Inputs {
-        let mut v = self.setup(weights);
+    fn with(&self, compute: bool, extra: &[(&'static str, String)]) -> Inputs {
+        let mut v = self.setup(compute);
         v.extend(extra.iter().cloned());
         inputs(&v)
     }
@@ -243,13 +299,13 @@ fn at_batch(p: &ProposalInput, fx: &Fixed, batch: u64) -> Result<Point, Vec<Fiel
     let floor = run_estimator(
         "decode-floor",
         "Decode step floor at the running batch",
-        p.with(true, &[("batch", b.clone()), ("context", ctx.clone())]),
+        p.with(false, &[("batch", b.clone()), ("context", ctx.clone())]),
     )?;
     let allreduce = if p.tp > 1 {
         Some(run_estimator(
             "tp-allreduce",
             "Decode step with the TP all-reduce",
-            p.with(true, &[("batch", b.clone()), ("context", ctx.clone())]),
+            p.with(false, &[("batch", b.clone()), ("context", ctx.clone())]),
         )?)
     } else {
         None
@@ -258,7 +314,7 @@ fn at_batch(p: &ProposalInput, fx: &Fixed, batch: u64) -> Result<Point, Vec<Fiel
         "mixed-step",
         "A decode step carrying a prefill chunk",
         p.with(
-            false,
+            true,
             &[
                 ("batch", b),
                 ("context", ctx),
@@ -315,7 +371,7 @@ fn step_at_one(p: &ProposalInput, weight_dtype: &str, tp: u64) -> Option<f64> {
         "decode-floor"
     };
     let inputs = q.with(
-        true,
+        false,
         &[
             ("batch", "1".to_string()),
             ("context", decode_context(p).to_string()),
@@ -325,8 +381,9 @@ fn step_at_one(p: &ProposalInput, weight_dtype: &str, tp: u64) -> Option<f64> {
     Some(num(&chain, if tp > 1 { "step_ms" } else { "floor_ms" }))
 }
 
-/// Why not even a batch of one meets the SLOs, and what would.
-fn infeasible(p: &ProposalInput, one: &Point) -> FieldError {
+/// Which SLOs not even a batch of one meets, by how much, and what would meet each.
+fn infeasible(p: &ProposalInput, one: &Point) -> Vec<SloFinding> {
+    let mut findings = Vec::new();
     let floor = num(&one.floor.chain, "floor_ms");
     if one.decode_step_ms > p.slo_itl_p99_ms {
         // Fewer bytes per GPU per step: FP8 weights, more TP, or both; the first that fits.
@@ -339,8 +396,10 @@ fn infeasible(p: &ProposalInput, one: &Point) -> FieldError {
             let ms = step_at_one(p, dtype, tp)?;
             (ms < p.slo_itl_p99_ms).then(|| format!("{label} (a {} floor)", fmt::ms(ms)))
         });
-        return FieldError::new(
+        findings.push(SloFinding::new(
             "slo_itl_p99_ms",
+            p.slo_itl_p99_ms,
+            one.decode_step_ms,
             format!(
                 "the decode floor alone is {} at batch 1{}; an ITL SLO of {} needs {}",
                 fmt::ms(floor),
@@ -356,9 +415,8 @@ fn infeasible(p: &ProposalInput, one: &Point) -> FieldError {
                         .to_string()
                 })
             ),
-        );
-    }
-    if one.itl_p99_ms > p.slo_itl_p99_ms {
+        ));
+    } else if one.itl_p99_ms > p.slo_itl_p99_ms {
         let compute = num(&one.mixed.chain, "compute_ms");
         let tokens = num(&one.mixed.chain, "step_tokens").max(1.0);
         let kv = num(&one.mixed.chain, "kv_ms");
@@ -372,8 +430,10 @@ fn infeasible(p: &ProposalInput, one: &Point) -> FieldError {
                 fits.max(2)
             )
         };
-        return FieldError::new(
+        findings.push(SloFinding::new(
             "slo_itl_p99_ms",
+            p.slo_itl_p99_ms,
+            one.itl_p99_ms,
             format!(
                 "a step carrying a {}-token prefill chunk takes {}; an ITL SLO of {} needs {} \
                  (or more TP)",
@@ -382,11 +442,13 @@ fn infeasible(p: &ProposalInput, one: &Point) -> FieldError {
                 fmt::ms(p.slo_itl_p99_ms),
                 what
             ),
-        );
+        ));
     }
     if one.ttft_p95_ms > p.slo_ttft_p95_ms {
-        return FieldError::new(
+        findings.push(SloFinding::new(
             "slo_ttft_p95_ms",
+            p.slo_ttft_p95_ms,
+            one.ttft_p95_ms,
             format!(
                 "prefilling a p95 prompt takes {} even at batch 1 ({} chunks of {} tokens at {} \
                  each); a TTFT SLO of {} needs a larger max_num_batched_tokens, more TP or a \
@@ -397,16 +459,21 @@ fn infeasible(p: &ProposalInput, one: &Point) -> FieldError {
                 fmt::ms(one.itl_p99_ms),
                 fmt::ms(p.slo_ttft_p95_ms)
             ),
-        );
+        ));
     }
-    FieldError::new(
-        "slo_e2e_p95_ms",
-        format!(
-            "a p95 request takes {} end to end even at batch 1; an E2E SLO below that cannot be \
-             met by this deployment",
-            fmt::ms(one.e2e_p95_ms)
-        ),
-    )
+    if let Some(e2e) = p.slo_e2e_p95_ms.filter(|e| one.e2e_p95_ms > *e) {
+        findings.push(SloFinding::new(
+            "slo_e2e_p95_ms",
+            e2e,
+            one.e2e_p95_ms,
+            format!(
+                "a p95 request takes {} end to end even at batch 1; an E2E SLO below that cannot \
+                 be met by this deployment",
+                fmt::ms(one.e2e_p95_ms)
+            ),
+        ));
+    }
+    findings
 }
 
 fn figure(
@@ -437,10 +504,14 @@ pub fn size(p: &ProposalInput) -> Result<Sizing, Vec<FieldError>> {
         "memory-fit",
         "Memory fit per GPU at the longest (p95) sequence",
         p.with(
-            true,
+            false,
             &[
                 ("gpu_memory_utilization", util.clone()),
                 ("max_model_len", max_model_len.to_string()),
+                (
+                    "max_num_batched_tokens",
+                    p.max_num_batched_tokens.to_string(),
+                ),
             ],
         ),
     )?;
@@ -453,13 +524,18 @@ pub fn size(p: &ProposalInput) -> Result<Sizing, Vec<FieldError>> {
             ),
         )]);
     }
+    // One ledger: the KV pool is what memory-fit leaves after weights, activations and
+    // overhead, so both figures on the page come from the same memory.
+    let other =
+        num(&mem.chain, "activation_bytes_per_gpu") + num(&mem.chain, "overhead_bytes_per_gpu");
     let kv = run_estimator(
         "kv-pages",
         "KV pool and the p95-length sequences it holds",
         p.with(
-            true,
+            false,
             &[
                 ("gpu_memory_utilization", util),
+                ("other_bytes", other.to_string()),
                 ("requests", p.max_num_seqs.to_string()),
                 ("prompt_tokens", p.prompt_tokens_p95.to_string()),
                 ("output_tokens", p.output_tokens_p95.to_string()),
@@ -522,26 +598,30 @@ pub fn size(p: &ProposalInput) -> Result<Sizing, Vec<FieldError>> {
         )]);
     }
     let one = at_batch(p, &fx, 1)?;
-    if one.meets(p).is_some() {
-        return Err(vec![infeasible(p, &one)]);
-    }
-    let top = at_batch(p, &fx, hi)?;
-    let (point, limited_by) = match top.meets(p) {
-        None => (top, cap),
-        Some(why) => {
-            let (mut lo, mut lo_point, mut hi) = (1, one, hi);
-            while hi - lo > 1 {
-                let mid = lo + (hi - lo) / 2;
-                let m = at_batch(p, &fx, mid)?;
-                if m.meets(p).is_none() {
-                    lo = mid;
-                    lo_point = m;
-                } else {
-                    hi = mid;
+    let mut slo_findings = Vec::new();
+    let (point, limited_by) = if let Some(why) = one.meets(p) {
+        // Saved as a document under review: the figures at batch 1 and why it fails.
+        slo_findings = infeasible(p, &one);
+        (one, why)
+    } else {
+        let top = at_batch(p, &fx, hi)?;
+        match top.meets(p) {
+            None => (top, cap),
+            Some(why) => {
+                let (mut lo, mut lo_point, mut hi) = (1, one, hi);
+                while hi - lo > 1 {
+                    let mid = lo + (hi - lo) / 2;
+                    let m = at_batch(p, &fx, mid)?;
+                    if m.meets(p).is_none() {
+                        lo = mid;
+                        lo_point = m;
+                    } else {
+                        hi = mid;
+                    }
                 }
+                debug_assert_eq!(lo_point.batch, lo);
+                (lo_point, why)
             }
-            debug_assert_eq!(lo_point.batch, lo);
-            (lo_point, why)
         }
     };
 
@@ -846,6 +926,8 @@ pub fn size(p: &ProposalInput) -> Result<Sizing, Vec<FieldError>> {
     }
 
     Ok(Sizing {
+        meets_slo: slo_findings.is_empty(),
+        slo_findings,
         memory_fit: mem.chain.results.clone(),
         max_model_len,
         kv_concurrency,
@@ -908,6 +990,20 @@ pub fn sensitivity(p: &ProposalInput, base: &Sizing) -> Vec<Variant> {
     variants
         .into_iter()
         .map(|(label, v)| match size(&v) {
+            Ok(s) if !s.meets_slo => Variant {
+                label,
+                replicas_needed: None,
+                cost_per_hour_usd: None,
+                cost_per_million_tokens_usd: None,
+                replicas_change: None,
+                problem: Some(
+                    s.slo_findings
+                        .iter()
+                        .map(|f| format!("{}: {}", f.slo, f.message))
+                        .collect::<Vec<_>>()
+                        .join("; "),
+                ),
+            },
             Ok(s) => Variant {
                 label,
                 replicas_needed: Some(s.replicas_needed),
@@ -1028,36 +1124,126 @@ mod tests {
     }
 
     #[test]
-    fn itl_below_the_decode_floor_says_what_would_work() {
+    fn itl_below_the_decode_floor_is_a_finding_saying_what_would_work() {
         let e = sized(&[("model", "llama-3.3-70b"), ("slo_itl_p99_ms", "10")]).unwrap_err();
         assert_eq!(
             e[0].field, "weight_dtype",
             "70B bf16 on one GPU does not fit: {e:?}"
         );
-        let e = sized(&[
+        let s = sized(&[
             ("model", "llama-3.3-70b"),
             ("tp", "2"),
             ("gpus_per_replica", "2"),
             ("slo_itl_p99_ms", "10"),
         ])
-        .unwrap_err();
-        assert_eq!(e[0].field, "slo_itl_p99_ms");
-        assert!(e[0].message.contains("the decode floor alone is"), "{e:?}");
-        assert!(e[0].message.contains("FP8 weights"), "{e:?}");
-        assert!(e[0].message.contains("TP 4"), "{e:?}");
+        .expect("an SLO the settings miss is a finding, not a refusal");
+        assert!(!s.meets_slo);
+        let f = &s.slo_findings[0];
+        assert_eq!(f.slo, "slo_itl_p99_ms");
+        assert_eq!(f.target_ms, 10.0);
+        assert!((f.estimated_ms - s.decode_step_ms).abs() < 1e-9);
+        assert!((f.over_by_ms - (s.decode_step_ms - 10.0)).abs() < 1e-9);
+        assert!(
+            f.message.contains("the decode floor alone is"),
+            "{}",
+            f.message
+        );
+        assert!(f.message.contains("FP8 weights"), "{}", f.message);
+        assert!(f.message.contains("TP 4"), "{}", f.message);
+        assert!(f.line().contains("over"), "{}", f.line());
+        assert_eq!(s.batch, 1);
     }
 
     #[test]
     fn a_chunk_too_long_for_the_itl_slo_names_the_budget_that_fits() {
-        let e = sized(&[
+        let s = sized(&[
             ("slo_itl_p99_ms", "20"),
             ("max_num_batched_tokens", "16384"),
         ])
-        .unwrap_err();
-        assert_eq!(e[0].field, "slo_itl_p99_ms");
+        .unwrap();
+        assert!(!s.meets_slo);
+        let f = &s.slo_findings[0];
+        assert_eq!(f.slo, "slo_itl_p99_ms");
         assert!(
-            e[0].message.contains("max_num_batched_tokens of at most"),
-            "{e:?}"
+            f.message.contains("max_num_batched_tokens of at most"),
+            "{}",
+            f.message
+        );
+        // TTFT fails too at that chunk? Each failing SLO is its own finding.
+        assert!(s.slo_findings.iter().all(|f| f.over_by_ms > 0.0));
+        let ok = sized(&[]).unwrap();
+        assert!(ok.meets_slo && ok.slo_findings.is_empty());
+    }
+
+    #[test]
+    fn one_ledger_sizes_memory_with_the_proposals_own_batched_tokens() {
+        // The demo: max_num_batched_tokens 1536 sets the activation peak, not 8,192.
+        let s = sized(&[]).unwrap();
+        let act = s.memory_fit["activation_bytes_per_gpu"].as_f64().unwrap();
+        assert_eq!(act, 1536.0 * 4096.0 * 2.0 * 20.0);
+        // The issue's 70B proposal at 768 tokens: ~0.25 GB of activations, not 2.68 GB.
+        let at768 = sized(&[
+            ("model", "llama-3.1-70b"),
+            ("tp", "4"),
+            ("gpus_per_replica", "4"),
+            ("weight_dtype", "fp8"),
+            ("max_num_batched_tokens", "768"),
+        ])
+        .unwrap();
+        let act = at768.memory_fit["activation_bytes_per_gpu"]
+            .as_f64()
+            .unwrap();
+        assert!((act - 0.2517e9).abs() < 0.001e9, "{act}");
+        // kv-pages runs on the same ledger: its pool is memory-fit's KV room, in pages.
+        for s in [&s, &at768] {
+            let kv = s.runs.iter().find(|r| r.estimator == "kv-pages").unwrap();
+            let pages = num(&kv.chain, "pool_pages");
+            let tokens = s.memory_fit["max_kv_tokens"].as_f64().unwrap();
+            assert!(
+                pages * 16.0 <= tokens && tokens < (pages + 1.0) * 16.0,
+                "{pages} pages vs {tokens} tokens"
+            );
+            let admitted = num(&kv.chain, "max_full_length_requests");
+            assert_eq!(admitted, (pages / 300.0).floor());
+        }
+    }
+
+    #[test]
+    fn fp8_proposal_computes_at_the_fp8_peak() {
+        let s = sized(&[
+            ("model", "llama-3.1-70b"),
+            ("tp", "4"),
+            ("gpus_per_replica", "4"),
+            ("weight_dtype", "fp8"),
+            ("max_num_batched_tokens", "2048"),
+            ("slo_itl_p99_ms", "200"),
+            ("slo_ttft_p95_ms", "2000"),
+        ])
+        .unwrap();
+        let mixed = s.runs.iter().find(|r| r.estimator == "mixed-step").unwrap();
+        assert_eq!(
+            mixed.chain.inputs["compute_precision"],
+            serde_json::json!("FP8")
+        );
+        let w8a16 = sized(&[
+            ("model", "llama-3.1-70b"),
+            ("tp", "4"),
+            ("gpus_per_replica", "4"),
+            ("weight_dtype", "fp8"),
+            ("activation_dtype", "bf16"),
+            ("max_num_batched_tokens", "2048"),
+            ("slo_itl_p99_ms", "200"),
+            ("slo_ttft_p95_ms", "2000"),
+        ])
+        .unwrap();
+        let slow = w8a16
+            .runs
+            .iter()
+            .find(|r| r.estimator == "mixed-step")
+            .unwrap();
+        assert_eq!(
+            slow.chain.inputs["compute_precision"],
+            serde_json::json!("BF16")
         );
     }
 

@@ -263,6 +263,13 @@ fn put(map: &mut BTreeMap<String, Value>, key: &str, value: Value) {
     map.insert(key.to_string(), value);
 }
 
+/// States the precision a compute drill runs at (the chain names the peak it takes
+/// from weights × activations), so the learner knows which peak to divide by.
+fn precision(m: &mut BTreeMap<String, Value>) {
+    put(m, "weight_dtype", json!("bf16"));
+    put(m, "activation_dtype", json!("bf16"));
+}
+
 /// Rounds to two decimals, so inputs read as a person would write them.
 fn cents(x: f64) -> Value {
     json!((x * 100.0).round() / 100.0)
@@ -297,6 +304,7 @@ fn candidate(estimator: &str, d: &mut Dice) -> BTreeMap<String, Value> {
             put(&mut m, "context", json!(d.pick(CONTEXTS)));
             put(&mut m, "chunk_tokens", json!(d.pick(CHUNKS)));
             put(&mut m, "mfu", cents(d.between(0.3, 0.7)));
+            precision(&mut m);
         }
         "memory-fit" => {
             put(
@@ -345,6 +353,7 @@ fn candidate(estimator: &str, d: &mut Dice) -> BTreeMap<String, Value> {
             );
             put(&mut m, "period_s", json!(d.pick(&[1u64, 2, 5, 10])));
             put(&mut m, "mfu", cents(d.between(0.4, 0.7)));
+            precision(&mut m);
         }
         "amdahl" => {
             let names = ["prefill", "decode", "sampling", "scheduling"];
@@ -578,6 +587,18 @@ mod tests {
                     );
                 }
             }
+        }
+    }
+
+    #[test]
+    fn compute_drills_state_the_precision_and_the_chain_names_the_peak() {
+        for name in ["mixed-step", "periodic-tail"] {
+            let d = generate(name, 7, Level::Chain).unwrap();
+            assert_eq!(d.inputs["weight_dtype"], json!("bf16"), "{name}");
+            assert_eq!(d.inputs["activation_dtype"], json!("bf16"), "{name}");
+            assert!(d.command().contains("activation_dtype=bf16"), "{name}");
+            let peak = d.chain().lines.iter().find(|l| l.key == "compute_peak");
+            assert!(peak.is_some_and(|l| l.formula.contains("W16A16")), "{name}");
         }
     }
 
