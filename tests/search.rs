@@ -22,7 +22,9 @@ async fn entry(app: &mut TestApp, title: &str, fields: &[(&str, &str)]) -> i64 {
         ("title", title),
         ("date", "2026-03-14"),
         ("symptom", "slow"),
+        ("diagnosis", "cause found"),
         ("change", "a change"),
+        ("result", "fixed"),
         ("action", "publish"),
     ];
     for (k, v) in fields {
@@ -165,7 +167,9 @@ async fn results_follow_edits_and_removals_at_once() {
                 ("title", "Stall"),
                 ("date", "2026-03-14"),
                 ("symptom", "p95 TTFT doubled: kilimanjaro scheduler stall"),
+                ("diagnosis", "cause found"),
                 ("change", "a change"),
+                ("result", "fixed"),
                 ("version", version.as_str()),
                 ("action", "publish"),
             ],
