@@ -322,7 +322,11 @@ impl<'a> Reader<'a> {
             self.fail(key, "is required");
             return None;
         };
-        match parse_number(raw) {
+        let unit = FIELDS
+            .iter()
+            .find(|(_, s)| s.name == key)
+            .map_or("", |(_, s)| s.unit);
+        match crate::core::quantity::read_field(raw, unit).map_err(|e| e.to_string()) {
             Ok(v) => match check(v) {
                 Ok(()) => Some(v),
                 Err(want) => {
