@@ -1,16 +1,21 @@
-//! `/api/v1/journal`: published entries for scripts, exports and search tools.
+//! `/api/v1/journal`: published entries for scripts, exports and search tools, and
+//! writing entries with the page's rules (drafts may be partial; publishing needs
+//! SYMPTOM, DIAGNOSIS, CHANGE and RESULT; an edit names the version it started from).
 
 use crate::extract::{Paging, Path};
+use axum::body::Bytes;
 use axum::extract::State;
+use axum::http::StatusCode;
 use axum::Json;
 use chrono::{DateTime, Utc};
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
 
 use super::investigations::{EntryLink, ExpectedJson};
-use crate::auth::ApiUser;
+use crate::auth::{ApiUser, Role};
+use crate::core::method::JournalEntry;
 use crate::error::{ApiResult, AppError, ErrorBody};
-use crate::investigations::journal::{self, StoredEntry};
+use crate::investigations::journal::{self, Revision, SaveError, StoredEntry};
 use crate::state::AppState;
 
 #[derive(Serialize, ToSchema)]
@@ -102,6 +107,160 @@ pub async fn get_entry(
     _me: ApiUser,
     Path(id): Path<i64>,
 ) -> ApiResult<Json<EntryDetail>> {
+    Ok(Json(detail(&state, id).await?))
+}
+
+/// An entry to write: the form's fields. Absent text fields are empty.
+#[derive(Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct EntryInput {
+    #[serde(default)]
+    pub title: String,
+    /// YYYY-MM-DD
+    #[serde(default)]
+    pub date: String,
+    #[serde(default)]
+    pub symptom: String,
+    #[serde(default)]
+    pub workload: String,
+    #[serde(default)]
+    pub baseline: String,
+    #[serde(default)]
+    pub diagnosis: String,
+    #[serde(default)]
+    pub change: String,
+    #[serde(default)]
+    pub result: String,
+    #[serde(default)]
+    pub quality: String,
+    #[serde(default)]
+    pub effort: String,
+    /// true publishes (a published entry stays published); false keeps a draft.
+    #[serde(default)]
+    pub publish: bool,
+    /// For `PUT`: the version the edit started from (as `GET` returned it).
+    #[serde(default)]
+    pub version: Option<i32>,
+}
+
+impl EntryInput {
+    /// The body read with the same trimming the form applies; not this shape is a 422
+    /// on `body`.
+    fn read(body: &[u8]) -> Result<EntryInput, AppError> {
+        let value = super::json_body(body)?;
+        serde_json::from_value(value).map_err(|e| AppError::field("body", e.to_string()))
+    }
+
+    fn revision(&self) -> Revision {
+        let t = |s: &str| s.trim().replace("\r\n", "\n");
+        Revision {
+            title: t(&self.title),
+            entry: JournalEntry {
+                date: t(&self.date),
+                symptom: t(&self.symptom),
+                workload: t(&self.workload),
+                baseline: t(&self.baseline),
+                diagnosis: t(&self.diagnosis),
+                change: t(&self.change),
+                result: t(&self.result),
+                quality: t(&self.quality),
+                effort: t(&self.effort),
+            },
+        }
+    }
+
+    /// The checked revision, or 422 naming each field (`published`: the entry edited is
+    /// already published).
+    fn checked(&self, published: bool) -> Result<Revision, AppError> {
+        let revision = self.revision();
+        let errors = revision.check(published || self.publish);
+        if errors.is_empty() {
+            Ok(revision)
+        } else {
+            Err(AppError::Invalid(errors))
+        }
+    }
+}
+
+/// Writes an entry (not linked to an investigation) as a draft, or publishes it with
+/// `"publish": true`. The page's rules: a title and a YYYY-MM-DD date always; publishing
+/// needs SYMPTOM, DIAGNOSIS, CHANGE and RESULT. A refusal is a 422 naming each field;
+/// nothing is stored.
+#[utoipa::path(post, path = "/journal", tag = "journal",
+    request_body(content = EntryInput, description = "{\"title\": \"Chunked prefill starved decode\", \"date\": \"2026-11-20\", \"symptom\": \"p99 ITL 140 ms vs 60 ms\", \"diagnosis\": \"…\", \"change\": \"max_num_batched_tokens 2048\", \"result\": \"p99 ITL 55 ms\", \"publish\": true}"),
+    responses(
+        (status = 201, body = EntryDetail),
+        (status = 403, body = ErrorBody),
+        (status = 422, body = ErrorBody)))]
+pub async fn create_entry(
+    State(state): State<AppState>,
+    me: ApiUser,
+    body: Bytes,
+) -> ApiResult<(StatusCode, Json<EntryDetail>)> {
+    me.require(Role::Editor)?;
+    let input = EntryInput::read(&body)?;
+    if input.version.is_some() {
+        return Err(AppError::field(
+            "version",
+            "a new entry has no version: send it with PUT to edit",
+        )
+        .into());
+    }
+    let revision = input.checked(false)?;
+    let id = journal::create(&state.pool, me.0.id, None, &revision, input.publish, None).await?;
+    Ok((StatusCode::CREATED, Json(detail(&state, id).await?)))
+}
+
+/// Saves an entry over the `version` the edit started from; `"publish": true` publishes
+/// a draft. A save from an older version answers 409 and changes nothing; the rules and
+/// the 422 are those of `POST`, a published entry keeping a published entry's rules.
+#[utoipa::path(put, path = "/journal/{id}", tag = "journal",
+    params(("id" = i64, Path, description = "entry id")),
+    request_body(content = EntryInput, description = "all the fields, as for POST, with \"version\""),
+    responses(
+        (status = 200, body = EntryDetail),
+        (status = 403, body = ErrorBody),
+        (status = 404, body = ErrorBody),
+        (status = 409, body = ErrorBody),
+        (status = 422, body = ErrorBody)))]
+pub async fn put_entry(
+    State(state): State<AppState>,
+    me: ApiUser,
+    Path(id): Path<i64>,
+    body: Bytes,
+) -> ApiResult<Json<EntryDetail>> {
+    me.require(Role::Editor)?;
+    let input = EntryInput::read(&body)?;
+    let current = journal::get(&state.pool, id)
+        .await?
+        .ok_or_else(|| AppError::not_found(format!("there is no journal entry {id}")))?;
+    let Some(base) = input.version else {
+        return Err(AppError::field(
+            "version",
+            format!(
+                "say which version the edit started from (the entry is at version {})",
+                current.version
+            ),
+        )
+        .into());
+    };
+    let revision = input.checked(current.is_published())?;
+    match journal::save(&state.pool, id, me.0.id, base, &revision, input.publish).await {
+        Ok(_) => Ok(Json(detail(&state, id).await?)),
+        Err(SaveError::Stale { yours, current }) => Err(AppError::Conflict(format!(
+            "the entry was saved by someone else since version {yours}; it is now at version \
+             {current}: read it again, merge, and send the new version"
+        ))
+        .into()),
+        Err(SaveError::NotFound(_)) => {
+            Err(AppError::not_found(format!("there is no journal entry {id}")).into())
+        }
+        Err(SaveError::Db(e)) => Err(AppError::from(e).into()),
+    }
+}
+
+/// The entry as the API shows it.
+async fn detail(state: &AppState, id: i64) -> Result<EntryDetail, AppError> {
     let e = journal::get(&state.pool, id)
         .await?
         .ok_or_else(|| AppError::not_found(format!("there is no journal entry {id}")))?;
@@ -128,7 +287,7 @@ pub async fn get_entry(
         })
         .collect();
     let entry = e.entry.clone();
-    Ok(Json(EntryDetail {
+    Ok(EntryDetail {
         artifacts,
         summary: EntrySummary::new(&e),
         markdown: entry.to_markdown(&e.title),
@@ -147,5 +306,5 @@ pub async fn get_entry(
             url: format!("/investigations/{i}"),
         }),
         estimates,
-    }))
+    })
 }

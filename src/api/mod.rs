@@ -119,8 +119,8 @@ pub fn router() -> OpenApiRouter<AppState> {
         ))
         .routes(routes!(investigations::get_investigation))
         .routes(routes!(investigations::put_step))
-        .routes(routes!(journal::list_entries))
-        .routes(routes!(journal::get_entry))
+        .routes(routes!(journal::list_entries, journal::create_entry))
+        .routes(routes!(journal::get_entry, journal::put_entry))
         .routes(routes!(search::search_documents))
         .routes(routes!(search::similar_investigations))
 }

@@ -261,7 +261,8 @@ fn config_lines(field: &str, text: &str, errors: &mut Vec<FieldError>) -> Option
 }
 
 fn percent(field: &str, raw: Option<&str>, errors: &mut Vec<FieldError>) -> f64 {
-    let parsed = raw.and_then(|r| r.trim().trim_end_matches('%').trim().parse::<f64>().ok());
+    let parsed =
+        raw.and_then(|r| crate::core::quantity::read(r, crate::core::quantity::Unit::Percent).ok());
     match parsed {
         Some(v) if v.is_finite() && v.abs() <= 1e6 => v,
         _ => {

@@ -335,6 +335,48 @@ pub fn read(raw: &str, unit: Unit) -> Result<f64, QuantityError> {
     })
 }
 
+/// The unit a form field's unit text names ("ms", "tokens", "tokens/s", "USD", "USD per
+/// 1M output tokens", "B"), when it is one this module knows; `None` for plain numbers
+/// ("") and units it does not convert ("GPUs", "B/s", "FLOP/s", "layers").
+pub fn field_unit(unit_text: &str) -> Option<Unit> {
+    let text = unit_text.trim();
+    if text.starts_with("USD") || text.starts_with('$') {
+        return Some(Unit::Usd);
+    }
+    Unit::parse(text)
+}
+
+/// Reads a number for a form or API field whose unit is described by `unit_text` (see
+/// [`field_unit`]): a plain number is in the field's unit, so the API's plain numbers
+/// read as before; "2,000", "23 ms", "2 s", "$3.00", "40%" are read where the typed unit
+/// converts to the field's; a unit of another dimension is refused naming both. A field
+/// without a convertible unit takes a plain number, or a percentage where the field is a
+/// plain ratio (`unit_text` empty).
+pub fn read_field(raw: &str, unit_text: &str) -> Result<f64, QuantityError> {
+    if let Some(unit) = field_unit(unit_text) {
+        return read(raw, unit);
+    }
+    let (value, typed) = split(raw)?;
+    match typed {
+        None => Ok(value),
+        Some(t) if unit_text.trim().is_empty() && t.dimension() == Dimension::Ratio => t
+            .convert(value, Unit::Ratio)
+            .ok_or_else(|| QuantityError(format!("'{}' is not a ratio", raw.trim()))),
+        Some(t) => {
+            let takes = match unit_text.trim() {
+                "" => "a plain number".to_string(),
+                u => format!("a plain number of {u}"),
+            };
+            Err(QuantityError(format!(
+                "'{}' is {} in {}, but this field takes {takes}",
+                raw.trim(),
+                t.dimension().phrase(),
+                t.name()
+            )))
+        }
+    }
+}
+
 /// Reads an amount and keeps the unit it was typed in (`default` when none was).
 pub fn read_quantity(raw: &str, default: Unit) -> Result<Quantity, QuantityError> {
     let (value, typed) = split(raw)?;
@@ -394,6 +436,37 @@ mod tests {
         assert!(read("fast", Unit::Ms).is_err());
         assert!(read("", Unit::Ms).is_err());
         assert!(read("inf", Unit::Ms).is_err());
+    }
+
+    #[test]
+    fn fields_read_typed_units_where_they_fit_and_plain_numbers_as_before() {
+        assert_eq!(read_field("2,000", "tokens").unwrap(), 2000.0);
+        assert_eq!(read_field("2000", "tokens").unwrap(), 2000.0);
+        assert_eq!(read_field("23 ms", "ms").unwrap(), 23.0);
+        assert_eq!(read_field("2 s", "ms").unwrap(), 2000.0);
+        assert_eq!(read_field("500 ms", "s").unwrap(), 0.5);
+        assert_eq!(read_field("$3.00", "USD").unwrap(), 3.0);
+        assert_eq!(
+            read_field("$0.40", "USD per 1M output tokens").unwrap(),
+            0.4
+        );
+        assert_eq!(read_field("1,800 tok/s", "tokens/s").unwrap(), 1800.0);
+        assert_eq!(read_field("80 GB", "B").unwrap(), 80e9);
+        assert_eq!(read_field("50%", "").unwrap(), 0.5);
+        assert_eq!(read_field("0.5", "").unwrap(), 0.5);
+        assert_eq!(read_field("4", "GPUs").unwrap(), 4.0);
+        assert_eq!(read_field("3.35e12", "B/s").unwrap(), 3.35e12);
+        let e = read_field("2 s", "tokens").unwrap_err();
+        assert!(
+            e.0.contains("a time in s") && e.0.contains("a number of tokens"),
+            "{e}"
+        );
+        let e = read_field("23 ms", "GPUs").unwrap_err();
+        assert!(e.0.contains("a plain number of GPUs"), "{e}");
+        let e = read_field("40%", "USD").unwrap_err();
+        assert!(e.0.contains("an amount of money"), "{e}");
+        assert!(read_field("lots", "tokens").is_err());
+        assert!(read_field("1,5", "").is_err());
     }
 
     #[test]

@@ -78,6 +78,23 @@ pub struct Revision {
     pub entry: JournalEntry,
 }
 
+impl Revision {
+    /// The rules every save follows, page or API: a title of 1–200 characters and the
+    /// entry's checks; `publishing` (publishing now, or saving an entry already published)
+    /// adds the sections a published entry needs.
+    pub fn check(&self, publishing: bool) -> Vec<crate::core::FieldError> {
+        let mut errors = Vec::new();
+        if self.title.is_empty() || self.title.chars().count() > 200 {
+            errors.push(crate::core::FieldError::new(
+                "title",
+                "Give the entry a title of 1–200 characters",
+            ));
+        }
+        errors.extend(self.entry.validate_for(publishing));
+        errors
+    }
+}
+
 const SELECT: &str = "SELECT j.id, j.investigation_id, i.title AS investigation_title, \
      i.status AS investigation_status, j.title, \
      j.entry_date::text AS entry_date, j.symptom, j.workload, j.baseline, j.diagnosis, j.change, \

@@ -9,6 +9,7 @@ use serde::Serialize;
 use sqlx::types::Json;
 use sqlx::{PgPool, Postgres, Transaction};
 
+use crate::core::method::setup_check::{gpu_identity, model_identity};
 use crate::core::proposal::evidence::{self, Facets};
 use crate::core::proposal::outcome::{self, ErrorRecord, Observed, Score};
 use crate::core::proposal::review::{self, State};
@@ -500,8 +501,9 @@ async fn sweep_measurement(
     Ok(())
 }
 
-/// Journal entries and comparisons that name this model or GPU, best match first, not
-/// yet linked (from the search documents, the same facets "seen before" uses).
+/// Journal entries and comparisons that name this model or GPU (by catalog id), best
+/// match first, not yet linked (from the search documents, the same facets "seen
+/// before" uses).
 pub async fn suggestions(pool: &PgPool, p: &Proposal) -> sqlx::Result<Vec<EvidenceItem>> {
     let rows: Vec<EvidenceRow> = sqlx::query_as(&format!(
         "SELECT d.kind, d.source_id, '' AS note, {EVIDENCE_COLUMNS} FROM search_documents d \
@@ -516,8 +518,8 @@ pub async fn suggestions(pool: &PgPool, p: &Proposal) -> sqlx::Result<Vec<Eviden
          LIMIT 8"
     ))
     .bind(p.id)
-    .bind(p.input.model_name().to_lowercase())
-    .bind(&p.input.gpu_type)
+    .bind(model_identity(&p.input.model_name()))
+    .bind(gpu_identity(&p.input.gpu_type))
     .bind(&p.input.engine)
     .bind(&p.input.engine_version)
     .fetch_all(pool)

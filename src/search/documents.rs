@@ -38,6 +38,29 @@ struct Document {
     investigation_id: Option<i64>,
 }
 
+/// A document as stored: the facets' model and GPU are catalog ids, and the names as
+/// typed are kept beside them (`model_typed`, `gpu_typed`).
+#[derive(Serialize)]
+struct Stored<'d> {
+    #[serde(flatten)]
+    doc: Document,
+    model_typed: Option<&'d str>,
+    gpu_typed: Option<&'d str>,
+}
+
+impl<'d> Stored<'d> {
+    fn new(doc: &'d Document) -> Stored<'d> {
+        Stored {
+            doc: Document {
+                profile: doc.profile.clone().with_catalog_ids(),
+                ..doc.clone()
+            },
+            model_typed: doc.profile.model.as_deref(),
+            gpu_typed: doc.profile.gpu.as_deref(),
+        }
+    }
+}
+
 fn join(parts: &[&str]) -> String {
     let kept: Vec<&str> = parts
         .iter()
@@ -102,23 +125,26 @@ pub async fn refresh(pool: &PgPool) -> sqlx::Result<usize> {
         .bind(&sources)
         .execute(&mut *tx)
         .await?;
-        let json = sqlx::types::Json(&docs);
+        let stored: Vec<Stored> = docs.iter().map(Stored::new).collect();
+        let json = sqlx::types::Json(&stored);
         sqlx::query(
             "INSERT INTO search_documents (kind, source_id, doc, metric, percentile, phase, regime, \
              verdict, model, gpu, engine, engine_version, tags, status, author, doc_date, \
-             prompt_tokens, output_tokens, investigation_id, generation) \
+             prompt_tokens, output_tokens, investigation_id, generation, model_typed, gpu_typed) \
              SELECT kind, source_id, \
              setweight(to_tsvector('english', title || ' ' || text_a), 'A') || \
              setweight(to_tsvector('english', text_b), 'B') || \
              setweight(to_tsvector('english', text_c), 'C') || \
              setweight(to_tsvector('english', text_d), 'D'), \
              metric, percentile, phase, regime, verdict, model, gpu, engine, engine_version, \
-             tags, status, author, doc_date, prompt_tokens, output_tokens, investigation_id, $2 \
+             tags, status, author, doc_date, prompt_tokens, output_tokens, investigation_id, $2, \
+             model_typed, gpu_typed \
              FROM jsonb_to_recordset($1) AS d(kind text, source_id bigint, title text, \
              text_a text, text_b text, text_c text, text_d text, metric text, percentile text, \
              phase text, regime text, verdict text, model text, gpu text, engine text, \
              engine_version text, tags text[], status text, author text, doc_date date, \
-             prompt_tokens float8, output_tokens float8, investigation_id bigint)",
+             prompt_tokens float8, output_tokens float8, investigation_id bigint, \
+             model_typed text, gpu_typed text)",
         )
         .bind(json)
         .bind(generation)

@@ -468,6 +468,11 @@ impl StepPage {
         estimate::models::CATALOG.iter().map(|m| m.name).collect()
     }
 
+    /// Step 1: the targets asked to be confirmed, per metric.
+    fn target_limits(&self) -> &'static [crate::core::method::metric::TargetLimit] {
+        &crate::core::method::metric::IMPLAUSIBLE_TARGETS
+    }
+
     fn catalog_gpus(&self) -> Vec<&'static str> {
         estimate::gpus::GPUS.iter().map(|g| g.name).collect()
     }

@@ -194,17 +194,11 @@ impl EntryForm {
         }
     }
 
-    /// The title and the core's checks of the entry.
-    fn validate(&self) -> std::result::Result<Revision, Vec<FieldError>> {
+    /// The title and the core's checks of the entry; `published` says the entry being
+    /// edited is already published (it stays so, and keeps a published entry's rules).
+    fn validate(&self, published: bool) -> std::result::Result<Revision, Vec<FieldError>> {
         let r = self.revision();
-        let mut errors = Vec::new();
-        if r.title.is_empty() || r.title.chars().count() > 200 {
-            errors.push(FieldError::new(
-                "title",
-                "Give the entry a title of 1–200 characters",
-            ));
-        }
-        errors.extend(r.entry.validate());
+        let errors = r.check(published || self.publish());
         if errors.is_empty() {
             Ok(r)
         } else {
@@ -308,7 +302,7 @@ async fn create_entry(
     Form(form): Form<EntryForm>,
 ) -> Result<Response> {
     me.require(Role::Editor)?;
-    match form.validate() {
+    match form.validate(false) {
         Ok(revision) => {
             let id = journal::create(&state.pool, me.0.id, None, &revision, form.publish(), None)
                 .await?;
@@ -360,7 +354,7 @@ async fn save_entry(
             "the form lost the version it was editing; reload the entry and edit again",
         ));
     };
-    let revision = match form.validate() {
+    let revision = match form.validate(entry.is_published()) {
         Ok(r) => r,
         Err(errors) => {
             let page = EditPage {

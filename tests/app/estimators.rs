@@ -558,3 +558,58 @@ async fn a_pasted_config_json_drives_the_page_and_a_broken_one_is_named() {
         "{errors:?}"
     );
 }
+
+/// Estimator forms and the API read numbers with the one quantity reader: "2,000",
+/// "$3.00", "5 s" where the unit fits; a unit of another dimension is refused naming the
+/// field; plain numbers read as before.
+#[tokio::test]
+async fn estimator_inputs_take_separators_and_units_where_the_unit_fits() {
+    let (mut app, token) = signed_in().await;
+    let plain = app
+        .api(
+            "POST",
+            "/api/v1/estimate/cost",
+            &token,
+            Some(json!({"gpu_hour_usd": 3, "gpus": 8, "output_tokens_per_s": 2000})),
+        )
+        .await;
+    assert_eq!(plain.status, StatusCode::OK, "{}", plain.body);
+    let typed = app
+        .api(
+            "POST",
+            "/api/v1/estimate/cost",
+            &token,
+            Some(
+                json!({"gpu_hour_usd": "$3.00", "gpus": "8", "output_tokens_per_s": "2,000 tok/s"}),
+            ),
+        )
+        .await;
+    assert_eq!(typed.status, StatusCode::OK, "{}", typed.body);
+    assert_eq!(typed.json()["results"], plain.json()["results"]);
+
+    let page = app
+        .get("/estimators/cost?gpu_hour_usd=%243.00&gpus=8&output_tokens_per_s=2%2C000")
+        .await;
+    assert_eq!(page.status, StatusCode::OK, "{}", page.body);
+
+    let r = app
+        .api(
+            "POST",
+            "/api/v1/estimate/decode-floor",
+            &token,
+            Some(json!({"model": "llama-3.1-8b", "batch": "64", "context": "2 s"})),
+        )
+        .await;
+    assert_eq!(r.status, StatusCode::UNPROCESSABLE_ENTITY);
+    let field = &r.json()["error"]["fields"][0];
+    assert_eq!(field["field"], "context");
+    assert!(
+        field["message"].as_str().unwrap().contains("a time in s"),
+        "{field}"
+    );
+    let page = app
+        .get("/estimators/decode-floor?model=llama-3.1-8b&batch=64&context=23+ms")
+        .await;
+    assert_eq!(page.status, StatusCode::UNPROCESSABLE_ENTITY);
+    assert!(page.select("#estimate-errors li")[0].starts_with("context"));
+}

@@ -1004,7 +1004,9 @@ async fn favicon_wording_defaults_and_downloads() {
                 ("title", "Export me"),
                 ("date", "2026-03-14"),
                 ("symptom", "slow"),
+                ("diagnosis", "cause found"),
                 ("change", "a change"),
+                ("result", "fixed"),
                 ("action", "publish"),
             ],
         )

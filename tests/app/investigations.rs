@@ -921,3 +921,56 @@ async fn simultaneous_step_saves_from_one_version_let_exactly_one_through() {
         assert_eq!(kept, f64::from(winner + round), "round {round}");
     }
 }
+
+/// An ITL target of "60 s" is a slip for 60 ms: step 1 asks to confirm it (the page shows
+/// the table of such targets), stores it only once confirmed, and a plausible one passes.
+#[tokio::test]
+async fn an_implausible_target_is_asked_to_be_confirmed() {
+    let (mut app, url) = app_with_investigation().await;
+    let slip = [
+        ("metric", "itl"),
+        ("percentile", "p99"),
+        ("observed", "140 ms"),
+        ("target", "60 s"),
+    ];
+    let r = app.post_form(&format!("{url}/steps/1"), &slip).await;
+    assert_eq!(r.status, StatusCode::UNPROCESSABLE_ENTITY, "{}", r.body);
+    let error = r.select(".field-error[data-field=target]");
+    assert!(
+        error[0].starts_with("The ITL target of 60 s is implausible (ITL targets ≥ 1 s"),
+        "{error:?}"
+    );
+    assert_eq!(
+        r.select(".target-limits tr[data-metric=itl] td")[1],
+        "≥ 1 s"
+    );
+    assert_eq!(
+        r.select(".target-limits tr[data-metric=ttft] td")[1],
+        "≥ 60 s"
+    );
+    assert_eq!(
+        r.select_attr("input[name=confirm_target]", "type"),
+        ["checkbox"]
+    );
+    let n: i64 = sqlx::query_scalar("SELECT count(*) FROM investigation_steps")
+        .fetch_one(&app.pool)
+        .await
+        .unwrap();
+    assert_eq!(n, 0);
+
+    let mut confirmed = slip.to_vec();
+    confirmed.push(("confirm_target", "on"));
+    save(&mut app, &url, 1, &confirmed).await;
+    save(
+        &mut app,
+        &url,
+        1,
+        &[
+            ("metric", "itl"),
+            ("percentile", "p99"),
+            ("observed", "140"),
+            ("target", "60"),
+        ],
+    )
+    .await;
+}

@@ -240,6 +240,7 @@ async fn a_stale_save_gets_409_shows_what_changed_and_overwrites_nothing() {
                 ("symptom", "client p95 TTFT 1.9 s vs server 0.6 s"),
                 ("diagnosis", "the gateway buffered streamed responses"),
                 ("change", "proxy_buffering off"),
+                ("result", "client p95 TTFT 0.7 s"),
                 ("action", "publish"),
             ],
         )
@@ -284,7 +285,7 @@ async fn a_stale_save_gets_409_shows_what_changed_and_overwrites_nothing() {
             .await
             .unwrap();
     assert_eq!(diagnosis, "nginx buffered the SSE stream");
-    assert_eq!(result, "");
+    assert_eq!(result, "client p95 TTFT 0.7 s");
     assert_eq!(version, 2);
 
     // Saving again from the conflict page is a deliberate overwrite of version 2.
@@ -335,7 +336,9 @@ async fn entries_written_directly_are_checked_and_listed_newest_first() {
                     ("title", title),
                     ("date", date),
                     ("symptom", "s"),
+                    ("diagnosis", "d"),
                     ("change", "c"),
+                    ("result", "r"),
                     ("action", "publish"),
                 ],
             )
@@ -358,6 +361,7 @@ async fn entries_written_directly_are_checked_and_listed_newest_first() {
                 ("symptom", "s"),
                 ("diagnosis", "<b>bold</b>\nsecond line"),
                 ("change", "c"),
+                ("result", "r"),
                 ("action", "publish"),
             ],
         )
@@ -383,7 +387,9 @@ async fn viewers_cannot_write_the_journal() {
                 ("title", "t"),
                 ("date", "2026-01-10"),
                 ("symptom", "s"),
+                ("diagnosis", "d"),
                 ("change", "c"),
+                ("result", "r"),
                 ("action", "publish"),
             ],
         )
@@ -526,4 +532,185 @@ async fn a_published_entry_offers_to_resolve_its_investigation_in_one_post() {
         .await
         .select("form.resolve-offer")
         .is_empty());
+}
+
+/// Publishing refuses an entry missing SYMPTOM, DIAGNOSIS, CHANGE or RESULT, naming each;
+/// a draft may be partial; a published entry cannot be emptied by an edit.
+#[tokio::test]
+async fn publishing_needs_the_four_sections_and_a_draft_may_be_partial() {
+    let mut app = spawn_app().await;
+    app.setup_admin("ada").await;
+    let count = |pool: sqlx::PgPool| async move {
+        sqlx::query_scalar::<_, i64>("SELECT count(*) FROM journal_entries")
+            .fetch_one(&pool)
+            .await
+            .unwrap()
+    };
+    let r = app
+        .post_form(
+            "/journal",
+            &[
+                ("title", "ITL spikes on chat-api"),
+                ("date", "2026-11-20"),
+                ("symptom", "p99 ITL 140 ms vs target 60 ms"),
+                ("change", "max_num_batched_tokens 2048"),
+                ("action", "publish"),
+            ],
+        )
+        .await;
+    assert_eq!(r.status, StatusCode::UNPROCESSABLE_ENTITY);
+    assert_eq!(r.select(".field-error[data-field=diagnosis]").len(), 1);
+    assert_eq!(r.select(".field-error[data-field=result]").len(), 1);
+    assert!(r.select(".field-error[data-field=diagnosis]")[0].starts_with("DIAGNOSIS is empty"));
+    assert!(r.select(".field-error[data-field=symptom]").is_empty());
+    assert_eq!(count(app.pool.clone()).await, 0);
+
+    // A draft with only its title and date is kept.
+    let r = app
+        .post_form(
+            "/journal",
+            &[
+                ("title", "ITL spikes on chat-api"),
+                ("date", "2026-11-20"),
+                ("action", "save"),
+            ],
+        )
+        .await;
+    assert_eq!(r.status, StatusCode::SEE_OTHER, "{}", r.body);
+    let path = r.location().unwrap().to_string();
+    let page = app.get(&format!("{path}/edit")).await;
+    let fields = edit_fields(
+        &page,
+        &[
+            ("symptom", "p99 ITL 140 ms vs target 60 ms"),
+            (
+                "diagnosis",
+                "22k-token prompts in 8,192-token chunks stall decode",
+            ),
+            ("change", "max_num_batched_tokens 2048"),
+            ("result", "p99 ITL 55 ms"),
+        ],
+        "publish",
+    );
+    assert_eq!(
+        post(&mut app, &path, &fields).await.status,
+        StatusCode::SEE_OTHER
+    );
+
+    // Emptying a published entry's RESULT is refused and changes nothing.
+    let page = app.get(&format!("{path}/edit")).await;
+    let fields = edit_fields(&page, &[("result", " ")], "save");
+    let r = post(&mut app, &path, &fields).await;
+    assert_eq!(r.status, StatusCode::UNPROCESSABLE_ENTITY);
+    assert_eq!(r.select(".field-error[data-field=result]").len(), 1);
+    let (result, version): (String, i32) =
+        sqlx::query_as("SELECT result, version FROM journal_entries")
+            .fetch_one(&app.pool)
+            .await
+            .unwrap();
+    assert_eq!((result.as_str(), version), ("p99 ITL 55 ms", 2));
+}
+
+/// The journal's API writes with the page's rules: POST drafts or publishes (422 naming
+/// fields), PUT saves over a version (409 when stale), both in the OpenAPI document.
+#[tokio::test]
+async fn the_api_writes_entries_with_the_forms_rules_and_versions() {
+    let mut app = spawn_app().await;
+    app.setup_admin("ada").await;
+    let token = app.api_token("ada").await;
+    let full = serde_json::json!({
+        "title": "ITL spikes on chat-api",
+        "date": "2026-11-20",
+        "symptom": "p99 ITL 140 ms vs target 60 ms",
+        "diagnosis": "22k-token prompts in 8,192-token chunks stall decode",
+        "change": "max_num_batched_tokens 2048",
+        "result": "p99 ITL 55 ms",
+        "publish": true
+    });
+
+    let mut partial = full.clone();
+    partial["diagnosis"] = "".into();
+    partial["date"] = "2026-02-30".into();
+    let r = app
+        .api("POST", "/api/v1/journal", &token, Some(partial.clone()))
+        .await;
+    assert_eq!(r.status, StatusCode::UNPROCESSABLE_ENTITY, "{}", r.body);
+    let fields: Vec<String> = r.json()["error"]["fields"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|f| f["field"].as_str().unwrap().to_string())
+        .collect();
+    assert_eq!(fields, ["date", "diagnosis"]);
+    let r = app
+        .api(
+            "POST",
+            "/api/v1/journal",
+            &token,
+            Some(serde_json::json!({"title": "t", "colour": "red"})),
+        )
+        .await;
+    assert_eq!(r.status, StatusCode::UNPROCESSABLE_ENTITY);
+    assert_eq!(r.json()["error"]["fields"][0]["field"], "body");
+    let n: i64 = sqlx::query_scalar("SELECT count(*) FROM journal_entries")
+        .fetch_one(&app.pool)
+        .await
+        .unwrap();
+    assert_eq!(n, 0);
+
+    // A partial draft is kept.
+    partial["date"] = "2026-11-20".into();
+    partial["publish"] = false.into();
+    let r = app
+        .api("POST", "/api/v1/journal", &token, Some(partial))
+        .await;
+    assert_eq!(r.status, StatusCode::CREATED, "{}", r.body);
+    let draft = r.json();
+    assert_eq!(draft["published"], false);
+    assert_eq!(draft["version"], 1);
+    let id = draft["id"].as_i64().unwrap();
+    let url = format!("/api/v1/journal/{id}");
+
+    // Publishing it needs the DIAGNOSIS; with it, version 2 is published.
+    let mut edit = full.clone();
+    edit["version"] = 1.into();
+    edit["diagnosis"] = "".into();
+    let r = app.api("PUT", &url, &token, Some(edit.clone())).await;
+    assert_eq!(r.status, StatusCode::UNPROCESSABLE_ENTITY);
+    assert_eq!(r.json()["error"]["fields"][0]["field"], "diagnosis");
+    edit["diagnosis"] = full["diagnosis"].clone();
+    let r = app.api("PUT", &url, &token, Some(edit.clone())).await;
+    assert_eq!(r.status, StatusCode::OK, "{}", r.body);
+    assert_eq!(r.json()["published"], true);
+    assert_eq!(r.json()["version"], 2);
+
+    // A save from version 1 again is stale: 409, nothing changed.
+    edit["result"] = "p99 ITL 50 ms".into();
+    let r = app.api("PUT", &url, &token, Some(edit.clone())).await;
+    assert_eq!(r.status, StatusCode::CONFLICT, "{}", r.body);
+    assert!(r.json()["error"]["message"]
+        .as_str()
+        .unwrap()
+        .contains("version 2"));
+    edit.as_object_mut().unwrap().remove("version");
+    let r = app.api("PUT", &url, &token, Some(edit)).await;
+    assert_eq!(r.status, StatusCode::UNPROCESSABLE_ENTITY);
+    assert_eq!(r.json()["error"]["fields"][0]["field"], "version");
+    let got = app.api("GET", &url, &token, None).await.json();
+    assert_eq!(
+        (got["result"].as_str(), got["version"].as_i64()),
+        (Some("p99 ITL 55 ms"), Some(2))
+    );
+
+    // Viewers read but do not write; the document names both operations.
+    app.add_user("vic", Role::Viewer).await;
+    let vic = app.api_token("vic").await;
+    let r = app.api("POST", "/api/v1/journal", &vic, Some(full)).await;
+    assert_eq!(r.status, StatusCode::FORBIDDEN);
+    let doc = app
+        .api("GET", "/api/v1/openapi.json", &token, None)
+        .await
+        .json();
+    assert!(doc["paths"]["/journal"]["post"].is_object());
+    assert!(doc["paths"]["/journal/{id}"]["put"]["responses"]["409"].is_object());
 }

@@ -870,3 +870,35 @@ async fn the_list_pages_fifty_at_a_time() {
     assert_eq!(rows, ["chat-api on H100"]);
     assert!(rest.select_attr("a[rel=next]", "href").is_empty());
 }
+
+/// The proposal form and API read "1,500", "0.8 s", "60 ms" and "$2.50" with the one
+/// quantity reader; a time where a rate belongs is refused naming the field.
+#[tokio::test]
+async fn proposal_inputs_take_separators_and_units_where_the_unit_fits() {
+    let (mut app, ada, _, _) = app().await;
+    let plain = create(&mut app, &ada, chat_api()).await;
+    let mut typed = chat_api();
+    typed["prompt_tokens_mean"] = "1,500".into();
+    typed["slo_ttft_p95_ms"] = "0.8 s".into();
+    typed["slo_itl_p99_ms"] = "60 ms".into();
+    typed["gpu_hour_usd"] = "$2.50".into();
+    let typed = create(&mut app, &ada, typed).await;
+    assert_eq!(typed["input"], plain["input"]);
+
+    let mut wrong = chat_api();
+    wrong["arrival_rate"] = "45 ms".into();
+    let r = app
+        .api("POST", "/api/v1/proposals", &ada, Some(wrong))
+        .await;
+    assert_eq!(r.status, StatusCode::UNPROCESSABLE_ENTITY, "{}", r.body);
+    let field = &r.json()["error"]["fields"][0];
+    assert_eq!(field["field"], "arrival_rate");
+    assert!(
+        field["message"]
+            .as_str()
+            .unwrap()
+            .contains("a request rate"),
+        "{field}"
+    );
+    assert_eq!(count(&app).await, 2);
+}

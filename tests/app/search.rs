@@ -22,7 +22,9 @@ async fn entry(app: &mut TestApp, title: &str, fields: &[(&str, &str)]) -> i64 {
         ("title", title),
         ("date", "2026-03-14"),
         ("symptom", "slow"),
+        ("diagnosis", "cause found"),
         ("change", "a change"),
+        ("result", "fixed"),
         ("action", "publish"),
     ];
     for (k, v) in fields {
@@ -165,7 +167,9 @@ async fn results_follow_edits_and_removals_at_once() {
                 ("title", "Stall"),
                 ("date", "2026-03-14"),
                 ("symptom", "p95 TTFT doubled: kilimanjaro scheduler stall"),
+                ("diagnosis", "cause found"),
                 ("change", "a change"),
+                ("result", "fixed"),
                 ("version", version.as_str()),
                 ("action", "publish"),
             ],
@@ -1143,4 +1147,78 @@ async fn the_feed_refusal_names_only_what_the_feed_accepts() {
         message.contains("session cookie is not accepted"),
         "must not offer a cookie it refuses: {message}"
     );
+}
+
+/// A model and GPU spelled as a team types them ("meta-llama/Llama-3.1-8B-Instruct",
+/// "H100 SXM 80GB") are stored as catalog ids beside the typed text: one facet value per
+/// thing, and "seen before" counts them as the same model and GPU.
+#[tokio::test]
+async fn models_and_gpus_are_one_catalog_id_whatever_the_spelling() {
+    let (mut app, token) = admin().await;
+    let queue = json!({"queue_wait": {"p50": 1000, "p95": 2900, "p99": 3400}});
+    let typed = json!({"model": "meta-llama/Llama-3.1-8B-Instruct", "gpu_type": "H100 SXM 80GB",
+        "prompt_len_dist": "mean 1,800"});
+    let catalog =
+        json!({"model": "llama-3.1-8b", "gpu_type": "h100-sxm", "prompt_len_dist": "mean 1,800"});
+    let past = investigation(
+        &mut app,
+        &token,
+        "Queue, typed names",
+        typed,
+        "ttft",
+        queue.clone(),
+    )
+    .await;
+    let subject = investigation(
+        &mut app,
+        &token,
+        "Queue, catalog names",
+        catalog,
+        "ttft",
+        queue,
+    )
+    .await;
+
+    let all = search(&mut app, &token, "").await;
+    let values = |facet: &str| -> Vec<(String, i64)> {
+        all["facets"][facet]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|g| {
+                (
+                    g["value"].as_str().unwrap().to_string(),
+                    g["count"].as_i64().unwrap(),
+                )
+            })
+            .collect()
+    };
+    assert_eq!(values("gpu"), [("h100-sxm".to_string(), 2)]);
+    assert_eq!(values("model"), [("llama-3.1-8b".to_string(), 2)]);
+    let (model_typed, gpu_typed): (Option<String>, Option<String>) = sqlx::query_as(
+        "SELECT model_typed, gpu_typed FROM search_documents WHERE kind = 'investigation' \
+         AND source_id = $1",
+    )
+    .bind(past)
+    .fetch_one(&app.pool)
+    .await
+    .unwrap();
+    assert_eq!(
+        model_typed.as_deref(),
+        Some("meta-llama/llama-3.1-8b-instruct")
+    );
+    assert_eq!(gpu_typed.as_deref(), Some("h100 sxm 80gb"));
+
+    let v = app
+        .api(
+            "GET",
+            &format!("/api/v1/investigations/{subject}/similar"),
+            &token,
+            None,
+        )
+        .await
+        .json();
+    assert_eq!(v["similar"][0]["id"], past, "{v}");
+    let why = v["similar"][0]["why"].as_str().unwrap();
+    assert!(why.contains("model 1.00, GPU 1.00"), "{why}");
 }

@@ -152,9 +152,17 @@ impl<'a> Parser<'a> {
     }
 
     /// An optional number: `None` when absent or invalid (an invalid one is reported).
+    /// Read by the one quantity reader in the field's unit ("2,000", "23 ms", "$3.00").
     pub fn opt(&mut self, key: &str, rule: Rule) -> Option<f64> {
         let raw = self.text(key)?;
-        let read = parse_number(raw).and_then(|v| check(v, rule));
+        let unit = self
+            .fields
+            .iter()
+            .find(|f| f.name == key)
+            .map_or("", |f| f.unit);
+        let read = crate::quantity::read_field(raw, unit)
+            .map_err(|e| e.to_string())
+            .and_then(|v| check(v, rule));
         self.accept(key, read)
     }
 

@@ -235,7 +235,7 @@ mod tests {
             "model=deepseek-v3 gpu=h200 tp=8 weight_dtype=fp8 batch=64 context=4096 \
              chunk_tokens=2048 mfu=0.5",
         );
-        let active = crate::core::estimate::models::find("deepseek-v3")
+        let active = crate::estimate::models::find("deepseek-v3")
             .unwrap()
             .spec
             .params()

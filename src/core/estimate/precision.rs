@@ -165,7 +165,7 @@ impl ComputePeak {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::core::estimate::gpus::find;
+    use crate::estimate::gpus::find;
 
     fn peak(gpu: &str, w: Dtype, a: Dtype) -> ComputePeak {
         compute_peak(find(gpu).unwrap(), w, a).unwrap()

@@ -34,6 +34,18 @@ fn clean(v: &Option<String>) -> Option<String> {
 }
 
 impl Profile {
+    /// The model and GPU as catalog ids ("meta-llama/Llama-3.1-8B-Instruct" is
+    /// `llama-3.1-8b`, "H100 SXM 80GB" is `h100-sxm`), so facets, similarity and evidence
+    /// checks see one name per thing; a name the catalog lacks stays as typed, reduced.
+    pub fn with_catalog_ids(self) -> Profile {
+        use crate::method::setup_check::{gpu_identity, model_identity};
+        Profile {
+            model: self.model.as_deref().map(model_identity),
+            gpu: self.gpu.as_deref().map(gpu_identity),
+            ..self
+        }
+    }
+
     /// From an investigation's steps and what the method computed from them.
     pub fn from_records(records: &Records, evaluation: &Evaluation) -> Profile {
         let config = records.reproduce.as_ref();

@@ -131,6 +131,48 @@ impl JournalEntry {
     }
 }
 
+/// The sections a published entry must fill: what was slow, why, what was changed and
+/// what it did. A draft may leave any of them empty.
+pub const REQUIRED_TO_PUBLISH: [(&str, &str); 4] = [
+    ("symptom", "SYMPTOM"),
+    ("diagnosis", "DIAGNOSIS"),
+    ("change", "CHANGE"),
+    ("result", "RESULT"),
+];
+
+impl JournalEntry {
+    /// The checks of an entry being saved: the date always; a published entry (or one
+    /// being published) also needs every section of [`REQUIRED_TO_PUBLISH`], each
+    /// refused by its own name. A draft may be partial.
+    pub fn validate_for(&self, publishing: bool) -> Vec<FieldError> {
+        let mut errors: Vec<FieldError> = self
+            .validate()
+            .into_iter()
+            .filter(|e| e.field == "date")
+            .collect();
+        if publishing {
+            for (field, section) in REQUIRED_TO_PUBLISH {
+                let value = match field {
+                    "symptom" => &self.symptom,
+                    "diagnosis" => &self.diagnosis,
+                    "change" => &self.change,
+                    _ => &self.result,
+                };
+                if value.trim().is_empty() {
+                    errors.push(FieldError::new(
+                        field,
+                        format!(
+                            "{section} is empty: a published entry needs SYMPTOM, DIAGNOSIS, \
+                             CHANGE and RESULT (save it as a draft to finish later)"
+                        ),
+                    ));
+                }
+            }
+        }
+        errors
+    }
+}
+
 /// Several entries as one Markdown document.
 pub fn entries_to_markdown(entries: &[(String, JournalEntry)]) -> String {
     entries
@@ -472,6 +514,32 @@ mod tests {
     use crate::method::metric::{Metric, Percentile, Unit};
     use crate::method::phases::Phase;
     use crate::method::resources::classify;
+
+    #[test]
+    fn publishing_needs_the_four_sections_and_drafts_may_be_partial() {
+        let draft = JournalEntry {
+            date: "2025-03-14".into(),
+            symptom: "p99 ITL 140 ms vs 60 ms".into(),
+            change: "max_num_batched_tokens 2048".into(),
+            ..JournalEntry::default()
+        };
+        assert!(draft.validate_for(false).is_empty());
+        let fields: Vec<String> = draft
+            .validate_for(true)
+            .into_iter()
+            .map(|e| e.field)
+            .collect();
+        assert_eq!(fields, ["diagnosis", "result"]);
+        assert!(draft.validate_for(true)[0]
+            .message
+            .starts_with("DIAGNOSIS is empty"));
+        let bad_date = JournalEntry {
+            date: "soon".into(),
+            ..JournalEntry::default()
+        };
+        assert_eq!(bad_date.validate_for(false)[0].field, "date");
+        assert!(example().validate_for(true).is_empty());
+    }
 
     fn example() -> JournalEntry {
         JournalEntry {

@@ -239,6 +239,105 @@ pub struct MetricForm {
     /// Optional: defaults to the metric's unit; a unit typed after the number
     /// ("3.2 s") is honoured too.
     pub unit: String,
+    /// The person confirmed a target that [`IMPLAUSIBLE_TARGETS`] flags.
+    pub confirm_target: bool,
+}
+
+/// A target at or beyond which a metric's target is almost surely a slip (seconds typed
+/// for milliseconds, a rate for a count): such a target is kept only once confirmed.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct TargetLimit {
+    pub metric: Metric,
+    /// In `unit`; a target ≥ this is asked to be confirmed.
+    pub at_least: f64,
+    pub unit: Unit,
+    /// Why such a target is unlikely.
+    pub why: &'static str,
+}
+
+impl TargetLimit {
+    /// "≥ 1 s", "≥ 1,000,000 tok/s".
+    pub fn threshold(&self) -> String {
+        format!("≥ {}", readable(self.at_least, self.unit))
+    }
+}
+
+/// The table the step-1 page shows beside the form.
+pub const IMPLAUSIBLE_TARGETS: [TargetLimit; 8] = [
+    TargetLimit {
+        metric: Metric::Ttft,
+        at_least: 60_000.0,
+        unit: Unit::Ms,
+        why: "an interactive first token a minute away; usually ms typed as s",
+    },
+    TargetLimit {
+        metric: Metric::Itl,
+        at_least: 1_000.0,
+        unit: Unit::Ms,
+        why: "one token a second is slower than reading; usually ms typed as s",
+    },
+    TargetLimit {
+        metric: Metric::Tpot,
+        at_least: 1_000.0,
+        unit: Unit::Ms,
+        why: "one token a second is slower than reading; usually ms typed as s",
+    },
+    TargetLimit {
+        metric: Metric::E2e,
+        at_least: 1_800_000.0,
+        unit: Unit::Ms,
+        why: "half an hour per request is a batch job, not a latency target",
+    },
+    TargetLimit {
+        metric: Metric::QueueWait,
+        at_least: 600_000.0,
+        unit: Unit::Ms,
+        why: "ten minutes in the queue is a timeout, not a target",
+    },
+    TargetLimit {
+        metric: Metric::Throughput,
+        at_least: 1_000_000.0,
+        unit: Unit::TokPerS,
+        why: "beyond a large cluster's output; check the unit (tok/s vs req/s)",
+    },
+    TargetLimit {
+        metric: Metric::Throughput,
+        at_least: 100_000.0,
+        unit: Unit::ReqPerS,
+        why: "beyond a large cluster's request rate; check the unit",
+    },
+    TargetLimit {
+        metric: Metric::CostPerMillion,
+        at_least: 1_000.0,
+        unit: Unit::Usd,
+        why: "a thousand dollars per million tokens; check the unit",
+    },
+];
+
+/// A value for a sentence, times in s from a second up ("60 s", "140 ms").
+fn readable(value: f64, unit: Unit) -> String {
+    let (value, unit) = match unit {
+        Unit::Ms if value >= 1_000.0 => (value / 1_000.0, Unit::S),
+        _ => (value, unit),
+    };
+    match (value.fract() == 0.0, unit) {
+        (true, Unit::Usd) => format!("${}", format_number(value, 0)),
+        (true, _) => format!("{} {}", format_number(value, 0), unit.slug()),
+        (false, _) => format_value(value, unit),
+    }
+}
+
+impl MetricTarget {
+    /// The row of [`IMPLAUSIBLE_TARGETS`] this target reaches, if any.
+    pub fn implausible(&self) -> Option<&'static TargetLimit> {
+        IMPLAUSIBLE_TARGETS.iter().find(|l| {
+            l.metric == self.metric
+                && self
+                    .unit
+                    .convert(self.target, l.unit)
+                    .is_some_and(|t| t >= l.at_least)
+        })
+    }
 }
 
 impl MetricTarget {
@@ -363,13 +462,28 @@ impl MetricTarget {
             (Some(metric), Some(percentile), Some((observed, unit)), Some((target, _)))
                 if errors.is_empty() =>
             {
-                Ok(MetricTarget {
+                let parsed = MetricTarget {
                     metric,
                     percentile,
                     observed,
                     target,
                     unit,
-                })
+                };
+                match parsed.implausible() {
+                    Some(limit) if !form.confirm_target => Err(vec![FieldError::new(
+                        "target",
+                        format!(
+                            "The {} target of {} is implausible ({} targets {}: {}). Check the \
+                             unit, or confirm the target is right and record again.",
+                            metric.short_label(),
+                            readable(target, unit),
+                            metric.short_label(),
+                            limit.threshold(),
+                            limit.why
+                        ),
+                    )]),
+                    _ => Ok(parsed),
+                }
             }
             _ => Err(errors),
         }
@@ -460,7 +574,32 @@ mod tests {
             observed: observed.into(),
             target: target.into(),
             unit: unit.into(),
+            confirm_target: false,
         }
+    }
+
+    #[test]
+    fn an_implausible_target_is_kept_only_once_confirmed() {
+        let errors = MetricTarget::parse(&form("itl", "p99", "140 ms", "60 s", "")).unwrap_err();
+        assert_eq!(errors[0].field, "target");
+        assert!(
+            errors[0]
+                .message
+                .starts_with("The ITL target of 60 s is implausible (ITL targets ≥ 1 s"),
+            "{}",
+            errors[0].message
+        );
+        let confirmed = MetricTarget::parse(&MetricForm {
+            confirm_target: true,
+            ..form("itl", "p99", "140 ms", "60 s", "")
+        })
+        .unwrap();
+        assert_eq!(confirmed.target, 60_000.0);
+        assert!(MetricTarget::parse(&form("itl", "p99", "140", "60", "")).is_ok());
+        assert!(MetricTarget::parse(&form("ttft", "p95", "90 s", "59 s", "")).is_ok());
+        assert!(MetricTarget::parse(&form("ttft", "p95", "90 s", "60 s", "")).is_err());
+        assert!(MetricTarget::parse(&form("throughput", "p50", "20", "200000", "req/s")).is_err());
+        assert!(MetricTarget::parse(&form("throughput", "p50", "20", "200000", "tok/s")).is_ok());
     }
 
     #[test]

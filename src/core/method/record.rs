@@ -371,6 +371,10 @@ fn parse_metric(pairs: &Pairs) -> Result<MetricTarget, Vec<FieldError>> {
         observed: pairs.text("observed"),
         target: pairs.text("target"),
         unit: pairs.text("unit"),
+        confirm_target: matches!(
+            pairs.text("confirm_target").trim().to_lowercase().as_str(),
+            "on" | "yes" | "true" | "1"
+        ),
     })
 }
 

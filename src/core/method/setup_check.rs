@@ -70,14 +70,16 @@ impl Mismatch {
 }
 
 /// The model a name means: its catalog entry's key, or the name reduced the same way.
-fn model_identity(name: &str) -> String {
+pub fn model_identity(name: &str) -> String {
     match crate::estimate::models::find(name) {
         Some(m) => m.name.to_string(),
         None => spelling::model_key(name),
     }
 }
 
-fn gpu_identity(name: &str) -> String {
+/// The GPU a name means: its catalog id ("H100 SXM 80GB" is `h100-sxm`), or the name
+/// lower-cased.
+pub fn gpu_identity(name: &str) -> String {
     match gpus::find(name) {
         Some(g) => g.name.to_string(),
         None => name.trim().to_lowercase(),

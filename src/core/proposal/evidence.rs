@@ -22,6 +22,8 @@ pub struct Facets {
     pub precision: Option<String>,
 }
 
+use crate::method::setup_check::{gpu_identity, model_identity};
+
 fn norm(s: &str) -> String {
     s.trim().to_lowercase()
 }
@@ -30,18 +32,19 @@ fn norm(s: &str) -> String {
 /// proposal runs 0.6.3"). Empty: current. Unknown facets are not held against it.
 pub fn differences(p: &ProposalInput, e: &Facets) -> Vec<String> {
     let mut out = Vec::new();
-    let mut cmp = |what: &str, theirs: &Option<String>, ours: &str| {
+    let mut cmp = |what: &str, theirs: &Option<String>, ours: &str, same: fn(&str) -> String| {
         if let Some(t) = theirs {
-            if !t.trim().is_empty() && norm(t) != norm(ours) {
+            if !t.trim().is_empty() && same(t) != same(ours) {
                 out.push(format!("{what} {t}, the proposal has {ours}"));
             }
         }
     };
-    cmp("model", &e.model, &p.model_name());
-    cmp("GPU", &e.gpu, &p.gpu_type);
-    cmp("engine", &e.engine, &p.engine);
-    cmp("engine version", &e.engine_version, &p.engine_version);
-    cmp("weight precision", &e.precision, &p.weight_dtype);
+    // Models and GPUs by catalog id: "H100 SXM 80GB" is the proposal's h100-sxm.
+    cmp("model", &e.model, &p.model_name(), model_identity);
+    cmp("GPU", &e.gpu, &p.gpu_type, gpu_identity);
+    cmp("engine", &e.engine, &p.engine, norm);
+    cmp("engine version", &e.engine_version, &p.engine_version, norm);
+    cmp("weight precision", &e.precision, &p.weight_dtype, norm);
     out
 }
 
@@ -113,6 +116,31 @@ pub fn sweep_capacity(
 mod tests {
     use super::super::input::{parse, tests::chat_api};
     use super::*;
+
+    #[test]
+    fn the_same_model_and_gpu_spelled_differently_is_not_stale() {
+        let p = parse(&chat_api()).unwrap();
+        let spelled = Facets {
+            model: Some("meta-llama/Llama-3.1-8B-Instruct".into()),
+            gpu: Some("H100 SXM 80GB".into()),
+            engine: Some("vLLM".into()),
+            engine_version: Some(p.engine_version.clone()),
+            precision: None,
+        };
+        assert!(
+            differences(&p, &spelled).is_empty(),
+            "{:?}",
+            differences(&p, &spelled)
+        );
+        let other = Facets {
+            gpu: Some("A100 80GB".into()),
+            ..spelled
+        };
+        assert_eq!(
+            differences(&p, &other),
+            ["GPU A100 80GB, the proposal has h100-sxm"]
+        );
+    }
 
     #[test]
     fn sweep_capacity_within_both_slos() {

@@ -332,7 +332,11 @@ impl<'a> Reader<'a> {
             self.fail(key, "is required");
             return None;
         };
-        match parse_number(raw) {
+        let unit = FIELDS
+            .iter()
+            .find(|(_, s)| s.name == key)
+            .map_or("", |(_, s)| s.unit);
+        match crate::quantity::read_field(raw, unit).map_err(|e| e.to_string()) {
             Ok(v) => match check(v) {
                 Ok(()) => Some(v),
                 Err(want) => {
@@ -715,7 +719,7 @@ pub fn parse(pairs: &Pairs) -> Result<ProposalInput, Vec<FieldError>> {
         chunked_prefill: chunked_prefill.unwrap_or(true),
         prefix_caching: prefix_caching.unwrap_or(true),
         gpu_memory_utilization: util.unwrap_or(0.92),
-        mfu: mfu.unwrap_or(crate::core::estimate::defaults::MFU.value),
+        mfu: mfu.unwrap_or(crate::estimate::defaults::MFU.value),
         arrival_rate: arrival_rate.unwrap_or(1.0),
         prompt_tokens_mean: prompt_mean.unwrap_or(1),
         prompt_tokens_p95: prompt_p95.unwrap_or(1),

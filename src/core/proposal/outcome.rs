@@ -7,7 +7,6 @@ use serde::{Deserialize, Serialize};
 
 use super::input::Pairs;
 use super::sizing::Sizing;
-use crate::estimate::parse_number;
 use crate::FieldError;
 
 /// The figures a rollout can be scored on: key, label, unit, the estimator behind it.
@@ -48,7 +47,8 @@ pub fn parse_observed(pairs: &Pairs) -> Result<Observed, Vec<FieldError>> {
             ));
             continue;
         }
-        match parse_number(raw) {
+        let unit = FIGURES.iter().find(|f| f.0 == k).map_or("", |f| f.2);
+        match crate::quantity::read_field(raw, unit).map_err(|e| e.to_string()) {
             Ok(v) if v > 0.0 => {
                 out.insert(k.clone(), v);
             }
