@@ -1204,3 +1204,95 @@ async fn models_and_gpus_are_one_catalog_id_whatever_the_spelling() {
     let why = v["similar"][0]["why"].as_str().unwrap();
     assert!(why.contains("model 1.00, GPU 1.00"), "{why}");
 }
+
+#[tokio::test]
+async fn repeat_tail_symptoms_are_found_through_the_thesaurus_and_partial_matches() {
+    let (mut app, token) = admin().await;
+    entry(
+        &mut app,
+        "Chunked prefill stalls decode on chat-api",
+        &[
+            (
+                "symptom",
+                "p99 inter-token latency 140 ms against a 60 ms SLO on chat-api since Tuesday's deploy",
+            ),
+            (
+                "diagnosis",
+                "22k-token prompts arrive every 5 s; their 8192-token prefill chunks stall the decode steps around them",
+            ),
+            ("change", "max_num_batched_tokens 2048"),
+            ("result", "p99 inter-token latency 55 ms"),
+        ],
+    )
+    .await;
+    entry(
+        &mut app,
+        "Prompts queue behind a slow tokenizer",
+        &[("symptom", "TTFT grows with long prompts")],
+    )
+    .await;
+    entry(
+        &mut app,
+        "Throughput after the driver update",
+        &[("symptom", "throughput dropped after the driver update")],
+    )
+    .await;
+
+    // ITL = inter-token latency, spike ≈ p99: every word matches through the thesaurus.
+    let v = search(&mut app, &token, "q=ITL+spikes").await;
+    assert_eq!(
+        titles(&v),
+        ["Chunked prefill stalls decode on chat-api"],
+        "{v}"
+    );
+    assert_eq!(v["partial"], false);
+    let used: Vec<&str> = v["synonyms"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| s["word"].as_str().unwrap())
+        .collect();
+    assert_eq!(used, ["ITL", "spikes"], "{v}");
+    assert!(
+        v["results"][0]["snippet"]
+            .as_str()
+            .unwrap()
+            .contains("<mark>latency</mark>"),
+        "{v}"
+    );
+
+    // No entry has all five words ("long" is missing from the case): the best partial
+    // matches, the ITL case first with four of five words.
+    let v = search(&mut app, &token, "q=p99+ITL+spikes+long+prompts").await;
+    assert_eq!(v["partial"], true, "{v}");
+    assert_eq!(v["words"], json!(["p99", "ITL", "spikes", "long", "prompts"]));
+    assert_eq!(
+        titles(&v),
+        [
+            "Chunked prefill stalls decode on chat-api",
+            "Prompts queue behind a slow tokenizer"
+        ],
+        "{v}"
+    );
+    assert_eq!(v["total"], 2);
+    assert_eq!(
+        v["results"][0]["matched_words"],
+        json!(["p99", "ITL", "spikes", "prompts"])
+    );
+    assert_eq!(v["results"][1]["matched_words"], json!(["long", "prompts"]));
+    // The page says so, and which words each result matches.
+    let page = app.get("/search?q=p99+ITL+spikes+long+prompts").await;
+    assert_eq!(page.select(".partial-note").len(), 1, "{}", page.body);
+    assert_eq!(
+        page.select(".search-result:first-child .matched-word"),
+        ["p99", "ITL", "spikes", "prompts"]
+    );
+    // A query whose words all match is not partial, and words matching nothing at all
+    // still find nothing.
+    let v = search(&mut app, &token, "q=long+prompts").await;
+    assert_eq!(v["partial"], false);
+    assert_eq!(titles(&v), ["Prompts queue behind a slow tokenizer"]);
+    let v = search(&mut app, &token, "q=zzzzqqq+xxxyyyk").await;
+    assert_eq!(v["total"], 0);
+    assert_eq!(v["partial"], false);
+}

@@ -29,6 +29,18 @@ pub struct SearchResult {
     pub snippet: String,
     /// Full-text rank (title, symptom and diagnosis weigh most); 0 without a query.
     pub score: f32,
+    /// In a partial answer (`partial: true`), the query's words this result matches
+    /// (a thesaurus phrase such as "time to first token" counts as one word); empty
+    /// otherwise.
+    pub matched_words: Vec<String>,
+}
+
+#[derive(Serialize, ToSchema)]
+pub struct SynonymsUsed {
+    /// The word or phrase as typed.
+    pub word: String,
+    /// The thesaurus terms searched for it as well.
+    pub also: Vec<String>,
 }
 
 #[derive(Serialize, ToSchema)]
@@ -48,6 +60,14 @@ pub struct SearchResponse {
     pub facets: BTreeMap<String, Vec<FacetValue>>,
     /// Set when the words matched nothing and a corrected spelling was searched.
     pub corrected: Option<String>,
+    /// True when no document matches every word: the results are the best partial
+    /// matches, ranked by how many of `words` they match (each result's
+    /// `matched_words`), then by score.
+    pub partial: bool,
+    /// The words a partial answer counts (empty when `partial` is false).
+    pub words: Vec<String>,
+    /// Words the thesaurus widened (`GET /search/synonyms`).
+    pub synonyms: Vec<SynonymsUsed>,
     /// Changes saved but not yet indexed (they appear within a second or two).
     pub pending_changes: i64,
     /// The next page of the same search (`null` on the last page).
@@ -90,6 +110,7 @@ pub async fn search_documents(
                 date: h.date.to_string(),
                 snippet: h.snippet_html.clone(),
                 score: h.score,
+                matched_words: h.matched_words.clone(),
             })
             .collect(),
         total: outcome.total,
@@ -110,6 +131,16 @@ pub async fn search_documents(
             })
             .collect(),
         corrected: outcome.corrected.clone(),
+        partial: outcome.partial,
+        words: outcome.words.clone(),
+        synonyms: outcome
+            .synonyms
+            .iter()
+            .map(|(word, also)| SynonymsUsed {
+                word: word.clone(),
+                also: also.clone(),
+            })
+            .collect(),
         pending_changes: pending,
         next: (query.page * PAGE_SIZE < outcome.total && query.page < 500)
             .then(|| format!("/api/v1{}", query.href_page(query.page + 1))),

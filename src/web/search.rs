@@ -58,6 +58,11 @@ struct ResultsView {
     total: i64,
     facets: Vec<FacetView>,
     corrected: Option<String>,
+    /// No result has every word: these are the best partial matches over `words`.
+    partial: bool,
+    words: Vec<String>,
+    /// Words the thesaurus widened, with the other terms searched for each.
+    synonyms: Vec<(String, Vec<String>)>,
     /// Changes saved but not yet in the index (the background indexer is on them).
     pending: i64,
     errors: Vec<FieldError>,
@@ -123,6 +128,9 @@ async fn search_page(
                 results: outcome.results.clone(),
                 total: outcome.total,
                 corrected: outcome.corrected.clone(),
+                partial: outcome.partial,
+                words: outcome.words.clone(),
+                synonyms: outcome.synonyms.clone(),
                 pending,
                 facets,
                 errors: Vec::new(),
@@ -144,6 +152,9 @@ async fn search_page(
             total: 0,
             facets: Vec::new(),
             corrected: None,
+            partial: false,
+            words: Vec::new(),
+            synonyms: Vec::new(),
             pending: 0,
             errors,
             prev: None,
