@@ -1179,11 +1179,13 @@ mod tests {
             limit: 20,
             ..Request::default()
         });
-        // 1 and 2 match prefix and cach (1 in its title: first); 4 prefix and decod; 3 decod.
-        assert_eq!(ids(&a), [1, 2, 4, 3]);
+        // 1, 2 and 4 match two parts each (1 in its title, 4 in class C, 2 in notes),
+        // 3 one.
+        assert_eq!(ids(&a), [1, 4, 2, 3]);
         assert_eq!(a.total, 4);
         assert_eq!(a.page[0].matched, 0b011);
-        assert_eq!(a.page[2].matched, 0b101);
+        assert_eq!(a.page[1].matched, 0b101);
+        assert_eq!(a.page[2].matched, 0b011);
         assert_eq!(a.page[3].matched, 0b100);
         // A condition kept whole: not cach.
         let not_cach = parse("!'cach'").unwrap().unwrap();

@@ -10,10 +10,57 @@
 use std::collections::{HashMap, HashSet};
 
 use super::tsquery::{self, Node};
+use crate::core::FieldError;
 
 /// Terms in a group, at most; characters in a term, at most.
 pub const MAX_TERMS: usize = 12;
 pub const MAX_TERM_CHARS: usize = 60;
+
+/// A group's terms as entered, tidied (spaces collapsed) and checked: 2 to
+/// [`MAX_TERMS`] terms, each with a letter or digit, at most [`MAX_TERM_CHARS`]
+/// characters, no commas (the page lists terms separated by commas), none repeated
+/// (ignoring case). Errors name `terms` or `terms[i]` (counted from 0).
+pub fn check_terms(terms: &[String]) -> Result<Vec<String>, Vec<FieldError>> {
+    let mut errors = Vec::new();
+    let tidy: Vec<String> = terms
+        .iter()
+        .map(|t| t.split_whitespace().collect::<Vec<_>>().join(" "))
+        .collect();
+    if !(2..=MAX_TERMS).contains(&tidy.len()) {
+        errors.push(FieldError::new(
+            "terms",
+            format!(
+                "a group needs 2 to {MAX_TERMS} terms (words or phrases that mean the same); {} given",
+                tidy.len()
+            ),
+        ));
+    }
+    for (i, term) in tidy.iter().enumerate() {
+        let field = format!("terms[{i}]");
+        let problem = if term.is_empty() {
+            Some("an empty term".to_string())
+        } else if term.chars().count() > MAX_TERM_CHARS {
+            Some(format!("at most {MAX_TERM_CHARS} characters"))
+        } else if term.contains(',') {
+            Some("no commas in a term (each term is a word or a phrase)".to_string())
+        } else if !term.chars().any(char::is_alphanumeric) {
+            Some("a term needs a letter or a digit".to_string())
+        } else {
+            tidy[..i]
+                .iter()
+                .position(|t| t.to_lowercase() == term.to_lowercase())
+                .map(|j| format!("\"{term}\" repeats terms[{j}]"))
+        };
+        if let Some(message) = problem {
+            errors.push(FieldError::new(field, message));
+        }
+    }
+    if errors.is_empty() {
+        Ok(tidy)
+    } else {
+        Err(errors)
+    }
+}
 
 /// One term of a group: its text, its reading and the lexemes of that reading in order.
 #[derive(Debug, Clone)]
@@ -309,6 +356,26 @@ mod tests {
             ),
             (4, "TTFT".into(), "'ttft'".into()),
         ])
+    }
+
+    #[test]
+    fn groups_are_checked_naming_the_term() {
+        let terms = |t: &[&str]| t.iter().map(|s| s.to_string()).collect::<Vec<_>>();
+        assert_eq!(
+            check_terms(&terms(&["  KV ", "KV   cache"])).unwrap(),
+            ["KV", "KV cache"]
+        );
+        let fields = |t: &[&str]| -> Vec<String> {
+            check_terms(&terms(t))
+                .unwrap_err()
+                .into_iter()
+                .map(|e| e.field)
+                .collect()
+        };
+        assert_eq!(fields(&["ITL"]), ["terms"]);
+        assert_eq!(fields(&["ITL", " "]), ["terms[1]"]);
+        assert_eq!(fields(&["ITL", "a, b", "--", "itl"]), ["terms[1]", "terms[2]", "terms[3]"]);
+        assert_eq!(fields(&["x", &"y".repeat(61)]), ["terms[1]"]);
     }
 
     fn read(text: &str) -> Node {
