@@ -1265,7 +1265,10 @@ async fn repeat_tail_symptoms_are_found_through_the_thesaurus_and_partial_matche
     // matches, the ITL case first with four of five words.
     let v = search(&mut app, &token, "q=p99+ITL+spikes+long+prompts").await;
     assert_eq!(v["partial"], true, "{v}");
-    assert_eq!(v["words"], json!(["p99", "ITL", "spikes", "long", "prompts"]));
+    assert_eq!(
+        v["words"],
+        json!(["p99", "ITL", "spikes", "long", "prompts"])
+    );
     assert_eq!(
         titles(&v),
         [
@@ -1312,7 +1315,10 @@ async fn admins_extend_the_thesaurus_on_the_page_and_through_the_api() {
     entry(
         &mut app,
         "Requests swapped out under memory pressure",
-        &[("symptom", "p95 e2e latency doubled; requests swapped out every minute")],
+        &[(
+            "symptom",
+            "p95 e2e latency doubled; requests swapped out every minute",
+        )],
     )
     .await;
     assert_eq!(search(&mut app, &token, "q=preemption").await["total"], 0);
@@ -1325,12 +1331,19 @@ async fn admins_extend_the_thesaurus_on_the_page_and_through_the_api() {
         .await;
     assert_eq!(r.status, StatusCode::OK, "{}", r.body);
     let shipped: Vec<Value> = r.json()["items"].as_array().unwrap().clone();
-    assert!(shipped.iter().any(|g| g["terms"] == json!(["TTFT", "time to first token"])));
+    assert!(shipped
+        .iter()
+        .any(|g| g["terms"] == json!(["TTFT", "time to first token"])));
 
     // Only admins change it.
     let group = json!({"terms": ["preemption", "swapped out"]});
     let r = app
-        .api("POST", "/api/v1/search/synonyms", &viewer, Some(group.clone()))
+        .api(
+            "POST",
+            "/api/v1/search/synonyms",
+            &viewer,
+            Some(group.clone()),
+        )
         .await;
     assert_eq!(r.status, StatusCode::FORBIDDEN, "{}", r.body);
     // Bad input names the field.
@@ -1343,9 +1356,19 @@ async fn admins_extend_the_thesaurus_on_the_page_and_through_the_api() {
         (json!({"terms": ["preemption", "Preemption"]}), "terms[1]"),
     ] {
         let r = app
-            .api("POST", "/api/v1/search/synonyms", &token, Some(body.clone()))
+            .api(
+                "POST",
+                "/api/v1/search/synonyms",
+                &token,
+                Some(body.clone()),
+            )
             .await;
-        assert_eq!(r.status, StatusCode::UNPROCESSABLE_ENTITY, "{body}: {}", r.body);
+        assert_eq!(
+            r.status,
+            StatusCode::UNPROCESSABLE_ENTITY,
+            "{body}: {}",
+            r.body
+        );
         assert_eq!(error_fields(&r.json()), [field], "{body}");
     }
     let r = app
@@ -1394,11 +1417,21 @@ async fn admins_extend_the_thesaurus_on_the_page_and_through_the_api() {
         .await;
     assert_eq!(r.status, StatusCode::NOT_FOUND);
     let r = app
-        .api("DELETE", &format!("/api/v1/search/synonyms/{id}"), &viewer, None)
+        .api(
+            "DELETE",
+            &format!("/api/v1/search/synonyms/{id}"),
+            &viewer,
+            None,
+        )
         .await;
     assert_eq!(r.status, StatusCode::FORBIDDEN);
     let r = app
-        .api("DELETE", &format!("/api/v1/search/synonyms/{id}"), &token, None)
+        .api(
+            "DELETE",
+            &format!("/api/v1/search/synonyms/{id}"),
+            &token,
+            None,
+        )
         .await;
     assert_eq!(r.status, StatusCode::NO_CONTENT);
 
@@ -1410,10 +1443,7 @@ async fn admins_extend_the_thesaurus_on_the_page_and_through_the_api() {
         .post_form("/admin/thesaurus", &[("terms", "preemption, of the")])
         .await;
     assert_eq!(r.status, StatusCode::UNPROCESSABLE_ENTITY);
-    assert_eq!(
-        r.select_attr(".form-errors li", "data-field"),
-        ["terms[1]"]
-    );
+    assert_eq!(r.select_attr(".form-errors li", "data-field"), ["terms[1]"]);
     let r = app
         .post_form("/admin/thesaurus", &[("terms", "preemption, swapped out")])
         .await;

@@ -457,8 +457,9 @@ impl Searcher {
             }
             (best, query_now, reading_now) = ((outcome, fresh, pending), retry, reading);
         }
-        let (mut partial, fresh, pending) =
-            self.run(pool, &query_now, reading_now, Mode::Partial).await?;
+        let (mut partial, fresh, pending) = self
+            .run(pool, &query_now, reading_now, Mode::Partial)
+            .await?;
         if partial.total > 0 {
             partial.corrected = best.0.corrected.clone();
             return Ok((partial, fresh, pending));
@@ -522,7 +523,10 @@ impl Searcher {
                     let any_of = counted.iter().map(|p| p.node.clone()).collect();
                     (required, any_of)
                 } else {
-                    (thesaurus::and_all(parts.iter().map(|p| p.node.clone())), Vec::new())
+                    (
+                        thesaurus::and_all(parts.iter().map(|p| p.node.clone())),
+                        Vec::new(),
+                    )
                 };
                 let answer = index.search(&Request {
                     text: text.as_ref(),
@@ -559,7 +563,9 @@ impl Searcher {
                     .map(|t| t.iter().map(String::as_str).collect());
                 let counted: Vec<&Part> = parts.iter().filter(|p| !p.negated).collect();
                 let partial = answer.page.iter().any(|f| f.matched != 0);
-                let mut results = self.hits(pool, texts, term_refs.as_deref(), &answer).await?;
+                let mut results = self
+                    .hits(pool, texts, term_refs.as_deref(), &answer)
+                    .await?;
                 if partial {
                     for hit in &mut results {
                         let matched = answer

@@ -8,8 +8,8 @@ use axum::http::StatusCode;
 use axum::response::{IntoResponse, Redirect, Response};
 use axum::routing::{get, post};
 use axum::{Form, Router};
-use serde::Deserialize;
 use axum_htmx::{HxHistoryRestoreRequest, HxRequest};
+use serde::Deserialize;
 
 use super::{render, FormErrors, PageCtx};
 use crate::auth::{CurrentUser, Role};
@@ -115,7 +115,9 @@ async fn save_group(
     me.require(Role::Admin)?;
     match thesaurus::update(&state.pool, id, &form.terms(), me.0.id).await {
         Ok(true) => Ok(Redirect::to("/admin/thesaurus").into_response()),
-        Ok(false) => Err(AppError::not_found(format!("there is no synonym group {id}"))),
+        Ok(false) => Err(AppError::not_found(format!(
+            "there is no synonym group {id}"
+        ))),
         Err(AppError::Invalid(errors)) => {
             render_thesaurus(&state, ctx, errors, id.to_string(), form.terms).await
         }
@@ -130,7 +132,9 @@ async fn remove_group(
 ) -> Result<Redirect> {
     me.require(Role::Admin)?;
     if !thesaurus::delete(&state.pool, id).await? {
-        return Err(AppError::not_found(format!("there is no synonym group {id}")));
+        return Err(AppError::not_found(format!(
+            "there is no synonym group {id}"
+        )));
     }
     Ok(Redirect::to("/admin/thesaurus"))
 }

@@ -679,8 +679,7 @@ impl Index {
         let total = slots.len() as i64;
         let mut page = self.ranked_page(request, slots, &scores, &counts);
         for found in &mut page {
-            if let Some(&slot) = self
-                .dictionaries[0]
+            if let Some(&slot) = self.dictionaries[0]
                 .codes
                 .get(&found.kind)
                 .and_then(|&kind| self.slot_of.get(&(kind, found.source_id)))

@@ -374,7 +374,10 @@ mod tests {
         };
         assert_eq!(fields(&["ITL"]), ["terms"]);
         assert_eq!(fields(&["ITL", " "]), ["terms[1]"]);
-        assert_eq!(fields(&["ITL", "a, b", "--", "itl"]), ["terms[1]", "terms[2]", "terms[3]"]);
+        assert_eq!(
+            fields(&["ITL", "a, b", "--", "itl"]),
+            ["terms[1]", "terms[2]", "terms[3]"]
+        );
         assert_eq!(fields(&["x", &"y".repeat(61)]), ["terms[1]"]);
     }
 
