@@ -219,8 +219,8 @@ impl Thesaurus {
             // The longest run of plain operands from `i` that is a thesaurus term.
             let mut found: Option<(usize, &[(usize, usize)])> = None;
             let mut joined: Vec<String> = Vec::new();
-            for j in i..items.len() {
-                let Some(seq) = &seqs[j] else { break };
+            for (j, seq) in seqs.iter().enumerate().skip(i) {
+                let Some(seq) = seq else { break };
                 joined.extend(seq.iter().cloned());
                 if joined.len() > self.longest {
                     break;
