@@ -122,6 +122,8 @@ pub fn router() -> OpenApiRouter<AppState> {
         .routes(routes!(journal::list_entries, journal::create_entry))
         .routes(routes!(journal::get_entry, journal::put_entry))
         .routes(routes!(search::search_documents))
+        .routes(routes!(search::list_synonyms, search::create_synonyms))
+        .routes(routes!(search::put_synonyms, search::delete_synonyms))
         .routes(routes!(search::similar_investigations))
 }
 

@@ -4,12 +4,15 @@
 use std::collections::BTreeMap;
 
 use crate::extract::Path;
+use axum::body::Bytes;
 use axum::extract::{RawQuery, State};
+use axum::http::StatusCode;
 use axum::Json;
+use chrono::{DateTime, Utc};
 use serde::Serialize;
 use utoipa::ToSchema;
 
-use crate::auth::ApiUser;
+use crate::auth::{ApiUser, Role};
 use crate::core::memory::query::PAGE_SIZE;
 use crate::error::{ApiResult, AppError, ErrorBody};
 use crate::search;
@@ -29,6 +32,18 @@ pub struct SearchResult {
     pub snippet: String,
     /// Full-text rank (title, symptom and diagnosis weigh most); 0 without a query.
     pub score: f32,
+    /// In a partial answer (`partial: true`), the query's words this result matches
+    /// (a thesaurus phrase such as "time to first token" counts as one word); empty
+    /// otherwise.
+    pub matched_words: Vec<String>,
+}
+
+#[derive(Serialize, ToSchema)]
+pub struct SynonymsUsed {
+    /// The word or phrase as typed.
+    pub word: String,
+    /// The thesaurus terms searched for it as well.
+    pub also: Vec<String>,
 }
 
 #[derive(Serialize, ToSchema)]
@@ -48,6 +63,14 @@ pub struct SearchResponse {
     pub facets: BTreeMap<String, Vec<FacetValue>>,
     /// Set when the words matched nothing and a corrected spelling was searched.
     pub corrected: Option<String>,
+    /// True when no document matches every word: the results are the best partial
+    /// matches, ranked by how many of `words` they match (each result's
+    /// `matched_words`), then by score.
+    pub partial: bool,
+    /// The words a partial answer counts (empty when `partial` is false).
+    pub words: Vec<String>,
+    /// Words the thesaurus widened (`GET /search/synonyms`).
+    pub synonyms: Vec<SynonymsUsed>,
     /// Changes saved but not yet indexed (they appear within a second or two).
     pub pending_changes: i64,
     /// The next page of the same search (`null` on the last page).
@@ -90,6 +113,7 @@ pub async fn search_documents(
                 date: h.date.to_string(),
                 snippet: h.snippet_html.clone(),
                 score: h.score,
+                matched_words: h.matched_words.clone(),
             })
             .collect(),
         total: outcome.total,
@@ -110,6 +134,16 @@ pub async fn search_documents(
             })
             .collect(),
         corrected: outcome.corrected.clone(),
+        partial: outcome.partial,
+        words: outcome.words.clone(),
+        synonyms: outcome
+            .synonyms
+            .iter()
+            .map(|(word, also)| SynonymsUsed {
+                word: word.clone(),
+                also: also.clone(),
+            })
+            .collect(),
         pending_changes: pending,
         next: (query.page * PAGE_SIZE < outcome.total && query.page < 500)
             .then(|| format!("/api/v1{}", query.href_page(query.page + 1))),
@@ -171,4 +205,133 @@ pub async fn similar_investigations(
             })
             .collect(),
     }))
+}
+
+#[derive(Serialize, ToSchema)]
+pub struct SynonymGroup {
+    pub id: i64,
+    /// Words and phrases a search treats as one ("ITL", "inter-token latency", "TPOT").
+    pub terms: Vec<String>,
+    pub updated_at: DateTime<Utc>,
+    /// Who last changed the group (`null` for the groups the app ships with).
+    pub updated_by: Option<String>,
+}
+
+#[derive(Serialize, ToSchema)]
+pub struct SynonymList {
+    pub items: Vec<SynonymGroup>,
+}
+
+/// A group's terms (the body of POST and PUT; read by [`SynonymInput::read`]).
+#[derive(ToSchema)]
+#[allow(dead_code)]
+pub struct SynonymInput {
+    /// 2–12 words or phrases (each at most 60 characters, no commas).
+    pub terms: Vec<String>,
+}
+
+impl SynonymInput {
+    /// The body's `terms`; anything but a list of strings is a 422 naming `terms`.
+    fn read(body: &[u8]) -> Result<Vec<String>, AppError> {
+        let value = crate::api::json_body(body)?;
+        let terms = value
+            .get("terms")
+            .ok_or_else(|| AppError::field("terms", "a list of words or phrases is required"))?;
+        serde_json::from_value::<Vec<String>>(terms.clone())
+            .map_err(|_| AppError::field("terms", "a list of strings (words or phrases)"))
+    }
+}
+
+fn group_json(g: search::thesaurus::Group) -> SynonymGroup {
+    SynonymGroup {
+        id: g.id,
+        terms: g.terms,
+        updated_at: g.updated_at,
+        updated_by: g.updated_by,
+    }
+}
+
+async fn group(state: &AppState, id: i64) -> Result<SynonymGroup, AppError> {
+    search::thesaurus::list(&state.pool)
+        .await?
+        .into_iter()
+        .find(|g| g.id == id)
+        .map(group_json)
+        .ok_or_else(|| AppError::not_found(format!("there is no synonym group {id}")))
+}
+
+/// The search thesaurus: groups of words and phrases a search treats as the same
+/// ("ITL" also searches "inter-token latency" and "TPOT"). Anyone signed in may read it.
+#[utoipa::path(get, path = "/search/synonyms", tag = "search",
+    responses((status = 200, body = SynonymList)))]
+pub async fn list_synonyms(
+    State(state): State<AppState>,
+    _me: ApiUser,
+) -> ApiResult<Json<SynonymList>> {
+    let items = search::thesaurus::list(&state.pool)
+        .await?
+        .into_iter()
+        .map(group_json)
+        .collect();
+    Ok(Json(SynonymList { items }))
+}
+
+/// Adds a group to the thesaurus (admins). The next search uses it.
+#[utoipa::path(post, path = "/search/synonyms", tag = "search",
+    request_body(content = SynonymInput, description = "{\"terms\": [\"preemption\", \"swapped out\"]}"),
+    responses(
+        (status = 201, body = SynonymGroup),
+        (status = 403, body = ErrorBody),
+        (status = 422, body = ErrorBody)))]
+pub async fn create_synonyms(
+    State(state): State<AppState>,
+    me: ApiUser,
+    body: Bytes,
+) -> ApiResult<(StatusCode, Json<SynonymGroup>)> {
+    me.require(Role::Admin)?;
+    let terms = SynonymInput::read(&body)?;
+    let id = search::thesaurus::create(&state.pool, &terms, me.0.id).await?;
+    Ok((StatusCode::CREATED, Json(group(&state, id).await?)))
+}
+
+/// Replaces a group's terms (admins).
+#[utoipa::path(put, path = "/search/synonyms/{id}", tag = "search",
+    params(("id" = i64, Path, description = "group id")),
+    request_body(content = SynonymInput, description = "{\"terms\": [\"OOM\", \"out of memory\", \"CUDA out of memory\"]}"),
+    responses(
+        (status = 200, body = SynonymGroup),
+        (status = 403, body = ErrorBody),
+        (status = 404, body = ErrorBody),
+        (status = 422, body = ErrorBody)))]
+pub async fn put_synonyms(
+    State(state): State<AppState>,
+    me: ApiUser,
+    Path(id): Path<i64>,
+    body: Bytes,
+) -> ApiResult<Json<SynonymGroup>> {
+    me.require(Role::Admin)?;
+    let terms = SynonymInput::read(&body)?;
+    if !search::thesaurus::update(&state.pool, id, &terms, me.0.id).await? {
+        return Err(AppError::not_found(format!("there is no synonym group {id}")).into());
+    }
+    Ok(Json(group(&state, id).await?))
+}
+
+/// Removes a group from the thesaurus (admins).
+#[utoipa::path(delete, path = "/search/synonyms/{id}", tag = "search",
+    params(("id" = i64, Path, description = "group id")),
+    responses(
+        (status = 204),
+        (status = 403, body = ErrorBody),
+        (status = 404, body = ErrorBody)))]
+pub async fn delete_synonyms(
+    State(state): State<AppState>,
+    me: ApiUser,
+    Path(id): Path<i64>,
+) -> ApiResult<StatusCode> {
+    me.require(Role::Admin)?;
+    if !search::thesaurus::delete(&state.pool, id).await? {
+        return Err(AppError::not_found(format!("there is no synonym group {id}")).into());
+    }
+    Ok(StatusCode::NO_CONTENT)
 }

@@ -14,9 +14,10 @@ use futures::TryStreamExt;
 use serde::Serialize;
 use sqlx::PgPool;
 
-use crate::core::memory::index::{Answer, DocInput, Index, IndexBuilder, Request};
+use crate::core::memory::index::{self, Answer, DocInput, Index, IndexBuilder, Request};
 use crate::core::memory::query::{SearchQuery, PAGE_SIZE};
 use crate::core::memory::snippet::{self, START, STOP};
+use crate::core::memory::thesaurus::{self, Part, Thesaurus};
 use crate::core::memory::tsquery;
 
 /// One result, its snippet already safe HTML (escaped text, `<mark>` around matches).
@@ -30,6 +31,8 @@ pub struct Hit {
     pub score: f32,
     #[serde(rename = "snippet")]
     pub snippet_html: String,
+    /// In a partial answer, the query's words (or phrases) this result matches.
+    pub matched_words: Vec<String>,
 }
 
 /// A facet value and how many results have it.
@@ -39,7 +42,7 @@ pub struct FacetCount {
     pub count: i64,
 }
 
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Default, Serialize)]
 pub struct SearchOutcome {
     pub results: Vec<Hit>,
     pub total: i64,
@@ -47,6 +50,29 @@ pub struct SearchOutcome {
     pub facets: Vec<(&'static str, Vec<FacetCount>)>,
     /// The query actually run when the words as typed matched nothing.
     pub corrected: Option<String>,
+    /// True when no document matched every word and these are the best partial
+    /// matches, ranked by how many of the query's words they match.
+    pub partial: bool,
+    /// The query's words (a thesaurus phrase counts as one), as a partial answer counts
+    /// them; empty otherwise.
+    pub words: Vec<String>,
+    /// Query words the thesaurus widened: (the word as typed, the other terms searched).
+    pub synonyms: Vec<(String, Vec<String>)>,
+}
+
+/// How a query's words are searched: all of them, or the best partial matches.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Mode {
+    All,
+    Partial,
+}
+
+/// PostgreSQL's reading of a query: the tsquery text and, for a query of plain words,
+/// each word as typed with whether it was kept (stop words are not).
+#[derive(Debug, Clone)]
+struct Reading {
+    text: String,
+    typed: Option<Vec<(String, bool)>>,
 }
 
 /// Which state of the documents: the instance's epoch (a random number each database
@@ -78,6 +104,9 @@ pub struct Searcher {
     known_words: Mutex<HashSet<String>>,
     /// Documents rebuilt since the queue was last vacuumed.
     since_vacuum: AtomicUsize,
+    /// The thesaurus (`search_synonyms`), read again whenever the index loads a change
+    /// (a thesaurus edit advances the generation).
+    thesaurus: RwLock<Arc<Thesaurus>>,
 }
 
 const CACHED_ANSWERS: usize = 1024;
@@ -97,6 +126,7 @@ impl Default for Searcher {
             readings: Mutex::new(HashMap::new()),
             known_words: Mutex::new(HashSet::new()),
             since_vacuum: AtomicUsize::new(0),
+            thesaurus: RwLock::new(Arc::new(Thesaurus::default())),
         }
     }
 }
@@ -233,6 +263,14 @@ impl Searcher {
         if have == Some(now) {
             return tx.commit().await;
         }
+        let synonyms: Vec<(i64, String, String)> = sqlx::query_as(
+            "SELECT s.id, t.term, phraseto_tsquery('english', t.term)::text \
+             FROM search_synonyms s CROSS JOIN LATERAL unnest(s.terms) WITH ORDINALITY AS t(term, n) \
+             ORDER BY s.id, t.n",
+        )
+        .fetch_all(&mut *tx)
+        .await?;
+        let fresh_thesaurus = Arc::new(Thesaurus::new(synonyms));
         // Everything, the first time or when the documents are not a later state of
         // the ones held (another instance's backup, or an older one restored).
         let full = match have {
@@ -276,6 +314,7 @@ impl Searcher {
                 .await
                 .map_err(|e| index_error(e.to_string()))?;
             *self.index.write().expect("search index lock") = fresh;
+            *self.thesaurus.write().expect("thesaurus lock") = fresh_thesaurus;
         } else {
             let docs: Vec<DocRow> = sqlx::query_as(&sql).bind(since).fetch_all(&mut *tx).await?;
             let removed: Vec<(String, i64)> =
@@ -295,6 +334,7 @@ impl Searcher {
             .await
             .map_err(|e| index_error(e.to_string()))?
             .map_err(index_error)?;
+            *self.thesaurus.write().expect("thesaurus lock") = fresh_thesaurus;
         }
         *self.synced.lock().expect("search stamp lock") = Some(now);
         Ok(())
@@ -315,6 +355,11 @@ impl Searcher {
     /// word's reading is remembered (see [`tsquery::plain_words`]), so a new combination of
     /// known words costs no round trip; any other query is read whole.
     pub async fn reading(&self, pool: &PgPool, q: &str) -> sqlx::Result<Option<String>> {
+        Ok(self.read_query(pool, q).await?.map(|r| r.text))
+    }
+
+    /// [`Searcher::reading`] with, for a query of plain words, which words were kept.
+    async fn read_query(&self, pool: &PgPool, q: &str) -> sqlx::Result<Option<Reading>> {
         if q.is_empty() {
             return Ok(None);
         }
@@ -324,15 +369,25 @@ impl Searcher {
                 .iter()
                 .map(|w| known.get(w).map(String::as_str))
                 .collect();
-            if let Some(joined) = readings.and_then(tsquery::join_readings) {
-                return Ok(Some(joined));
+            if let Some(readings) = readings {
+                if let Some(text) = tsquery::join_readings(readings.iter().copied()) {
+                    let typed = q
+                        .split_whitespace()
+                        .zip(&readings)
+                        .map(|(w, r)| (w.to_string(), !r.is_empty()))
+                        .collect();
+                    return Ok(Some(Reading {
+                        text,
+                        typed: Some(typed),
+                    }));
+                }
             }
         }
         let (text,): (String,) = sqlx::query_as("SELECT websearch_to_tsquery('english', $1)::text")
             .bind(q)
             .fetch_one(pool)
             .await?;
-        Ok(Some(text))
+        Ok(Some(Reading { text, typed: None }))
     }
 
     /// The search, answered from the cache when nothing changed since the same query
@@ -379,21 +434,44 @@ impl Searcher {
         pool: &PgPool,
         query: &SearchQuery,
     ) -> sqlx::Result<(SearchOutcome, Option<Stamp>, i64)> {
-        let tsquery = self.reading(pool, &query.q).await?;
-        let first = self.run(pool, query, tsquery).await?;
-        if first.0.total == 0 && !query.q.is_empty() {
-            if let Some(corrected) = correct(pool, &self.known_words, &query.q).await? {
-                let retry = SearchQuery {
-                    q: corrected.clone(),
-                    ..query.clone()
-                };
-                let tsquery = self.reading(pool, &retry.q).await?;
-                let (mut outcome, fresh, pending) = self.run(pool, &retry, tsquery).await?;
-                outcome.corrected = Some(corrected);
+        let reading = self.read_query(pool, &query.q).await?;
+        let first = self.run(pool, query, reading.clone(), Mode::All).await?;
+        if first.0.total > 0 || query.q.is_empty() {
+            return Ok(first);
+        }
+        // Nothing has every word: the spelling corrected, then the best partial matches
+        // (of the corrected words when there was a correction).
+        let thesaurus = self.thesaurus();
+        let (mut best, mut query_now, mut reading_now) = (first, query.clone(), reading);
+        if let Some(corrected) = correct(pool, &self.known_words, &thesaurus, &query.q).await? {
+            let retry = SearchQuery {
+                q: corrected.clone(),
+                ..query.clone()
+            };
+            let reading = self.read_query(pool, &retry.q).await?;
+            let (mut outcome, fresh, pending) =
+                self.run(pool, &retry, reading.clone(), Mode::All).await?;
+            outcome.corrected = Some(corrected);
+            if outcome.total > 0 {
                 return Ok((outcome, fresh, pending));
             }
+            (best, query_now, reading_now) = ((outcome, fresh, pending), retry, reading);
         }
-        Ok(first)
+        let (mut partial, fresh, pending) = self
+            .run(pool, &query_now, reading_now, Mode::Partial)
+            .await?;
+        if partial.total > 0 {
+            partial.corrected = best.0.corrected.clone();
+            return Ok((partial, fresh, pending));
+        }
+        Ok(best)
+    }
+
+    fn thesaurus(&self) -> Arc<Thesaurus> {
+        self.thesaurus
+            .read()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clone()
     }
 
     /// Searches the index as it is, then reads the page's texts together with the
@@ -406,45 +484,103 @@ impl Searcher {
         &self,
         pool: &PgPool,
         query: &SearchQuery,
-        tsquery: Option<String>,
+        reading: Option<Reading>,
+        mode: Mode,
     ) -> sqlx::Result<(SearchOutcome, Option<Stamp>, i64)> {
-        let node = match tsquery.as_deref() {
-            Some(text) => tsquery::parse(text).map_err(index_error)?,
+        let typed_node = match reading.as_ref() {
+            Some(r) => tsquery::parse(&r.text).map_err(index_error)?,
             None => None,
         };
+        let typed = reading.as_ref().and_then(|r| r.typed.as_deref());
         // Plain words joined by `&` are highlighted here; anything else by PostgreSQL.
-        let terms = node.as_ref().and_then(tsquery::conjunction_terms);
-        let cut_by_postgres = match terms {
-            Some(_) => None,
-            None => tsquery.as_deref(),
-        };
+        let plain = typed_node
+            .as_ref()
+            .and_then(tsquery::conjunction_terms)
+            .is_some();
         let mut tries = 0;
         loop {
             tries += 1;
-            let (answer, held) = {
+            let (answer, held, parts) = {
                 let index = self.index.read().expect("search index lock");
                 // Read under the index's lock: `sync` stores the stamp after swapping
                 // the index, so the stamp read here is never newer than the index.
                 let held = *self.synced.lock().expect("search stamp lock");
+                // The thesaurus is the one loaded with that state.
+                let parts = match &typed_node {
+                    Some(node) => self.thesaurus().parts(node, typed),
+                    None => Vec::new(),
+                };
+                let (required, counted): (Vec<&Part>, Vec<&Part>) =
+                    parts.iter().partition(|p| p.negated);
+                let partial = mode == Mode::Partial
+                    && counted.len() >= 2
+                    && counted.len() <= index::MAX_PARTS;
+                if mode == Mode::Partial && !partial {
+                    return Ok((SearchOutcome::default(), None, 0));
+                }
+                let (text, any_of) = if partial {
+                    let required = thesaurus::and_all(required.iter().map(|p| p.node.clone()));
+                    let any_of = counted.iter().map(|p| p.node.clone()).collect();
+                    (required, any_of)
+                } else {
+                    (
+                        thesaurus::and_all(parts.iter().map(|p| p.node.clone())),
+                        Vec::new(),
+                    )
+                };
                 let answer = index.search(&Request {
-                    text: node.as_ref(),
-                    empty_text: tsquery.is_some() && node.is_none(),
+                    text: text.as_ref(),
+                    empty_text: reading.is_some() && typed_node.is_none(),
                     filters: &query.filters,
                     from: query.from,
                     to: query.to,
                     newest: query.newest,
                     offset: ((query.page - 1) * PAGE_SIZE) as usize,
                     limit: PAGE_SIZE as usize,
+                    any_of: &any_of,
                 });
-                (answer, held)
+                (answer, held, parts)
             };
-            let (texts, stamp, pending) = page_texts(pool, cut_by_postgres, &answer).await?;
+            let widened = parts.iter().any(|p| !p.also.is_empty());
+            let all = thesaurus::and_all(parts.iter().map(|p| p.node.clone()));
+            let terms: Option<Vec<String>> = match &all {
+                Some(node) if plain => thesaurus::plain_lexemes(node),
+                _ => None,
+            };
+            let cut_text = match (&terms, &all) {
+                (Some(_), _) => None,
+                (None, Some(node)) if widened => Some(thesaurus::to_text(node)),
+                (None, _) => reading.as_ref().map(|r| r.text.clone()),
+            };
+            let (texts, stamp, pending) = page_texts(pool, cut_text.as_deref(), &answer).await?;
             if pending > 0 {
                 self.wake.notify_one();
             }
             let fresh = held == Some(stamp);
             if fresh || tries == 3 {
-                let results = self.hits(pool, texts, terms.as_deref(), &answer).await?;
+                let term_refs: Option<Vec<&str>> = terms
+                    .as_ref()
+                    .map(|t| t.iter().map(String::as_str).collect());
+                let counted: Vec<&Part> = parts.iter().filter(|p| !p.negated).collect();
+                let partial = answer.page.iter().any(|f| f.matched != 0);
+                let mut results = self
+                    .hits(pool, texts, term_refs.as_deref(), &answer)
+                    .await?;
+                if partial {
+                    for hit in &mut results {
+                        let matched = answer
+                            .page
+                            .iter()
+                            .find(|f| f.kind == hit.kind && f.source_id == hit.id)
+                            .map_or(0, |f| f.matched);
+                        hit.matched_words = counted
+                            .iter()
+                            .enumerate()
+                            .filter(|(i, _)| matched & (1 << i) != 0)
+                            .map(|(_, p)| p.label.clone())
+                            .collect();
+                    }
+                }
                 let facets = answer
                     .facets
                     .into_iter()
@@ -461,6 +597,16 @@ impl Searcher {
                     total: answer.total,
                     facets,
                     corrected: None,
+                    partial: mode == Mode::Partial,
+                    words: match mode {
+                        Mode::Partial => counted.iter().map(|p| p.label.clone()).collect(),
+                        Mode::All => Vec::new(),
+                    },
+                    synonyms: parts
+                        .iter()
+                        .filter(|p| !p.also.is_empty())
+                        .map(|p| (p.label.clone(), p.also.clone()))
+                        .collect(),
                 };
                 return Ok((outcome, fresh.then_some(stamp), pending));
             }
@@ -574,6 +720,7 @@ impl Searcher {
                     id: text.source_id,
                     title: text.title,
                     url: text.url,
+                    matched_words: Vec::new(),
                 })
             })
             .collect())
@@ -686,12 +833,15 @@ async fn page_texts(
 async fn correct(
     pool: &PgPool,
     known: &Mutex<HashSet<String>>,
+    thesaurus: &Thesaurus,
     q: &str,
 ) -> sqlx::Result<Option<String>> {
+    // Words of the thesaurus are the domain's own: never "corrected" into others.
     let mut words: Vec<String> = q
         .split(|c: char| !c.is_alphanumeric())
         .filter(|w| w.chars().count() >= 3 && *w != "OR")
         .map(str::to_lowercase)
+        .filter(|w| !thesaurus.knows_word(w))
         .collect();
     if let Ok(known) = known.lock() {
         words.retain(|w| !known.contains(w));

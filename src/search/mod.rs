@@ -5,6 +5,7 @@
 pub mod documents;
 pub mod find;
 pub mod similar;
+pub mod thesaurus;
 pub mod transfer;
 
 pub use documents::refresh;

@@ -5,17 +5,19 @@ use crate::extract::Path;
 use askama::Template;
 use axum::extract::{RawQuery, State};
 use axum::http::StatusCode;
-use axum::response::{IntoResponse, Response};
-use axum::routing::get;
-use axum::Router;
+use axum::response::{IntoResponse, Redirect, Response};
+use axum::routing::{get, post};
+use axum::{Form, Router};
 use axum_htmx::{HxHistoryRestoreRequest, HxRequest};
+use serde::Deserialize;
 
-use super::{render, PageCtx};
+use super::{render, FormErrors, PageCtx};
+use crate::auth::{CurrentUser, Role};
 use crate::core::memory::query::{SearchQuery, FACETS, PAGE_SIZE};
 use crate::core::FieldError;
 use crate::error::{AppError, Result};
 use crate::search::find::Hit;
-use crate::search::{self, query_pairs, SimilarItem};
+use crate::search::{self, query_pairs, thesaurus, SimilarItem};
 use crate::state::AppState;
 
 pub fn routes() -> Router<AppState> {
@@ -23,6 +25,118 @@ pub fn routes() -> Router<AppState> {
         .route("/search", get(search_page))
         .route("/investigations/{id}/similar", get(seen_before))
         .route("/journal/{id}/related", get(related_entries))
+        .route("/admin/thesaurus", get(thesaurus_page).post(add_group))
+        .route("/admin/thesaurus/{id}", post(save_group))
+        .route("/admin/thesaurus/{id}/remove", post(remove_group))
+}
+
+// ---------- the thesaurus (admins) ----------
+
+#[derive(Template)]
+#[template(path = "admin/thesaurus.html")]
+struct ThesaurusPage {
+    ctx: PageCtx,
+    groups: Vec<thesaurus::Group>,
+    errors: FormErrors,
+    /// Which form the errors and `text` belong to: "new" or a group's id.
+    editing: String,
+    text: String,
+}
+
+#[derive(Deserialize)]
+pub struct GroupForm {
+    #[serde(default)]
+    terms: String,
+}
+
+impl GroupForm {
+    fn terms(&self) -> Vec<String> {
+        if self.terms.trim().is_empty() {
+            return Vec::new();
+        }
+        self.terms.split(',').map(str::to_string).collect()
+    }
+}
+
+async fn render_thesaurus(
+    state: &AppState,
+    ctx: PageCtx,
+    errors: Vec<FieldError>,
+    editing: String,
+    text: String,
+) -> Result<Response> {
+    let status = if errors.is_empty() {
+        StatusCode::OK
+    } else {
+        StatusCode::UNPROCESSABLE_ENTITY
+    };
+    let page = ThesaurusPage {
+        ctx,
+        groups: thesaurus::list(&state.pool).await?,
+        errors: errors.into(),
+        editing,
+        text,
+    };
+    Ok((status, render(&page)?).into_response())
+}
+
+async fn thesaurus_page(
+    State(state): State<AppState>,
+    me: CurrentUser,
+    ctx: PageCtx,
+) -> Result<Response> {
+    me.require(Role::Admin)?;
+    render_thesaurus(&state, ctx, Vec::new(), String::new(), String::new()).await
+}
+
+async fn add_group(
+    State(state): State<AppState>,
+    me: CurrentUser,
+    ctx: PageCtx,
+    Form(form): Form<GroupForm>,
+) -> Result<Response> {
+    me.require(Role::Admin)?;
+    match thesaurus::create(&state.pool, &form.terms(), me.0.id).await {
+        Ok(_) => Ok(Redirect::to("/admin/thesaurus").into_response()),
+        Err(AppError::Invalid(errors)) => {
+            render_thesaurus(&state, ctx, errors, "new".into(), form.terms).await
+        }
+        Err(e) => Err(e),
+    }
+}
+
+async fn save_group(
+    State(state): State<AppState>,
+    me: CurrentUser,
+    ctx: PageCtx,
+    Path(id): Path<i64>,
+    Form(form): Form<GroupForm>,
+) -> Result<Response> {
+    me.require(Role::Admin)?;
+    match thesaurus::update(&state.pool, id, &form.terms(), me.0.id).await {
+        Ok(true) => Ok(Redirect::to("/admin/thesaurus").into_response()),
+        Ok(false) => Err(AppError::not_found(format!(
+            "there is no synonym group {id}"
+        ))),
+        Err(AppError::Invalid(errors)) => {
+            render_thesaurus(&state, ctx, errors, id.to_string(), form.terms).await
+        }
+        Err(e) => Err(e),
+    }
+}
+
+async fn remove_group(
+    State(state): State<AppState>,
+    me: CurrentUser,
+    Path(id): Path<i64>,
+) -> Result<Redirect> {
+    me.require(Role::Admin)?;
+    if !thesaurus::delete(&state.pool, id).await? {
+        return Err(AppError::not_found(format!(
+            "there is no synonym group {id}"
+        )));
+    }
+    Ok(Redirect::to("/admin/thesaurus"))
 }
 
 pub struct FacetValueView {
@@ -58,6 +172,11 @@ struct ResultsView {
     total: i64,
     facets: Vec<FacetView>,
     corrected: Option<String>,
+    /// No result has every word: these are the best partial matches over `words`.
+    partial: bool,
+    words: Vec<String>,
+    /// Words the thesaurus widened, with the other terms searched for each.
+    synonyms: Vec<(String, Vec<String>)>,
     /// Changes saved but not yet in the index (the background indexer is on them).
     pending: i64,
     errors: Vec<FieldError>,
@@ -123,6 +242,9 @@ async fn search_page(
                 results: outcome.results.clone(),
                 total: outcome.total,
                 corrected: outcome.corrected.clone(),
+                partial: outcome.partial,
+                words: outcome.words.clone(),
+                synonyms: outcome.synonyms.clone(),
                 pending,
                 facets,
                 errors: Vec::new(),
@@ -144,6 +266,9 @@ async fn search_page(
             total: 0,
             facets: Vec::new(),
             corrected: None,
+            partial: false,
+            words: Vec::new(),
+            synonyms: Vec::new(),
             pending: 0,
             errors,
             prev: None,

@@ -60,6 +60,9 @@ fn is_admin_route(path: &str) -> bool {
     path.starts_with("/admin/")
 }
 
+/// API routes whose writes only admins make (everyone signed in reads them).
+const ADMIN_API_WRITES: &[&str] = &["/api/v1/search/synonyms", "/api/v1/search/synonyms/{id}"];
+
 /// The `.route("path", get(..).post(..))` calls of one Rust source text: path and methods.
 fn routes_in(text: &str) -> Vec<(String, Vec<String>)> {
     let mut out = Vec::new();
@@ -157,6 +160,7 @@ struct Ids {
     proposal: i64,
     token: i64,
     user: i64,
+    synonyms: i64,
 }
 
 /// The path with each parameter replaced by the id of a record that exists.
@@ -177,6 +181,8 @@ fn fill(path: &str, ids: &Ids) -> String {
         ids.token
     } else if bare.starts_with("/admin/users/") {
         ids.user
+    } else if bare.starts_with("/admin/thesaurus/") || bare.starts_with("/search/synonyms/") {
+        ids.synonyms
     } else {
         assert!(
             !path.contains("{id}"),
@@ -318,6 +324,7 @@ async fn matrix_app() -> (TestApp, Ids, BTreeMap<String, Vec<String>>) {
         proposal: first_id(&app, "proposals").await,
         token: victim_token.id,
         user: victim,
+        synonyms: first_id(&app, "search_synonyms").await,
     };
 
     // Every route: the source's, then the API document's.
@@ -391,6 +398,9 @@ fn broken_rule(role: &str, method: &str, template: &str, r: &common::Reply) -> O
     if role == "viewer" && LEADS_ONLY.contains(&template) {
         return (s != StatusCode::FORBIDDEN)
             .then(|| "a leads' page must refuse viewers".to_string());
+    }
+    if role == "editor" && write && ADMIN_API_WRITES.contains(&template) {
+        return (s != StatusCode::FORBIDDEN).then(|| "an admin write must get 403".to_string());
     }
     if (role == "viewer" || role == "editor") && is_admin_route(template) {
         return (s != StatusCode::FORBIDDEN).then(|| "an admin route must get 403".to_string());

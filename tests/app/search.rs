@@ -1222,3 +1222,256 @@ async fn models_and_gpus_are_one_catalog_id_whatever_the_spelling() {
     let why = v["similar"][0]["why"].as_str().unwrap();
     assert!(why.contains("model 1.00, GPU 1.00"), "{why}");
 }
+
+#[tokio::test]
+async fn repeat_tail_symptoms_are_found_through_the_thesaurus_and_partial_matches() {
+    let (mut app, token) = admin().await;
+    entry(
+        &mut app,
+        "Chunked prefill stalls decode on chat-api",
+        &[
+            (
+                "symptom",
+                "p99 inter-token latency 140 ms against a 60 ms SLO on chat-api since Tuesday's deploy",
+            ),
+            (
+                "diagnosis",
+                "22k-token prompts arrive every 5 s; their 8192-token prefill chunks stall the decode steps around them",
+            ),
+            ("change", "max_num_batched_tokens 2048"),
+            ("result", "p99 inter-token latency 55 ms"),
+        ],
+    )
+    .await;
+    entry(
+        &mut app,
+        "Prompts queue behind a slow tokenizer",
+        &[("symptom", "TTFT grows with long prompts")],
+    )
+    .await;
+    entry(
+        &mut app,
+        "Throughput after the driver update",
+        &[("symptom", "throughput dropped after the driver update")],
+    )
+    .await;
+
+    // ITL = inter-token latency, spike ≈ p99: every word matches through the thesaurus.
+    let v = search(&mut app, &token, "q=ITL+spikes").await;
+    assert_eq!(
+        titles(&v),
+        ["Chunked prefill stalls decode on chat-api"],
+        "{v}"
+    );
+    assert_eq!(v["partial"], false);
+    let used: Vec<&str> = v["synonyms"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| s["word"].as_str().unwrap())
+        .collect();
+    assert_eq!(used, ["ITL", "spikes"], "{v}");
+    assert!(
+        v["results"][0]["snippet"]
+            .as_str()
+            .unwrap()
+            .contains("<mark>latency</mark>"),
+        "{v}"
+    );
+
+    // No entry has all five words ("long" is missing from the case): the best partial
+    // matches, the ITL case first with four of five words.
+    let v = search(&mut app, &token, "q=p99+ITL+spikes+long+prompts").await;
+    assert_eq!(v["partial"], true, "{v}");
+    assert_eq!(
+        v["words"],
+        json!(["p99", "ITL", "spikes", "long", "prompts"])
+    );
+    assert_eq!(
+        titles(&v),
+        [
+            "Chunked prefill stalls decode on chat-api",
+            "Prompts queue behind a slow tokenizer"
+        ],
+        "{v}"
+    );
+    assert_eq!(v["total"], 2);
+    assert_eq!(
+        v["results"][0]["matched_words"],
+        json!(["p99", "ITL", "spikes", "prompts"])
+    );
+    assert_eq!(v["results"][1]["matched_words"], json!(["long", "prompts"]));
+    // The page says so, and which words each result matches.
+    let page = app.get("/search?q=p99+ITL+spikes+long+prompts").await;
+    assert_eq!(page.select(".partial-note").len(), 1, "{}", page.body);
+    assert_eq!(
+        page.select(".search-result:first-child .matched-word"),
+        ["p99", "ITL", "spikes", "prompts"]
+    );
+    // A query whose words all match is not partial, and words matching nothing at all
+    // still find nothing.
+    let v = search(&mut app, &token, "q=long+prompts").await;
+    assert_eq!(v["partial"], false);
+    assert_eq!(titles(&v), ["Prompts queue behind a slow tokenizer"]);
+    let v = search(&mut app, &token, "q=zzzzqqq+xxxyyyk").await;
+    assert_eq!(v["total"], 0);
+    assert_eq!(v["partial"], false);
+}
+
+fn error_fields(v: &Value) -> Vec<String> {
+    v["error"]["fields"]
+        .as_array()
+        .unwrap_or_else(|| panic!("no fields: {v}"))
+        .iter()
+        .map(|f| f["field"].as_str().unwrap().to_string())
+        .collect()
+}
+
+#[tokio::test]
+async fn admins_extend_the_thesaurus_on_the_page_and_through_the_api() {
+    let (mut app, token) = admin().await;
+    entry(
+        &mut app,
+        "Requests swapped out under memory pressure",
+        &[(
+            "symptom",
+            "p95 e2e latency doubled; requests swapped out every minute",
+        )],
+    )
+    .await;
+    assert_eq!(search(&mut app, &token, "q=preemption").await["total"], 0);
+
+    // The groups the app ships with are listed to anyone signed in.
+    app.add_user("vera", Role::Viewer).await;
+    let viewer = app.api_token("vera").await;
+    let r = app
+        .api("GET", "/api/v1/search/synonyms", &viewer, None)
+        .await;
+    assert_eq!(r.status, StatusCode::OK, "{}", r.body);
+    let shipped: Vec<Value> = r.json()["items"].as_array().unwrap().clone();
+    assert!(shipped
+        .iter()
+        .any(|g| g["terms"] == json!(["TTFT", "time to first token"])));
+
+    // Only admins change it.
+    let group = json!({"terms": ["preemption", "swapped out"]});
+    let r = app
+        .api(
+            "POST",
+            "/api/v1/search/synonyms",
+            &viewer,
+            Some(group.clone()),
+        )
+        .await;
+    assert_eq!(r.status, StatusCode::FORBIDDEN, "{}", r.body);
+    // Bad input names the field.
+    for (body, field) in [
+        (json!({"terms": ["preemption"]}), "terms"),
+        (json!({"terms": "preemption"}), "terms"),
+        (json!({}), "terms"),
+        (json!({"terms": ["preemption", "the"]}), "terms[1]"),
+        (json!({"terms": ["preemption", "a, b"]}), "terms[1]"),
+        (json!({"terms": ["preemption", "Preemption"]}), "terms[1]"),
+    ] {
+        let r = app
+            .api(
+                "POST",
+                "/api/v1/search/synonyms",
+                &token,
+                Some(body.clone()),
+            )
+            .await;
+        assert_eq!(
+            r.status,
+            StatusCode::UNPROCESSABLE_ENTITY,
+            "{body}: {}",
+            r.body
+        );
+        assert_eq!(error_fields(&r.json()), [field], "{body}");
+    }
+    let r = app
+        .api("POST", "/api/v1/search/synonyms", &token, Some(group))
+        .await;
+    assert_eq!(r.status, StatusCode::CREATED, "{}", r.body);
+    let id = r.json()["id"].as_i64().unwrap();
+    assert_eq!(r.json()["updated_by"], "ada");
+
+    // The next search uses it.
+    let v = search(&mut app, &token, "q=preemption").await;
+    assert_eq!(
+        titles(&v),
+        ["Requests swapped out under memory pressure"],
+        "{v}"
+    );
+    assert_eq!(v["synonyms"][0]["also"], json!(["swapped out"]));
+
+    // Edited and removed through the API (admins only; an unknown group is a 404).
+    let r = app
+        .api(
+            "PUT",
+            &format!("/api/v1/search/synonyms/{id}"),
+            &viewer,
+            Some(json!({"terms": ["preempted", "evicted"]})),
+        )
+        .await;
+    assert_eq!(r.status, StatusCode::FORBIDDEN);
+    let r = app
+        .api(
+            "PUT",
+            &format!("/api/v1/search/synonyms/{id}"),
+            &token,
+            Some(json!({"terms": ["preemption", "evicted"]})),
+        )
+        .await;
+    assert_eq!(r.status, StatusCode::OK, "{}", r.body);
+    assert_eq!(search(&mut app, &token, "q=preemption").await["total"], 0);
+    let r = app
+        .api(
+            "PUT",
+            "/api/v1/search/synonyms/999999",
+            &token,
+            Some(json!({"terms": ["a1", "b1"]})),
+        )
+        .await;
+    assert_eq!(r.status, StatusCode::NOT_FOUND);
+    let r = app
+        .api(
+            "DELETE",
+            &format!("/api/v1/search/synonyms/{id}"),
+            &viewer,
+            None,
+        )
+        .await;
+    assert_eq!(r.status, StatusCode::FORBIDDEN);
+    let r = app
+        .api(
+            "DELETE",
+            &format!("/api/v1/search/synonyms/{id}"),
+            &token,
+            None,
+        )
+        .await;
+    assert_eq!(r.status, StatusCode::NO_CONTENT);
+
+    // The admin page: add a group, a bad one is refused naming the term.
+    let page = app.get("/admin/thesaurus").await;
+    assert_eq!(page.status, StatusCode::OK);
+    assert!(page.select("#thesaurus tr[data-group]").len() >= shipped.len());
+    let r = app
+        .post_form("/admin/thesaurus", &[("terms", "preemption, of the")])
+        .await;
+    assert_eq!(r.status, StatusCode::UNPROCESSABLE_ENTITY);
+    assert_eq!(r.select_attr(".form-errors li", "data-field"), ["terms[1]"]);
+    let r = app
+        .post_form("/admin/thesaurus", &[("terms", "preemption, swapped out")])
+        .await;
+    assert_eq!(r.status, StatusCode::SEE_OTHER, "{}", r.body);
+    assert_eq!(search(&mut app, &token, "q=preemption").await["total"], 1);
+    // Viewers cannot open it.
+    let mut other = app.new_client();
+    other.login("vera").await;
+    assert_eq!(
+        other.get("/admin/thesaurus").await.status,
+        StatusCode::FORBIDDEN
+    );
+}

@@ -126,6 +126,8 @@ pub struct Found {
     pub source_id: i64,
     pub score: f32,
     pub date: NaiveDate,
+    /// In a partial search, which of [`Request::any_of`] it matches (bit i for part i).
+    pub matched: u64,
 }
 
 /// What a search finds: one page, the number of matches, and facet counts.
@@ -153,7 +155,14 @@ pub struct Request<'a> {
     pub newest: bool,
     pub offset: usize,
     pub limit: usize,
+    /// Partial matching when not empty (at most [`MAX_PARTS`]): a document matches
+    /// when it matches at least one of these parts (and `text`, when given, entirely);
+    /// the most parts matched rank first, then the score.
+    pub any_of: &'a [Node],
 }
+
+/// Parts a partial search counts, at most.
+pub const MAX_PARTS: usize = 64;
 
 #[derive(Default)]
 pub struct Index {
@@ -620,16 +629,70 @@ impl Index {
     /// Answers a request. Results are ordered by score (skipped when newest first is
     /// asked for), then newest first, then kind and id, so equal scores page stably.
     pub fn search(&self, request: &Request<'_>) -> Answer {
+        if !request.any_of.is_empty() {
+            return self.search_partial(request);
+        }
         let text = request.text.map(|node| self.resolve(node));
         let slots = self.matching_slots(request, text.as_ref());
         let scores = match &text {
-            Some(q) => self.bm25_scores(q, &slots),
+            Some(q) => self.bm25_scores(&[q], &slots),
             None => Vec::new(),
         };
         let facets = self.facet_counts(&slots);
         let total = slots.len() as i64;
         Answer {
-            page: self.ranked_page(request, slots, &scores),
+            page: self.ranked_page(request, slots, &scores, &[]),
+            total,
+            facets,
+        }
+    }
+
+    /// The documents matching some of the parts ([`Request::any_of`]), ranked by how
+    /// many they match, then by the score over every part's words.
+    fn search_partial(&self, request: &Request<'_>) -> Answer {
+        let live = &self.live;
+        let parts: Vec<Q> = request
+            .any_of
+            .iter()
+            .take(MAX_PARTS)
+            .map(|node| self.resolve(node))
+            .collect();
+        let hits: Vec<Bits> = parts.iter().map(|q| self.eval(q, live)).collect();
+        let mut matched = hits
+            .iter()
+            .fold(Bits::empty(self.docs.len()), |all, b| all.or(b))
+            .and(live);
+        if let Some(required) = request.text {
+            matched = matched.and(&self.eval(&self.resolve(required), live));
+        }
+        if request.empty_text {
+            matched = Bits::empty(self.docs.len());
+        }
+        let slots = self.filtered(request, matched);
+        let mut counts = vec![0u8; self.docs.len()];
+        for &slot in &slots {
+            counts[slot as usize] = hits.iter().filter(|b| b.get(slot)).count() as u8;
+        }
+        let scored: Vec<&Q> = parts.iter().collect();
+        let scores = self.bm25_scores(&scored, &slots);
+        let facets = self.facet_counts(&slots);
+        let total = slots.len() as i64;
+        let mut page = self.ranked_page(request, slots, &scores, &counts);
+        for found in &mut page {
+            if let Some(&slot) = self.dictionaries[0]
+                .codes
+                .get(&found.kind)
+                .and_then(|&kind| self.slot_of.get(&(kind, found.source_id)))
+            {
+                found.matched = hits
+                    .iter()
+                    .enumerate()
+                    .filter(|(_, b)| b.get(slot))
+                    .fold(0u64, |m, (i, _)| m | 1 << i);
+            }
+        }
+        Answer {
+            page,
             total,
             facets,
         }
@@ -639,11 +702,16 @@ impl Index {
     /// dates); a facet value never seen matches nothing.
     fn matching_slots(&self, request: &Request<'_>, text: Option<&Q>) -> Vec<u32> {
         let live = &self.live;
-        let mut matched = match text {
+        let matched = match text {
             _ if request.empty_text => Bits::empty(self.docs.len()),
             Some(q) => self.eval(q, live).and(live),
             None => live.clone(),
         };
+        self.filtered(request, matched)
+    }
+
+    /// The slots of `matched` that pass every filter (facet values, dates).
+    fn filtered(&self, request: &Request<'_>, mut matched: Bits) -> Vec<u32> {
         let mut wanted: Vec<(usize, u32)> = Vec::new();
         for (name, value) in request.filters {
             let Some(f) = FACETS.iter().position(|f| f.name == *name) else {
@@ -672,10 +740,12 @@ impl Index {
 
     /// BM25 of each matching slot over the weighted term frequency of the terms
     /// searched for (indexed by slot; zero for the rest).
-    fn bm25_scores(&self, q: &Q, slots: &[u32]) -> Vec<f32> {
+    fn bm25_scores(&self, qs: &[&Q], slots: &[u32]) -> Vec<f32> {
         let mut scores = vec![0f32; self.docs.len()];
         let mut terms = Vec::new();
-        scoring_terms(q, false, &mut terms);
+        for q in qs {
+            scoring_terms(q, false, &mut terms);
+        }
         let n = self.count.max(1) as f32;
         let average = (self.total_length / self.count.max(1) as f64).max(0.1) as f32;
         let mut matched = Bits::empty(self.docs.len());
@@ -750,17 +820,27 @@ impl Index {
 
     /// The requested page of the matches in order: a partial sort, only as far as
     /// the page reaches.
-    fn ranked_page(&self, request: &Request<'_>, slots: Vec<u32>, scores: &[f32]) -> Vec<Found> {
+    /// `counts` (by slot, empty outside partial searches) goes before everything else.
+    fn ranked_page(
+        &self,
+        request: &Request<'_>,
+        slots: Vec<u32>,
+        scores: &[f32],
+        counts: &[u8],
+    ) -> Vec<Found> {
         let kinds = &self.dictionaries[0].values;
         let score = |slot: u32| scores.get(slot as usize).copied().unwrap_or(0.0);
+        let count = |slot: u32| counts.get(slot as usize).copied().unwrap_or(0);
         let order = |a: &u32, b: &u32| -> Ordering {
             let (da, db) = (&self.hot[*a as usize], &self.hot[*b as usize]);
+            let by_count = count(*b).cmp(&count(*a));
             let by_score = if request.newest {
                 Ordering::Equal
             } else {
                 score(*b).total_cmp(&score(*a))
             };
-            by_score
+            by_count
+                .then(by_score)
                 .then(db.date.cmp(&da.date))
                 .then_with(|| kinds[da.facets[0] as usize].cmp(&kinds[db.facets[0] as usize]))
                 .then(db.source_id.cmp(&da.source_id))
@@ -784,6 +864,7 @@ impl Index {
                     source_id: doc.source_id,
                     score: score(slot),
                     date: doc.date,
+                    matched: 0,
                 }
             })
             .collect()
@@ -1083,6 +1164,37 @@ mod tests {
             .unwrap();
         assert_eq!(ask(&index, "'batch'").total, 2);
         assert_eq!(ask(&index, "'prefix'").total, 1);
+    }
+
+    #[test]
+    fn partial_matches_rank_by_parts_matched() {
+        let index = sample();
+        let parts: Vec<Node> = ["'prefix'", "'cach'", "'decod'", "'nowher'"]
+            .iter()
+            .map(|t| parse(t).unwrap().unwrap())
+            .collect();
+        let a = index.search(&Request {
+            any_of: &parts,
+            limit: 20,
+            ..Request::default()
+        });
+        // 1, 2 and 4 match two parts each (1 in its title, 4 in class C, 2 in notes),
+        // 3 one.
+        assert_eq!(ids(&a), [1, 4, 2, 3]);
+        assert_eq!(a.total, 4);
+        assert_eq!(a.page[0].matched, 0b011);
+        assert_eq!(a.page[1].matched, 0b101);
+        assert_eq!(a.page[2].matched, 0b011);
+        assert_eq!(a.page[3].matched, 0b100);
+        // A condition kept whole: not cach.
+        let not_cach = parse("!'cach'").unwrap().unwrap();
+        let a = index.search(&Request {
+            text: Some(&not_cach),
+            any_of: &parts,
+            limit: 20,
+            ..Request::default()
+        });
+        assert_eq!(ids(&a), [4, 3]);
     }
 
     #[test]

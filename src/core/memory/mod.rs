@@ -10,6 +10,7 @@ pub mod profile;
 pub mod query;
 pub mod similarity;
 pub mod snippet;
+pub mod thesaurus;
 pub mod tsquery;
 
 pub use profile::Profile;
