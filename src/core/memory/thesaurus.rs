@@ -10,7 +10,7 @@
 use std::collections::{HashMap, HashSet};
 
 use super::tsquery::{self, Node};
-use crate::core::FieldError;
+use crate::FieldError;
 
 /// Terms in a group, at most; characters in a term, at most.
 pub const MAX_TERMS: usize = 12;
