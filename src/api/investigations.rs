@@ -263,7 +263,7 @@ pub async fn create_investigation(
     let id = db::create(&state.pool, me.0.id, &opening, None).await?;
     let mut recorded = Records::default();
     for record in records {
-        inv::store(&state.pool, id, me.0.id, &mut recorded, record, None).await?;
+        inv::store(&state.pool, id, me.0.id, &mut recorded, record, None, None).await?;
     }
     Ok((
         StatusCode::CREATED,
@@ -393,9 +393,20 @@ pub async fn put_step(
                 })?,
         ),
     };
+    let evidence = match fields.remove(inv::EVIDENCE_FIELD) {
+        None | Some(serde_json::Value::Null) => None,
+        Some(v) => Some(v.as_i64().filter(|v| *v > 0).ok_or_else(|| {
+            AppError::field(
+                inv::EVIDENCE_FIELD,
+                "the id of the artifact whose analysis filled this step (a whole number)",
+            )
+        })?),
+    };
     let loaded = inv::load_or_404(&state.pool, id).await?;
     let pairs = pairs_from_json(step, &body);
-    if let Err(conflict) = inv::save_step(&state.pool, &loaded, &me.0, step, base, &pairs).await? {
+    if let Err(conflict) =
+        inv::save_step(&state.pool, &loaded, &me.0, step, base, &pairs, evidence).await?
+    {
         let body = StepConflictJson {
             error: ErrorDetail {
                 status: StatusCode::CONFLICT.as_u16(),

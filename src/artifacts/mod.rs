@@ -217,6 +217,33 @@ pub async fn insert(
     Ok(get(pool, id).await?.expect("the row was just inserted"))
 }
 
+/// The analyses of an investigation's finished artifacts of these kinds, in one query:
+/// (id, kind, analysis). One that cannot be read back is left out (its page says why).
+pub async fn analyses_of(
+    pool: &PgPool,
+    investigation: i64,
+    kinds: &[&str],
+) -> sqlx::Result<Vec<(i64, String, serde_json::Value)>> {
+    let kinds: Vec<String> = kinds.iter().map(|k| k.to_string()).collect();
+    let rows: Vec<(i64, String, String)> = sqlx::query_as(
+        "SELECT id, kind, analysis::text FROM artifacts
+         WHERE investigation_id = $1 AND status = 'done' AND analysis IS NOT NULL
+           AND kind = ANY($2) ORDER BY id",
+    )
+    .bind(investigation)
+    .bind(&kinds)
+    .fetch_all(pool)
+    .await?;
+    Ok(rows
+        .into_iter()
+        .filter_map(|(id, kind, text)| {
+            serde_json::from_str(&text)
+                .ok()
+                .map(|analysis| (id, kind, analysis))
+        })
+        .collect())
+}
+
 pub async fn get(pool: &PgPool, id: i64) -> sqlx::Result<Option<Artifact>> {
     sqlx::query_as(&format!(
         "SELECT {COLUMNS} FROM artifacts a LEFT JOIN users u ON u.id = a.uploaded_by WHERE a.id = $1"

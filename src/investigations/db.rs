@@ -195,10 +195,10 @@ pub enum StepSaved {
     Stale { current: i32 },
 }
 
-/// Stores a step's record with its history line, and the skip it makes (if it was
-/// saved ahead of earlier steps), in one transaction. With `base` (the version the
-/// editor started from, 0 for a step not yet recorded) a save over any other version
-/// is refused and nothing is written.
+/// Stores a step's record with its history line, the skip it makes (if it was saved
+/// ahead of earlier steps) and the artifact its numbers came from (`evidence`), in one
+/// transaction. With `base` (the version the editor started from, 0 for a step not yet
+/// recorded) a save over any other version is refused and nothing is written.
 #[allow(clippy::too_many_arguments)]
 pub async fn save_step(
     pool: &PgPool,
@@ -209,6 +209,7 @@ pub async fn save_step(
     data: &serde_json::Value,
     summary: &str,
     skip: Option<SkipNote<'_>>,
+    evidence: Option<i64>,
 ) -> sqlx::Result<StepSaved> {
     let mut tx = pool.begin().await?;
     if let Some(skip) = skip {
@@ -257,6 +258,12 @@ pub async fn save_step(
         "step_updated"
     };
     log(&mut tx, id, user, action, Some(step), summary).await?;
+    if let Some(artifact) = evidence {
+        if link_evidence(&mut tx, id, step, artifact, user).await? {
+            let line = format!("step {step} filled from artifact {artifact}");
+            log(&mut tx, id, user, "evidence", Some(step), &line).await?;
+        }
+    }
     tx.commit().await?;
     Ok(StepSaved::Saved(version))
 }

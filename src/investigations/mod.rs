@@ -186,9 +186,14 @@ impl StepConflict {
     }
 }
 
-/// Parses and stores one step (422 with field errors when the input is wrong). With
-/// `base`, the version the editor started from (0: not yet recorded), a save over a
-/// newer version is refused with what changed since.
+/// Where the form and the API name the artifact whose analysis filled a step.
+pub const EVIDENCE_FIELD: &str = "evidence_artifact";
+
+/// Parses and stores one step (422 with field errors when the input is wrong), linking
+/// `evidence` (an artifact of this investigation whose numbers filled it) in the same
+/// transaction. With `base`, the version the editor started from (0: not yet recorded),
+/// a save over a newer version is refused with what changed since. The page and the
+/// API both save through here.
 pub async fn save_step(
     pool: &PgPool,
     loaded: &Loaded,
@@ -196,8 +201,27 @@ pub async fn save_step(
     step: u8,
     base: Option<i32>,
     pairs: &Pairs,
+    evidence: Option<i64>,
 ) -> Result<std::result::Result<i32, StepConflict>> {
     let record = parse_step_in(step, pairs, &loaded.records).map_err(AppError::Invalid)?;
+    if let Some(artifact) = evidence {
+        let attached: Option<i64> =
+            sqlx::query_scalar("SELECT id FROM artifacts WHERE id = $1 AND investigation_id = $2")
+                .bind(artifact)
+                .bind(loaded.investigation.id)
+                .fetch_optional(pool)
+                .await?;
+        if attached.is_none() {
+            return Err(AppError::field(
+                EVIDENCE_FIELD,
+                format!(
+                    "artifact {artifact} is not attached to investigation {}; attach it, then \
+                     save the step with it as evidence",
+                    loaded.investigation.id
+                ),
+            ));
+        }
+    }
     let mut records = loaded.records.clone();
     let yours = record.to_json();
     match store(
@@ -207,6 +231,7 @@ pub async fn save_step(
         &mut records,
         record,
         base,
+        evidence,
     )
     .await?
     {
@@ -277,6 +302,7 @@ pub async fn store(
     records: &mut Records,
     record: StepRecord,
     base: Option<i32>,
+    evidence: Option<i64>,
 ) -> Result<db::StepSaved> {
     let step = record.step();
     let data = record.to_json();
@@ -290,7 +316,18 @@ pub async fn store(
     });
     records.set(record);
     let summary = step_summary(step, records, &evaluate(records));
-    Ok(db::save_step(pool, investigation, user, step, base, &data, &summary, skip).await?)
+    Ok(db::save_step(
+        pool,
+        investigation,
+        user,
+        step,
+        base,
+        &data,
+        &summary,
+        skip,
+        evidence,
+    )
+    .await?)
 }
 
 /// Stores a comparison; the investigation it names must exist, its diagnosis may prove the

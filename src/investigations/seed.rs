@@ -264,7 +264,7 @@ pub async fn seed_demo(pool: &PgPool, owner: i64) -> anyhow::Result<usize> {
             let step = step as u8;
             let record = parse_step_in(step, &pairs_from_json(step, data), &records)
                 .map_err(|e| anyhow::anyhow!("example {} step {step}: {e:?}", ex.key))?;
-            store(pool, id, owner, &mut records, record, None).await?;
+            store(pool, id, owner, &mut records, record, None, None).await?;
         }
         for (step, estimator, inputs, key, observed) in &ex.expected {
             let (_, inputs) = parse_inputs(inputs).map_err(|e| anyhow::anyhow!("{e}"))?;

@@ -32,7 +32,9 @@ use crate::core::quantity::{self, Unit};
 use crate::core::FieldError;
 use crate::error::{AppError, Result};
 use crate::investigations::db::{self, ArtifactLink, Event, Investigation, Listed, STATUSES};
-use crate::investigations::{self as inv, Loaded, Recorded, StepConflict, StepState};
+use crate::investigations::{
+    self as inv, Loaded, Recorded, StepConflict, StepState, EVIDENCE_FIELD,
+};
 use crate::state::AppState;
 
 pub fn routes() -> Router<AppState> {
@@ -758,16 +760,17 @@ pub(super) async fn step_with(
     let kinds = evidence::kinds_for(step);
     let mut fillers = Vec::new();
     if !kinds.is_empty() {
-        // Only artifacts whose analysis can actually fill this step are offered.
-        for a in db::artifacts(&state.pool, Some(id), None).await? {
-            if !kinds.contains(&a.kind.as_str()) || a.status != "done" {
-                continue;
-            }
-            let fills = crate::artifacts::get(&state.pool, a.id)
+        // Only artifacts whose analysis can actually fill this step are offered; their
+        // analyses come in one query.
+        let fill: std::collections::HashSet<i64> =
+            crate::artifacts::analyses_of(&state.pool, id, kinds)
                 .await?
-                .and_then(|full| full.analysis)
-                .is_some_and(|analysis| evidence::fill(step, &a.kind, &analysis).is_some());
-            if fills {
+                .into_iter()
+                .filter(|(_, kind, analysis)| evidence::fill(step, kind, analysis).is_some())
+                .map(|(artifact, ..)| artifact)
+                .collect();
+        for a in db::artifacts(&state.pool, Some(id), None).await? {
+            if fill.contains(&a.id) {
                 fillers.push(a);
             }
         }
@@ -854,7 +857,6 @@ async fn sweep_lines(state: &AppState, loaded: &Loaded, step: u8) -> Result<Vec<
 }
 
 /// The hidden form field naming the artifact a form was filled from.
-const EVIDENCE_FIELD: &str = "evidence_artifact";
 /// The hidden field naming the version of the step the form was opened on.
 const VERSION_FIELD: &str = "version";
 
@@ -956,20 +958,19 @@ async fn save_step(
             )
         })?),
     };
-    match inv::save_step(&state.pool, &loaded, &me.0, step, base, &pairs).await {
+    // The numbers came from an artifact (the fill put its id in the form): it becomes
+    // the step's evidence, in the save's own transaction.
+    let evidence = match pairs.get(EVIDENCE_FIELD).map(str::trim) {
+        None | Some("") => None,
+        Some(v) => Some(v.parse::<i64>().ok().filter(|v| *v > 0).ok_or_else(|| {
+            AppError::field(
+                EVIDENCE_FIELD,
+                "the evidence artifact is not an artifact id",
+            )
+        })?),
+    };
+    match inv::save_step(&state.pool, &loaded, &me.0, step, base, &pairs, evidence).await {
         Ok(Ok(_)) => {
-            // The numbers came from an artifact: keep it as the step's evidence.
-            if let Some(artifact) = pairs
-                .get(EVIDENCE_FIELD)
-                .and_then(|v| v.parse::<i64>().ok())
-            {
-                let mut tx = state.pool.begin().await?;
-                if db::link_evidence(&mut tx, id, step, artifact, me.0.id).await? {
-                    let summary = format!("step {step} filled from artifact {artifact}");
-                    db::log(&mut tx, id, me.0.id, "evidence", Some(step), &summary).await?;
-                }
-                tx.commit().await?;
-            }
             Ok(Redirect::to(&format!("/investigations/{id}/steps/{step}")).into_response())
         }
         Ok(Err(conflict)) => {

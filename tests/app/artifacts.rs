@@ -883,6 +883,108 @@ async fn an_artifact_fills_a_step_and_stays_linked_as_its_evidence() {
     assert_eq!(api["steps"][3]["results"]["classification"], "gpu_bound");
 }
 
+/// The API saves a step the way the page does: the artifact whose numbers filled it
+/// is linked as its evidence in the same save, and one that is not this
+/// investigation's is refused naming the field, with nothing saved.
+#[tokio::test]
+async fn a_step_saved_through_the_api_links_its_evidence_as_the_page_does() {
+    let (mut app, token) = editor_app().await;
+    let inv = app
+        .open_investigation(&token, "GPU idle, over the API")
+        .await;
+    let other = app.open_investigation(&token, "another one").await;
+    let trace = serde_json::json!({"traceEvents": [
+        {"ph": "X", "cat": "kernel", "name": "gemm", "pid": 0, "tid": 7, "ts": 10.0, "dur": 6000.0}
+    ]})
+    .to_string()
+    .into_bytes();
+    let mine = upload(
+        &mut app,
+        &token,
+        &format!("name=trace.json&investigation={inv}"),
+        trace.clone(),
+    )
+    .await
+    .json()["id"]
+        .as_i64()
+        .unwrap();
+    let mut theirs_body = trace;
+    theirs_body.push(b'\n');
+    let theirs = upload(
+        &mut app,
+        &token,
+        &format!("name=other.json&investigation={other}"),
+        theirs_body,
+    )
+    .await
+    .json()["id"]
+        .as_i64()
+        .unwrap();
+    let linked = |app: &TestApp| {
+        let pool = app.pool.clone();
+        async move {
+            sqlx::query_scalar::<_, i64>(
+                "SELECT count(*) FROM step_evidence WHERE investigation_id = $1 AND step = 3",
+            )
+            .bind(inv)
+            .fetch_one(&pool)
+            .await
+            .unwrap()
+        }
+    };
+    let put = format!("/api/v1/investigations/{inv}/steps/3");
+    for (bad, why) in [
+        (serde_json::json!(theirs), "not attached"),
+        (serde_json::json!("trace"), "whole number"),
+    ] {
+        let r = app
+            .api(
+                "PUT",
+                &put,
+                &token,
+                Some(serde_json::json!({"gpu_total": 8, "cpu_total": 1, "wall": 10, "evidence_artifact": bad})),
+            )
+            .await;
+        assert_eq!(r.status, StatusCode::UNPROCESSABLE_ENTITY, "{}", r.body);
+        assert_eq!(
+            r.json()["error"]["fields"][0]["field"],
+            "evidence_artifact",
+            "{}",
+            r.body
+        );
+        assert!(r.body.contains(why), "{}", r.body);
+        assert_eq!(linked(&app).await, 0);
+        let steps: i64 = sqlx::query_scalar(
+            "SELECT count(*) FROM investigation_steps WHERE investigation_id = $1",
+        )
+        .bind(inv)
+        .fetch_one(&app.pool)
+        .await
+        .unwrap();
+        assert_eq!(steps, 0, "a refused save stores nothing");
+    }
+    let r = app
+        .api(
+            "PUT",
+            &put,
+            &token,
+            Some(serde_json::json!({"gpu_total": 8, "cpu_total": 1, "wall": 10, "evidence_artifact": mine})),
+        )
+        .await;
+    assert_eq!(r.status, StatusCode::OK, "{}", r.body);
+    assert_eq!(linked(&app).await, 1);
+    let step = app.get(&format!("/investigations/{inv}/steps/3")).await;
+    assert!(
+        step.select("#evidence")[0].contains("trace.json"),
+        "{:?}",
+        step.select("#evidence")
+    );
+    let page = app.get(&format!("/investigations/{inv}")).await;
+    assert!(page
+        .body
+        .contains(&format!("step 3 filled from artifact {mine}")));
+}
+
 /// Tables whose name starts with `request_rows_` (one partition per request log).
 async fn partition_exists(app: &TestApp, id: i64) -> bool {
     sqlx::query_scalar::<_, bool>("SELECT to_regclass($1) IS NOT NULL")
