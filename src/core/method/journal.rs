@@ -3,7 +3,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use super::metric::{format_value, MetricReading, MetricTarget};
+use super::metric::{format_value, MetricReading, MetricTarget, Percentile, Unit};
 use super::phases::{Dominance, Phase};
 use super::regime::{Band, DecodeBand, Regime};
 use super::reproduce::FrozenConfig;
@@ -358,6 +358,8 @@ pub struct DraftInput<'a> {
     pub baseline: &'a [MetricReading],
     /// Step 2.
     pub dominance: Option<&'a Dominance>,
+    /// Step 2's table: the dominant phase's median against its tail.
+    pub phases: Option<&'a crate::method::phases::PhaseTable>,
     /// Step 3.
     pub resources: Option<&'a Classification>,
     /// Step 4.
@@ -462,6 +464,22 @@ fn workload_line(config: &FrozenConfig) -> String {
     parts.join("; ")
 }
 
+/// How far a tail metric's dominant phase stands from its median, when step 1 chose a
+/// tail percentile and step 2's table holds both: (phase, percentile, p50, tail) in ms.
+/// Only a spread of 1.5× or more is worth a sentence.
+fn tail_spread(input: &DraftInput) -> Option<(Phase, Percentile, f64, f64)> {
+    let t = input.target?;
+    if t.percentile == Percentile::P50 {
+        return None;
+    }
+    let Some(Dominance::Phase { phase, .. }) = input.dominance else {
+        return None;
+    };
+    let row = input.phases?.rows.iter().find(|r| r.phase == *phase)?;
+    let tail = row.at(t.percentile)?;
+    (row.p50 > 0.0 && tail / row.p50 >= 1.5).then_some((*phase, t.percentile, row.p50, tail))
+}
+
 fn diagnosis_line(input: &DraftInput) -> String {
     let mut sentences = Vec::new();
     match (input.dominance, input.target) {
@@ -490,14 +508,36 @@ fn diagnosis_line(input: &DraftInput) -> String {
     let decode_counts = input
         .target
         .is_none_or(|t| Phase::counted_in(t.metric).contains(&Phase::Decode));
+    // A tail metric: how far the dominant phase's tail is from its median, before any
+    // sentence about the typical step.
+    let tail = tail_spread(input);
+    if let Some((phase, percentile, p50, tail_ms)) = tail {
+        sentences.push(format!(
+            "At the {}, {} is {:.1}× its median ({} → {}): the tail comes from a minority \
+             of slow steps or requests, not from the typical one.",
+            percentile.slug(),
+            phase.label().to_lowercase(),
+            tail_ms / p50,
+            format_value(p50, Unit::Ms),
+            format_value(tail_ms, Unit::Ms),
+        ));
+    }
     if let Some(d) = input.decode.filter(|_| decode_counts) {
         let band = match d.band {
             Band::NearLimit => "near the physical limit",
             Band::Overhead => "kernel or launch overhead",
             Band::Structural => "a structural problem",
         };
+        // ratio = floor / measured: the measured step is 1/ratio times the floor.
+        let step = if tail.is_some() {
+            "The typical (median) decode step"
+        } else {
+            "The measured decode step"
+        };
         sentences.push(format!(
-            "Decode runs at {:.0}% of its bandwidth floor ({band}).",
+            "{step} is {:.1}× its bandwidth floor: it reaches {:.0}% of the memory-bandwidth \
+             limit ({band}).",
+            1.0 / d.ratio,
             d.ratio * 100.0
         ));
     }
@@ -714,5 +754,46 @@ mod tests {
         assert!(entry.validate().is_empty());
         let md = entry.to_markdown("TTFT: chunked prefill");
         assert_eq!(from_markdown(&md).unwrap()[0].1, entry);
+    }
+
+    /// The issue's FP8 incident: p99 ITL 140 ms, decode p50 23 ms and p99 136 ms, the
+    /// median step 3× its 7.6 ms floor. The draft speaks of the p99 first, and the floor
+    /// sentence says which way the ratio runs.
+    #[test]
+    fn a_tail_metric_draft_names_the_spread_and_the_floor_the_right_way_round() {
+        let target = MetricTarget {
+            metric: Metric::Itl,
+            percentile: Percentile::P99,
+            observed: 140.0,
+            target: 60.0,
+            unit: Unit::Ms,
+        };
+        let table = crate::method::phases::PhaseTable {
+            rows: vec![crate::method::phases::PhaseRow {
+                phase: Phase::Decode,
+                p50: 23.0,
+                p90: None,
+                p95: None,
+                p99: Some(136.0),
+                share: None,
+            }],
+        };
+        let dominance = crate::method::phases::dominant(&table, &target);
+        let band = crate::method::regime::decode_band(7.6, 23.0).unwrap();
+        let entry = draft(&DraftInput {
+            date: "2026-12-01",
+            target: Some(&target),
+            dominance: Some(&dominance),
+            phases: Some(&table),
+            decode: Some(&band),
+            ..DraftInput::default()
+        });
+        assert_eq!(
+            entry.diagnosis,
+            "Decode dominates the p99 ITL (97%). At the p99, decode is 5.9× its median \
+             (23.0 ms → 136 ms): the tail comes from a minority of slow steps or requests, \
+             not from the typical one. The typical (median) decode step is 3.0× its bandwidth \
+             floor: it reaches 33% of the memory-bandwidth limit (a structural problem)."
+        );
     }
 }

@@ -205,9 +205,18 @@ pub enum Dominance {
 pub fn dominant(table: &PhaseTable, target: &MetricTarget) -> Dominance {
     if matches!(target.metric, Metric::Itl | Metric::Tpot) {
         return if table.rows.iter().any(|r| r.phase == Phase::Decode) {
+            // The share shown is the table's (decode's value at the metric's percentile
+            // over the observed value), so the heading and the table agree; 1 when the
+            // table cannot say, or holds whole-request decode times (a "share" over 1 of
+            // a per-token metric).
+            let share = table
+                .shares(target)
+                .into_iter()
+                .find(|(p, s)| *p == Phase::Decode && *s <= 1.0)
+                .map_or(1.0, |(_, s)| s);
             Dominance::Phase {
                 phase: Phase::Decode,
-                share: 1.0,
+                share,
             }
         } else {
             Dominance::Nothing {

@@ -1203,6 +1203,7 @@ pub fn draft_entry(records: &Records, evaluation: &Evaluation, date: &str) -> Jo
         target: records.metric.as_ref(),
         baseline: &[],
         dominance,
+        phases: records.phases.as_ref(),
         resources: evaluation.resources.as_ref(),
         regime,
         decode,
