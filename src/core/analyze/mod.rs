@@ -27,6 +27,7 @@ mod stats;
 pub mod gpu_telemetry;
 pub mod ncu;
 pub mod nsys;
+pub mod point;
 pub mod prometheus;
 pub mod pytorch_trace;
 pub mod request_columns;

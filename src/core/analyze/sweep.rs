@@ -25,13 +25,16 @@ use std::io::Read;
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
+pub use super::point::{
+    distinct_loads, load_known, load_of, order, LatencyStats, Load, SweepPoint,
+};
+use super::point::{num, short};
 use super::vllm_bench::BenchResult;
+pub use super::vllm_bench::{point_of, points_from_runs};
 use super::AnalyzeError;
-use crate::fmt::format_number;
 use crate::method::comparison;
 use crate::method::metric::{Metric, Percentile};
 use crate::quantity::{self, Unit};
-use crate::stats::Summary;
 use crate::FieldError;
 
 /// Bump when the JSON output of [`analyze`] changes.
@@ -39,139 +42,6 @@ pub const ANALYZER_VERSION: u32 = 1;
 
 /// A summary table is a few rows per rate; anything past this is not one.
 const MAX_TABLE_BYTES: u64 = 16 << 20;
-
-/// Latency statistics of one point, in milliseconds; `None` where the source has none.
-#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
-pub struct LatencyStats {
-    pub mean: Option<f64>,
-    pub p50: Option<f64>,
-    pub p90: Option<f64>,
-    pub p95: Option<f64>,
-    pub p99: Option<f64>,
-}
-
-impl LatencyStats {
-    fn from_summary(s: &Summary) -> Self {
-        LatencyStats {
-            mean: s.mean,
-            p50: s.p50,
-            p90: s.p90,
-            p95: s.p95,
-            p99: s.p99,
-        }
-    }
-
-    /// The value at a percentile.
-    pub fn at(&self, p: Percentile) -> Option<f64> {
-        match p {
-            Percentile::P50 => self.p50,
-            Percentile::P90 => self.p90,
-            Percentile::P95 => self.p95,
-            Percentile::P99 => self.p99,
-        }
-        .filter(|v| v.is_finite())
-    }
-
-    fn any(&self) -> bool {
-        [self.mean, self.p50, self.p90, self.p95, self.p99]
-            .iter()
-            .any(Option::is_some)
-    }
-}
-
-/// One measured load level.
-#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
-pub struct SweepPoint {
-    /// Which sweep of the source this point belongs to (a test name without its rate;
-    /// empty when the source holds one sweep).
-    pub series: String,
-    /// The row's test name, the run's name or the artifact's file name.
-    pub label: String,
-    /// Offered request rate (req/s); `null` when unbounded or when concurrency set the load.
-    pub offered_rate: Option<f64>,
-    /// Concurrency limit, when that set the load.
-    pub concurrency: Option<f64>,
-    /// Every request sent at once (vLLM `inf`, GuideLLM `throughput`).
-    pub unbounded: bool,
-    /// Achieved successful requests per second.
-    pub achieved_rps: Option<f64>,
-    /// Achieved output tokens per second.
-    pub output_tps: Option<f64>,
-    /// Successful requests measured at this point.
-    pub requests: Option<u64>,
-    pub ttft_ms: LatencyStats,
-    pub tpot_ms: LatencyStats,
-    pub itl_ms: LatencyStats,
-    pub e2el_ms: LatencyStats,
-    /// The artifact this point came from (a sweep made of artifacts).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub artifact_id: Option<i64>,
-}
-
-impl SweepPoint {
-    /// The latency statistics of one metric (TTFT, TPOT, ITL, E2E).
-    pub fn latency(&self, m: Metric) -> Option<&LatencyStats> {
-        match m {
-            Metric::Ttft => Some(&self.ttft_ms),
-            Metric::Tpot => Some(&self.tpot_ms),
-            Metric::Itl => Some(&self.itl_ms),
-            Metric::E2e => Some(&self.e2el_ms),
-            _ => None,
-        }
-    }
-
-    /// The offered load as people say it: "4 req/s", "unbounded", "concurrency 16".
-    pub fn load_text(&self) -> String {
-        if self.unbounded {
-            return "unbounded rate".into();
-        }
-        match (self.offered_rate, self.concurrency) {
-            (Some(r), _) => format!("{} req/s", short(r)),
-            (None, Some(c)) => format!("concurrency {}", short(c)),
-            (None, None) => self.label.clone(),
-        }
-    }
-
-    /// Where the point sits in load order: concurrency-set points (GuideLLM's
-    /// synchronous run) before rates, rates ascending, unbounded last.
-    fn load_key(&self) -> (u8, f64) {
-        if self.unbounded {
-            return (3, 0.0);
-        }
-        match (self.offered_rate, self.concurrency) {
-            (Some(r), _) => (2, r),
-            (None, Some(c)) => (1, c),
-            (None, None) => (0, 0.0),
-        }
-    }
-}
-
-/// A number in a sentence: up to two decimals, trailing zeros dropped ("4", "6.3").
-fn short(x: f64) -> String {
-    let decimals = if x.abs() >= 100.0 {
-        0
-    } else if x.abs() >= 10.0 {
-        1
-    } else {
-        2
-    };
-    let s = format_number(x, decimals);
-    if s.contains('.') {
-        s.trim_end_matches('0').trim_end_matches('.').to_string()
-    } else {
-        s
-    }
-}
-
-/// Points in load order (stable for equal loads).
-pub fn order(points: &mut [SweepPoint]) {
-    points.sort_by(|a, b| {
-        a.series.cmp(&b.series).then_with(|| {
-            let (ka, kb) = (a.load_key(), b.load_key());
-            ka.0.cmp(&kb.0).then(ka.1.total_cmp(&kb.1))
-        })
-    });
-}
 
 /// What the sweep reader stores for a summary-table file.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -278,15 +148,6 @@ fn table_rows(doc: &Value) -> Option<Vec<Map<String, Value>>> {
         }
         _ => None,
     }
-}
-
-fn num(v: Option<&Value>) -> Option<f64> {
-    match v? {
-        Value::Number(n) => n.as_f64(),
-        Value::String(s) => s.trim().replace(',', "").parse().ok(),
-        _ => None,
-    }
-    .filter(|x: &f64| x.is_finite())
 }
 
 /// The load written in a test name: `…_qps_4` / `…_qps_inf` / `…_concurrency_16`.
@@ -411,119 +272,6 @@ fn table_point(row: &Map<String, Value>) -> Result<SweepPoint, String> {
 
 // ---------------------------------------------------------------------------
 // Benchmark runs (GuideLLM, GenAI-Perf, vLLM JSON Lines, single-run artifacts)
-
-/// How a run's load was set, read from its recorded settings.
-#[derive(Clone, Copy, Debug, Default, PartialEq)]
-pub struct Load {
-    pub offered_rate: Option<f64>,
-    pub concurrency: Option<f64>,
-    pub unbounded: bool,
-}
-
-/// The load of a benchmark run: vLLM `request_rate` (a number or `"inf"`) and
-/// `max_concurrency`; GuideLLM `strategy.type_` (`synchronous` = concurrency 1,
-/// `concurrent` = `strategy.streams`, `throughput` = unbounded, `constant`/`poisson` =
-/// `strategy.rate`); GenAI-Perf `perf_analyzer.stimulus.{concurrency,request_rate}` or
-/// the older top-level `concurrency` / `request_rate`.
-pub fn load_of(config: &Map<String, Value>) -> Load {
-    let get = |k: &str| config.get(k);
-    let strategy = get("strategy.type_")
-        .or(get("strategy.type"))
-        .and_then(Value::as_str);
-    if let Some(s) = strategy {
-        return match s {
-            "synchronous" => Load {
-                concurrency: Some(1.0),
-                ..Load::default()
-            },
-            "concurrent" => Load {
-                concurrency: num(get("strategy.streams")),
-                ..Load::default()
-            },
-            "throughput" => Load {
-                unbounded: true,
-                ..Load::default()
-            },
-            _ => Load {
-                offered_rate: num(get("strategy.rate")),
-                ..Load::default()
-            },
-        };
-    }
-    let conc = num(get("max_concurrency"))
-        .or(num(get("perf_analyzer.stimulus.concurrency")))
-        .or(num(get("concurrency")));
-    let rate_value = get("request_rate").or(get("perf_analyzer.stimulus.request_rate"));
-    let rate = num(rate_value);
-    let rate_inf = rate_value
-        .and_then(Value::as_str)
-        .is_some_and(|s| s.trim().eq_ignore_ascii_case("inf"));
-    match (rate, conc) {
-        (Some(r), c) => Load {
-            offered_rate: Some(r),
-            concurrency: c,
-            unbounded: false,
-        },
-        (None, Some(c)) => Load {
-            concurrency: Some(c),
-            ..Load::default()
-        },
-        (None, None) => Load {
-            unbounded: rate_inf,
-            ..Load::default()
-        },
-    }
-}
-
-/// One run as a point.
-pub fn point_of(run: &BenchResult, label: &str) -> SweepPoint {
-    let load = load_of(&run.config);
-    SweepPoint {
-        series: String::new(),
-        label: label.to_string(),
-        offered_rate: load.offered_rate,
-        concurrency: load.concurrency,
-        unbounded: load.unbounded,
-        achieved_rps: run.request_throughput,
-        output_tps: run.output_throughput,
-        requests: run.completed,
-        ttft_ms: LatencyStats::from_summary(&run.ttft_ms),
-        tpot_ms: LatencyStats::from_summary(&run.tpot_ms),
-        itl_ms: LatencyStats::from_summary(&run.itl_ms),
-        e2el_ms: LatencyStats::from_summary(&run.e2el_ms),
-        artifact_id: None,
-    }
-}
-
-/// The runs of one file as sweep points, in load order, when they ran at two or more
-/// distinct loads (repeats at one load are not a sweep: empty then).
-pub fn points_from_runs(runs: &[BenchResult]) -> Vec<SweepPoint> {
-    let mut points: Vec<SweepPoint> = runs
-        .iter()
-        .enumerate()
-        .map(|(i, r)| point_of(r, &format!("run {}", i + 1)))
-        .collect();
-    if points.iter().any(|p| !load_known(p)) || distinct_loads(&points) < 2 {
-        return Vec::new();
-    }
-    order(&mut points);
-    points
-}
-
-fn load_known(p: &SweepPoint) -> bool {
-    p.unbounded || p.offered_rate.is_some() || p.concurrency.is_some()
-}
-
-fn distinct_loads(points: &[SweepPoint]) -> usize {
-    points
-        .iter()
-        .map(|p| {
-            let (k, v) = p.load_key();
-            (k, v.to_bits())
-        })
-        .collect::<BTreeSet<_>>()
-        .len()
-}
 
 /// One analysed benchmark artifact offered as a point of a sweep.
 pub struct Member<'a> {
@@ -1106,6 +854,7 @@ pub(crate) fn test_point(rate: f64, rps: f64, p99_ttft: f64) -> SweepPoint {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::stats::Summary;
     use serde_json::json;
 
     fn table_row(name: &str, tput: f64, p99_ttft: f64) -> Value {

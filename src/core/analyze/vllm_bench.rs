@@ -16,6 +16,7 @@
 //! straight into f64 vectors, `generated_texts` is skipped, everything else is
 //! kept only while small.
 
+use super::point::{distinct_loads, load_known, load_of, order, LatencyStats, SweepPoint};
 use super::readers::NanToNull;
 use super::AnalyzeError;
 use crate::stats::Summary;
@@ -123,7 +124,7 @@ pub struct VllmBenchAnalysis {
     /// The runs as load-sweep points, when they ran at two or more loads (a GuideLLM
     /// sweep, JSON Lines of several rates); see [`super::sweep`].
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub points: Vec<super::sweep::SweepPoint>,
+    pub points: Vec<SweepPoint>,
 }
 
 /// Analyze a benchmark result file (decompressed).
@@ -164,7 +165,7 @@ pub fn analyze<R: Read>(reader: R) -> Result<VllmBenchAnalysis, AnalyzeError> {
         all.push(copy);
         all
     };
-    let points = super::sweep::points_from_runs(&runs);
+    let points = points_from_runs(&runs);
     Ok(VllmBenchAnalysis {
         result: last,
         runs,
@@ -1136,6 +1137,44 @@ fn flatten_scalars(
             }
         }
     }
+}
+
+// ---------------------------------------------------------------------------
+// Runs as sweep points
+
+/// One run as a point.
+pub fn point_of(run: &BenchResult, label: &str) -> SweepPoint {
+    let load = load_of(&run.config);
+    SweepPoint {
+        series: String::new(),
+        label: label.to_string(),
+        offered_rate: load.offered_rate,
+        concurrency: load.concurrency,
+        unbounded: load.unbounded,
+        achieved_rps: run.request_throughput,
+        output_tps: run.output_throughput,
+        requests: run.completed,
+        ttft_ms: LatencyStats::from_summary(&run.ttft_ms),
+        tpot_ms: LatencyStats::from_summary(&run.tpot_ms),
+        itl_ms: LatencyStats::from_summary(&run.itl_ms),
+        e2el_ms: LatencyStats::from_summary(&run.e2el_ms),
+        artifact_id: None,
+    }
+}
+
+/// The runs of one file as sweep points, in load order, when they ran at two or more
+/// distinct loads (repeats at one load are not a sweep: empty then).
+pub fn points_from_runs(runs: &[BenchResult]) -> Vec<SweepPoint> {
+    let mut points: Vec<SweepPoint> = runs
+        .iter()
+        .enumerate()
+        .map(|(i, r)| point_of(r, &format!("run {}", i + 1)))
+        .collect();
+    if points.iter().any(|p| !load_known(p)) || distinct_loads(&points) < 2 {
+        return Vec::new();
+    }
+    order(&mut points);
+    points
 }
 
 #[cfg(test)]
