@@ -549,19 +549,24 @@ async fn the_server_restarts_its_embedded_cluster_after_kill_9_of_the_postmaster
     assert_eq!(first["embedded_restarts"], 0, "{first}");
     assert!(first["last_restart"].is_null(), "{first}");
 
-    // The test reaches the same cluster (adopting the running server) to make a token,
-    // and stops it at the end whatever happens; the server stops it too on SIGTERM.
+    // The test reaches the same cluster (adopting the running server) to make a token.
+    // Should the test fail, the guard kills the server first (so it restarts nothing),
+    // then stops the cluster; on success the server has stopped it on SIGTERM.
     let cluster = start_cluster(data.clone()).await;
     assert!(!cluster.started_here(), "the test adopted the server's cluster");
-    struct StopCluster(EmbeddedCluster);
-    impl Drop for StopCluster {
+    struct StopBoth(i32, EmbeddedCluster);
+    impl Drop for StopBoth {
         fn drop(&mut self) {
-            if self.0.is_running() {
-                self.0.stop_immediately().ok();
+            // SAFETY: kill has no memory preconditions; the pid is our child's.
+            if self.0 > 0 && unsafe { libc::kill(self.0, libc::SIGKILL) } == 0 {
+                std::thread::sleep(Duration::from_millis(300));
+            }
+            if self.1.is_running() {
+                self.1.stop_immediately().ok();
             }
         }
     }
-    let guard = StopCluster(cluster.clone());
+    let mut guard = StopBoth(server.id().expect("running") as i32, cluster.clone());
     let pool = perfjournal::db::connect(cluster.connect_options(perfjournal::db::EMBEDDED_DATABASE))
         .await
         .unwrap();
@@ -634,12 +639,12 @@ async fn the_server_restarts_its_embedded_cluster_after_kill_9_of_the_postmaster
 
     // A deliberate stop is not mistaken for a crash: SIGTERM stops the server and then
     // its cluster, with no restart in between.
-    let pid = server.id().expect("running") as i32;
-    assert_eq!(unsafe { libc::kill(pid, libc::SIGTERM) }, 0);
+    assert_eq!(unsafe { libc::kill(guard.0, libc::SIGTERM) }, 0);
     let exit = tokio::time::timeout(Duration::from_secs(60), server.wait())
         .await
         .expect("the server stops on SIGTERM")
         .unwrap();
+    guard.0 = 0; // reaped: the pid is no longer the server's
     assert!(exit.success(), "{exit:?}");
     tokio::time::sleep(Duration::from_secs(2)).await;
     assert!(
