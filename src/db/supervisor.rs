@@ -123,5 +123,11 @@ async fn restart(cluster: &EmbeddedCluster, health: &ClusterHealth) {
 
 /// The first line of an error, at most 200 characters.
 fn first_line(error: &str) -> String {
-    error.lines().next().unwrap_or("").chars().take(200).collect()
+    error
+        .lines()
+        .next()
+        .unwrap_or("")
+        .chars()
+        .take(200)
+        .collect()
 }

@@ -553,7 +553,10 @@ async fn the_server_restarts_its_embedded_cluster_after_kill_9_of_the_postmaster
     // Should the test fail, the guard kills the server first (so it restarts nothing),
     // then stops the cluster; on success the server has stopped it on SIGTERM.
     let cluster = start_cluster(data.clone()).await;
-    assert!(!cluster.started_here(), "the test adopted the server's cluster");
+    assert!(
+        !cluster.started_here(),
+        "the test adopted the server's cluster"
+    );
     struct StopBoth(i32, EmbeddedCluster);
     impl Drop for StopBoth {
         fn drop(&mut self) {
@@ -567,9 +570,10 @@ async fn the_server_restarts_its_embedded_cluster_after_kill_9_of_the_postmaster
         }
     }
     let mut guard = StopBoth(server.id().expect("running") as i32, cluster.clone());
-    let pool = perfjournal::db::connect(cluster.connect_options(perfjournal::db::EMBEDDED_DATABASE))
-        .await
-        .unwrap();
+    let pool =
+        perfjournal::db::connect(cluster.connect_options(perfjournal::db::EMBEDDED_DATABASE))
+            .await
+            .unwrap();
     let token = common::admin_with_token(&pool, "supervise").await;
     pool.close().await;
     let create = |title: &'static str| {
@@ -583,9 +587,14 @@ async fn the_server_restarts_its_embedded_cluster_after_kill_9_of_the_postmaster
                 .map(|r| r.status())
         }
     };
-    assert_eq!(create("before the kill").await.unwrap(), StatusCode::CREATED);
+    assert_eq!(
+        create("before the kill").await.unwrap(),
+        StatusCode::CREATED
+    );
 
-    let postmaster = cluster.postmaster_pid().expect("postmaster.pid names the server");
+    let postmaster = cluster
+        .postmaster_pid()
+        .expect("postmaster.pid names the server");
     assert_eq!(unsafe { libc::kill(postmaster, libc::SIGKILL) }, 0);
     let killed = Instant::now();
 
