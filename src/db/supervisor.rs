@@ -121,13 +121,30 @@ async fn restart(cluster: &EmbeddedCluster, health: &ClusterHealth) {
     }
 }
 
-/// The first line of an error, at most 200 characters.
+/// The first telling line of an error, at most 200 characters: pg_ctl's warning about the
+/// dead server's stale lock file ("another server might be running; trying to start
+/// server anyway") comes before the reason it gave up.
 fn first_line(error: &str) -> String {
-    error
-        .lines()
-        .next()
-        .unwrap_or("")
-        .chars()
-        .take(200)
-        .collect()
+    let mut lines = error.lines().filter(|l| !l.trim().is_empty());
+    let first = lines.next().unwrap_or("");
+    let line = if first.contains("trying to start server anyway") {
+        lines.next().unwrap_or(first)
+    } else {
+        first
+    };
+    line.chars().take(200).collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::first_line;
+
+    #[test]
+    fn the_reported_error_skips_pg_ctls_stale_lock_file_warning() {
+        let error = "pg_ctl start failed: pg_ctl: another server might be running; trying to \
+                     start server anyway\npg_ctl: could not start server\nserver log: FATAL: x";
+        assert_eq!(first_line(error), "pg_ctl: could not start server");
+        assert_eq!(first_line("one\ntwo"), "one");
+        assert_eq!(first_line(&"x".repeat(500)).len(), 200);
+    }
 }
