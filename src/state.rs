@@ -40,6 +40,8 @@ pub struct Shared {
     pub search: Arc<Searcher>,
     /// Users as the session and token checks read them, for at most a second.
     pub users: Arc<UserCopies>,
+    /// The embedded cluster's supervisor record, when the app runs its own cluster.
+    pub embedded: Option<Arc<crate::db::supervisor::ClusterHealth>>,
 }
 
 impl AppState {
@@ -67,7 +69,17 @@ impl AppState {
             jobs: Arc::new(Notify::new()),
             search: Arc::new(Searcher::new()),
             users: Arc::new(UserCopies::default()),
+            embedded: None,
         }))
+    }
+
+    /// The same state reporting the embedded cluster's supervisor in `/healthz`. Before
+    /// the state is cloned.
+    pub fn with_embedded(mut self, health: Arc<crate::db::supervisor::ClusterHealth>) -> Self {
+        Arc::get_mut(&mut self.0)
+            .expect("with_embedded is called before the state is shared")
+            .embedded = Some(health);
+        self
     }
 }
 

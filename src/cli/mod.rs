@@ -194,8 +194,22 @@ async fn execute(db: &DbArgs, command: Command) -> anyhow::Result<()> {
             if seeded > 0 {
                 tracing::info!(seeded, "capture hosts added from the configuration");
             }
-            let state = AppState::new(database.pool.clone(), Config::from(&args), blobs);
-            crate::server::serve(state, &args.bind).await
+            let mut state = AppState::new(database.pool.clone(), Config::from(&args), blobs);
+            // With its own cluster, the app restarts it when its postmaster dies.
+            let mut supervisor = None;
+            if let Some(cluster) = database.cluster.clone() {
+                let health = std::sync::Arc::new(crate::db::supervisor::ClusterHealth::default());
+                state = state.with_embedded(health.clone());
+                supervisor = Some(tokio::spawn(crate::db::supervisor::supervise(
+                    cluster, health,
+                )));
+            }
+            let result = crate::server::serve(state, &args.bind).await;
+            // Stopped before the cluster is, so a deliberate stop is not "restarted".
+            if let Some(task) = supervisor {
+                task.abort();
+            }
+            result
         }
         Command::Migrate => {
             println!("database is migrated");

@@ -165,22 +165,48 @@ impl EmbeddedCluster {
         if cluster.is_running() {
             tracing::info!("embedded PostgreSQL already running; reusing it");
         } else {
-            let options = format!(
-                "-k '{}' -c listen_addresses='' -c max_connections=200",
-                cluster.socket_dir.display()
-            );
-            let dir = cluster.cluster_dir.to_string_lossy().into_owned();
-            let log = cluster.log_file.to_string_lossy().into_owned();
-            cluster.run(
-                "pg_ctl start",
-                &[
-                    "start", "-D", &dir, "-l", &log, "-w", "-t", "60", "-s", "-o", &options,
-                ],
-            )?;
+            cluster.start_server()?;
             cluster.started_here = true;
             tracing::info!(socket = %cluster.socket_dir.display(), "embedded PostgreSQL started");
         }
         Ok(cluster)
+    }
+
+    /// Starts the server on the existing cluster directory and waits until it accepts
+    /// connections (after a crash that includes replaying its WAL). Blocking.
+    pub fn start_server(&self) -> Result<(), ClusterError> {
+        let options = format!(
+            "-k '{}' -c listen_addresses='' -c max_connections=200",
+            self.socket_dir.display()
+        );
+        let dir = self.cluster_dir.to_string_lossy().into_owned();
+        let log = self.log_file.to_string_lossy().into_owned();
+        self.run(
+            "pg_ctl start",
+            &[
+                "start", "-D", &dir, "-l", &log, "-w", "-t", "60", "-s", "-o", &options,
+            ],
+        )
+    }
+
+    /// The postmaster's process id as its lock file (`postmaster.pid`) records it, when
+    /// the file exists.
+    pub fn postmaster_pid(&self) -> Option<i32> {
+        let text = std::fs::read_to_string(self.cluster_dir.join("postmaster.pid")).ok()?;
+        text.lines().next()?.trim().parse().ok()
+    }
+
+    /// Whether the postmaster is alive: its lock file names a process that exists. A
+    /// cheap check (no child process), for the supervisor to run every second.
+    pub fn postmaster_alive(&self) -> bool {
+        let Some(pid) = self.postmaster_pid().filter(|p| *p > 0) else {
+            return false;
+        };
+        // SAFETY: signal 0 only checks that the process exists and may be signalled.
+        let r = unsafe { libc::kill(pid, 0) };
+        let exists = r == 0 || std::io::Error::last_os_error().raw_os_error() == Some(libc::EPERM);
+        // A killed postmaster whose parent has not reaped it yet still "exists" as a zombie.
+        exists && !is_zombie(pid)
     }
 
     /// Connection options for a database of this cluster, over its private socket.
@@ -356,6 +382,17 @@ fn first_unreachable(path: &Path, uid: u32, gid: u32) -> Option<PathBuf> {
         }
     }
     None
+}
+
+/// Whether `/proc` shows the process as a zombie (dead, not yet reaped).
+fn is_zombie(pid: i32) -> bool {
+    let Ok(stat) = std::fs::read_to_string(format!("/proc/{pid}/stat")) else {
+        return false;
+    };
+    // The state follows the command name, which is in parentheses and may hold spaces.
+    stat.rsplit_once(')')
+        .and_then(|(_, rest)| rest.split_whitespace().next())
+        .is_some_and(|state| state == "Z" || state == "X")
 }
 
 /// Unix sockets have a path limit of about 107 bytes; a deep data dir gets a short,

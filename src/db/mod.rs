@@ -1,6 +1,7 @@
 //! Which PostgreSQL to use (DATABASE_URL or the embedded cluster), the pool, migrations.
 
 pub mod embedded;
+pub mod supervisor;
 
 use std::str::FromStr;
 use std::time::Duration;

@@ -18,29 +18,50 @@ pub fn public_routes() -> Router<AppState> {
         .route("/metrics", get(metrics))
 }
 
-/// 200 when the database answers within two seconds, 503 otherwise.
+/// 200 when the database answers within two seconds, 503 otherwise:
+/// `{"status": "ok" | "unavailable", "database": "ok" | "unreachable" | "restarting"}`.
+/// When the app runs its own embedded cluster it adds what its supervisor did:
+/// `embedded_restarts` (since start), `last_restart` (RFC 3339 or null) and `last_error`
+/// (one line or null); `database` is `restarting` while the supervisor restarts it.
 async fn healthz(State(state): State<AppState>) -> Response {
     let probe = sqlx::query_scalar::<_, i32>("SELECT 1").fetch_one(&state.pool);
-    match tokio::time::timeout(Duration::from_secs(2), probe).await {
-        Ok(Ok(_)) => Json(json!({"status": "ok", "database": "ok"})).into_response(),
+    let reachable = match tokio::time::timeout(Duration::from_secs(2), probe).await {
+        Ok(Ok(_)) => true,
         Ok(Err(e)) => {
             tracing::warn!(error = %e, "health check: database error");
-            unhealthy()
+            false
         }
         Err(_) => {
             tracing::warn!("health check: database timed out");
-            unhealthy()
+            false
         }
+    };
+    let record = state.embedded.as_ref().map(|h| h.snapshot());
+    let database = match (&record, reachable) {
+        (_, true) => "ok",
+        (Some(r), false) if r.restarting => "restarting",
+        _ => "unreachable",
+    };
+    let mut body = if reachable {
+        json!({"status": "ok", "database": database})
+    } else {
+        json!({"status": "unavailable", "database": database})
+    };
+    if let Some(r) = record {
+        body["embedded_restarts"] = json!(r.restarts);
+        body["last_restart"] = json!(r.last_restart);
+        body["last_error"] = json!(r.last_error);
     }
-}
-
-fn unhealthy() -> Response {
-    (
-        StatusCode::SERVICE_UNAVAILABLE,
-        [(header::RETRY_AFTER, "5")],
-        Json(json!({"status": "unavailable", "database": "unreachable"})),
-    )
-        .into_response()
+    if reachable {
+        Json(body).into_response()
+    } else {
+        (
+            StatusCode::SERVICE_UNAVAILABLE,
+            [(header::RETRY_AFTER, "5")],
+            Json(body),
+        )
+            .into_response()
+    }
 }
 
 /// Prometheus text. An API token of any user (a scraper's), or an admin's session.

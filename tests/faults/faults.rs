@@ -490,3 +490,175 @@ async fn a_restart_removes_the_partial_file_of_an_upload_cut_off_by_kill_9() {
         .unwrap();
     assert_eq!(rows, 0);
 }
+
+/// kill -9 of the postmaster of the server's own embedded cluster (no DATABASE_URL): the
+/// server notices, starts the cluster again without being restarted itself, writes go
+/// through again within seconds, and `/healthz` says a restart happened.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_server_restarts_its_embedded_cluster_after_kill_9_of_the_postmaster() {
+    if EmbeddedCluster::find_binaries().is_err()
+        && !must_run(
+            "the_server_restarts_its_embedded_cluster",
+            "no PostgreSQL server binaries",
+        )
+    {
+        return;
+    }
+    let dir = tempfile::Builder::new()
+        .prefix("pj-supervise-")
+        .tempdir()
+        .unwrap();
+    // Reachable for the `postgres` user when the tests run as root, so the cluster lives
+    // under this directory and goes with it.
+    std::fs::set_permissions(
+        dir.path(),
+        std::os::unix::fs::PermissionsExt::from_mode(0o755),
+    )
+    .unwrap();
+    let data = dir.path().join("data");
+    let port = common::free_port();
+    let base = format!("http://127.0.0.1:{port}");
+    let mut server = tokio::process::Command::new(env!("CARGO_BIN_EXE_perfjournal"))
+        .env_remove("DATABASE_URL")
+        .env("PERFJOURNAL_BIND", format!("127.0.0.1:{port}"))
+        .env("PERFJOURNAL_DATA_DIR", &data)
+        .env("RUST_LOG", "warn")
+        .kill_on_drop(true)
+        .spawn()
+        .expect("start the server");
+    let http = reqwest::Client::new();
+    let health = |http: reqwest::Client, base: String| async move {
+        let r = http.get(format!("{base}/healthz")).send().await.ok()?;
+        let status = r.status();
+        Some((status, r.json::<serde_json::Value>().await.ok()?))
+    };
+    let started = Instant::now();
+    let first = loop {
+        if let Some((status, body)) = health(http.clone(), base.clone()).await {
+            if status.is_success() {
+                break body;
+            }
+        }
+        assert!(
+            started.elapsed() < Duration::from_secs(120),
+            "the server did not start on its embedded cluster"
+        );
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    };
+    assert_eq!(first["database"], "ok", "{first}");
+    assert_eq!(first["embedded_restarts"], 0, "{first}");
+    assert!(first["last_restart"].is_null(), "{first}");
+
+    // The test reaches the same cluster (adopting the running server) to make a token.
+    // Should the test fail, the guard kills the server first (so it restarts nothing),
+    // then stops the cluster; on success the server has stopped it on SIGTERM.
+    let cluster = start_cluster(data.clone()).await;
+    assert!(
+        !cluster.started_here(),
+        "the test adopted the server's cluster"
+    );
+    struct StopBoth(i32, EmbeddedCluster);
+    impl Drop for StopBoth {
+        fn drop(&mut self) {
+            // SAFETY: kill has no memory preconditions; the pid is our child's.
+            if self.0 > 0 && unsafe { libc::kill(self.0, libc::SIGKILL) } == 0 {
+                std::thread::sleep(Duration::from_millis(300));
+            }
+            if self.1.is_running() {
+                self.1.stop_immediately().ok();
+            }
+        }
+    }
+    let mut guard = StopBoth(server.id().expect("running") as i32, cluster.clone());
+    let pool =
+        perfjournal::db::connect(cluster.connect_options(perfjournal::db::EMBEDDED_DATABASE))
+            .await
+            .unwrap();
+    let token = common::admin_with_token(&pool, "supervise").await;
+    pool.close().await;
+    let create = |title: &'static str| {
+        let (http, base, token) = (http.clone(), base.clone(), token.clone());
+        async move {
+            http.post(format!("{base}/api/v1/investigations"))
+                .bearer_auth(token)
+                .json(&serde_json::json!({ "title": title }))
+                .send()
+                .await
+                .map(|r| r.status())
+        }
+    };
+    assert_eq!(
+        create("before the kill").await.unwrap(),
+        StatusCode::CREATED
+    );
+
+    let postmaster = cluster
+        .postmaster_pid()
+        .expect("postmaster.pid names the server");
+    assert_eq!(unsafe { libc::kill(postmaster, libc::SIGKILL) }, 0);
+    let killed = Instant::now();
+
+    // Writes work again within a bound, with no restart of the server process.
+    let mut statuses = Vec::new();
+    loop {
+        match create("after the kill").await {
+            Ok(StatusCode::CREATED) => break,
+            Ok(s) => statuses.push(s),
+            Err(e) => panic!("the server stopped answering: {e}"),
+        }
+        assert!(
+            killed.elapsed() < Duration::from_secs(30),
+            "writes still fail {:?} after the kill: {statuses:?}",
+            killed.elapsed()
+        );
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+    let recovered = killed.elapsed();
+    assert!(
+        statuses
+            .iter()
+            .all(|s| *s == StatusCode::SERVICE_UNAVAILABLE),
+        "the outage answered other than 503: {statuses:?}"
+    );
+    assert!(
+        server.try_wait().unwrap().is_none(),
+        "the server process itself stayed up"
+    );
+    assert_ne!(
+        cluster.postmaster_pid(),
+        Some(postmaster),
+        "a new postmaster runs"
+    );
+
+    let (status, body) = health(http.clone(), base.clone())
+        .await
+        .expect("healthz answers");
+    assert_eq!(status, StatusCode::OK, "{body}");
+    assert_eq!(body["status"], "ok", "{body}");
+    assert_eq!(body["database"], "ok", "{body}");
+    assert_eq!(body["embedded_restarts"], 1, "{body}");
+    assert!(body["last_restart"].is_string(), "{body}");
+    // The dead postmaster, or a restart attempt that failed before the one that worked.
+    let error = body["last_error"].as_str().unwrap_or_default();
+    assert!(
+        error.contains(&format!("pid {postmaster}")) || error.starts_with("restart attempt"),
+        "last_error says what happened: {body}"
+    );
+    eprintln!("writes recovered {recovered:?} after kill -9 of the postmaster; healthz: {body}");
+
+    // A deliberate stop is not mistaken for a crash: SIGTERM stops the server and then
+    // its cluster, with no restart in between.
+    assert_eq!(unsafe { libc::kill(guard.0, libc::SIGTERM) }, 0);
+    let exit = tokio::time::timeout(Duration::from_secs(60), server.wait())
+        .await
+        .expect("the server stops on SIGTERM")
+        .unwrap();
+    guard.0 = 0; // reaped: the pid is no longer the server's
+    assert!(exit.success(), "{exit:?}");
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    assert!(
+        !cluster.is_running(),
+        "the cluster stayed stopped after the server's shutdown"
+    );
+    drop(guard);
+}
