@@ -2,15 +2,9 @@
 //! picture, the classes, the ranked bubbles and the method's reading of them), and a
 //! form that runs one from the investigation's trace and queue artifacts.
 
-use axum::extract::State;
-use axum::http::StatusCode;
-use axum::response::{IntoResponse, Redirect, Response};
-use axum::routing::post;
-use axum::{Form, Router};
 use serde::Deserialize;
 use sqlx::PgPool;
 
-use crate::auth::{CurrentUser, Role};
 use crate::bubbles::{self, Ask, Stored};
 use crate::charts;
 use crate::core::analyze::pytorch_trace::Preceded;
@@ -19,14 +13,7 @@ use crate::core::method::bubbles::{advise, Advice, BubbleClass, DEFAULT_MIN_IDLE
 use crate::core::quantity::{self, Unit};
 use crate::core::FieldError;
 use crate::error::{AppError, Result};
-use crate::extract::Path;
 use crate::investigations::db::{self, ArtifactLink};
-use crate::state::AppState;
-use crate::web::PageCtx;
-
-pub fn routes() -> Router<AppState> {
-    Router::new().route("/investigations/{id}/bubbles", post(run_attribution))
-}
 
 /// One class row of the table.
 pub struct ClassRow {
@@ -181,40 +168,22 @@ fn read_form(f: &RunForm) -> std::result::Result<Ask, Vec<FieldError>> {
     Ask::read(trace, queue, offset_ms, min_idle_us, errors)
 }
 
-/// Runs an attribution from the step-3 form and keeps it for this investigation; a
-/// refusal comes back as step 3 with the form as sent and its errors (422, nothing kept).
-async fn run_attribution(
-    State(state): State<AppState>,
-    me: CurrentUser,
-    ctx: PageCtx,
-    Path(id): Path<i64>,
-    Form(form): Form<RunForm>,
-) -> Result<Response> {
-    me.require(Role::Editor)?;
-    db::get(&state.pool, id)
-        .await?
-        .ok_or_else(|| AppError::not_found(format!("there is no investigation {id}")))?;
-    match attribute_for(&state.pool, id, &form, me.0.id).await {
-        Ok(()) => {
-            Ok(Redirect::to(&format!("/investigations/{id}/steps/3#bubbles")).into_response())
+impl Echo {
+    /// The form as sent, with why it was refused, for step 3 to show again.
+    pub fn of(form: RunForm, errors: Vec<FieldError>) -> Echo {
+        Echo {
+            trace: form.trace,
+            queue: form.queue,
+            offset_ms: form.offset_ms,
+            min_idle_us: form.min_idle_us,
+            errors,
         }
-        Err(AppError::Invalid(errors)) => {
-            let echo = Echo {
-                trace: form.trace,
-                queue: form.queue,
-                offset_ms: form.offset_ms,
-                min_idle_us: form.min_idle_us,
-                errors,
-            };
-            let page =
-                super::investigations::step_with(&state, ctx, id, 3, None, Some(echo)).await?;
-            Ok((StatusCode::UNPROCESSABLE_ENTITY, page).into_response())
-        }
-        Err(e) => Err(e),
     }
 }
 
-async fn attribute_for(pool: &PgPool, id: i64, form: &RunForm, user: i64) -> Result<()> {
+/// Runs an attribution from the step-3 form and keeps it for investigation `id`
+/// (the step-3 page's handler calls this; a refusal is `AppError::Invalid`, nothing kept).
+pub async fn attribute_for(pool: &PgPool, id: i64, form: &RunForm, user: i64) -> Result<()> {
     let ask = read_form(form).map_err(AppError::Invalid)?;
     let (result, owner) = bubbles::run(pool, &ask).await?;
     if owner != Some(id) {

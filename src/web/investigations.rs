@@ -55,6 +55,34 @@ pub fn routes() -> Router<AppState> {
             post(attach_expected),
         )
         .route("/investigations/{id}/journal", post(draft_journal))
+        .route("/investigations/{id}/bubbles", post(run_attribution))
+}
+
+/// Runs a bubble attribution from the step-3 form and keeps it for this investigation;
+/// a refusal comes back as step 3 with the form as sent and its errors (422, nothing
+/// kept).
+async fn run_attribution(
+    State(state): State<AppState>,
+    me: CurrentUser,
+    ctx: PageCtx,
+    Path(id): Path<i64>,
+    Form(form): Form<bubbles::RunForm>,
+) -> Result<Response> {
+    me.require(Role::Editor)?;
+    db::get(&state.pool, id)
+        .await?
+        .ok_or_else(|| AppError::not_found(format!("there is no investigation {id}")))?;
+    match bubbles::attribute_for(&state.pool, id, &form, me.0.id).await {
+        Ok(()) => {
+            Ok(Redirect::to(&format!("/investigations/{id}/steps/3#bubbles")).into_response())
+        }
+        Err(AppError::Invalid(errors)) => {
+            let echo = Echo::of(form, errors);
+            let page = step_with(&state, ctx, id, 3, None, Some(echo)).await?;
+            Ok((StatusCode::UNPROCESSABLE_ENTITY, page).into_response())
+        }
+        Err(e) => Err(e),
+    }
 }
 
 // ---------- list and create ----------

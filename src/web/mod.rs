@@ -46,7 +46,6 @@ pub fn private_routes() -> Router<AppState> {
         .merge(estimators::routes())
         .merge(drills::routes())
         .merge(artifacts::routes())
-        .merge(bubbles::routes())
         .merge(captures::routes())
         .merge(comparisons::routes())
         .merge(investigations::routes())
