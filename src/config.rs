@@ -76,6 +76,16 @@ pub struct ServeArgs {
         value_delimiter = ','
     )]
     pub capture_hosts: Vec<String>,
+
+    /// Reverse proxies (addresses or CIDR blocks, comma-separated) whose X-Forwarded-For is
+    /// believed: from them, the client address for the login throttle is the right-most
+    /// address in that header that is not itself a trusted proxy. Unset: the peer's address.
+    #[arg(
+        long = "trusted-proxies",
+        env = "PERFJOURNAL_TRUSTED_PROXIES",
+        value_delimiter = ','
+    )]
+    pub trusted_proxies: Vec<crate::auth::throttle::ProxyNet>,
 }
 
 /// The resolved configuration the app state is built from.
@@ -96,6 +106,8 @@ pub struct Config {
     /// (successful sign-ins are not counted; see auth::throttle).
     pub login_per_minute_user: u32,
     pub login_per_minute_ip: u32,
+    /// Proxies whose X-Forwarded-For names the client (see auth::throttle::client_ip).
+    pub trusted_proxies: Vec<crate::auth::throttle::ProxyNet>,
 }
 
 impl Default for Config {
@@ -111,6 +123,7 @@ impl Default for Config {
             session_max_age: chrono::Duration::hours(24),
             login_per_minute_user: 5,
             login_per_minute_ip: 20,
+            trusted_proxies: Vec::new(),
         }
     }
 }
@@ -133,6 +146,7 @@ impl From<&ServeArgs> for Config {
             max_decompressed_bytes: a.max_decompressed_bytes,
             session_idle: Duration::from_secs(a.session_idle_minutes.max(1) as u64 * 60),
             session_max_age: chrono::Duration::hours(a.session_max_hours.max(1)),
+            trusted_proxies: a.trusted_proxies.clone(),
             ..Config::default()
         }
     }
