@@ -60,6 +60,22 @@ pub struct ServeArgs {
     #[arg(long, env = "PERFJOURNAL_S3_BUCKET")]
     pub s3_bucket: Option<String>,
 
+    /// Seconds a client has to send a request's headers before the connection is closed.
+    #[arg(long, env = "PERFJOURNAL_HEADER_READ_TIMEOUT", default_value_t = 30)]
+    pub header_read_timeout_secs: u64,
+
+    /// Seconds an upload's body may send nothing before the upload is dropped with 408.
+    #[arg(long, env = "PERFJOURNAL_UPLOAD_IDLE_TIMEOUT", default_value_t = 60)]
+    pub upload_idle_timeout_secs: u64,
+
+    /// Uploads one user may have running at once (more answer 429).
+    #[arg(long, env = "PERFJOURNAL_MAX_UPLOADS_PER_USER", default_value_t = 4)]
+    pub max_uploads_per_user: usize,
+
+    /// Uploads the server receives at once, all users together (more answer 503).
+    #[arg(long, env = "PERFJOURNAL_MAX_UPLOADS", default_value_t = 64)]
+    pub max_uploads: usize,
+
     /// Minutes of inactivity after which a session ends.
     #[arg(long, env = "PERFJOURNAL_SESSION_IDLE_MINUTES", default_value_t = 120)]
     pub session_idle_minutes: i64,
@@ -106,6 +122,10 @@ pub struct Config {
     /// (successful sign-ins are not counted; see auth::throttle).
     pub login_per_minute_user: u32,
     pub login_per_minute_ip: u32,
+    pub header_read_timeout: Duration,
+    pub upload_idle_timeout: Duration,
+    pub max_uploads_per_user: usize,
+    pub max_uploads: usize,
     /// Proxies whose X-Forwarded-For names the client (see auth::throttle::client_ip).
     pub trusted_proxies: Vec<crate::auth::throttle::ProxyNet>,
 }
@@ -124,6 +144,10 @@ impl Default for Config {
             login_per_minute_user: 5,
             login_per_minute_ip: 20,
             trusted_proxies: Vec::new(),
+            header_read_timeout: Duration::from_secs(30),
+            upload_idle_timeout: Duration::from_secs(60),
+            max_uploads_per_user: 4,
+            max_uploads: 64,
         }
     }
 }
@@ -147,6 +171,10 @@ impl From<&ServeArgs> for Config {
             session_idle: Duration::from_secs(a.session_idle_minutes.max(1) as u64 * 60),
             session_max_age: chrono::Duration::hours(a.session_max_hours.max(1)),
             trusted_proxies: a.trusted_proxies.clone(),
+            header_read_timeout: Duration::from_secs(a.header_read_timeout_secs.max(1)),
+            upload_idle_timeout: Duration::from_secs(a.upload_idle_timeout_secs.max(1)),
+            max_uploads_per_user: a.max_uploads_per_user.max(1),
+            max_uploads: a.max_uploads.max(1),
             ..Config::default()
         }
     }

@@ -40,6 +40,8 @@ pub struct Shared {
     pub search: Arc<Searcher>,
     /// Users as the session and token checks read them, for at most a second.
     pub users: Arc<UserCopies>,
+    /// Uploads being received now (see artifacts::UploadSlots).
+    pub upload_slots: Arc<crate::artifacts::UploadSlots>,
 }
 
 impl AppState {
@@ -51,6 +53,8 @@ impl AppState {
             jobs: self.jobs.clone(),
             upload_limit: self.config.upload_limit,
             max_decompressed_bytes: self.config.max_decompressed_bytes,
+            upload_idle_timeout: self.config.upload_idle_timeout,
+            upload_slots: self.upload_slots.clone(),
         }
     }
 
@@ -60,6 +64,10 @@ impl AppState {
             throttle: Arc::new(LoginThrottle::new(
                 config.login_per_minute_user,
                 config.login_per_minute_ip,
+            )),
+            upload_slots: Arc::new(crate::artifacts::UploadSlots::new(
+                config.max_uploads_per_user,
+                config.max_uploads,
             )),
             config: Arc::new(config),
             metrics: Arc::new(HttpMetrics::new()),
