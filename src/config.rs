@@ -60,6 +60,22 @@ pub struct ServeArgs {
     #[arg(long, env = "PERFJOURNAL_S3_BUCKET")]
     pub s3_bucket: Option<String>,
 
+    /// Seconds a client has to send a request's headers before the connection is closed.
+    #[arg(long, env = "PERFJOURNAL_HEADER_READ_TIMEOUT", default_value_t = 30)]
+    pub header_read_timeout_secs: u64,
+
+    /// Seconds an upload's body may send nothing before the upload is dropped with 408.
+    #[arg(long, env = "PERFJOURNAL_UPLOAD_IDLE_TIMEOUT", default_value_t = 60)]
+    pub upload_idle_timeout_secs: u64,
+
+    /// Uploads one user may have running at once (more answer 429).
+    #[arg(long, env = "PERFJOURNAL_MAX_UPLOADS_PER_USER", default_value_t = 4)]
+    pub max_uploads_per_user: usize,
+
+    /// Uploads the server receives at once, all users together (more answer 503).
+    #[arg(long, env = "PERFJOURNAL_MAX_UPLOADS", default_value_t = 64)]
+    pub max_uploads: usize,
+
     /// Minutes of inactivity after which a session ends.
     #[arg(long, env = "PERFJOURNAL_SESSION_IDLE_MINUTES", default_value_t = 120)]
     pub session_idle_minutes: i64,
@@ -76,6 +92,16 @@ pub struct ServeArgs {
         value_delimiter = ','
     )]
     pub capture_hosts: Vec<String>,
+
+    /// Reverse proxies (addresses or CIDR blocks, comma-separated) whose X-Forwarded-For is
+    /// believed: from them, the client address for the login throttle is the right-most
+    /// address in that header that is not itself a trusted proxy. Unset: the peer's address.
+    #[arg(
+        long = "trusted-proxies",
+        env = "PERFJOURNAL_TRUSTED_PROXIES",
+        value_delimiter = ','
+    )]
+    pub trusted_proxies: Vec<crate::auth::throttle::ProxyNet>,
 }
 
 /// The resolved configuration the app state is built from.
@@ -96,6 +122,12 @@ pub struct Config {
     /// (successful sign-ins are not counted; see auth::throttle).
     pub login_per_minute_user: u32,
     pub login_per_minute_ip: u32,
+    pub header_read_timeout: Duration,
+    pub upload_idle_timeout: Duration,
+    pub max_uploads_per_user: usize,
+    pub max_uploads: usize,
+    /// Proxies whose X-Forwarded-For names the client (see auth::throttle::client_ip).
+    pub trusted_proxies: Vec<crate::auth::throttle::ProxyNet>,
 }
 
 impl Default for Config {
@@ -111,6 +143,11 @@ impl Default for Config {
             session_max_age: chrono::Duration::hours(24),
             login_per_minute_user: 5,
             login_per_minute_ip: 20,
+            trusted_proxies: Vec::new(),
+            header_read_timeout: Duration::from_secs(30),
+            upload_idle_timeout: Duration::from_secs(60),
+            max_uploads_per_user: 4,
+            max_uploads: 64,
         }
     }
 }
@@ -133,6 +170,11 @@ impl From<&ServeArgs> for Config {
             max_decompressed_bytes: a.max_decompressed_bytes,
             session_idle: Duration::from_secs(a.session_idle_minutes.max(1) as u64 * 60),
             session_max_age: chrono::Duration::hours(a.session_max_hours.max(1)),
+            trusted_proxies: a.trusted_proxies.clone(),
+            header_read_timeout: Duration::from_secs(a.header_read_timeout_secs.max(1)),
+            upload_idle_timeout: Duration::from_secs(a.upload_idle_timeout_secs.max(1)),
+            max_uploads_per_user: a.max_uploads_per_user.max(1),
+            max_uploads: a.max_uploads.max(1),
             ..Config::default()
         }
     }

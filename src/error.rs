@@ -35,6 +35,15 @@ pub enum AppError {
     Unavailable,
     #[error("{0}")]
     StorageFull(String),
+    /// A body that stopped arriving (408).
+    #[error("{0}")]
+    RequestTimeout(String),
+    /// This user already has as many uploads running as allowed (429).
+    #[error("{0}")]
+    TooManyUploads(String),
+    /// The server already receives as many uploads as allowed (503).
+    #[error("{0}")]
+    UploadsBusy(String),
     #[error("database error")]
     Database(#[from] sqlx::Error),
     #[error("template error")]
@@ -70,6 +79,9 @@ impl AppError {
             AppError::PayloadTooLarge(_) => StatusCode::PAYLOAD_TOO_LARGE,
             AppError::Unavailable => StatusCode::SERVICE_UNAVAILABLE,
             AppError::StorageFull(_) => StatusCode::INSUFFICIENT_STORAGE,
+            AppError::RequestTimeout(_) => StatusCode::REQUEST_TIMEOUT,
+            AppError::TooManyUploads(_) => StatusCode::TOO_MANY_REQUESTS,
+            AppError::UploadsBusy(_) => StatusCode::SERVICE_UNAVAILABLE,
             AppError::Database(e) if database_unreachable(e) => StatusCode::SERVICE_UNAVAILABLE,
             AppError::Database(e) if unstorable_text(e) => StatusCode::UNPROCESSABLE_ENTITY,
             AppError::Internal(e) if wraps_unreachable_database(e) => {
@@ -90,6 +102,7 @@ impl AppError {
                 that cannot be stored (a NUL, \\u0000, or an invalid byte sequence); remove it \
                 and send again: nothing was saved"
                 .into(),
+            AppError::UploadsBusy(m) => m.clone(),
             e if e.status() == StatusCode::SERVICE_UNAVAILABLE => AppError::Unavailable.to_string(),
             e if e.status().is_server_error()
                 && !matches!(e, AppError::Unavailable | AppError::StorageFull(_)) =>
@@ -134,6 +147,7 @@ impl AppError {
     fn extra_headers(&self, response: &mut Response) {
         let retry = match self {
             AppError::TooManyRequests { retry_after } => Some(*retry_after),
+            AppError::TooManyUploads(_) => Some(5),
             e if e.status() == StatusCode::SERVICE_UNAVAILABLE => Some(5),
             _ => None,
         };

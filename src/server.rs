@@ -1,7 +1,11 @@
 //! `app(state)` builds the whole router (tests drive it without a port); `serve` binds,
 //! runs, and shuts down gracefully.
 
-use std::net::SocketAddr;
+use axum::extract::ConnectInfo;
+use axum::http::Request;
+use tower::ServiceExt;
+
+use crate::config::Config;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -171,12 +175,7 @@ pub async fn serve(state: AppState, bind: &str) -> anyhow::Result<()> {
         }
     });
 
-    axum::serve(
-        listener,
-        app(state).into_make_service_with_connect_info::<SocketAddr>(),
-    )
-    .with_graceful_shutdown(shutdown_signal())
-    .await?;
+    serve_connections(listener, app(state.clone()), &state.config).await;
     sweeper.abort();
     throttle_sweeper.abort();
     indexer.abort();
@@ -185,6 +184,50 @@ pub async fn serve(state: AppState, bind: &str) -> anyhow::Result<()> {
     captures.abort();
     tracing::info!("server stopped");
     Ok(())
+}
+
+/// Accepts connections until SIGINT/SIGTERM, then waits for in-flight requests. Each
+/// connection is HTTP/1.1 with a header read timeout: a client that has not sent a
+/// request's headers within `header_read_timeout` is disconnected, so slow senders cannot
+/// hold connections open.
+async fn serve_connections(listener: tokio::net::TcpListener, router: Router, config: &Config) {
+    use hyper_util::rt::{TokioIo, TokioTimer};
+    let mut builder = hyper::server::conn::http1::Builder::new();
+    builder
+        .timer(TokioTimer::new())
+        .header_read_timeout(config.header_read_timeout);
+    let graceful = hyper_util::server::graceful::GracefulShutdown::new();
+    let shutdown = shutdown_signal();
+    tokio::pin!(shutdown);
+    loop {
+        let (stream, peer) = tokio::select! {
+            accepted = listener.accept() => match accepted {
+                Ok(pair) => pair,
+                Err(e) => {
+                    // Out of file descriptors and the like: wait a moment instead of spinning.
+                    tracing::warn!(error = %e, "cannot accept a connection");
+                    tokio::time::sleep(Duration::from_millis(100)).await;
+                    continue;
+                }
+            },
+            _ = &mut shutdown => break,
+        };
+        let _ = stream.set_nodelay(true);
+        let router = router.clone();
+        let service = hyper::service::service_fn(move |mut req: Request<hyper::body::Incoming>| {
+            req.extensions_mut().insert(ConnectInfo(peer));
+            let router = router.clone();
+            async move { router.oneshot(req.map(axum::body::Body::new)).await }
+        });
+        let conn = graceful.watch(builder.serve_connection(TokioIo::new(stream), service));
+        tokio::spawn(async move {
+            if let Err(e) = conn.await {
+                tracing::debug!(error = %e, "connection ended with an error");
+            }
+        });
+    }
+    drop(listener);
+    graceful.shutdown().await;
 }
 
 /// Hourly: blobs no artifact points to (interrupted or failed uploads, deleted rows)

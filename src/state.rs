@@ -42,6 +42,8 @@ pub struct Shared {
     pub users: Arc<UserCopies>,
     /// The embedded cluster's supervisor record, when the app runs its own cluster.
     pub embedded: Option<Arc<crate::db::supervisor::ClusterHealth>>,
+    /// Uploads being received now (see artifacts::UploadSlots).
+    pub upload_slots: Arc<crate::artifacts::UploadSlots>,
 }
 
 impl AppState {
@@ -53,6 +55,8 @@ impl AppState {
             jobs: self.jobs.clone(),
             upload_limit: self.config.upload_limit,
             max_decompressed_bytes: self.config.max_decompressed_bytes,
+            upload_idle_timeout: self.config.upload_idle_timeout,
+            upload_slots: self.upload_slots.clone(),
         }
     }
 
@@ -62,6 +66,10 @@ impl AppState {
             throttle: Arc::new(LoginThrottle::new(
                 config.login_per_minute_user,
                 config.login_per_minute_ip,
+            )),
+            upload_slots: Arc::new(crate::artifacts::UploadSlots::new(
+                config.max_uploads_per_user,
+                config.max_uploads,
             )),
             config: Arc::new(config),
             metrics: Arc::new(HttpMetrics::new()),

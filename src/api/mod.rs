@@ -13,6 +13,7 @@ mod search;
 pub(crate) mod sweeps;
 pub(crate) mod training;
 
+use axum::extract::State;
 use axum::Json;
 use serde::Serialize;
 use utoipa::openapi::security::{Http, HttpAuthScheme, SecurityScheme};
@@ -125,6 +126,44 @@ pub fn router() -> OpenApiRouter<AppState> {
         .routes(routes!(search::list_synonyms, search::create_synonyms))
         .routes(routes!(search::put_synonyms, search::delete_synonyms))
         .routes(routes!(search::similar_investigations))
+        .routes(routes!(list_login_locks))
+        .routes(routes!(clear_login_locks))
+}
+
+/// User names locked out of signing in now, per client address (admins).
+#[utoipa::path(get, path = "/admin/login-locks", tag = "account",
+    responses(
+        (status = 200, body = Vec<crate::auth::throttle::LockedName>),
+        (status = 403, body = crate::error::ErrorBody)))]
+async fn list_login_locks(
+    State(state): State<AppState>,
+    me: ApiUser,
+) -> crate::error::ApiResult<Json<Vec<crate::auth::throttle::LockedName>>> {
+    me.require(crate::auth::Role::Admin)?;
+    Ok(Json(state.throttle.locked_names()))
+}
+
+#[derive(Serialize, ToSchema)]
+pub struct ClearedLocks {
+    /// How many (name, address) locks ended.
+    pub cleared: usize,
+}
+
+/// Ends every sign-in lock of a user name, from any address (admins).
+#[utoipa::path(delete, path = "/admin/login-locks/{name}", tag = "account",
+    params(("name" = String, Path, description = "user name")),
+    responses(
+        (status = 200, body = ClearedLocks),
+        (status = 403, body = crate::error::ErrorBody)))]
+async fn clear_login_locks(
+    State(state): State<AppState>,
+    me: ApiUser,
+    axum::extract::Path(name): axum::extract::Path<String>,
+) -> crate::error::ApiResult<Json<ClearedLocks>> {
+    me.require(crate::auth::Role::Admin)?;
+    let cleared = state.throttle.clear_name(&name);
+    tracing::info!(admin = %me.0.name, user = %name, cleared, "sign-in lock cleared by an admin");
+    Ok(Json(ClearedLocks { cleared }))
 }
 
 #[derive(Serialize, ToSchema)]

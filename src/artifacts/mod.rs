@@ -26,6 +26,65 @@ pub struct ArtifactStore {
     pub upload_limit: u64,
     /// Gzip-bomb guard for analysis, bytes.
     pub max_decompressed_bytes: u64,
+    /// An upload whose body sends nothing for this long is dropped with 408.
+    pub upload_idle_timeout: std::time::Duration,
+    /// Uploads being received now, per user and in total.
+    pub upload_slots: Arc<UploadSlots>,
+}
+
+/// Caps the uploads received at once, per user and in total, so slow senders cannot hold
+/// every file handle and buffer: past a cap the upload is refused at once (429 for the
+/// user's own cap, 503 for the server's) instead of waiting.
+pub struct UploadSlots {
+    per_user: usize,
+    total: usize,
+    held: std::sync::Mutex<(usize, std::collections::HashMap<i64, usize>)>,
+}
+
+/// One upload being received; its slot is given back when dropped.
+pub struct UploadSlot {
+    slots: Arc<UploadSlots>,
+    user: i64,
+}
+
+impl UploadSlots {
+    pub fn new(per_user: usize, total: usize) -> Self {
+        UploadSlots {
+            per_user: per_user.max(1),
+            total: total.max(1),
+            held: std::sync::Mutex::new((0, std::collections::HashMap::new())),
+        }
+    }
+
+    pub fn acquire(self: &Arc<Self>, user: i64) -> Result<UploadSlot, UploadError> {
+        let mut held = self.held.lock().unwrap_or_else(|e| e.into_inner());
+        let mine = held.1.get(&user).copied().unwrap_or(0);
+        if mine >= self.per_user {
+            return Err(UploadError::TooManyOfYours(self.per_user));
+        }
+        if held.0 >= self.total {
+            return Err(UploadError::ServerBusy(self.total));
+        }
+        held.0 += 1;
+        *held.1.entry(user).or_default() += 1;
+        Ok(UploadSlot {
+            slots: self.clone(),
+            user,
+        })
+    }
+}
+
+impl Drop for UploadSlot {
+    fn drop(&mut self) {
+        let mut held = self.slots.held.lock().unwrap_or_else(|e| e.into_inner());
+        held.0 = held.0.saturating_sub(1);
+        if let Some(n) = held.1.get_mut(&self.user) {
+            *n -= 1;
+            if *n == 0 {
+                held.1.remove(&self.user);
+            }
+        }
+    }
 }
 
 /// Where an artifact hangs: an investigation, a journal entry, or nothing yet.
@@ -309,6 +368,12 @@ pub enum UploadError {
     Db(#[from] sqlx::Error),
     #[error(transparent)]
     Other(anyhow::Error),
+    #[error("the upload sent nothing for {0} seconds")]
+    Idle(u64),
+    #[error("you already have {0} uploads running")]
+    TooManyOfYours(usize),
+    #[error("the server already receives {0} uploads")]
+    ServerBusy(usize),
 }
 
 impl From<UploadError> for crate::error::AppError {
@@ -333,6 +398,18 @@ impl From<UploadError> for crate::error::AppError {
             UploadError::Store(other) => AppError::Internal(other.into()),
             UploadError::Db(e) => AppError::Database(e),
             UploadError::Other(e) => AppError::Internal(e),
+            UploadError::Idle(secs) => AppError::RequestTimeout(format!(
+                "the upload sent nothing for {secs} seconds, so it was dropped; nothing was \
+                 stored"
+            )),
+            UploadError::TooManyOfYours(n) => AppError::TooManyUploads(format!(
+                "you already have {n} upload(s) running, the most one user may have at once; \
+                 wait for one to finish, then upload again (nothing was stored)"
+            )),
+            UploadError::ServerBusy(n) => AppError::UploadsBusy(format!(
+                "the server is already receiving {n} uploads, the most it takes at once; \
+                 try again shortly (nothing was stored)"
+            )),
         }
     }
 }
@@ -369,7 +446,39 @@ where
     S: futures::Stream<Item = Result<bytes::Bytes, E>> + Unpin,
     E: std::fmt::Display,
 {
-    let blob = state.blobs.put_stream(body, state.upload_limit).await?;
+    let slot = state.upload_slots.acquire(uploaded_by)?;
+    let idle = state.upload_idle_timeout;
+    let stalled = Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let body = Box::pin(futures::stream::unfold(
+        (body, false, stalled.clone()),
+        move |(mut body, ended, stalled)| async move {
+            use futures::StreamExt;
+            if ended {
+                return None;
+            }
+            match tokio::time::timeout(idle, body.next()).await {
+                Ok(Some(Ok(chunk))) => Some((Ok(chunk), (body, false, stalled))),
+                Ok(Some(Err(e))) => Some((Err(e.to_string()), (body, true, stalled))),
+                Ok(None) => None,
+                Err(_) => {
+                    stalled.store(true, std::sync::atomic::Ordering::Relaxed);
+                    Some((
+                        Err("the body stopped arriving".to_string()),
+                        (body, true, stalled),
+                    ))
+                }
+            }
+        },
+    ));
+    let stored = state.blobs.put_stream(body, state.upload_limit).await;
+    drop(slot);
+    let blob = match stored {
+        Ok(blob) => blob,
+        Err(_) if stalled.load(std::sync::atomic::Ordering::Relaxed) => {
+            return Err(UploadError::Idle(idle.as_secs().max(1)));
+        }
+        Err(e) => return Err(e.into()),
+    };
     if blob.size == 0 {
         forget_blob(state, &blob).await;
         return Err(UploadError::Field(crate::core::FieldError::new(

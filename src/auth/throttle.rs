@@ -1,10 +1,13 @@
-//! Brute-force protection for the login form: failed sign-ins are counted per user name and
-//! per client address over a sliding window; a successful sign-in costs nothing.
+//! Brute-force protection for the login form: failed sign-ins are counted per (user name,
+//! client address) and per client address over a sliding window; a successful sign-in costs
+//! nothing.
 //!
-//! The policy (the same shape as Grafana's brute-force login protection): after
-//! `per_user` failed attempts for one user name within [`WINDOW`], that name is locked until
-//! the oldest of those failures leaves the window; after `per_ip` failures from one address,
-//! that address is locked the same way. A locked-out person gets 429 with `Retry-After` and a
+//! The policy: after `per_user` failed attempts for one user name from one address within
+//! [`WINDOW`], that name is locked *for that address* until the oldest of those failures
+//! leaves the window (so a guesser elsewhere cannot lock the owner of the name out); after
+//! `per_ip` failures from one address, whatever the names, that address is locked the same
+//! way. The client address is the peer's, or the one a trusted proxy reports
+//! ([`client_ip`]). An admin can clear the locks of a name ([`LoginThrottle::clear_name`]). A locked-out person gets 429 with `Retry-After` and a
 //! page saying how long to wait. A correct password does not clear earlier failures, so a
 //! guesser who also knows one valid account cannot reset the count.
 
@@ -24,7 +27,7 @@ const MAX_KEYS: usize = 100_000;
 pub struct LoginThrottle {
     per_user: usize,
     per_ip: usize,
-    by_user: Mutex<Failures<String>>,
+    by_user: Mutex<Failures<(String, Option<IpAddr>)>>,
     by_ip: Mutex<Failures<IpAddr>>,
 }
 
@@ -117,7 +120,7 @@ impl LoginThrottle {
             }
         }
         let mut by_user = self.by_user.lock().unwrap_or_else(|e| e.into_inner());
-        match by_user.locked_for(&Self::user_key(user), self.per_user, now) {
+        match by_user.locked_for(&(Self::user_key(user), ip), self.per_user, now) {
             Some(wait) => Err(wait),
             None => Ok(()),
         }
@@ -129,7 +132,56 @@ impl LoginThrottle {
             by_ip.record(ip, self.per_ip, now);
         }
         let mut by_user = self.by_user.lock().unwrap_or_else(|e| e.into_inner());
-        by_user.record(Self::user_key(user), self.per_user, now);
+        by_user.record((Self::user_key(user), ip), self.per_user, now);
+    }
+
+    /// The names locked now, with the address each is locked for and the seconds left.
+    pub fn locked_names(&self) -> Vec<LockedName> {
+        let now = Instant::now();
+        let mut by_user = self.by_user.lock().unwrap_or_else(|e| e.into_inner());
+        let keys: Vec<_> = by_user.times.keys().cloned().collect();
+        let mut out: Vec<LockedName> = keys
+            .into_iter()
+            .filter_map(|key| {
+                let wait = by_user.locked_for(&key, self.per_user, now)?;
+                Some(LockedName {
+                    name: key.0,
+                    address: key.1.map(|ip| ip.to_string()),
+                    seconds_left: wait,
+                })
+            })
+            .collect();
+        out.sort_by(|a, b| (&a.name, &a.address).cmp(&(&b.name, &b.address)));
+        out
+    }
+
+    /// Forgets every failure counted for `name` (from any address), and the address-wide
+    /// counts of the addresses that name was locked from; returns how many locks ended.
+    pub fn clear_name(&self, name: &str) -> usize {
+        let now = Instant::now();
+        let key = Self::user_key(name);
+        let mut by_user = self.by_user.lock().unwrap_or_else(|e| e.into_inner());
+        let keys: Vec<_> = by_user
+            .times
+            .keys()
+            .filter(|k| k.0 == key)
+            .cloned()
+            .collect();
+        let mut cleared = 0;
+        let mut addresses = Vec::new();
+        for k in keys {
+            if by_user.locked_for(&k, self.per_user, now).is_some() {
+                cleared += 1;
+            }
+            by_user.times.remove(&k);
+            addresses.extend(k.1);
+        }
+        drop(by_user);
+        let mut by_ip = self.by_ip.lock().unwrap_or_else(|e| e.into_inner());
+        for ip in addresses {
+            by_ip.times.remove(&ip);
+        }
+        cleared
     }
 
     /// Forgets keys with no failure inside the window (keeps memory bounded).
@@ -144,6 +196,103 @@ impl LoginThrottle {
             .unwrap_or_else(|e| e.into_inner())
             .sweep(now);
     }
+}
+
+/// A lock on a user name, as the admin page and API list it.
+#[derive(Debug, Clone, serde::Serialize, utoipa::ToSchema)]
+pub struct LockedName {
+    pub name: String,
+    /// The client address the name is locked for (absent when the address was unknown).
+    pub address: Option<String>,
+    pub seconds_left: u64,
+}
+
+/// One trusted proxy: an address or a CIDR block (`10.0.0.0/8`, `fd00::/8`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ProxyNet {
+    addr: IpAddr,
+    prefix: u8,
+}
+
+impl std::str::FromStr for ProxyNet {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        let s = s.trim();
+        let (a, p) = match s.split_once('/') {
+            Some((a, p)) => (a, Some(p)),
+            None => (s, None),
+        };
+        let addr: IpAddr = a
+            .parse()
+            .map_err(|_| format!("{s:?} is not an address or CIDR block"))?;
+        let max = if addr.is_ipv4() { 32 } else { 128 };
+        let prefix = match p {
+            Some(p) => p
+                .parse::<u8>()
+                .ok()
+                .filter(|p| *p <= max)
+                .ok_or_else(|| format!("{s:?}: the prefix length must be 0 to {max}"))?,
+            None => max,
+        };
+        Ok(ProxyNet { addr, prefix })
+    }
+}
+
+impl ProxyNet {
+    pub fn contains(&self, ip: IpAddr) -> bool {
+        let ip = match (self.addr, ip) {
+            (IpAddr::V4(_), IpAddr::V6(v6)) => match v6.to_ipv4_mapped() {
+                Some(v4) => IpAddr::V4(v4),
+                None => return false,
+            },
+            (_, ip) => ip,
+        };
+        match (self.addr, ip) {
+            (IpAddr::V4(net), IpAddr::V4(ip)) => {
+                let mask = u32::MAX.checked_shl(32 - self.prefix as u32).unwrap_or(0);
+                u32::from(net) & mask == u32::from(ip) & mask
+            }
+            (IpAddr::V6(net), IpAddr::V6(ip)) => {
+                let mask = u128::MAX.checked_shl(128 - self.prefix as u32).unwrap_or(0);
+                u128::from(net) & mask == u128::from(ip) & mask
+            }
+            _ => false,
+        }
+    }
+}
+
+/// The client's address: the peer's, unless the peer is a trusted proxy; then the
+/// right-most address in `X-Forwarded-For` that is not itself a trusted proxy (what a
+/// client writes to the left of it cannot be trusted). An unreadable entry stops the walk
+/// at the last trusted hop.
+pub fn client_ip(
+    peer: Option<IpAddr>,
+    headers: &axum::http::HeaderMap,
+    trusted: &[ProxyNet],
+) -> Option<IpAddr> {
+    let peer = peer?;
+    let is_trusted = |ip: IpAddr| trusted.iter().any(|n| n.contains(ip));
+    if !is_trusted(peer) {
+        return Some(peer);
+    }
+    let hops: Vec<&str> = headers
+        .get_all("x-forwarded-for")
+        .iter()
+        .filter_map(|v| v.to_str().ok())
+        .flat_map(|v| v.split(','))
+        .map(str::trim)
+        .collect();
+    let mut client = peer;
+    for hop in hops.iter().rev() {
+        let Ok(ip) = hop.parse::<IpAddr>() else {
+            break;
+        };
+        client = ip;
+        if !is_trusted(ip) {
+            break;
+        }
+    }
+    Some(client)
 }
 
 #[cfg(test)]
@@ -196,5 +345,49 @@ mod tests {
             t.failed_at(&format!("name{i}"), None, now);
         }
         assert!(t.by_user.lock().unwrap().times.len() <= MAX_KEYS);
+    }
+
+    #[test]
+    fn a_name_is_locked_only_for_the_address_that_failed() {
+        let t = LoginThrottle::new(5, 20);
+        let attacker: IpAddr = "203.0.113.9".parse().unwrap();
+        let owner: IpAddr = "198.51.100.7".parse().unwrap();
+        let now = Instant::now();
+        for _ in 0..5 {
+            t.failed_at("ada", Some(attacker), now);
+        }
+        assert!(t.check_at("ada", Some(attacker), now).is_err());
+        assert!(t.check_at("ada", Some(owner), now).is_ok());
+        assert_eq!(t.locked_names().len(), 1);
+        assert_eq!(t.clear_name("ADA"), 1);
+        assert!(t.check_at("ada", Some(attacker), now).is_ok());
+    }
+
+    #[test]
+    fn the_client_is_the_right_most_untrusted_hop_behind_a_trusted_proxy() {
+        let trusted: Vec<ProxyNet> = ["10.0.0.0/8", "127.0.0.1"]
+            .iter()
+            .map(|s| s.parse().unwrap())
+            .collect();
+        let mut h = axum::http::HeaderMap::new();
+        h.insert(
+            "x-forwarded-for",
+            "1.1.1.1, 203.0.113.9, 10.0.0.2".parse().unwrap(),
+        );
+        let ip = |s: &str| Some(s.parse::<IpAddr>().unwrap());
+        assert_eq!(client_ip(ip("127.0.0.1"), &h, &trusted), ip("203.0.113.9"));
+        // An untrusted peer's header is ignored.
+        assert_eq!(client_ip(ip("192.0.2.1"), &h, &trusted), ip("192.0.2.1"));
+        // No header: the proxy itself.
+        let empty = axum::http::HeaderMap::new();
+        assert_eq!(
+            client_ip(ip("127.0.0.1"), &empty, &trusted),
+            ip("127.0.0.1")
+        );
+        assert!("10.0.0.0/33".parse::<ProxyNet>().is_err());
+        assert!("::1"
+            .parse::<ProxyNet>()
+            .unwrap()
+            .contains("::1".parse().unwrap()));
     }
 }

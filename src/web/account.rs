@@ -37,6 +37,7 @@ pub fn private_routes() -> Router<AppState> {
         .route("/admin/users/{id}/role", post(change_role))
         .route("/admin/users/{id}/password", post(reset_password))
         .route("/admin/users/{id}/disabled", post(set_disabled))
+        .route("/admin/login-locks/clear", post(clear_login_lock))
 }
 
 // ---------- setup ----------
@@ -232,9 +233,11 @@ async fn log_in(
     session: Session,
     ctx: PageCtx,
     connect: Option<Extension<ConnectInfo<SocketAddr>>>,
+    headers: axum::http::HeaderMap,
     Form(form): Form<LoginForm>,
 ) -> Result<Response> {
-    let ip = connect.map(|Extension(ConnectInfo(addr))| addr.ip());
+    let peer = connect.map(|Extension(ConnectInfo(addr))| addr.ip());
+    let ip = crate::auth::throttle::client_ip(peer, &headers, &state.config.trusted_proxies);
     if let Err(retry_after) = state.throttle.check(&form.name, ip) {
         tracing::warn!(user = %form.name, ?ip, "login throttled");
         return Err(AppError::TooManyRequests { retry_after });
@@ -461,6 +464,8 @@ struct UsersPage {
     name: String,
     /// The signed-in admin (who resets their own password on the settings page).
     me_id: i64,
+    /// User names locked out of signing in from some address now.
+    locks: Vec<crate::auth::throttle::LockedName>,
 }
 
 async fn users_page(
@@ -481,6 +486,7 @@ async fn users_page(
         roles: Role::ALL,
         errors: errors.into(),
         name,
+        locks: state.throttle.locked_names(),
     };
     Ok((status, render(&page)?).into_response())
 }
@@ -645,5 +651,24 @@ async fn set_disabled(
     }
     users::set_disabled(&state.pool, &state.users, id, disabled).await?;
     tracing::info!(admin = %me.0.name, user = %target.name, disabled, "account state changed");
+    Ok(Redirect::to("/admin/users"))
+}
+
+#[derive(Deserialize)]
+pub struct ClearLockForm {
+    #[serde(default)]
+    name: String,
+}
+
+/// Ends the sign-in locks of a user name (from every address), e.g. after a guesser locked
+/// a colleague out.
+async fn clear_login_lock(
+    State(state): State<AppState>,
+    me: CurrentUser,
+    Form(form): Form<ClearLockForm>,
+) -> Result<Redirect> {
+    me.require(Role::Admin)?;
+    let cleared = state.throttle.clear_name(&form.name);
+    tracing::info!(admin = %me.0.name, user = %form.name, cleared, "sign-in lock cleared by an admin");
     Ok(Redirect::to("/admin/users"))
 }

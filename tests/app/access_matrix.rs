@@ -57,7 +57,7 @@ fn is_public(path: &str) -> bool {
 }
 
 fn is_admin_route(path: &str) -> bool {
-    path.starts_with("/admin/")
+    path.starts_with("/admin/") || path.starts_with("/api/v1/admin/")
 }
 
 /// API routes whose writes only admins make (everyone signed in reads them).

@@ -1097,3 +1097,166 @@ async fn next_after_sign_in_stays_on_this_site_whatever_its_encoding() {
         assert_eq!(r.location(), Some(location), "{next:?}");
     }
 }
+
+/// Signs in as `name` through a proxy at `peer` that reports the client as `forwarded`.
+async fn login_via(
+    client: &mut common::TestApp,
+    name: &str,
+    password: &str,
+    peer: &str,
+    forwarded: Option<&str>,
+) -> common::Reply {
+    let token = client.csrf().await;
+    let body = serde_urlencoded::to_string([
+        ("name", name),
+        ("password", password),
+        ("_csrf", token.as_str()),
+    ])
+    .unwrap();
+    let mut req = Request::post("/login")
+        .header(header::CONTENT_TYPE, "application/x-www-form-urlencoded")
+        .body(Body::from(body))
+        .unwrap();
+    if let Some(f) = forwarded {
+        req.headers_mut()
+            .insert("x-forwarded-for", f.parse().unwrap());
+    }
+    let peer: std::net::SocketAddr = format!("{peer}:40000").parse().unwrap();
+    req.extensions_mut()
+        .insert(axum::extract::ConnectInfo(peer));
+    client.send(req).await
+}
+
+/// A guesser cannot lock a colleague out: failures count per (name, client address), the
+/// client address comes from X-Forwarded-For only when a configured proxy sent it, and an
+/// admin can clear a lock (page and API; others get 403).
+#[tokio::test]
+async fn lockout_is_per_name_and_client_address_behind_a_trusted_proxy() {
+    let config = Config {
+        trusted_proxies: vec!["127.0.0.1".parse().unwrap(), "10.0.0.0/8".parse().unwrap()],
+        ..Config::default()
+    };
+    let mut app = spawn_app_with(config).await;
+    app.setup_admin("ada").await;
+    app.add_user("vic", Role::Viewer).await;
+
+    // Through the proxy, a guesser at 203.0.113.9 fails five times on "ada" and is locked…
+    let mut attacker = app.new_client();
+    for _ in 0..5 {
+        let r = login_via(
+            &mut attacker,
+            "ada",
+            "guess-guess",
+            "127.0.0.1",
+            Some("6.6.6.6, 203.0.113.9, 10.0.0.2"),
+        )
+        .await;
+        assert_eq!(r.status, StatusCode::UNAUTHORIZED);
+    }
+    let r = login_via(
+        &mut attacker,
+        "ada",
+        PASSWORD,
+        "127.0.0.1",
+        Some("203.0.113.9"),
+    )
+    .await;
+    assert_eq!(r.status, StatusCode::TOO_MANY_REQUESTS);
+    // …a forged left-most entry does not make the guesser someone else…
+    let r = login_via(
+        &mut attacker,
+        "ada",
+        PASSWORD,
+        "127.0.0.1",
+        Some("198.51.100.7, 203.0.113.9"),
+    )
+    .await;
+    assert_eq!(r.status, StatusCode::TOO_MANY_REQUESTS);
+    // …while ada, behind the same proxy at another address, still signs in.
+    let mut ada = app.new_client();
+    let r = login_via(&mut ada, "ada", PASSWORD, "127.0.0.1", Some("198.51.100.7")).await;
+    assert_eq!(r.status, StatusCode::SEE_OTHER, "{}", r.body);
+
+    // A peer that is not a configured proxy cannot pick its address with the header.
+    let mut direct = app.new_client();
+    for i in 0..5 {
+        let forged = format!("192.0.2.{i}");
+        let r = login_via(
+            &mut direct,
+            "vic",
+            "wrong-wrong",
+            "172.16.0.5",
+            Some(&forged),
+        )
+        .await;
+        assert_eq!(r.status, StatusCode::UNAUTHORIZED);
+    }
+    let r = login_via(
+        &mut direct,
+        "vic",
+        PASSWORD,
+        "172.16.0.5",
+        Some("192.0.2.99"),
+    )
+    .await;
+    assert_eq!(r.status, StatusCode::TOO_MANY_REQUESTS);
+
+    // The admin page lists both locks; a viewer may not clear them.
+    let page = ada.get("/admin/users").await;
+    let locked = page.select("#login-locks td");
+    assert!(
+        locked.iter().any(|t| t.contains("203.0.113.9")),
+        "{locked:?}"
+    );
+    assert!(
+        locked.iter().any(|t| t.contains("172.16.0.5")),
+        "{locked:?}"
+    );
+    let viewer_token = app.api_token("vic").await;
+    let r = app
+        .api(
+            "DELETE",
+            "/api/v1/admin/login-locks/ada",
+            &viewer_token,
+            None,
+        )
+        .await;
+    assert_eq!(r.status, StatusCode::FORBIDDEN);
+    let r = app
+        .api("GET", "/api/v1/admin/login-locks", &viewer_token, None)
+        .await;
+    assert_eq!(r.status, StatusCode::FORBIDDEN);
+
+    // The admin clears ada's lock from the page, vic's through the API.
+    let r = ada
+        .post_form("/admin/login-locks/clear", &[("name", "ada")])
+        .await;
+    assert_eq!(r.status, StatusCode::SEE_OTHER, "{}", r.body);
+    let r = login_via(
+        &mut attacker,
+        "ada",
+        PASSWORD,
+        "127.0.0.1",
+        Some("203.0.113.9"),
+    )
+    .await;
+    assert_eq!(r.status, StatusCode::SEE_OTHER);
+    let admin_token = app.api_token("ada").await;
+    let r = app
+        .api("GET", "/api/v1/admin/login-locks", &admin_token, None)
+        .await;
+    assert_eq!(r.status, StatusCode::OK);
+    assert_eq!(r.json()[0]["name"], "vic");
+    let r = app
+        .api(
+            "DELETE",
+            "/api/v1/admin/login-locks/vic",
+            &admin_token,
+            None,
+        )
+        .await;
+    assert_eq!(r.status, StatusCode::OK, "{}", r.body);
+    assert_eq!(r.json()["cleared"], 1);
+    let r = login_via(&mut direct, "vic", PASSWORD, "172.16.0.5", None).await;
+    assert_eq!(r.status, StatusCode::SEE_OTHER);
+}

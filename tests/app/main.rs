@@ -28,6 +28,7 @@ mod replicas;
 mod search;
 mod search_cli;
 mod seed;
+mod slow_clients;
 mod sweeps;
 mod trust;
 mod ux;
