@@ -368,7 +368,7 @@ pub enum UploadError {
     Db(#[from] sqlx::Error),
     #[error(transparent)]
     Other(anyhow::Error),
-    #[error("the upload sent nothing for {0} seconds")]
+    #[error("the upload sent nothing for {0} s")]
     Idle(u64),
     #[error("you already have {0} uploads running")]
     TooManyOfYours(usize),
@@ -399,8 +399,7 @@ impl From<UploadError> for crate::error::AppError {
             UploadError::Db(e) => AppError::Database(e),
             UploadError::Other(e) => AppError::Internal(e),
             UploadError::Idle(secs) => AppError::RequestTimeout(format!(
-                "the upload sent nothing for {secs} seconds, so it was dropped; nothing was \
-                 stored"
+                "the upload sent nothing for {secs} s, so it was dropped; nothing was stored"
             )),
             UploadError::TooManyOfYours(n) => AppError::TooManyUploads(format!(
                 "you already have {n} upload(s) running, the most one user may have at once; \

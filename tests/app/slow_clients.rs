@@ -105,7 +105,7 @@ async fn an_upload_whose_body_stops_gets_408() {
         .await
         .expect("no answer within 20 s");
     assert!(got.starts_with("HTTP/1.1 408"), "{got}");
-    assert!(got.contains("sent nothing for 1 seconds"), "{got}");
+    assert!(got.contains("sent nothing for 1 s,"), "{got}");
     let rows: i64 = sqlx::query_scalar("SELECT count(*) FROM artifacts")
         .fetch_one(&pool)
         .await
