@@ -127,7 +127,10 @@ impl Paging {
         }
     }
 
-    fn parse(path: String, raw: Option<&str>) -> Result<Paging, AppError> {
+    /// `api`: the JSON API takes `after` and `limit` exactly as its document declares them
+    /// (digits, nothing around them); pages also take an empty `after` (a form's blank
+    /// choice) and spaces.
+    fn parse(path: String, raw: Option<&str>, api: bool) -> Result<Paging, AppError> {
         let pairs: Vec<(String, String)> = serde_urlencoded::from_str(raw.unwrap_or(""))
             .map_err(|e| AppError::BadRequest(format!("the query string is malformed: {e}")))?;
         let mut paging = Paging {
@@ -137,6 +140,12 @@ impl Paging {
             others: Vec::new(),
         };
         for (key, value) in pairs {
+            if api && matches!(key.as_str(), "after" | "limit") && !is_digits(&value) {
+                return Err(AppError::field(
+                    &key,
+                    format!("expected a positive whole number, got {value:?}"),
+                ));
+            }
             match key.as_str() {
                 "after" if value.trim().is_empty() => {}
                 "after" => {
@@ -177,8 +186,12 @@ impl<S: Send + Sync> FromRequestParts<S> for Paging {
             .map(|u| u.0.path().to_string())
             .unwrap_or_else(|| parts.uri.path().to_string());
         let api = path.starts_with("/api/");
-        Paging::parse(path, parts.uri.query()).map_err(|error| PathError { api, error })
+        Paging::parse(path, parts.uri.query(), api).map_err(|error| PathError { api, error })
     }
+}
+
+fn is_digits(value: &str) -> bool {
+    !value.is_empty() && value.bytes().all(|b| b.is_ascii_digit())
 }
 
 /// The links under a paged list (templates/pager.html).
@@ -195,7 +208,12 @@ mod tests {
 
     #[test]
     fn next_page_keeps_filters_and_limit() {
-        let p = Paging::parse("/artifacts".into(), Some("investigation=4&limit=2&after=")).unwrap();
+        let p = Paging::parse(
+            "/artifacts".into(),
+            Some("investigation=4&limit=2&after="),
+            false,
+        )
+        .unwrap();
         assert_eq!((p.after, p.limit, p.fetch()), (None, 2, 3));
         let mut rows = vec![9, 8, 7];
         let next = p.finish(&mut rows, |r| *r);
@@ -216,8 +234,19 @@ mod tests {
             ("limit=0", "limit"),
             ("limit=201", "limit"),
         ] {
-            let err = Paging::parse("/x".into(), Some(q)).err().expect(q);
+            let err = Paging::parse("/x".into(), Some(q), false).err().expect(q);
             assert!(format!("{err:?}").contains(field), "{q}: {err:?}");
         }
+    }
+
+    #[test]
+    fn the_api_takes_paging_values_only_as_digits() {
+        for q in ["after=", "after=%205", "limit=+5", "limit=1.0"] {
+            let err = Paging::parse("/api/v1/x".into(), Some(q), true)
+                .err()
+                .expect(q);
+            assert!(format!("{err:?}").contains("whole number"), "{q}: {err:?}");
+        }
+        assert!(Paging::parse("/x".into(), Some("after=&limit=%205"), false).is_ok());
     }
 }

@@ -252,6 +252,25 @@ pub async fn create_investigation(
 ) -> ApiResult<(StatusCode, Json<Created>)> {
     me.require(Role::Editor)?;
     let Json(body) = body.map_err(bad_body)?;
+    // The page takes tags as one comma-separated line; the API takes one tag per item.
+    let mut tag_errors: Vec<FieldError> = body
+        .tags
+        .iter()
+        .enumerate()
+        .filter(|(_, t)| t.trim().is_empty() || t.contains(','))
+        .map(|(i, _)| {
+            FieldError::new(
+                format!("tags[{i}]"),
+                "one tag per item: not empty, no commas",
+            )
+        })
+        .collect();
+    if body.tags.len() > 12 {
+        tag_errors.push(FieldError::new("tags", "At most 12 tags"));
+    }
+    if !tag_errors.is_empty() {
+        return Err(AppError::Invalid(tag_errors).into());
+    }
     let opening = crate::core::method::record::Opening::parse(
         &body.title,
         &body.service,
@@ -382,7 +401,7 @@ pub async fn put_step(
     let base = match fields.remove("version") {
         None | Some(serde_json::Value::Null) => None,
         Some(v) => Some(
-            v.as_i64()
+            super::whole_number(&v)
                 .and_then(|v| i32::try_from(v).ok())
                 .filter(|v| *v >= 0)
                 .ok_or_else(|| {
@@ -395,7 +414,7 @@ pub async fn put_step(
     };
     let evidence = match fields.remove(inv::EVIDENCE_FIELD) {
         None | Some(serde_json::Value::Null) => None,
-        Some(v) => Some(v.as_i64().filter(|v| *v > 0).ok_or_else(|| {
+        Some(v) => Some(super::whole_number(&v).filter(|v| *v > 0).ok_or_else(|| {
             AppError::field(
                 inv::EVIDENCE_FIELD,
                 "the id of the artifact whose analysis filled this step (a whole number)",

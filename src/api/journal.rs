@@ -139,7 +139,7 @@ pub struct EntryInput {
     #[serde(default)]
     pub publish: bool,
     /// For `PUT`: the version the edit started from (as `GET` returned it).
-    #[serde(default)]
+    #[serde(default, deserialize_with = "super::de_version")]
     pub version: Option<i32>,
 }
 

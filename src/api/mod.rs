@@ -5,6 +5,7 @@ pub(crate) mod artifacts;
 mod bubbles;
 mod captures;
 pub(crate) mod comparisons;
+mod contract;
 mod estimate;
 mod investigations;
 mod journal;
@@ -84,6 +85,31 @@ impl<T: ToSchema> Page<T> {
             items: rows.into_iter().map(item).collect(),
             next,
         })
+    }
+}
+
+/// A whole number in a JSON body, also when written with a zero fraction (`3.0`): JSON
+/// does not tell the two apart, and neither does the document's `integer`.
+pub(crate) fn whole_number(v: &serde_json::Value) -> Option<i64> {
+    v.as_i64().or_else(|| {
+        v.as_f64()
+            .filter(|f| f.fract() == 0.0 && f.abs() < 9.0e15)
+            .map(|f| f as i64)
+    })
+}
+
+/// `Option<i32>` for serde, read with [`whole_number`]; a value that is not a whole
+/// number in range fails like any other type error.
+pub(crate) fn de_version<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<i32>, D::Error> {
+    use serde::Deserialize;
+    match Option::<serde_json::Value>::deserialize(d)? {
+        None | Some(serde_json::Value::Null) => Ok(None),
+        Some(v) => whole_number(&v)
+            .and_then(|n| i32::try_from(n).ok())
+            .map(Some)
+            .ok_or_else(|| {
+                serde::de::Error::custom(format!("expected a version (a whole number), got {v}"))
+            }),
     }
 }
 
@@ -187,10 +213,11 @@ async fn whoami(ApiUser(user): ApiUser) -> Json<Me> {
 
 /// Finishes the merged document so standard tools accept it and clients resolve it: the
 /// base path as `servers`, a description on every response (the status's meaning in this
-/// API where the annotation gave none), the statuses every route can answer (401 without a
+/// API where the annotation gave none), the statuses every route can answer (400 for a malformed query string, 401 without a
 /// valid token, 503 while the database is unreachable), and binary bodies as binary strings
-/// rather than arrays of integers.
-pub fn complete(mut doc: utoipa::openapi::OpenApi) -> utoipa::openapi::OpenApi {
+/// rather than arrays of integers; then the exact body and parameter shapes of
+/// [`contract`].
+pub fn complete(mut doc: utoipa::openapi::OpenApi) -> serde_json::Value {
     use utoipa::openapi::{
         schema::{KnownFormat, ObjectBuilder, SchemaFormat, Type},
         Ref, RefOr, ResponseBuilder, Server,
@@ -228,6 +255,8 @@ pub fn complete(mut doc: utoipa::openapi::OpenApi) -> utoipa::openapi::OpenApi {
         for (writes, op) in operations {
             let Some(op) = op else { continue };
             let responses = &mut op.responses.responses;
+            // Any query string can be malformed (a repeated parameter, bad escapes).
+            responses.entry("400".into()).or_insert_with(error);
             responses.entry("401".into()).or_insert_with(error);
             responses.entry("503".into()).or_insert_with(error);
             if writes {
@@ -263,6 +292,9 @@ pub fn complete(mut doc: utoipa::openapi::OpenApi) -> utoipa::openapi::OpenApi {
             }
         }
     }
+    // The document is plain data: it always serializes.
+    let mut doc = serde_json::to_value(&doc).unwrap_or_default();
+    contract::apply(&mut doc);
     doc
 }
 

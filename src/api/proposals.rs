@@ -168,7 +168,7 @@ async fn review_proposal(
     let v = super::json_body(&body)?;
     let version = v
         .get("version")
-        .and_then(|n| n.as_i64())
+        .and_then(super::whole_number)
         .and_then(|n| i32::try_from(n).ok())
         .ok_or_else(|| {
             AppError::field(
@@ -222,12 +222,20 @@ async fn observe_proposal(
     let v = super::json_body(&body)?;
     let artifact_ids: Vec<i64> = match v.get("artifact_ids") {
         None | Some(serde_json::Value::Null) => Vec::new(),
-        Some(a) => serde_json::from_value(a.clone()).map_err(|_| {
-            AppError::field(
-                "artifact_ids",
-                "must be a list of artifact ids, e.g. [12, 13]",
-            )
-        })?,
+        Some(a) => a
+            .as_array()
+            .and_then(|items| {
+                items
+                    .iter()
+                    .map(super::whole_number)
+                    .collect::<Option<Vec<_>>>()
+            })
+            .ok_or_else(|| {
+                AppError::field(
+                    "artifact_ids",
+                    "must be a list of artifact ids, e.g. [12, 13]",
+                )
+            })?,
     };
     let note = text(&v, "note").unwrap_or("").to_string();
     let mut figures = v.clone();

@@ -36,7 +36,7 @@ const RANKED: usize = 20;
 /// Trace times above this (µs) are already Unix epoch times (after September 2001).
 const EPOCH_US: f64 = 1.0e15;
 /// A correction larger than a day is a typo, not a clock offset.
-const MAX_OFFSET_MS: f64 = 86_400_000.0;
+pub const MAX_OFFSET_MS: f64 = 86_400_000.0;
 
 /// What an idle interval was.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]

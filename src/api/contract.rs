@@ -1,0 +1,344 @@
+//! The exact shapes of the bodies and parameters that handlers read by hand (so their
+//! refusals can name each field in words), written into the OpenAPI document. A client
+//! generated from the document then sends what the server accepts, and a fuzzer's
+//! schema-valid input is not refused for a rule the document did not state, nor its
+//! schema-violating input accepted (the schemathesis test checks both directions).
+//!
+//! Rules that depend on what is stored (an artifact id must name an analyzed trace, a
+//! capture host must be on the admin's list, an estimator's or a step's inputs must
+//! describe a possible deployment) cannot be a schema; those answers stay 422s naming
+//! the field, and the test lists the operations where that happens.
+
+use serde_json::{json, Value};
+
+use crate::core::method::bubbles as bubble_rules;
+
+/// A positive artifact (or other row) id.
+fn id() -> Value {
+    json!({"type": "integer", "minimum": 1, "maximum": i64::MAX})
+}
+
+fn ids(max: Option<u64>) -> Value {
+    let mut list = json!({"type": "array", "items": id(), "minItems": 1});
+    if let Some(max) = max {
+        list["maxItems"] = json!(max);
+    }
+    list
+}
+
+/// Text with something in it besides spaces.
+fn some_text(max: Option<u64>) -> Value {
+    let mut text = json!({"type": "string", "minLength": 1, "pattern": "\\S"});
+    if let Some(max) = max {
+        text["maxLength"] = json!(max);
+    }
+    text
+}
+
+const PERCENTILES: [&str; 4] = ["p50", "p90", "p95", "p99"];
+
+/// Text PostgreSQL can store: no NUL character.
+fn storable() -> Value {
+    json!({"type": "string", "pattern": "^[^\\x00]*$"})
+}
+
+/// Storable text with something in it besides spaces.
+fn storable_some_text() -> Value {
+    json!({"type": "string", "pattern": "^[^\\x00]*[^\\s\\x00][^\\x00]*$"})
+}
+
+fn journal_entry(with_version: bool) -> Value {
+    let mut properties = json!({
+        "title": {"type": "string", "maxLength": 200,
+            "pattern": "^[^\\x00]*[^\\s\\x00][^\\x00]*$"},
+        "date": {"type": "string", "format": "date", "description": "YYYY-MM-DD"},
+        "symptom": storable(),
+        "workload": storable(),
+        "baseline": storable(),
+        "diagnosis": storable(),
+        "change": storable(),
+        "result": storable(),
+        "quality": storable(),
+        "effort": storable(),
+        "publish": {"type": "boolean",
+            "description": "true publishes (a published entry stays published); false keeps a draft"},
+    });
+    let mut required = vec!["title", "date"];
+    if with_version {
+        properties["version"] = json!({"type": "integer", "minimum": -2147483648i64,
+            "maximum": 2147483647,
+            "description": "the version the edit started from (as GET returned it)"});
+        required.push("version");
+    }
+    json!({
+        "type": "object",
+        "additionalProperties": false,
+        "required": required,
+        "properties": properties,
+        "description": "A draft needs a title and a date; publishing (or saving an entry \
+            already published) also needs SYMPTOM, DIAGNOSIS, CHANGE and RESULT.",
+        "anyOf": [
+            {"properties": {"publish": {"const": false}}},
+            {"required": ["publish", "symptom", "diagnosis", "change", "result"],
+             "properties": {
+                "symptom": storable_some_text(), "diagnosis": storable_some_text(),
+                "change": storable_some_text(), "result": storable_some_text()}}
+        ]
+    })
+}
+
+/// Request bodies by (method, path).
+fn bodies() -> Vec<(&'static str, &'static str, Value)> {
+    vec![
+        (
+            "post",
+            "/bubbles",
+            json!({
+                "type": "object",
+                "required": ["trace", "queue"],
+                "properties": {
+                    "trace": id(),
+                    "queue": id(),
+                    "offset_ms": {"type": "number", "minimum": -bubble_rules::MAX_OFFSET_MS,
+                        "maximum": bubble_rules::MAX_OFFSET_MS},
+                    "min_idle_us": {"type": "number",
+                        "minimum": crate::core::analyze::pytorch_trace::IDLE_INTERVAL_MIN_US,
+                        "maximum": 1e9},
+                }
+            }),
+        ),
+        (
+            "post",
+            "/comparisons",
+            json!({
+                "type": "object",
+                "required": ["baseline", "candidate", "variable"],
+                "properties": {
+                    "baseline": ids(None),
+                    "candidate": ids(None),
+                    "variable": some_text(None),
+                    "investigation": id(),
+                    "cause_proven": {"type": "boolean"},
+                    "metric": {"type": "string"},
+                    "percentile": {"type": "string", "enum": PERCENTILES},
+                    "baseline_config": {"type": "object"},
+                    "candidate_config": {"type": "object"},
+                    "prediction": {"type": "object"},
+                }
+            }),
+        ),
+        (
+            "post",
+            "/sweeps",
+            json!({
+                "type": "object",
+                "oneOf": [
+                    {"required": ["artifacts"], "not": {"required": ["artifact"]}},
+                    {"required": ["artifact"], "not": {"required": ["artifacts"]}}
+                ],
+                "properties": {
+                    "artifacts": ids(Some(64)),
+                    "artifact": id(),
+                    "series": {"type": "string"},
+                    "slo": {
+                        "type": "object",
+                        "required": ["metric", "percentile", "max_ms"],
+                        "properties": {
+                            "metric": {"type": "string", "enum": ["ttft", "tpot", "itl", "e2e"]},
+                            "percentile": {"type": "string", "enum": PERCENTILES},
+                            "max_ms": {"type": "number", "exclusiveMinimum": 0}
+                        }
+                    }
+                }
+            }),
+        ),
+        (
+            "post",
+            "/proposals/{id}/review",
+            json!({
+                "type": "object",
+                "required": ["version"],
+                "properties": {
+                    "version": {"type": "integer", "minimum": -2147483648i64, "maximum": 2147483647},
+                    "state": {"type": "string", "enum":
+                        ["approved", "changes_requested", "rejected", "rolled_out", "draft"]},
+                    "comment": {"type": "string"},
+                    "section": {"type": "string", "enum":
+                        ["general", "deployment", "workload", "sizing", "evidence"]},
+                }
+            }),
+        ),
+        ("post", "/proposals/{id}/observed", observed()),
+        ("post", "/journal", journal_entry(false)),
+        ("put", "/journal/{id}", journal_entry(true)),
+    ]
+}
+
+fn observed() -> Value {
+    let mut properties = serde_json::Map::new();
+    for (name, label, unit, _) in crate::core::proposal::outcome::FIGURES {
+        properties.insert(
+            name.to_string(),
+            json!({"type": "number", "exclusiveMinimum": 0, "description": format!("{label}, {unit}")}),
+        );
+    }
+    properties.insert(
+        "artifact_ids".into(),
+        json!({"type": "array", "items": id()}),
+    );
+    properties.insert("note".into(), json!({"type": "string"}));
+    json!({"type": "object", "additionalProperties": false, "properties": properties})
+}
+
+/// Query parameters by (method, path, name); `name` on an upload is required (the
+/// document's body is the raw file, which carries no name of its own).
+fn parameters() -> Vec<(&'static str, &'static str, &'static str, Value)> {
+    // Empty: no bound (what a blank form field sends).
+    let date = || json!({"type": "string", "anyOf": [{"format": "date"}, {"maxLength": 0}]});
+    // The last path segment (what is kept) needs a printable character; no control
+    // characters anywhere.
+    let file_name = json!({"type": "string", "maxLength": 255,
+        "pattern": "^([^\\x00-\\x1f\\x7f-\\x9f]*[/\\\\])?[^\\x00-\\x1f\\x7f-\\x9f/\\\\]*[^\\s\\x00-\\x1f\\x7f-\\x9f/\\\\][^\\x00-\\x1f\\x7f-\\x9f/\\\\]*$"});
+    // An id as the query carries it; blank: none.
+    let id_text = json!({"type": "string", "pattern": "^\\s*(\\+?0*[1-9][0-9]{0,17})?\\s*$"});
+    // A choice; blank: the default (what a form's first option sends).
+    let choice = |options: &[&str]| {
+        let mut all = vec![""];
+        all.extend_from_slice(options);
+        json!({"type": "string", "enum": all})
+    };
+    vec![
+        ("post", "/artifacts", "name", file_name),
+        ("post", "/artifacts", "investigation", id_text.clone()),
+        ("post", "/artifacts", "journal_entry", id_text),
+        (
+            "get",
+            "/drills/{estimator}",
+            "level",
+            choice(&["chain", "step"]),
+        ),
+        ("get", "/search", "from", date()),
+        ("get", "/search", "to", date()),
+        ("get", "/search", "sort", choice(&["relevance", "newest"])),
+        (
+            "get",
+            "/search",
+            "metric",
+            choice(&[
+                "ttft",
+                "itl",
+                "tpot",
+                "e2e",
+                "throughput",
+                "queue_wait",
+                "cost_per_million",
+            ]),
+        ),
+        (
+            "get",
+            "/search",
+            "phase",
+            choice(&[
+                "tokenize",
+                "queue_wait",
+                "prefill",
+                "decode",
+                "detokenize",
+                "network",
+                "nothing",
+            ]),
+        ),
+    ]
+}
+
+/// Component schemas replaced whole.
+fn components() -> Vec<(&'static str, Value)> {
+    use crate::core::memory::thesaurus::{MAX_TERMS, MAX_TERM_CHARS};
+    vec![
+        (
+            "SynonymInput",
+            json!({
+                "type": "object",
+                "required": ["terms"],
+                "properties": {"terms": {
+                    "type": "array",
+                    "minItems": 2,
+                    "maxItems": MAX_TERMS,
+                    "uniqueItems": true,
+                    "description": "2–12 words or phrases, each with a letter or digit, at most \
+                        60 characters, no commas, none repeated (ignoring case)",
+                    "items": {"type": "string", "maxLength": MAX_TERM_CHARS,
+                        "pattern": "^[^,]*[^\\W_][^,]*$"}
+                }}
+            }),
+        ),
+        (
+            "NewInvestigation",
+            json!({
+                "type": "object",
+                "required": ["title"],
+                "description": "What a new investigation starts from: the symptom as reported.",
+                "properties": {
+                    "title": some_text(Some(200)),
+                    "service": {"type": "string", "maxLength": 100},
+                    "symptom": {"type": "string", "description": "Free text: what was seen, where, when."},
+                    "tags": {"type": "array", "maxItems": 12, "items": {"type": "string",
+                        "pattern": "^\\s*[\\w.:/-]{1,40}\\s*$",
+                        "description": "one tag: up to 40 letters, digits, '-', '_', '.', ':' or '/'"}},
+                    "steps": {"type": "object", "propertyNames": {"pattern": "^[0-7]$"},
+                        "additionalProperties": {"type": "object"},
+                        "description": "Steps to record at once, by number: {\"1\": {\"metric\": \
+                            \"ttft\", \"percentile\": \"p95\", \"observed\": 3200, \"target\": 800}}, \
+                            each validated like PUT /investigations/{id}/steps/{step}. One invalid \
+                            step refuses the whole request (422, fields named steps.1.observed), and \
+                            nothing is created."}
+                }
+            }),
+        ),
+    ]
+}
+
+/// Writes the shapes into the document (as JSON: some of them use JSON Schema words,
+/// such as `not` and `const`, that utoipa's types do not carry).
+pub(crate) fn apply(doc: &mut Value) {
+    for (method, path, body) in bodies() {
+        if let Some(content) = doc
+            .pointer_mut(&format!(
+                "/paths/{}/{method}/requestBody/content",
+                escape(path)
+            ))
+            .and_then(|c| c.get_mut("application/json"))
+        {
+            content["schema"] = body;
+        }
+    }
+    // An empty file is refused (there is nothing to analyze).
+    if let Some(upload) =
+        doc.pointer_mut("/paths/~1artifacts/post/requestBody/content/application~1octet-stream")
+    {
+        upload["schema"] = json!({"type": "string", "format": "binary", "minLength": 1});
+    }
+    for (method, path, name, shape) in parameters() {
+        let Some(Value::Array(list)) =
+            doc.pointer_mut(&format!("/paths/{}/{method}/parameters", escape(path)))
+        else {
+            continue;
+        };
+        for parameter in list.iter_mut().filter(|p| p["name"] == name) {
+            parameter["schema"] = shape.clone();
+            if method == "post" {
+                parameter["required"] = Value::Bool(true);
+            }
+        }
+    }
+    if let Some(Value::Object(known)) = doc.pointer_mut("/components/schemas") {
+        for (name, body) in components() {
+            known.insert(name.to_string(), body);
+        }
+    }
+}
+
+/// A path as one JSON Pointer token.
+fn escape(path: &str) -> String {
+    path.replace('~', "~0").replace('/', "~1")
+}
