@@ -188,3 +188,69 @@ async fn uploads_past_the_caps_are_refused_with_429_and_503() {
     }
     assert_eq!(after.status(), 201, "{}", after.text().await.unwrap());
 }
+
+/// Item 8's input as the attack ran it: 1,000 uploads that each send a byte a second,
+/// from 20 users, against a server with its default caps (4 uploads per user, 64 in
+/// all). At most 64 are held; every other one is answered 429 or 503 at once, the server
+/// closes those connections, and its peak memory stays small (read from /proc).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_thousand_uploads_at_a_byte_a_second_stay_within_the_caps_and_memory() {
+    const UPLOADS: usize = 1_000;
+    const USERS: usize = 20;
+    const TOTAL_CAP: usize = 64;
+    let (pool, url) = fresh_db().await;
+    let mut tokens = Vec::new();
+    for i in 0..USERS {
+        tokens.push(editor_token(&pool, &format!("slow{i}")).await);
+    }
+    let server = ServerProcess::start(&url, &[]).await;
+    let rss_before = common::peak_rss_mib(&server.pid.to_string());
+
+    let mut clients = tokio::task::JoinSet::new();
+    for i in 0..UPLOADS {
+        let base = server.base.clone();
+        let token = tokens[i % USERS].clone();
+        clients.spawn(async move {
+            let mut s = start_upload(&base, &token, 1_000_000).await;
+            // Eight seconds at a byte a second; an answer ends it.
+            for _ in 0..8 {
+                if let Some(text) = answer(&mut s, Duration::from_secs(1)).await {
+                    return (Some(text), s);
+                }
+                if s.write_all(b" ").await.is_err() {
+                    return (Some("closed".to_string()), s);
+                }
+            }
+            (None, s)
+        });
+    }
+    let mut held = Vec::new();
+    let (mut per_user, mut total, mut other) = (0, 0, Vec::new());
+    while let Some(done) = clients.join_next().await {
+        match done.unwrap() {
+            (None, s) => held.push(s),
+            (Some(text), _) if text.starts_with("HTTP/1.1 429") => per_user += 1,
+            (Some(text), _) if text.starts_with("HTTP/1.1 503") => total += 1,
+            (Some(text), _) => other.push(text),
+        }
+    }
+    let fds = std::fs::read_dir(format!("/proc/{}/fd", server.pid))
+        .map(|d| d.count())
+        .unwrap_or(0);
+    let peak = common::peak_rss_mib(&server.pid.to_string());
+    println!(
+        "{UPLOADS} slow uploads: {} held, {per_user} refused per user (429), {total} refused \
+         in all (503); server peak RSS {peak} MiB (at start {rss_before} MiB), {fds} open files",
+        held.len()
+    );
+    assert!(other.is_empty(), "unexpected answers: {:?}", &other[..other.len().min(3)]);
+    assert!(held.len() <= TOTAL_CAP, "{} uploads held", held.len());
+    assert_eq!(held.len() + per_user + total, UPLOADS);
+    assert!(per_user > 0 && total > 0, "{per_user} 429s, {total} 503s");
+    assert!(peak < 300, "the server's peak RSS reached {peak} MiB");
+    // The held uploads, the listener, the pool and the runtime: not a file per attempt.
+    assert!(fds < TOTAL_CAP + 150, "{fds} open files while {} uploads are held", held.len());
+    // A normal request still gets through while they are held.
+    let health = reqwest::get(format!("{}/healthz", server.base)).await.unwrap();
+    assert!(health.status().is_success());
+}
