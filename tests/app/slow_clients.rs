@@ -243,14 +243,24 @@ async fn a_thousand_uploads_at_a_byte_a_second_stay_within_the_caps_and_memory()
          in all (503); server peak RSS {peak} MiB (at start {rss_before} MiB), {fds} open files",
         held.len()
     );
-    assert!(other.is_empty(), "unexpected answers: {:?}", &other[..other.len().min(3)]);
+    assert!(
+        other.is_empty(),
+        "unexpected answers: {:?}",
+        &other[..other.len().min(3)]
+    );
     assert!(held.len() <= TOTAL_CAP, "{} uploads held", held.len());
     assert_eq!(held.len() + per_user + total, UPLOADS);
     assert!(per_user > 0 && total > 0, "{per_user} 429s, {total} 503s");
     assert!(peak < 300, "the server's peak RSS reached {peak} MiB");
     // The held uploads, the listener, the pool and the runtime: not a file per attempt.
-    assert!(fds < TOTAL_CAP + 150, "{fds} open files while {} uploads are held", held.len());
+    assert!(
+        fds < TOTAL_CAP + 150,
+        "{fds} open files while {} uploads are held",
+        held.len()
+    );
     // A normal request still gets through while they are held.
-    let health = reqwest::get(format!("{}/healthz", server.base)).await.unwrap();
+    let health = reqwest::get(format!("{}/healthz", server.base))
+        .await
+        .unwrap();
     assert!(health.status().is_success());
 }

@@ -748,6 +748,10 @@ pub struct RequestLogAnalysis {
     /// First and last `arrival_ts` among analyzed rows (epoch seconds).
     pub arrival_first: Option<f64>,
     pub arrival_last: Option<f64>,
+    /// Set when the log held more matching rows than are kept in memory: the
+    /// percentiles, shares and per-tenant tables are of a uniform sample of this many.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sample_rows: Option<u64>,
     pub notes: Vec<String>,
 }
 
@@ -826,10 +830,17 @@ impl Facets {
     }
 }
 
+/// Rows whose phase times are kept for the percentiles and shares: about 100 bytes each
+/// at the peak (72 in the columns, the rest while the result is built), so ~100 MB. A
+/// log with more matching rows is analyzed on a uniform sample of this many (reservoir
+/// sampling, the same sample for the same file), and the result says so; counts, the
+/// arrival window and the tenant and model facets still cover every row.
+pub const SAMPLE_ROWS: usize = 1_000_000;
+
 /// Analyze a request log: phase percentiles, shares of TTFT and E2E, the
 /// dominant phase, tenants and model versions. Filters from `opts` are
 /// applied while streaming. Columns are kept as one f64 per row per phase
-/// (NaN = missing), about 72 bytes per analyzed row.
+/// (NaN = missing), for at most [`SAMPLE_ROWS`] rows.
 pub fn analyze<R: Read>(reader: R, opts: &Options) -> Result<RequestLogAnalysis, AnalyzeError> {
     let mut acc = Accumulator::new(opts);
     for_each_request(reader, |row: RequestRow| -> Result<(), AnalyzeError> {
@@ -851,11 +862,19 @@ pub struct Accumulator<'a> {
     arrival_first: f64,
     arrival_last: f64,
     negative_rows: u64,
+    /// Rows that passed the filters (the kept ones are a sample of these past `cap`).
+    matched: u64,
+    cap: usize,
+    /// SplitMix64 state for the reservoir's choices (fixed seed: same file, same sample).
+    rng: u64,
 }
 
 impl<'a> Accumulator<'a> {
     pub fn new(opts: &'a Options) -> Self {
         Accumulator {
+            matched: 0,
+            cap: SAMPLE_ROWS,
+            rng: 0x5DEE_CE66_D1CE_5EED,
             opts,
             cols: Default::default(),
             tenant_of_row: Vec::new(),
@@ -866,6 +885,22 @@ impl<'a> Accumulator<'a> {
             arrival_last: f64::NEG_INFINITY,
             negative_rows: 0,
         }
+    }
+
+    /// Keeps at most `cap` rows' phase times (a uniform sample past that).
+    pub fn with_sample_cap(mut self, cap: usize) -> Self {
+        self.cap = cap.max(1);
+        self
+    }
+
+    /// A uniform draw in `0..n` (n ≥ 1).
+    fn below(&mut self, n: u64) -> u64 {
+        self.rng = self.rng.wrapping_add(0x9E37_79B9_7F4A_7C15);
+        let mut z = self.rng;
+        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+        z ^= z >> 31;
+        ((u128::from(z) * u128::from(n)) >> 64) as u64
     }
 
     /// Counts one row, and keeps its phase times when it passes the filters.
@@ -912,10 +947,22 @@ impl<'a> Accumulator<'a> {
         if vals.iter().flatten().any(|v| *v < 0.0) {
             self.negative_rows += 1;
         }
-        for (col, v) in self.cols.iter_mut().zip(vals) {
-            col.push(v.unwrap_or(f64::NAN));
+        self.matched += 1;
+        if self.tenant_of_row.len() < self.cap {
+            for (col, v) in self.cols.iter_mut().zip(vals) {
+                col.push(v.unwrap_or(f64::NAN));
+            }
+            self.tenant_of_row.push(t);
+            return;
         }
-        self.tenant_of_row.push(t);
+        // Reservoir sampling (Algorithm R): row n replaces a kept one with chance cap/n.
+        let slot = self.below(self.matched) as usize;
+        if slot < self.cap {
+            for (col, v) in self.cols.iter_mut().zip(vals) {
+                col[slot] = v.unwrap_or(f64::NAN);
+            }
+            self.tenant_of_row[slot] = t;
+        }
     }
 
     /// Percentiles, shares, the dominant phase and the per-tenant breakdowns.
@@ -929,10 +976,20 @@ impl<'a> Accumulator<'a> {
             arrival_first,
             arrival_last,
             negative_rows,
+            matched,
             ..
         } = self;
-        let rows = tenant_of_row.len() as u64;
+        let rows = matched;
+        let kept = tenant_of_row.len() as u64;
         let mut notes = Vec::new();
+        let sample_rows = (kept < matched).then(|| {
+            notes.push(format!(
+                "percentiles, shares and the per-tenant tables come from a uniform sample of \
+                 {kept} of the {matched} matching rows (the most kept in memory); the counts \
+                 cover every row"
+            ));
+            kept
+        });
         if rows_total == 0 {
             notes.push("the file holds no request rows".to_string());
         } else if rows == 0 {
@@ -1043,6 +1100,7 @@ impl<'a> Accumulator<'a> {
             by_tenant,
             arrival_first: arrival_first.is_finite().then_some(arrival_first),
             arrival_last: arrival_last.is_finite().then_some(arrival_last),
+            sample_rows,
             notes,
         }
     }
@@ -1171,6 +1229,54 @@ mod tests {
         let extra = "{\"queue_wait_ms\": 1, \"region\": \"eu\\u0000\"}\n";
         let e = for_each_request(extra.as_bytes(), |_| Ok::<(), AnalyzeError>(())).unwrap_err();
         assert!(e.to_string().contains("region"), "{e}");
+    }
+
+    fn capped(text: &str, opts: &Options, cap: usize) -> RequestLogAnalysis {
+        let mut acc = Accumulator::new(opts).with_sample_cap(cap);
+        for_each_request(
+            text.as_bytes(),
+            |row: RequestRow| -> Result<(), AnalyzeError> {
+                acc.add(&row);
+                Ok(())
+            },
+        )
+        .unwrap();
+        acc.finish()
+    }
+
+    /// Past the kept-row cap the analysis runs on a uniform sample and says so; its
+    /// percentiles and shares stay close to the full analysis, and counts stay exact.
+    #[test]
+    fn a_log_past_the_row_cap_is_analyzed_on_a_stated_uniform_sample() {
+        let text = synthetic(30_000);
+        let opts = Options::default();
+        let full = run(&text, &opts).unwrap();
+        let sampled = capped(&text, &opts, 3_000);
+        assert_eq!(full.sample_rows, None);
+        assert_eq!(sampled.sample_rows, Some(3_000));
+        assert_eq!((sampled.rows, sampled.rows_total), (30_000, 30_000));
+        assert!(
+            sampled
+                .notes
+                .iter()
+                .any(|n| n.contains("uniform sample of 3000 of the 30000")),
+            "{:?}",
+            sampled.notes
+        );
+        for phase in ["first_token_ms", "queue_wait_ms", "total_ms"] {
+            let (f, s) = (&full.phases[phase], &sampled.phases[phase]);
+            for (a, b) in [(f.p50, s.p50), (f.p95, s.p95)] {
+                let (a, b) = (a.unwrap(), b.unwrap());
+                assert!((a - b).abs() / a < 0.08, "{phase}: full {a}, sample {b}");
+            }
+        }
+        assert_eq!(full.dominant_phase, sampled.dominant_phase);
+        for (k, v) in &full.share_of_ttft {
+            assert!((v - sampled.share_of_ttft[k]).abs() < 0.03, "{k}");
+        }
+        // The same file gives the same sample.
+        let again = capped(&text, &opts, 3_000);
+        assert_eq!(again, sampled);
     }
 
     #[test]
