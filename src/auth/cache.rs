@@ -80,6 +80,12 @@ pub struct SessionCopies(Arc<Fresh<Id, Record>>);
 
 #[async_trait]
 impl SessionStore for SessionCopies {
+    /// The store behind the copies (PostgreSQL) creates first and has already given the
+    /// record an id no other session holds; the copy only keeps it.
+    async fn create(&self, record: &mut Record) -> session_store::Result<()> {
+        self.save(record).await
+    }
+
     async fn save(&self, record: &Record) -> session_store::Result<()> {
         self.0.put(record.id, record.clone());
         Ok(())

@@ -1260,3 +1260,59 @@ async fn lockout_is_per_name_and_client_address_behind_a_trusted_proxy() {
     let r = login_via(&mut direct, "vic", PASSWORD, "172.16.0.5", None).await;
     assert_eq!(r.status, StatusCode::SEE_OTHER);
 }
+
+/// Signing in through a real server process logs no warning (the session layer used to
+/// warn on every new session that its store had no `create` of its own).
+#[tokio::test]
+async fn signing_in_logs_no_warning() {
+    let (pool, url) = common::fresh_db().await;
+    common::admin_with_token(&pool, "ada").await;
+    let server = common::ServerProcess::start(&url, &[("RUST_LOG", "info")]).await;
+    let http = reqwest::Client::builder()
+        .redirect(reqwest::redirect::Policy::none())
+        .build()
+        .unwrap();
+    let page = http
+        .get(format!("{}/login", server.base))
+        .send()
+        .await
+        .unwrap();
+    let cookie = page
+        .headers()
+        .get_all("set-cookie")
+        .iter()
+        .filter_map(|v| v.to_str().ok()?.split(';').next().map(str::to_string))
+        .collect::<Vec<_>>()
+        .join("; ");
+    let html = page.text().await.unwrap();
+    let csrf = html
+        .split("name=\"_csrf\" value=\"")
+        .nth(1)
+        .and_then(|rest| rest.split('"').next())
+        .expect("a CSRF field on the sign-in page");
+    let signed_in = http
+        .post(format!("{}/login", server.base))
+        .header("cookie", &cookie)
+        .header("content-type", "application/x-www-form-urlencoded")
+        .body(
+            serde_urlencoded::to_string([
+                ("name", "ada"),
+                ("password", common::PASSWORD),
+                ("_csrf", csrf),
+            ])
+            .unwrap(),
+        )
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(
+        signed_in.status(),
+        303,
+        "{}",
+        signed_in.text().await.unwrap()
+    );
+    let log = server.log();
+    assert!(log.contains("listening"), "the log is read: {log}");
+    let warnings: Vec<&str> = log.lines().filter(|l| l.contains("WARN")).collect();
+    assert!(warnings.is_empty(), "{warnings:#?}");
+}

@@ -522,6 +522,9 @@ impl ServerProcess {
         for (k, v) in env {
             cmd.env(k, v);
         }
+        // Its log goes to a file the test can read (`log`), not into the test's output.
+        let log = std::fs::File::create(data.path().join("server.log")).unwrap();
+        cmd.stdout(log.try_clone().unwrap()).stderr(log);
         let child = cmd.spawn().expect("start the server");
         let pid = child.id().expect("running");
         let base = format!("http://127.0.0.1:{port}");
@@ -542,6 +545,13 @@ impl ServerProcess {
             pid,
             data,
         }
+    }
+}
+
+impl ServerProcess {
+    /// What the server has logged so far (stdout and stderr).
+    pub fn log(&self) -> String {
+        std::fs::read_to_string(self.data.path().join("server.log")).unwrap_or_default()
     }
 }
 
