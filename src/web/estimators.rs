@@ -241,6 +241,9 @@ async fn show_estimator(
     };
     let query = canonical_query(&inputs);
     // htmx re-renders only the chain as inputs change; everything else gets the page.
+    // That live preview answers 200 even while inputs are missing or wrong: the fragment
+    // lists what to fix, and a form being typed is not a failed request (so /metrics
+    // does not count each keystroke as a 422). Submitting the form still answers 422.
     if htmx && !restore && target.as_deref() == Some("chain") {
         let partial = ChainPartial {
             info,
@@ -248,7 +251,7 @@ async fn show_estimator(
             errors: errors.into(),
             query,
         };
-        return Ok((status, render(&partial)?).into_response());
+        return Ok(render(&partial)?.into_response());
     }
     let fields: Vec<FieldView> = info
         .fields

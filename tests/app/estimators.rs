@@ -419,6 +419,41 @@ async fn page_marks_bad_fields_and_htmx_gets_only_the_chain() {
     assert_eq!(r.select("#estimators tbody tr").len(), 10);
 }
 
+/// The live preview (htmx, as inputs are typed) of an unfinished form answers 200 with
+/// what to fix, and /metrics counts no 422 for it; submitting the same form is a 422.
+#[tokio::test]
+async fn live_previews_of_unfinished_inputs_are_not_counted_as_failed_requests() {
+    let (mut app, _) = signed_in().await;
+    let query = "/estimators/memory-fit?model=llama-3.3-70b&gpu_memory_utilization=1.2";
+    for _ in 0..3 {
+        let preview = Request::get(query)
+            .header("hx-request", "true")
+            .header("hx-target", "chain")
+            .body(Body::empty())
+            .unwrap();
+        let r = app.send(preview).await;
+        assert_eq!(r.status, StatusCode::OK);
+        let errors = r.select("#estimate-errors li");
+        assert!(
+            errors
+                .iter()
+                .any(|e| e.starts_with("gpu_memory_utilization")),
+            "{errors:?}"
+        );
+    }
+    let metrics = app.get("/metrics").await;
+    let failed: Vec<&str> = metrics
+        .body
+        .lines()
+        .filter(|l| l.contains("/estimators/") && l.contains("status=\"422\""))
+        .collect();
+    assert!(failed.is_empty(), "{failed:?}");
+    assert_eq!(
+        app.get(query).await.status,
+        StatusCode::UNPROCESSABLE_ENTITY
+    );
+}
+
 #[tokio::test]
 async fn catalog_pages_show_derived_figures_and_provenance() {
     let (mut app, _) = signed_in().await;
