@@ -11,11 +11,12 @@ use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
 
-use super::investigations::{EntryLink, ExpectedJson};
+use super::investigations::EntryLink;
 use crate::auth::{ApiUser, Role};
 use crate::core::method::JournalEntry;
 use crate::error::{ApiResult, AppError, ErrorBody};
 use crate::investigations::journal::{self, Revision, SaveError, StoredEntry};
+use crate::investigations::step_doc::ExpectedJson;
 use crate::state::AppState;
 
 #[derive(Serialize, ToSchema)]

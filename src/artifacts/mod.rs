@@ -2,7 +2,9 @@
 //! detected kind, and the analysis a background worker stores next to them.
 
 pub mod columns;
+pub mod download;
 pub mod ingest;
+pub mod upload;
 
 use std::sync::Arc;
 

@@ -4,7 +4,9 @@
 
 pub mod db;
 pub mod journal;
+pub mod replay;
 pub mod seed;
+pub mod step_doc;
 
 use chrono::{DateTime, Utc};
 use sqlx::PgPool;

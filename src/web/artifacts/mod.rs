@@ -13,9 +13,8 @@ use axum_htmx::HxRequest;
 use serde::Deserialize;
 
 use super::{render, PageCtx};
-use crate::api::artifacts::{
-    check_declared_length, download, parse_upload_query, receive_multipart,
-};
+use crate::artifacts::download::download;
+use crate::artifacts::upload::{check_declared_length, parse_upload_query, receive_multipart};
 use crate::artifacts::{self, Artifact};
 use crate::auth::{CurrentUser, Role};
 use crate::core::analyze::Options;
@@ -80,7 +79,7 @@ async fn upload(
         user.require(Role::Editor)?;
         let (_, owner) = parse_upload_query(raw.as_deref())?;
         check_declared_length(&req, state.config.upload_limit)?;
-        receive_multipart(&state, req, owner, None, user.0.id).await
+        receive_multipart(&state.artifacts(), req, owner, None, user.0.id).await
     }
     .await;
     let artifact = match received {
@@ -220,7 +219,7 @@ async fn artifact_status(
 
 async fn download_original(State(state): State<AppState>, Path(id): Path<i64>) -> Result<Response> {
     let a = find(&state, id).await?;
-    download(&state, &a).await
+    download(&state.blobs, &a).await
 }
 
 #[derive(Deserialize)]
