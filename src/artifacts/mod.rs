@@ -2,6 +2,7 @@
 //! detected kind, and the analysis a background worker stores next to them.
 
 pub mod columns;
+pub mod decomposition;
 pub mod download;
 pub mod ingest;
 pub mod upload;

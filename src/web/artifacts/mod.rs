@@ -15,7 +15,7 @@ use serde::Deserialize;
 use super::{render, PageCtx};
 use crate::artifacts::download::download;
 use crate::artifacts::upload::{check_declared_length, parse_upload_query, receive_multipart};
-use crate::artifacts::{self, Artifact};
+use crate::artifacts::{self, decomposition, Artifact};
 use crate::auth::{CurrentUser, Role};
 use crate::core::analyze::Options;
 use crate::error::{AppError, Result};
@@ -308,8 +308,9 @@ async fn request_breakdown(
     }
     let q: BreakdownQuery = serde_urlencoded::from_str(raw.as_deref().unwrap_or(""))
         .map_err(|e| AppError::BadRequest(format!("the query string is malformed: {e}")))?;
-    let filter = views::RequestFilter::parse(&q.tenant, &q.model_version, &q.from, &q.to, &q.by);
-    let (tenants, models) = views::facets(&state.pool, a.id).await?;
+    let filter =
+        decomposition::RequestFilter::parse(&q.tenant, &q.model_version, &q.from, &q.to, &q.by);
+    let (tenants, models) = decomposition::facets(&state.pool, a.id).await?;
     let (table, grouped, errors, status) = match filter {
         Ok(f) => {
             let (table, grouped) = views::decomposition(&state.pool, a.id, &f).await?;
