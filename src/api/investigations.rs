@@ -258,12 +258,7 @@ pub async fn put_step(
     body: Result<Json<serde_json::Value>, JsonRejection>,
 ) -> ApiResult<Response> {
     me.require(Role::Editor)?;
-    let Some(step) = u8::try_from(step).ok().filter(|s| *s < 8) else {
-        return Err(AppError::not_found(format!(
-            "there is no step {step}: steps are numbered 0 to 7"
-        ))
-        .into());
-    };
+    let step = inv::step_number(step)?;
     let Json(mut body) = body.map_err(bad_body)?;
     let Some(fields) = body.as_object_mut() else {
         return Err(AppError::field("body", "send the step's fields as a JSON object").into());

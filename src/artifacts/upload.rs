@@ -21,13 +21,10 @@ pub struct UploadQuery {
     pub name: Option<String>,
 }
 
-fn positive_id(field: &str, raw: Option<&str>) -> Result<Option<i64>, FieldError> {
+fn optional_id(field: &str, raw: Option<&str>) -> Result<Option<i64>, FieldError> {
     match raw.map(str::trim).filter(|s| !s.is_empty()) {
         None => Ok(None),
-        Some(s) => s
-            .parse::<i64>()
-            .ok()
-            .filter(|n| *n > 0)
+        Some(s) => crate::extract::positive_id(s)
             .map(Some)
             .ok_or_else(|| FieldError::new(field, format!("expected a positive id, got {s:?}"))),
     }
@@ -37,11 +34,11 @@ pub fn parse_upload_query(raw: Option<&str>) -> Result<(UploadQuery, Owner), App
     let q: UploadQuery = serde_urlencoded::from_str(raw.unwrap_or(""))
         .map_err(|e| AppError::BadRequest(format!("the query string is malformed: {e}")))?;
     let mut errors = Vec::new();
-    let investigation_id = positive_id("investigation", q.investigation.as_deref())
+    let investigation_id = optional_id("investigation", q.investigation.as_deref())
         .map_err(|e| errors.push(e))
         .ok()
         .flatten();
-    let journal_entry_id = positive_id("journal_entry", q.journal_entry.as_deref())
+    let journal_entry_id = optional_id("journal_entry", q.journal_entry.as_deref())
         .map_err(|e| errors.push(e))
         .ok()
         .flatten();

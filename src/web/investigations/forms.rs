@@ -21,7 +21,7 @@ use crate::web::bubbles::{self, Echo, Sources};
 use crate::web::{render, PageCtx};
 
 use super::fill::VERSION_FIELD;
-use super::step::{parse_step_number, step_page, step_with, stored_values, AttachForm, StepView};
+use super::step::{step_page, step_with, stored_values, AttachForm, StepView};
 
 /// Runs a bubble attribution from the step-3 form and keeps it for this investigation;
 /// a refusal comes back as step 3 with the form as sent and its errors (422, nothing
@@ -58,7 +58,7 @@ pub(super) async fn save_step(
     Form(fields): Form<Vec<(String, String)>>,
 ) -> Result<Response> {
     me.require(Role::Editor)?;
-    let step = parse_step_number(step)?;
+    let step = inv::step_number(step)?;
     let loaded = inv::load_or_404(&state.pool, id).await?;
     let pairs = Pairs::new(fields);
     // Absent for a client that does not know about versions: the save then just wins.
@@ -75,7 +75,7 @@ pub(super) async fn save_step(
     // the step's evidence, in the save's own transaction.
     let evidence = match pairs.get(EVIDENCE_FIELD).map(str::trim) {
         None | Some("") => None,
-        Some(v) => Some(v.parse::<i64>().ok().filter(|v| *v > 0).ok_or_else(|| {
+        Some(v) => Some(crate::extract::positive_id(v).ok_or_else(|| {
             AppError::field(
                 EVIDENCE_FIELD,
                 "the evidence artifact is not an artifact id",
@@ -167,7 +167,7 @@ pub(super) async fn attach_expected(
     Form(form): Form<AttachForm>,
 ) -> Result<Response> {
     me.require(Role::Editor)?;
-    let step = parse_step_number(step)?;
+    let step = inv::step_number(step)?;
     let loaded = inv::load_or_404(&state.pool, id).await?;
     match read_attachment(&form, loaded.observed_unit(step)) {
         Ok(e) => {

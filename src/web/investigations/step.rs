@@ -1,6 +1,7 @@
 //! One step's page: the form with its stored or submitted values, the computed
 //! results, expected vs observed, and the load-sweep lines of steps 1 and 7.
 
+use crate::core::analyze::Kind;
 use crate::extract::Path;
 use askama::Template;
 use axum::extract::{Query, State};
@@ -21,7 +22,7 @@ use crate::core::method::reproduce::{
 use crate::core::method::{evidence, load_sweep};
 use crate::core::method::{Band, Boundness, Dominance, Metric, Percentile, Phase, Verdict};
 use crate::core::FieldError;
-use crate::error::{AppError, Result};
+use crate::error::Result;
 use crate::investigations::db::{self, ArtifactLink, Investigation};
 use crate::investigations::{self as inv, Loaded, Recorded, StepConflict};
 use crate::state::AppState;
@@ -275,16 +276,6 @@ impl<T: Copy, R: Copied<T> + ?Sized> Copied<T> for &R {
     }
 }
 
-pub(super) fn parse_step_number(step: u32) -> Result<u8> {
-    if step < 8 {
-        Ok(step as u8)
-    } else {
-        Err(AppError::not_found(format!(
-            "there is no step {step}: steps are numbered 0 to 7"
-        )))
-    }
-}
-
 /// Rows a table form shows: every stored row plus blanks, at least four.
 fn table_rows(step: u8, records: &Records, values: &Pairs) -> Vec<usize> {
     let stored = match step {
@@ -450,7 +441,7 @@ pub(super) async fn show_step(
     Path((id, step)): Path<(i64, u32)>,
     Query(query): Query<StepQuery>,
 ) -> Result<Response> {
-    let step = parse_step_number(step)?;
+    let step = inv::step_number(step)?;
     Ok(step_with(&state, ctx, id, step, query.from_artifact, None)
         .await?
         .into_response())
@@ -548,7 +539,7 @@ pub(super) async fn sweep_lines(
     links.sort_by_key(|a| a.id);
     for link in links
         .iter()
-        .filter(|a| matches!(a.kind.as_str(), "sweep" | "vllm_bench"))
+        .filter(|a| matches!(a.kind(), Kind::Sweep | Kind::VllmBench))
     {
         let Some(a) = crate::artifacts::get(&state.pool, link.id).await? else {
             continue;
