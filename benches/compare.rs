@@ -27,6 +27,7 @@ use std::str::FromStr;
 use std::time::Instant;
 
 use common::{median, num, secs, Table};
+use perfjournal::artifacts::decomposition;
 use perfjournal::artifacts::{self, columns, ingest, Owner};
 use perfjournal::config::Config;
 use perfjournal::core::analyze::request_columns::{self, Filter as ColumnFilter, GroupBy};
@@ -37,7 +38,6 @@ use perfjournal::core::stats::{
 };
 use perfjournal::state::AppState;
 use perfjournal::storage::BlobStore;
-use perfjournal::web::artifacts::views;
 use sqlx::postgres::PgConnectOptions;
 use sqlx::PgPool;
 
@@ -413,10 +413,15 @@ async fn run() -> anyhow::Result<()> {
                 )
             } else {
                 let mut ms =
-                    explain_ms(&pool, &views::decomposition_sql(None), big, tenant).await?;
+                    explain_ms(&pool, &decomposition::decomposition_sql(None), big, tenant).await?;
                 if let Some(col) = by {
-                    ms += explain_ms(&pool, &views::decomposition_sql(Some(col)), big, tenant)
-                        .await?;
+                    ms += explain_ms(
+                        &pool,
+                        &decomposition::decomposition_sql(Some(col)),
+                        big,
+                        tenant,
+                    )
+                    .await?;
                 }
                 for col in ["tenant", "model_version"] {
                     ms += explain_facet(&pool, col, big).await?;

@@ -149,7 +149,7 @@ impl Paging {
             match key.as_str() {
                 "after" if value.trim().is_empty() => {}
                 "after" => {
-                    let id = value.trim().parse::<i64>().ok().filter(|id| *id > 0);
+                    let id = positive_id(&value);
                     paging.after = Some(id.ok_or_else(|| {
                         AppError::field(
                             "after",
@@ -200,6 +200,12 @@ pub struct Pager {
     pub paged: bool,
     pub first: String,
     pub next: Option<String>,
+}
+
+/// An id as typed in a form, a query or a JSON string: a positive integer, blanks
+/// around it ignored. Callers say in their own words what the id should have named.
+pub fn positive_id(raw: &str) -> Option<i64> {
+    raw.trim().parse::<i64>().ok().filter(|n| *n > 0)
 }
 
 #[cfg(test)]

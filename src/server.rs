@@ -94,7 +94,10 @@ pub fn app(state: AppState) -> Router {
                 .layer(timeout()),
         )
         .merge(private)
-        .layer(from_fn_with_state(state.clone(), crate::metrics::record))
+        .layer(from_fn_with_state(
+            state.clone(),
+            crate::http_metrics::record,
+        ))
         .layer(axum_htmx::AutoVaryLayer)
         .layer(from_fn_with_state(state.clone(), crate::auth::csrf::verify))
         .layer(sessions)

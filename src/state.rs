@@ -11,7 +11,7 @@ use crate::auth::cache::UserCopies;
 use crate::auth::extract::AuthContext;
 use crate::auth::throttle::LoginThrottle;
 use crate::config::Config;
-use crate::metrics::HttpMetrics;
+use crate::http_metrics::HttpMetrics;
 use crate::search::Searcher;
 use crate::storage::BlobStore;
 

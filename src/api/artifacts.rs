@@ -1,20 +1,22 @@
 //! Artifacts over the API: upload (raw body or multipart), status and analysis, download.
 
 use crate::extract::{Paging, Path};
-use axum::body::Body;
-use axum::extract::{FromRequest, Multipart, RawQuery, Request, State};
+use axum::extract::{RawQuery, Request, State};
 use axum::http::{header, StatusCode};
-use axum::response::{IntoResponse, Response};
+use axum::response::Response;
 use axum::Json;
 use futures::TryStreamExt;
-use serde::{Deserialize, Serialize};
-use utoipa::{IntoParams, ToSchema};
+use serde::Serialize;
+use utoipa::ToSchema;
 use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 
-use crate::artifacts::{self, Artifact, Owner};
+use crate::artifacts::download::download;
+use crate::artifacts::upload::{
+    check_declared_length, parse_upload_query, receive_multipart, UploadQuery,
+};
+use crate::artifacts::{self, Artifact};
 use crate::auth::{ApiUser, Role};
-use crate::core::FieldError;
 use crate::error::{ApiError, ApiResult, AppError};
 use crate::state::AppState;
 
@@ -31,17 +33,6 @@ pub fn upload_router() -> OpenApiRouter<AppState> {
     OpenApiRouter::new().routes(routes!(upload_artifact))
 }
 
-#[derive(Deserialize, IntoParams)]
-#[into_params(parameter_in = Query)]
-pub struct UploadQuery {
-    /// Investigation to attach the file to.
-    pub investigation: Option<String>,
-    /// Journal entry to attach the file to.
-    pub journal_entry: Option<String>,
-    /// File name (required for a raw body; a multipart part's filename is used otherwise).
-    pub name: Option<String>,
-}
-
 #[derive(Serialize, ToSchema)]
 #[schema(as = ArtifactCreated)]
 pub struct Created {
@@ -50,91 +41,6 @@ pub struct Created {
     pub kind: String,
     /// queued, or not_analyzed for an unknown kind
     pub status: String,
-}
-
-fn positive_id(field: &str, raw: Option<&str>) -> Result<Option<i64>, FieldError> {
-    match raw.map(str::trim).filter(|s| !s.is_empty()) {
-        None => Ok(None),
-        Some(s) => s
-            .parse::<i64>()
-            .ok()
-            .filter(|n| *n > 0)
-            .map(Some)
-            .ok_or_else(|| FieldError::new(field, format!("expected a positive id, got {s:?}"))),
-    }
-}
-
-pub(crate) fn parse_upload_query(raw: Option<&str>) -> Result<(UploadQuery, Owner), AppError> {
-    let q: UploadQuery = serde_urlencoded::from_str(raw.unwrap_or(""))
-        .map_err(|e| AppError::BadRequest(format!("the query string is malformed: {e}")))?;
-    let mut errors = Vec::new();
-    let investigation_id = positive_id("investigation", q.investigation.as_deref())
-        .map_err(|e| errors.push(e))
-        .ok()
-        .flatten();
-    let journal_entry_id = positive_id("journal_entry", q.journal_entry.as_deref())
-        .map_err(|e| errors.push(e))
-        .ok()
-        .flatten();
-    if !errors.is_empty() {
-        return Err(AppError::Invalid(errors));
-    }
-    Ok((
-        q,
-        Owner {
-            investigation_id,
-            journal_entry_id,
-        },
-    ))
-}
-
-/// Refuses a declared body over the limit before reading any of it.
-pub(crate) fn check_declared_length(req: &Request, limit: u64) -> Result<(), AppError> {
-    let declared = req
-        .headers()
-        .get(header::CONTENT_LENGTH)
-        .and_then(|v| v.to_str().ok())
-        .and_then(|v| v.parse::<u64>().ok());
-    match declared {
-        Some(n) if n > limit => Err(AppError::PayloadTooLarge(format!(
-            "the file ({n} bytes) is larger than the upload limit of {limit} bytes; nothing was stored"
-        ))),
-        _ => Ok(()),
-    }
-}
-
-/// Receives the file part of a multipart body (the first part with a filename, or the
-/// part named `file`).
-pub(crate) async fn receive_multipart(
-    state: &AppState,
-    req: Request,
-    owner: Owner,
-    name: Option<&str>,
-    user_id: i64,
-) -> Result<Artifact, AppError> {
-    let mut form = Multipart::from_request(req, state)
-        .await
-        .map_err(|e| AppError::BadRequest(format!("the multipart body is malformed: {e}")))?;
-    loop {
-        let field = form
-            .next_field()
-            .await
-            .map_err(|e| AppError::BadRequest(format!("the multipart body is malformed: {e}")))?;
-        let Some(field) = field else {
-            return Err(AppError::field(
-                "file",
-                "no file in the form: choose a file to upload",
-            ));
-        };
-        if field.file_name().is_none() && field.name() != Some("file") {
-            continue;
-        }
-        let file_name = artifacts::clean_name(name.or(field.file_name()))
-            .map_err(|e| AppError::Invalid(vec![e]))?;
-        return Ok(
-            artifacts::receive(&state.artifacts(), owner, &file_name, field, user_id).await?,
-        );
-    }
 }
 
 /// Uploads a file. The body is the raw file (any content type but multipart), or a
@@ -161,7 +67,14 @@ async fn upload_artifact(
         .and_then(|v| v.to_str().ok())
         .is_some_and(|v| v.starts_with("multipart/form-data"));
     let artifact = if multipart {
-        receive_multipart(&state, req, owner, query.name.as_deref(), user.0.id).await?
+        receive_multipart(
+            &state.artifacts(),
+            req,
+            owner,
+            query.name.as_deref(),
+            user.0.id,
+        )
+        .await?
     } else {
         let name =
             artifacts::clean_name(query.name.as_deref()).map_err(|e| AppError::Invalid(vec![e]))?;
@@ -277,46 +190,7 @@ async fn download_artifact(
     Path(id): Path<i64>,
 ) -> ApiResult<Response> {
     let artifact = find(&state, id).await?;
-    Ok(download(&state, &artifact).await?)
-}
-
-/// Streams the stored bytes; never rendered inline.
-pub(crate) async fn download(state: &AppState, artifact: &Artifact) -> Result<Response, AppError> {
-    if !artifact.has_file() {
-        return Err(AppError::Conflict(if artifact.status == "capturing" {
-            "this capture is still running; its file exists once the window ends".into()
-        } else {
-            "this capture failed before it kept a file, so there is nothing to download".into()
-        }));
-    }
-    let stream = state
-        .blobs
-        .open(&artifact.sha256)
-        .await
-        .map_err(|e| AppError::Internal(e.into()))?;
-    let safe_name: String = artifact
-        .name
-        .chars()
-        .map(|c| {
-            if c.is_ascii_graphic() && c != '"' && c != '\\' {
-                c
-            } else {
-                '_'
-            }
-        })
-        .collect();
-    Ok((
-        [
-            (header::CONTENT_TYPE, "application/octet-stream".to_string()),
-            (
-                header::CONTENT_DISPOSITION,
-                format!("attachment; filename=\"{safe_name}\""),
-            ),
-            (header::CONTENT_LENGTH, artifact.size_bytes.to_string()),
-        ],
-        Body::from_stream(stream),
-    )
-        .into_response())
+    Ok(download(&state.blobs, &artifact).await?)
 }
 
 /// An artifact in a list (the analysis itself is on `GET /artifacts/{id}`).

@@ -11,11 +11,12 @@ use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
 
-use super::investigations::{EntryLink, ExpectedJson};
+use super::investigations::EntryLink;
 use crate::auth::{ApiUser, Role};
 use crate::core::method::JournalEntry;
 use crate::error::{ApiResult, AppError, ErrorBody};
 use crate::investigations::journal::{self, Revision, SaveError, StoredEntry};
+use crate::investigations::step_doc::ExpectedJson;
 use crate::state::AppState;
 
 #[derive(Serialize, ToSchema)]
@@ -152,21 +153,20 @@ impl EntryInput {
     }
 
     fn revision(&self) -> Revision {
-        let t = |s: &str| s.trim().replace("\r\n", "\n");
-        Revision {
-            title: t(&self.title),
-            entry: JournalEntry {
-                date: t(&self.date),
-                symptom: t(&self.symptom),
-                workload: t(&self.workload),
-                baseline: t(&self.baseline),
-                diagnosis: t(&self.diagnosis),
-                change: t(&self.change),
-                result: t(&self.result),
-                quality: t(&self.quality),
-                effort: t(&self.effort),
+        Revision::typed(
+            &self.title,
+            JournalEntry {
+                date: self.date.clone(),
+                symptom: self.symptom.clone(),
+                workload: self.workload.clone(),
+                baseline: self.baseline.clone(),
+                diagnosis: self.diagnosis.clone(),
+                change: self.change.clone(),
+                result: self.result.clone(),
+                quality: self.quality.clone(),
+                effort: self.effort.clone(),
             },
-        }
+        )
     }
 
     /// The checked revision, or 422 naming each field (`published`: the entry edited is

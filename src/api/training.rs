@@ -14,15 +14,14 @@ use utoipa::ToSchema;
 use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 
-use super::investigations::{step_json, StepJson};
-use crate::auth::{ApiUser, User};
+use crate::auth::ApiUser;
 use crate::core::estimate::Chain;
 use crate::core::training::drills::{self, Drill};
 use crate::core::training::TOLERANCE;
-use crate::error::{ApiResult, AppError, ErrorBody, Result};
-use crate::investigations::{self as inv, journal};
+use crate::error::{ApiResult, AppError, ErrorBody};
+use crate::investigations::replay::{replay_doc, ReplayDoc};
 use crate::state::AppState;
-use crate::training::{self, ReplayAnswer};
+use crate::training;
 
 pub fn router() -> OpenApiRouter<AppState> {
     OpenApiRouter::new()
@@ -182,96 +181,6 @@ async fn answer_drill(
     }))
 }
 
-/// The journal entry a replay reveals.
-#[derive(Serialize, ToSchema)]
-pub struct ReplayEntry {
-    pub id: i64,
-    pub url: String,
-    pub title: String,
-    pub date: String,
-    pub symptom: String,
-    pub workload: String,
-    pub baseline: String,
-    pub diagnosis: String,
-    pub change: String,
-    pub result: String,
-    pub quality: String,
-    pub effort: String,
-}
-
-/// A blind replay of a published investigation.
-#[derive(Serialize, ToSchema)]
-pub struct ReplayDoc {
-    pub investigation_id: i64,
-    pub title: String,
-    pub service: String,
-    /// The symptom as first reported.
-    pub symptom: String,
-    /// Steps 0–2 until you answer; then 0–7, as `GET /investigations/{id}` gives them.
-    pub steps: Vec<StepJson>,
-    /// Steps held back until you answer (3–7), empty after.
-    pub hidden_steps: Vec<u8>,
-    /// Your answer, once given.
-    pub answer: Option<ReplayAnswer>,
-    /// The published entry, once you have answered.
-    pub journal_entry: Option<ReplayEntry>,
-    /// Marked "good for training" by its author.
-    pub good_for_training: bool,
-}
-
-/// Steps a replay shows before the learner answers.
-pub const SHOWN_BEFORE_ANSWER: u8 = 3;
-
-/// The replay of investigation `id` as `user` may see it now.
-pub(crate) async fn replay_doc(state: &AppState, user: &User, id: i64) -> Result<ReplayDoc> {
-    training::require_replayable(&state.pool, id).await?;
-    let loaded = inv::load_or_404(&state.pool, id).await?;
-    let answer = training::replay_answer(&state.pool, user.id, id).await?;
-    let shown = if answer.is_some() {
-        8
-    } else {
-        SHOWN_BEFORE_ANSWER
-    };
-    let steps = loaded
-        .states()
-        .into_iter()
-        .enumerate()
-        .take(shown as usize)
-        .map(|(n, s)| step_json(&loaded, n as u8, s))
-        .collect();
-    let journal_entry = match (&answer, loaded.journal_id) {
-        (Some(_), Some(entry_id)) => journal::get(&state.pool, entry_id)
-            .await?
-            .filter(|e| e.is_published())
-            .map(|e| ReplayEntry {
-                url: format!("/journal/{}", e.id),
-                id: e.id,
-                title: e.title,
-                date: e.entry.date,
-                symptom: e.entry.symptom,
-                workload: e.entry.workload,
-                baseline: e.entry.baseline,
-                diagnosis: e.entry.diagnosis,
-                change: e.entry.change,
-                result: e.entry.result,
-                quality: e.entry.quality,
-                effort: e.entry.effort,
-            }),
-        _ => None,
-    };
-    Ok(ReplayDoc {
-        investigation_id: id,
-        title: loaded.investigation.title.clone(),
-        service: loaded.investigation.service.clone(),
-        symptom: loaded.investigation.symptom.clone(),
-        steps,
-        hidden_steps: (shown..8).collect(),
-        answer,
-        journal_entry,
-        good_for_training: training::is_marked(&state.pool, id).await?,
-    })
-}
-
 /// A replay of a published investigation: the symptom and steps 0–2 until you have
 /// posted an answer, then every step and the journal entry.
 #[utoipa::path(get, path = "/replays/{investigation_id}", tag = "training",
@@ -282,7 +191,7 @@ async fn get_replay(
     State(state): State<AppState>,
     Path(id): Path<i64>,
 ) -> ApiResult<Json<ReplayDoc>> {
-    Ok(Json(replay_doc(&state, &user, id).await?))
+    Ok(Json(replay_doc(&state.pool, &user, id).await?))
 }
 
 /// Stores your diagnosis and the measurement you would take next (`{"diagnosis": "…",
@@ -314,5 +223,5 @@ async fn answer_replay(
     }
     let (diagnosis, next) = (field("diagnosis")?, field("next_measurement")?);
     training::answer_replay(&state.pool, user.id, id, &diagnosis, &next).await?;
-    Ok(Json(replay_doc(&state, &user, id).await?))
+    Ok(Json(replay_doc(&state.pool, &user, id).await?))
 }

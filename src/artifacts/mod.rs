@@ -2,7 +2,10 @@
 //! detected kind, and the analysis a background worker stores next to them.
 
 pub mod columns;
+pub mod decomposition;
+pub mod download;
 pub mod ingest;
+pub mod upload;
 
 use std::sync::Arc;
 
@@ -220,16 +223,14 @@ const COLUMNS: &str = "a.id, a.investigation_id, a.journal_entry_id, a.name, a.k
 pub fn detect_kind(blob: &StoredBlob) -> (Kind, bool) {
     let gzip = analyze::is_gzip(&blob.head);
     let head = if gzip {
-        // A prefix of a gzip stream decodes up to where it was cut: enough to detect.
+        // A prefix of a gzip stream decodes up to where it was cut (the reader then fails
+        // on the cut, keeping what it decoded): enough to detect.
         let mut out = Vec::new();
-        let mut decoder = flate2::read::GzDecoder::new(&blob.head[..]);
-        let mut buf = [0u8; 8192];
-        while out.len() < analyze::DETECT_HEAD_BYTES {
-            match std::io::Read::read(&mut decoder, &mut buf) {
-                Ok(0) | Err(_) => break,
-                Ok(n) => out.extend_from_slice(&buf[..n]),
-            }
-        }
+        let reader = analyze::decompressing_reader(&blob.head[..], u64::MAX);
+        let _ = std::io::Read::read_to_end(
+            &mut std::io::Read::take(reader, analyze::DETECT_HEAD_BYTES as u64),
+            &mut out,
+        );
         out
     } else {
         blob.head.clone()

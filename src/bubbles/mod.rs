@@ -11,6 +11,7 @@ use sqlx::PgPool;
 use crate::artifacts::{self, Artifact};
 use crate::core::analyze::prometheus::PrometheusAnalysis;
 use crate::core::analyze::pytorch_trace::TraceAnalysis;
+use crate::core::analyze::Kind;
 use crate::core::method::bubbles::{
     attribute, check_knobs, queue_window, Attribution, QueueTimeline, RequestQueue,
 };
@@ -68,19 +69,20 @@ async fn analyzed(
     pool: &PgPool,
     field: &str,
     id: i64,
-    kinds: &[&str],
+    kinds: &[Kind],
 ) -> Result<Artifact, AppError> {
     let a = artifacts::get(pool, id)
         .await?
         .ok_or_else(|| AppError::field(field, format!("there is no artifact {id}")))?;
-    if !kinds.contains(&a.kind.as_str()) {
+    if !kinds.contains(&a.kind()) {
+        let wanted: Vec<&str> = kinds.iter().map(|k| k.slug()).collect();
         return Err(AppError::field(
             field,
             format!(
                 "artifact {id} ({}) is a {}; this needs a {}",
                 a.name,
                 a.kind,
-                kinds.join(" or ")
+                wanted.join(" or ")
             ),
         ));
     }
@@ -130,8 +132,14 @@ async fn log_queue(
 /// Attributes, and says which investigation the result belongs to (the trace's).
 pub async fn run(pool: &PgPool, ask: &Ask) -> Result<(Attribution, Option<i64>), AppError> {
     check_knobs(ask.offset_ms, ask.min_idle_us).map_err(AppError::Invalid)?;
-    let trace_row = analyzed(pool, "trace", ask.trace, &["pytorch_trace"]).await?;
-    let queue_row = analyzed(pool, "queue", ask.queue, &["request_log", "prometheus"]).await?;
+    let trace_row = analyzed(pool, "trace", ask.trace, &[Kind::PytorchTrace]).await?;
+    let queue_row = analyzed(
+        pool,
+        "queue",
+        ask.queue,
+        &[Kind::RequestLog, Kind::Prometheus],
+    )
+    .await?;
     if let (Some(t), Some(q)) = (trace_row.investigation_id, queue_row.investigation_id) {
         if t != q {
             return Err(AppError::field(
@@ -145,7 +153,7 @@ pub async fn run(pool: &PgPool, ask: &Ask) -> Result<(Attribution, Option<i64>),
         }
     }
     let trace: TraceAnalysis = decode("trace", &trace_row)?;
-    let queue = if queue_row.kind == "request_log" {
+    let queue = if queue_row.kind() == Kind::RequestLog {
         log_queue(pool, queue_row.id, queue_window(&trace, ask.offset_ms)).await?
     } else {
         let p: PrometheusAnalysis = decode("queue", &queue_row)?;

@@ -6,6 +6,7 @@ use chrono::{DateTime, Utc};
 use serde::Serialize;
 use sqlx::{PgPool, Postgres, Transaction};
 
+use crate::core::analyze::Kind;
 use crate::core::estimate::Inputs;
 use crate::core::method::expected::Expected;
 use crate::core::method::record::Opening;
@@ -459,6 +460,10 @@ pub struct ArtifactLink {
 }
 
 impl ArtifactLink {
+    pub fn kind(&self) -> Kind {
+        Kind::from_slug(&self.kind).unwrap_or(Kind::Unknown)
+    }
+
     /// The status as lists show it (label, extra CSS class).
     pub fn shown_status(&self) -> (&str, &'static str) {
         crate::core::analyze::ncu::listed_status(

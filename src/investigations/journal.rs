@@ -79,6 +79,26 @@ pub struct Revision {
 }
 
 impl Revision {
+    /// A revision as typed on the page or sent to the API: every field trimmed and
+    /// Windows line ends made `\n`, so both save the same text.
+    pub fn typed(title: &str, entry: JournalEntry) -> Revision {
+        let t = |s: &str| s.trim().replace("\r\n", "\n");
+        Revision {
+            title: t(title),
+            entry: JournalEntry {
+                date: t(&entry.date),
+                symptom: t(&entry.symptom),
+                workload: t(&entry.workload),
+                baseline: t(&entry.baseline),
+                diagnosis: t(&entry.diagnosis),
+                change: t(&entry.change),
+                result: t(&entry.result),
+                quality: t(&entry.quality),
+                effort: t(&entry.effort),
+            },
+        }
+    }
+
     /// The rules every save follows, page or API: a title of 1–200 characters and the
     /// entry's checks; `publishing` (publishing now, or saving an entry already published)
     /// adds the sections a published entry needs.

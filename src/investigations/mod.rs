@@ -4,7 +4,9 @@
 
 pub mod db;
 pub mod journal;
+pub mod replay;
 pub mod seed;
+pub mod step_doc;
 
 use chrono::{DateTime, Utc};
 use sqlx::PgPool;
@@ -113,6 +115,15 @@ impl Loaded {
     pub fn url(&self) -> String {
         format!("/investigations/{}", self.investigation.id)
     }
+}
+
+/// Step `step` of the method (the page's and the API's path say which), or 404.
+pub fn step_number(step: u32) -> Result<u8> {
+    u8::try_from(step).ok().filter(|s| *s < 8).ok_or_else(|| {
+        AppError::not_found(format!(
+            "there is no step {step}: steps are numbered 0 to 7"
+        ))
+    })
 }
 
 pub async fn load(pool: &PgPool, id: i64) -> Result<Option<Loaded>> {

@@ -99,7 +99,7 @@ impl SloFields {
 fn positive_id(v: &Value) -> Option<i64> {
     match v {
         Value::Number(n) => n.as_i64().filter(|n| *n > 0),
-        Value::String(s) => s.trim().parse::<i64>().ok().filter(|n| *n > 0),
+        Value::String(s) => crate::extract::positive_id(s),
         _ => None,
     }
 }

@@ -8,6 +8,7 @@ use sqlx::PgPool;
 use crate::bubbles::{self, Ask, Stored};
 use crate::charts;
 use crate::core::analyze::pytorch_trace::Preceded;
+use crate::core::analyze::Kind;
 use crate::core::fmt::format_number;
 use crate::core::method::bubbles::{advise, Advice, BubbleClass, DEFAULT_MIN_IDLE_US};
 use crate::core::quantity::{self, Unit};
@@ -123,9 +124,9 @@ pub async fn sources(pool: &PgPool, investigation: i64) -> Result<Sources> {
         if a.status != "done" {
             continue;
         }
-        match a.kind.as_str() {
-            "pytorch_trace" => s.traces.push(a),
-            "request_log" | "prometheus" => s.queues.push(a),
+        match a.kind() {
+            Kind::PytorchTrace => s.traces.push(a),
+            Kind::RequestLog | Kind::Prometheus => s.queues.push(a),
             _ => {}
         }
     }

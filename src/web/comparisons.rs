@@ -494,11 +494,7 @@ struct SweepComparePage {
 }
 
 fn side_id(field: &str, raw: &str) -> std::result::Result<i64, FieldError> {
-    raw.trim()
-        .parse::<i64>()
-        .ok()
-        .filter(|n| *n > 0)
-        .ok_or_else(|| FieldError::new(field, "choose a load sweep"))
+    crate::extract::positive_id(raw).ok_or_else(|| FieldError::new(field, "choose a load sweep"))
 }
 
 /// Errors of one side's loading, renamed to that side's fields.

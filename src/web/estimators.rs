@@ -26,23 +26,6 @@ pub fn routes() -> Router<AppState> {
         .route("/estimators/{name}", get(show_estimator))
 }
 
-/// Worked examples from the method's reference numbers, one per estimator.
-fn example(name: &str) -> Option<&'static str> {
-    Some(match name {
-        "prefix-reuse" => "prompt_tokens=3000&cached_tokens_before=2432",
-        "decode-floor" => "model=llama-3.1-8b&gpu=h100-sxm&batch=64&context=4096&measured_itl_ms=24",
-        "mixed-step" => "model=llama-3.1-8b&gpu=h100-sxm&batch=64&context=4096&chunk_tokens=2048&mfu=0.5",
-        "memory-fit" => "model=llama-3.3-70b&gpu=h100-sxm&tp=2&gpu_memory_utilization=0.92&max_model_len=131072",
-        "kv-pages" => "model=llama-3.1-8b&device_bytes=80e9&gpu_memory_utilization=0.92&other_bytes=2e9&page_tokens=16&requests=200&prompt_tokens=2048&output_tokens=1024",
-        "precision-change" => "model=llama-3.1-8b&gpu=h100-sxm&batch=64&context=4096&from=bf16&to=fp8&observed_change=0.2",
-        "tp-allreduce" => "model=llama-3.3-70b&gpu=h100-sxm&tp=4&batch=64&context=4096&link_bandwidth=450e9",
-        "amdahl" => "phases=prefill:0.4:1,decode:0.6:1.2",
-        "periodic-tail" => "model=llama-3.1-8b&gpu=h100-sxm&batch=64&context=4096&chunk_tokens=2048&long_prompt_tokens=16384&period_s=10",
-        "cost" => "gpu_hour_usd=2.5&gpus=8&output_tokens_per_s=3000",
-        _ => return None,
-    })
-}
-
 // ---------- list ----------
 
 #[derive(Template)]
@@ -271,7 +254,7 @@ async fn show_estimator(
         chain,
         errors: errors.into(),
         query,
-        example: example(info.name),
+        example: Some(info.example),
     };
     Ok((status, render(&page)?).into_response())
 }

@@ -177,21 +177,20 @@ impl EntryForm {
     }
 
     fn revision(&self) -> Revision {
-        let t = |s: &str| s.trim().replace("\r\n", "\n");
-        Revision {
-            title: t(&self.title),
-            entry: JournalEntry {
-                date: t(&self.date),
-                symptom: t(&self.symptom),
-                workload: t(&self.workload),
-                baseline: t(&self.baseline),
-                diagnosis: t(&self.diagnosis),
-                change: t(&self.change),
-                result: t(&self.result),
-                quality: t(&self.quality),
-                effort: t(&self.effort),
+        Revision::typed(
+            &self.title,
+            JournalEntry {
+                date: self.date.clone(),
+                symptom: self.symptom.clone(),
+                workload: self.workload.clone(),
+                baseline: self.baseline.clone(),
+                diagnosis: self.diagnosis.clone(),
+                change: self.change.clone(),
+                result: self.result.clone(),
+                quality: self.quality.clone(),
+                effort: self.effort.clone(),
             },
-        }
+        )
     }
 
     /// The title and the core's checks of the entry; `published` says the entry being

@@ -2,7 +2,6 @@
 //! template structs.
 
 pub mod account;
-pub mod areas;
 pub mod artifacts;
 pub mod assets;
 pub mod bubbles;
@@ -11,6 +10,7 @@ pub mod comparisons;
 pub mod ctx;
 pub mod drills;
 pub mod estimators;
+pub mod home;
 pub mod investigations;
 pub mod journal;
 pub mod learn;
@@ -42,7 +42,7 @@ pub fn public_routes() -> Router<AppState> {
 pub fn private_routes() -> Router<AppState> {
     Router::new()
         .merge(account::private_routes())
-        .merge(areas::routes())
+        .merge(home::routes())
         .merge(estimators::routes())
         .merge(drills::routes())
         .merge(artifacts::routes())

@@ -16,10 +16,10 @@ use serde_json::Value;
 
 use super::drills::form_pairs;
 use super::{render, FormErrors, PageCtx};
-use crate::api::training::{replay_doc, ReplayDoc, ReplayEntry};
 use crate::auth::{CurrentUser, Role};
 use crate::core::estimate;
 use crate::error::{AppError, Result};
+use crate::investigations::replay::{replay_doc, ReplayDoc, ReplayEntry};
 use crate::state::AppState;
 use crate::training::{self, ReplayAnswer, Replayable};
 
@@ -157,7 +157,7 @@ async fn page(
     typed: (String, String),
     errors: FormErrors,
 ) -> Result<ReplayPage> {
-    let doc = replay_doc(state, &user.0, id).await?;
+    let doc = replay_doc(&state.pool, &user.0, id).await?;
     Ok(ReplayPage {
         ctx,
         id,

@@ -223,7 +223,7 @@ fn ragged_request_log(n: usize) -> Vec<u8> {
 
 #[tokio::test]
 async fn the_column_copy_gives_the_sql_aggregates_numbers() {
-    use perfjournal::web::artifacts::views::{self, RequestFilter};
+    use perfjournal::artifacts::decomposition::{self, RequestFilter};
     let (mut app, token) = editor_app().await;
     let r = upload(
         &mut app,
@@ -253,16 +253,16 @@ async fn the_column_copy_gives_the_sql_aggregates_numbers() {
         ("nobody", "", "", "", "tenant"),
     ] {
         let f = RequestFilter::parse(tenant, model, from, to, by).unwrap();
-        let (all, grouped) = views::numbers_from_columns(&app.pool, id, &f, f.by)
+        let (all, grouped) = decomposition::numbers_from_columns(&app.pool, id, &f, f.by)
             .await
             .unwrap()
             .expect("a column copy");
-        let sql_all = views::numbers_in_sql(&app.pool, id, &f, None)
+        let sql_all = decomposition::numbers_in_sql(&app.pool, id, &f, None)
             .await
             .unwrap();
         let sql_grouped = match f.by {
             Some(col) => Some(
-                views::numbers_in_sql(&app.pool, id, &f, Some(col))
+                decomposition::numbers_in_sql(&app.pool, id, &f, Some(col))
                     .await
                     .unwrap(),
             ),
@@ -276,7 +276,7 @@ async fn the_column_copy_gives_the_sql_aggregates_numbers() {
         }
     }
     // The filter menus from the copy list what the rows hold.
-    let (tenants, models) = views::facets(&app.pool, id).await.unwrap();
+    let (tenants, models) = decomposition::facets(&app.pool, id).await.unwrap();
     assert_eq!(tenants, ["batch", "chat", "eval"]);
     assert_eq!(models, ["m0", "m1", "m2"]);
 }

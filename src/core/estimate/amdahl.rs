@@ -43,6 +43,7 @@ pub(super) const INFO: EstimatorInfo = EstimatorInfo {
     title: "Amdahl's law",
     summary: "End-to-end gain of speeding up some phases, or a ranking of findings by gain per day of effort.",
     fields: FIELDS,
+    example: "phases=prefill:0.4:1,decode:0.6:1.2",
     run,
 };
 

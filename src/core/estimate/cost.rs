@@ -51,6 +51,7 @@ pub(super) const INFO: EstimatorInfo = EstimatorInfo {
     title: "Cost per token",
     summary: "Dollars per million tokens from GPU-hour price, GPU count and measured throughput.",
     fields: FIELDS,
+    example: "gpu_hour_usd=2.5&gpus=8&output_tokens_per_s=3000",
     run,
 };
 

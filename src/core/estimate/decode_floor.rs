@@ -54,6 +54,7 @@ pub(super) const INFO: EstimatorInfo = EstimatorInfo {
     summary:
         "The bandwidth-bound minimum decode step time, and how far a measured ITL is above it.",
     fields: FIELDS,
+    example: "model=llama-3.1-8b&gpu=h100-sxm&batch=64&context=4096&measured_itl_ms=24",
     run,
 };
 

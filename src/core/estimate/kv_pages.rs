@@ -81,6 +81,7 @@ pub(super) const INFO: EstimatorInfo = EstimatorInfo {
     summary:
         "KV-cache pages available versus pages the admitted requests need now and at full length.",
     fields: FIELDS,
+    example: "model=llama-3.1-8b&device_bytes=80e9&gpu_memory_utilization=0.92&other_bytes=2e9&page_tokens=16&requests=200&prompt_tokens=2048&output_tokens=1024",
     run,
 };
 

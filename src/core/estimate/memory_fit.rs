@@ -137,6 +137,8 @@ pub(super) const INFO: EstimatorInfo = EstimatorInfo {
     summary:
         "Whether weights, activations and one max-length sequence fit in each GPU's memory budget.",
     fields: FIELDS,
+    example:
+        "model=llama-3.3-70b&gpu=h100-sxm&tp=2&gpu_memory_utilization=0.92&max_model_len=131072",
     run,
 };
 

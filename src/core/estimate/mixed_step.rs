@@ -55,6 +55,7 @@ pub(super) const INFO: EstimatorInfo = EstimatorInfo {
     title: "Mixed prefill/decode step",
     summary: "Time of a decode step that also carries a prefill chunk: compute for all its tokens plus the KV read.",
     fields: FIELDS,
+    example: "model=llama-3.1-8b&gpu=h100-sxm&batch=64&context=4096&chunk_tokens=2048&mfu=0.5",
     run,
 };
 

@@ -87,6 +87,8 @@ pub struct EstimatorInfo {
     pub title: &'static str,
     pub summary: &'static str,
     pub fields: &'static [FieldSpec],
+    /// A worked example from the method's reference numbers, as a query string of inputs.
+    pub example: &'static str,
     pub run: fn(&Inputs) -> Result<Chain, Vec<FieldError>>,
 }
 

@@ -60,6 +60,7 @@ pub(super) const INFO: EstimatorInfo = EstimatorInfo {
     title: "Periodic tail",
     summary: "Whether a periodic long prompt's chunked prefill steps reach p50, p90 or p99 of ITL.",
     fields: FIELDS,
+    example: "model=llama-3.1-8b&gpu=h100-sxm&batch=64&context=4096&chunk_tokens=2048&long_prompt_tokens=16384&period_s=10",
     run,
 };
 

@@ -54,6 +54,7 @@ pub(super) const INFO: EstimatorInfo = EstimatorInfo {
     title: "Weight precision change",
     summary: "Expected decode speedup from a change of weight precision (KV unchanged), and observed over expected.",
     fields: FIELDS,
+    example: "model=llama-3.1-8b&gpu=h100-sxm&batch=64&context=4096&from=bf16&to=fp8&observed_change=0.2",
     run,
 };
 

@@ -54,6 +54,7 @@ pub(super) const INFO: EstimatorInfo = EstimatorInfo {
     summary:
         "Prefill work per request before and after a change in how much of the prompt is cached.",
     fields: FIELDS,
+    example: "prompt_tokens=3000&cached_tokens_before=2432",
     run,
 };
 

@@ -52,6 +52,7 @@ pub(super) const INFO: EstimatorInfo = EstimatorInfo {
     summary:
         "Bytes and time tensor parallelism all-reduces per decode step, on top of the decode floor.",
     fields: FIELDS,
+    example: "model=llama-3.3-70b&gpu=h100-sxm&tp=4&batch=64&context=4096&link_bandwidth=450e9",
     run,
 };
 

@@ -4,6 +4,7 @@
 
 pub mod bubbles;
 pub mod comparison;
+pub mod comparison_input;
 pub mod evidence;
 pub mod expected;
 pub mod fixes;

@@ -13,10 +13,9 @@ use axum_htmx::HxRequest;
 use serde::Deserialize;
 
 use super::{render, PageCtx};
-use crate::api::artifacts::{
-    check_declared_length, download, parse_upload_query, receive_multipart,
-};
-use crate::artifacts::{self, Artifact};
+use crate::artifacts::download::download;
+use crate::artifacts::upload::{check_declared_length, parse_upload_query, receive_multipart};
+use crate::artifacts::{self, decomposition, Artifact};
 use crate::auth::{CurrentUser, Role};
 use crate::core::analyze::Options;
 use crate::error::{AppError, Result};
@@ -80,7 +79,7 @@ async fn upload(
         user.require(Role::Editor)?;
         let (_, owner) = parse_upload_query(raw.as_deref())?;
         check_declared_length(&req, state.config.upload_limit)?;
-        receive_multipart(&state, req, owner, None, user.0.id).await
+        receive_multipart(&state.artifacts(), req, owner, None, user.0.id).await
     }
     .await;
     let artifact = match received {
@@ -220,7 +219,7 @@ async fn artifact_status(
 
 async fn download_original(State(state): State<AppState>, Path(id): Path<i64>) -> Result<Response> {
     let a = find(&state, id).await?;
-    download(&state, &a).await
+    download(&state.blobs, &a).await
 }
 
 #[derive(Deserialize)]
@@ -309,8 +308,9 @@ async fn request_breakdown(
     }
     let q: BreakdownQuery = serde_urlencoded::from_str(raw.as_deref().unwrap_or(""))
         .map_err(|e| AppError::BadRequest(format!("the query string is malformed: {e}")))?;
-    let filter = views::RequestFilter::parse(&q.tenant, &q.model_version, &q.from, &q.to, &q.by);
-    let (tenants, models) = views::facets(&state.pool, a.id).await?;
+    let filter =
+        decomposition::RequestFilter::parse(&q.tenant, &q.model_version, &q.from, &q.to, &q.by);
+    let (tenants, models) = decomposition::facets(&state.pool, a.id).await?;
     let (table, grouped, errors, status) = match filter {
         Ok(f) => {
             let (table, grouped) = views::decomposition(&state.pool, a.id, &f).await?;
