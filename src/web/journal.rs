@@ -14,6 +14,7 @@ use serde::Deserialize;
 use super::investigations::ExpectedView;
 use super::{render, FormErrors, PageCtx};
 use crate::auth::{CurrentUser, Role};
+use crate::core::method::journal::{estimates_markdown, EstimateRow};
 use crate::core::method::JournalEntry;
 use crate::core::FieldError;
 use crate::error::{AppError, Result};
@@ -95,17 +96,7 @@ async fn show_entry(
     let (entry, artifacts) = journal::with_artifacts(&state.pool, id)
         .await?
         .ok_or_else(|| AppError::not_found(format!("there is no journal entry {id}")))?;
-    let expected = match entry.investigation_id {
-        Some(i) => match crate::investigations::load(&state.pool, i).await? {
-            Some(loaded) => loaded
-                .expected
-                .iter()
-                .map(|(s, e)| ExpectedView::new(*s, e, loaded.observed_unit(*s)))
-                .collect(),
-            None => Vec::new(),
-        },
-        None => Vec::new(),
-    };
+    let expected = expected_of(&state, entry.investigation_id).await?;
     let page = ShowPage {
         ctx,
         artifacts,
@@ -116,12 +107,46 @@ async fn show_entry(
     Ok(render(&page)?.into_response())
 }
 
+/// The estimates of the entry's investigation, as its page and its Markdown show them.
+async fn expected_of(state: &AppState, investigation: Option<i64>) -> Result<Vec<ExpectedView>> {
+    let Some(i) = investigation else {
+        return Ok(Vec::new());
+    };
+    Ok(match crate::investigations::load(&state.pool, i).await? {
+        Some(loaded) => loaded
+            .expected
+            .iter()
+            .map(|(s, e)| ExpectedView::new(*s, e, loaded.observed_unit(*s)))
+            .collect(),
+        None => Vec::new(),
+    })
+}
+
+/// The entry as Markdown: its sections, then the table of estimates its page shows
+/// (skipped when the file is imported again).
 async fn entry_markdown(State(state): State<AppState>, Path(id): Path<i64>) -> Result<Response> {
     let entry = load_entry(&state, id).await?;
+    let rows: Vec<EstimateRow> = expected_of(&state, entry.investigation_id)
+        .await?
+        .into_iter()
+        .map(|x| EstimateRow {
+            step: x.step,
+            estimate: format!("{} {}", x.estimator, x.result_key),
+            expected: x.expected,
+            observed: x.observed,
+            gap: x
+                .ratio
+                .or(x.problem.map(|p| format!("not comparable: {p}"))),
+        })
+        .collect();
     Ok(super::download(
         "text/markdown; charset=utf-8",
         &format!("journal-{id}.md"),
-        entry.entry.to_markdown(&entry.title),
+        format!(
+            "{}{}",
+            entry.entry.to_markdown(&entry.title),
+            estimates_markdown(&rows)
+        ),
     ))
 }
 

@@ -144,3 +144,53 @@ async fn the_setup_page_can_load_the_examples() {
     assert_eq!(r.location(), Some("/investigations"));
     assert_eq!(counts(&app).await, (3, 3, 24));
 }
+
+/// An entry's Markdown carries the Estimates table its page shows (same figures), and
+/// the file imports back to the same entry (the table is not part of it).
+#[tokio::test]
+async fn an_entrys_markdown_carries_its_estimates_table_and_imports_back() {
+    let mut app = spawn_app().await;
+    app.setup_admin("ada").await;
+    let url = app.database_url.clone();
+    let out = tokio::task::spawn_blocking(move || seed_demo(&url))
+        .await
+        .unwrap();
+    assert!(out.status.success());
+    let entries: Vec<i64> = sqlx::query_scalar(
+        "SELECT id FROM journal_entries WHERE investigation_id IS NOT NULL ORDER BY id",
+    )
+    .fetch_all(&app.pool)
+    .await
+    .unwrap();
+    let mut checked = 0;
+    for id in entries {
+        let page = app.get(&format!("/journal/{id}")).await;
+        let gaps = page.select("table.expected .gap-ratio-cell");
+        if gaps.is_empty() {
+            continue;
+        }
+        let md = app.get(&format!("/journal/{id}/markdown")).await;
+        assert_eq!(md.status, StatusCode::OK);
+        let (entry_part, table) = md
+            .body
+            .split_once("## ESTIMATES")
+            .expect("an Estimates section");
+        let rows: Vec<&str> = table
+            .lines()
+            .filter(|l| l.starts_with("| "))
+            .skip(1)
+            .collect();
+        assert_eq!(rows.len(), gaps.len(), "{table}");
+        for (row, gap) in rows.iter().zip(&gaps) {
+            assert!(
+                row.trim_end().ends_with(&format!("| {gap} |")),
+                "{row} vs {gap}"
+            );
+        }
+        let parsed = perfjournal::core::method::journal::from_markdown(&md.body).unwrap();
+        let again = perfjournal::core::method::journal::from_markdown(entry_part).unwrap();
+        assert_eq!(parsed, again);
+        checked += 1;
+    }
+    assert!(checked > 0, "no seeded entry has estimates");
+}

@@ -204,6 +204,50 @@ struct Open<'t> {
     current: Option<usize>,
 }
 
+/// The heading of the table of estimates an export adds after an entry's sections.
+const ESTIMATES_HEADING: &str = "ESTIMATES";
+/// Where the lines of a section that is not read back go.
+const SKIPPED: usize = usize::MAX;
+
+/// One row of an entry's table of estimates: what an estimator said the step should
+/// have cost, against what was observed (figures as shown on the entry's page).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct EstimateRow {
+    pub step: u8,
+    /// The estimator and its result key, e.g. `decode-floor step_ms`.
+    pub estimate: String,
+    pub expected: String,
+    pub observed: Option<String>,
+    /// Observed ÷ expected, or why there is none.
+    pub gap: Option<String>,
+}
+
+/// The entry's estimates as a Markdown section to append to [`JournalEntry::to_markdown`]
+/// (empty without rows). [`from_markdown`] skips it: the figures come from the
+/// investigation, not from the entry.
+pub fn estimates_markdown(rows: &[EstimateRow]) -> String {
+    if rows.is_empty() {
+        return String::new();
+    }
+    let cell = |s: &str| s.replace('|', "\\|").replace(['\r', '\n'], " ");
+    let mut out = format!(
+        "## {ESTIMATES_HEADING} (from the investigation; not read back on import)\n\n\
+         | Step | Estimate | Expected | Observed | Gap to explain |\n|---|---|--:|--:|--:|\n"
+    );
+    for r in rows {
+        out.push_str(&format!(
+            "| {} | {} | {} | {} | {} |\n",
+            r.step,
+            cell(&r.estimate),
+            cell(&r.expected),
+            cell(r.observed.as_deref().unwrap_or("—")),
+            cell(r.gap.as_deref().unwrap_or("—")),
+        ));
+    }
+    out.push('\n');
+    out
+}
+
 /// Parse a document of one or more entries written by
 /// [`JournalEntry::to_markdown`] (or by hand in the same shape). Headings
 /// are matched case-insensitively; every section must appear exactly once
@@ -246,6 +290,11 @@ pub fn from_markdown(text: &str) -> Result<Vec<(String, JournalEntry)>, ParseErr
                 ));
             };
             let name = bare.get(3..).unwrap_or("").trim().to_uppercase();
+            if name.starts_with(ESTIMATES_HEADING) {
+                // Written by the export from the investigation; not part of the entry.
+                entry.current = Some(SKIPPED);
+                continue;
+            }
             let Some(idx) = SECTIONS.iter().position(|s| *s == name) else {
                 return Err(error(
                     number,
@@ -280,7 +329,7 @@ pub fn from_markdown(text: &str) -> Result<Vec<(String, JournalEntry)>, ParseErr
                     bodies,
                     ..
                 }) => {
-                    if let Some(body) = bodies[*idx].as_mut() {
+                    if let Some(body) = bodies.get_mut(*idx).and_then(Option::as_mut) {
                         body.push(line);
                     }
                 }
@@ -604,6 +653,43 @@ mod tests {
         assert!(md.ends_with("## EFFORT\n\n30 minutes\n\n"));
         let headings: Vec<&str> = md.lines().filter(|l| l.starts_with("## ")).collect();
         assert_eq!(headings.len(), 9);
+    }
+
+    #[test]
+    fn the_estimates_table_is_written_after_the_sections_and_skipped_on_import() {
+        let rows = vec![
+            EstimateRow {
+                step: 4,
+                estimate: "decode-floor step_ms".into(),
+                expected: "7.84 ms".into(),
+                observed: Some("23 ms".into()),
+                gap: Some("2.93×".into()),
+            },
+            EstimateRow {
+                step: 6,
+                estimate: "cost a|b".into(),
+                expected: "$0.41".into(),
+                observed: None,
+                gap: None,
+            },
+        ];
+        let table = estimates_markdown(&rows);
+        assert!(table.starts_with("## ESTIMATES"), "{table}");
+        assert!(table.contains("| 4 | decode-floor step_ms | 7.84 ms | 23 ms | 2.93× |"));
+        assert!(
+            table.contains("| 6 | cost a\\|b | $0.41 | — | — |"),
+            "{table}"
+        );
+        assert_eq!(estimates_markdown(&[]), "");
+        let one = example();
+        let md = format!("{}{table}", one.to_markdown("Title"));
+        assert_eq!(
+            from_markdown(&md).unwrap(),
+            vec![("Title".to_string(), one.clone())]
+        );
+        // Two entries each with their table.
+        let two = format!("{md}{md}");
+        assert_eq!(from_markdown(&two).unwrap().len(), 2);
     }
 
     #[test]
