@@ -13,10 +13,10 @@ use crate::artifacts::{self, Artifact};
 use crate::core::analyze::request_log::{outcome, Outcome, RequestLogAnalysis};
 use crate::core::analyze::vllm_bench::VllmBenchAnalysis;
 use crate::core::analyze::Kind;
-use crate::core::method::comparison::{
-    compare, setting_text, workload_setting_keys, Defect, Prediction, Report, Request, Run, Series,
-};
-use crate::core::method::{setup_check, FrozenConfig, Percentile, RunHealth};
+use crate::core::method::comparison::{compare, Defect, Prediction, Report, Request, Run, Series};
+use crate::core::method::{setup_check, FrozenConfig, RunHealth};
+use crate::core::metric::Percentile;
+use crate::core::settings::{setting_text, workload_setting_keys};
 use crate::core::stats::BootstrapConfig;
 use crate::core::FieldError;
 use crate::error::AppError;

@@ -7,8 +7,10 @@ pub mod estimate;
 pub mod fmt;
 pub mod memory;
 pub mod method;
+pub mod metric;
 pub mod proposal;
 pub mod quantity;
+pub mod settings;
 pub mod stats;
 pub mod training;
 

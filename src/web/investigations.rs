@@ -27,7 +27,8 @@ use crate::core::method::reproduce::{
     FieldKind, FrozenConfig, Reproducible, CONFIG_FIELDS, CONFIG_GROUPS,
 };
 use crate::core::method::{evidence, load_sweep, setup_check};
-use crate::core::method::{Band, Boundness, Dominance, Metric, Percentile, Phase, Verdict};
+use crate::core::method::{Band, Boundness, Dominance, Phase, Verdict};
+use crate::core::metric::{Metric, Percentile};
 use crate::core::quantity::{self, Unit};
 use crate::core::FieldError;
 use crate::error::{AppError, Result};
@@ -499,8 +500,8 @@ impl StepPage {
     }
 
     /// Step 1: the targets asked to be confirmed, per metric.
-    fn target_limits(&self) -> &'static [crate::core::method::metric::TargetLimit] {
-        &crate::core::method::metric::IMPLAUSIBLE_TARGETS
+    fn target_limits(&self) -> &'static [crate::core::metric::TargetLimit] {
+        &crate::core::metric::IMPLAUSIBLE_TARGETS
     }
 
     fn catalog_gpus(&self) -> Vec<&'static str> {

@@ -13,7 +13,7 @@ use perfjournal::core::memory::bundle::parse_import;
 use perfjournal::core::memory::{tsquery, SearchQuery};
 use perfjournal::core::method::expected::parse_inputs;
 use perfjournal::core::method::record::{parse_step_in, Pairs, Records};
-use perfjournal::core::method::{Percentile, Unit};
+use perfjournal::core::metric::{Percentile, Unit};
 use proptest::prelude::*;
 
 /// A small valid example of each analyzed kind: mutations of these reach deep into each
