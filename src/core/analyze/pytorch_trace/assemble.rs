@@ -118,11 +118,7 @@ pub(super) fn finish(mut st: State, opts: &Options, mut notes: Vec<String>) -> T
 
 /// HTA's last-step filter (see module docs): drops GPU work (and synchronisation)
 /// launched in or after the last `ProfilerStep`; how many GPU events it dropped.
-pub(super) fn keep_work_before_last_step(
-    st: &mut State,
-    opts: &Options,
-    notes: &mut Vec<String>,
-) -> u64 {
+fn keep_work_before_last_step(st: &mut State, opts: &Options, notes: &mut Vec<String>) -> u64 {
     if st.step_names.len() == 1 {
         notes.push("only one ProfilerStep in the trace: all GPU work is analyzed".to_string());
     }
@@ -155,7 +151,7 @@ pub(super) fn keep_work_before_last_step(
     excluded
 }
 
-pub(super) fn event_counts(counts: &Counts) -> EventCounts {
+fn event_counts(counts: &Counts) -> EventCounts {
     EventCounts {
         total: counts.events,
         kernels: counts.kernels,
@@ -171,7 +167,7 @@ pub(super) fn event_counts(counts: &Counts) -> EventCounts {
 }
 
 /// Plain words for a trace without GPU work.
-pub(super) fn describe_without_gpu(ev: &EventCounts, excluded: u64) -> String {
+fn describe_without_gpu(ev: &EventCounts, excluded: u64) -> String {
     let mut parts = Vec::new();
     let mut add = |n: u64, what: &str| {
         if n > 0 {
@@ -201,7 +197,7 @@ pub(super) fn describe_without_gpu(ev: &EventCounts, excluded: u64) -> String {
     }
 }
 
-pub(super) fn device_list(st: &State, gpu: &[GpuEv], idle: &[IdleRow]) -> Vec<DeviceInfo> {
+fn device_list(st: &State, gpu: &[GpuEv], idle: &[IdleRow]) -> Vec<DeviceInfo> {
     // Busy union per device in one pass (events are sorted by start).
     struct Acc {
         count: u64,

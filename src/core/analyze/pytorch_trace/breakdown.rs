@@ -12,9 +12,9 @@ use crate::stats::Summary;
 use std::collections::HashMap;
 
 /// HTA's `runtime_cutoff`: a launch call longer than this is an outlier.
-pub(super) const LAUNCH_OUTLIER_US: f64 = 50.0;
+const LAUNCH_OUTLIER_US: f64 = 50.0;
 /// HTA's `launch_delay_cutoff`.
-pub(super) const DELAY_OUTLIER_US: f64 = 100.0;
+const DELAY_OUTLIER_US: f64 = 100.0;
 
 /// Streams drawn in the timeline and listed in the idle table; the rest are summed into
 /// one "other streams" row (and said so in the notes).

@@ -13,7 +13,7 @@ use std::fmt;
 use std::io::Read;
 
 /// A number, numeric string or hex string ("0x0") as i64.
-pub(super) fn parse_int_text(s: &str) -> Option<i64> {
+fn parse_int_text(s: &str) -> Option<i64> {
     let s = s.trim();
     if let Some(h) = s.strip_prefix("0x").or_else(|| s.strip_prefix("0X")) {
         return i64::from_str_radix(h, 16).ok();
@@ -27,7 +27,7 @@ pub(super) fn parse_int_text(s: &str) -> Option<i64> {
 }
 
 /// Reads an [`Id`].
-pub(super) struct IdReader;
+struct IdReader;
 
 impl Scalar for IdReader {
     type Value = Id;
@@ -59,10 +59,10 @@ impl Scalar for IdReader {
 /// ts/dur: numbers (often floats with ns precision) or numeric strings. A value no clock
 /// gives (beyond ±[`MAX_MAGNITUDE`] µs) is refused, naming the field: summed into the
 /// breakdowns it would turn every figure of the trace into infinity.
-pub(super) struct TimeReader(&'static str);
+struct TimeReader(&'static str);
 
 impl TimeReader {
-    pub(super) fn checked<E: de::Error>(&self, v: f64) -> Result<Option<f64>, E> {
+    fn checked<E: de::Error>(&self, v: f64) -> Result<Option<f64>, E> {
         if v.is_finite() && v.abs() > MAX_MAGNITUDE {
             return Err(E::custom(out_of_range(self.0, v, "µs")));
         }
@@ -90,7 +90,7 @@ impl Scalar for TimeReader {
 /// Keys of an event we look at.
 #[derive(Deserialize)]
 #[serde(field_identifier, rename_all = "lowercase")]
-pub(super) enum EventKey {
+enum EventKey {
     Ph,
     Cat,
     Name,
@@ -106,7 +106,7 @@ pub(super) enum EventKey {
 /// Keys of an event's `args` we look at.
 #[derive(Deserialize)]
 #[serde(field_identifier, rename_all = "lowercase")]
-pub(super) enum ArgKey {
+enum ArgKey {
     Correlation,
     Stream,
     Device,
@@ -114,7 +114,7 @@ pub(super) enum ArgKey {
     Other,
 }
 
-pub(super) struct ArgsSeed;
+struct ArgsSeed;
 
 impl<'de> DeserializeSeed<'de> for ArgsSeed {
     type Value = Args;
@@ -161,7 +161,7 @@ impl<'de> Visitor<'de> for ArgsSeed {
 }
 
 /// One element of `traceEvents`, folded into the state.
-pub(super) struct EventSeed<'a>(&'a mut State);
+struct EventSeed<'a>(&'a mut State);
 
 impl<'de> DeserializeSeed<'de> for EventSeed<'_> {
     type Value = ();
@@ -233,7 +233,7 @@ impl<'de> Visitor<'de> for EventSeed<'_> {
 }
 
 /// `traceEvents`: fold each element as it is parsed.
-pub(super) struct EventsSeed<'a>(&'a mut State);
+struct EventsSeed<'a>(&'a mut State);
 
 impl<'de> DeserializeSeed<'de> for EventsSeed<'_> {
     type Value = ();
@@ -315,7 +315,7 @@ pub(super) fn split_and_fold<R: Read>(
     })
 }
 
-pub(super) fn fold_batch(st: &mut State, batch: &Batch) -> Result<(), AnalyzeError> {
+fn fold_batch(st: &mut State, batch: &Batch) -> Result<(), AnalyzeError> {
     for part in &batch.parts {
         let bytes = batch.value(part);
         let mut de = serde_json::Deserializer::from_slice(bytes);
@@ -329,7 +329,7 @@ pub(super) fn fold_batch(st: &mut State, batch: &Batch) -> Result<(), AnalyzeErr
 }
 
 /// A top-level field other than the event array.
-pub(super) fn fold_field(
+fn fold_field(
     st: &mut State,
     key: &[u8],
     de: &mut serde_json::Deserializer<serde_json::de::SliceRead<'_>>,

@@ -6,9 +6,9 @@ use serde_json::Value;
 use std::collections::{HashMap, HashSet};
 
 /// Distinct `ProfilerStep` names tracked (a trace has one per step).
-pub(super) const MAX_STEP_NAMES: usize = 100_000;
+const MAX_STEP_NAMES: usize = 100_000;
 
-pub(super) const NO_CORRELATION: u64 = u64::MAX;
+const NO_CORRELATION: u64 = u64::MAX;
 
 /// Distinct (device, stream) pairs kept apart; more are pooled (see [`State::stream_of`]).
 pub(super) const MAX_STREAMS: usize = 1024;
@@ -49,7 +49,7 @@ impl Cat {
         }
     }
 
-    pub(super) fn is_gpu(self) -> bool {
+    fn is_gpu(self) -> bool {
         matches!(self, Cat::Kernel | Cat::Memcpy | Cat::Memset)
     }
 }
@@ -88,7 +88,7 @@ pub(super) struct Interner {
 pub(super) const OTHER_KERNELS: &str = "(other kernels: too many distinct names)";
 
 impl Interner {
-    pub(super) fn intern_pooled(&mut self) -> u32 {
+    fn intern_pooled(&mut self) -> u32 {
         if let Some(&i) = self.index.get(OTHER_KERNELS) {
             return i;
         }
@@ -98,7 +98,7 @@ impl Interner {
         i
     }
 
-    pub(super) fn intern(&mut self, s: &str) -> u32 {
+    fn intern(&mut self, s: &str) -> u32 {
         if let Some(&i) = self.index.get(s) {
             return i;
         }
@@ -247,7 +247,7 @@ impl State {
     /// The index of a (device, stream) pair. Past [`MAX_STREAMS`] distinct pairs, events
     /// share one pooled "other streams" entry (device and stream [`POOLED`]), so a trace
     /// with a stream per event cannot grow memory or the stored analysis per stream.
-    pub(super) fn stream_of(&mut self, device: i64, stream: i64) -> u32 {
+    fn stream_of(&mut self, device: i64, stream: i64) -> u32 {
         if let Some(&i) = self.stream_index.get(&(device, stream)) {
             return i;
         }
