@@ -17,7 +17,7 @@ use crate::core::method::comparison::{compare, Defect, Prediction, Report, Reque
 use crate::core::method::{setup_check, FrozenConfig, RunHealth};
 use crate::core::metric::Percentile;
 use crate::core::settings::{setting_text, workload_setting_keys};
-use crate::core::stats::BootstrapConfig;
+use crate::core::stats::{mean, BootstrapConfig};
 use crate::core::FieldError;
 use crate::error::AppError;
 
@@ -513,10 +513,6 @@ async fn fetch_sides(
         return Err(AppError::Invalid(errors));
     }
     Ok((baseline_side, candidate_side, kind))
-}
-
-fn mean(v: &[f64]) -> Option<f64> {
-    (!v.is_empty()).then(|| v.iter().sum::<f64>() / v.len() as f64)
 }
 
 /// One run from a vLLM benchmark analysis (its top-level run, which carries the

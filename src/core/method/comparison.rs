@@ -19,8 +19,8 @@ use crate::fmt::{format_number, grouped};
 use crate::metric::{format_value, Metric, MetricReading, Percentile, Unit};
 use crate::settings::{setting_differences, workload_settings, WORKLOAD_SETTINGS};
 use crate::stats::{
-    bootstrap_diff_ci, bootstrap_diff_ci_sorted, mann_whitney_sorted, mann_whitney_u, run_spread,
-    BootstrapConfig, RunSpread, SortedSample, Statistic, Summary,
+    bootstrap_diff_ci, bootstrap_diff_ci_sorted, mann_whitney_sorted, mann_whitney_u, mean,
+    run_spread, BootstrapConfig, RunSpread, SortedSample, Statistic, Summary,
 };
 
 /// Mean prompt length per request may differ by this fraction between the sides.
@@ -613,7 +613,11 @@ fn workload_problems(req: &Request, declared: &[&str]) -> Vec<String> {
     }
     let mean_input = |runs: &[Run]| {
         let v: Vec<f64> = runs.iter().filter_map(|r| r.input_tokens_mean).collect();
-        (v.len() == runs.len()).then(|| v.iter().sum::<f64>() / v.len() as f64)
+        if v.len() == runs.len() {
+            mean(&v)
+        } else {
+            None
+        }
     };
     if let (Some(ib), Some(ia)) = (mean_input(req.baseline), mean_input(req.candidate)) {
         let changed = ib > 0.0 && ((ia - ib) / ib).abs() > PROMPT_TOKENS_TOLERANCE;
@@ -764,8 +768,10 @@ fn throughput_result(req: &Request, problems: &[String]) -> Option<ThroughputRes
             .collect()
     };
     let (bv, av) = (values(req.baseline)?, values(req.candidate)?);
-    let mean = |v: &[f64]| v.iter().sum::<f64>() / v.len() as f64;
-    let (before, after) = (mean(&bv), mean(&av));
+    // Both sides hold at least one run (compare refuses an empty side).
+    let (Some(before), Some(after)) = (mean(&bv), mean(&av)) else {
+        return None;
+    };
     let mut result = ThroughputResult {
         before,
         after,
@@ -894,13 +900,10 @@ pub fn journal_result(report: &Report, url: &str) -> String {
 /// before/after phase bar (request logs). `None` without queue and prefill.
 pub fn ttft_phase_shares(runs: &[Run]) -> Option<Vec<(String, f64)>> {
     let all = pooled(runs);
-    let mean = |s: Series| -> Option<f64> {
-        let v = all.get(&s).filter(|v| !v.is_empty())?;
-        Some(v.iter().sum::<f64>() / v.len() as f64)
-    };
-    let ttft = mean(Series::TtftMs).filter(|t| *t > 0.0)?;
-    let queue = mean(Series::QueueWaitMs);
-    let prefill = mean(Series::PrefillMs);
+    let series_mean = |s: Series| mean(all.get(&s)?);
+    let ttft = series_mean(Series::TtftMs).filter(|t| *t > 0.0)?;
+    let queue = series_mean(Series::QueueWaitMs);
+    let prefill = series_mean(Series::PrefillMs);
     if queue.is_none() && prefill.is_none() {
         return None;
     }

@@ -4,6 +4,7 @@
 
 use super::text::{parse_value, Snapshot};
 use super::{Bucket, HistQuantiles, MAX_SERIES_POINTS};
+use crate::stats::mean;
 use std::collections::{BTreeMap, HashMap};
 
 /// The bucket of `bounds` (upper bounds, ascending, the last `+Inf`) that holds `v`.
@@ -409,7 +410,7 @@ pub(super) fn scalar_mean(m: &Model, names: &[&str]) -> Option<f64> {
             .map(|(_, x)| *x)
             .filter(|x| x.is_finite())
             .collect();
-        (!v.is_empty()).then(|| v.iter().sum::<f64>() / v.len() as f64)
+        mean(&v)
     })
 }
 
