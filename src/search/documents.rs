@@ -7,10 +7,10 @@ use chrono::{DateTime, NaiveDate, Utc};
 use serde::Serialize;
 use sqlx::PgPool;
 
-use crate::core::memory::snippet::strip_markers;
-use crate::core::memory::Profile;
 use crate::core::method::Dominance;
 use crate::core::method::JournalEntry;
+use crate::core::recall::snippet::strip_markers;
+use crate::core::recall::Profile;
 use crate::investigations::{self, step_summary};
 
 /// Documents rebuilt per transaction.
