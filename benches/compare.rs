@@ -32,7 +32,7 @@ use perfjournal::artifacts::{self, columns, ingest, Owner};
 use perfjournal::config::Config;
 use perfjournal::core::analyze::request_columns::{self, Filter as ColumnFilter, GroupBy};
 use perfjournal::core::method::comparison::{compare, Request, Run, Series};
-use perfjournal::core::method::Percentile;
+use perfjournal::core::metric::Percentile;
 use perfjournal::core::stats::{
     bootstrap_diff_ci, mann_whitney_u, BootstrapConfig, Statistic, Summary,
 };

@@ -25,7 +25,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use perfjournal::config::Config;
-use perfjournal::core::memory::SearchQuery;
+use perfjournal::core::recall::SearchQuery;
 use perfjournal::state::AppState;
 use rand::{Rng, SeedableRng};
 use sqlx::postgres::PgConnectOptions;

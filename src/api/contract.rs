@@ -253,7 +253,7 @@ fn parameters() -> Vec<(&'static str, &'static str, &'static str, Value)> {
 
 /// Component schemas replaced whole.
 fn components() -> Vec<(&'static str, Value)> {
-    use crate::core::memory::thesaurus::{MAX_TERMS, MAX_TERM_CHARS};
+    use crate::core::recall::thesaurus::{MAX_TERMS, MAX_TERM_CHARS};
     vec![
         (
             "SynonymInput",

@@ -13,7 +13,7 @@ use serde::Serialize;
 use utoipa::ToSchema;
 
 use crate::auth::{ApiUser, Role};
-use crate::core::memory::query::PAGE_SIZE;
+use crate::core::recall::query::PAGE_SIZE;
 use crate::error::{ApiResult, AppError, ErrorBody};
 use crate::search;
 use crate::state::AppState;

@@ -7,7 +7,7 @@ use std::fmt::Write;
 
 use crate::core::analyze::sweep::{LatencyOf, Slo, SweepPoint};
 use crate::core::fmt::format_number;
-use crate::core::method::metric::{Metric, Percentile};
+use crate::core::metric::{Metric, Percentile};
 
 const W: f64 = 640.0;
 const H: f64 = 360.0;

@@ -7,7 +7,7 @@ use anyhow::Context;
 use futures::StreamExt;
 
 use crate::auth::users;
-use crate::core::memory::bundle::read_import;
+use crate::core::recall::bundle::read_import;
 use crate::db::Database;
 use crate::investigations::journal::{self, Revision};
 use crate::search::transfer::{self, ExportFormat};

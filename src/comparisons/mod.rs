@@ -14,12 +14,11 @@ use crate::artifacts::{self, Artifact};
 use crate::core::analyze::request_log::{outcome, Outcome, RequestLogAnalysis};
 use crate::core::analyze::vllm_bench::VllmBenchAnalysis;
 use crate::core::analyze::Kind;
-use crate::core::method::comparison::{
-    compare, setting_text, workload_setting_keys, Defect, Report, Request, Run, Series,
-};
+use crate::core::method::comparison::{compare, Defect, Report, Request, Run, Series};
 pub use crate::core::method::comparison_input::NewComparison;
 use crate::core::method::{setup_check, FrozenConfig, RunHealth};
-use crate::core::stats::BootstrapConfig;
+use crate::core::settings::{setting_text, workload_setting_keys};
+use crate::core::stats::{mean, BootstrapConfig};
 use crate::core::FieldError;
 use crate::error::AppError;
 
@@ -92,10 +91,6 @@ async fn fetch_sides(
         return Err(AppError::Invalid(errors));
     }
     Ok((baseline_side, candidate_side, kind))
-}
-
-fn mean(v: &[f64]) -> Option<f64> {
-    (!v.is_empty()).then(|| v.iter().sum::<f64>() / v.len() as f64)
 }
 
 /// One run from a vLLM benchmark analysis (its top-level run, which carries the

@@ -5,10 +5,12 @@ pub mod analyze;
 pub mod capture;
 pub mod estimate;
 pub mod fmt;
-pub mod memory;
 pub mod method;
+pub mod metric;
 pub mod proposal;
 pub mod quantity;
+pub mod recall;
+pub mod settings;
 pub mod stats;
 pub mod training;
 

@@ -7,10 +7,10 @@ use chrono::{DateTime, NaiveDate, Utc};
 use serde::Serialize;
 use sqlx::PgPool;
 
-use crate::core::memory::snippet::strip_markers;
-use crate::core::memory::Profile;
 use crate::core::method::Dominance;
 use crate::core::method::JournalEntry;
+use crate::core::recall::snippet::strip_markers;
+use crate::core::recall::Profile;
 use crate::investigations::{self, step_summary};
 
 /// Documents rebuilt per transaction.
@@ -591,7 +591,7 @@ fn proposal_document(p: &crate::proposals::Proposal) -> Document {
 /// phase series (prefill_ms, decode_ms) name no metric.
 fn series_metric(series: &str) -> Option<String> {
     let name = series.trim_end_matches("_ms").replace("e2el", "e2e");
-    crate::core::method::Metric::from_slug(&name).map(|m| m.slug().to_string())
+    crate::core::metric::Metric::from_slug(&name).map(|m| m.slug().to_string())
 }
 
 /// Rows of one source table for the queued ids (`$1`), none when there are none.

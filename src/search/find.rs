@@ -1,5 +1,5 @@
 //! The search itself: PostgreSQL reads the words (web-search syntax, stemming; each
-//! plain word once, then remembered), the in-memory index ([`crate::core::memory::index`])
+//! plain word once, then remembered), the in-memory index ([`crate::core::recall::index`])
 //! matches, ranks and counts facets, one statement brings the shown page's texts with the
 //! index's state, highlighted snippets are cut here for plain words (by PostgreSQL's
 //! `ts_headline` for the rest), and a trigram-corrected second try runs when the words
@@ -14,11 +14,11 @@ use futures::TryStreamExt;
 use serde::Serialize;
 use sqlx::PgPool;
 
-use crate::core::memory::index::{self, Answer, DocInput, Index, IndexBuilder, Request};
-use crate::core::memory::query::{SearchQuery, PAGE_SIZE};
-use crate::core::memory::snippet::{self, START, STOP};
-use crate::core::memory::thesaurus::{self, Part, Thesaurus};
-use crate::core::memory::tsquery;
+use crate::core::recall::index::{self, Answer, DocInput, Index, IndexBuilder, Request};
+use crate::core::recall::query::{SearchQuery, PAGE_SIZE};
+use crate::core::recall::snippet::{self, START, STOP};
+use crate::core::recall::thesaurus::{self, Part, Thesaurus};
+use crate::core::recall::tsquery;
 
 /// One result, its snippet already safe HTML (escaped text, `<mark>` around matches).
 #[derive(Debug, Clone, Serialize)]

@@ -12,7 +12,7 @@ pub use documents::refresh;
 pub use find::{SearchOutcome, Searcher};
 pub use similar::{similar_to, SimilarItem};
 
-use crate::core::memory::query::SearchQuery;
+use crate::core::recall::query::SearchQuery;
 use crate::error::{AppError, Result};
 
 /// Query-string pairs in order (the last value of a name wins when parsed).

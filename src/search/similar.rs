@@ -1,13 +1,13 @@
 //! "Seen before" and "related": past investigations and entries with the same metric
 //! (and dominant phase, when known), ranked by the documented similarity score
-//! ([`crate::core::memory::similarity`]).
+//! ([`crate::core::recall::similarity`]).
 
 use chrono::NaiveDate;
 use serde::Serialize;
 use sqlx::PgPool;
 
-use crate::core::memory::similarity::{similarity, Symptom};
-use crate::core::memory::Profile;
+use crate::core::recall::similarity::{similarity, Symptom};
+use crate::core::recall::Profile;
 
 /// Most items a list shows.
 pub const LIMIT: usize = 5;

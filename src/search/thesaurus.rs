@@ -5,7 +5,7 @@
 use chrono::{DateTime, Utc};
 use sqlx::PgPool;
 
-use crate::core::memory::thesaurus::check_terms;
+use crate::core::recall::thesaurus::check_terms;
 use crate::core::FieldError;
 use crate::error::{AppError, Result};
 

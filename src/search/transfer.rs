@@ -4,9 +4,9 @@
 use serde::Serialize;
 use sqlx::PgPool;
 
-use crate::core::memory::bundle::ExportedEntry;
 use crate::core::method::record::draft_entry;
 use crate::core::method::JournalEntry;
+use crate::core::recall::bundle::ExportedEntry;
 use crate::investigations::db::Investigation;
 use crate::investigations::journal::{self, Revision, StoredEntry};
 use crate::investigations::Loaded;
@@ -54,7 +54,7 @@ pub fn journal_export(
                 At::Start if format == ExportFormat::Json => {
                     let head = format!(
                         "{{\"format\":\"{}\",\"version\":1,\"entries\":[",
-                        crate::core::memory::bundle::FORMAT
+                        crate::core::recall::bundle::FORMAT
                     );
                     return Ok(Some((bytes::Bytes::from(head), At::After(None))));
                 }
@@ -88,7 +88,7 @@ pub fn journal_export(
     })
 }
 
-/// Stores checked entries (see [`crate::core::memory::bundle::parse_import`]) as
+/// Stores checked entries (see [`crate::core::recall::bundle::parse_import`]) as
 /// `author`'s, published or as drafts, all in one transaction (all or none); returns
 /// their ids in document order.
 pub async fn import(

@@ -13,7 +13,7 @@ use serde::Deserialize;
 
 use super::{render, FormErrors, PageCtx};
 use crate::auth::{CurrentUser, Role};
-use crate::core::memory::query::{SearchQuery, FACETS, PAGE_SIZE};
+use crate::core::recall::query::{SearchQuery, FACETS, PAGE_SIZE};
 use crate::core::FieldError;
 use crate::error::{AppError, Result};
 use crate::search::find::Hit;

@@ -13,8 +13,8 @@ use serde::Deserialize;
 
 use super::{render, PageCtx};
 use crate::auth::{CurrentUser, Role};
-use crate::core::memory::atom::{self, FeedEntry};
-use crate::core::memory::bundle::parse_import;
+use crate::core::recall::atom::{self, FeedEntry};
+use crate::core::recall::bundle::parse_import;
 use crate::core::FieldError;
 use crate::error::{ApiError, AppError, ErrorBody, ErrorDetail, Result};
 use crate::investigations::{self as inv, journal};

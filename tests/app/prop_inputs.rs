@@ -9,11 +9,11 @@ use std::collections::BTreeMap;
 use perfjournal::core::analyze::{analyze, detect, Kind, Options};
 use perfjournal::core::estimate::models::ModelSpec;
 use perfjournal::core::estimate::{registry, run, Inputs};
-use perfjournal::core::memory::bundle::parse_import;
-use perfjournal::core::memory::{tsquery, SearchQuery};
 use perfjournal::core::method::expected::parse_inputs;
 use perfjournal::core::method::record::{parse_step_in, Pairs, Records};
-use perfjournal::core::method::{Percentile, Unit};
+use perfjournal::core::metric::{Percentile, Unit};
+use perfjournal::core::recall::bundle::parse_import;
+use perfjournal::core::recall::{tsquery, SearchQuery};
 use proptest::prelude::*;
 
 /// A small valid example of each analyzed kind: mutations of these reach deep into each

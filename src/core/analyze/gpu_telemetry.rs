@@ -16,7 +16,7 @@ use super::prometheus::parse_sample_line;
 use super::readers::{read_line_bounded, Line};
 use super::request_log::days_from_civil;
 use super::AnalyzeError;
-use crate::stats::Summary;
+use crate::stats::{mean, Summary};
 use serde::{Deserialize, Serialize};
 use std::collections::HashMap;
 use std::io::{BufReader, Read};
@@ -207,13 +207,10 @@ impl Collector {
     }
 }
 
-/// Mean of non-NaN values, `None` when there are none.
-fn mean(v: &[f64]) -> Option<f64> {
-    let (s, n) = v
-        .iter()
-        .filter(|x| !x.is_nan())
-        .fold((0.0, 0usize), |(s, n), x| (s + x, n + 1));
-    (n > 0).then(|| s / n as f64)
+/// Mean of the readings present (a missing reading is NaN), `None` when there are none.
+fn mean_present(v: &[f64]) -> Option<f64> {
+    let present: Vec<f64> = v.iter().copied().filter(|x| !x.is_nan()).collect();
+    mean(&present)
 }
 
 /// Split into at most [`MAX_SERIES_POINTS`] equal buckets and average each.
@@ -229,10 +226,10 @@ fn downsample(gpu: &str, t: &[f64], sm: &[f64], mem: &[f64], power: &[f64]) -> G
             b * n / buckets,
             ((b + 1) * n / buckets).max(b * n / buckets + 1),
         );
-        s.t.push(mean(&t[lo..hi]).unwrap_or(0.0));
-        s.sm.push(mean(&sm[lo..hi]));
-        s.mem.push(mean(&mem[lo..hi]));
-        s.power_w.push(mean(&power[lo..hi]));
+        s.t.push(mean_present(&t[lo..hi]).unwrap_or(0.0));
+        s.sm.push(mean_present(&sm[lo..hi]));
+        s.mem.push(mean_present(&mem[lo..hi]));
+        s.power_w.push(mean_present(&power[lo..hi]));
     }
     s
 }

@@ -21,6 +21,7 @@ use std::io::{self, Read};
 
 mod detect;
 pub(crate) mod json_split;
+mod lenient;
 mod readers;
 mod stats;
 

@@ -9,7 +9,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
 use crate::fmt::format_number;
-use crate::method::metric::{Metric, Percentile};
+use crate::metric::{Metric, Percentile};
 use crate::stats::Summary;
 
 /// Latency statistics of one point, in milliseconds; `None` where the source has none.

@@ -11,6 +11,7 @@ use std::collections::HashMap;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
 use super::request_log::{self, RequestRow};
+use crate::stats::mean;
 use crate::stats::quantile::quantiles_select;
 
 /// The phases of the decomposition, in the page's order (milliseconds): the first
@@ -366,10 +367,9 @@ fn phase_of_group(
 
 /// Quantiles and mean of the values (reordered).
 fn phase_numbers(values: &mut [f64]) -> PhaseNumbers {
-    if values.is_empty() {
+    let Some(mean) = mean(values) else {
         return PhaseNumbers::default();
-    }
-    let mean = values.iter().sum::<f64>() / values.len() as f64;
+    };
     PhaseNumbers {
         quantiles: Some(quantiles(values)),
         mean: Some(mean),
@@ -434,10 +434,7 @@ mod tests {
             return (None, None);
         }
         let q = PERCENTILES.map(|p| quantile(&values, p).unwrap());
-        (
-            Some(q),
-            Some(values.iter().sum::<f64>() / values.len() as f64),
-        )
+        (Some(q), mean(&values))
     }
 
     fn close(a: f64, b: f64) -> bool {

@@ -32,9 +32,9 @@ use super::point::{num, short};
 use super::vllm_bench::BenchResult;
 pub use super::vllm_bench::{point_of, points_from_runs};
 use super::AnalyzeError;
-use crate::method::comparison;
-use crate::method::metric::{Metric, Percentile};
+use crate::metric::{Metric, Percentile};
 use crate::quantity::{self, Unit};
+use crate::settings;
 use crate::FieldError;
 
 /// Bump when the JSON output of [`analyze`] changes.
@@ -316,7 +316,7 @@ pub fn from_members(members: &[Member]) -> Result<Vec<SweepPoint>, Vec<String>> 
             m.artifact_id, m.name, m.runs_in_file
         ));
     }
-    let keys: Vec<(&str, &str)> = comparison::workload_settings()
+    let keys: Vec<(&str, &str)> = settings::workload_settings()
         .chain(SWEEP_EXTRA_SETTINGS.iter().copied())
         .filter(|(k, _)| !LOAD_SETTINGS.contains(k))
         .collect();
@@ -326,14 +326,14 @@ pub fn from_members(members: &[Member]) -> Result<Vec<SweepPoint>, Vec<String>> 
             let settings = keys
                 .iter()
                 .filter_map(|(k, _)| {
-                    let v = comparison::setting_text(m.result.config.get(*k)?)?;
+                    let v = settings::setting_text(m.result.config.get(*k)?)?;
                     Some((k.to_string(), v))
                 })
                 .collect();
             (format!("artifact {} ({})", m.artifact_id, m.name), settings)
         })
         .collect();
-    for d in comparison::setting_differences(&named, &keys) {
+    for d in settings::setting_differences(&named, &keys) {
         problems.push(format!(
             "the runs differ in {} ({}): a sweep may vary only the request rate or the concurrency",
             d.label, d.listed

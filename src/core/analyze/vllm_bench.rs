@@ -16,6 +16,7 @@
 //! straight into f64 vectors, `generated_texts` is skipped, everything else is
 //! kept only while small.
 
+use super::lenient::{Float, Lenient};
 use super::point::{distinct_loads, load_known, load_of, order, LatencyStats, SweepPoint};
 use super::readers::NanToNull;
 use super::AnalyzeError;
@@ -264,54 +265,6 @@ impl<'de> Visitor<'de> for DocVisitor {
     }
 }
 
-/// A number (or numeric string) as f64; null and anything else as NaN.
-struct Lenient;
-
-impl<'de> DeserializeSeed<'de> for Lenient {
-    type Value = f64;
-    fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<f64, D::Error> {
-        d.deserialize_any(LenientVisitor)
-    }
-}
-
-struct LenientVisitor;
-
-impl<'de> Visitor<'de> for LenientVisitor {
-    type Value = f64;
-    fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
-        f.write_str("a number")
-    }
-    fn visit_f64<E>(self, v: f64) -> Result<f64, E> {
-        Ok(v)
-    }
-    fn visit_i64<E>(self, v: i64) -> Result<f64, E> {
-        Ok(v as f64)
-    }
-    fn visit_u64<E>(self, v: u64) -> Result<f64, E> {
-        Ok(v as f64)
-    }
-    fn visit_str<E>(self, v: &str) -> Result<f64, E> {
-        Ok(v.trim().parse().unwrap_or(f64::NAN))
-    }
-    fn visit_bool<E>(self, _: bool) -> Result<f64, E> {
-        Ok(f64::NAN)
-    }
-    fn visit_unit<E>(self) -> Result<f64, E> {
-        Ok(f64::NAN)
-    }
-    fn visit_none<E>(self) -> Result<f64, E> {
-        Ok(f64::NAN)
-    }
-    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<f64, A::Error> {
-        while seq.next_element::<IgnoredAny>()?.is_some() {}
-        Ok(f64::NAN)
-    }
-    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<f64, A::Error> {
-        while map.next_entry::<IgnoredAny, IgnoredAny>()?.is_some() {}
-        Ok(f64::NAN)
-    }
-}
-
 /// A JSON array of numbers as f64 (NaN for null / non-numbers).
 struct FloatList;
 
@@ -331,7 +284,7 @@ impl<'de> Visitor<'de> for FloatListVisitor {
     }
     fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Vec<f64>, A::Error> {
         let mut v = Vec::with_capacity(seq.size_hint().unwrap_or(0).min(1 << 20));
-        while let Some(x) = seq.next_element_seed(Lenient)? {
+        while let Some(x) = seq.next_element_seed(Lenient(Float))? {
             if v.len() == MAX_REQUESTS {
                 return Err(de::Error::custom(format!(
                     "more than {MAX_REQUESTS} per-request values in one list; this is not one benchmark run"
@@ -405,7 +358,7 @@ impl<'de> Visitor<'de> for ItlRow<'_> {
         f.write_str("an array of numbers")
     }
     fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<(), A::Error> {
-        while let Some(x) = seq.next_element_seed(Lenient)? {
+        while let Some(x) = seq.next_element_seed(Lenient(Float))? {
             if self.flat.len() == MAX_ITLS {
                 return Err(de::Error::custom(format!(
                     "more than {MAX_ITLS} inter-token latencies; this is not one benchmark run"

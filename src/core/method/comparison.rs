@@ -9,7 +9,6 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use serde::{Deserialize, Serialize};
 
-use super::metric::{format_value, Metric, MetricReading, Percentile, Unit};
 use super::reproduce::{check_single_change, FrozenConfig, SingleChangeCheck};
 use super::verdict::{
     comparison_problems, judge, score_prediction, MetricComparison, MetricVerdict, PredictionScore,
@@ -17,9 +16,11 @@ use super::verdict::{
 };
 use super::FieldError;
 use crate::fmt::{format_number, grouped};
+use crate::metric::{format_value, Metric, MetricReading, Percentile, Unit};
+use crate::settings::{setting_differences, workload_settings, WORKLOAD_SETTINGS};
 use crate::stats::{
-    bootstrap_diff_ci, bootstrap_diff_ci_sorted, mann_whitney_sorted, mann_whitney_u, run_spread,
-    BootstrapConfig, RunSpread, SortedSample, Statistic, Summary,
+    bootstrap_diff_ci, bootstrap_diff_ci_sorted, mann_whitney_sorted, mann_whitney_u, mean,
+    run_spread, BootstrapConfig, RunSpread, SortedSample, Statistic, Summary,
 };
 
 /// Mean prompt length per request may differ by this fraction between the sides.
@@ -285,98 +286,6 @@ impl Report {
         }
         (before, after)
     }
-}
-
-/// Workload settings of a benchmark file compared across (and within) the
-/// sides: (key, label, the step-0 field a declaration names to change it).
-const WORKLOAD_SETTINGS: &[(&str, &str, &str)] = &[
-    ("model_id", "Model", "model"),
-    ("tokenizer_id", "Tokenizer", "model"),
-    ("backend", "Benchmark backend", "engine"),
-    ("endpoint_type", "Endpoint type", "engine"),
-    ("request_rate", "Request rate", "arrival_rate"),
-    ("burstiness", "Burstiness", "arrival_rate"),
-    ("max_concurrency", "Max concurrency", "concurrency"),
-    ("num_prompts", "Prompt count", ""),
-    ("dataset_name", "Dataset", "prompt_len_dist"),
-    ("random_input_len", "Random input length", "prompt_len_dist"),
-    (
-        "random_output_len",
-        "Random output length",
-        "output_len_dist",
-    ),
-    (
-        "random_range_ratio",
-        "Random length range",
-        "prompt_len_dist",
-    ),
-    (
-        "sharegpt_output_len",
-        "ShareGPT output length",
-        "output_len_dist",
-    ),
-    ("ignore_eos", "Ignore EOS", "output_len_dist"),
-];
-
-/// The settings keys the shell should copy from a benchmark file's config.
-pub fn workload_setting_keys() -> impl Iterator<Item = &'static str> {
-    WORKLOAD_SETTINGS.iter().map(|(k, _, _)| *k)
-}
-
-/// A recorded setting as display text; null and blank text are "not recorded".
-pub fn setting_text(v: &serde_json::Value) -> Option<String> {
-    match v {
-        serde_json::Value::Null => None,
-        serde_json::Value::String(s) if s.trim().is_empty() => None,
-        serde_json::Value::String(s) => Some(s.trim().to_string()),
-        other => Some(other.to_string()),
-    }
-}
-
-/// The workload settings as (key, label), for other checks of "the same experiment"
-/// (a load sweep's runs).
-pub fn workload_settings() -> impl Iterator<Item = (&'static str, &'static str)> {
-    WORKLOAD_SETTINGS.iter().map(|(k, l, _)| (*k, *l))
-}
-
-/// A setting on which named runs disagree.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct SettingDifference {
-    pub key: String,
-    pub label: String,
-    /// Every run's value: "a in run 1, not recorded in run 2".
-    pub listed: String,
-}
-
-/// The settings (of `keys`, as (key, label); a label shared by several keys is
-/// reported once) on which the named runs disagree, a missing value counting as a
-/// value of its own.
-pub fn setting_differences(
-    runs: &[(String, BTreeMap<String, String>)],
-    keys: &[(&str, &str)],
-) -> Vec<SettingDifference> {
-    let mut out: Vec<SettingDifference> = Vec::new();
-    for &(key, label) in keys {
-        let values: BTreeSet<Option<&String>> = runs.iter().map(|(_, s)| s.get(key)).collect();
-        if values.len() <= 1 || out.iter().any(|d| d.label == label) {
-            continue;
-        }
-        let listed: Vec<String> = runs
-            .iter()
-            .map(|(name, s)| {
-                format!(
-                    "{} in {name}",
-                    s.get(key).map_or("not recorded", String::as_str)
-                )
-            })
-            .collect();
-        out.push(SettingDifference {
-            key: key.into(),
-            label: label.into(),
-            listed: listed.join(", "),
-        });
-    }
-    out
 }
 
 /// Compare; `Err` names the input that makes the comparison impossible
@@ -704,7 +613,11 @@ fn workload_problems(req: &Request, declared: &[&str]) -> Vec<String> {
     }
     let mean_input = |runs: &[Run]| {
         let v: Vec<f64> = runs.iter().filter_map(|r| r.input_tokens_mean).collect();
-        (v.len() == runs.len()).then(|| v.iter().sum::<f64>() / v.len() as f64)
+        if v.len() == runs.len() {
+            mean(&v)
+        } else {
+            None
+        }
     };
     if let (Some(ib), Some(ia)) = (mean_input(req.baseline), mean_input(req.candidate)) {
         let changed = ib > 0.0 && ((ia - ib) / ib).abs() > PROMPT_TOKENS_TOLERANCE;
@@ -855,8 +768,10 @@ fn throughput_result(req: &Request, problems: &[String]) -> Option<ThroughputRes
             .collect()
     };
     let (bv, av) = (values(req.baseline)?, values(req.candidate)?);
-    let mean = |v: &[f64]| v.iter().sum::<f64>() / v.len() as f64;
-    let (before, after) = (mean(&bv), mean(&av));
+    // Both sides hold at least one run (compare refuses an empty side).
+    let (Some(before), Some(after)) = (mean(&bv), mean(&av)) else {
+        return None;
+    };
     let mut result = ThroughputResult {
         before,
         after,
@@ -985,13 +900,10 @@ pub fn journal_result(report: &Report, url: &str) -> String {
 /// before/after phase bar (request logs). `None` without queue and prefill.
 pub fn ttft_phase_shares(runs: &[Run]) -> Option<Vec<(String, f64)>> {
     let all = pooled(runs);
-    let mean = |s: Series| -> Option<f64> {
-        let v = all.get(&s).filter(|v| !v.is_empty())?;
-        Some(v.iter().sum::<f64>() / v.len() as f64)
-    };
-    let ttft = mean(Series::TtftMs).filter(|t| *t > 0.0)?;
-    let queue = mean(Series::QueueWaitMs);
-    let prefill = mean(Series::PrefillMs);
+    let series_mean = |s: Series| mean(all.get(&s)?);
+    let ttft = series_mean(Series::TtftMs).filter(|t| *t > 0.0)?;
+    let queue = series_mean(Series::QueueWaitMs);
+    let prefill = series_mean(Series::PrefillMs);
     if queue.is_none() && prefill.is_none() {
         return None;
     }

@@ -6,7 +6,8 @@
 use serde_json::Value;
 
 use super::comparison::{Prediction, Series};
-use super::{FrozenConfig, Percentile};
+use super::FrozenConfig;
+use crate::metric::Percentile;
 use crate::FieldError;
 
 /// A comparison as asked for, checked field by field.

@@ -10,7 +10,6 @@ use std::collections::BTreeMap;
 use serde::de::DeserializeOwned;
 use serde_json::Value;
 
-use super::metric::Metric;
 use super::phases::Phase;
 use super::record::Pairs;
 use super::regime::regime;
@@ -21,6 +20,7 @@ use crate::analyze::prometheus::{Bucket, PrometheusAnalysis};
 use crate::analyze::pytorch_trace::TraceAnalysis;
 use crate::analyze::request_log::RequestLogAnalysis;
 use crate::analyze::vllm_bench::VllmBenchAnalysis;
+use crate::metric::Metric;
 
 /// Kernels offered to a form: the ones that hold the time.
 const TOP_KERNELS: usize = 8;

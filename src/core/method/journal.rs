@@ -3,13 +3,13 @@
 
 use serde::{Deserialize, Serialize};
 
-use super::metric::{format_value, MetricReading, MetricTarget, Percentile, Unit};
 use super::phases::{Dominance, Phase};
 use super::regime::{Band, DecodeBand, Regime};
 use super::reproduce::FrozenConfig;
 use super::resources::Classification;
 use super::verdict::Verdict;
 use super::FieldError;
+use crate::metric::{format_value, MetricReading, MetricTarget, Percentile, Unit};
 
 /// One investigation, in the method's fixed shape. Every field is free text;
 /// [`draft`] fills them from the steps' data.
@@ -600,9 +600,9 @@ fn diagnosis_line(input: &DraftInput) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::method::metric::{Metric, Percentile, Unit};
     use crate::method::phases::Phase;
     use crate::method::resources::classify;
+    use crate::metric::{Metric, Percentile, Unit};
 
     #[test]
     fn publishing_needs_the_four_sections_and_drafts_may_be_partial() {

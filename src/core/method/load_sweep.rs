@@ -2,8 +2,8 @@
 //! baseline sweep's capacity within it (step 1), and the baseline against the after
 //! sweep (step 7): "p99 TTFT at 6 req/s went 120 → 80 ms; max rate at SLO 6.3 → 8.1".
 
-use super::metric::{Metric, MetricTarget, Unit};
 use crate::analyze::sweep::{self, Slo, SweepPoint};
+use crate::metric::{Metric, MetricTarget, Unit};
 
 /// One sweep attached to the investigation: its name and points (one series).
 pub struct NamedSweep<'a> {
@@ -55,7 +55,7 @@ pub fn step_lines(step: u8, target: Option<&MetricTarget>, sweeps: &[NamedSweep]
 mod tests {
     use super::*;
     use crate::analyze::sweep::test_point as pt;
-    use crate::method::metric::Percentile;
+    use crate::metric::Percentile;
 
     fn target(metric: Metric, target: f64, unit: Unit) -> MetricTarget {
         MetricTarget {

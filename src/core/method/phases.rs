@@ -3,8 +3,8 @@
 
 use serde::{Deserialize, Serialize};
 
-use super::metric::{Metric, MetricTarget, Percentile};
 use super::FieldError;
+use crate::metric::{Metric, MetricTarget, Percentile};
 
 /// A phase of one request's life in the server.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
@@ -355,7 +355,7 @@ pub fn next_checks(dominance: &Dominance) -> NextChecks {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::method::metric::Unit;
+    use crate::metric::Unit;
     use crate::stats::{StatsError, Summary};
 
     fn row(phase: Phase, p95: f64) -> PhaseRow {

@@ -7,7 +7,6 @@ use serde::{Deserialize, Serialize};
 use super::fixes::{self, Candidate, RankedCandidate};
 use super::journal::{self, DraftInput, JournalEntry};
 use super::kernels::{self, KernelRow, RankedKernel};
-use super::metric::{MetricForm, MetricReading, MetricTarget};
 use super::phases::{dominant, next_checks, Dominance, NextChecks, Phase, PhaseRow, PhaseTable};
 use super::regime::{decode_band, helps, regime, DecodeBand, Regime};
 use super::reproduce::{
@@ -18,6 +17,7 @@ use super::verdict::Verdict;
 use super::FieldError;
 use crate::estimate::{self, Inputs};
 use crate::fmt::format_number;
+use crate::metric::{MetricForm, MetricReading, MetricTarget};
 use crate::quantity::{self, Quantity, Unit};
 
 /// Rows a table step reads at most (forms show a few; the API may send more).
@@ -930,7 +930,7 @@ pub fn decode_floor_inputs(
 /// metric is ITL or TPOT (a per-token table), else step 1's observed value when it is
 /// the median itself. The estimators then start from it instead of a floor.
 pub fn observed_itl_ms(records: &Records) -> Option<f64> {
-    use super::metric::{Metric, Percentile};
+    use crate::metric::{Metric, Percentile};
     let metric = records.metric.as_ref()?;
     if !matches!(metric.metric, Metric::Itl | Metric::Tpot) || metric.unit != Unit::Ms {
         return None;
@@ -949,7 +949,7 @@ pub fn observed_itl_ms(records: &Records) -> Option<f64> {
 /// its chunk budget when chunked prefill is on, and the measured plain step
 /// ([`observed_itl_ms`]); the long prompt and its period are left to give.
 pub fn periodic_tail_inputs(config: Option<&FrozenConfig>, records: &Records) -> Option<Inputs> {
-    use super::metric::Percentile;
+    use crate::metric::Percentile;
     let metric = records.metric.as_ref()?;
     if metric.percentile == Percentile::P50 {
         return None;
@@ -1567,7 +1567,7 @@ mod tests {
         // A p99 ITL metric: the decode p50 of step 2 is the measured step, not the p99.
         let mut tail = r.clone();
         tail.metric = Some(MetricTarget {
-            percentile: super::super::metric::Percentile::P99,
+            percentile: crate::metric::Percentile::P99,
             observed: 140.0,
             ..r.metric.unwrap()
         });

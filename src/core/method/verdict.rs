@@ -3,8 +3,8 @@
 
 use serde::{Deserialize, Serialize};
 
-use super::metric::{format_value, Metric, Unit};
 use super::reproduce::SingleChangeCheck;
+use crate::metric::{format_value, Metric, Unit};
 use crate::stats::{DiffCi, RunSpread, Statistic, Summary};
 
 /// Significance level for the Mann–Whitney p-value.

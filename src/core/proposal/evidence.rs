@@ -7,7 +7,7 @@ use serde::{Deserialize, Serialize};
 use super::input::ProposalInput;
 use crate::analyze::sweep::SweepPoint;
 use crate::fmt::format_number;
-use crate::method::metric::Percentile;
+use crate::metric::Percentile;
 
 /// Evidence kinds a proposal can link.
 pub const KINDS: [&str; 3] = ["journal", "comparison", "artifact"];

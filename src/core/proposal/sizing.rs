@@ -268,6 +268,16 @@ struct Point {
 }
 
 impl Point {
+    /// The decode floor of this batch (without the all-reduce).
+    fn floor_ms(&self) -> f64 {
+        num(&self.floor.chain, "floor_ms")
+    }
+
+    /// The step carrying a prefill chunk (without the all-reduce).
+    fn mixed_ms(&self) -> f64 {
+        num(&self.mixed.chain, "step_ms")
+    }
+
     fn meets(&self, p: &ProposalInput) -> Option<&'static str> {
         if self.itl_p99_ms > p.slo_itl_p99_ms {
             Some("itl_slo")
@@ -353,7 +363,6 @@ fn at_batch(p: &ProposalInput, fx: &Fixed, batch: u64) -> Result<Point, Vec<Fiel
     })
 }
 
-/// Why not even a batch of one meets the SLOs, and what would.
 /// Mean tokens in a sequence's KV cache while it decodes: the prompt and half the output.
 fn decode_context(p: &ProposalInput) -> u64 {
     (p.prompt_tokens_mean as f64 + p.output_tokens_mean as f64 / 2.0).round() as u64
@@ -498,6 +507,29 @@ fn figure(
 
 /// Sizes a proposal. Errors are field errors saying what would work.
 pub fn size(p: &ProposalInput) -> Result<Sizing, Vec<FieldError>> {
+    let memory = memory(p)?;
+    let (fx, reuse) = fixed_inputs(p)?;
+    let op = operating_point(p, &fx, &memory)?;
+    let fleet = fleet(p, &op.point)?;
+    let figures = figures(p, &memory, &fx, &op, &fleet);
+    Ok(assemble(p, memory, fx, reuse, op, fleet, figures))
+}
+
+/// What memory allows at every batch: the memory-fit and KV-pool runs, and how many
+/// p95-length sequences the pool holds.
+struct Memory {
+    mem: Run,
+    kv: Run,
+    max_model_len: u64,
+    /// p95-length sequences the KV pool holds.
+    admitted: u64,
+    /// `admitted`, capped at max_num_seqs.
+    kv_concurrency: u64,
+}
+
+/// Memory fit at the p95 sequence, then the KV pool from the same ledger; an error when
+/// the model does not fit or the pool holds not one p95-length sequence.
+fn memory(p: &ProposalInput) -> Result<Memory, Vec<FieldError>> {
     let max_model_len = p.prompt_tokens_p95 + p.output_tokens_p95;
     let util = p.gpu_memory_utilization.to_string();
     let mem = run_estimator(
@@ -556,9 +588,21 @@ pub fn size(p: &ProposalInput) -> Result<Sizing, Vec<FieldError>> {
     }
     let kv_concurrency = admitted.min(p.max_num_seqs);
 
-    let mut runs = vec![mem.clone(), kv.clone()];
+    Ok(Memory {
+        mem,
+        kv,
+        max_model_len,
+        admitted,
+        kv_concurrency,
+    })
+}
+
+/// The inputs that do not depend on the batch: decode context and the prompt tokens
+/// computed per request (after the prefix cache), with the prefix-reuse run when the
+/// cache holds anything.
+fn fixed_inputs(p: &ProposalInput) -> Result<(Fixed, Option<Run>), Vec<FieldError>> {
     let cached = p.cached_tokens();
-    let computed_mean = if cached > 0.0 {
+    let (computed_mean, reuse) = if cached > 0.0 {
         let reuse = run_estimator(
             "prefix-reuse",
             "Prompt tokens computed per request with the prefix cache",
@@ -568,21 +612,39 @@ pub fn size(p: &ProposalInput) -> Result<Sizing, Vec<FieldError>> {
                 ("hit_rate", p.prefix_hit_rate.to_string()),
             ]),
         )?;
-        let c = num(&reuse.chain, "computed_before");
-        runs.push(reuse);
-        c
+        (num(&reuse.chain, "computed_before"), Some(reuse))
     } else {
-        p.prompt_tokens_mean as f64
+        (p.prompt_tokens_mean as f64, None)
     };
     let fx = Fixed {
         context: decode_context(p),
         computed_mean,
         computed_p95: (p.prompt_tokens_p95 as f64 - cached).max(1.0),
     };
+    Ok((fx, reuse))
+}
 
-    // The largest batch meeting the SLOs (the step budget leaves room for a chunk).
-    let mut hi = kv_concurrency;
-    let mut cap = if admitted < p.max_num_seqs {
+/// The batch the replica runs at, and why.
+struct Operating {
+    point: Point,
+    /// What set the batch (see [`Sizing::limited_by`]).
+    limited_by: &'static str,
+    /// The largest batch searched: the KV pool, max_num_seqs or the step budget.
+    ceiling: u64,
+    /// Empty unless not even batch 1 meets the SLOs.
+    slo_findings: Vec<SloFinding>,
+}
+
+/// The largest batch meeting the SLOs (the step budget leaves room for a chunk), by
+/// bisection between batch 1 and the ceiling; batch 1 with findings when not even it
+/// meets them.
+fn operating_point(
+    p: &ProposalInput,
+    fx: &Fixed,
+    memory: &Memory,
+) -> Result<Operating, Vec<FieldError>> {
+    let mut hi = memory.kv_concurrency;
+    let mut cap = if memory.admitted < p.max_num_seqs {
         "kv_pool"
     } else {
         "max_num_seqs"
@@ -597,21 +659,21 @@ pub fn size(p: &ProposalInput) -> Result<Sizing, Vec<FieldError>> {
             "must be at least 2 with chunked prefill (one decode token and one prefill token)",
         )]);
     }
-    let one = at_batch(p, &fx, 1)?;
+    let one = at_batch(p, fx, 1)?;
     let mut slo_findings = Vec::new();
     let (point, limited_by) = if let Some(why) = one.meets(p) {
         // Saved as a document under review: the figures at batch 1 and why it fails.
         slo_findings = infeasible(p, &one);
         (one, why)
     } else {
-        let top = at_batch(p, &fx, hi)?;
+        let top = at_batch(p, fx, hi)?;
         match top.meets(p) {
             None => (top, cap),
             Some(why) => {
                 let (mut lo, mut lo_point, mut hi) = (1, one, hi);
                 while hi - lo > 1 {
                     let mid = lo + (hi - lo) / 2;
-                    let m = at_batch(p, &fx, mid)?;
+                    let m = at_batch(p, fx, mid)?;
                     if m.meets(p).is_none() {
                         lo = mid;
                         lo_point = m;
@@ -624,13 +686,30 @@ pub fn size(p: &ProposalInput) -> Result<Sizing, Vec<FieldError>> {
             }
         }
     };
+    Ok(Operating {
+        point,
+        limited_by,
+        ceiling: hi,
+        slo_findings,
+    })
+}
 
-    runs.push(point.floor.clone());
-    if let Some(a) = &point.allreduce {
-        runs.push(a.clone());
-    }
-    runs.push(point.mixed.clone());
+/// Throughput per replica (estimated, or measured when the person said so), the
+/// replicas the peak arrival rate needs with headroom, and what they cost.
+struct Fleet {
+    estimated_tps: f64,
+    /// What sizing used.
+    tps: f64,
+    uses_measurement: bool,
+    per_replica_rps: f64,
+    replicas: u64,
+    gpus: u64,
+    cost_per_hour: f64,
+    cost_per_million: f64,
+    cost: Run,
+}
 
+fn fleet(p: &ProposalInput, point: &Point) -> Result<Fleet, Vec<FieldError>> {
     let out_mean = p.output_tokens_mean as f64;
     let estimated_tps = point.requests_per_s * out_mean;
     let uses_measurement = p.use_measured && p.measured_tokens_per_s_per_replica.is_some();
@@ -661,11 +740,38 @@ pub fn size(p: &ProposalInput) -> Result<Sizing, Vec<FieldError>> {
     )?;
     let cost_per_hour = num(&cost.chain, "usd_per_hour");
     let cost_per_million = num(&cost.chain, "usd_per_million_output_tokens");
-    runs.push(cost);
+    Ok(Fleet {
+        estimated_tps,
+        tps,
+        uses_measurement,
+        per_replica_rps,
+        replicas,
+        gpus,
+        cost_per_hour,
+        cost_per_million,
+        cost,
+    })
+}
 
-    let floor_ms = num(&point.floor.chain, "floor_ms");
-    let mixed_ms = num(&point.mixed.chain, "step_ms");
-    let mut figures = vec![
+/// The figures the page shows, each with its worked formula, source and drivers:
+/// memory, then the step and latencies at the chosen batch, then the fleet.
+fn figures(
+    p: &ProposalInput,
+    memory: &Memory,
+    fx: &Fixed,
+    op: &Operating,
+    fleet: &Fleet,
+) -> Vec<Figure> {
+    let mut figures = memory_figures(p, memory);
+    figures.extend(step_figures(p, fx, op));
+    figures.extend(fleet_figures(p, &op.point, fleet));
+    figures
+}
+
+/// Weights and KV capacity per GPU, and the concurrency the KV pool admits.
+fn memory_figures(p: &ProposalInput, memory: &Memory) -> Vec<Figure> {
+    let (mem, admitted, kv_concurrency) = (&memory.mem, memory.admitted, memory.kv_concurrency);
+    vec![
         figure(
             "weight_bytes_per_gpu",
             "Weights per GPU",
@@ -709,6 +815,15 @@ pub fn size(p: &ProposalInput) -> Result<Sizing, Vec<FieldError>> {
                 "max_num_seqs",
             ],
         ),
+    ]
+}
+
+/// The batch inside the SLOs and the step times and latencies at it.
+fn step_figures(p: &ProposalInput, fx: &Fixed, op: &Operating) -> Vec<Figure> {
+    let (point, limited_by, hi) = (&op.point, op.limited_by, op.ceiling);
+    let floor_ms = point.floor_ms();
+    let mixed_ms = point.mixed_ms();
+    vec![
         figure(
             "batch",
             "Running batch inside the SLOs",
@@ -845,6 +960,22 @@ pub fn size(p: &ProposalInput) -> Result<Sizing, Vec<FieldError>> {
                 "prefix_hit_rate",
             ],
         ),
+    ]
+}
+
+/// Throughput per replica, replicas at peak and their cost.
+fn fleet_figures(p: &ProposalInput, point: &Point, fleet: &Fleet) -> Vec<Figure> {
+    let Fleet {
+        estimated_tps,
+        tps,
+        uses_measurement,
+        per_replica_rps,
+        replicas,
+        cost_per_hour,
+        cost_per_million,
+        ..
+    } = *fleet;
+    let mut figures = vec![
         figure(
             "tokens_per_s_per_replica",
             "Output tokens/s per replica inside the SLOs",
@@ -925,38 +1056,65 @@ pub fn size(p: &ProposalInput) -> Result<Sizing, Vec<FieldError>> {
         ));
     }
 
-    Ok(Sizing {
+    figures
+}
+
+/// The [`Sizing`]: every figure, and the runs in the order they were made.
+fn assemble(
+    p: &ProposalInput,
+    memory: Memory,
+    fx: Fixed,
+    reuse: Option<Run>,
+    op: Operating,
+    fleet: Fleet,
+    figures: Vec<Figure>,
+) -> Sizing {
+    let Operating {
+        point,
+        limited_by,
+        slo_findings,
+        ..
+    } = op;
+    let mut runs = vec![memory.mem.clone(), memory.kv];
+    runs.extend(reuse);
+    runs.push(point.floor.clone());
+    if let Some(a) = &point.allreduce {
+        runs.push(a.clone());
+    }
+    runs.push(point.mixed.clone());
+    runs.push(fleet.cost);
+    Sizing {
         meets_slo: slo_findings.is_empty(),
         slo_findings,
-        memory_fit: mem.chain.results.clone(),
-        max_model_len,
-        kv_concurrency,
+        memory_fit: memory.mem.chain.results,
+        max_model_len: memory.max_model_len,
+        kv_concurrency: memory.kv_concurrency,
         batch: point.batch,
         limited_by: limited_by.to_string(),
         context_tokens: fx.context,
         computed_prompt_tokens_mean: fx.computed_mean,
         computed_prompt_tokens_p95: fx.computed_p95,
         chunk_tokens: point.chunk,
-        decode_floor_ms: floor_ms,
+        decode_floor_ms: point.floor_ms(),
         allreduce_ms: point.allreduce_ms,
         decode_step_ms: point.decode_step_ms,
-        mixed_step_ms: mixed_ms,
+        mixed_step_ms: point.mixed_ms(),
         itl_p99_ms: point.itl_p99_ms,
         prefill_ms: point.ttft_p95_ms,
         ttft_p95_ms: point.ttft_p95_ms,
         e2e_p95_ms: point.e2e_p95_ms,
         requests_per_s_per_replica: point.requests_per_s,
-        estimated_tokens_per_s_per_replica: estimated_tps,
-        tokens_per_s_per_replica: tps,
+        estimated_tokens_per_s_per_replica: fleet.estimated_tps,
+        tokens_per_s_per_replica: fleet.tps,
         measured_tokens_per_s_per_replica: p.measured_tokens_per_s_per_replica,
-        uses_measurement,
-        replicas_needed: replicas,
-        gpus,
-        cost_per_hour_usd: cost_per_hour,
-        cost_per_million_tokens_usd: cost_per_million,
+        uses_measurement: fleet.uses_measurement,
+        replicas_needed: fleet.replicas,
+        gpus: fleet.gpus,
+        cost_per_hour_usd: fleet.cost_per_hour,
+        cost_per_million_tokens_usd: fleet.cost_per_million,
         figures,
         runs,
-    })
+    }
 }
 
 fn scaled(v: u64, factor: f64) -> u64 {

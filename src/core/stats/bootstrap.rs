@@ -7,7 +7,7 @@ use serde::{Deserialize, Serialize};
 use statrs::statistics::Statistics;
 
 use super::quantile::{quantile_sorted, Statistic};
-use super::{check_finite, StatsError};
+use super::{check_finite, mean, StatsError};
 
 /// Resamples drawn when the caller has no reason to choose otherwise.
 pub const DEFAULT_RESAMPLES: usize = 2000;
@@ -106,7 +106,10 @@ pub fn bootstrap_diff_ci(
             check_finite(before)?;
             check_finite(after)?;
             check_config(config)?;
-            let observed_diff = mean(after) - mean(before);
+            let (Some(a), Some(b)) = (mean(after), mean(before)) else {
+                return Err(StatsError::Empty);
+            };
+            let observed_diff = a - b;
             let mut rng = Pcg64::seed_from_u64(config.seed);
             let diffs = (0..config.resamples)
                 .map(|_| {
@@ -196,10 +199,6 @@ fn interval(
         n_before,
         n_after,
     }
-}
-
-fn mean(values: &[f64]) -> f64 {
-    values.iter().sum::<f64>() / values.len() as f64
 }
 
 /// The mean of one resample (with replacement) of `source`, summed as drawn: no

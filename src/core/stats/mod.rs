@@ -26,6 +26,12 @@ pub enum StatsError {
     BadArgument(&'static str),
 }
 
+/// The arithmetic mean, summed in the given order; `None` for no values. A NaN among
+/// the values gives NaN: callers that skip missing readings filter them first.
+pub fn mean(values: &[f64]) -> Option<f64> {
+    (!values.is_empty()).then(|| values.iter().sum::<f64>() / values.len() as f64)
+}
+
 /// Refuse NaN and ±∞ up front: a single NaN silently poisons sorts and sums.
 pub(crate) fn check_finite(values: &[f64]) -> Result<(), StatsError> {
     if values.is_empty() {

@@ -3,7 +3,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use super::{check_finite, StatsError};
+use super::{check_finite, mean, StatsError};
 
 /// Quantile `p` (0 ≤ p ≤ 1) of `values`, linear interpolation between order
 /// statistics:
@@ -90,7 +90,7 @@ impl Statistic {
         check_finite(values)?;
         match self {
             Statistic::Quantile(p) => quantile(values, p),
-            Statistic::Mean => Ok(mean(values)),
+            Statistic::Mean => mean(values).ok_or(StatsError::Empty),
         }
     }
 
@@ -106,7 +106,7 @@ impl Statistic {
     pub(crate) fn eval_in_place(self, buf: &mut [f64]) -> f64 {
         match self {
             Statistic::Quantile(p) => quantile_select(buf, p),
-            Statistic::Mean => mean(buf),
+            Statistic::Mean => mean(buf).unwrap_or(f64::NAN),
         }
     }
 
@@ -123,10 +123,6 @@ fn trim_float(v: f64) -> String {
     // p = 0.95 gives 95.00000000000001; round to 6 decimals before printing.
     let r = (v * 1e6).round() / 1e6;
     format!("{r}")
-}
-
-fn mean(values: &[f64]) -> f64 {
-    values.iter().sum::<f64>() / values.len() as f64
 }
 
 /// Summary of a sample: count, mean, population standard deviation (numpy's default
@@ -162,14 +158,14 @@ impl Summary {
     /// nine such columns at the end of a load). The mean is summed in the given order.
     pub fn from_values(values: &mut Vec<f64>) -> Summary {
         values.retain(|v| !v.is_nan());
-        let (Some(&min), Some(&max)) = (
+        let (Some(&min), Some(&max), Some(mean)) = (
             values.iter().min_by(|a, b| a.total_cmp(b)),
             values.iter().max_by(|a, b| a.total_cmp(b)),
+            mean(values),
         ) else {
             return Summary::default();
         };
         let n = values.len() as f64;
-        let mean = mean(values);
         let var = values.iter().map(|v| (v - mean) * (v - mean)).sum::<f64>() / n;
         let [p50, p90, p95, p99] = quantiles_select(values, [0.50, 0.90, 0.95, 0.99]);
         Summary {
@@ -187,11 +183,10 @@ impl Summary {
 
     /// Summarize an already sorted sample without NaN.
     pub fn from_sorted(sorted: &[f64]) -> Summary {
-        if sorted.is_empty() {
+        let Some(mean) = mean(sorted) else {
             return Summary::default();
-        }
+        };
         let n = sorted.len() as f64;
-        let mean = mean(sorted);
         let var = sorted.iter().map(|v| (v - mean) * (v - mean)).sum::<f64>() / n;
         Summary {
             count: sorted.len() as u64,

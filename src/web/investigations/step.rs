@@ -20,7 +20,8 @@ use crate::core::method::reproduce::{
     FieldKind, FrozenConfig, Reproducible, CONFIG_FIELDS, CONFIG_GROUPS,
 };
 use crate::core::method::{evidence, load_sweep};
-use crate::core::method::{Band, Boundness, Dominance, Metric, Percentile, Phase, Verdict};
+use crate::core::method::{Band, Boundness, Dominance, Phase, Verdict};
+use crate::core::metric::{Metric, Percentile};
 use crate::core::FieldError;
 use crate::error::Result;
 use crate::investigations::db::{self, ArtifactLink, Investigation};
@@ -186,8 +187,8 @@ impl StepPage {
     }
 
     /// Step 1: the targets asked to be confirmed, per metric.
-    fn target_limits(&self) -> &'static [crate::core::method::metric::TargetLimit] {
-        &crate::core::method::metric::IMPLAUSIBLE_TARGETS
+    fn target_limits(&self) -> &'static [crate::core::metric::TargetLimit] {
+        &crate::core::metric::IMPLAUSIBLE_TARGETS
     }
 
     fn catalog_gpus(&self) -> Vec<&'static str> {

@@ -18,6 +18,7 @@
 use std::collections::BTreeSet;
 
 use super::Profile;
+use crate::stats::mean;
 
 pub const WEIGHTS: Parts = Parts {
     metric: 0.20,
@@ -125,11 +126,7 @@ pub fn similarity(a: &Symptom, b: &Symptom) -> Similarity {
     .into_iter()
     .flatten()
     .collect();
-    let workload = if shapes.is_empty() {
-        UNKNOWN
-    } else {
-        shapes.iter().sum::<f64>() / shapes.len() as f64
-    };
+    let workload = mean(&shapes).unwrap_or(UNKNOWN);
     let s = Parts {
         metric: equal(&p.metric, &q.metric),
         phase: equal(&p.phase, &q.phase),

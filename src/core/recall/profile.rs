@@ -5,7 +5,8 @@
 use serde::{Deserialize, Serialize};
 
 use crate::method::record::{Evaluation, Records};
-use crate::method::{Dominance, JournalEntry, Metric, Percentile, Phase, Regime};
+use crate::method::{Dominance, JournalEntry, Phase, Regime};
+use crate::metric::{Metric, Percentile};
 
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct Profile {

@@ -5,7 +5,8 @@
 use chrono::NaiveDate;
 use serde::Serialize;
 
-use crate::method::{Metric, Phase, Verdict};
+use crate::method::{Phase, Verdict};
+use crate::metric::Metric;
 use crate::FieldError;
 
 /// Longest accepted query text, in characters.
