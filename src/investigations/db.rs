@@ -216,6 +216,23 @@ pub async fn save_step(
     if let Some(skip) = skip {
         record_skip(&mut tx, id, user, step, skip.missing, skip.reason).await?;
     }
+    // A save of exactly what is stored (the form sent again after Back, a retried API
+    // call) changes nothing: no new version, no history line, whatever version it
+    // started from. Only new evidence is still linked.
+    let unchanged: Option<i32> = sqlx::query_scalar(
+        "SELECT version FROM investigation_steps \
+         WHERE investigation_id = $1 AND step = $2 AND data = $3 FOR UPDATE",
+    )
+    .bind(id)
+    .bind(i16::from(step))
+    .bind(data)
+    .fetch_optional(&mut *tx)
+    .await?;
+    if let Some(version) = unchanged {
+        link_and_log_evidence(&mut tx, id, user, step, evidence).await?;
+        tx.commit().await?;
+        return Ok(StepSaved::Saved(version));
+    }
     // The version check is in the upsert itself: ON CONFLICT locks the row and sees the
     // newest committed version, so two saves from the same version cannot both pass.
     let version: Option<i32> = sqlx::query_scalar(
@@ -259,14 +276,26 @@ pub async fn save_step(
         "step_updated"
     };
     log(&mut tx, id, user, action, Some(step), summary).await?;
-    if let Some(artifact) = evidence {
-        if link_evidence(&mut tx, id, step, artifact, user).await? {
-            let line = format!("step {step} filled from artifact {artifact}");
-            log(&mut tx, id, user, "evidence", Some(step), &line).await?;
-        }
-    }
+    link_and_log_evidence(&mut tx, id, user, step, evidence).await?;
     tx.commit().await?;
     Ok(StepSaved::Saved(version))
+}
+
+/// Links the artifact that filled the step, with a history line when the link is new.
+async fn link_and_log_evidence(
+    tx: &mut Transaction<'_, Postgres>,
+    id: i64,
+    user: i64,
+    step: u8,
+    evidence: Option<i64>,
+) -> sqlx::Result<()> {
+    if let Some(artifact) = evidence {
+        if link_evidence(tx, id, step, artifact, user).await? {
+            let line = format!("step {step} filled from artifact {artifact}");
+            log(tx, id, user, "evidence", Some(step), &line).await?;
+        }
+    }
+    Ok(())
 }
 
 /// A saved version of a step's record, with who saved it.

@@ -549,6 +549,35 @@ async fn history_says_who_changed_what() {
     assert_eq!(p.select(".rail-step[data-step='1'] .state"), ["done"]);
 }
 
+/// Back and the same form sent again (with the version it was opened at), or the same
+/// save twice, changes nothing: one history line, version 1, no conflict.
+#[tokio::test]
+async fn saving_a_step_again_unchanged_adds_no_history_line() {
+    let (mut app, url) = app_with_investigation().await;
+    let mut fields = ITL_24_MS.to_vec();
+    fields.push(("version", "0"));
+    save(&mut app, &url, 1, &fields).await;
+    save(&mut app, &url, 1, &fields).await;
+    save(&mut app, &url, 1, ITL_24_MS).await;
+    let p = app.get(&url).await;
+    assert_eq!(p.select(".history li.event-step_recorded").len(), 1);
+    assert_eq!(p.select(".history li.event-step_updated").len(), 0);
+    let id: i64 = url.rsplit('/').next().unwrap().parse().unwrap();
+    let version: i32 = sqlx::query_scalar(
+        "SELECT version FROM investigation_steps WHERE investigation_id = $1 AND step = 1",
+    )
+    .bind(id)
+    .fetch_one(&app.pool)
+    .await
+    .unwrap();
+    assert_eq!(version, 1);
+    // A real change from the old version is still a conflict, and nothing is lost.
+    let mut changed = fields.clone();
+    changed[2] = ("observed", "30");
+    let r = app.post_form(&format!("{url}/steps/1"), &changed).await;
+    assert_eq!(r.status, StatusCode::CONFLICT, "{}", r.body);
+}
+
 #[tokio::test]
 async fn an_estimate_attached_to_a_step_shows_the_gap_to_explain() {
     let (mut app, url) = app_with_investigation().await;
