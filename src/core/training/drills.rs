@@ -388,7 +388,25 @@ fn candidate(estimator: &str, d: &mut Dice) -> BTreeMap<String, Value> {
         }
         _ => {}
     }
+    if needs_model {
+        state_dtypes(estimator, &mut m);
+    }
     m
+}
+
+/// States every dtype the estimator reads and the drill left at its default (weights,
+/// KV cache, activations): the figures depend on them, so the learner must see them.
+fn state_dtypes(estimator: &str, m: &mut BTreeMap<String, Value>) {
+    let Some(info) = crate::estimate::find(estimator) else {
+        return;
+    };
+    for f in info.fields {
+        if matches!(f.name, "weight_dtype" | "kv_dtype" | "activation_dtype") {
+            if let (false, Some(default)) = (m.contains_key(f.name), f.default) {
+                put(m, f.name, json!(default));
+            }
+        }
+    }
 }
 
 /// What the learner sent: the asked value, and any intermediate values by line key.
@@ -584,6 +602,35 @@ mod tests {
                     assert!(
                         d.steps().iter().any(|l| l.key == d.asks.key)
                             || chain.lines.iter().all(|l| l.key != d.asks.key)
+                    );
+                }
+            }
+        }
+    }
+
+    /// Every drill on a model states each dtype its estimator reads.
+    #[test]
+    fn every_model_drill_states_the_dtypes_its_estimator_reads() {
+        for info in crate::estimate::registry() {
+            let reads: Vec<&str> = info
+                .fields
+                .iter()
+                .map(|f| f.name)
+                .filter(|n| n.ends_with("_dtype"))
+                .collect();
+            if reads.is_empty() {
+                continue;
+            }
+            for seed in 0..5 {
+                let Some(d) = generate(info.name, seed, Level::Chain) else {
+                    continue;
+                };
+                for name in &reads {
+                    assert!(
+                        d.inputs.contains_key(*name),
+                        "{} seed {seed}: {name} not stated in {:?}",
+                        info.name,
+                        d.inputs
                     );
                 }
             }
