@@ -10,7 +10,7 @@ pub mod transfer;
 
 pub use documents::refresh;
 pub use find::{SearchOutcome, Searcher};
-pub use similar::{similar_to, SimilarItem};
+pub use similar::{is_indexing, similar_to, SimilarItem};
 
 use crate::core::recall::query::SearchQuery;
 use crate::error::{AppError, Result};

@@ -74,6 +74,18 @@ const COLUMNS: &str = "d.kind, d.source_id, x.title, x.url, d.doc_date, x.diagno
      x.text_a, d.metric, d.percentile, d.phase, d.regime, d.verdict, d.model, d.gpu, d.engine, \
      d.engine_version, d.prompt_tokens, d.output_tokens, d.investigation_id";
 
+/// Whether a change to the subject still waits for the background indexer (then its
+/// list may be out of date for about a second).
+pub async fn is_indexing(pool: &PgPool, kind: &str, id: i64) -> sqlx::Result<bool> {
+    sqlx::query_scalar(
+        "SELECT EXISTS (SELECT 1 FROM search_stale WHERE kind = $1 AND source_id = $2)",
+    )
+    .bind(kind)
+    .bind(id)
+    .fetch_one(pool)
+    .await
+}
+
 /// What the list is for, when there is one: `None` when the subject does not exist;
 /// an empty list when its metric (or, for an investigation, its phase) is unknown, or
 /// when it exists but the search index has not caught up with it yet (it is indexed in

@@ -299,26 +299,71 @@ struct SimilarPartial {
     not_ready: Option<&'static str>,
     empty: &'static str,
     items: Vec<SimilarItem>,
+    /// While the subject's last change waits for the indexer: the address to ask again
+    /// in a second (the fragment replaces itself), at most [`POLLS`] times.
+    poll: Option<String>,
 }
 
-async fn seen_before(State(state): State<AppState>, Path(id): Path<i64>) -> Result<Response> {
+/// How often a "seen before" or "related" fragment asks again while the index catches up
+/// (it does within about a second of a save).
+const POLLS: u32 = 10;
+
+/// How many times the fragment has asked (`?poll=N`, set by the fragment itself; anything
+/// unreadable counts as the last time).
+fn polls_done(raw: Option<&str>) -> u32 {
+    serde_urlencoded::from_str::<Vec<(String, String)>>(raw.unwrap_or(""))
+        .ok()
+        .and_then(|pairs| pairs.into_iter().find(|(k, _)| k == "poll"))
+        .map_or(0, |(_, v)| v.parse().unwrap_or(POLLS))
+}
+
+/// The next address to poll while the subject is being indexed, if any polls are left.
+async fn next_poll(
+    state: &AppState,
+    kind: &str,
+    id: i64,
+    path: String,
+    done: u32,
+) -> Result<Option<String>> {
+    let indexing = search::is_indexing(&state.pool, kind, id).await?;
+    Ok((indexing && done < POLLS).then(|| format!("{path}?poll={}", done + 1)))
+}
+
+async fn seen_before(
+    State(state): State<AppState>,
+    Path(id): Path<i64>,
+    RawQuery(raw): RawQuery,
+) -> Result<Response> {
     let (profile, items) = search::similar_to(&state.pool, "investigation", id)
         .await?
         .ok_or_else(|| AppError::not_found(format!("there is no investigation {id}")))?;
     let not_ready = (profile.metric.is_none() || profile.phase.is_none()).then_some(
         "Once step 1 (the metric) and step 2 (the phases) are recorded, past investigations with the same symptom show here.",
     );
+    let poll = next_poll(
+        &state,
+        "investigation",
+        id,
+        format!("/investigations/{id}/similar"),
+        polls_done(raw.as_deref()),
+    )
+    .await?;
     Ok(render(&SimilarPartial {
         heading: "Seen before",
         anchor: "seen-before",
         not_ready,
         empty: "Nothing like it on record: no past investigation or entry shares this metric and dominant phase.",
         items,
+        poll,
     })?
     .into_response())
 }
 
-async fn related_entries(State(state): State<AppState>, Path(id): Path<i64>) -> Result<Response> {
+async fn related_entries(
+    State(state): State<AppState>,
+    Path(id): Path<i64>,
+    RawQuery(raw): RawQuery,
+) -> Result<Response> {
     let (profile, items) = search::similar_to(&state.pool, "journal", id)
         .await?
         .ok_or_else(|| AppError::not_found(format!("there is no journal entry {id}")))?;
@@ -331,6 +376,14 @@ async fn related_entries(State(state): State<AppState>, Path(id): Path<i64>) -> 
         not_ready,
         empty: "No other investigation or entry shares this symptom yet.",
         items,
+        poll: next_poll(
+            &state,
+            "journal",
+            id,
+            format!("/journal/{id}/related"),
+            polls_done(raw.as_deref()),
+        )
+        .await?,
     })?
     .into_response())
 }

@@ -1475,3 +1475,61 @@ async fn admins_extend_the_thesaurus_on_the_page_and_through_the_api() {
         StatusCode::FORBIDDEN
     );
 }
+
+/// Right after a save, "seen before" may be built before the index has the change: the
+/// fragment then asks again by itself a second later (no reload), at most ten times, and
+/// stops asking once the index has caught up.
+#[tokio::test]
+async fn seen_before_asks_again_while_the_index_catches_up() {
+    use tower::ServiceExt;
+    let (mut app, token) = admin().await;
+    let queue = json!({"queue_wait": {"p50": 1000, "p95": 2900, "p99": 3400}, "prefill": {"p50": 50, "p95": 90, "p99": 120}});
+    let setup = json!({"model": "llama-3.1-8b", "gpu_type": "h100-sxm"});
+    investigation(
+        &mut app,
+        &token,
+        "Queue at peak",
+        setup.clone(),
+        "ttft",
+        queue.clone(),
+    )
+    .await;
+    let subject = investigation(&mut app, &token, "Queue again", setup, "ttft", queue).await;
+    // The subject's last save waits for the indexer (the app's requests would catch up
+    // first, so this one goes to the router as it is).
+    sqlx::query("INSERT INTO search_stale (kind, source_id) VALUES ('investigation', $1) ON CONFLICT DO NOTHING")
+        .bind(subject)
+        .execute(&app.pool)
+        .await
+        .unwrap();
+    let fragment = |query: &str| {
+        axum::http::Request::get(format!("/investigations/{subject}/similar{query}"))
+            .header(axum::http::header::COOKIE, app.cookie.clone().unwrap())
+            .body(axum::body::Body::empty())
+            .unwrap()
+    };
+    let read = |res: axum::response::Response| async move {
+        let bytes = axum::body::to_bytes(res.into_body(), usize::MAX)
+            .await
+            .unwrap();
+        String::from_utf8(bytes.to_vec()).unwrap()
+    };
+    let busy = read(app.app.clone().oneshot(fragment("")).await.unwrap()).await;
+    assert!(
+        busy.contains(&format!(
+            "hx-get=\"/investigations/{subject}/similar?poll=1\""
+        )) && busy.contains("hx-trigger=\"load delay:1s\""),
+        "{busy}"
+    );
+    let last = read(app.app.clone().oneshot(fragment("?poll=10")).await.unwrap()).await;
+    assert!(
+        !last.contains("hx-get"),
+        "polling stops after ten asks: {last}"
+    );
+    // Caught up: the list, and no more asking.
+    let page = app
+        .get(&format!("/investigations/{subject}/similar?poll=1"))
+        .await;
+    assert!(!page.body.contains("hx-get"), "{}", page.body);
+    assert_eq!(page.select(".similar-item a"), ["Queue at peak"]);
+}
