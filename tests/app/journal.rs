@@ -60,51 +60,6 @@ async fn finished_investigation(app: &mut TestApp) -> String {
     url
 }
 
-fn value(reply: &common::Reply, css: &str) -> String {
-    let html = reply.html();
-    let sel = scraper::Selector::parse(css).unwrap();
-    let el = html
-        .select(&sel)
-        .next()
-        .unwrap_or_else(|| panic!("no {css}"));
-    match el.value().name() {
-        "textarea" => el.text().collect(),
-        _ => el.value().attr("value").unwrap_or_default().to_string(),
-    }
-}
-
-/// The edit form's fields as they are, with some replaced.
-fn edit_fields(
-    page: &common::Reply,
-    changes: &[(&str, &str)],
-    action: &str,
-) -> Vec<(String, String)> {
-    let mut fields: Vec<(String, String)> = [
-        "title",
-        "date",
-        "symptom",
-        "workload",
-        "baseline",
-        "diagnosis",
-        "change",
-        "result",
-        "quality",
-        "effort",
-        "version",
-    ]
-    .iter()
-    .map(|n| {
-        let css = format!("[name={n}]");
-        (n.to_string(), value(page, &css))
-    })
-    .collect();
-    for (k, v) in changes {
-        fields.iter_mut().find(|(n, _)| n == k).unwrap().1 = v.to_string();
-    }
-    fields.push(("action".into(), action.into()));
-    fields
-}
-
 async fn post(app: &mut TestApp, path: &str, fields: &[(String, String)]) -> common::Reply {
     let refs: Vec<(&str, &str)> = fields
         .iter()
@@ -129,17 +84,19 @@ async fn step_7_drafts_the_entry_which_is_listed_once_published() {
 
     let page = app.get(&edit).await;
     assert_eq!(
-        value(&page, "[name=symptom]"),
+        common::form_value(&page, "[name=symptom]"),
         "p95 TTFT 3,200 ms vs target 800 ms (4.0× over)"
     );
-    assert!(value(&page, "[name=diagnosis]").starts_with("Queue wait dominates the p95 TTFT"));
-    assert!(value(&page, "[name=result]").contains("p95 TTFT 780 ms (was 3,200 ms, -75.6%)"));
+    assert!(common::form_value(&page, "[name=diagnosis]")
+        .starts_with("Queue wait dominates the p95 TTFT"));
+    assert!(common::form_value(&page, "[name=result]")
+        .contains("p95 TTFT 780 ms (was 3,200 ms, -75.6%)"));
     assert_eq!(
-        value(&page, "[name=quality]"),
+        common::form_value(&page, "[name=quality]"),
         "200 paired generations identical"
     );
     assert_eq!(
-        value(&page, "[name=workload]"),
+        common::form_value(&page, "[name=workload]"),
         "prompt tokens mean 1,800; 45 req/s"
     );
 
@@ -149,7 +106,7 @@ async fn step_7_drafts_the_entry_which_is_listed_once_published() {
     assert_eq!(list.select(".drafts li a"), ["Queue-bound TTFT at peak"]);
 
     let entry_path = edit.trim_end_matches("/edit").to_string();
-    let fields = edit_fields(&page, &[("effort", "35 minutes")], "publish");
+    let fields = common::journal_edit_fields(&page, &[("effort", "35 minutes")], "publish");
     let r = post(&mut app, &entry_path, &fields).await;
     assert_eq!(r.status, StatusCode::SEE_OTHER, "{}", r.body);
 
@@ -251,9 +208,9 @@ async fn a_stale_save_gets_409_shows_what_changed_and_overwrites_nothing() {
     // Both open the editor at version 1.
     let ada_page = app.get(&format!("{path}/edit")).await;
     let bob_page = bob.get(&format!("{path}/edit")).await;
-    assert_eq!(value(&ada_page, "[name=version]"), "1");
+    assert_eq!(common::form_value(&ada_page, "[name=version]"), "1");
 
-    let ada_fields = edit_fields(
+    let ada_fields = common::journal_edit_fields(
         &ada_page,
         &[("diagnosis", "nginx buffered the SSE stream")],
         "save",
@@ -263,7 +220,8 @@ async fn a_stale_save_gets_409_shows_what_changed_and_overwrites_nothing() {
         StatusCode::SEE_OTHER
     );
 
-    let bob_fields = edit_fields(&bob_page, &[("result", "client p95 TTFT 0.62 s")], "save");
+    let bob_fields =
+        common::journal_edit_fields(&bob_page, &[("result", "client p95 TTFT 0.62 s")], "save");
     let r = post(&mut bob, &path, &bob_fields).await;
     assert_eq!(r.status, StatusCode::CONFLICT);
     assert_eq!(
@@ -276,8 +234,11 @@ async fn a_stale_save_gets_409_shows_what_changed_and_overwrites_nothing() {
     );
     assert!(r.select(".conflict p strong")[0].contains("ada saved this entry"));
     // Bob's text is kept in the form, now on the current version.
-    assert_eq!(value(&r, "[name=result]"), "client p95 TTFT 0.62 s");
-    assert_eq!(value(&r, "[name=version]"), "2");
+    assert_eq!(
+        common::form_value(&r, "[name=result]"),
+        "client p95 TTFT 0.62 s"
+    );
+    assert_eq!(common::form_value(&r, "[name=version]"), "2");
 
     let (diagnosis, result, version): (String, String, i32) =
         sqlx::query_as("SELECT diagnosis, result, version FROM journal_entries")
@@ -289,7 +250,7 @@ async fn a_stale_save_gets_409_shows_what_changed_and_overwrites_nothing() {
     assert_eq!(version, 2);
 
     // Saving again from the conflict page is a deliberate overwrite of version 2.
-    let fields: Vec<(String, String)> = edit_fields(&r, &[], "save");
+    let fields: Vec<(String, String)> = common::journal_edit_fields(&r, &[], "save");
     assert_eq!(
         post(&mut bob, &path, &fields).await.status,
         StatusCode::SEE_OTHER
@@ -495,7 +456,7 @@ async fn a_published_entry_offers_to_resolve_its_investigation_in_one_post() {
         .is_empty());
 
     let page = app.get(&edit).await;
-    let fields = edit_fields(&page, &[], "publish");
+    let fields = common::journal_edit_fields(&page, &[], "publish");
     let r = post(&mut app, &entry_path, &fields).await;
     assert_eq!(r.status, StatusCode::SEE_OTHER, "{}", r.body);
 
@@ -579,7 +540,7 @@ async fn publishing_needs_the_four_sections_and_a_draft_may_be_partial() {
     assert_eq!(r.status, StatusCode::SEE_OTHER, "{}", r.body);
     let path = r.location().unwrap().to_string();
     let page = app.get(&format!("{path}/edit")).await;
-    let fields = edit_fields(
+    let fields = common::journal_edit_fields(
         &page,
         &[
             ("symptom", "p99 ITL 140 ms vs target 60 ms"),
@@ -599,7 +560,7 @@ async fn publishing_needs_the_four_sections_and_a_draft_may_be_partial() {
 
     // Emptying a published entry's RESULT is refused and changes nothing.
     let page = app.get(&format!("{path}/edit")).await;
-    let fields = edit_fields(&page, &[("result", " ")], "save");
+    let fields = common::journal_edit_fields(&page, &[("result", " ")], "save");
     let r = post(&mut app, &path, &fields).await;
     assert_eq!(r.status, StatusCode::UNPROCESSABLE_ENTITY);
     assert_eq!(r.select(".field-error[data-field=result]").len(), 1);

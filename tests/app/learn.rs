@@ -23,13 +23,7 @@ async fn app() -> (TestApp, String, String) {
 }
 
 async fn seed_demo(app: &TestApp) -> Vec<i64> {
-    let owner = perfjournal::investigations::seed::default_owner(&app.pool)
-        .await
-        .unwrap()
-        .unwrap();
-    perfjournal::investigations::seed::seed_demo(&app.pool, owner)
-        .await
-        .unwrap();
+    app.seed_demo().await;
     sqlx::query_scalar("SELECT id FROM investigations WHERE demo_key IS NOT NULL ORDER BY id")
         .fetch_all(&app.pool)
         .await

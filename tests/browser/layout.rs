@@ -21,13 +21,7 @@ async fn upload(app: &mut TestApp, token: &str, name: &str, body: Vec<u8>) -> i6
 /// The pages to check, seeded: the demo investigations, one with a long kernel name in
 /// step 5, and analysed artifacts (real fixtures when available) with charts.
 async fn seed(app: &mut TestApp) -> Vec<(String, String)> {
-    let owner = perfjournal::investigations::seed::default_owner(&app.pool)
-        .await
-        .unwrap()
-        .unwrap();
-    perfjournal::investigations::seed::seed_demo(&app.pool, owner)
-        .await
-        .unwrap();
+    app.seed_demo().await;
     let r = app
         .post_form(
             "/investigations",
@@ -237,4 +231,113 @@ async fn pages_fit_a_phone_and_a_desktop_without_console_errors() {
     b.wait_text("main h1", "Journal").await;
     assert!(b.console_errors().await.is_empty());
     b.quit().await;
+}
+
+/// At 390 px, step 6's ranked fixes show every column (Gain per day included) as a card
+/// per fix, inside the screen; the journal's conflict table gives "Your text" room: the
+/// full width on a phone, an even share beside "Now saved" on a desktop.
+#[tokio::test]
+async fn step_6_and_the_conflict_table_show_every_column_on_a_phone() {
+    let mut app = spawn_app().await;
+    app.setup_admin("ada").await;
+    let test = "step_6_and_the_conflict_table_show_every_column_on_a_phone";
+    app.seed_demo().await;
+    let inv: i64 = sqlx::query_scalar(
+        "SELECT investigation_id FROM investigation_steps WHERE step = 6 ORDER BY investigation_id LIMIT 1",
+    )
+    .fetch_one(&app.pool)
+    .await
+    .unwrap();
+    let entry: i64 = sqlx::query_scalar("SELECT id FROM journal_entries ORDER BY id LIMIT 1")
+        .fetch_one(&app.pool)
+        .await
+        .unwrap();
+    let Some(b) = browser::start(&app, test).await else {
+        return;
+    };
+    b.sign_in("ada").await;
+
+    b.driver.set_window_rect(0, 0, 390, 900).await.unwrap();
+    b.goto(&format!("/investigations/{inv}/steps/6")).await;
+    settle(&b).await;
+    let outside = number(
+        &b,
+        "const cells = [...document.querySelectorAll('table.ranked-fixes td.gain-per-day')];
+         if (!cells.length) return -1;
+         return cells.filter(c => { const r = c.getBoundingClientRect();
+           return r.width === 0 || r.right > window.innerWidth + 1 || r.left < 0; }).length;",
+    )
+    .await;
+    assert_eq!(
+        outside, 0.0,
+        "every fix's Gain per day is on screen (-1: no fixes shown)"
+    );
+    let label = b
+        .driver
+        .execute(
+            "const c = document.querySelector('table.ranked-fixes td.gain-per-day');
+             return getComputedStyle(c, '::before').content;",
+            vec![],
+        )
+        .await
+        .unwrap();
+    assert!(
+        label.json().as_str().unwrap_or("").contains("Gain per day"),
+        "{:?}",
+        label.json()
+    );
+
+    // A conflict: the page is opened, someone else saves, then this form is sent.
+    b.driver.set_window_rect(0, 0, 1400, 900).await.unwrap();
+    b.goto(&format!("/journal/{entry}/edit")).await;
+    settle(&b).await;
+    let edit = app.get(&format!("/journal/{entry}/edit")).await;
+    let diagnosis = format!(
+        "{} (edited elsewhere)",
+        common::form_value(&edit, "[name=diagnosis]")
+    );
+    let fields = common::journal_edit_fields(&edit, &[("diagnosis", &diagnosis)], "save");
+    let pairs: Vec<(&str, &str)> = fields
+        .iter()
+        .map(|(k, v)| (k.as_str(), v.as_str()))
+        .collect();
+    let r = app.post_form(&format!("/journal/{entry}"), &pairs).await;
+    assert!(
+        r.status.is_redirection(),
+        "the other save: {} {}",
+        r.status,
+        r.body
+    );
+    let diagnosis = b.driver.find(By::Css("[name='diagnosis']")).await.unwrap();
+    diagnosis
+        .send_keys(" Mine: a much longer explanation of what the step showed and why.")
+        .await
+        .unwrap();
+    b.driver
+        .find(By::Css("form.entry-form button[value=save]"))
+        .await
+        .unwrap()
+        .click()
+        .await
+        .unwrap();
+    settle(&b).await;
+    let share = number(
+        &b,
+        "const t = document.querySelector('table.conflict-fields');
+         const y = t && t.querySelector('td.yours');
+         return y ? y.getBoundingClientRect().width / t.getBoundingClientRect().width : -1;",
+    )
+    .await;
+    assert!(
+        share >= 0.35,
+        "Your text takes {share} of the table at 1400 px"
+    );
+    b.driver.set_window_rect(0, 0, 390, 900).await.unwrap();
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let width = number(
+        &b,
+        "return document.querySelector('table.conflict-fields td.yours').getBoundingClientRect().width",
+    )
+    .await;
+    assert!(width >= 250.0, "Your text is {width} px wide at 390 px");
 }

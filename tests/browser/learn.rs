@@ -41,13 +41,7 @@ async fn a_viewer_works_a_drill_and_replays_an_investigation_in_a_browser() {
     let mut app = spawn_app().await;
     app.setup_admin("ada").await;
     app.add_user("vic", Role::Viewer).await;
-    let owner = perfjournal::investigations::seed::default_owner(&app.pool)
-        .await
-        .unwrap()
-        .unwrap();
-    perfjournal::investigations::seed::seed_demo(&app.pool, owner)
-        .await
-        .unwrap();
+    app.seed_demo().await;
     let test = "a_viewer_works_a_drill_and_replays_an_investigation_in_a_browser";
     let Some(b) = browser::start(&app, test).await else {
         return;

@@ -565,3 +565,49 @@ pub fn peak_rss_mib(pid: &str) -> u64 {
         .and_then(|kb| kb.parse::<u64>().ok())
         .map_or(0, |kb| kb / 1024)
 }
+
+/// The value a form field holds on a page (a textarea's text, an input's value).
+pub fn form_value(reply: &Reply, css: &str) -> String {
+    let html = reply.html();
+    let sel = scraper::Selector::parse(css).unwrap();
+    let el = html
+        .select(&sel)
+        .next()
+        .unwrap_or_else(|| panic!("no {css}"));
+    match el.value().name() {
+        "textarea" => el.text().collect(),
+        _ => el.value().attr("value").unwrap_or_default().to_string(),
+    }
+}
+
+/// The edit form's fields as they are, with some replaced.
+pub fn journal_edit_fields(
+    page: &Reply,
+    changes: &[(&str, &str)],
+    action: &str,
+) -> Vec<(String, String)> {
+    let mut fields: Vec<(String, String)> = [
+        "title",
+        "date",
+        "symptom",
+        "workload",
+        "baseline",
+        "diagnosis",
+        "change",
+        "result",
+        "quality",
+        "effort",
+        "version",
+    ]
+    .iter()
+    .map(|n| {
+        let css = format!("[name={n}]");
+        (n.to_string(), form_value(page, &css))
+    })
+    .collect();
+    for (k, v) in changes {
+        fields.iter_mut().find(|(n, _)| n == k).unwrap().1 = v.to_string();
+    }
+    fields.push(("action".into(), action.into()));
+    fields
+}
