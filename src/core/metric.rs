@@ -213,6 +213,53 @@ impl MetricReading {
     }
 }
 
+/// A second metric the change moved (a trade-off), with its own before and after at its
+/// own percentile: "p95 TTFT of prompts over 16k tokens 1.9 s → 2.6 s".
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct TradeOff {
+    pub before: MetricReading,
+    pub after: MetricReading,
+    /// Which requests it is about, in the engineer's words (may be empty).
+    #[serde(default)]
+    pub scope: String,
+}
+
+impl TradeOff {
+    /// Change from before to after, in % of before.
+    pub fn change_pct(&self) -> f64 {
+        (self.after.value - self.before.value) / self.before.value * 100.0
+    }
+
+    /// How the metric moved for the service: better, worse or unchanged (within 1 %).
+    pub fn verdict(&self) -> &'static str {
+        let pct = self.change_pct();
+        if pct.abs() < 1.0 {
+            "unchanged"
+        } else if (pct > 0.0) == self.after.metric.higher_is_better() {
+            "better"
+        } else {
+            "worse"
+        }
+    }
+
+    /// "p95 TTFT (prompts over 16k tokens) 1.90 s → 2.60 s (+36.8%, worse)".
+    pub fn line(&self) -> String {
+        let scope = match self.scope.trim() {
+            "" => String::new(),
+            s => format!(" ({s})"),
+        };
+        format!(
+            "{} {}{scope} {} → {} ({:+.1}%, {})",
+            self.after.percentile.slug(),
+            self.after.metric.short_label(),
+            format_value(self.before.value, self.before.unit),
+            format_value(self.after.value, self.after.unit),
+            self.change_pct(),
+            self.verdict()
+        )
+    }
+}
+
 /// The metric an investigation must move, and by how much.
 ///
 /// Gap ratio `g = observed / target` for lower-is-better metrics and
@@ -682,6 +729,27 @@ mod tests {
     #[test]
     fn metric_properties() {
         assert!(Metric::Throughput.higher_is_better());
+        let ttft = |value| MetricReading {
+            metric: Metric::Ttft,
+            percentile: Percentile::P95,
+            value,
+            unit: Unit::Ms,
+        };
+        let t = TradeOff {
+            before: ttft(1900.0),
+            after: ttft(2600.0),
+            scope: "prompts over 16k tokens".into(),
+        };
+        assert_eq!(t.verdict(), "worse");
+        assert_eq!(
+            t.line(),
+            "p95 TTFT (prompts over 16k tokens) 1,900 ms → 2,600 ms (+36.8%, worse)"
+        );
+        let faster = TradeOff {
+            after: ttft(1000.0),
+            ..t.clone()
+        };
+        assert_eq!(faster.verdict(), "better");
         assert!(!Metric::CostPerMillion.higher_is_better());
         assert_eq!(Metric::from_slug("queue-wait"), Some(Metric::QueueWait));
         assert_eq!(serde_json::to_string(&Unit::TokPerS).unwrap(), "\"tok/s\"");

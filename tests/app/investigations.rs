@@ -247,12 +247,65 @@ async fn each_step_computes_what_it_promises() {
         ("quality", "200 paired generations identical"),
         ("effort", "30 minutes"),
     ]);
+    after.extend([
+        ("tradeoff.metric", "itl"),
+        ("tradeoff.percentile", "p99"),
+        ("tradeoff.before", "52"),
+        ("tradeoff.after", "61 ms"),
+        ("tradeoff.scope", "all requests"),
+    ]);
     save(&mut app, &url, 7, &after).await;
     let p = app.get(&format!("{url}/steps/7")).await;
+    assert_eq!(
+        p.select(".tradeoff-line"),
+        ["Trade-off: p99 ITL (all requests) 52.0 ms → 61.0 ms (+17.3%, worse)"]
+    );
+    // The form gives the trade-off back for an edit.
+    let sel = scraper::Selector::parse("input[name='tradeoff.after']").unwrap();
+    assert_eq!(
+        p.html().select(&sel).next().unwrap().value().attr("value"),
+        Some("61")
+    );
     assert_eq!(p.select(".config-diff-ok").len(), 1, "{}", p.body);
     assert_eq!(p.select(".config-diff-warning").len(), 0);
     assert_eq!(p.select(".verdict"), ["Confirmed"]);
     assert!(p.select(".before-after")[0].contains("p95 TTFT 780 ms after (-75.6%)"));
+
+    // The drafted RESULT carries it; the API saves and returns the same shape.
+    let r = app.post_form(&format!("{url}/journal"), &[]).await;
+    let draft = app.get(r.location().unwrap()).await;
+    assert!(
+        draft
+            .body
+            .contains("trade-off: p99 ITL (all requests) 52.0 ms → 61.0 ms (+17.3%, worse)"),
+        "{}",
+        draft.body
+    );
+    let token = app.api_token("ada").await;
+    let id = url.rsplit('/').next().unwrap();
+    let mut body = serde_json::json!({
+        "change": "enable chunked prefill", "after_value": 780, "quality": "identical",
+        "tradeoff": {"metric": "ttft", "percentile": "p95", "before": "1.9 s", "after": "2.6 s"}
+    });
+    for (k, v) in &after {
+        if let Some(field) = k.strip_prefix("after_config.") {
+            body["after_config"][field] = serde_json::json!(v);
+        }
+    }
+    let r = app
+        .api(
+            "PUT",
+            &format!("/api/v1/investigations/{id}/steps/7"),
+            &token,
+            Some(body),
+        )
+        .await;
+    assert_eq!(r.status, StatusCode::OK, "{}", r.body);
+    let p = app.get(&format!("{url}/steps/7")).await;
+    assert_eq!(
+        p.select(".tradeoff-line"),
+        ["Trade-off: p95 TTFT 1,900 ms → 2,600 ms (+36.8%, worse)"]
+    );
 
     // Every step done, and the overview lists what each found.
     let p = app.get(&url).await;

@@ -423,6 +423,8 @@ pub struct DraftInput<'a> {
     pub verdict: Option<Verdict>,
     pub quality: &'a str,
     pub effort: &'a str,
+    /// Step 7: a second metric the change moved.
+    pub tradeoff: Option<&'a crate::metric::TradeOff>,
 }
 
 /// Build an entry from the steps' data; the engineer edits it afterwards.
@@ -469,6 +471,9 @@ pub fn draft(input: &DraftInput) -> JournalEntry {
         .collect();
     if let Some(v) = input.verdict {
         result.push(format!("verdict: {}", v.label().to_lowercase()));
+    }
+    if let Some(t) = input.tradeoff {
+        result.push(format!("trade-off: {}", t.line()));
     }
 
     JournalEntry {

@@ -88,6 +88,9 @@ pub struct ChangeStep {
     pub findings: String,
     pub quality: String,
     pub effort: String,
+    /// A second metric the change moved, with its own before/after (e.g. the ITL fix
+    /// made long prompts' TTFT worse); carried into the journal's RESULT.
+    pub tradeoff: Option<crate::metric::TradeOff>,
 }
 
 /// Everything recorded so far, one slot per step.
@@ -694,6 +697,7 @@ fn parse_change(pairs: &Pairs, unit: Option<Unit>) -> Result<ChangeStep, Vec<Fie
             "Say how output quality was checked to be unchanged, e.g. \"200 paired generations identical\"",
         ));
     }
+    let tradeoff = parse_tradeoff(pairs, &mut errors);
     if !errors.is_empty() {
         return Err(errors);
     }
@@ -705,6 +709,57 @@ fn parse_change(pairs: &Pairs, unit: Option<Unit>) -> Result<ChangeStep, Vec<Fie
         findings: pairs.text("findings"),
         quality,
         effort: pairs.text("effort"),
+        tradeoff,
+    })
+}
+
+/// Step 7's optional second metric: `tradeoff.metric`, `tradeoff.percentile`,
+/// `tradeoff.before` and `tradeoff.after` (in the metric's unit unless typed with one),
+/// `tradeoff.scope` (which requests). All blank: none.
+fn parse_tradeoff(pairs: &Pairs, errors: &mut Vec<FieldError>) -> Option<crate::metric::TradeOff> {
+    use crate::metric::{Metric, MetricReading, Percentile, TradeOff};
+    if !pairs.any_with_prefix("tradeoff.") {
+        return None;
+    }
+    let metric = pairs.get("tradeoff.metric").and_then(Metric::from_slug);
+    if metric.is_none() {
+        errors.push(FieldError::new(
+            "tradeoff.metric",
+            "Choose the second metric the change moved: ttft, itl, tpot, e2e, throughput, \
+             queue_wait or cost_per_million",
+        ));
+    }
+    let percentile = pairs.get("tradeoff.percentile").and_then(Percentile::parse);
+    if percentile.is_none() {
+        errors.push(FieldError::new(
+            "tradeoff.percentile",
+            "Choose its percentile: p50, p90, p95 or p99",
+        ));
+    }
+    let metric = metric?;
+    let unit = metric.default_unit();
+    let mut reading = |name: &str, what: &str| {
+        let v = pairs.required(name, what, unit, errors)?;
+        if v <= 0.0 {
+            errors.push(FieldError::new(
+                name,
+                format!("{what} must be greater than 0"),
+            ));
+            return None;
+        }
+        Some(MetricReading {
+            metric,
+            percentile: percentile?,
+            value: v,
+            unit,
+        })
+    };
+    let before = reading("tradeoff.before", "The second metric before the change");
+    let after = reading("tradeoff.after", "The second metric after the change");
+    Some(TradeOff {
+        before: before?,
+        after: after?,
+        scope: pairs.text("tradeoff.scope"),
     })
 }
 
@@ -769,6 +824,25 @@ pub fn pairs_from_json(step: u8, value: &serde_json::Value) -> Pairs {
                 }
             }
             value = serde_json::Value::Object(by_phase);
+        }
+    }
+    if step == 7 {
+        // The trade-off is stored as two readings; the form (and the API) take it as
+        // one metric, one percentile and the two values in the metric's unit.
+        // (A body already in the form's shape, as the API takes it, is left as it is.)
+        if let Some(t) = value
+            .get("tradeoff")
+            .filter(|t| t["before"].is_object())
+            .cloned()
+        {
+            let at = |side: &str, key: &str| t[side][key].clone();
+            value["tradeoff"] = serde_json::json!({
+                "metric": at("before", "metric"),
+                "percentile": at("before", "percentile"),
+                "before": at("before", "value"),
+                "after": at("after", "value"),
+                "scope": t["scope"],
+            });
         }
     }
     Pairs::new(flatten(&value))
@@ -1213,6 +1287,7 @@ pub fn draft_entry(records: &Records, evaluation: &Evaluation, date: &str) -> Jo
         verdict: evaluation.change.as_ref().and_then(|c| c.verdict),
         quality: change.map_or("", |c| c.quality.as_str()),
         effort: change.map_or("", |c| c.effort.as_str()),
+        tradeoff: change.and_then(|c| c.tradeoff.as_ref()),
     });
     // A RESULT past step 6's own ceiling is flagged where the reader sees the RESULT.
     if let Some(flag) = evaluation
@@ -1762,6 +1837,86 @@ mod tests {
             panic!("step 7")
         };
         assert_eq!(c.after_value, 780.0);
+    }
+
+    /// Step 7 records a second metric the change moved, and the draft RESULT carries it
+    /// with its direction; a half-filled trade-off is refused naming the fields.
+    #[test]
+    fn step_seven_records_the_trade_off_and_the_draft_reports_it() {
+        let mut r = Records::default();
+        r.set(
+            parse_step(
+                1,
+                &pairs(&[
+                    ("metric", "itl"),
+                    ("percentile", "p99"),
+                    ("observed", "140"),
+                    ("target", "60"),
+                ]),
+            )
+            .unwrap(),
+        );
+        let step7 = [
+            ("change", "max_num_batched_tokens 2048"),
+            ("after_value", "55"),
+            ("quality", "identical"),
+            ("tradeoff.metric", "ttft"),
+            ("tradeoff.percentile", "p95"),
+            ("tradeoff.before", "1.9 s"),
+            ("tradeoff.after", "2.6 s"),
+            ("tradeoff.scope", "prompts over 16k tokens"),
+        ];
+        let record = parse_step_in(7, &pairs(&step7), &r).unwrap();
+        let StepRecord::Change(c) = &record else {
+            panic!("step 7")
+        };
+        let t = c.tradeoff.as_ref().unwrap();
+        assert_eq!((t.before.value, t.after.value), (1900.0, 2600.0));
+        r.set(record);
+        let entry = draft_entry(&r, &evaluate(&r), "2026-12-02");
+        assert!(
+            entry.result.contains(
+                "trade-off: p95 TTFT (prompts over 16k tokens) 1,900 ms → 2,600 ms (+36.8%, worse)"
+            ),
+            "{}",
+            entry.result
+        );
+        // The stored record gives back the form's fields (an edit keeps the trade-off).
+        let saved = r.change.as_ref().unwrap();
+        let form = pairs_from_json(7, &serde_json::to_value(saved).unwrap());
+        assert_eq!(form.get("tradeoff.metric"), Some("ttft"));
+        assert_eq!(form.get("tradeoff.before"), Some("1900"));
+        assert_eq!(form.get("tradeoff.scope"), Some("prompts over 16k tokens"));
+        // Old step 7 records (no trade-off) still read.
+        let old: ChangeStep =
+            serde_json::from_value(serde_json::json!({"change": "x", "after_value": 5})).unwrap();
+        assert_eq!(old.tradeoff, None);
+        // Half a trade-off: each missing part named.
+        let half = [
+            ("change", "x"),
+            ("after_value", "55"),
+            ("quality", "identical"),
+            ("tradeoff.metric", "ttft"),
+            ("tradeoff.after", "2.6 s"),
+        ];
+        let errors = parse_step_in(7, &pairs(&half), &r).unwrap_err();
+        let fields: Vec<&str> = errors.iter().map(|e| e.field.as_str()).collect();
+        assert_eq!(
+            fields,
+            ["tradeoff.percentile", "tradeoff.before"],
+            "{errors:?}"
+        );
+        let no_before = [
+            ("change", "x"),
+            ("after_value", "55"),
+            ("quality", "identical"),
+            ("tradeoff.metric", "ttft"),
+            ("tradeoff.percentile", "p95"),
+            ("tradeoff.after", "5 tokens"),
+        ];
+        let errors = parse_step_in(7, &pairs(&no_before), &r).unwrap_err();
+        let fields: Vec<&str> = errors.iter().map(|e| e.field.as_str()).collect();
+        assert_eq!(fields, ["tradeoff.before", "tradeoff.after"], "{errors:?}");
     }
 
     #[test]
