@@ -76,7 +76,8 @@ fn step_views(doc: &ReplayDoc) -> (Vec<StepView>, Records) {
         .iter()
         .map(|s| {
             let record = StepRecord::from_json(s.number, s.data.clone());
-            let view = record.as_ref().map(record_view);
+            let unit = records.metric.map(|m| m.unit);
+            let view = record.as_ref().map(|r| record_view(r, unit));
             records.set_some(record);
             StepView {
                 number: s.number,

@@ -578,6 +578,9 @@ async fn a_replay_shows_each_step_as_the_investigation_page_does() {
     assert_eq!(raw_keys(&page.body), Vec::<&str>::new());
     let fields = page.select("#step-7 .record-fields dd");
     assert!(fields.contains(&findings), "{fields:?}");
+    // The after-value in the step-1 metric's unit.
+    let after = full["steps"][7]["data"]["after_value"].as_f64().unwrap();
+    assert!(fields.contains(&format!("{after} ms")), "{fields:?}");
     let own = vic.get(&format!("/investigations/{id}/steps/7")).await;
     assert_eq!(page.select("#step-7 .verdict"), own.select(".verdict"));
     assert!(!page.select("#step-7 .verdict").is_empty());

@@ -20,7 +20,17 @@ pub struct RecordView {
 pub struct RecordTable {
     pub caption: &'static str,
     pub head: Vec<&'static str>,
+    /// The columns after the first that hold text, not numbers.
+    pub text_columns: usize,
     pub rows: Vec<Vec<String>>,
+}
+
+impl RecordTable {
+    /// Whether column `i` holds numbers (to align them right): all but the first and
+    /// the trailing text columns.
+    pub fn is_num(&self, i: &usize) -> bool {
+        *i > 0 && *i < self.head.len() - self.text_columns
+    }
 }
 
 impl Reproducible {
@@ -64,8 +74,9 @@ impl RecordView {
     }
 }
 
-/// The record of one step, labelled.
-pub fn record_view(record: &StepRecord) -> RecordView {
+/// The record of one step, labelled; `metric_unit` is step 1's unit, the one step 7's
+/// after-value is in.
+pub fn record_view(record: &StepRecord, metric_unit: Option<Unit>) -> RecordView {
     let mut v = RecordView::default();
     match record {
         StepRecord::Reproduce(c) => {
@@ -82,6 +93,7 @@ pub fn record_view(record: &StepRecord) -> RecordView {
         StepRecord::Phases(t) => v.tables.push(RecordTable {
             caption: "Per-request phase durations",
             head: vec!["Phase", "p50", "p90", "p95", "p99", "Share"],
+            text_columns: 0,
             rows: t
                 .rows
                 .iter()
@@ -107,6 +119,7 @@ pub fn record_view(record: &StepRecord) -> RecordView {
                 v.tables.push(RecordTable {
                     caption: "Top kernels (Nsight Compute)",
                     head: vec!["Kernel", "SM throughput", "DRAM throughput"],
+                    text_columns: 0,
                     rows: r
                         .kernels
                         .iter()
@@ -135,6 +148,7 @@ pub fn record_view(record: &StepRecord) -> RecordView {
         StepRecord::Kernels(k) => {
             v.tables.push(RecordTable {
                 caption: "Kernels of the phase",
+                text_columns: 1,
                 head: vec![
                     "Kernel",
                     "Share",
@@ -161,6 +175,7 @@ pub fn record_view(record: &StepRecord) -> RecordView {
         StepRecord::Fixes(f) => v.tables.push(RecordTable {
             caption: "Candidate fixes",
             head: vec!["Fix", "Share touched", "Speedup", "Effort"],
+            text_columns: 0,
             rows: f
                 .candidates
                 .iter()
@@ -178,7 +193,10 @@ pub fn record_view(record: &StepRecord) -> RecordView {
             v.field("The one change", c.change.clone());
             v.field(
                 "The step-1 metric after the change",
-                format_number(c.after_value, 2),
+                match metric_unit {
+                    Some(unit) => format_value(c.after_value, unit),
+                    None => format_number(c.after_value, 2),
+                },
             );
             v.field(
                 "Verdict",
@@ -200,17 +218,21 @@ mod tests {
 
     #[test]
     fn phases_read_as_a_labelled_table_in_milliseconds() {
-        let v = record_view(&StepRecord::Phases(PhaseTable {
-            rows: vec![PhaseRow {
-                phase: Phase::Prefill,
-                p50: 1900.0,
-                p90: None,
-                p95: Some(2400.0),
-                p99: None,
-                share: Some(0.62),
-            }],
-        }));
+        let v = record_view(
+            &StepRecord::Phases(PhaseTable {
+                rows: vec![PhaseRow {
+                    phase: Phase::Prefill,
+                    p50: 1900.0,
+                    p90: None,
+                    p95: Some(2400.0),
+                    p99: None,
+                    share: Some(0.62),
+                }],
+            }),
+            None,
+        );
         assert!(v.fields.is_empty());
+        assert!(!v.tables[0].is_num(&0) && v.tables[0].is_num(&5));
         assert_eq!(v.tables[0].head[0], "Phase");
         assert_eq!(
             v.tables[0].rows[0],
