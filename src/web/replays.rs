@@ -12,16 +12,18 @@ use axum::http::StatusCode;
 use axum::response::{IntoResponse, Redirect, Response};
 use axum::routing::{get, post};
 use axum::Router;
-use serde_json::Value;
 
 use super::drills::form_pairs;
 use super::{render, FormErrors, PageCtx};
 use crate::auth::{CurrentUser, Role};
-use crate::core::estimate;
+use crate::core::method::record::{evaluate, Evaluation, Records, StepRecord};
+use crate::core::method::record_view::{record_view, RecordView};
 use crate::error::{AppError, Result};
 use crate::investigations::replay::{replay_doc, ReplayDoc, ReplayEntry};
 use crate::state::AppState;
 use crate::training::{self, ReplayAnswer, Replayable};
+use crate::web::bubbles::BubblesView;
+use crate::web::investigations::{step_results, StepResults};
 
 pub fn routes() -> Router<AppState> {
     Router::new()
@@ -56,62 +58,36 @@ async fn list(
     .into_response())
 }
 
-/// One step as label/value rows.
+/// One revealed step: its record labelled as people read it; the page adds what was
+/// computed from it with the investigation page's own results view.
 pub struct StepView {
     pub number: u8,
     pub title: &'static str,
     pub state: &'static str,
-    pub rows: Vec<(String, String)>,
+    pub record: Option<RecordView>,
 }
 
-/// At most this many rows per step; a replay is a sketch, the investigation has it all.
-const MAX_ROWS: usize = 80;
-
-fn flatten(prefix: &str, v: &Value, out: &mut Vec<(String, String)>) {
-    match v {
-        Value::Null => {}
-        Value::Object(m) => {
-            for (k, v) in m {
-                let key = if prefix.is_empty() {
-                    k.clone()
-                } else {
-                    format!("{prefix}.{k}")
-                };
-                flatten(&key, v, out);
-            }
-        }
-        Value::Array(items) if items.iter().all(|i| !i.is_object() && !i.is_array()) => {
-            if !items.is_empty() {
-                let text: Vec<String> = items.iter().map(estimate::display).collect();
-                out.push((prefix.to_string(), text.join(", ")));
-            }
-        }
-        Value::Array(items) => {
-            for (i, item) in items.iter().enumerate() {
-                flatten(&format!("{prefix}[{}]", i + 1), item, out);
-            }
-        }
-        Value::String(s) if s.is_empty() => {}
-        other => out.push((prefix.to_string(), estimate::display(other))),
-    }
-}
-
-fn step_views(doc: &ReplayDoc) -> Vec<StepView> {
-    doc.steps
+/// The shown steps, and the records they hold (only those: what the replay hides is
+/// not in the document, so nothing computed from it can show).
+fn step_views(doc: &ReplayDoc) -> (Vec<StepView>, Records) {
+    let mut records = Records::default();
+    let steps = doc
+        .steps
         .iter()
         .map(|s| {
-            let mut rows = Vec::new();
-            flatten("", &s.data, &mut rows);
-            flatten("computed", &s.results, &mut rows);
-            rows.truncate(MAX_ROWS);
+            let record = StepRecord::from_json(s.number, s.data.clone());
+            let unit = records.metric.map(|m| m.unit);
+            let view = record.as_ref().map(|r| record_view(r, unit));
+            records.set_some(record);
             StepView {
                 number: s.number,
                 title: s.title,
                 state: s.state,
-                rows,
+                record: view,
             }
         })
-        .collect()
+        .collect();
+    (steps, records)
 }
 
 #[derive(Template)]
@@ -123,6 +99,11 @@ struct ReplayPage {
     service: String,
     symptom: String,
     steps: Vec<StepView>,
+    records: Records,
+    eval: Evaluation,
+    /// Always none: the bubble attribution stays on the investigation's page.
+    bubbles: Option<BubblesView>,
+    journal_id: Option<i64>,
     hidden: Vec<u8>,
     answer: Option<ReplayAnswer>,
     entry: Option<ReplayEntry>,
@@ -132,6 +113,8 @@ struct ReplayPage {
     next_measurement: String,
     errors: FormErrors,
 }
+
+step_results!(ReplayPage, id);
 
 async fn can_mark(state: &AppState, user: &CurrentUser, id: i64) -> Result<bool> {
     // Roles first, then ownership: an author since demoted to viewer may not.
@@ -158,10 +141,15 @@ async fn page(
     errors: FormErrors,
 ) -> Result<ReplayPage> {
     let doc = replay_doc(&state.pool, &user.0, id).await?;
+    let (steps, records) = step_views(&doc);
     Ok(ReplayPage {
         ctx,
         id,
-        steps: step_views(&doc),
+        steps,
+        eval: evaluate(&records),
+        records,
+        bubbles: None,
+        journal_id: doc.journal_entry.as_ref().map(|e| e.id),
         title: doc.title,
         service: doc.service,
         symptom: doc.symptom,

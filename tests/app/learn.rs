@@ -490,6 +490,102 @@ async fn a_replay_hides_steps_three_to_seven_and_the_entry_until_the_answer() {
     assert_eq!(r.status, StatusCode::NOT_FOUND);
 }
 
+/// Flattened record keys in a page's text (`rows[1].p50`, `computed.estimator_href`):
+/// the lines holding one, where a word starts with `computed.` or a key has an index.
+fn raw_keys(body: &str) -> Vec<&str> {
+    body.lines()
+        .filter(|l| {
+            l.match_indices("].").any(|(i, _)| {
+                l[..i].ends_with(|c: char| c.is_ascii_digit())
+                    && l[i + 2..].starts_with(|c: char| c.is_ascii_lowercase())
+            }) || l.match_indices("computed.").any(|(i, _)| {
+                !l[..i].ends_with(|c: char| c.is_alphanumeric())
+                    && l[i + 9..].starts_with(|c: char| c.is_ascii_lowercase())
+            })
+        })
+        .collect()
+}
+
+#[tokio::test]
+async fn a_replay_shows_each_step_as_the_investigation_page_does() {
+    let (mut app, ada, _) = app().await;
+    let id = seed_demo(&app).await[0];
+    let full = app
+        .api("GET", &format!("/api/v1/investigations/{id}"), &ada, None)
+        .await
+        .json();
+    // The hidden answer: the cause step 7 found and its verdict.
+    let findings = full["steps"][7]["data"]["findings"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    assert!(findings.len() > 12, "{findings}");
+    let mut vic = app.new_client();
+    vic.login("vic").await;
+
+    let page = vic.get(&format!("/replays/{id}")).await;
+    assert_eq!(page.status, StatusCode::OK);
+    assert_eq!(raw_keys(&page.body), Vec::<&str>::new());
+    // Step 1: labelled values with their units.
+    let labels = page.select("#step-1 .record-fields dt");
+    for l in ["Metric", "Percentile", "Observed", "Target"] {
+        assert!(labels.contains(&l.to_string()), "{labels:?}");
+    }
+    let values = page.select("#step-1 .record-fields dd");
+    assert!(values.iter().any(|v| v.ends_with(" ms")), "{values:?}");
+    // Step 2: the phase table with its heads, in milliseconds.
+    assert_eq!(
+        page.select("#step-2 .record-table th"),
+        ["Phase", "p50", "p90", "p95", "p99", "Share"]
+    );
+    let cells = page.select("#step-2 .record-table td");
+    assert!(cells.iter().any(|c| c == "Prefill"), "{cells:?}");
+    assert!(cells.iter().any(|c| c.ends_with(" ms")), "{cells:?}");
+    // What was computed, as the investigation's own step pages show it.
+    for (step, css) in [
+        (1, ".results-card .gap-ratio"),
+        (2, ".results-card .dominant-phase"),
+        (2, ".results-card .shares tbody tr"),
+    ] {
+        let shown = page.select(&format!("#step-{step} {css}"));
+        assert!(!shown.is_empty(), "step {step} {css}");
+        let own = vic
+            .get(&format!("/investigations/{id}/steps/{step}"))
+            .await
+            .select(css);
+        assert_eq!(shown, own, "step {step} {css}");
+    }
+    // Nothing of the answer before answering, not even out of sight.
+    assert!(page.select("#step-3, #step-7, .verdict").is_empty());
+    assert!(!page.body.contains(findings.as_str()));
+    assert!(!page.body.contains("data-verdict"));
+
+    vic.post_form(
+        &format!("/replays/{id}/answer"),
+        &[
+            ("diagnosis", "prefix cache misses"),
+            ("next_measurement", "prefix cache hit rate"),
+        ],
+    )
+    .await;
+    let page = vic.get(&format!("/replays/{id}")).await;
+    assert_eq!(raw_keys(&page.body), Vec::<&str>::new());
+    let fields = page.select("#step-7 .record-fields dd");
+    assert!(fields.contains(&findings), "{fields:?}");
+    // The after-value in the step-1 metric's unit.
+    let after = full["steps"][7]["data"]["after_value"].as_f64().unwrap();
+    assert!(fields.contains(&format!("{after} ms")), "{fields:?}");
+    let own = vic.get(&format!("/investigations/{id}/steps/7")).await;
+    assert_eq!(page.select("#step-7 .verdict"), own.select(".verdict"));
+    assert!(!page.select("#step-7 .verdict").is_empty());
+    assert_eq!(
+        page.select("#step-5 .ranked-kernels tbody tr"),
+        vic.get(&format!("/investigations/{id}/steps/5"))
+            .await
+            .select(".ranked-kernels tbody tr")
+    );
+}
+
 #[tokio::test]
 async fn only_the_author_marks_good_for_training_and_marked_replays_come_first() {
     let (app, _, _) = app().await;

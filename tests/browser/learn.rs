@@ -83,6 +83,25 @@ async fn a_viewer_works_a_drill_and_replays_an_investigation_in_a_browser() {
         .await
         .unwrap();
     assert_eq!(steps.len(), 3);
+    // Each step as the investigation shows it: labelled values with their units, the
+    // phase table with its heads, and what was computed from it.
+    let metric = b.text("#step-1 .record-fields").await;
+    assert!(
+        metric.contains("Observed") && metric.contains("1,450 ms"),
+        "{metric}"
+    );
+    let phases = b.text("#step-2 .record-table").await;
+    assert!(
+        phases.contains("p95") && phases.contains("Prefill"),
+        "{phases}"
+    );
+    b.wait_text("#step-2 .dominant-phase", "Prefill").await;
+    assert!(!b.text("main").await.contains("rows["));
+    b.driver
+        .execute("document.getElementById('step-1').scrollIntoView()", vec![])
+        .await
+        .unwrap();
+    b.screenshot("learn-replay-steps").await;
     b.fill(
         "#diagnosis",
         "the prefix cache stopped hitting after the template change",
@@ -104,6 +123,11 @@ async fn a_viewer_works_a_drill_and_replays_an_investigation_in_a_browser() {
         .await
         .unwrap();
     assert_eq!(steps.len(), 8);
+    assert!(b
+        .text("#step-7 .record-fields")
+        .await
+        .contains("The cause found"));
+    assert!(!b.text("#step-7 .verdict").await.is_empty());
     b.screenshot("learn-replay-revealed").await;
 
     // Both pages fit a phone.

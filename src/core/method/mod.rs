@@ -14,6 +14,7 @@ pub mod load_sweep;
 pub mod order;
 pub mod phases;
 pub mod record;
+pub mod record_view;
 pub mod regime;
 pub mod reproduce;
 pub mod resources;

@@ -181,6 +181,13 @@ impl Records {
         }
     }
 
+    /// Sets the record when there is one.
+    pub fn set_some(&mut self, record: Option<StepRecord>) {
+        if let Some(r) = record {
+            self.set(r);
+        }
+    }
+
     /// Steps with a record that counts as done (step 0 needs a yes or "not yet"; step 4
     /// needs its regimes or decode band computed, not just recorded).
     pub fn done_steps(&self) -> Vec<u8> {

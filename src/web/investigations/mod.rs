@@ -9,6 +9,9 @@ mod fill;
 mod forms;
 mod step;
 
+pub(crate) use step::step_results;
+pub use step::StepResults;
+
 use crate::extract::{Pager, Paging, Path};
 use askama::Template;
 use axum::extract::State;

@@ -16,9 +16,7 @@ use crate::core::method::order::{skip_warning, StepInfo, STEPS};
 use crate::core::method::record::{
     observed_at, pairs_from_json, Evaluation, Pairs, Records, StepRecord, MAX_ROWS,
 };
-use crate::core::method::reproduce::{
-    FieldKind, FrozenConfig, Reproducible, CONFIG_FIELDS, CONFIG_GROUPS,
-};
+use crate::core::method::reproduce::{FieldKind, FrozenConfig, CONFIG_FIELDS, CONFIG_GROUPS};
 use crate::core::method::{evidence, load_sweep};
 use crate::core::method::{Band, Boundness, Dominance, Phase, Verdict};
 use crate::core::metric::{Metric, Percentile};
@@ -199,9 +197,18 @@ impl StepPage {
     fn filler_kinds(&self) -> String {
         evidence::kinds_for(self.step.number).join(" or ")
     }
+}
+
+/// What `investigations/results.html` asks of the page that includes it: the step
+/// page, and the replay page that shows the same results.
+pub trait StepResults {
+    fn eval(&self) -> &Evaluation;
+    fn records(&self) -> &Records;
+    fn bubbles(&self) -> Option<&BubblesView>;
+    fn inv_id(&self) -> i64;
 
     fn dominant_label(&self) -> Option<String> {
-        self.eval.phases.as_ref().map(|p| match &p.dominance {
+        self.eval().phases.as_ref().map(|p| match &p.dominance {
             Dominance::Phase { phase, share } => {
                 format!("{} ({:.0}% of the metric)", phase.label(), share * 100.0)
             }
@@ -210,7 +217,7 @@ impl StepPage {
     }
 
     fn nothing_reason(&self) -> Option<&str> {
-        match self.eval.phases.as_ref().map(|p| &p.dominance) {
+        match self.eval().phases.as_ref().map(|p| &p.dominance) {
             Some(Dominance::Nothing { reason }) => Some(reason),
             _ => None,
         }
@@ -218,11 +225,11 @@ impl StepPage {
 
     /// A waiting window's suspects, read against the bubble attribution when there is one.
     fn suspects(&self) -> Vec<&'static str> {
-        let suspects = match self.eval.resources.as_ref().map(|c| &c.bound) {
+        let suspects = match self.eval().resources.as_ref().map(|c| &c.bound) {
             Some(Boundness::Waiting { suspects }) => suspects.clone(),
             _ => Vec::new(),
         };
-        match &self.bubbles {
+        match self.bubbles() {
             Some(b) => suspects_with(suspects, &b.advice),
             None => suspects,
         }
@@ -237,12 +244,10 @@ impl StepPage {
     }
 
     fn reproducible_label(&self) -> &'static str {
-        match self.records.reproduce.as_ref().map(|c| c.reproducible) {
-            Some(Reproducible::Yes) => "yes",
-            Some(Reproducible::NotYet) => "not yet",
-            Some(Reproducible::No) => "no",
-            _ => "unanswered",
-        }
+        self.records()
+            .reproduce
+            .as_ref()
+            .map_or("unanswered", |c| c.reproducible.label())
     }
 
     fn band_class(&self, band: impl Copied<Band>) -> &'static str {
@@ -253,6 +258,33 @@ impl StepPage {
         }
     }
 }
+
+/// Implements [`StepResults`] for a page with `records`, `eval` and `bubbles` fields;
+/// the investigation's id is read at the given field path.
+macro_rules! step_results {
+    ($page:ty, $($id:ident).+) => {
+        impl $crate::web::investigations::StepResults for $page {
+            fn eval(&self) -> &$crate::core::method::record::Evaluation {
+                &self.eval
+            }
+
+            fn records(&self) -> &$crate::core::method::record::Records {
+                &self.records
+            }
+
+            fn bubbles(&self) -> Option<&$crate::web::bubbles::BubblesView> {
+                self.bubbles.as_ref()
+            }
+
+            fn inv_id(&self) -> i64 {
+                self.$($id).+
+            }
+        }
+    };
+}
+pub(crate) use step_results;
+
+step_results!(StepPage, inv.id);
 
 /// Templates hand values through one or more references; this reads the value
 /// whatever the depth.
