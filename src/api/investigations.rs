@@ -298,7 +298,7 @@ pub async fn put_step(
     };
     let evidence = match fields.remove(inv::EVIDENCE_FIELD) {
         None | Some(serde_json::Value::Null) => None,
-        Some(v) => Some(super::whole_number(&v).filter(|v| *v > 0).ok_or_else(|| {
+        Some(v) => Some(super::positive_id(&v).ok_or_else(|| {
             AppError::field(
                 inv::EVIDENCE_FIELD,
                 "the id of the artifact whose analysis filled this step (a whole number)",

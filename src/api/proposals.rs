@@ -153,13 +153,13 @@ async fn observe_proposal(
             .and_then(|items| {
                 items
                     .iter()
-                    .map(super::whole_number)
+                    .map(super::positive_id)
                     .collect::<Option<Vec<_>>>()
             })
             .ok_or_else(|| {
                 AppError::field(
                     "artifact_ids",
-                    "must be a list of artifact ids, e.g. [12, 13]",
+                    "must be a list of artifact ids (positive integers), e.g. [12, 13]",
                 )
             })?,
     };

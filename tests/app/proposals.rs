@@ -439,6 +439,25 @@ async fn after_rollout_observations_are_scored_and_kept_per_estimator() {
         (scores[1]["error_pct"].as_f64().unwrap() - (expected_ttft - 300.0) / 3.0).abs() < 1e-9
     );
 
+    // An artifact id of zero is refused naming the field, and nothing is kept.
+    let r = app
+        .api(
+            "POST",
+            &format!("/api/v1/proposals/{id}/observed"),
+            &ada,
+            Some(json!({"ttft_p95_ms": 300, "artifact_ids": [0]})),
+        )
+        .await;
+    assert_eq!(r.status, StatusCode::UNPROCESSABLE_ENTITY, "{}", r.body);
+    assert_eq!(r.json()["error"]["fields"][0]["field"], "artifact_ids");
+    let kept: i64 =
+        sqlx::query_scalar("SELECT count(*) FROM proposal_observations WHERE proposal_id = $1")
+            .bind(id)
+            .fetch_one(&app.pool)
+            .await
+            .unwrap();
+    assert_eq!(kept, 1);
+
     // The running record on /proposals shows the error per estimator.
     app.login("ada").await;
     let page = app.get("/proposals").await;
