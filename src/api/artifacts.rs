@@ -224,10 +224,10 @@ async fn list_artifacts(
     for (key, value) in paging.filters() {
         match key.as_str() {
             "investigation" => {
-                investigation = Some(value.trim().parse::<i64>().map_err(|_| {
+                investigation = Some(crate::extract::positive_id(value).ok_or_else(|| {
                     AppError::field(
                         "investigation",
-                        format!("expected an investigation id, got {value:?}"),
+                        format!("expected an investigation id (a positive integer), got {value:?}"),
                     )
                 })?)
             }

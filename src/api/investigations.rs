@@ -14,7 +14,7 @@ use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
 
 use crate::auth::{ApiUser, Role};
-use crate::core::method::record::{pairs_from_json, parse_step_in, Records, StepRecord};
+use crate::core::method::record::{parse_step_in, step_pairs, Records, StepRecord};
 use crate::core::FieldError;
 use crate::error::{ApiError, ApiResult, AppError, ErrorBody, ErrorDetail};
 use crate::investigations::db::{self, Investigation};
@@ -204,7 +204,7 @@ fn prefilled_steps(
             ));
             continue;
         }
-        match parse_step_in(n, &pairs_from_json(n, body), &earlier) {
+        match parse_step_in(n, &step_pairs(n, body), &earlier) {
             Ok(r) => {
                 earlier.set(r.clone());
                 records.push(r)
@@ -298,7 +298,7 @@ pub async fn put_step(
     };
     let evidence = match fields.remove(inv::EVIDENCE_FIELD) {
         None | Some(serde_json::Value::Null) => None,
-        Some(v) => Some(super::whole_number(&v).filter(|v| *v > 0).ok_or_else(|| {
+        Some(v) => Some(super::positive_id(&v).ok_or_else(|| {
             AppError::field(
                 inv::EVIDENCE_FIELD,
                 "the id of the artifact whose analysis filled this step (a whole number)",
@@ -306,7 +306,7 @@ pub async fn put_step(
         })?),
     };
     let loaded = inv::load_or_404(&state.pool, id).await?;
-    let pairs = pairs_from_json(step, &body);
+    let pairs = step_pairs(step, &body);
     if let Err(conflict) =
         inv::save_step(&state.pool, &loaded, &me.0, step, base, &pairs, evidence).await?
     {

@@ -98,6 +98,12 @@ pub(crate) fn whole_number(v: &serde_json::Value) -> Option<i64> {
     })
 }
 
+/// An id in a JSON body: a [`whole_number`] above zero (ids as typed in a form or a
+/// query are read by [`crate::extract::positive_id`]).
+pub(crate) fn positive_id(v: &serde_json::Value) -> Option<i64> {
+    whole_number(v).filter(|n| *n > 0)
+}
+
 /// `Option<i32>` for serde, read with [`whole_number`]; a value that is not a whole
 /// number in range fails like any other type error.
 pub(crate) fn de_version<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<i32>, D::Error> {

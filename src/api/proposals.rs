@@ -12,7 +12,8 @@ use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 
 use crate::auth::{ApiUser, Role};
-use crate::core::proposal::{outcome, pairs_from_json, Score};
+use crate::core::pairs;
+use crate::core::proposal::{outcome, Score, JSON_INPUTS};
 use crate::error::{ApiResult, AppError};
 use crate::proposals::doc::{load, ProposalDoc};
 use crate::proposals::{self};
@@ -49,7 +50,8 @@ async fn create_proposal(
     body: Bytes,
 ) -> ApiResult<(StatusCode, Json<ProposalDoc>)> {
     user.require(Role::Editor)?;
-    let pairs = pairs_from_json(&super::json_body(&body)?).map_err(AppError::Invalid)?;
+    let pairs =
+        pairs::from_json(&super::json_body(&body)?, JSON_INPUTS).map_err(AppError::Invalid)?;
     let (input, sizing, sensitivity) = proposals::prepare(&pairs).map_err(AppError::Invalid)?;
     let id = proposals::create(&state.pool, user.0.id, &input, &sizing, &sensitivity).await?;
     Ok((StatusCode::CREATED, Json(load(&state.pool, id).await?)))
@@ -153,13 +155,13 @@ async fn observe_proposal(
             .and_then(|items| {
                 items
                     .iter()
-                    .map(super::whole_number)
+                    .map(super::positive_id)
                     .collect::<Option<Vec<_>>>()
             })
             .ok_or_else(|| {
                 AppError::field(
                     "artifact_ids",
-                    "must be a list of artifact ids, e.g. [12, 13]",
+                    "must be a list of artifact ids (positive integers), e.g. [12, 13]",
                 )
             })?,
     };
@@ -169,7 +171,7 @@ async fn observe_proposal(
         o.remove("artifact_ids");
         o.remove("note");
     }
-    let pairs = pairs_from_json(&figures).map_err(AppError::Invalid)?;
+    let pairs = pairs::from_json(&figures, JSON_INPUTS).map_err(AppError::Invalid)?;
     let observed = outcome::parse_observed(&pairs).map_err(AppError::Invalid)?;
     let p = proposals::get(&state.pool, id)
         .await?

@@ -168,7 +168,7 @@ impl<'r> sqlx::FromRow<'r, sqlx::postgres::PgRow> for Artifact {
 impl Artifact {
     /// The size as people read it ("1.1 MB").
     pub fn size_human(&self) -> String {
-        crate::core::fmt::human_bytes(self.size_bytes as f64)
+        crate::core::fmt::bytes(self.size_bytes as f64, crate::core::fmt::ByteStyle::Size)
     }
 
     /// The status as lists show it (label, extra CSS class): "failed profile" for an

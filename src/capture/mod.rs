@@ -288,7 +288,7 @@ async fn scrape_into_store(
     stored.map_err(|e| match e {
         StoreError::TooLarge { limit } => format!(
             "the capture grew past the upload limit of {}; nothing was kept",
-            crate::core::fmt::human_bytes(limit as f64)
+            crate::core::fmt::bytes(limit as f64, crate::core::fmt::ByteStyle::Size)
         ),
         StoreError::Full => "the server's storage is full; nothing was kept".to_string(),
         other => format!("storing the capture failed: {other}"),

@@ -37,19 +37,87 @@ pub fn format_number(value: f64, decimals: usize) -> String {
     }
 }
 
-/// Bytes as people read them, in SI units ("1.1 MB"), as file sizes are usually shown.
-pub fn human_bytes(b: f64) -> String {
-    const UNITS: [&str; 5] = ["B", "KB", "MB", "GB", "TB"];
-    let mut v = b;
-    let mut i = 0;
-    while v >= 1000.0 && i < UNITS.len() - 1 {
-        v /= 1000.0;
-        i += 1;
+/// About four significant digits; integers and anything ≥ 1000 get thousands separators:
+/// `num(15.0508)` → "15.05", `num(1234.56)` → "1,235", `num(0.000123456)` → "0.000123".
+pub fn num(x: f64) -> String {
+    if !x.is_finite() {
+        return x.to_string();
     }
-    if i == 0 {
-        format!("{v:.0} B")
+    let a = x.abs();
+    if a >= 1e15 {
+        return format!("{x:.3e}");
+    }
+    let integral = (x - x.round()).abs() < 1e-9 * a.max(1.0);
+    if a >= 999.95 || integral {
+        let sign = if x < 0.0 { "-" } else { "" };
+        return format!("{sign}{}", grouped(a.round() as u64));
+    }
+    let decimals = if a >= 100.0 {
+        1
+    } else if a >= 10.0 {
+        2
+    } else if a >= 1.0 {
+        3
     } else {
-        format!("{v:.1} {}", UNITS[i])
+        // three significant digits below 1
+        (2 - a.log10().floor() as i32).max(0) as usize
+    };
+    trim_zeros(format!("{x:.decimals$}"))
+}
+
+/// "2.50" → "2.5", "3.000" → "3"; text without a decimal point is left alone.
+pub(crate) fn trim_zeros(s: String) -> String {
+    if s.contains('.') {
+        s.trim_end_matches('0').trim_end_matches('.').to_string()
+    } else {
+        s
+    }
+}
+
+/// How a byte count is written; the one place byte counts are formatted.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ByteStyle {
+    /// A file size, in SI units with one decimal, as file sizes are usually shown:
+    /// "1.1 MB", "512 B".
+    Size,
+    /// A figure in an estimate's formula: GB or MB with about four significant digits
+    /// ([`num`]), small counts exact in B: "16.06 GB", "2.5 MB", "131,072 B".
+    Figure,
+}
+
+/// Bytes as people read them, in the given style.
+pub fn bytes(b: f64, style: ByteStyle) -> String {
+    match style {
+        ByteStyle::Size => {
+            const UNITS: [&str; 5] = ["B", "KB", "MB", "GB", "TB"];
+            let mut v = b;
+            let mut i = 0;
+            while v >= 1000.0 && i < UNITS.len() - 1 {
+                v /= 1000.0;
+                i += 1;
+            }
+            if i == 0 {
+                format!("{v:.0} B")
+            } else {
+                format!("{v:.1} {}", UNITS[i])
+            }
+        }
+        ByteStyle::Figure => {
+            let (v, u) = bytes_scaled(b);
+            format!("{} {u}", num(v))
+        }
+    }
+}
+
+/// The [`ByteStyle::Figure`] scale: GB or MB, whichever reads best; small counts stay in B.
+pub fn bytes_scaled(x: f64) -> (f64, &'static str) {
+    let a = x.abs();
+    if a >= 1e9 {
+        (x / 1e9, "GB")
+    } else if a >= 1e6 {
+        (x / 1e6, "MB")
+    } else {
+        (x, "B")
     }
 }
 
@@ -134,6 +202,32 @@ mod tests {
         assert_eq!(format_number(-1234.5, 1), "-1,234.5");
         assert_eq!(format_number(-0.04, 1), "0.0");
         assert_eq!(format_number(0.5, 0), "0");
+    }
+
+    #[test]
+    fn numbers_read_like_the_reference() {
+        assert_eq!(num(131072.0), "131,072");
+        assert_eq!(num(15.0508), "15.05");
+        assert_eq!(num(5.28169), "5.282");
+        assert_eq!(num(494.5), "494.5");
+        assert_eq!(num(989.0), "989");
+        assert_eq!(num(0.62712), "0.627");
+        assert_eq!(num(0.000123456), "0.000123");
+        assert_eq!(num(0.0), "0");
+        assert_eq!(num(-0.15), "-0.15");
+        assert_eq!(num(1234.56), "1,235");
+        assert_eq!(num(8030261248.0), "8,030,261,248");
+    }
+
+    #[test]
+    fn bytes_read_in_either_style() {
+        assert_eq!(bytes(512.0, ByteStyle::Size), "512 B");
+        assert_eq!(bytes(1_100_000.0, ByteStyle::Size), "1.1 MB");
+        assert_eq!(bytes(131072.0, ByteStyle::Size), "131.1 KB");
+        assert_eq!(bytes(16060522496.0, ByteStyle::Figure), "16.06 GB");
+        assert_eq!(bytes(34359738368.0, ByteStyle::Figure), "34.36 GB");
+        assert_eq!(bytes(131072.0, ByteStyle::Figure), "131,072 B");
+        assert_eq!(bytes(2_500_000.0, ByteStyle::Figure), "2.5 MB");
     }
 
     #[test]

@@ -7,6 +7,7 @@ pub mod estimate;
 pub mod fmt;
 pub mod method;
 pub mod metric;
+pub mod pairs;
 pub mod proposal;
 pub mod quantity;
 pub mod recall;

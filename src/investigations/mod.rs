@@ -18,10 +18,11 @@ use crate::core::method::bubbles::with_report;
 use crate::core::method::expected::Expected;
 use crate::core::method::order::{missing_before, skip_warning, STEPS};
 use crate::core::method::record::{
-    draft_entry, evaluate, observed_at, pairs_from_json, parse_step_in, reconcile_result,
-    Evaluation, Measured, Pairs, Records, StepRecord,
+    draft_entry, evaluate, observed_at, parse_step_in, reconcile_result, step_pairs, Evaluation,
+    Measured, Records, StepRecord,
 };
 use crate::core::method::Dominance;
+use crate::core::pairs::Pairs;
 use crate::core::quantity::Unit;
 use crate::error::{AppError, Result};
 use db::{Investigation, Skip};
@@ -272,10 +273,10 @@ async fn step_conflict(
         0 => Some(Pairs::default()),
         v => db::step_revision(pool, id, step, v)
             .await?
-            .map(|(data, _)| pairs_from_json(step, &data)),
+            .map(|(data, _)| step_pairs(step, &data)),
     };
-    let theirs = pairs_from_json(step, &theirs);
-    let yours = pairs_from_json(step, yours);
+    let theirs = step_pairs(step, &theirs);
+    let yours = step_pairs(step, yours);
     let mut names: Vec<&str> = theirs.iter().chain(yours.iter()).map(|(k, _)| k).collect();
     names.sort_unstable();
     names.dedup();

@@ -9,7 +9,7 @@ use super::journal::{self, Revision};
 use super::{db, store};
 use crate::core::method::expected::{attach, parse_inputs, Observed};
 use crate::core::method::record::{
-    draft_entry, evaluate, observed_at, pairs_from_json, parse_step_in, Opening, Records,
+    draft_entry, evaluate, observed_at, parse_step_in, step_pairs, Opening, Records,
 };
 
 struct Example {
@@ -262,7 +262,7 @@ pub async fn seed_demo(pool: &PgPool, owner: i64) -> anyhow::Result<usize> {
         let mut records = Records::default();
         for (step, data) in ex.steps.iter().enumerate() {
             let step = step as u8;
-            let record = parse_step_in(step, &pairs_from_json(step, data), &records)
+            let record = parse_step_in(step, &step_pairs(step, data), &records)
                 .map_err(|e| anyhow::anyhow!("example {} step {step}: {e:?}", ex.key))?;
             store(pool, id, owner, &mut records, record, None, None).await?;
         }

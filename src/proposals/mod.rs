@@ -11,10 +11,11 @@ use sqlx::types::Json;
 use sqlx::{PgPool, Postgres, Transaction};
 
 use crate::core::method::setup_check::{gpu_identity, model_identity};
+use crate::core::pairs::Pairs;
 use crate::core::proposal::evidence::{self, Facets};
 use crate::core::proposal::outcome::{self, ErrorRecord, Observed, Score};
 use crate::core::proposal::review::{self, State};
-use crate::core::proposal::{self as core, Pairs, ProposalInput, Sizing, Variant};
+use crate::core::proposal::{self as core, ProposalInput, Sizing, Variant};
 use crate::core::FieldError;
 use crate::error::AppError;
 

@@ -4,7 +4,8 @@
 use serde_json::{json, Value};
 use sqlx::PgPool;
 
-use crate::core::proposal::{outcome, pairs_from_json, Observed, State};
+use crate::core::pairs;
+use crate::core::proposal::{outcome, Observed, State, JSON_INPUTS};
 
 struct Example {
     key: &'static str,
@@ -86,7 +87,8 @@ pub async fn seed_demo(pool: &PgPool, owner: i64) -> anyhow::Result<usize> {
         if exists {
             continue;
         }
-        let pairs = pairs_from_json(&ex.inputs).map_err(|e| anyhow::anyhow!("{e:?}"))?;
+        let pairs =
+            pairs::from_json(&ex.inputs, JSON_INPUTS).map_err(|e| anyhow::anyhow!("{e:?}"))?;
         let (input, sizing, sensitivity) =
             super::prepare(&pairs).map_err(|e| anyhow::anyhow!("example {}: {e:?}", ex.key))?;
         let id = super::create(pool, owner, &input, &sizing, &sensitivity).await?;
@@ -152,7 +154,7 @@ mod tests {
     #[test]
     fn examples_size() {
         for ex in examples() {
-            let pairs = pairs_from_json(&ex.inputs).unwrap();
+            let pairs = pairs::from_json(&ex.inputs, JSON_INPUTS).unwrap();
             let (_, s, _) =
                 super::super::prepare(&pairs).unwrap_or_else(|e| panic!("{}: {e:?}", ex.key));
             assert!(s.replicas_needed >= 1);

@@ -148,7 +148,7 @@ pub struct RunForm {
 fn read_form(f: &RunForm) -> std::result::Result<Ask, Vec<FieldError>> {
     let mut errors = Vec::new();
     let mut id = |field: &str, raw: &str| {
-        raw.trim().parse::<i64>().unwrap_or_else(|_| {
+        crate::extract::positive_id(raw).unwrap_or_else(|| {
             errors.push(FieldError::new(field, "choose an artifact"));
             0
         })

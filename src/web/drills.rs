@@ -18,7 +18,7 @@ use super::estimators::ChainView;
 use super::{render, FormErrors, PageCtx};
 use crate::auth::CurrentUser;
 use crate::core::estimate::{self, EstimatorInfo};
-use crate::core::fmt::human_bytes;
+use crate::core::fmt::{bytes, ByteStyle};
 use crate::core::method::regime::{HIGH_PCT, LOW_PCT};
 use crate::core::quantity::Unit;
 use crate::core::training::drills::{self, Drill, Grade, Level};
@@ -53,7 +53,7 @@ pub(crate) fn form_pairs(body: &Bytes) -> Result<BTreeMap<String, String>> {
 pub(crate) fn amount(value: f64, unit: Unit) -> String {
     let number = estimate::display(&Value::from(value));
     match unit {
-        Unit::Bytes => format!("{number} B ({})", human_bytes(value)),
+        Unit::Bytes => format!("{number} B ({})", bytes(value, ByteStyle::Size)),
         Unit::Usd => format!("${number}"),
         Unit::Ratio | Unit::Count => number,
         other => format!("{number} {}", other.slug()),

@@ -14,10 +14,11 @@ use axum::{Json, Router};
 use super::{render, FormErrors, PageCtx};
 use crate::auth::{CurrentUser, Role};
 use crate::core::estimate::fmt;
+use crate::core::pairs::Pairs;
 use crate::core::proposal::markdown::{self, EvidenceLine, Export, ReviewLine};
 use crate::core::proposal::outcome::{self, ErrorRecord, FIGURES};
 use crate::core::proposal::review::SECTIONS;
-use crate::core::proposal::{Pairs, FIELDS};
+use crate::core::proposal::FIELDS;
 use crate::error::{AppError, Result};
 use crate::proposals::{self, Event, EvidenceItem, Observation, Proposal};
 use crate::state::AppState;
@@ -40,7 +41,7 @@ pub fn routes() -> Router<AppState> {
 fn form_pairs(body: &Bytes) -> Result<(Pairs, Option<i32>)> {
     let raw: Vec<(String, String)> = serde_urlencoded::from_bytes(body)
         .map_err(|e| AppError::BadRequest(format!("the form is malformed: {e}")))?;
-    let mut pairs = Pairs::new();
+    let mut pairs = Pairs::default();
     let mut version = None;
     for (k, v) in raw {
         if k == "version" {
@@ -66,7 +67,8 @@ fn versioned_form(body: &Bytes) -> Result<(Pairs, i32)> {
 
 /// The evidence id a form names.
 fn source_id(pairs: &Pairs) -> Result<i64> {
-    one(pairs, "source_id")
+    pairs
+        .raw("source_id")
         .and_then(|s| s.trim().parse().ok())
         .ok_or_else(|| {
             AppError::field(
@@ -162,7 +164,7 @@ fn sections(pairs: &Pairs, errors: &FormErrors) -> Vec<FormSection> {
             help: spec.help,
             placeholder: spec.default.unwrap_or(""),
             required: spec.required,
-            value: pairs.get(spec.name).cloned().unwrap_or_default(),
+            value: pairs.raw(spec.name).unwrap_or_default().to_string(),
             error: errors.get(spec.name).map(str::to_string),
             flag: matches!(spec.default, Some("true") | Some("false")),
         };
@@ -209,7 +211,7 @@ async fn new_form(user: CurrentUser, ctx: PageCtx) -> Result<Response> {
         ctx,
         id: None,
         version: 0,
-        sections: sections(&Pairs::new(), &errors),
+        sections: sections(&Pairs::default(), &errors),
         errors,
         conflict: None,
     })?
@@ -464,10 +466,6 @@ async fn show(
     .into_response())
 }
 
-fn one<'a>(pairs: &'a Pairs, key: &str) -> Option<&'a str> {
-    pairs.get(key).map(String::as_str)
-}
-
 /// A review from the page: a state change and/or a comment over the page's version.
 async fn review(
     State(state): State<AppState>,
@@ -482,9 +480,9 @@ async fn review(
         id,
         user.0.id,
         version,
-        one(&pairs, "state"),
-        one(&pairs, "comment").unwrap_or(""),
-        one(&pairs, "section"),
+        pairs.raw("state"),
+        pairs.raw("comment").unwrap_or(""),
+        pairs.raw("section"),
     )
     .await?;
     Ok(Redirect::to(&format!("/proposals/{id}#history")).into_response())
@@ -505,10 +503,10 @@ async fn evidence(
         &state.pool,
         &p,
         user.0.id,
-        one(&pairs, "kind").unwrap_or(""),
+        pairs.raw("kind").unwrap_or(""),
         source,
-        one(&pairs, "note").unwrap_or(""),
-        one(&pairs, "remove").is_some(),
+        pairs.raw("note").unwrap_or(""),
+        pairs.raw("remove").is_some(),
     )
     .await?;
     Ok(Redirect::to(&format!("/proposals/{id}#evidence")).into_response())
@@ -524,7 +522,7 @@ async fn use_measurement(
     user.require(Role::Editor)?;
     let (pairs, version) = versioned_form(&body)?;
     let p = load(&state, id).await?;
-    let kind = one(&pairs, "kind").unwrap_or("");
+    let kind = pairs.raw("kind").unwrap_or("");
     let source = source_id(&pairs)?;
     let measured = proposals::evidence(&state.pool, &p)
         .await?
@@ -560,15 +558,12 @@ async fn observed(
     let mut artifact_ids = Vec::new();
     for part in ids_text.split([',', ' ']).filter(|s| !s.trim().is_empty()) {
         artifact_ids.push(
-            part.trim()
-                .trim_start_matches('#')
-                .parse::<i64>()
-                .map_err(|_| {
-                    AppError::field(
-                        "artifact_ids",
-                        format!("`{part}` is not an artifact id; write e.g. 12, 13"),
-                    )
-                })?,
+            crate::extract::positive_id(part.trim().trim_start_matches('#')).ok_or_else(|| {
+                AppError::field(
+                    "artifact_ids",
+                    format!("`{part}` is not an artifact id; write e.g. 12, 13"),
+                )
+            })?,
         );
     }
     let observed = outcome::parse_observed(&pairs).map_err(AppError::Invalid)?;

@@ -667,6 +667,26 @@ async fn upload_input_errors_name_the_field_and_viewers_cannot_upload() {
 }
 
 #[tokio::test]
+async fn the_list_refuses_an_investigation_id_of_zero_or_less_naming_the_filter() {
+    let (mut app, token) = editor_app().await;
+    let r = upload(&mut app, &token, "name=bench.jsonl", request_log(1)).await;
+    assert_eq!(r.status, StatusCode::CREATED, "{}", r.body);
+    for id in ["0", "-3"] {
+        let r = app
+            .api(
+                "GET",
+                &format!("/api/v1/artifacts?investigation={id}"),
+                &token,
+                None,
+            )
+            .await;
+        assert_eq!(r.status, StatusCode::UNPROCESSABLE_ENTITY, "{}", r.body);
+        assert_eq!(r.json()["error"]["fields"][0]["field"], "investigation");
+    }
+    assert_eq!(artifact_count(&app).await, 1);
+}
+
+#[tokio::test]
 async fn the_page_form_uploads_multipart_and_redirects_to_the_artifact() {
     let (mut app, _) = editor_app().await;
     let csrf = app.csrf().await;

@@ -177,6 +177,26 @@ async fn bad_input_is_refused_naming_the_field_and_nothing_is_kept() {
 }
 
 #[tokio::test]
+async fn the_step_3_form_refuses_an_artifact_id_of_zero_naming_the_field() {
+    let mut app = spawn_app().await;
+    app.setup_admin("ada").await;
+    let token = app.api_token("ada").await;
+    let (inv, trace, _) = bubble_data::investigation_with_a_bubble(&mut app, &token).await;
+    app.login("ada").await;
+    let r = app
+        .post_form(
+            &format!("/investigations/{inv}/bubbles"),
+            &[("trace", &trace.to_string()), ("queue", "0")],
+        )
+        .await;
+    assert_eq!(r.status, StatusCode::UNPROCESSABLE_ENTITY, "{}", r.body);
+    let error = r.select(".bubble-errors li[data-field=queue]");
+    assert_eq!(error.len(), 1, "{}", r.body);
+    assert!(error[0].contains("choose an artifact"), "{}", error[0]);
+    assert_eq!(attributions(&app).await, 0);
+}
+
+#[tokio::test]
 async fn step_3_says_when_all_idle_time_is_insufficient_load_and_the_journal_carries_it() {
     let mut app = spawn_app().await;
     app.setup_admin("ada").await;

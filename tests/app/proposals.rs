@@ -31,6 +31,14 @@ async fn create(app: &mut TestApp, token: &str, body: Value) -> Value {
     r.json()
 }
 
+async fn observations(app: &TestApp, id: i64) -> i64 {
+    sqlx::query_scalar("SELECT count(*) FROM proposal_observations WHERE proposal_id = $1")
+        .bind(id)
+        .fetch_one(&app.pool)
+        .await
+        .unwrap()
+}
+
 async fn count(app: &TestApp) -> i64 {
     sqlx::query_scalar("SELECT count(*) FROM proposals")
         .fetch_one(&app.pool)
@@ -439,8 +447,32 @@ async fn after_rollout_observations_are_scored_and_kept_per_estimator() {
         (scores[1]["error_pct"].as_f64().unwrap() - (expected_ttft - 300.0) / 3.0).abs() < 1e-9
     );
 
-    // The running record on /proposals shows the error per estimator.
+    // An artifact id of zero is refused naming the field, and nothing is kept.
+    let r = app
+        .api(
+            "POST",
+            &format!("/api/v1/proposals/{id}/observed"),
+            &ada,
+            Some(json!({"ttft_p95_ms": 300, "artifact_ids": [0]})),
+        )
+        .await;
+    assert_eq!(r.status, StatusCode::UNPROCESSABLE_ENTITY, "{}", r.body);
+    assert_eq!(r.json()["error"]["fields"][0]["field"], "artifact_ids");
+    assert_eq!(observations(&app, id).await, 1);
+
+    // The page's form refuses it the same way.
     app.login("ada").await;
+    let r = app
+        .post_form(
+            &format!("/proposals/{id}/observed"),
+            &[("ttft_p95_ms", "300"), ("artifact_ids", "12, 0")],
+        )
+        .await;
+    assert_eq!(r.status, StatusCode::UNPROCESSABLE_ENTITY, "{}", r.body);
+    assert!(r.body.contains("`0` is not an artifact id"), "{}", r.body);
+    assert_eq!(observations(&app, id).await, 1);
+
+    // The running record on /proposals shows the error per estimator.
     let page = app.get("/proposals").await;
     assert_eq!(page.status, StatusCode::OK);
     let record = page.select("#error-record td").join(" | ");

@@ -6,6 +6,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use super::fmt;
+use crate::fmt::ByteStyle;
 use crate::quantity::Unit;
 
 /// One derived step: `label  formula = value unit`, where `formula` has the numbers
@@ -171,7 +172,7 @@ pub fn show_in_unit(v: &Value, unit: &str) -> String {
         other => return show(other),
     };
     match unit {
-        "B" => fmt::bytes(x),
+        "B" => crate::fmt::bytes(x, ByteStyle::Figure),
         "B/s" => fmt::rate(x),
         "FLOP" => fmt::flop(x),
         "FLOP/s" => fmt::flops(x),
@@ -346,7 +347,7 @@ impl Work {
 
     /// A line showing a byte count in GB/MB/B, whichever reads best.
     pub fn bytes_line(&mut self, key: &str, label: &str, formula: String, bytes: f64) {
-        let (v, unit) = fmt::bytes_scaled(bytes);
+        let (v, unit) = crate::fmt::bytes_scaled(bytes);
         let value = if unit == "B" {
             fmt::whole(v)
         } else {

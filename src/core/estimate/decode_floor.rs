@@ -9,6 +9,7 @@ use super::fmt;
 use super::input::{Parser, Rule};
 use super::setup::{self, need, opt, Setup};
 use super::{Chain, EstimatorInfo, FieldError, FieldSpec, Inputs};
+use crate::fmt::ByteStyle;
 
 const NAME: &str = "decode-floor";
 
@@ -95,8 +96,8 @@ fn run(inputs: &Inputs) -> Result<Chain, Vec<FieldError>> {
          GPU from HBM ({} of it KV).",
         s.gpu.name,
         fmt::ms(floor.ms),
-        fmt::bytes(floor.weights_read + floor.kv_per_step),
-        fmt::bytes(floor.kv_per_step)
+        crate::fmt::bytes(floor.weights_read + floor.kv_per_step, ByteStyle::Figure),
+        crate::fmt::bytes(floor.kv_per_step, ByteStyle::Figure)
     );
     if let Some(m) = measured {
         let ratio = floor.ms / m;

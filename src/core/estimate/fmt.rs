@@ -5,6 +5,9 @@
 
 use serde_json::Value;
 
+pub use crate::fmt::num;
+use crate::fmt::trim_zeros;
+
 /// Largest integer an f64 holds exactly; beyond it "integral" means nothing.
 const EXACT_LIMIT: f64 = 9_007_199_254_740_992.0;
 
@@ -28,41 +31,6 @@ pub(crate) fn float(x: f64) -> Value {
     Value::from(x)
 }
 
-fn trim_zeros(s: String) -> String {
-    if s.contains('.') {
-        s.trim_end_matches('0').trim_end_matches('.').to_string()
-    } else {
-        s
-    }
-}
-
-/// About four significant digits; integers and anything ≥ 1000 get thousands separators.
-pub fn num(x: f64) -> String {
-    if !x.is_finite() {
-        return x.to_string();
-    }
-    let a = x.abs();
-    if a >= 1e15 {
-        return format!("{x:.3e}");
-    }
-    let integral = (x - x.round()).abs() < 1e-9 * a.max(1.0);
-    if a >= 999.95 || integral {
-        let sign = if x < 0.0 { "-" } else { "" };
-        return format!("{sign}{}", crate::fmt::grouped(a.round() as u64));
-    }
-    let decimals = if a >= 100.0 {
-        1
-    } else if a >= 10.0 {
-        2
-    } else if a >= 1.0 {
-        3
-    } else {
-        // three significant digits below 1
-        (2 - a.log10().floor() as i32).max(0) as usize
-    };
-    trim_zeros(format!("{x:.decimals$}"))
-}
-
 /// Input values like `3.35e12` or `85.02e9` read better in engineering notation
 /// than as thirteen digits; other integers keep separators (`8,030,261,248`).
 pub(crate) fn input(x: f64) -> String {
@@ -76,24 +44,6 @@ pub(crate) fn input(x: f64) -> String {
         }
     }
     num(x)
-}
-
-/// Bytes with a unit that keeps the number readable.
-pub(crate) fn bytes(x: f64) -> String {
-    let (v, u) = bytes_scaled(x);
-    format!("{} {u}", num(v))
-}
-
-/// Scales bytes to GB or MB for display lines; small counts stay exact in B.
-pub(crate) fn bytes_scaled(x: f64) -> (f64, &'static str) {
-    let a = x.abs();
-    if a >= 1e9 {
-        (x / 1e9, "GB")
-    } else if a >= 1e6 {
-        (x / 1e6, "MB")
-    } else {
-        (x, "B")
-    }
 }
 
 /// Bandwidth in B/s.
@@ -144,26 +94,7 @@ mod tests {
     use serde_json::json;
 
     #[test]
-    fn numbers_read_like_the_reference() {
-        assert_eq!(num(131072.0), "131,072");
-        assert_eq!(num(15.0508), "15.05");
-        assert_eq!(num(5.28169), "5.282");
-        assert_eq!(num(494.5), "494.5");
-        assert_eq!(num(989.0), "989");
-        assert_eq!(num(0.62712), "0.627");
-        assert_eq!(num(0.000123456), "0.000123");
-        assert_eq!(num(0.0), "0");
-        assert_eq!(num(-0.15), "-0.15");
-        assert_eq!(num(1234.56), "1,235");
-        assert_eq!(num(8030261248.0), "8,030,261,248");
-    }
-
-    #[test]
     fn units_scale() {
-        assert_eq!(bytes(16060522496.0), "16.06 GB");
-        assert_eq!(bytes(34359738368.0), "34.36 GB");
-        assert_eq!(bytes(131072.0), "131,072 B");
-        assert_eq!(bytes(2_500_000.0), "2.5 MB");
         assert_eq!(rate(3.35e12), "3.35 TB/s");
         assert_eq!(rate(450e9), "450 GB/s");
         assert_eq!(flop(33.92e12), "33.92 TFLOP");

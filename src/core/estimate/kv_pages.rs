@@ -10,6 +10,7 @@ use super::input::{Parser, Rule};
 use super::memory_fit::{default_other_bytes, DEFAULT_BATCHED_TOKENS, UTILIZATION};
 use super::setup::{self, need, opt, Setup};
 use super::{Chain, EstimatorInfo, FieldError, FieldSpec, Inputs};
+use crate::fmt::ByteStyle;
 
 const NAME: &str = "kv-pages";
 
@@ -160,7 +161,11 @@ fn run(inputs: &Inputs) -> Result<Chain, Vec<FieldError>> {
     w.bytes_line(
         "budget_bytes_per_gpu",
         "Budget per GPU",
-        format!("{} × {}", fmt::bytes(device), fmt::num(util)),
+        format!(
+            "{} × {}",
+            crate::fmt::bytes(device, ByteStyle::Figure),
+            fmt::num(util)
+        ),
         budget,
     );
     let weights = s.weights_line(
@@ -183,9 +188,9 @@ fn run(inputs: &Inputs) -> Result<Chain, Vec<FieldError>> {
         "KV pool per GPU",
         format!(
             "{} − {} − {}",
-            fmt::bytes(budget),
-            fmt::bytes(weights),
-            fmt::bytes(other)
+            crate::fmt::bytes(budget, ByteStyle::Figure),
+            crate::fmt::bytes(weights, ByteStyle::Figure),
+            crate::fmt::bytes(other, ByteStyle::Figure)
         ),
         pool_bytes,
     );
@@ -194,14 +199,22 @@ fn run(inputs: &Inputs) -> Result<Chain, Vec<FieldError>> {
     w.bytes_line(
         "page_bytes",
         "Bytes per page",
-        format!("{} tokens × {}", fmt::num(page), fmt::bytes(per_token)),
+        format!(
+            "{} tokens × {}",
+            fmt::num(page),
+            crate::fmt::bytes(per_token, ByteStyle::Figure)
+        ),
         page_bytes,
     );
     let pool_pages = (pool_bytes / page_bytes).floor().max(0.0);
     w.line(
         "pool_pages",
         "Pages in the pool",
-        format!("⌊{} / {}⌋", fmt::bytes(pool_bytes), fmt::bytes(page_bytes)),
+        format!(
+            "⌊{} / {}⌋",
+            crate::fmt::bytes(pool_bytes, ByteStyle::Figure),
+            crate::fmt::bytes(page_bytes, ByteStyle::Figure)
+        ),
         fmt::whole(pool_pages),
         "pages",
     );
@@ -266,8 +279,8 @@ fn run(inputs: &Inputs) -> Result<Chain, Vec<FieldError>> {
     let sanity = if pool_pages == 0.0 {
         format!(
             "There is no KV pool: weights and other memory ({}) take the whole {} budget.",
-            fmt::bytes(weights + other),
-            fmt::bytes(budget)
+            crate::fmt::bytes(weights + other, ByteStyle::Figure),
+            crate::fmt::bytes(budget, ByteStyle::Figure)
         )
     } else if pages_at_start > pool_pages {
         format!(

@@ -27,6 +27,7 @@ use super::fmt;
 use super::input::{Parser, Rule};
 use super::setup::{self, need, opt, Setup};
 use super::{Chain, EstimatorInfo, FieldError, FieldSpec, Inputs};
+use crate::fmt::ByteStyle;
 
 const NAME: &str = "memory-fit";
 
@@ -119,14 +120,14 @@ pub(crate) fn default_other_bytes(tokens: f64, hidden: f64, tp: u64) -> (f64, St
     let formula = format!(
         "{} activations ({} tokens × {} hidden × {} B × {}) + {} CUDA graphs + {} NCCL + {} \
          other (memory-fit's typical vLLM figures)",
-        fmt::bytes(act),
+        crate::fmt::bytes(act, ByteStyle::Figure),
         fmt::num(tokens),
         fmt::num(hidden),
         fmt::num(ACTIVATION_ELEMENT_BYTES),
         fmt::num(WORKSPACE_FACTOR),
-        fmt::bytes(CUDA_GRAPH_BYTES),
-        fmt::bytes(nccl),
-        fmt::bytes(OTHER_BYTES)
+        crate::fmt::bytes(CUDA_GRAPH_BYTES, ByteStyle::Figure),
+        crate::fmt::bytes(nccl, ByteStyle::Figure),
+        crate::fmt::bytes(OTHER_BYTES, ByteStyle::Figure)
     );
     (total, formula)
 }
@@ -216,14 +217,22 @@ fn run(inputs: &Inputs) -> Result<Chain, Vec<FieldError>> {
     w.bytes_line(
         "budget_bytes_per_gpu",
         "Budget per GPU",
-        format!("{} × {}", fmt::num(util), fmt::bytes(s.gpu.hbm_bytes)),
+        format!(
+            "{} × {}",
+            fmt::num(util),
+            crate::fmt::bytes(s.gpu.hbm_bytes, ByteStyle::Figure)
+        ),
         budget,
     );
     let left = budget - weights;
     w.bytes_line(
         "left_bytes_per_gpu",
         "Left for activations, overhead, KV",
-        format!("{} − {}", fmt::bytes(budget), fmt::bytes(weights)),
+        format!(
+            "{} − {}",
+            crate::fmt::bytes(budget, ByteStyle::Figure),
+            crate::fmt::bytes(weights, ByteStyle::Figure)
+        ),
         left,
     );
     let per_token = s.kv_token_line(&mut w);
@@ -231,7 +240,11 @@ fn run(inputs: &Inputs) -> Result<Chain, Vec<FieldError>> {
     w.bytes_line(
         "kv_bytes_one_seq_per_gpu",
         "KV of one max-length sequence",
-        format!("{} tokens × {}", fmt::num(max_len), fmt::bytes(per_token)),
+        format!(
+            "{} tokens × {}",
+            fmt::num(max_len),
+            crate::fmt::bytes(per_token, ByteStyle::Figure)
+        ),
         one_seq,
     );
     match hidden {
@@ -260,9 +273,9 @@ fn run(inputs: &Inputs) -> Result<Chain, Vec<FieldError>> {
         "Runtime overhead",
         format!(
             "{} CUDA graphs + {} NCCL buffers + {} other{}",
-            fmt::bytes(graphs),
-            fmt::bytes(nccl),
-            fmt::bytes(other),
+            crate::fmt::bytes(graphs, ByteStyle::Figure),
+            crate::fmt::bytes(nccl, ByteStyle::Figure),
+            crate::fmt::bytes(other, ByteStyle::Figure),
             if overhead_typical {
                 " (typical vLLM figures; override each)"
             } else {
@@ -277,10 +290,10 @@ fn run(inputs: &Inputs) -> Result<Chain, Vec<FieldError>> {
         "Needed per GPU",
         format!(
             "{} + {} + {} + {}",
-            fmt::bytes(weights),
-            fmt::bytes(act),
-            fmt::bytes(overhead),
-            fmt::bytes(one_seq)
+            crate::fmt::bytes(weights, ByteStyle::Figure),
+            crate::fmt::bytes(act, ByteStyle::Figure),
+            crate::fmt::bytes(overhead, ByteStyle::Figure),
+            crate::fmt::bytes(one_seq, ByteStyle::Figure)
         ),
         needed,
     );
@@ -288,7 +301,11 @@ fn run(inputs: &Inputs) -> Result<Chain, Vec<FieldError>> {
     w.line(
         "fits",
         "Fits",
-        format!("{} ≤ {}", fmt::bytes(needed), fmt::bytes(budget)),
+        format!(
+            "{} ≤ {}",
+            crate::fmt::bytes(needed, ByteStyle::Figure),
+            crate::fmt::bytes(budget, ByteStyle::Figure)
+        ),
         fits.into(),
         "",
     );
@@ -299,10 +316,10 @@ fn run(inputs: &Inputs) -> Result<Chain, Vec<FieldError>> {
         "KV capacity",
         format!(
             "⌊({} − {} − {}) / {}⌋",
-            fmt::bytes(left),
-            fmt::bytes(act),
-            fmt::bytes(overhead),
-            fmt::bytes(per_token)
+            crate::fmt::bytes(left, ByteStyle::Figure),
+            crate::fmt::bytes(act, ByteStyle::Figure),
+            crate::fmt::bytes(overhead, ByteStyle::Figure),
+            crate::fmt::bytes(per_token, ByteStyle::Figure)
         ),
         fmt::whole(max_tokens),
         "tokens",
@@ -323,8 +340,8 @@ fn run(inputs: &Inputs) -> Result<Chain, Vec<FieldError>> {
             " (Assumes vLLM's typical {} of activations and {} of runtime overhead per GPU; \
              override activation_bytes, cuda_graph_bytes, nccl_bytes or overhead_bytes with \
              the figures from the server's start-up log.)",
-            fmt::bytes(act),
-            fmt::bytes(overhead)
+            crate::fmt::bytes(act, ByteStyle::Figure),
+            crate::fmt::bytes(overhead, ByteStyle::Figure)
         )
     } else {
         String::new()
@@ -333,7 +350,7 @@ fn run(inputs: &Inputs) -> Result<Chain, Vec<FieldError>> {
         format!(
             "Fits: after weights, activations and overhead each GPU keeps {} for KV, room for \
              {} tokens, {}× one {}-token sequence.",
-            fmt::bytes(for_kv),
+            crate::fmt::bytes(for_kv, ByteStyle::Figure),
             fmt::num(max_tokens),
             fmt::num(max_tokens / max_len),
             fmt::num(max_len)
@@ -342,8 +359,8 @@ fn run(inputs: &Inputs) -> Result<Chain, Vec<FieldError>> {
         format!(
             "Does not fit: weights, activations and overhead alone ({}) exceed the {} budget; \
              raise TP, use smaller weights or raise gpu_memory_utilization.",
-            fmt::bytes(weights + act + overhead),
-            fmt::bytes(budget)
+            crate::fmt::bytes(weights + act + overhead, ByteStyle::Figure),
+            crate::fmt::bytes(budget, ByteStyle::Figure)
         )
     } else {
         format!(
@@ -351,8 +368,8 @@ fn run(inputs: &Inputs) -> Result<Chain, Vec<FieldError>> {
              after weights, activations and overhead, so the server refuses to start. Lower \
              max_model_len to at most {} tokens, or use FP8 weights or more TP to free memory.",
             fmt::num(max_len),
-            fmt::bytes(one_seq),
-            fmt::bytes(for_kv),
+            crate::fmt::bytes(one_seq, ByteStyle::Figure),
+            crate::fmt::bytes(for_kv, ByteStyle::Figure),
             fmt::num(max_tokens)
         )
     };

@@ -11,6 +11,7 @@ use super::fmt;
 use super::input::{Parser, Rule};
 use super::setup::{self, need, opt, Mfu, Setup};
 use super::{Chain, EstimatorInfo, FieldError, FieldSpec, Inputs};
+use crate::fmt::ByteStyle;
 
 const NAME: &str = "mixed-step";
 
@@ -90,7 +91,11 @@ fn run(inputs: &Inputs) -> Result<Chain, Vec<FieldError>> {
     w.ms_line(
         "kv_ms",
         "KV read time",
-        format!("{} / {}", fmt::bytes(kv_bytes), fmt::rate(s.gpu.bandwidth)),
+        format!(
+            "{} / {}",
+            crate::fmt::bytes(kv_bytes, ByteStyle::Figure),
+            fmt::rate(s.gpu.bandwidth)
+        ),
         kv_ms,
     );
     let step_ms = compute_ms + kv_ms;

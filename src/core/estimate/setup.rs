@@ -7,6 +7,7 @@ use super::input::{Parser, Rule};
 use super::models::{self, KvLayout, ModelSpec};
 use super::precision::{self, ComputePeak};
 use super::{defaults, fmt, gpus, Dtype, FieldSpec};
+use crate::fmt::ByteStyle;
 
 const fn field(
     name: &'static str,
@@ -529,7 +530,7 @@ impl Setup {
             "{} seqs × {} tokens × {}",
             fmt::num(batch),
             fmt::num(context),
-            fmt::bytes(per_token)
+            crate::fmt::bytes(per_token, ByteStyle::Figure)
         );
         w.bytes_line(
             "kv_bytes_per_step",
@@ -593,8 +594,8 @@ impl Setup {
         let ms = (weights + kv_step) / self.gpu.bandwidth * 1e3;
         let formula = format!(
             "({} + {}) / {}",
-            fmt::bytes(weights),
-            fmt::bytes(kv_step),
+            crate::fmt::bytes(weights, ByteStyle::Figure),
+            crate::fmt::bytes(kv_step, ByteStyle::Figure),
             fmt::rate(self.gpu.bandwidth)
         );
         w.ms_line(key, label, formula, ms);

@@ -11,6 +11,7 @@ use super::fmt;
 use super::input::{Parser, Rule};
 use super::setup::{self, opt, Setup};
 use super::{Chain, EstimatorInfo, FieldError, FieldSpec, Inputs};
+use crate::fmt::ByteStyle;
 
 const NAME: &str = "tp-allreduce";
 
@@ -118,7 +119,11 @@ fn run(inputs: &Inputs) -> Result<Chain, Vec<FieldError>> {
     w.bytes_line(
         "bytes_per_step_per_gpu",
         "All-reduce bytes per step per GPU",
-        format!("{} × {} seqs", fmt::bytes(per_token), fmt::num(batch)),
+        format!(
+            "{} × {} seqs",
+            crate::fmt::bytes(per_token, ByteStyle::Figure),
+            fmt::num(batch)
+        ),
         per_step,
     );
     let ar_ms = per_step / link * 1e3;
@@ -127,7 +132,7 @@ fn run(inputs: &Inputs) -> Result<Chain, Vec<FieldError>> {
         "All-reduce time",
         format!(
             "{} / {} ({})",
-            fmt::bytes(per_step),
+            crate::fmt::bytes(per_step, ByteStyle::Figure),
             fmt::rate(link),
             if link_given {
                 "link_bandwidth as given".to_string()
@@ -165,7 +170,7 @@ fn run(inputs: &Inputs) -> Result<Chain, Vec<FieldError>> {
              ({}% of the step). This counts bandwidth only: each of the {} all-reduces also \
              has a fixed latency of a few µs, and the slowest GPU in the group sets the pace.",
             s.tp,
-            fmt::bytes(per_step),
+            crate::fmt::bytes(per_step, ByteStyle::Figure),
             s.gpu.link,
             fmt::rate(link),
             fmt::ms(ar_ms),

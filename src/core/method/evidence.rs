@@ -11,7 +11,6 @@ use serde::de::DeserializeOwned;
 use serde_json::Value;
 
 use super::phases::Phase;
-use super::record::Pairs;
 use super::regime::regime;
 use super::setup_check::Claimed;
 use crate::analyze::ncu::NcuAnalysis;
@@ -21,6 +20,7 @@ use crate::analyze::pytorch_trace::TraceAnalysis;
 use crate::analyze::request_log::RequestLogAnalysis;
 use crate::analyze::vllm_bench::VllmBenchAnalysis;
 use crate::metric::Metric;
+use crate::pairs::Pairs;
 
 /// Kernels offered to a form: the ones that hold the time.
 const TOP_KERNELS: usize = 8;

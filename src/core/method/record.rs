@@ -18,6 +18,7 @@ use super::FieldError;
 use crate::estimate::{self, Inputs};
 use crate::fmt::format_number;
 use crate::metric::{MetricForm, MetricReading, MetricTarget};
+use crate::pairs::{self, JsonReading, Pairs};
 use crate::quantity::{self, Quantity, Unit};
 
 /// Rows a table step reads at most (forms show a few; the API may send more).
@@ -208,46 +209,8 @@ impl Records {
     }
 }
 
-/// Submitted `name=value` pairs, looked up by name (the last value wins).
-#[derive(Debug, Clone, Default)]
-pub struct Pairs(Vec<(String, String)>);
-
+/// The step parsers' readings of a field.
 impl Pairs {
-    pub fn new(pairs: Vec<(String, String)>) -> Pairs {
-        Pairs(pairs)
-    }
-
-    /// The trimmed value, `None` when missing or blank.
-    /// The same pairs with one more (or a replaced) value.
-    pub fn with(mut self, name: &str, value: String) -> Pairs {
-        self.0.retain(|(k, _)| k != name);
-        self.0.push((name.to_string(), value));
-        self
-    }
-
-    pub fn get(&self, name: &str) -> Option<&str> {
-        self.0
-            .iter()
-            .rev()
-            .find(|(k, _)| k == name)
-            .map(|(_, v)| v.trim())
-            .filter(|v| !v.is_empty())
-    }
-
-    pub fn text(&self, name: &str) -> String {
-        self.get(name).unwrap_or_default().to_string()
-    }
-
-    fn any_with_prefix(&self, prefix: &str) -> bool {
-        self.0
-            .iter()
-            .any(|(k, v)| k.starts_with(prefix) && !v.trim().is_empty())
-    }
-
-    pub fn iter(&self) -> impl Iterator<Item = (&str, &str)> {
-        self.0.iter().map(|(k, v)| (k.as_str(), v.as_str()))
-    }
-
     /// An optional amount kept in `unit` (read by [`quantity::read`]: "3.2 s",
     /// "620 ms", "40%", "4,096 tokens"); a blank value is `None`, an unreadable one
     /// or one in another dimension an error naming the field.
@@ -770,52 +733,9 @@ fn parse_tradeoff(pairs: &Pairs, errors: &mut Vec<FieldError>) -> Option<crate::
     })
 }
 
-/// Flattens JSON into the form's names: `{"kernels": [{"name": "x"}]}` becomes
-/// `kernels[0].name=x`; numbers print plainly (3200, not 3200.0), booleans as on/off,
-/// nulls are left out.
-pub fn flatten(value: &serde_json::Value) -> Vec<(String, String)> {
-    fn walk(prefix: &str, v: &serde_json::Value, out: &mut Vec<(String, String)>) {
-        use serde_json::Value;
-        let key = |k: &str| {
-            if prefix.is_empty() {
-                k.to_string()
-            } else {
-                format!("{prefix}.{k}")
-            }
-        };
-        match v {
-            Value::Null => {}
-            Value::Bool(b) => out.push((prefix.to_string(), if *b { "on" } else { "off" }.into())),
-            Value::Number(n) => out.push((prefix.to_string(), plain_number(n))),
-            Value::String(s) => out.push((prefix.to_string(), s.clone())),
-            Value::Array(items) => {
-                for (i, item) in items.iter().enumerate() {
-                    walk(&format!("{prefix}[{i}]"), item, out);
-                }
-            }
-            Value::Object(map) => {
-                for (k, item) in map {
-                    walk(&key(k), item, out);
-                }
-            }
-        }
-    }
-    let mut out = Vec::new();
-    walk("", value, &mut out);
-    out
-}
-
-fn plain_number(n: &serde_json::Number) -> String {
-    match n.as_f64() {
-        Some(f) if f.fract() == 0.0 && f.abs() < 1e15 => format!("{}", f as i64),
-        Some(f) => format!("{f}"),
-        None => n.to_string(),
-    }
-}
-
 /// A step's submission from JSON (an API body, or a stored record shown in its form).
 /// Step 2 also accepts the stored shape `{"rows": [{"phase": "prefill", …}]}`.
-pub fn pairs_from_json(step: u8, value: &serde_json::Value) -> Pairs {
+pub fn step_pairs(step: u8, value: &serde_json::Value) -> Pairs {
     let mut value = value.clone();
     if step == 2 {
         if let Some(rows) = value.get("rows").and_then(|r| r.as_array()).cloned() {
@@ -852,7 +772,8 @@ pub fn pairs_from_json(step: u8, value: &serde_json::Value) -> Pairs {
             });
         }
     }
-    Pairs::new(flatten(&value))
+    // The form reading never refuses.
+    pairs::from_json(&value, JsonReading::Form).unwrap_or_default()
 }
 
 // ---------- evaluation ----------
@@ -1740,13 +1661,9 @@ mod tests {
             ("prefill.p99", "220"),
         ]);
         let record = parse_step(2, &phases).unwrap();
-        let again = pairs_from_json(2, &record.to_json());
+        let again = step_pairs(2, &record.to_json());
         assert_eq!(again.get("prefill.p95"), Some("180"));
         assert_eq!(parse_step(2, &again).unwrap(), record);
-        let json = serde_json::json!({"kernels": [{"name": "gemm", "share": 0.5}], "flag": true});
-        let flat = flatten(&json);
-        assert!(flat.contains(&("kernels[0].share".into(), "0.5".into())));
-        assert!(flat.contains(&("flag".into(), "on".into())));
         let change = pairs(&[
             ("change", "tp"),
             ("after_config.tp", "2"),
@@ -1755,7 +1672,7 @@ mod tests {
         ]);
         let record = parse_step(7, &change).unwrap();
         assert_eq!(
-            parse_step(7, &pairs_from_json(7, &record.to_json())).unwrap(),
+            parse_step(7, &step_pairs(7, &record.to_json())).unwrap(),
             record
         );
     }
@@ -1890,7 +1807,7 @@ mod tests {
         );
         // The stored record gives back the form's fields (an edit keeps the trade-off).
         let saved = r.change.as_ref().unwrap();
-        let form = pairs_from_json(7, &serde_json::to_value(saved).unwrap());
+        let form = step_pairs(7, &serde_json::to_value(saved).unwrap());
         assert_eq!(form.get("tradeoff.metric"), Some("ttft"));
         assert_eq!(form.get("tradeoff.before"), Some("1900"));
         assert_eq!(form.get("tradeoff.scope"), Some("prompts over 16k tokens"));

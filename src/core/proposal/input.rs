@@ -1,16 +1,13 @@
 //! A proposal's inputs: one parse from raw `key → text` pairs into a typed value.
 //! The web form hands its fields over as they are; the API turns its JSON object into
-//! the same pairs ([`pairs_from_json`]), so both paths check exactly the same things.
-
-use std::collections::BTreeMap;
+//! the same pairs ([`crate::pairs::from_json`] reading [`JSON_INPUTS`]), so both paths
+//! check exactly the same things.
 
 use serde::{Deserialize, Serialize};
 
 use crate::estimate::{gpus, models, parse_number, Dtype, FieldSpec, ModelSpec};
+use crate::pairs::{JsonReading, Pairs};
 use crate::FieldError;
-
-/// Raw inputs: field name → text. Blank values count as not given.
-pub type Pairs = BTreeMap<String, String>;
 
 /// Which part of the form a field belongs to (reviews anchor comments to these too).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -182,9 +179,9 @@ impl ProposalInput {
 
     /// Back to raw pairs (to prefill the edit form, or to re-parse a variant).
     pub fn to_pairs(&self) -> Pairs {
-        let mut p = Pairs::new();
+        let mut p = Pairs::default();
         let mut put = |k: &str, v: String| {
-            p.insert(k.to_string(), v);
+            p.insert(k, v);
         };
         put("title", self.title.clone());
         put("question", self.question.clone());
@@ -252,40 +249,13 @@ impl ProposalInput {
     }
 }
 
-/// Turns a JSON object into pairs: strings as they are, numbers and booleans as text, a
-/// `config` object as its JSON text, nulls left out. Anything else is refused by key.
-pub fn pairs_from_json(value: &serde_json::Value) -> Result<Pairs, Vec<FieldError>> {
-    let Some(obj) = value.as_object() else {
-        return Err(vec![FieldError::new(
-            "body",
-            "must be a JSON object of the proposal's inputs, e.g. {\"title\": …, \"model\": \"llama-3.1-8b\", …}",
-        )]);
-    };
-    let mut pairs = Pairs::new();
-    let mut errors = Vec::new();
-    for (k, v) in obj {
-        let text = match v {
-            serde_json::Value::Null => continue,
-            serde_json::Value::String(s) => s.clone(),
-            serde_json::Value::Number(n) => n.to_string(),
-            serde_json::Value::Bool(b) => b.to_string(),
-            serde_json::Value::Object(_) if k == "config" => v.to_string(),
-            _ => {
-                errors.push(FieldError::new(
-                    k.as_str(),
-                    "must be a string, number or boolean",
-                ));
-                continue;
-            }
-        };
-        pairs.insert(k.clone(), text);
-    }
-    if errors.is_empty() {
-        Ok(pairs)
-    } else {
-        Err(errors)
-    }
-}
+/// How a proposal's inputs (and its observed figures) read from JSON: strings as they
+/// are, numbers and booleans as text, a `config` object as its JSON text, nulls left out,
+/// anything else refused by key.
+pub const JSON_INPUTS: JsonReading = JsonReading::Fields {
+    whole: &["config"],
+    not_object: "must be a JSON object of the proposal's inputs, e.g. {\"title\": …, \"model\": \"llama-3.1-8b\", …}",
+};
 
 struct Reader<'a> {
     pairs: &'a Pairs,
@@ -294,10 +264,7 @@ struct Reader<'a> {
 
 impl<'a> Reader<'a> {
     fn text(&self, key: &str) -> Option<&'a str> {
-        self.pairs
-            .get(key)
-            .map(|s| s.trim())
-            .filter(|s| !s.is_empty())
+        self.pairs.get(key)
     }
 
     fn default(key: &str) -> Option<&'static str> {
@@ -538,7 +505,7 @@ pub fn parse(pairs: &Pairs) -> Result<ProposalInput, Vec<FieldError>> {
         pairs,
         errors: Vec::new(),
     };
-    for key in pairs.keys() {
+    for key in pairs.by_name().into_keys() {
         if !FIELDS.iter().any(|(_, s)| s.name == key) {
             let known: Vec<_> = FIELDS.iter().map(|(_, s)| s.name).collect();
             r.fail(
@@ -762,6 +729,7 @@ pub(crate) fn field_for_estimator_key(key: &str) -> &str {
 #[cfg(test)]
 pub(crate) mod tests {
     use super::*;
+    use crate::pairs::from_json;
 
     pub fn chat_api() -> Pairs {
         [
@@ -818,11 +786,11 @@ pub(crate) mod tests {
     #[test]
     fn every_problem_is_named_with_what_would_work() {
         let mut pairs = chat_api();
-        pairs.insert("gpu_type".into(), "h1000".into());
-        pairs.insert("gpus_per_replica".into(), "2".into());
-        pairs.insert("prompt_tokens_p95".into(), "100".into());
-        pairs.insert("prefix_hit_rate".into(), "1.5".into());
-        pairs.insert("arival_rate".into(), "4".into());
+        pairs.insert("gpu_type", "h1000");
+        pairs.insert("gpus_per_replica", "2");
+        pairs.insert("prompt_tokens_p95", "100");
+        pairs.insert("prefix_hit_rate", "1.5");
+        pairs.insert("arival_rate", "4");
         pairs.remove("title");
         let e = parse(&pairs).unwrap_err();
         has(&e, "gpu_type", "h100-sxm");
@@ -845,9 +813,9 @@ pub(crate) mod tests {
             "shared_prefix_tokens": 600, "prefix_hit_rate": 0.8, "slo_ttft_p95_ms": 800,
             "slo_itl_p99_ms": 60, "gpu_hour_usd": 2.5, "headroom": 0.2, "slo_e2e_p95_ms": null
         });
-        let from_json = parse(&pairs_from_json(&json).unwrap()).unwrap();
-        assert_eq!(from_json, parse(&chat_api()).unwrap());
-        let e = pairs_from_json(&serde_json::json!({"tp": [1]})).unwrap_err();
+        let read = parse(&from_json(&json, JSON_INPUTS).unwrap()).unwrap();
+        assert_eq!(read, parse(&chat_api()).unwrap());
+        let e = from_json(&serde_json::json!({"tp": [1]}), JSON_INPUTS).unwrap_err();
         has(&e, "tp", "string, number or boolean");
     }
 
@@ -866,14 +834,11 @@ pub(crate) mod tests {
         let mut pairs = chat_api();
         pairs.remove("prompt_tokens_mean");
         pairs.remove("prompt_tokens_p95");
-        pairs.insert(
-            "prompt_tokens_histogram".into(),
-            "512:120, 2048:300, 8192:40".into(),
-        );
+        pairs.insert("prompt_tokens_histogram", "512:120, 2048:300, 8192:40");
         let p = parse(&pairs).unwrap();
         assert_eq!((p.prompt_tokens_mean, p.prompt_tokens_p95), (1347, 8192));
         assert_eq!(parse(&p.to_pairs()).unwrap(), p);
-        pairs.insert("prompt_tokens_mean".into(), "100".into());
+        pairs.insert("prompt_tokens_mean", "100");
         has(
             &parse(&pairs).unwrap_err(),
             "prompt_tokens_histogram",
@@ -891,8 +856,8 @@ pub(crate) mod tests {
     #[test]
     fn pipeline_parallelism_is_refused_with_the_tp_alternative() {
         let mut pairs = chat_api();
-        pairs.insert("pp".into(), "2".into());
-        pairs.insert("gpus_per_replica".into(), "2".into());
+        pairs.insert("pp", "2");
+        pairs.insert("gpus_per_replica", "2");
         has(&parse(&pairs).unwrap_err(), "pp", "set pp to 1 and tp to 2");
     }
 }

@@ -10,7 +10,7 @@ pub mod outcome;
 pub mod review;
 pub mod sizing;
 
-pub use input::{pairs_from_json, parse, Pairs, ProposalInput, Section, FIELDS};
+pub use input::{parse, ProposalInput, Section, FIELDS, JSON_INPUTS};
 pub use outcome::{ErrorRecord, Observed, Score};
 pub use review::State;
 pub use sizing::{sensitivity, size, Figure, Run, Sizing, SloFinding, Variant};

@@ -5,8 +5,8 @@ use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 
-use super::input::Pairs;
 use super::sizing::Sizing;
+use crate::pairs::Pairs;
 use crate::FieldError;
 
 /// The figures a rollout can be scored on: key, label, unit, the estimator behind it.
@@ -36,13 +36,13 @@ pub fn parse_observed(pairs: &Pairs) -> Result<Observed, Vec<FieldError>> {
     let mut out = Observed::new();
     let mut errors = Vec::new();
     let known: Vec<_> = FIGURES.iter().map(|f| f.0).collect();
-    for (k, raw) in pairs {
+    for (k, raw) in pairs.by_name() {
         if raw.trim().is_empty() || k == "artifact_ids" || k == "note" {
             continue;
         }
-        if !known.contains(&k.as_str()) {
+        if !known.contains(&k) {
             errors.push(FieldError::new(
-                k.as_str(),
+                k,
                 format!("is not an observed figure; known: {}", known.join(", ")),
             ));
             continue;
@@ -50,10 +50,10 @@ pub fn parse_observed(pairs: &Pairs) -> Result<Observed, Vec<FieldError>> {
         let unit = FIGURES.iter().find(|f| f.0 == k).map_or("", |f| f.2);
         match crate::quantity::read_field(raw, unit).map_err(|e| e.to_string()) {
             Ok(v) if v > 0.0 => {
-                out.insert(k.clone(), v);
+                out.insert(k.to_string(), v);
             }
-            Ok(_) => errors.push(FieldError::new(k.as_str(), "must be greater than 0")),
-            Err(e) => errors.push(FieldError::new(k.as_str(), e)),
+            Ok(_) => errors.push(FieldError::new(k, "must be greater than 0")),
+            Err(e) => errors.push(FieldError::new(k, e)),
         }
     }
     if errors.is_empty() {

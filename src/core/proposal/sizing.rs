@@ -1190,13 +1190,14 @@ pub fn sensitivity(p: &ProposalInput, base: &Sizing) -> Vec<Variant> {
 
 #[cfg(test)]
 mod tests {
-    use super::super::input::{parse, tests::chat_api, Pairs};
+    use super::super::input::{parse, tests::chat_api};
     use super::*;
+    use crate::pairs::Pairs;
 
     fn with(changes: &[(&str, &str)]) -> Pairs {
         let mut pairs = chat_api();
         for (k, v) in changes {
-            pairs.insert(k.to_string(), v.to_string());
+            pairs.insert(*k, *v);
         }
         pairs
     }

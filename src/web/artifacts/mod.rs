@@ -18,6 +18,7 @@ use crate::artifacts::upload::{check_declared_length, parse_upload_query, receiv
 use crate::artifacts::{self, decomposition, Artifact};
 use crate::auth::{CurrentUser, Role};
 use crate::core::analyze::Options;
+use crate::core::fmt::{bytes, ByteStyle};
 use crate::error::{AppError, Result};
 use crate::state::AppState;
 
@@ -60,11 +61,9 @@ async fn list_artifacts(
         ctx,
         artifacts: list,
         pager: paging.pager(next),
-        upload_limit: human_bytes(state.config.upload_limit as f64),
+        upload_limit: bytes(state.config.upload_limit as f64, ByteStyle::Size),
     })
 }
-
-pub use crate::core::fmt::human_bytes;
 
 /// Multipart upload from the page (the `_csrf` token rides in the query string or the
 /// htmx header). Answers with the artifact page, where analysis progress shows.
@@ -193,7 +192,7 @@ async fn show_artifact(
         .is_some_and(|u| artifacts::may_delete(&a, u));
     let page = ShowPage {
         ctx,
-        size: human_bytes(a.size_bytes as f64),
+        size: bytes(a.size_bytes as f64, ByteStyle::Size),
         sections: views::sections_with_slo(&a, slo.as_ref()),
         use_in: fillable_steps(&a),
         sweep_form,
@@ -211,7 +210,7 @@ async fn artifact_status(
 ) -> Result<impl IntoResponse> {
     let a = find(&state, id).await?;
     render(&StatusPartial {
-        size: human_bytes(a.size_bytes as f64),
+        size: bytes(a.size_bytes as f64, ByteStyle::Size),
         sections: views::sections(&a),
         a,
     })

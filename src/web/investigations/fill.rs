@@ -1,7 +1,7 @@
 //! A step's form filled from one of the investigation's analyzed artifacts.
 
-use crate::core::method::record::Pairs;
 use crate::core::method::{evidence, setup_check};
+use crate::core::pairs::Pairs;
 use crate::error::{AppError, Result};
 use crate::investigations::{Loaded, EVIDENCE_FIELD};
 use crate::state::AppState;

@@ -10,7 +10,7 @@ use axum::Form;
 use crate::auth::{CurrentUser, Role};
 use crate::core::method::expected::{self, Expected};
 use crate::core::method::order::skip_warning;
-use crate::core::method::record::Pairs;
+use crate::core::pairs::Pairs;
 use crate::core::quantity::{self, Unit};
 use crate::core::FieldError;
 use crate::error::{AppError, Result};

@@ -23,7 +23,7 @@ use serde::Deserialize;
 
 use super::{render, FormErrors, PageCtx};
 use crate::auth::{CurrentUser, Role};
-use crate::core::fmt::format_number;
+use crate::core::fmt::{bytes, format_number, ByteStyle};
 use crate::core::method::expected::Expected;
 use crate::core::method::order::{StepInfo, STEPS};
 use crate::core::method::record::Opening;
@@ -272,7 +272,7 @@ async fn show_investigation(
         change_done: loaded.records.change.is_some(),
         artifacts: db::artifacts(&state.pool, Some(id), None).await?,
         upload_investigation: Some(id),
-        upload_limit: super::artifacts::human_bytes(state.config.upload_limit as f64),
+        upload_limit: bytes(state.config.upload_limit as f64, ByteStyle::Size),
         inv: loaded.investigation,
     };
     Ok(render(&page)?.into_response())

@@ -14,12 +14,13 @@ use crate::core::fmt::format_number;
 use crate::core::method::bubbles::suspects_with;
 use crate::core::method::order::{skip_warning, StepInfo, STEPS};
 use crate::core::method::record::{
-    observed_at, pairs_from_json, Evaluation, Pairs, Records, StepRecord, MAX_ROWS,
+    observed_at, step_pairs, Evaluation, Records, StepRecord, MAX_ROWS,
 };
 use crate::core::method::reproduce::{FieldKind, FrozenConfig, CONFIG_FIELDS, CONFIG_GROUPS};
 use crate::core::method::{evidence, load_sweep};
 use crate::core::method::{Band, Boundness, Dominance, Phase, Verdict};
 use crate::core::metric::{Metric, Percentile};
+use crate::core::pairs::Pairs;
 use crate::core::FieldError;
 use crate::error::Result;
 use crate::investigations::db::{self, ArtifactLink, Investigation};
@@ -344,7 +345,7 @@ pub(super) fn stored_values(step: u8, records: &Records) -> Pairs {
     }
     .map(|r| r.to_json());
     match (step, json) {
-        (_, Some(json)) => pairs_from_json(step, &json),
+        (_, Some(json)) => step_pairs(step, &json),
         (7, None) => {
             let before = records.reproduce.clone().unwrap_or_default();
             let after = FrozenConfig {
@@ -352,7 +353,7 @@ pub(super) fn stored_values(step: u8, records: &Records) -> Pairs {
                 notes: String::new(),
                 ..before
             };
-            pairs_from_json(7, &serde_json::json!({ "after_config": after }))
+            step_pairs(7, &serde_json::json!({ "after_config": after }))
         }
         (4, None) => {
             // Offer the decode batch from the step-0 setup.
