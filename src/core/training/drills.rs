@@ -402,7 +402,12 @@ fn state_dtypes(estimator: &str, m: &mut BTreeMap<String, Value>) {
     };
     for f in info.fields {
         if matches!(f.name, "weight_dtype" | "kv_dtype" | "activation_dtype") {
-            if let (false, Some(default)) = (m.contains_key(f.name), f.default) {
+            // A default that is a rule rather than a dtype ("follows the weights") is
+            // left to the drill itself to state (`precision`).
+            let default = f
+                .default
+                .filter(|d| crate::estimate::dtype::Dtype::parse(d).is_ok());
+            if let (false, Some(default)) = (m.contains_key(f.name), default) {
                 put(m, f.name, json!(default));
             }
         }
@@ -621,10 +626,12 @@ mod tests {
             if reads.is_empty() {
                 continue;
             }
+            let mut posed = 0;
             for seed in 0..5 {
                 let Some(d) = generate(info.name, seed, Level::Chain) else {
                     continue;
                 };
+                posed += 1;
                 for name in &reads {
                     assert!(
                         d.inputs.contains_key(*name),
@@ -632,8 +639,17 @@ mod tests {
                         info.name,
                         d.inputs
                     );
+                    assert!(
+                        d.inputs[*name]
+                            .as_str()
+                            .is_some_and(|v| crate::estimate::dtype::Dtype::parse(v).is_ok()),
+                        "{} seed {seed}: {name} = {}",
+                        info.name,
+                        d.inputs[*name]
+                    );
                 }
             }
+            assert!(posed > 0, "{}: no drill posed in five seeds", info.name);
         }
     }
 
