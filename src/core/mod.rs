@@ -1,6 +1,7 @@
 //! The pure core: plain data in, plain data out. Nothing here knows about HTTP, SQL,
 //! files or the clock; the shell (web, CLI, db) calls it.
 
+pub mod accuracy;
 pub mod analyze;
 pub mod capture;
 pub mod estimate;

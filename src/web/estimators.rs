@@ -3,14 +3,16 @@
 
 use crate::extract::Path;
 use askama::Template;
-use axum::extract::RawQuery;
+use axum::extract::{RawQuery, State};
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use axum::routing::get;
 use axum::Router;
 use axum_htmx::{HxHistoryRestoreRequest, HxRequest, HxTarget};
 
+use super::proposals::{record_rows, RecordRow};
 use super::{render, FormErrors, PageCtx};
+use crate::core::accuracy;
 use crate::core::estimate::{
     self, gpus, models, Chain, Dtype, EstimateError, EstimatorInfo, FieldSpec, Inputs, Shown,
 };
@@ -23,6 +25,7 @@ pub fn routes() -> Router<AppState> {
         .route("/estimators", get(list_estimators))
         .route("/estimators/models", get(list_models))
         .route("/estimators/gpus", get(list_gpus))
+        .route("/estimators/accuracy", get(accuracy_page))
         .route("/estimators/{name}", get(show_estimator))
 }
 
@@ -164,6 +167,10 @@ struct EstimatorPage {
     example: Option<&'static str>,
     overrides_open: bool,
     has_overrides: bool,
+    /// This estimator against published measurements (docs/accuracy.md).
+    published: Vec<RecordRow>,
+    /// This estimator's figures against what the team's proposals later observed.
+    observed: Vec<RecordRow>,
 }
 
 #[derive(Template)]
@@ -194,6 +201,7 @@ fn canonical_query(inputs: &Inputs) -> String {
 
 async fn show_estimator(
     ctx: PageCtx,
+    State(state): State<AppState>,
     Path(name): Path<String>,
     RawQuery(raw): RawQuery,
     HxRequest(htmx): HxRequest,
@@ -245,7 +253,17 @@ async fn show_estimator(
         .iter()
         .any(|f| f.is_override() && (!f.value.is_empty() || f.error.is_some()));
     let has_overrides = fields.iter().any(FieldView::is_override);
+    // A proposal figure may come from two estimators ("decode-floor + mixed-step").
+    let observed = record_rows(
+        crate::proposals::error_record(&state.pool)
+            .await?
+            .into_iter()
+            .filter(|r| r.estimator.split(" + ").any(|e| e == info.name))
+            .collect(),
+    );
     let page = EstimatorPage {
+        published: record_rows(accuracy::summary_for(info.name)),
+        observed,
         ctx,
         info,
         fields,
@@ -257,6 +275,28 @@ async fn show_estimator(
         example: Some(info.example),
     };
     Ok((status, render(&page)?).into_response())
+}
+
+// ---------- accuracy ----------
+
+#[derive(Template)]
+#[template(path = "estimators/accuracy.html")]
+struct AccuracyPage {
+    ctx: PageCtx,
+    summary: Vec<RecordRow>,
+    rows: Vec<accuracy::Row>,
+    sources: Vec<&'static accuracy::Source>,
+}
+
+/// Every published comparison (the same table as docs/accuracy.md).
+async fn accuracy_page(ctx: PageCtx) -> Result<impl IntoResponse> {
+    let rows = accuracy::rows();
+    render(&AccuracyPage {
+        ctx,
+        summary: record_rows(accuracy::summary(&rows)),
+        rows,
+        sources: accuracy::sources(),
+    })
 }
 
 // ---------- catalogs ----------

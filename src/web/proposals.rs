@@ -95,7 +95,8 @@ pub struct RecordRow {
     pub worst: String,
 }
 
-fn record_rows(record: Vec<ErrorRecord>) -> Vec<RecordRow> {
+/// Error records as tables show them (proposal figures by their labels).
+pub fn record_rows(record: Vec<ErrorRecord>) -> Vec<RecordRow> {
     record
         .into_iter()
         .map(|r| RecordRow {

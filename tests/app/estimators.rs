@@ -455,6 +455,67 @@ async fn live_previews_of_unfinished_inputs_are_not_counted_as_failed_requests()
 }
 
 #[tokio::test]
+async fn each_estimator_shows_how_far_off_it_has_been_against_published_runs() {
+    let (mut app, _) = signed_in().await;
+    // The whole table: every case, its setup, the scored error or why it is not scored.
+    let r = app.get("/estimators/accuracy").await;
+    assert_eq!(r.status, StatusCode::OK);
+    let rows = r.select("#accuracy-rows tbody tr");
+    assert!(rows.len() >= 30, "{}", rows.len());
+    let tp8 = rows
+        .iter()
+        .find(|t| t.contains("llm-k8s tp8 qps 1") && t.contains("decode-floor"))
+        .unwrap();
+    assert!(
+        tp8.contains("11.4 ms") && tp8.contains("24.3 ms") && tp8.contains("-53.2 %"),
+        "{tp8}"
+    );
+    assert!(
+        tp8.contains("A100 SXM 40GB") && tp8.contains("vLLM 0.8.3"),
+        "{tp8}"
+    );
+    assert!(rows
+        .iter()
+        .any(|t| t.contains("all at once") && t.contains("not scored")));
+    let links = r.select_attr("#accuracy-rows a", "href");
+    assert!(
+        links
+            .iter()
+            .any(|h| h.starts_with("/estimators/decode-floor?")
+                && h.contains("gpu=a100-40gb")
+                && h.contains("tp=8")),
+        "{links:?}"
+    );
+    // The row's link reproduces it on the estimator's own page.
+    let href = links
+        .iter()
+        .find(|h| h.starts_with("/estimators/decode-floor?") && h.contains("tp=8"))
+        .unwrap()
+        .replace("&amp;", "&");
+    let page = app.get(&href).await;
+    assert_eq!(page.status, StatusCode::OK);
+    assert!(page.body.contains("overhead"), "the band of the row");
+
+    // Beside the estimator: its running error over the published cases.
+    let r = app.get("/estimators/decode-floor").await;
+    let card = r.select("#running-error")[0].clone();
+    assert!(
+        card.contains("decode step") && card.contains("20") && card.contains("-52.0 %"),
+        "{card}"
+    );
+    let r = app.get("/estimators/memory-fit").await;
+    let card = r.select("#running-error")[0].clone();
+    assert!(
+        card.contains("model weights per GPU") && card.contains("-0.2 %"),
+        "{card}"
+    );
+    // An estimator with no published case says so rather than showing an empty table.
+    let r = app.get("/estimators/amdahl").await;
+    let card = r.select("#running-error")[0].clone();
+    assert!(card.contains("No published measurement"), "{card}");
+}
+
+#[tokio::test]
 async fn catalog_pages_show_derived_figures_and_provenance() {
     let (mut app, _) = signed_in().await;
     let r = app.get("/estimators/models").await;
@@ -493,6 +554,7 @@ async fn catalog_pages_show_derived_figures_and_provenance() {
         "a100-80gb",
         "a100-40gb",
         "l40s",
+        "l4",
         "b200",
         "mi300x",
     ] {

@@ -60,6 +60,7 @@ async fn seed(app: &mut TestApp) -> Vec<(String, String)> {
                 .into(),
         ),
         ("search".into(), "/search?q=kv+cache".into()),
+        ("estimator-accuracy".into(), "/estimators/accuracy".into()),
     ];
     let token = app.api_token("ada").await;
     let ncu = format!(

@@ -142,6 +142,18 @@ pub const GPUS: &[GpuSpec] = &[
         link_bandwidth: sheet(32e9, "64 GB/s total = 32 GB/s each direction; no NVLink"),
     },
     GpuSpec {
+        name: "l4",
+        title: "NVIDIA L4 24GB",
+        memory_bytes: sheet(24e9, "24 GB GDDR6"),
+        hbm_bandwidth: sheet(0.3e12, "GDDR6, 300 GB/s"),
+        bf16_flops: sheet(121e12, "dense BF16 tensor core, without sparsity"),
+        fp8_flops: Some(sheet(242e12, "dense FP8 tensor core, without sparsity")),
+        int8_ops: Some(sheet(242e12, "dense INT8 tensor core, without sparsity")),
+        fp4_flops: None,
+        link: "PCIe Gen4 x16",
+        link_bandwidth: sheet(32e9, "64 GB/s total = 32 GB/s each direction; no NVLink"),
+    },
+    GpuSpec {
         name: "b200",
         title: "NVIDIA B200 (HGX)",
         memory_bytes: sheet(180e9, "180 GB HBM3e per GPU in HGX B200"),

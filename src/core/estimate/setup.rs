@@ -75,7 +75,7 @@ pub(crate) const GPU: FieldSpec = field(
     "GPU",
     "",
     Some("h100-sxm"),
-    "h100-sxm, h100-pcie, h200, a100-80gb, a100-40gb, l40s, b200 or mi300x.",
+    "h100-sxm, h100-pcie, h200, a100-80gb, a100-40gb, l40s, l4, b200 or mi300x.",
 );
 pub(crate) const TP: FieldSpec = field(
     "tp",

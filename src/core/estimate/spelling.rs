@@ -77,6 +77,8 @@ pub fn gpu_alias(name: &str) -> Option<&'static str> {
         }
     } else if has("l40s") {
         "l40s"
+    } else if has("l4") {
+        "l4"
     } else if has("b200") {
         "b200"
     } else if has("mi300x") {
@@ -143,6 +145,8 @@ mod tests {
             ("A100-80G", Some("a100-80gb")),
             ("NVIDIA A100-SXM4-40GB", Some("a100-40gb")),
             ("AMD Instinct MI300X", Some("mi300x")),
+            ("NVIDIA L4", Some("l4")),
+            ("L40S", Some("l40s")),
             ("H100 NVL", None),
             ("t4", None),
             ("h1000", None),

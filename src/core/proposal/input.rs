@@ -59,7 +59,7 @@ pub const FIELDS: &[(Section, FieldSpec)] = &[
     (Section::Deployment, f("config", "config.json", "", None, false,
         "The text of a Hugging Face config.json, instead of a catalog model.")),
     (Section::Deployment, f("gpu_type", "GPU type", "", None, true,
-        "h100-sxm, h100-pcie, h200, a100-80gb, a100-40gb, l40s, b200 or mi300x.")),
+        "h100-sxm, h100-pcie, h200, a100-80gb, a100-40gb, l40s, l4, b200 or mi300x.")),
     (Section::Deployment, f("gpus_per_replica", "GPUs per replica", "GPUs", None, true,
         "GPUs one replica runs on; equals TP × PP.")),
     (Section::Deployment, f("tp", "Tensor parallelism", "GPUs", Some("1"), false,
