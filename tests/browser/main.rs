@@ -9,6 +9,7 @@ mod artifacts;
 mod bubbles;
 mod capture;
 mod comparison;
+mod fp8_incident;
 mod investigation;
 mod layout;
 mod learn;

@@ -261,6 +261,65 @@ pub fn dominant(table: &PhaseTable, target: &MetricTarget) -> Dominance {
     Dominance::Nothing { reason }
 }
 
+/// A tail percentile of the dominant phase at least this many times its median makes the
+/// symptom a tail: some steps (or requests) are slow, not every one.
+pub const TAIL_SPREAD: f64 = 2.0;
+
+/// How far the dominant phase's value at the metric's percentile sits above its median.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+pub struct TailSpread {
+    pub phase: Phase,
+    pub percentile: Percentile,
+    pub tail: f64,
+    pub median: f64,
+}
+
+impl TailSpread {
+    pub fn ratio(&self) -> f64 {
+        self.tail / self.median
+    }
+
+    /// The rule and the numbers that met it, as the page states them.
+    pub fn rule(&self) -> String {
+        format!(
+            "{} {} is {:.1}× its p50 ({} against {}): at {}× or more the tail, not the typical step, \
+             is the problem, so the checks that make some steps slow come before the floor.",
+            self.phase.label(),
+            self.percentile.slug(),
+            self.ratio(),
+            crate::estimate::fmt::ms(self.tail),
+            crate::estimate::fmt::ms(self.median),
+            TAIL_SPREAD
+        )
+    }
+}
+
+/// The spread of decode when it dominates a tail percentile (p90 and above) and its value
+/// there is at least [`TAIL_SPREAD`] × its median: slow steps among fast ones, which the
+/// tail estimators (periodic-tail, mixed-step) explain and the floor does not. Other
+/// phases' tails keep their own checks.
+pub fn tail_spread(
+    table: &PhaseTable,
+    target: &MetricTarget,
+    dominance: &Dominance,
+) -> Option<TailSpread> {
+    let Dominance::Phase { phase, .. } = dominance else {
+        return None;
+    };
+    if *phase != Phase::Decode || target.percentile == Percentile::P50 {
+        return None;
+    }
+    let row = table.rows.iter().find(|r| r.phase == *phase)?;
+    let tail = row.at(target.percentile)?;
+    let spread = TailSpread {
+        phase: *phase,
+        percentile: target.percentile,
+        tail,
+        median: row.p50,
+    };
+    (row.p50 > 0.0 && spread.ratio() >= TAIL_SPREAD).then_some(spread)
+}
+
 /// What to check next for a dominance finding (the step-2 decision table).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct NextChecks {
@@ -273,8 +332,9 @@ pub struct NextChecks {
     pub go_to_step: Option<u8>,
 }
 
-/// The step-2 decision table: dominant phase → next checks.
-pub fn next_checks(dominance: &Dominance) -> NextChecks {
+/// The step-2 decision table: dominant phase → next checks; `tail` when
+/// [`tail_spread`] found the metric's percentile far above the phase's median.
+pub fn next_checks(dominance: &Dominance, tail: bool) -> NextChecks {
     let phase = match dominance {
         Dominance::Phase { phase, .. } => *phase,
         Dominance::Nothing { .. } => {
@@ -291,6 +351,17 @@ pub fn next_checks(dominance: &Dominance) -> NextChecks {
         }
     };
     match phase {
+        Phase::Decode if tail => NextChecks {
+            summary: "Token generation holds the time, and its tail sits far above its median: some steps are slow, not every step. Find what makes those steps slow before comparing the typical step with the floor.",
+            checks: vec![
+                "Long prompts arriving now and then: a step that carries a prefill chunk is slow for every sequence decoding. periodic-tail, from the measured plain step, says what share of steps are slow and whether the percentile lands on them.",
+                "The chunk size (max_num_batched_tokens): mixed-step gives the time of a step carrying that many prefill tokens; a smaller chunk trades long prompts' TTFT for everyone's ITL.",
+                "Preemptions and KV-cache pressure at the times of the spikes (vllm:num_preemptions_total, KV-cache usage).",
+                "Only then the typical step against the bandwidth floor (decode-floor, step 4).",
+            ],
+            estimator: Some("periodic-tail"),
+            go_to_step: None,
+        },
         Phase::QueueWait => NextChecks {
             summary: "Requests wait before they run: a capacity or admission problem, which kernel work cannot fix.",
             checks: vec![
@@ -398,10 +469,62 @@ mod tests {
                 share: 0.92
             }
         );
-        let next = next_checks(&d);
+        let next = next_checks(&d, false);
         assert!(next.checks[0].contains("running batch"));
         assert!(next.checks.iter().any(|c| c.contains("chunked prefill")));
         assert_eq!(next.estimator, None);
+    }
+
+    #[test]
+    fn a_decode_tail_far_above_its_median_puts_the_tail_checks_before_the_floor() {
+        // p99 ITL 140 ms; decode p50 23 ms, p99 136 ms: 5.9× its median.
+        let table = PhaseTable {
+            rows: vec![PhaseRow {
+                phase: Phase::Decode,
+                p50: 23.0,
+                p90: None,
+                p95: None,
+                p99: Some(136.0),
+                share: None,
+            }],
+        };
+        let itl = |percentile| MetricTarget {
+            metric: Metric::Itl,
+            percentile,
+            observed: 140.0,
+            target: 60.0,
+            unit: Unit::Ms,
+        };
+        let d = dominant(&table, &itl(Percentile::P99));
+        let tail = tail_spread(&table, &itl(Percentile::P99), &d).expect("a tail");
+        assert!((tail.ratio() - 136.0 / 23.0).abs() < 1e-9);
+        assert!(
+            tail.rule().contains("5.9×") && tail.rule().contains("2×"),
+            "{}",
+            tail.rule()
+        );
+        let next = next_checks(&d, true);
+        assert_eq!(next.estimator, Some("periodic-tail"));
+        assert!(next.checks[0].contains("periodic-tail"));
+        assert!(
+            next.checks[1].contains("mixed-step")
+                && next.checks[1].contains("max_num_batched_tokens")
+        );
+        assert!(next
+            .checks
+            .iter()
+            .any(|c| c.contains("preemptions") || c.contains("Preemptions")));
+        assert!(next.checks.last().unwrap().contains("floor"));
+        // The median metric, or a tail close to the median, keeps the floor first.
+        assert!(tail_spread(&table, &itl(Percentile::P50), &d).is_none());
+        let tight = PhaseTable {
+            rows: vec![PhaseRow {
+                p99: Some(40.0),
+                ..table.rows[0].clone()
+            }],
+        };
+        assert!(tail_spread(&tight, &itl(Percentile::P99), &d).is_none());
+        assert_eq!(next_checks(&d, false).estimator, Some("decode-floor"));
     }
 
     #[test]
@@ -451,7 +574,7 @@ mod tests {
             Dominance::Nothing { reason } => assert!(reason.contains("only 15%"), "{reason}"),
             other => panic!("{other:?}"),
         }
-        let next = next_checks(&d);
+        let next = next_checks(&d, false);
         assert_eq!(next.go_to_step, Some(3));
         assert!(matches!(
             dominant(&PhaseTable::default(), &ttft(3000.0)),
@@ -490,7 +613,7 @@ mod tests {
                 share: 1.0
             }
         );
-        let next = next_checks(&d);
+        let next = next_checks(&d, false);
         assert_eq!(next.estimator, Some("decode-floor"));
         assert!(next.checks[0].contains("bandwidth"));
         assert!(matches!(
@@ -540,7 +663,7 @@ mod tests {
 
     #[test]
     fn decision_table_entries() {
-        let next = |phase| next_checks(&Dominance::Phase { phase, share: 0.8 });
+        let next = |phase| next_checks(&Dominance::Phase { phase, share: 0.8 }, false);
         let prefill = next(Phase::Prefill);
         assert!(prefill.checks[0].contains("prompt-length distribution"));
         assert!(prefill.checks[1].contains("prefix-cache hit rate"));

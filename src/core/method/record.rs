@@ -7,7 +7,10 @@ use serde::{Deserialize, Serialize};
 use super::fixes::{self, Candidate, RankedCandidate};
 use super::journal::{self, DraftInput, JournalEntry};
 use super::kernels::{self, KernelRow, RankedKernel};
-use super::phases::{dominant, next_checks, Dominance, NextChecks, Phase, PhaseRow, PhaseTable};
+use super::phases::{
+    dominant, next_checks, tail_spread, Dominance, NextChecks, Phase, PhaseRow, PhaseTable,
+    TailSpread,
+};
 use super::regime::{decode_band, helps, regime, DecodeBand, Regime};
 use super::reproduce::{
     self, catalog_matches, check_single_change, CatalogMatch, FrozenConfig, SingleChangeCheck,
@@ -801,6 +804,11 @@ pub struct PhaseEval {
     /// For a tail ITL/TPOT metric: periodic-tail prefilled from step 0 with the measured
     /// plain step (step 2's decode p50) instead of the floor.
     pub tail_estimator_href: Option<String>,
+    /// Set when the metric is a tail percentile far above the dominant phase's median
+    /// (the rule is [`super::phases::tail_spread`]'s); the checks are then the tail's.
+    pub tail: Option<TailSpread>,
+    /// With a decode tail: mixed-step prefilled with step 0's setup and chunk budget.
+    pub mixed_step_href: Option<String>,
 }
 
 /// Step 4 computed: each kernel's regime and what helps in it.
@@ -957,14 +965,31 @@ pub fn periodic_tail_inputs(config: Option<&FrozenConfig>, records: &Records) ->
         return None;
     }
     let plain = observed_itl_ms(records)?;
-    let mut inputs = decode_floor_inputs(config, None, None);
+    let mut inputs = mixed_step_inputs(config);
     inputs.insert("plain_step_ms".into(), plain.to_string());
-    if let Some(c) = config.filter(|c| c.chunked_prefill != Some(false)) {
-        if let Some(t) = c.max_num_batched_tokens.filter(|t| *t > 0) {
-            inputs.insert("chunk_tokens".into(), t.to_string());
+    Some(inputs)
+}
+
+/// Step 0 as the estimators that turn FLOPs into time read it (mixed-step, and
+/// periodic-tail with its measured step): the setup with its compute precision, the
+/// running sequences, and the chunk budget when chunked prefill is on.
+pub fn mixed_step_inputs(config: Option<&FrozenConfig>) -> Inputs {
+    let mut inputs = decode_floor_inputs(config, None, None);
+    if let Some(c) = config {
+        if let Some(a) = c
+            .activation_dtype
+            .as_deref()
+            .filter(|a| !a.trim().is_empty())
+        {
+            inputs.insert("activation_dtype".into(), a.trim().to_string());
+        }
+        if c.chunked_prefill != Some(false) {
+            if let Some(t) = c.max_num_batched_tokens.filter(|t| *t > 0) {
+                inputs.insert("chunk_tokens".into(), t.to_string());
+            }
         }
     }
-    Some(inputs)
+    inputs
 }
 
 /// `/estimators/{name}?k=v&…`: the estimator page reproduces the estimate from it.
@@ -988,10 +1013,17 @@ pub fn evaluate(records: &Records) -> Evaluation {
     let phases = match (&records.phases, &records.metric) {
         (Some(table), Some(target)) => {
             let dominance = dominant(table, target);
-            let checks = next_checks(&dominance);
+            let tail = tail_spread(table, target, &dominance);
+            let checks = next_checks(&dominance, tail.is_some());
             let tail_estimator_href = periodic_tail_inputs(config, records)
                 .map(|inputs| estimator_href("periodic-tail", &inputs));
+            let mixed_step_href = tail
+                .filter(|t| t.phase == Phase::Decode)
+                .map(|_| estimator_href("mixed-step", &mixed_step_inputs(config)));
             let estimator_href = checks.estimator.map(|name| match name {
+                "periodic-tail" => tail_estimator_href
+                    .clone()
+                    .unwrap_or_else(|| estimator_href(name, &Inputs::new())),
                 "decode-floor" => {
                     let mut inputs = decode_floor_inputs(config, None, None);
                     if let Some(itl) = observed_itl_ms(records) {
@@ -1003,6 +1035,8 @@ pub fn evaluate(records: &Records) -> Evaluation {
             });
             Some(PhaseEval {
                 tail_estimator_href,
+                tail,
+                mixed_step_href,
                 dominant_phase: match &dominance {
                     Dominance::Phase { phase, .. } => phase.slug().to_string(),
                     Dominance::Nothing { .. } => "nothing".into(),
