@@ -520,7 +520,7 @@ mod tests {
         let tight = PhaseTable {
             rows: vec![PhaseRow {
                 p99: Some(40.0),
-                ..table.rows[0].clone()
+                ..table.rows[0]
             }],
         };
         assert!(tail_spread(&tight, &itl(Percentile::P99), &d).is_none());
