@@ -45,6 +45,7 @@ mod read;
 mod state;
 #[cfg(test)]
 mod tests;
+pub mod trace_diff;
 
 use super::json_split::{SplitError, Splitter};
 use super::{AnalyzeError, Options};
