@@ -140,6 +140,9 @@ pub struct TraceDiffResult {
     pub ops: Vec<OpDiff>,
     pub control: SideInfo,
     pub test: SideInfo,
+    /// Rows left out by [`TraceDiffResult::keep_top`] (the smallest moves).
+    #[serde(default)]
+    pub ops_not_kept: u64,
 }
 
 /// What one side counted, without its rows.
@@ -214,10 +217,19 @@ pub fn diff(control: &OpTotals, test: &OpTotals) -> TraceDiffResult {
         ops,
         control: SideInfo::of(control),
         test: SideInfo::of(test),
+        ops_not_kept: 0,
     }
 }
 
 impl TraceDiffResult {
+    /// Keeps the `n` rows that moved most time (the summary still counts every name).
+    pub fn keep_top(&mut self, n: usize) {
+        if self.ops.len() > n {
+            self.ops_not_kept += (self.ops.len() - n) as u64;
+            self.ops.truncate(n);
+        }
+    }
+
     /// The op that moved most time, leaving out the whole-step `ProfilerStep` rows.
     pub fn top_mover(&self) -> Option<&OpDiff> {
         self.ops
