@@ -166,6 +166,14 @@ async fn trace_diff_of_the_hta_fixtures_matches_hta() {
         a.body
     );
     assert!(a.body.contains("id=\"trace-diff-form\""));
+    // The test trace's page gives its CUDA-graph share (10 graph launches kept).
+    let t = app.get(&format!("/artifacts/{test}")).await;
+    assert!(
+        t.body
+            .contains("CUDA graphs: 29.5% of GPU time — 10 graph launches ran 4,205 GPU events"),
+        "{}",
+        t.body
+    );
     let step = app.get(&format!("/investigations/{inv}/steps/7")).await;
     assert_eq!(step.status, StatusCode::OK);
     let lines = step.select("#trace-diff-lines p");
