@@ -287,3 +287,64 @@ async fn trace_diff_refuses_bad_input_and_stores_nothing() {
         StatusCode::NOT_FOUND
     );
 }
+
+/// A diff whose server stopped mid-way (left `analyzing`) reads as failed once it is
+/// older than an hour, and says to start it again; a recent one still reads analyzing.
+#[tokio::test]
+async fn trace_diff_left_analyzing_by_a_stopped_server_reads_as_failed() {
+    let (mut app, token) = editor_app().await;
+    let doc = |step: u32| {
+        json!({"traceEvents": [
+            {"ph": "X", "cat": "user_annotation", "name": format!("ProfilerStep#{step}"), "ts": 0, "dur": 100},
+            {"ph": "X", "cat": "kernel", "name": "gemm", "ts": 30, "dur": 5, "args": {"stream": 7, "correlation": 1, "device": 0}},
+            {"ph": "X", "cat": "cuda_runtime", "name": "cudaLaunchKernel", "ts": 15, "dur": 2, "args": {"correlation": 1}}
+        ]})
+        .to_string()
+        .into_bytes()
+    };
+    let a = upload_analyzed(&mut app, &token, "a.trace.json", doc(1)).await;
+    let b = upload_analyzed(&mut app, &token, "b.trace.json", doc(2)).await;
+    let mut ids = Vec::new();
+    for age in ["2 hours", "1 minute"] {
+        let id: i64 = sqlx::query_scalar(
+            "INSERT INTO trace_diffs (control_artifact_id, test_artifact_id, status, created_at)
+             VALUES ($1, $2, 'analyzing', now() - $3::interval) RETURNING id",
+        )
+        .bind(a)
+        .bind(b)
+        .bind(age)
+        .fetch_one(&app.pool)
+        .await
+        .unwrap();
+        ids.push(id);
+    }
+    let old = app
+        .api(
+            "GET",
+            &format!("/api/v1/trace-diffs/{}", ids[0]),
+            &token,
+            None,
+        )
+        .await
+        .json();
+    assert_eq!(old["status"], "failed");
+    assert!(old["error"].as_str().unwrap().contains("start it again"));
+    let recent = app
+        .api(
+            "GET",
+            &format!("/api/v1/trace-diffs/{}", ids[1]),
+            &token,
+            None,
+        )
+        .await
+        .json();
+    assert_eq!(recent["status"], "analyzing");
+    assert_eq!(recent["summary"], Value::Null);
+    app.login("ada").await;
+    let page = app.get(&format!("/trace-diffs/{}", ids[1])).await;
+    assert_eq!(page.status, StatusCode::OK);
+    assert!(
+        page.body.contains("hx-trigger=\"every 2s\""),
+        "an analyzing diff's page polls"
+    );
+}

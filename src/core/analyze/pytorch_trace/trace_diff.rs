@@ -44,7 +44,7 @@ pub const OTHER_OPS: &str = "(other ops: too many distinct names)";
 /// `ProfilerStep` events kept.
 pub const MAX_STEPS: usize = 10_000;
 /// Correlation ids kept for the compared step (launches in it).
-pub const MAX_LAUNCHES: usize = 20_000_000;
+pub const MAX_LAUNCHES: usize = 5_000_000;
 
 /// One name's totals in one trace.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
