@@ -134,8 +134,8 @@ fn bodies() -> Vec<(&'static str, &'static str, Value)> {
                 "type": "object",
                 "required": ["control", "test"],
                 "properties": {
-                    "control": id(),
-                    "test": id(),
+                    "control": {"oneOf": [id(), ids(Some(64))]},
+                    "test": {"oneOf": [id(), ids(Some(64))]},
                     "investigation": id(),
                 }
             }),

@@ -79,8 +79,14 @@ pub struct TraceDiffDoc {
     /// Why it failed.
     pub error: Option<String>,
     pub investigation: Option<i64>,
+    /// The first control trace.
     pub control: i64,
+    /// The first test trace.
     pub test: i64,
+    /// Every control trace (several: the ranks of one run, summed per name).
+    pub control_artifacts: Vec<i64>,
+    /// Every test trace.
+    pub test_artifacts: Vec<i64>,
     /// Null until done.
     pub summary: Option<SummaryDoc>,
     /// Sorted by |diff_us|, largest first; at most 5000 rows (the smallest moves are
@@ -94,7 +100,7 @@ pub struct TraceDiffDoc {
     pub created_at: chrono::DateTime<chrono::Utc>,
 }
 
-fn doc(d: &TraceDiff) -> TraceDiffDoc {
+fn doc(d: &TraceDiff, control_artifacts: Vec<i64>, test_artifacts: Vec<i64>) -> TraceDiffDoc {
     let r = d.result.as_ref().map(|r| &r.0);
     let side = |s: &crate::core::analyze::pytorch_trace::trace_diff::SideInfo,
                 artifact: i64,
@@ -115,6 +121,8 @@ fn doc(d: &TraceDiff) -> TraceDiffDoc {
         investigation: d.investigation_id,
         control: d.control_artifact_id,
         test: d.test_artifact_id,
+        control_artifacts,
+        test_artifacts,
         summary: r.map(|r| SummaryDoc {
             added: r.summary.added,
             deleted: r.summary.deleted,
@@ -151,13 +159,16 @@ async fn load(state: &AppState, id: i64) -> Result<TraceDiffDoc, AppError> {
     let d = trace_diffs::get(&state.pool, id)
         .await?
         .ok_or_else(|| AppError::not_found(format!("no trace diff {id}")))?;
-    Ok(doc(&d))
+    let (control, test) = trace_diffs::sides(&state.pool, id).await?;
+    let ids = |side: Vec<(i64, String)>| side.into_iter().map(|(id, _)| id).collect();
+    Ok(doc(&d, ids(control), ids(test)))
 }
 
 /// Diffs two analyzed PyTorch traces op by op and kernel by kernel, with HolisticTraceAnalysis
 /// TraceDiff's definitions (its first ProfilerStep, CPU ops and GPU kernels, kernels
-/// joined to their launch). Body: `{"control": artifact id, "test": artifact id,
-/// "investigation"?: id}` (without one, the control trace's investigation). Answers 201
+/// joined to their launch). Body: `{"control": artifact id or [ids], "test": artifact id
+/// or [ids], "investigation"?: id}`: several ids make a side of several ranks, summed per
+/// name (at most 64); without an investigation, the traces' own. Answers 201
 /// with the result when it is ready within a few seconds, else 202 with status
 /// `analyzing` (read it back until `done` or `failed`). Bad input answers 422 naming
 /// the field; nothing is stored.

@@ -15,7 +15,9 @@ use sqlx::types::Json;
 use sqlx::PgPool;
 
 use crate::artifacts::{self, Artifact};
-use crate::core::analyze::pytorch_trace::trace_diff::{diff, op_totals, TraceDiffResult};
+use crate::core::analyze::pytorch_trace::trace_diff::{
+    diff, merge, op_totals, OpTotals, TraceDiffResult,
+};
 use crate::core::analyze::Kind;
 use crate::core::FieldError;
 use crate::error::AppError;
@@ -30,12 +32,49 @@ pub const WAIT: Duration = Duration::from_secs(3);
 /// An `analyzing` row older than this lost its server.
 pub const STALE_AFTER_MIN: i64 = 60;
 
-/// What to diff, as asked.
-#[derive(Debug, Clone, Copy, PartialEq)]
+/// Traces per side at most (the ranks of one run).
+pub const MAX_TRACES_PER_SIDE: usize = 64;
+
+/// What to diff, as asked: one trace per side, or several (the ranks of one run, summed).
+#[derive(Debug, Clone, PartialEq)]
 pub struct Ask {
-    pub control: i64,
-    pub test: i64,
+    pub control: Vec<i64>,
+    pub test: Vec<i64>,
     pub investigation: Option<i64>,
+}
+
+/// A side: one id, or an array of 1 to [`MAX_TRACES_PER_SIDE`] ids.
+fn side_field(field: &str, v: Option<&Value>, errors: &mut Vec<FieldError>) -> Option<Vec<i64>> {
+    match v {
+        Some(Value::Array(items)) => {
+            if items.is_empty() || items.len() > MAX_TRACES_PER_SIDE {
+                errors.push(FieldError::new(
+                    field,
+                    format!(
+                        "must hold 1 to {MAX_TRACES_PER_SIDE} trace ids (one per rank), not {}",
+                        items.len()
+                    ),
+                ));
+                return None;
+            }
+            let mut ids = Vec::new();
+            for (i, x) in items.iter().enumerate() {
+                match crate::api::positive_id(x) {
+                    Some(id) if ids.contains(&id) => errors.push(FieldError::new(
+                        field,
+                        format!("names artifact {id} twice (item {i})"),
+                    )),
+                    Some(id) => ids.push(id),
+                    None => errors.push(FieldError::new(
+                        field,
+                        format!("item {i} must be an id (a positive integer), not {x}"),
+                    )),
+                }
+            }
+            Some(ids)
+        }
+        other => id_field(field, other, true, errors).map(|id| vec![id]),
+    }
 }
 
 /// Reads an id field: `Ok(None)` when absent (and not required).
@@ -78,8 +117,8 @@ impl Ask {
             )]);
         }
         let mut errors = Vec::new();
-        let control = id_field("control", v.get("control"), true, &mut errors);
-        let test = id_field("test", v.get("test"), true, &mut errors);
+        let control = side_field("control", v.get("control"), &mut errors);
+        let test = side_field("test", v.get("test"), &mut errors);
         let investigation = id_field("investigation", v.get("investigation"), false, &mut errors);
         Self::finish(control, test, investigation, errors)
     }
@@ -115,24 +154,24 @@ impl Ask {
                 }
             },
         };
-        let control = read("control", true);
-        let test = read("test", true);
+        let control = read("control", true).map(|id| vec![id]);
+        let test = read("test", true).map(|id| vec![id]);
         let investigation = read("investigation", false);
         Self::finish(control, test, investigation, errors)
     }
 
     fn finish(
-        control: Option<i64>,
-        test: Option<i64>,
+        control: Option<Vec<i64>>,
+        test: Option<Vec<i64>>,
         investigation: Option<i64>,
         mut errors: Vec<FieldError>,
     ) -> Result<Ask, Vec<FieldError>> {
-        if let (Some(c), Some(t)) = (control, test) {
-            if c == t {
+        if let (Some(c), Some(t)) = (&control, &test) {
+            for id in t.iter().filter(|id| c.contains(id)) {
                 errors.push(FieldError::new(
                     "test",
                     format!(
-                        "is artifact {t}, the control itself: a diff needs two different traces"
+                        "holds artifact {id}, the control itself: a diff needs two different traces"
                     ),
                 ));
             }
@@ -181,11 +220,21 @@ async fn trace(
     Ok(Ok(a))
 }
 
-/// Both traces (and the investigation, when given) checked; all problems at once.
-pub async fn check(pool: &PgPool, ask: &Ask) -> Result<(Artifact, Artifact), AppError> {
-    let control = trace(pool, "control", ask.control).await?;
-    let test = trace(pool, "test", ask.test).await?;
+/// Every trace of both sides (and the investigation, when given) checked; all problems
+/// at once.
+pub async fn check(pool: &PgPool, ask: &Ask) -> Result<(Vec<Artifact>, Vec<Artifact>), AppError> {
     let mut errors = Vec::new();
+    let mut sides = Vec::new();
+    for (field, ids) in [("control", &ask.control), ("test", &ask.test)] {
+        let mut found = Vec::new();
+        for &id in ids {
+            match trace(pool, field, id).await? {
+                Ok(a) => found.push(a),
+                Err(e) => errors.push(e),
+            }
+        }
+        sides.push(found);
+    }
     if let Some(inv) = ask.investigation {
         if crate::investigations::db::get(pool, inv).await?.is_none() {
             errors.push(FieldError::new(
@@ -194,14 +243,12 @@ pub async fn check(pool: &PgPool, ask: &Ask) -> Result<(Artifact, Artifact), App
             ));
         }
     }
-    match (control, test) {
-        (Ok(c), Ok(t)) if errors.is_empty() => Ok((c, t)),
-        (c, t) => {
-            let mut all: Vec<FieldError> = [c.err(), t.err()].into_iter().flatten().collect();
-            all.extend(errors);
-            Err(AppError::Invalid(all))
-        }
+    if !errors.is_empty() {
+        return Err(AppError::Invalid(errors));
     }
+    let test = sides.pop().unwrap_or_default();
+    let control = sides.pop().unwrap_or_default();
+    Ok((control, test))
 }
 
 /// Stores the row and starts the diff; waits up to [`WAIT`] for it. Returns the id and
@@ -214,27 +261,43 @@ pub async fn start(
     user_id: i64,
 ) -> Result<(i64, bool), AppError> {
     let (control, test) = check(pool, ask).await?;
-    // A diff asked without an investigation joins the control trace's, if any.
+    // A diff asked without an investigation joins its traces' (the first that has one).
     let investigation = ask
         .investigation
-        .or(control.investigation_id)
-        .or(test.investigation_id);
+        .or_else(|| control.iter().chain(&test).find_map(|a| a.investigation_id));
+    let mut tx = pool.begin().await?;
     let id: i64 = sqlx::query_scalar(
         "INSERT INTO trace_diffs (investigation_id, control_artifact_id, test_artifact_id, status, created_by)
          VALUES ($1, $2, $3, 'analyzing', $4) RETURNING id",
     )
     .bind(investigation)
-    .bind(control.id)
-    .bind(test.id)
+    .bind(control[0].id)
+    .bind(test[0].id)
     .bind(user_id)
-    .fetch_one(pool)
+    .fetch_one(&mut *tx)
     .await?;
+    for (side, list) in [("control", &control), ("test", &test)] {
+        for (position, a) in list.iter().enumerate() {
+            sqlx::query(
+                "INSERT INTO trace_diff_artifacts (trace_diff_id, side, position, artifact_id)
+                 VALUES ($1, $2, $3, $4)",
+            )
+            .bind(id)
+            .bind(side)
+            .bind(position as i32)
+            .bind(a.id)
+            .execute(&mut *tx)
+            .await?;
+        }
+    }
+    tx.commit().await?;
+    let shas = |list: &[Artifact]| list.iter().map(|a| a.sha256.clone()).collect();
     let job = tokio::spawn(run(
         pool.clone(),
         blobs.clone(),
         id,
-        control.sha256,
-        test.sha256,
+        shas(&control),
+        shas(&test),
         max_decompressed,
     ));
     let finished = tokio::time::timeout(WAIT, job).await.is_ok();
@@ -246,12 +309,12 @@ async fn run(
     pool: PgPool,
     blobs: BlobStore,
     id: i64,
-    control_sha: String,
-    test_sha: String,
+    control_shas: Vec<String>,
+    test_shas: Vec<String>,
     max_decompressed: u64,
 ) {
     let outcome = tokio::task::spawn_blocking(move || {
-        compute(&blobs, &control_sha, &test_sha, max_decompressed)
+        compute(&blobs, &control_shas, &test_shas, max_decompressed)
     })
     .await
     .unwrap_or_else(|e| Err(format!("the diff stopped: {e}")));
@@ -284,21 +347,30 @@ async fn run(
 /// Both traces' totals and their diff (a blocking thread inside the runtime).
 fn compute(
     blobs: &BlobStore,
-    control_sha: &str,
-    test_sha: &str,
+    control_shas: &[String],
+    test_shas: &[String],
     max_decompressed: u64,
 ) -> Result<TraceDiffResult, String> {
     let handle = tokio::runtime::Handle::current();
-    let totals = |side: &str, sha: &str| {
-        let open = || {
-            handle
-                .block_on(blobs.reader(sha))
-                .map_err(|e| std::io::Error::other(e.to_string()))
-        };
-        op_totals(open, max_decompressed).map_err(|e| format!("the {side} trace: {e}"))
+    let totals = |side: &str, shas: &[String]| -> Result<OpTotals, String> {
+        let mut parts = Vec::new();
+        for (i, sha) in shas.iter().enumerate() {
+            let open = || {
+                handle
+                    .block_on(blobs.reader(sha))
+                    .map_err(|e| std::io::Error::other(e.to_string()))
+            };
+            let which = if shas.len() > 1 {
+                format!("the {side} side's trace {}", i + 1)
+            } else {
+                format!("the {side} trace")
+            };
+            parts.push(op_totals(open, max_decompressed).map_err(|e| format!("{which}: {e}"))?);
+        }
+        Ok(merge(parts))
     };
-    let control = totals("control", control_sha)?;
-    let test = totals("test", test_sha)?;
+    let control = totals("control", control_shas)?;
+    let test = totals("test", test_shas)?;
     let mut result = diff(&control, &test);
     result.keep_top(MAX_STORED_OPS);
     Ok(result)
@@ -365,12 +437,37 @@ pub async fn for_investigation(pool: &PgPool, investigation: i64) -> sqlx::Resul
 /// The diffs a trace takes part in, newest first (at most 20).
 pub async fn for_artifact(pool: &PgPool, artifact: i64) -> sqlx::Result<Vec<TraceDiff>> {
     sqlx::query_as(&format!(
-        "{SELECT} WHERE d.control_artifact_id = $1 OR d.test_artifact_id = $1 ORDER BY d.id DESC LIMIT 20"
+        "{SELECT} WHERE d.id IN (SELECT trace_diff_id FROM trace_diff_artifacts WHERE artifact_id = $1)
+         ORDER BY d.id DESC LIMIT 20"
     ))
     .bind(artifact)
     .bind(STALE_AFTER_MIN as i32)
     .fetch_all(pool)
     .await
+}
+
+/// Each side's traces in order, as (id, name): (control, test).
+pub async fn sides(
+    pool: &PgPool,
+    id: i64,
+) -> sqlx::Result<(Vec<(i64, String)>, Vec<(i64, String)>)> {
+    let rows: Vec<(String, i64, String)> = sqlx::query_as(
+        "SELECT s.side, a.id, a.name FROM trace_diff_artifacts s
+         JOIN artifacts a ON a.id = s.artifact_id
+         WHERE s.trace_diff_id = $1 ORDER BY s.side, s.position",
+    )
+    .bind(id)
+    .fetch_all(pool)
+    .await?;
+    let (mut control, mut test) = (Vec::new(), Vec::new());
+    for (side, id, name) in rows {
+        if side == "control" {
+            control.push((id, name));
+        } else {
+            test.push((id, name));
+        }
+    }
+    Ok((control, test))
 }
 
 /// Other analyzed PyTorch traces to diff `artifact` against: those of its investigation

@@ -105,6 +105,9 @@ fn side_text(s: &SideInfo) -> String {
 struct ShowPage {
     ctx: PageCtx,
     d: TraceDiff,
+    /// Each side's traces (id, name), when a side has several (ranks).
+    control_traces: Vec<(i64, String)>,
+    test_traces: Vec<(i64, String)>,
     headline: Option<String>,
     /// (class, count) in HTA's order.
     summary: Vec<(&'static str, u64)>,
@@ -137,7 +140,11 @@ async fn show_trace_diff(
     let d = trace_diffs::get(&state.pool, id)
         .await?
         .ok_or_else(|| AppError::not_found(format!("no trace diff {id}")))?;
+    let (control_traces, test_traces) = trace_diffs::sides(&state.pool, id).await?;
+    let several = |v: Vec<(i64, String)>| if v.len() > 1 { v } else { Vec::new() };
     let mut page = ShowPage {
+        control_traces: several(control_traces),
+        test_traces: several(test_traces),
         ctx,
         headline: d.headline(),
         summary: Vec::new(),

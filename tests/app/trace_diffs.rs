@@ -243,6 +243,18 @@ async fn trace_diff_refuses_bad_input_and_stores_nothing() {
             "no investigation",
         ),
         (json!([a, b]), "body", "JSON object"),
+        (
+            json!({"control": a, "test": [b, a]}),
+            "test",
+            "the control itself",
+        ),
+        (json!({"control": [a], "test": [b, b]}), "test", "twice"),
+        (json!({"control": [], "test": b}), "control", "1 to 64"),
+        (
+            json!({"control": [a, log], "test": b}),
+            "control",
+            "is a request_log",
+        ),
     ];
     for (body, field, words) in cases {
         let r = app
@@ -347,4 +359,69 @@ async fn trace_diff_left_analyzing_by_a_stopped_server_reads_as_failed() {
         page.body.contains("hx-trigger=\"every 2s\""),
         "an analyzing diff's page polls"
     );
+}
+
+/// A side of several traces (the ranks of one run) sums per name: the diff of base against
+/// {compare-test, diff-test} counts, per name, what the two single diffs count together.
+#[tokio::test]
+async fn trace_diff_of_a_set_of_ranks_sums_them() {
+    let Some(root) = fixtures() else { return };
+    let (mut app, token) = editor_app().await;
+    let base = upload_fixture(&mut app, &token, &root, BASE, "").await;
+    let cmp = upload_fixture(
+        &mut app,
+        &token,
+        &root,
+        "pytorch_trace/hta__trace_compare__test__test.json.gz",
+        "",
+    )
+    .await;
+    let test = upload_fixture(&mut app, &token, &root, DIFF_TEST, "").await;
+    let mut docs = Vec::new();
+    for sides in [json!(cmp), json!(test), json!([cmp, test])] {
+        let r = app
+            .api(
+                "POST",
+                "/api/v1/trace-diffs",
+                &token,
+                Some(json!({"control": base, "test": sides})),
+            )
+            .await;
+        assert!(r.status.is_success(), "{}", r.body);
+        let id = r.json()["id"].as_i64().unwrap();
+        let doc = finished(&mut app, &token, id).await;
+        assert_eq!(doc["status"], "done", "{}", doc["error"]);
+        docs.push(doc);
+    }
+    let counts = |doc: &Value| -> std::collections::BTreeMap<String, i64> {
+        doc["ops"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|o| {
+                (
+                    o["name"].as_str().unwrap().to_string(),
+                    o["test_count"].as_i64().unwrap(),
+                )
+            })
+            .filter(|(_, n)| *n > 0)
+            .collect()
+    };
+    let (one, two, both) = (counts(&docs[0]), counts(&docs[1]), counts(&docs[2]));
+    let mut summed = one.clone();
+    for (k, v) in &two {
+        *summed.entry(k.clone()).or_default() += v;
+    }
+    assert_eq!(both, summed);
+    assert_eq!(docs[2]["test_side"]["events"], 7 + 11_187);
+    assert_eq!(docs[2]["test_artifacts"], json!([cmp, test]));
+    assert_eq!(docs[2]["control_artifacts"], json!([base]));
+    app.login("ada").await;
+    let page = app.get(&format!("/trace-diffs/{}", docs[2]["id"])).await;
+    assert_eq!(page.select("#test-traces a").len(), 2);
+    // Each trace's page links the diffs it takes part in.
+    let t = app.get(&format!("/artifacts/{cmp}")).await;
+    assert!(t
+        .body
+        .contains(&format!("href=\"/trace-diffs/{}\"", docs[2]["id"])));
 }

@@ -169,6 +169,50 @@ impl SideInfo {
     }
 }
 
+/// One side made of several traces (the ranks of one run): counts and times summed per
+/// name, as HTA sums the ranks it is given; each trace is counted over its own first
+/// `ProfilerStep` (the lowest one is reported).
+pub fn merge(parts: Vec<OpTotals>) -> OpTotals {
+    let mut parts = parts.into_iter();
+    let Some(mut out) = parts.next() else {
+        return OpTotals::default();
+    };
+    let mut index: FastMap<String, usize> = out
+        .ops
+        .iter()
+        .enumerate()
+        .map(|(i, o)| (o.name.clone(), i))
+        .collect();
+    for p in parts {
+        out.iteration = match (out.iteration, p.iteration) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        };
+        out.events += p.events;
+        out.dur_us += p.dur_us;
+        out.rounded |= p.rounded;
+        for n in p.notes {
+            if !out.notes.contains(&n) {
+                out.notes.push(n);
+            }
+        }
+        for o in p.ops {
+            match index.get(&o.name) {
+                Some(&i) => {
+                    out.ops[i].count += o.count;
+                    out.ops[i].dur_us += o.dur_us;
+                }
+                None => {
+                    index.insert(o.name.clone(), out.ops.len());
+                    out.ops.push(o);
+                }
+            }
+        }
+    }
+    out.ops.sort_by(|a, b| a.name.cmp(&b.name));
+    out
+}
+
 /// Compare two traces' totals.
 pub fn diff(control: &OpTotals, test: &OpTotals) -> TraceDiffResult {
     let mut rows: FastMap<&str, (u64, f64, u64, f64)> = FastMap::default();
@@ -857,6 +901,25 @@ mod tests {
             "{:?}",
             t.notes
         );
+    }
+
+    #[test]
+    fn a_side_of_several_ranks_sums_per_name() {
+        let mut a = side(&[("mm", 2, 10.0), ("add", 1, 1.0)]);
+        a.iteration = Some(5);
+        a.events = 3;
+        let mut b = side(&[("mm", 3, 20.0), ("nccl", 1, 7.0)]);
+        b.iteration = Some(4);
+        b.events = 4;
+        let m = merge(vec![a, b]);
+        assert_eq!(m.iteration, Some(4));
+        assert_eq!(m.events, 7);
+        let got: Vec<(&str, u64, f64)> = m
+            .ops
+            .iter()
+            .map(|o| (o.name.as_str(), o.count, o.dur_us))
+            .collect();
+        assert_eq!(got, [("add", 1, 1.0), ("mm", 5, 30.0), ("nccl", 1, 7.0)]);
     }
 
     fn side(ops: &[(&str, u64, f64)]) -> OpTotals {
