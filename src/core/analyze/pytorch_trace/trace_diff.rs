@@ -878,6 +878,69 @@ mod tests {
         assert_eq!(op(&t, "ProfilerStep#1").map(|o| o.dur_us), Some(99.0));
     }
 
+    /// HTA 0.5.0 on these two traces (each alone in a folder, `compare_traces` and
+    /// `ops_diff` with defaults): control a 1 × 4 µs, cudaGraphLaunch 1 × 2, k1 1 × 2,
+    /// k2 1 × 3, ProfilerStep#1 1 × 99; test a 2 × 14, k1 1 × 3, cudaLaunchKernel 1 × 3,
+    /// ProfilerStep#3 1 × 100; added [ProfilerStep#3, cudaLaunchKernel], deleted
+    /// [ProfilerStep#1, cudaGraphLaunch, k2], increased [a], unchanged [k1].
+    #[test]
+    fn float_times_and_a_graph_launch_agree_with_hta() {
+        let control = json!({"traceEvents": [
+            {"ph": "X", "cat": "user_annotation", "name": "ProfilerStep#1", "ts": 0.5, "dur": 100.0},
+            {"ph": "X", "cat": "cpu_op", "name": "a", "ts": 10.2, "dur": 5.7},
+            {"ph": "X", "cat": "cpu_op", "name": "b", "ts": 100.2, "dur": 1.0},
+            {"ph": "X", "cat": "cuda_runtime", "name": "cudaGraphLaunch", "ts": 20.4, "dur": 3.3, "args": {"correlation": 5}},
+            {"ph": "X", "cat": "kernel", "name": "k1", "ts": 30.6, "dur": 2.9, "args": {"correlation": 5, "stream": 7}},
+            {"ph": "X", "cat": "kernel", "name": "k2", "ts": 33.1, "dur": 4.05, "args": {"correlation": 5, "stream": 7}},
+            {"ph": "X", "cat": "user_annotation", "name": "ProfilerStep#2", "ts": 101.0, "dur": 50.0},
+            {"ph": "X", "cat": "cpu_op", "name": "a", "ts": 110.0, "dur": 5.0},
+        ]});
+        let test = json!({"traceEvents": [
+            {"ph": "X", "cat": "user_annotation", "name": "ProfilerStep#3", "ts": 0, "dur": 100},
+            {"ph": "X", "cat": "cpu_op", "name": "a", "ts": 10, "dur": 7},
+            {"ph": "X", "cat": "cpu_op", "name": "a", "ts": 20, "dur": 7},
+            {"ph": "X", "cat": "cuda_runtime", "name": "cudaLaunchKernel", "ts": 30, "dur": 3, "args": {"correlation": 9}},
+            {"ph": "X", "cat": "kernel", "name": "k1", "ts": 40, "dur": 3, "args": {"correlation": 9, "stream": 7}},
+        ]});
+        let d = diff(&totals(&control), &totals(&test));
+        let mut rows: Vec<(&str, u64, f64, u64, f64)> = d
+            .ops
+            .iter()
+            .map(|o| {
+                (
+                    o.name.as_str(),
+                    o.control_count,
+                    o.control_us,
+                    o.test_count,
+                    o.test_us,
+                )
+            })
+            .collect();
+        rows.sort_by(|a, b| a.0.cmp(b.0));
+        assert_eq!(
+            rows,
+            [
+                ("ProfilerStep#1", 1, 99.0, 0, 0.0),
+                ("ProfilerStep#3", 0, 0.0, 1, 100.0),
+                ("a", 1, 4.0, 2, 14.0),
+                ("cudaGraphLaunch", 1, 2.0, 0, 0.0),
+                ("cudaLaunchKernel", 0, 0.0, 1, 3.0),
+                ("k1", 1, 2.0, 1, 3.0),
+                ("k2", 1, 3.0, 0, 0.0),
+            ]
+        );
+        assert_eq!(
+            d.summary,
+            DiffSummary {
+                added: 2,
+                deleted: 3,
+                increased: 1,
+                decreased: 0,
+                unchanged: 1
+            }
+        );
+    }
+
     #[test]
     fn a_trace_without_steps_is_compared_whole_and_says_so() {
         let t = totals(
