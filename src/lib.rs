@@ -21,6 +21,7 @@ pub mod server;
 pub mod state;
 pub mod storage;
 pub mod sweeps;
+pub mod trace_diffs;
 pub mod training;
 pub mod web;
 

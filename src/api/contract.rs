@@ -129,6 +129,19 @@ fn bodies() -> Vec<(&'static str, &'static str, Value)> {
         ),
         (
             "post",
+            "/trace-diffs",
+            json!({
+                "type": "object",
+                "required": ["control", "test"],
+                "properties": {
+                    "control": {"oneOf": [id(), ids(Some(64))]},
+                    "test": {"oneOf": [id(), ids(Some(64))]},
+                    "investigation": id(),
+                }
+            }),
+        ),
+        (
+            "post",
             "/sweeps",
             json!({
                 "type": "object",

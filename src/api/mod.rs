@@ -12,6 +12,7 @@ mod journal;
 pub(crate) mod proposals;
 mod search;
 pub(crate) mod sweeps;
+pub(crate) mod trace_diffs;
 pub(crate) mod training;
 
 use axum::extract::State;
@@ -146,6 +147,7 @@ pub fn router() -> OpenApiRouter<AppState> {
         .merge(proposals::router())
         .merge(training::router())
         .merge(sweeps::router())
+        .merge(trace_diffs::router())
         .routes(routes!(
             investigations::create_investigation,
             investigations::list_investigations

@@ -18,6 +18,7 @@ pub mod ops;
 pub mod proposals;
 pub mod replays;
 pub mod search;
+pub mod trace_diffs;
 pub mod transfer;
 
 use askama::Template;
@@ -48,6 +49,7 @@ pub fn private_routes() -> Router<AppState> {
         .merge(artifacts::routes())
         .merge(captures::routes())
         .merge(comparisons::routes())
+        .merge(trace_diffs::routes())
         .merge(investigations::routes())
         .merge(journal::routes())
         .merge(learn::routes())

@@ -157,6 +157,7 @@ struct Ids {
     entry: i64,
     artifact: i64,
     comparison: i64,
+    trace_diff: i64,
     proposal: i64,
     token: i64,
     user: i64,
@@ -175,6 +176,8 @@ fn fill(path: &str, ids: &Ids) -> String {
         ids.artifact
     } else if bare.starts_with("/comparisons/") {
         ids.comparison
+    } else if bare.starts_with("/trace-diffs/") {
+        ids.trace_diff
     } else if bare.starts_with("/proposals/") {
         ids.proposal
     } else if bare.starts_with("/settings/tokens/") {
@@ -316,7 +319,18 @@ async fn matrix_app() -> (TestApp, Ids, BTreeMap<String, Vec<String>>) {
         )
         .await;
     assert_eq!(r.status, StatusCode::CREATED, "{}", r.body);
+    // A trace diff row (its page and document render a failed one as well as a done one).
+    let trace_diff: i64 = sqlx::query_scalar(
+        "INSERT INTO trace_diffs (control_artifact_id, test_artifact_id, status, error)
+         VALUES ($1, $2, 'failed', 'the control trace: not a trace') RETURNING id",
+    )
+    .bind(base)
+    .bind(cand)
+    .fetch_one(&app.pool)
+    .await
+    .unwrap();
     let ids = Ids {
+        trace_diff,
         investigation: first_id(&app, "investigations").await,
         entry: first_id(&app, "journal_entries").await,
         artifact: base,

@@ -30,5 +30,6 @@ mod search_cli;
 mod seed;
 mod slow_clients;
 mod sweeps;
+mod trace_diffs;
 mod trust;
 mod ux;

@@ -17,4 +17,5 @@ mod proposal;
 mod search;
 mod sign_in;
 mod sweeps;
+mod trace_diffs;
 mod trust;

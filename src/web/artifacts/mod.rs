@@ -121,6 +121,10 @@ struct ShowPage {
     sweep_form: Option<SweepForm>,
     /// The viewer is an admin or the editor who uploaded it.
     can_delete: bool,
+    /// A PyTorch trace: the diffs it takes part in, and the other traces it can be
+    /// diffed against (id, name).
+    diffs: Vec<crate::trace_diffs::TraceDiff>,
+    diff_choices: Vec<(i64, String)>,
 }
 
 /// The SLO asked of a sweep on its artifact page (`?slo_metric=ttft&slo_percentile=p99&slo_max=200 ms`).
@@ -190,7 +194,22 @@ async fn show_artifact(
         .user
         .as_ref()
         .is_some_and(|u| artifacts::may_delete(&a, u));
+    let (diffs, diff_choices) = if a.kind() == crate::core::analyze::Kind::PytorchTrace {
+        let choices = if a.status == "done" && ctx.can_edit() {
+            crate::trace_diffs::candidates(&state.pool, a.id, a.investigation_id).await?
+        } else {
+            Vec::new()
+        };
+        (
+            crate::trace_diffs::for_artifact(&state.pool, a.id).await?,
+            choices,
+        )
+    } else {
+        (Vec::new(), Vec::new())
+    };
     let page = ShowPage {
+        diffs,
+        diff_choices,
         ctx,
         size: bytes(a.size_bytes as f64, ByteStyle::Size),
         sections: views::sections_with_slo(&a, slo.as_ref()),

@@ -175,6 +175,8 @@ pub(super) struct StepPage {
     bubble_sources: Sources,
     /// Steps 1 and 7: what the investigation's load sweeps say against the step-1 SLO.
     sweep_lines: Vec<String>,
+    /// Step 7: the investigation's trace diffs, (page, sentence).
+    trace_diff_lines: Vec<(String, String)>,
     /// A save refused because someone saved first: what they changed.
     conflict: Option<StepConflict>,
 }
@@ -379,6 +381,7 @@ pub(super) struct StepView {
     /// Artifacts whose analysis filled this step before.
     pub(super) evidence: Vec<ArtifactLink>,
     pub(super) sweep_lines: Vec<String>,
+    pub(super) trace_diff_lines: Vec<(String, String)>,
     pub(super) values: Pairs,
     pub(super) errors: Vec<FieldError>,
     pub(super) attach: AttachForm,
@@ -456,6 +459,7 @@ pub(super) fn step_page(ctx: PageCtx, loaded: Loaded, step: u8, view: StepView) 
         bubbles: view.bubbles,
         bubble_sources: view.bubble_sources,
         sweep_lines: view.sweep_lines,
+        trace_diff_lines: view.trace_diff_lines,
         records: loaded.records,
         eval: loaded.evaluation,
         inv: loaded.investigation,
@@ -536,6 +540,7 @@ pub(super) async fn step_with(
         (None, Sources::default())
     };
     let sweep_lines = sweep_lines(state, &loaded, step).await?;
+    let trace_diff_lines = trace_diff_lines(state, id, step).await?;
     let page = step_page(
         ctx,
         loaded,
@@ -546,6 +551,7 @@ pub(super) async fn step_with(
             fillers,
             evidence: db::evidence(&state.pool, id, step).await?,
             sweep_lines,
+            trace_diff_lines,
             values,
             errors: Vec::new(),
             attach: AttachForm::default(),
@@ -556,6 +562,38 @@ pub(super) async fn step_with(
         },
     );
     render(&page)
+}
+
+/// Step 7: one line per trace diff of the investigation, ready for the write-up ("the
+/// change moved 30.8 ms into cudaMemcpyAsync, +764 calls").
+pub(super) async fn trace_diff_lines(
+    state: &AppState,
+    investigation: i64,
+    step: u8,
+) -> Result<Vec<(String, String)>> {
+    if step != 7 {
+        return Ok(Vec::new());
+    }
+    Ok(
+        crate::trace_diffs::for_investigation(&state.pool, investigation)
+            .await?
+            .into_iter()
+            .map(|d| {
+                let what = match (d.headline(), d.status.as_str()) {
+                    (Some(h), _) => format!("{h}."),
+                    (None, "done") => "no op or kernel moved time.".to_string(),
+                    (None, status) => format!("{status}."),
+                };
+                (
+                    d.url(),
+                    format!(
+                        "Trace diff {} ({} → {}): {what}",
+                        d.id, d.control_name, d.test_name
+                    ),
+                )
+            })
+            .collect(),
+    )
 }
 
 /// Steps 1 and 7: the investigation's load sweeps (oldest first, the first series of

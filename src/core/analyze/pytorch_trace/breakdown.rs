@@ -445,10 +445,18 @@ pub(super) fn launch_stats(
     let mut gpu_d = Vec::new();
     let mut launch = LaunchStats::default();
     let mut corr_seen: Vec<u64> = Vec::new();
+    let mut graph_corr: Vec<u64> = Vec::new();
+    let mut all_us = 0.0;
     for e in gpu {
+        all_us += e.end - e.start;
         match launches.get(&e.correlation) {
             Some(l) => {
                 launch.matched += 1;
+                if l.graph {
+                    launch.graph_gpu_events += 1;
+                    launch.graph_gpu_us += e.end - e.start;
+                    graph_corr.push(e.correlation);
+                }
                 let delay = e.start - (l.ts + l.dur);
                 let d = e.end - e.start;
                 delays.push(delay);
@@ -476,6 +484,10 @@ pub(super) fn launch_stats(
         .chunk_by(|a, b| a == b)
         .filter(|g| g.len() > 1)
         .count() as u64;
+    graph_corr.sort_unstable();
+    graph_corr.dedup();
+    launch.graph_launches = graph_corr.len() as u64;
+    launch.graph_share = (all_us > 0.0).then(|| launch.graph_gpu_us / all_us);
     launch.launch_delay_us = Summary::from_values(&mut delays);
     launch.cpu_launch_us = Summary::from_values(&mut cpu);
     launch.gpu_duration_us = Summary::from_values(&mut gpu_d);

@@ -31,6 +31,10 @@
 //!   GPU picks the kernel up while the call is still running; a CUDA graph
 //!   launch enqueues many kernels in one long call); such delays are counted
 //!   and kept, as HTA keeps them.
+//! * CUDA graphs: a kernel run by a graph launch (`cudaGraphLaunch`, as vLLM and SGLang
+//!   decode) carries the launch's correlation id, so it joins that one call like any
+//!   kernel joins its launch, and counts in every breakdown; `launch.graph_*` give the
+//!   graph launches, their GPU events and those events' share of all GPU time.
 //! * Step filter: when the trace has at least two distinct `ProfilerStep#`
 //!   names, HTA keeps only GPU work whose launch started before the last step
 //!   (`include_last_profiler_step=False`, its default) or before the last
@@ -45,6 +49,7 @@ mod read;
 mod state;
 #[cfg(test)]
 mod tests;
+pub mod trace_diff;
 
 use super::json_split::{SplitError, Splitter};
 use super::{AnalyzeError, Options};
@@ -58,7 +63,7 @@ use read::{split_and_fold, Stop, BLOCK_BYTES, MAX_PART_BYTES};
 use state::State;
 
 /// Bump when the JSON output of [`analyze`] changes.
-pub const ANALYZER_VERSION: u32 = 2;
+pub const ANALYZER_VERSION: u32 = 3;
 
 /// HTA's default `consecutive_kernel_delay`: gaps below it are launch overhead.
 pub const KERNEL_WAIT_THRESHOLD_US: f64 = 30.0;
@@ -152,6 +157,18 @@ pub struct LaunchStats {
     /// Kernels that started before their launch call returned (negative delay).
     #[serde(default)]
     pub negative_delays: u64,
+    /// CUDA-graph launches (`cudaGraphLaunch` and kin) whose GPU work was kept.
+    #[serde(default)]
+    pub graph_launches: u64,
+    /// GPU events (kernels, copies, sets) run by those graph launches.
+    #[serde(default)]
+    pub graph_gpu_events: u64,
+    /// Their summed duration (µs).
+    #[serde(default)]
+    pub graph_gpu_us: f64,
+    /// Their share of the summed duration of all GPU events (0–1); none without GPU work.
+    #[serde(default)]
+    pub graph_share: Option<f64>,
 }
 
 /// A GPU seen in the trace.

@@ -73,6 +73,18 @@ pub(super) struct GpuEv {
 pub(super) struct Launch {
     pub(super) ts: f64,
     pub(super) dur: f64,
+    /// A CUDA-graph launch (`cudaGraphLaunch`, `cuGraphLaunch`, `hipGraphLaunch`): one
+    /// call that runs every kernel of the graph, all with its correlation id.
+    pub(super) graph: bool,
+}
+
+/// Whether a runtime or driver call launches a whole CUDA (or HIP) graph.
+pub(super) fn is_graph_launch(name: &str) -> bool {
+    let name = name.strip_suffix("_v10000").unwrap_or(name);
+    matches!(
+        name,
+        "cudaGraphLaunch" | "cuGraphLaunch" | "hipGraphLaunch" | "cudaGraphLaunch_ptsz"
+    )
 }
 
 /// Interned strings (kernel names), at most [`MAX_KERNEL_NAMES`] of them.
@@ -226,7 +238,8 @@ impl State {
         // in practice the runtime/driver launch call.
         if let Some(c) = args.correlation {
             if !matches!(cat, Cat::Sync | Cat::GpuUserAnnotation | Cat::ProfilerRange) {
-                self.launches.insert(c, Launch { ts, dur });
+                let graph = is_graph_launch(&self.name_buf);
+                self.launches.insert(c, Launch { ts, dur, graph });
             }
         }
         if self.name_buf.contains("ProfilerStep") {

@@ -707,3 +707,60 @@ fn streams_a_large_generated_trace() {
     assert!((a.idle[0].host_wait_us - 4.5 * (n - 1) as f64).abs() < 1e-3);
     assert_eq!(a.idle[0].kernel_wait_us, 0.0);
 }
+
+#[test]
+fn kernels_of_a_cuda_graph_launch_join_it_and_their_share_is_given() {
+    let graph = json!({"ph": "X", "cat": "cuda_runtime", "name": "cudaGraphLaunch", "pid": 100, "tid": 100,
+                       "ts": 100.0, "dur": 50.0, "args": {"correlation": 9}});
+    let doc = json!({"traceEvents": [
+        launch(10.0, 5.0, 1),
+        kernel("prefill_gemm", 20.0, 60.0, 7, 1),
+        graph,
+        kernel("decode_attn", 120.0, 10.0, 7, 9),
+        kernel("decode_mlp", 131.0, 20.0, 7, 9),
+        kernel("decode_norm", 152.0, 10.0, 7, 9),
+    ]});
+    let a = run(&doc, &Options::default());
+    let l = &a.launch;
+    assert_eq!((l.graph_launches, l.graph_gpu_events), (1, 3));
+    assert!(close(l.graph_gpu_us, 40.0));
+    assert!(close(l.graph_share.unwrap(), 0.4));
+    assert_eq!(l.matched, 4, "every graph kernel joins the one launch");
+    assert_eq!(l.multi_kernel_launches, 1);
+    // Counted in the breakdowns like any kernel.
+    assert_eq!(a.kernels.len(), 4);
+    assert!(close(a.temporal[0].compute_us, 100.0));
+}
+
+/// The GPU events the analyzer keeps by default (launched before the last ProfilerStep)
+/// in trace_diff/test, computed with the standard library's json module: 12,515 events,
+/// 756,807 µs; the 10 cudaGraphLaunch calls among their launches ran 4,205 of them,
+/// 222,967 µs (29.46%).
+#[test]
+fn cuda_graph_share_of_the_trace_diff_fixture() {
+    let Some(root) = real_fixtures() else { return };
+    let f = open(&root, "pytorch_trace/hta__trace_diff__test__test.json.gz");
+    let a = super::super::analyze(
+        super::super::Kind::PytorchTrace,
+        f,
+        &Options::default(),
+        &|_| {},
+    )
+    .unwrap();
+    let Analysis::PytorchTrace(a) = a else {
+        panic!()
+    };
+    let l = &a.launch;
+    assert_eq!(l.matched + l.unmatched, 12_515);
+    assert_eq!((l.graph_launches, l.graph_gpu_events), (10, 4_205));
+    assert!(
+        (l.graph_gpu_us - 222_967.0).abs() < 1.0,
+        "{}",
+        l.graph_gpu_us
+    );
+    assert!(
+        (l.graph_share.unwrap() - 0.294_615).abs() < 1e-4,
+        "{:?}",
+        l.graph_share
+    );
+}

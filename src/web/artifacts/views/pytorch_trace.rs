@@ -37,6 +37,10 @@ fn trace_temporal(x: &TraceAnalysis) -> Section {
         ),
         None => "No GPU kernels in this trace.".into(),
     });
+    if let (Some(lead), Some(share)) = (s.lead.as_mut(), x.launch.graph_share) {
+        lead.push(' ');
+        lead.push_str(&graph_sentence(&x.launch, share));
+    }
     let mut t = Table::new(&[
         "rank",
         "span",
@@ -91,6 +95,20 @@ fn trace_temporal(x: &TraceAnalysis) -> Section {
     }
     s.notes = x.notes.clone();
     s
+}
+
+/// The trace's CUDA-graph share in words.
+fn graph_sentence(l: &crate::core::analyze::pytorch_trace::LaunchStats, share: f64) -> String {
+    if l.graph_launches == 0 {
+        return "CUDA graphs: none (0% of GPU time) — every kernel was launched on its own.".into();
+    }
+    format!(
+        "CUDA graphs: {} of GPU time — {} graph launches ran {} GPU events, {} µs (counted in every breakdown, each with its launch).",
+        pct(share),
+        num(l.graph_launches as f64),
+        num(l.graph_gpu_events as f64),
+        us(l.graph_gpu_us)
+    )
 }
 
 /// Kernels by total time, the top ones and the categories as pictures.
