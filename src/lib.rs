@@ -23,6 +23,7 @@ pub mod storage;
 pub mod sweeps;
 pub mod training;
 pub mod web;
+pub mod webhooks;
 
 #[cfg(test)]
 mod test_skip;

@@ -19,6 +19,7 @@ pub mod proposals;
 pub mod replays;
 pub mod search;
 pub mod transfer;
+pub mod webhooks;
 
 use askama::Template;
 use axum::http::{Method, Uri};
@@ -55,6 +56,7 @@ pub fn private_routes() -> Router<AppState> {
         .merge(proposals::routes())
         .merge(search::routes())
         .merge(transfer::routes())
+        .merge(webhooks::routes())
 }
 
 /// Routes that stream large bodies (the server exempts them from the request timeout

@@ -161,6 +161,7 @@ struct Ids {
     token: i64,
     user: i64,
     synonyms: i64,
+    webhook: i64,
 }
 
 /// The path with each parameter replaced by the id of a record that exists.
@@ -183,6 +184,8 @@ fn fill(path: &str, ids: &Ids) -> String {
         ids.user
     } else if bare.starts_with("/admin/thesaurus/") || bare.starts_with("/search/synonyms/") {
         ids.synonyms
+    } else if bare.starts_with("/admin/webhooks/") {
+        ids.webhook
     } else {
         assert!(
             !path.contains("{id}"),
@@ -316,6 +319,13 @@ async fn matrix_app() -> (TestApp, Ids, BTreeMap<String, Vec<String>>) {
         )
         .await;
     assert_eq!(r.status, StatusCode::CREATED, "{}", r.body);
+    sqlx::query(
+        "INSERT INTO webhooks (url, events, secret) \
+         VALUES ('http://127.0.0.1:9/hook', '{journal.published}', 'a-secret-of-24-characters')",
+    )
+    .execute(&app.pool)
+    .await
+    .unwrap();
     let ids = Ids {
         investigation: first_id(&app, "investigations").await,
         entry: first_id(&app, "journal_entries").await,
@@ -325,6 +335,7 @@ async fn matrix_app() -> (TestApp, Ids, BTreeMap<String, Vec<String>>) {
         token: victim_token.id,
         user: victim,
         synonyms: first_id(&app, "search_synonyms").await,
+        webhook: first_id(&app, "webhooks").await,
     };
 
     // Every route: the source's, then the API document's.

@@ -32,3 +32,4 @@ mod slow_clients;
 mod sweeps;
 mod trust;
 mod ux;
+mod webhooks;
