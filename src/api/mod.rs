@@ -13,6 +13,7 @@ pub(crate) mod proposals;
 mod search;
 pub(crate) mod sweeps;
 pub(crate) mod training;
+mod webhooks;
 
 use axum::extract::State;
 use axum::Json;
@@ -158,6 +159,8 @@ pub fn router() -> OpenApiRouter<AppState> {
         .routes(routes!(search::list_synonyms, search::create_synonyms))
         .routes(routes!(search::put_synonyms, search::delete_synonyms))
         .routes(routes!(search::similar_investigations))
+        .routes(routes!(webhooks::list_webhooks, webhooks::create_webhook))
+        .routes(routes!(webhooks::delete_webhook))
         .routes(routes!(list_login_locks))
         .routes(routes!(clear_login_locks))
 }

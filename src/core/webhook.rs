@@ -34,6 +34,9 @@ pub const EVENTS: &[(&str, &str)] = &[
     ),
 ];
 
+/// The most event names one request may list (there are seven; repeats count once).
+pub const MAX_EVENT_NAMES: usize = 50;
+
 /// Deliveries are tried this many times, then marked failed (and kept in the log).
 pub const MAX_ATTEMPTS: i32 = 8;
 
@@ -61,9 +64,10 @@ pub struct Endpoint {
     pub slack: bool,
 }
 
-/// Checks the URL (http or https, a host, no credentials in it), the events (known, at
-/// least one, each once) and the secret (16 to 200 characters); every problem is named
-/// against its field.
+/// Checks the URL (http or https, a host, no credentials, spaces or control characters),
+/// the events (known, at least one; repeats count once) and the secret (16 to 200
+/// characters, no space at either end, no control characters); every problem is named
+/// against its field. Nothing is trimmed: what is stored is what was sent.
 pub fn check(
     url: &str,
     events: &[String],
@@ -71,7 +75,6 @@ pub fn check(
     slack: bool,
 ) -> Result<Endpoint, Vec<FieldError>> {
     let mut errors = Vec::new();
-    let url = url.trim();
     match url.split_once("://") {
         Some((scheme, rest)) if scheme == "http" || scheme == "https" => {
             let authority = rest.split(['/', '?', '#']).next().unwrap_or("");
@@ -86,7 +89,9 @@ pub fn check(
                     "credentials do not belong in the URL; the secret signs every delivery",
                 ));
             }
-            if url.len() > 2000 || url.chars().any(|c| c.is_whitespace() || c.is_control()) {
+            if url.chars().count() > 2000
+                || url.chars().any(|c| c.is_whitespace() || c.is_control())
+            {
                 errors.push(FieldError::new(
                     "url",
                     "a URL of at most 2,000 characters without spaces",
@@ -99,11 +104,14 @@ pub fn check(
         )),
     }
     let mut chosen: Vec<String> = Vec::new();
-    for e in events {
-        let e = e.trim();
-        if e.is_empty() {
-            continue;
-        }
+    if events.len() > MAX_EVENT_NAMES {
+        errors.push(FieldError::new(
+            "events",
+            format!("at most {MAX_EVENT_NAMES} event names"),
+        ));
+    }
+    for e in events.iter().take(MAX_EVENT_NAMES) {
+        let e = e.as_str();
         if !EVENTS.iter().any(|(name, _)| *name == e) {
             let known: Vec<&str> = EVENTS.iter().map(|(n, _)| *n).collect();
             errors.push(FieldError::new(
@@ -117,12 +125,17 @@ pub fn check(
     if chosen.is_empty() && !errors.iter().any(|e| e.field == "events") {
         errors.push(FieldError::new("events", "at least one event"));
     }
-    let secret = secret.trim();
     let n = secret.chars().count();
     if !(16..=200).contains(&n) {
         errors.push(FieldError::new(
             "secret",
             "a secret of 16 to 200 characters (the receiver checks the signature with it)",
+        ));
+    } else if secret.trim() != secret || secret.chars().any(char::is_control) {
+        errors.push(FieldError::new(
+            "secret",
+            "no space at either end and no control characters or line breaks (they are easily \
+             lost when the receiver is set up)",
         ));
     }
     if errors.is_empty() {
@@ -197,6 +210,15 @@ mod tests {
         assert!(
             errs[0].message.contains("credentials") && errs[1].message.contains("at least one")
         );
+        let errs = check(
+            " https://x.example/",
+            &ev(&["artifact.failed"]),
+            " 0123456789abcdef",
+            false,
+        )
+        .unwrap_err();
+        assert_eq!(errs.len(), 2, "nothing is trimmed: {errs:?}");
+        assert!(errs[1].message.contains("either end"));
     }
 
     #[test]

@@ -93,7 +93,8 @@ async fn add(
             .unwrap_or_default()
     };
     let form = AddForm {
-        url: one("url"),
+        // A pasted URL often brings a space or line end with it.
+        url: one("url").trim().to_string(),
         events: pairs
             .iter()
             .filter(|(k, _)| k == "events")

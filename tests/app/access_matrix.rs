@@ -57,7 +57,10 @@ fn is_public(path: &str) -> bool {
 }
 
 fn is_admin_route(path: &str) -> bool {
-    path.starts_with("/admin/") || path.starts_with("/api/v1/admin/")
+    path.starts_with("/admin/")
+        || path.starts_with("/api/v1/admin/")
+        || path == "/api/v1/webhooks"
+        || path.starts_with("/api/v1/webhooks/")
 }
 
 /// API routes whose writes only admins make (everyone signed in reads them).
@@ -184,7 +187,7 @@ fn fill(path: &str, ids: &Ids) -> String {
         ids.user
     } else if bare.starts_with("/admin/thesaurus/") || bare.starts_with("/search/synonyms/") {
         ids.synonyms
-    } else if bare.starts_with("/admin/webhooks/") {
+    } else if bare.starts_with("/admin/webhooks/") || bare.starts_with("/webhooks/") {
         ids.webhook
     } else {
         assert!(

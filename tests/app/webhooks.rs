@@ -345,3 +345,61 @@ async fn only_admins_add_endpoints_and_bad_input_changes_nothing() {
         .unwrap();
     assert_eq!(n, 0);
 }
+
+#[tokio::test]
+async fn the_api_adds_lists_and_removes_endpoints_without_returning_secrets() {
+    let mut app = spawn_app().await;
+    app.setup_admin("ada").await;
+    app.add_user("eve", Role::Editor).await;
+    let admin = app.api_token("ada").await;
+    let editor = app.api_token("eve").await;
+    let body = json!({"url": "https://hooks.example.com/pj", "events": ["journal.published"],
+        "secret": SECRET, "slack": true});
+    let r = app
+        .api("POST", "/api/v1/webhooks", &editor, Some(body.clone()))
+        .await;
+    assert_eq!(r.status, StatusCode::FORBIDDEN);
+    let r = app
+        .api(
+            "POST",
+            "/api/v1/webhooks",
+            &admin,
+            Some(json!({"url": "https://u:p@x.example/", "events": ["nope"], "secret": 5})),
+        )
+        .await;
+    assert_eq!(r.status, StatusCode::UNPROCESSABLE_ENTITY, "{}", r.body);
+    assert_eq!(r.json()["error"]["fields"][0]["field"], "secret");
+    let r = app
+        .api(
+            "POST",
+            "/api/v1/webhooks",
+            &admin,
+            Some(json!({"url": "https://u:p@x.example/", "events": ["nope"], "secret": SECRET})),
+        )
+        .await;
+    let fields: Vec<&str> = r.json()["error"]["fields"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|f| f["field"].as_str().unwrap().to_owned().leak() as &str)
+        .collect();
+    assert_eq!(fields, ["url", "events"]);
+    let r = app
+        .api("POST", "/api/v1/webhooks", &admin, Some(body))
+        .await;
+    assert_eq!(r.status, StatusCode::CREATED, "{}", r.body);
+    let id = r.json()["id"].as_i64().unwrap();
+    assert_eq!(r.json()["slack"], true);
+    assert!(!r.body.contains(SECRET), "the secret is never returned");
+    let r = app.api("GET", "/api/v1/webhooks", &admin, None).await;
+    assert_eq!(r.json()["items"][0]["url"], "https://hooks.example.com/pj");
+    assert!(!r.body.contains(SECRET));
+    let r = app
+        .api("DELETE", &format!("/api/v1/webhooks/{id}"), &admin, None)
+        .await;
+    assert_eq!(r.status, StatusCode::NO_CONTENT);
+    let r = app
+        .api("DELETE", &format!("/api/v1/webhooks/{id}"), &admin, None)
+        .await;
+    assert_eq!(r.status, StatusCode::NOT_FOUND);
+}
