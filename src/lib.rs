@@ -24,6 +24,7 @@ pub mod sweeps;
 pub mod trace_diffs;
 pub mod training;
 pub mod web;
+pub mod webhooks;
 
 #[cfg(test)]
 mod test_skip;

@@ -151,6 +151,8 @@ pub async fn serve(state: AppState, bind: &str) -> anyhow::Result<()> {
     );
     let worker = tokio::spawn(crate::artifacts::ingest::run_worker(state.artifacts()));
     let blob_sweeper = tokio::spawn(sweep_blobs(state.clone()));
+    // Webhook deliveries go out from their queue, never on a request's path.
+    let hooks = tokio::spawn(crate::webhooks::run_worker(state.pool.clone()));
     // Live captures cut off by a restart end `failed` instead of `capturing` for ever.
     let captures = tokio::spawn(crate::capture::settle_abandoned(state.pool.clone()));
     // The search index loads in the background, so the first search does not wait.
@@ -184,6 +186,7 @@ pub async fn serve(state: AppState, bind: &str) -> anyhow::Result<()> {
     indexer.abort();
     worker.abort();
     blob_sweeper.abort();
+    hooks.abort();
     captures.abort();
     tracing::info!("server stopped");
     Ok(())

@@ -269,6 +269,24 @@ fn components() -> Vec<(&'static str, Value)> {
     use crate::core::recall::thesaurus::{MAX_TERMS, MAX_TERM_CHARS};
     vec![
         (
+            "WebhookInput",
+            json!({
+                "type": "object",
+                "required": ["url", "events", "secret"],
+                "properties": {
+                    "url": {"type": "string", "maxLength": 2000,
+                        "description": "http:// or https://, with a host and no credentials",
+                        "pattern": "^https?://[^\\s\\x00-\\x1f\\x7f-\\x9f/?#@]+([/?#][^\\s\\x00-\\x1f\\x7f-\\x9f]*)?$"},
+                    "events": {"type": "array", "minItems": 1, "maxItems": 50,
+                        "items": {"type": "string", "enum": crate::core::webhook::EVENTS.iter().map(|(n, _)| *n).collect::<Vec<_>>()}},
+                    "secret": {"type": "string", "minLength": 16, "maxLength": 200,
+                        "description": "16–200 characters, no space at either end, no control characters",
+                        "pattern": "^[^\\s\\x00-\\x1f\\x7f-\\x9f]([^\\x00-\\x1f\\x7f-\\x9f]*[^\\s\\x00-\\x1f\\x7f-\\x9f])?$"},
+                    "slack": {"type": ["boolean", "null"]}
+                }
+            }),
+        ),
+        (
             "SynonymInput",
             json!({
                 "type": "object",

@@ -14,6 +14,7 @@ mod search;
 pub(crate) mod sweeps;
 pub(crate) mod trace_diffs;
 pub(crate) mod training;
+mod webhooks;
 
 use axum::extract::State;
 use axum::Json;
@@ -160,6 +161,8 @@ pub fn router() -> OpenApiRouter<AppState> {
         .routes(routes!(search::list_synonyms, search::create_synonyms))
         .routes(routes!(search::put_synonyms, search::delete_synonyms))
         .routes(routes!(search::similar_investigations))
+        .routes(routes!(webhooks::list_webhooks, webhooks::create_webhook))
+        .routes(routes!(webhooks::delete_webhook))
         .routes(routes!(list_login_locks))
         .routes(routes!(clear_login_locks))
 }

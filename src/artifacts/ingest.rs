@@ -211,19 +211,28 @@ async fn process(state: &ArtifactStore, job: Job) -> anyhow::Result<Option<Strin
         .rows_affected(),
         Err(Failure::Failed(message)) => {
             tracing::warn!(id = job.id, kind = kind.slug(), %message, "artifact analysis failed");
-            let kept = sqlx::query(&format!(
+            // The failure and its notice commit together.
+            let mut tx = state.pool.begin().await?;
+            let name: Option<String> = sqlx::query_scalar(&format!(
                 "UPDATE artifacts SET status = 'failed', error = $3, analysis = NULL,
-                        updated_at = now() WHERE {OURS}"
+                        updated_at = now() WHERE {OURS} RETURNING name"
             ))
             .bind(job.id)
             .bind(job.attempts)
             .bind(&message)
-            .execute(&state.pool)
-            .await?
-            .rows_affected();
-            if kept == 1 {
+            .fetch_optional(&mut *tx)
+            .await?;
+            if let Some(name) = name {
+                let url = format!("/artifacts/{}", job.id);
+                let text = format!("Artifact {name} could not be analysed: {message} ({url})");
+                let data = serde_json::json!({
+                    "id": job.id, "url": url, "name": name, "kind": kind.slug(), "error": message,
+                });
+                crate::webhooks::enqueue(&mut tx, "artifact.failed", &text, &data).await?;
+                tx.commit().await?;
                 return Ok(Some(message));
             }
+            tx.commit().await?;
             0
         }
     };

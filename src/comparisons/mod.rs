@@ -446,6 +446,19 @@ async fn insert(
         .execute(&mut *tx)
         .await?;
     }
+    if report.verdict == crate::core::method::Verdict::Regressed {
+        let url = format!("/comparisons/{id}");
+        let text = format!(
+            "Regression: {} — {} ({url})",
+            input.variable, report.headline_summary
+        );
+        let data = serde_json::json!({
+            "id": id, "url": url, "variable": input.variable,
+            "investigation_id": input.investigation, "metric": input.metric.key(),
+            "percentile": input.percentile.slug(), "summary": report.headline_summary,
+        });
+        crate::webhooks::enqueue(&mut tx, "comparison.regression", &text, &data).await?;
+    }
     tx.commit().await?;
     Ok(id)
 }

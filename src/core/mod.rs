@@ -15,6 +15,7 @@ pub mod recall;
 pub mod settings;
 pub mod stats;
 pub mod training;
+pub mod webhook;
 
 #[cfg(test)]
 #[path = "../test_skip.rs"]

@@ -398,6 +398,19 @@ pub async fn set_status(pool: &PgPool, id: i64, user: i64, status: &str) -> sqlx
         &format!("changed the status from {old} to {status}"),
     )
     .await?;
+    if status == "resolved" {
+        let (title, service): (String, String) =
+            sqlx::query_as("SELECT title, service FROM investigations WHERE id = $1")
+                .bind(id)
+                .fetch_one(&mut *tx)
+                .await?;
+        let url = format!("/investigations/{id}");
+        let text = format!("Investigation resolved: {title} on {service} ({url})");
+        let data = serde_json::json!({
+            "id": id, "url": url, "title": title, "service": service, "from": old,
+        });
+        crate::webhooks::enqueue(&mut tx, "investigation.resolved", &text, &data).await?;
+    }
     tx.commit().await?;
     Ok(true)
 }

@@ -157,6 +157,9 @@ pub async fn create(
         .fetch_one(&mut *tx)
         .await?;
     insert_revision(&mut tx, id, 1, revision, author).await?;
+    if publish && demo_key.is_none() {
+        announce_published(&mut tx, id, investigation, revision).await?;
+    }
     if let Some(inv) = investigation {
         let what = if publish { "published" } else { "drafted" };
         db::log(
@@ -171,6 +174,34 @@ pub async fn create(
     }
     tx.commit().await?;
     Ok(id)
+}
+
+/// Queues `journal.published` for the endpoints subscribed to it, in the publishing
+/// transaction.
+async fn announce_published(
+    conn: &mut sqlx::PgConnection,
+    id: i64,
+    investigation: Option<i64>,
+    revision: &Revision,
+) -> sqlx::Result<()> {
+    let url = format!("/journal/{id}");
+    let text = format!(
+        "Journal entry published: {} — {} ({url})",
+        revision.title, revision.entry.symptom
+    );
+    let data = serde_json::json!({
+        "id": id,
+        "url": url,
+        "title": revision.title,
+        "investigation_id": investigation,
+        "date": revision.entry.date,
+        "symptom": revision.entry.symptom,
+        "diagnosis": revision.entry.diagnosis,
+        "change": revision.entry.change,
+        "result": revision.entry.result,
+    });
+    crate::webhooks::enqueue(conn, "journal.published", &text, &data).await?;
+    Ok(())
 }
 
 /// Entries per [`insert_batch`] statement.
@@ -324,6 +355,9 @@ pub async fn save(
         .await?;
     let published_now = publish && !was_published;
     insert_revision(&mut tx, id, version, revision, user).await?;
+    if published_now {
+        announce_published(&mut tx, id, investigation, revision).await?;
+    }
     if let Some(inv) = investigation {
         let what = if published_now { "published" } else { "edited" };
         db::log(

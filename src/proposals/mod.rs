@@ -373,6 +373,27 @@ pub async fn review(
         },
     )
     .await?;
+    let announced = match (from == r.to, r.to) {
+        (false, State::InReview) => Some(("proposal.review_requested", "sent for review")),
+        (false, State::Approved) => Some(("proposal.approved", "approved")),
+        (false, State::ChangesRequested) => {
+            Some(("proposal.changes_requested", "changes requested"))
+        }
+        _ => None,
+    };
+    if let Some((name, what)) = announced {
+        let title: String = sqlx::query_scalar("SELECT title FROM proposals WHERE id = $1")
+            .bind(id)
+            .fetch_one(&mut *tx)
+            .await?;
+        let url = format!("/proposals/{id}");
+        let text = format!("Proposal {what}: {title} ({url})");
+        let data = serde_json::json!({
+            "id": id, "url": url, "title": title, "from": from.slug(), "to": r.to.slug(),
+            "version": version, "comment": r.comment, "section": r.section,
+        });
+        crate::webhooks::enqueue(&mut tx, name, &text, &data).await?;
+    }
     tx.commit().await?;
     Ok((r.to, version))
 }

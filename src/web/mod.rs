@@ -20,6 +20,7 @@ pub mod replays;
 pub mod search;
 pub mod trace_diffs;
 pub mod transfer;
+pub mod webhooks;
 
 use askama::Template;
 use axum::http::{Method, Uri};
@@ -57,6 +58,7 @@ pub fn private_routes() -> Router<AppState> {
         .merge(proposals::routes())
         .merge(search::routes())
         .merge(transfer::routes())
+        .merge(webhooks::routes())
 }
 
 /// Routes that stream large bodies (the server exempts them from the request timeout

@@ -57,7 +57,10 @@ fn is_public(path: &str) -> bool {
 }
 
 fn is_admin_route(path: &str) -> bool {
-    path.starts_with("/admin/") || path.starts_with("/api/v1/admin/")
+    path.starts_with("/admin/")
+        || path.starts_with("/api/v1/admin/")
+        || path == "/api/v1/webhooks"
+        || path.starts_with("/api/v1/webhooks/")
 }
 
 /// API routes whose writes only admins make (everyone signed in reads them).
@@ -162,6 +165,7 @@ struct Ids {
     token: i64,
     user: i64,
     synonyms: i64,
+    webhook: i64,
 }
 
 /// The path with each parameter replaced by the id of a record that exists.
@@ -186,6 +190,8 @@ fn fill(path: &str, ids: &Ids) -> String {
         ids.user
     } else if bare.starts_with("/admin/thesaurus/") || bare.starts_with("/search/synonyms/") {
         ids.synonyms
+    } else if bare.starts_with("/admin/webhooks/") || bare.starts_with("/webhooks/") {
+        ids.webhook
     } else {
         assert!(
             !path.contains("{id}"),
@@ -329,6 +335,13 @@ async fn matrix_app() -> (TestApp, Ids, BTreeMap<String, Vec<String>>) {
     .fetch_one(&app.pool)
     .await
     .unwrap();
+    sqlx::query(
+        "INSERT INTO webhooks (url, events, secret) \
+         VALUES ('http://127.0.0.1:9/hook', '{journal.published}', 'a-secret-of-24-characters')",
+    )
+    .execute(&app.pool)
+    .await
+    .unwrap();
     let ids = Ids {
         trace_diff,
         investigation: first_id(&app, "investigations").await,
@@ -339,6 +352,7 @@ async fn matrix_app() -> (TestApp, Ids, BTreeMap<String, Vec<String>>) {
         token: victim_token.id,
         user: victim,
         synonyms: first_id(&app, "search_synonyms").await,
+        webhook: first_id(&app, "webhooks").await,
     };
 
     // Every route: the source's, then the API document's.

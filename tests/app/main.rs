@@ -33,3 +33,4 @@ mod sweeps;
 mod trace_diffs;
 mod trust;
 mod ux;
+mod webhooks;

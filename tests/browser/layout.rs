@@ -60,8 +60,20 @@ async fn seed(app: &mut TestApp) -> Vec<(String, String)> {
                 .into(),
         ),
         ("search".into(), "/search?q=kv+cache".into()),
+        ("admin-webhooks".into(), "/admin/webhooks".into()),
         ("estimator-accuracy".into(), "/estimators/accuracy".into()),
     ];
+    // A webhook with a long URL and a delivery in its log, for the admin page.
+    sqlx::query(
+        "WITH w AS (INSERT INTO webhooks (url, events, secret, slack) VALUES \
+         ('https://hooks.example.com/services/T000000/B000000/a-very-long-path-segment-xxxxxxxxxxxxxxxxxxxx', \
+          '{journal.published,artifact.failed}', 'a-secret-of-24-characters', true) RETURNING id) \
+         INSERT INTO webhook_deliveries (webhook_id, event, body, attempts, last_status, last_error) \
+         SELECT id, 'journal.published', '{}', 2, 500, 'answered 500 Internal Server Error' FROM w",
+    )
+    .execute(&app.pool)
+    .await
+    .unwrap();
     let token = app.api_token("ada").await;
     let ncu = format!(
         "\"ID\",\"Kernel Name\",\"Section Name\",\"Metric Name\",\"Metric Unit\",\"Metric Value\"\n\
