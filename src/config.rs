@@ -60,6 +60,19 @@ pub struct ServeArgs {
     #[arg(long, env = "PERFJOURNAL_S3_BUCKET")]
     pub s3_bucket: Option<String>,
 
+    /// Grafana to annotate with each recorded CHANGE and published entry (its base URL,
+    /// e.g. https://grafana.example.com); needs a service-account token.
+    #[arg(long, env = "PERFJOURNAL_GRAFANA_URL")]
+    pub grafana_url: Option<String>,
+
+    /// The Grafana service-account token (Editor role, or annotations:write).
+    #[arg(long, env = "PERFJOURNAL_GRAFANA_TOKEN", hide_env_values = true)]
+    pub grafana_token: Option<String>,
+
+    /// A file holding the Grafana token, instead of --grafana-token.
+    #[arg(long, env = "PERFJOURNAL_GRAFANA_TOKEN_FILE")]
+    pub grafana_token_file: Option<PathBuf>,
+
     /// Seconds a client has to send a request's headers before the connection is closed.
     #[arg(long, env = "PERFJOURNAL_HEADER_READ_TIMEOUT", default_value_t = 30)]
     pub header_read_timeout_secs: u64,
@@ -128,6 +141,8 @@ pub struct Config {
     pub max_uploads: usize,
     /// Proxies whose X-Forwarded-For names the client (see auth::throttle::client_ip).
     pub trusted_proxies: Vec<crate::auth::throttle::ProxyNet>,
+    /// Grafana to annotate (see [`crate::grafana`]); unset: annotations wait, unsent.
+    pub grafana: Option<crate::grafana::Target>,
 }
 
 impl Default for Config {
@@ -148,6 +163,7 @@ impl Default for Config {
             upload_idle_timeout: Duration::from_secs(60),
             max_uploads_per_user: 4,
             max_uploads: 64,
+            grafana: None,
         }
     }
 }
@@ -175,6 +191,16 @@ impl From<&ServeArgs> for Config {
             upload_idle_timeout: Duration::from_secs(a.upload_idle_timeout_secs.max(1)),
             max_uploads_per_user: a.max_uploads_per_user.max(1),
             max_uploads: a.max_uploads.max(1),
+            grafana: a.grafana_url.as_deref().and_then(|url| {
+                let token = match &a.grafana_token_file {
+                    Some(f) => std::fs::read_to_string(f).ok(),
+                    None => a.grafana_token.clone(),
+                }?;
+                Some(crate::grafana::Target {
+                    url: url.trim().trim_end_matches('/').to_string(),
+                    token: token.trim().to_string(),
+                })
+            }),
             ..Config::default()
         }
     }

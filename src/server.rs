@@ -153,6 +153,14 @@ pub async fn serve(state: AppState, bind: &str) -> anyhow::Result<()> {
     let blob_sweeper = tokio::spawn(sweep_blobs(state.clone()));
     // Webhook deliveries go out from their queue, never on a request's path.
     let hooks = tokio::spawn(crate::webhooks::run_worker(state.pool.clone()));
+    // Grafana annotations, when a Grafana is configured; otherwise they wait in their table.
+    let grafana = state.config.grafana.clone().map(|target| {
+        tokio::spawn(crate::grafana::run_worker(
+            state.pool.clone(),
+            target,
+            state.config.public_url.clone(),
+        ))
+    });
     // Live captures cut off by a restart end `failed` instead of `capturing` for ever.
     let captures = tokio::spawn(crate::capture::settle_abandoned(state.pool.clone()));
     // The search index loads in the background, so the first search does not wait.
@@ -187,6 +195,9 @@ pub async fn serve(state: AppState, bind: &str) -> anyhow::Result<()> {
     worker.abort();
     blob_sweeper.abort();
     hooks.abort();
+    if let Some(g) = grafana {
+        g.abort();
+    }
     captures.abort();
     tracing::info!("server stopped");
     Ok(())

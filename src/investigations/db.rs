@@ -277,6 +277,24 @@ pub async fn save_step(
     };
     log(&mut tx, id, user, action, Some(step), summary).await?;
     link_and_log_evidence(&mut tx, id, user, step, evidence).await?;
+    if step == 7 {
+        if let Some(change) = data["change"].as_str().filter(|c| !c.trim().is_empty()) {
+            let title: String =
+                sqlx::query_scalar("SELECT title FROM investigations WHERE id = $1")
+                    .bind(id)
+                    .fetch_one(&mut *tx)
+                    .await?;
+            let text = format!("CHANGE: {} — {title}", change.trim());
+            crate::grafana::note(
+                &mut tx,
+                id,
+                "change",
+                &format!("/investigations/{id}/steps/7"),
+                &text,
+            )
+            .await?;
+        }
+    }
     tx.commit().await?;
     Ok(StepSaved::Saved(version))
 }

@@ -159,6 +159,7 @@ pub async fn create(
     insert_revision(&mut tx, id, 1, revision, author).await?;
     if publish && demo_key.is_none() {
         announce_published(&mut tx, id, investigation, revision).await?;
+        annotate(&mut tx, id, investigation, revision).await?;
     }
     if let Some(inv) = investigation {
         let what = if publish { "published" } else { "drafted" };
@@ -202,6 +203,24 @@ async fn announce_published(
     });
     crate::webhooks::enqueue(conn, "journal.published", &text, &data).await?;
     Ok(())
+}
+
+/// Queues the Grafana annotation of a published entry of an investigation (entries
+/// without one have no service or incident window to place it in).
+async fn annotate(
+    conn: &mut sqlx::PgConnection,
+    id: i64,
+    investigation: Option<i64>,
+    revision: &Revision,
+) -> sqlx::Result<()> {
+    let Some(inv) = investigation else {
+        return Ok(());
+    };
+    let text = format!(
+        "{} — SYMPTOM: {} · CHANGE: {} · RESULT: {}",
+        revision.title, revision.entry.symptom, revision.entry.change, revision.entry.result
+    );
+    crate::grafana::note(conn, inv, "entry", &format!("/journal/{id}"), &text).await
 }
 
 /// Entries per [`insert_batch`] statement.
@@ -357,6 +376,10 @@ pub async fn save(
     insert_revision(&mut tx, id, version, revision, user).await?;
     if published_now {
         announce_published(&mut tx, id, investigation, revision).await?;
+    }
+    // A published entry's annotation follows its edits.
+    if publish || was_published {
+        annotate(&mut tx, id, investigation, revision).await?;
     }
     if let Some(inv) = investigation {
         let what = if published_now { "published" } else { "edited" };

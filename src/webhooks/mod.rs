@@ -140,12 +140,14 @@ const TIMEOUT: Duration = Duration::from_secs(10);
 /// How often an idle worker looks for due deliveries.
 const POLL: Duration = Duration::from_secs(1);
 
+/// The client for calls to the systems the app notifies (webhook endpoints, Grafana):
+/// no redirects followed, [`TIMEOUT`] to connect and to answer.
 pub fn client() -> reqwest::Result<reqwest::Client> {
     reqwest::Client::builder()
         .redirect(reqwest::redirect::Policy::none())
         .timeout(TIMEOUT)
         .connect_timeout(TIMEOUT)
-        .user_agent(concat!("perfjournal-webhooks/", env!("CARGO_PKG_VERSION")))
+        .user_agent(concat!("perfjournal/", env!("CARGO_PKG_VERSION")))
         .build()
 }
 
@@ -243,7 +245,8 @@ pub async fn send_due(pool: &PgPool, client: &reqwest::Client) -> sqlx::Result<b
     Ok(true)
 }
 
-fn describe(e: &reqwest::Error) -> String {
+/// A failed call in a few words, for the logs the pages show.
+pub fn describe(e: &reqwest::Error) -> String {
     if e.is_timeout() {
         format!("no answer within {} s", TIMEOUT.as_secs())
     } else if e.is_connect() {

@@ -15,6 +15,7 @@ mod comparisons;
 mod embedded;
 mod estimators;
 mod foundation;
+mod grafana;
 mod hostile_uploads;
 mod investigations;
 mod journal;

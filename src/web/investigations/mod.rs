@@ -234,6 +234,9 @@ struct ShowPage {
     /// For the shared upload form: uploads from here hang on this investigation.
     upload_investigation: Option<i64>,
     upload_limit: String,
+    /// Its Grafana annotations (CHANGE, entry) and their sync state.
+    annotations: Vec<crate::grafana::Annotation>,
+    grafana_configured: bool,
 }
 
 async fn show_investigation(
@@ -273,6 +276,8 @@ async fn show_investigation(
         artifacts: db::artifacts(&state.pool, Some(id), None).await?,
         upload_investigation: Some(id),
         upload_limit: bytes(state.config.upload_limit as f64, ByteStyle::Size),
+        annotations: crate::grafana::of_investigation(&state.pool, id).await?,
+        grafana_configured: state.config.grafana.is_some(),
         inv: loaded.investigation,
     };
     Ok(render(&page)?.into_response())
