@@ -2,6 +2,7 @@
 //! files or the clock; the shell (web, CLI, db) calls it.
 
 pub mod analyze;
+pub mod blob;
 pub mod capture;
 pub mod estimate;
 pub mod fmt;
