@@ -143,15 +143,7 @@ async fn process(state: &ArtifactStore, job: Job) -> anyhow::Result<Option<Strin
     let outcome = if kind == Kind::RequestLog {
         load_request_rows(state, job.id, blob, options, progress, &mut timing).await
     } else {
-        analyze_blob(
-            &state.blobs,
-            blob,
-            kind,
-            options,
-            progress,
-            &mut timing,
-        )
-        .await
+        analyze_blob(&state.blobs, blob, kind, options, progress, &mut timing).await
     };
     ticker.abort();
     let outcome = outcome.and_then(|analysis| {

@@ -153,11 +153,12 @@ impl<'r> sqlx::FromRow<'r, sqlx::postgres::PgRow> for Artifact {
             kind: row.try_get("kind")?,
             sha256: row.try_get("sha256")?,
             size_bytes: row.try_get("size_bytes")?,
-            blob_encoding: BlobEncoding::parse(row.try_get::<&str, _>("blob_encoding")?)
-                .map_err(|e| sqlx::Error::ColumnDecode {
+            blob_encoding: BlobEncoding::parse(row.try_get::<&str, _>("blob_encoding")?).map_err(
+                |e| sqlx::Error::ColumnDecode {
                     index: "blob_encoding".into(),
                     source: e.into(),
-                })?,
+                },
+            )?,
             stored_bytes: row.try_get("stored_bytes")?,
             gzip: row.try_get("gzip")?,
             status: row.try_get("status")?,

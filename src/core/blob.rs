@@ -140,7 +140,9 @@ mod tests {
         for e in [BlobEncoding::Identity, BlobEncoding::Zstd] {
             assert_eq!(BlobEncoding::parse(e.slug()), Ok(e));
         }
-        assert!(BlobEncoding::parse("gzip").unwrap_err().contains("\"gzip\""));
+        assert!(BlobEncoding::parse("gzip")
+            .unwrap_err()
+            .contains("\"gzip\""));
         let sha = "ab".repeat(32);
         assert_eq!(
             BlobEncoding::from_file_name(&format!("{sha}.zst")),
@@ -160,7 +162,10 @@ mod tests {
         let note = stored_note(BlobEncoding::Zstd, 10_000_000, 800_000).unwrap();
         assert!(note.starts_with("stored as zstd, "), "{note}");
         assert!(note.contains(" on disk (8% of the original)"), "{note}");
-        assert!(note.contains("kB") || note.contains("KB") || note.contains("MB"), "{note}");
+        assert!(
+            note.contains("kB") || note.contains("KB") || note.contains("MB"),
+            "{note}"
+        );
         let tiny = stored_note(BlobEncoding::Zstd, 100_000_000, 400_000).unwrap();
         assert!(tiny.contains("(0.4% of"), "{tiny}");
     }

@@ -159,14 +159,10 @@ impl BlobStore {
             }
             hasher.finalize()
         });
-        let (to_writer, mut to_write) =
-            tokio::sync::mpsc::channel::<Vec<Bytes>>(GROUPS_IN_FLIGHT);
+        let (to_writer, mut to_write) = tokio::sync::mpsc::channel::<Vec<Bytes>>(GROUPS_IN_FLIGHT);
         let receiving = async move {
             // Started when the first group shows the body is worth compressing.
-            let mut compressor: Option<(
-                tokio::sync::mpsc::Sender<Vec<Bytes>>,
-                tokio::task::JoinHandle<std::io::Result<()>>,
-            )> = None;
+            let mut compressor: Option<Compressor> = None;
             let received = async {
                 let mut group: Vec<Bytes> = Vec::new();
                 let mut grouped = 0usize;
@@ -203,10 +199,7 @@ impl BlobStore {
                             }
                             chosen
                         });
-                        to_hasher
-                            .send(group.clone())
-                            .await
-                            .map_err(|_| stopped())?;
+                        to_hasher.send(group.clone()).await.map_err(|_| stopped())?;
                         match (&compressor, chosen) {
                             (Some((to_compressor, _)), BlobEncoding::Zstd) => {
                                 to_compressor.send(group).await.map_err(|_| stopped())?
@@ -347,14 +340,14 @@ impl BlobStore {
             };
             return Ok(match encoding {
                 BlobEncoding::Identity => Box::new(file),
-                BlobEncoding::Zstd => Box::new(zstd::stream::read::Decoder::new(file).map_err(
-                    |e| {
+                BlobEncoding::Zstd => {
+                    Box::new(zstd::stream::read::Decoder::new(file).map_err(|e| {
                         StoreError::Store(object_store::Error::Generic {
                             store: "LocalFileSystem",
                             source: Box::new(e),
                         })
-                    },
-                )?),
+                    })?)
+                }
             });
         }
         let reader = tokio_util::io::StreamReader::new(self.open(sha256, encoding).await?);
@@ -436,14 +429,15 @@ impl BlobStore {
     }
 }
 
-/// Starts the thread that compresses groups of the original bytes with zstd and hands
-/// the compressed bytes on to the writer about a MiB at a time.
-fn spawn_compressor(
-    to_writer: tokio::sync::mpsc::Sender<Vec<Bytes>>,
-) -> (
+/// The compressing thread: where its input goes, and its outcome.
+type Compressor = (
     tokio::sync::mpsc::Sender<Vec<Bytes>>,
     tokio::task::JoinHandle<std::io::Result<()>>,
-) {
+);
+
+/// Starts the thread that compresses groups of the original bytes with zstd and hands
+/// the compressed bytes on to the writer about a MiB at a time.
+fn spawn_compressor(to_writer: tokio::sync::mpsc::Sender<Vec<Bytes>>) -> Compressor {
     use std::io::Write;
     let (to_compressor, mut groups) = tokio::sync::mpsc::channel::<Vec<Bytes>>(GROUPS_IN_FLIGHT);
     let handle = tokio::task::spawn_blocking(move || {
@@ -593,8 +587,13 @@ mod tests {
         let mut i = 0u64;
         while out.len() < n {
             out.extend_from_slice(
-                format!("{{\"name\":\"kernel_{}\",\"ts\":{},\"dur\":{}}},\n", i % 97, i * 13, i % 31)
-                    .as_bytes(),
+                format!(
+                    "{{\"name\":\"kernel_{}\",\"ts\":{},\"dur\":{}}},\n",
+                    i % 97,
+                    i * 13,
+                    i % 31
+                )
+                .as_bytes(),
             );
             i += 1;
         }
@@ -637,7 +636,10 @@ mod tests {
         assert!(streamed == gz && read == gz);
         let (blob, streamed, read) = round_trip(b"x".to_vec(), 1).await;
         assert_eq!(blob.encoding, BlobEncoding::Zstd);
-        assert_eq!((streamed.as_slice(), read.as_slice()), (&b"x"[..], &b"x"[..]));
+        assert_eq!(
+            (streamed.as_slice(), read.as_slice()),
+            (&b"x"[..], &b"x"[..])
+        );
     }
 
     #[tokio::test]

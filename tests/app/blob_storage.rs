@@ -210,7 +210,9 @@ async fn text_uploads_are_stored_as_zstd_and_every_reader_gets_the_original_byte
         let page = app.get(&format!("/artifacts/{id}")).await;
         let note = page.select("#stored-note").join("");
         assert!(
-            note.contains("stored as zstd,") && note.contains("B on disk (") && note.contains("% of the original"),
+            note.contains("stored as zstd,")
+                && note.contains("B on disk (")
+                && note.contains("% of the original"),
             "{name}: {note:?}"
         );
 
@@ -272,13 +274,11 @@ async fn a_blob_stored_before_compression_still_downloads_analyzes_and_goes_with
     let zst = blob_files(&app, &sha).pop().unwrap();
     std::fs::write(zst.with_file_name(&sha), &body).unwrap();
     std::fs::remove_file(&zst).unwrap();
-    sqlx::query(
-        "UPDATE artifacts SET blob_encoding = DEFAULT, stored_bytes = NULL WHERE id = $1",
-    )
-    .bind(id)
-    .execute(&app.pool)
-    .await
-    .unwrap();
+    sqlx::query("UPDATE artifacts SET blob_encoding = DEFAULT, stored_bytes = NULL WHERE id = $1")
+        .bind(id)
+        .execute(&app.pool)
+        .await
+        .unwrap();
 
     let a = fetch(&mut app, &token, id).await;
     assert_eq!(a["blob_encoding"], "identity");
