@@ -73,9 +73,10 @@ fn main() -> anyhow::Result<()> {
     let mut summary = Table::new(&[
         "file",
         "ours: upload (s)",
-        "analysis (s)",
+        "upload answered to done (s)",
         "total (s)",
         "server peak RSS (MiB)",
+        "blob store (MB)",
         "HTA (s)",
         "HTA peak RSS (MiB)",
         "HTA / ours",
@@ -91,19 +92,23 @@ fn main() -> anyhow::Result<()> {
         let mut analysis = Vec::new();
         let mut total = Vec::new();
         let mut peak: f64 = 0.0;
+        let mut stored: f64 = 0.0;
         let mut ours = Value::Null;
         for run in 1..=runs {
             server::warm(file)?;
             let r = rt.block_on(one_run(&url, work.path(), file))?;
             println!(
-                "run {run}/{runs}: upload {:.2} s ({:.0} MB/s), analysis {:.2} s (worker: parse {}, database {}), \
-                 total {:.2} s; server peak RSS {:.0} MiB; load average {}",
+                "run {run}/{runs}: upload {:.2} s ({:.0} MB/s), from the upload's answer to done {:.2} s \
+                 (worker: parse {}, database {}), total {:.2} s; written to the blob store {:.1} MB \
+                 ({:.1}% of the upload); server peak RSS {:.0} MiB; load average {}",
                 r.upload,
                 size / MB / r.upload,
                 r.analysis,
                 r.parse.map_or("-".into(), |s| format!("{s:.2} s")),
                 r.db.map_or("-".into(), |s| format!("{s:.2} s")),
                 r.upload + r.analysis,
+                r.stored_bytes / MB,
+                r.stored_bytes * 100.0 / size,
                 r.peak_mib,
                 common::loadavg()
             );
@@ -111,6 +116,7 @@ fn main() -> anyhow::Result<()> {
             analysis.push(r.analysis);
             total.push(r.upload + r.analysis);
             peak = peak.max(r.peak_mib);
+            stored = r.stored_bytes;
             ours = r.result;
         }
         let hta = match &hta_python {
@@ -154,6 +160,7 @@ fn main() -> anyhow::Result<()> {
             num(median(&analysis), 2),
             num(ours_total, 2),
             num(peak, 0),
+            num(stored / MB, 1),
             hta_s,
             hta_rss,
             ratio,
@@ -242,6 +249,8 @@ struct Run {
     parse: Option<f64>,
     db: Option<f64>,
     peak_mib: f64,
+    /// Bytes the upload cost the blob store (on disk, after compression).
+    stored_bytes: f64,
     result: Value,
 }
 
@@ -263,6 +272,7 @@ async fn one_run(url: &str, work: &Path, file: &Path) -> anyhow::Result<Run> {
         parse: f("parse_s"),
         db: f("db_s"),
         peak_mib,
+        stored_bytes: server.blob_store_bytes() as f64,
         result: artifact["analysis"].clone(),
     };
     server.stop().await?;
