@@ -643,6 +643,44 @@ mod tests {
     }
 
     #[tokio::test]
+    async fn the_sweep_asks_about_each_blob_by_hash_and_encoding() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = BlobStore::local(dir.path()).unwrap();
+        let put = |body: Vec<u8>| {
+            let store = store.clone();
+            async move {
+                let chunk: Result<Bytes, String> = Ok(Bytes::from(body));
+                store
+                    .put_stream(futures::stream::iter([chunk]), u64::MAX)
+                    .await
+                    .unwrap()
+            }
+        };
+        let text = put(text(100_000)).await;
+        let gz = put({
+            use std::io::Write;
+            let mut e = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
+            e.write_all(b"kept as it came").unwrap();
+            e.finish().unwrap()
+        })
+        .await;
+        assert_eq!(text.encoding, BlobEncoding::Zstd);
+        assert_eq!(gz.encoding, BlobEncoding::Identity);
+        // Only the zstd blob of the text is in use: the gzip one goes.
+        let keep = (text.sha256.clone(), BlobEncoding::Zstd);
+        let removed = store
+            .sweep(Duration::ZERO, |sha, encoding| {
+                let keep = keep.clone();
+                async move { (sha, encoding) == keep }
+            })
+            .await
+            .unwrap();
+        assert_eq!(removed, 1);
+        assert!(store.open(&text.sha256, text.encoding).await.is_ok());
+        assert!(store.open(&gz.sha256, gz.encoding).await.is_err());
+    }
+
+    #[tokio::test]
     async fn a_cut_zstd_stream_is_an_error_not_a_short_file() {
         let compressed = zstd::encode_all(&text(1 << 20)[..], 1).unwrap();
         let cut = Bytes::copy_from_slice(&compressed[..compressed.len() / 2]);
