@@ -10,7 +10,8 @@
 //! PJ_BENCH_DATA (where the generated traces are kept between runs; default
 //! target/bench-data), PJ_HTA_VENV (default target/hta-venv; made on first use with
 //! `pip install HolisticTraceAnalysis==0.5.0`), PJ_HTA_TIMEOUT_S (default 1200),
-//! PJ_SKIP_HTA=1 (ours only, for profiling), PJ_ONLY=plain|gzip.
+//! PJ_SKIP_HTA=1 (ours only, for profiling), PJ_ONLY=plain|gzip; PJ_COMPRESS_ONLY=FILE
+//! measures the blob store's zstd level on one thread instead.
 
 #[path = "common/mod.rs"]
 mod common;
@@ -30,6 +31,9 @@ const HTA_PACKAGE: &str = "HolisticTraceAnalysis==0.5.0";
 fn main() -> anyhow::Result<()> {
     if let Some(path) = std::env::var_os("PJ_ANALYZE_ONLY") {
         return analyze_only(Path::new(&path));
+    }
+    if let Some(path) = std::env::var_os("PJ_COMPRESS_ONLY") {
+        return compress_only(Path::new(&path));
     }
     let Ok(url) = std::env::var("DATABASE_URL") else {
         println!(
@@ -191,6 +195,34 @@ fn analyze_only(path: &Path) -> anyhow::Result<()> {
         size / MB / took,
         json["events"],
         json["temporal"]
+    );
+    Ok(())
+}
+
+/// A diagnostic for the blob store's compression: `PJ_COMPRESS_ONLY=FILE` compresses the
+/// file (read into memory first) with zstd at the store's level on this one thread, then
+/// decompresses it, and prints the ratio and both speeds.
+fn compress_only(path: &Path) -> anyhow::Result<()> {
+    let plain = std::fs::read(path)?;
+    let level = perfjournal::core::blob::ZSTD_LEVEL;
+    let t = Instant::now();
+    let packed = zstd::encode_all(&plain[..], level)?;
+    let packing = secs(t.elapsed());
+    let t = Instant::now();
+    let unpacked = zstd::decode_all(&packed[..])?;
+    let unpacking = secs(t.elapsed());
+    anyhow::ensure!(unpacked == plain, "the round trip changed the bytes");
+    let size = plain.len() as f64;
+    println!(
+        "zstd level {level}, one thread: {} {:.1} MB -> {:.2} MB ({:.1}%, x{:.1}); \
+         compressed at {:.0} MB/s, decompressed at {:.0} MB/s",
+        path.display(),
+        size / MB,
+        packed.len() as f64 / MB,
+        packed.len() as f64 * 100.0 / size,
+        size / packed.len() as f64,
+        size / MB / packing,
+        size / MB / unpacking
     );
     Ok(())
 }
