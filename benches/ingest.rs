@@ -84,7 +84,9 @@ fn main() -> anyhow::Result<()> {
         println!(
             "run {run}/{runs}: psql \\copy {:.2} s; ours {:.2} s = upload {:.2} s ({:.0} MB/s) + analysis and COPY {:.2} s \
              (worker: parse {:.2} s busy, waiting on PostgreSQL {:.2} s); written to the blob store {:.1} MB \
-             ({:.1}% of the upload); server peak RSS {:.0} MiB; load average {}",
+             ({:.1}% of the upload); server peak RSS {:.0} MiB ({:.0} MiB until the upload answered, \
+             {:.0} MiB before it); \
+             load average {}",
             r.reference,
             r.upload + r.analysis,
             r.upload,
@@ -95,6 +97,8 @@ fn main() -> anyhow::Result<()> {
             r.stored_bytes / MB,
             r.stored_bytes * 100.0 / jsonl_bytes,
             r.peak_mib,
+            r.upload_peak_mib,
+            r.before_mib,
             common::loadavg()
         );
         reference.push(r.reference);
@@ -196,6 +200,10 @@ struct Run {
     parse: f64,
     db: f64,
     peak_mib: f64,
+    /// The server's peak RSS until the upload answered (the analysis runs after it).
+    upload_peak_mib: f64,
+    /// The server's RSS just before the upload.
+    before_mib: f64,
     /// Bytes the upload cost the blob store (on disk, after compression).
     stored_bytes: f64,
 }
@@ -235,8 +243,10 @@ async fn one_run(
     sqlx::query("CHECKPOINT").execute(&server.pool).await?;
 
     server.reset_peak();
+    let (before_mib, _) = server.rss_mib();
     let t = Instant::now();
     let (id, up) = server.upload(jsonl, "requests.jsonl").await?;
+    let (_, upload_peak_mib) = server.rss_mib();
     server.wait_analyzed(id, Duration::from_secs(900)).await?;
     let total = t.elapsed();
     let (_, peak_mib) = server.rss_mib();
@@ -255,6 +265,8 @@ async fn one_run(
         parse: f("parse_s"),
         db: f("db_s"),
         peak_mib,
+        upload_peak_mib,
+        before_mib,
         stored_bytes: server.blob_store_bytes() as f64,
     };
     server.stop().await?;
