@@ -100,6 +100,9 @@ pub const DECODED_CHUNK: usize = 128 * 1024;
 /// the hashing and compressing threads and the writer, so each thread wakes rarely.
 const GROUP_BYTES: usize = 1 << 20;
 
+/// Compressed bytes are handed to the writer in pieces of about this size.
+const EMIT_BYTES: usize = 256 * 1024;
+
 /// Groups waiting in each channel between stages: memory stays bounded and the slowest
 /// stage sets the pace.
 const GROUPS_IN_FLIGHT: usize = 4;
@@ -443,22 +446,19 @@ fn spawn_compressor(to_writer: tokio::sync::mpsc::Sender<Vec<Bytes>>) -> Compres
     let handle = tokio::task::spawn_blocking(move || {
         let stopped = || std::io::Error::other("the writer stopped");
         let mut encoder = zstd::stream::write::Encoder::new(
-            Vec::with_capacity(GROUP_BYTES + GROUP_BYTES / 8),
+            Vec::with_capacity(2 * EMIT_BYTES),
             crate::core::blob::ZSTD_LEVEL,
         )?;
         while let Some(group) = groups.blocking_recv() {
             for chunk in group {
                 encoder.write_all(&chunk)?;
             }
-            // What the encoder has emitted so far is final: it can go.
-            if encoder.get_ref().len() >= GROUP_BYTES {
-                let out = std::mem::replace(
-                    encoder.get_mut(),
-                    Vec::with_capacity(GROUP_BYTES + GROUP_BYTES / 8),
-                );
-                to_writer
-                    .blocking_send(vec![Bytes::from(out)])
-                    .map_err(|_| stopped())?;
+            // What the encoder has emitted so far is final: it can go, copied out so the
+            // encoder's buffer is reused rather than a new one made each time.
+            if encoder.get_ref().len() >= EMIT_BYTES {
+                let out = Bytes::copy_from_slice(encoder.get_ref());
+                encoder.get_mut().clear();
+                to_writer.blocking_send(vec![out]).map_err(|_| stopped())?;
             }
         }
         let rest = encoder.finish()?;
