@@ -76,13 +76,17 @@ fn main() -> anyhow::Result<()> {
     let mut parse = Vec::new();
     let mut db = Vec::new();
     let mut peak: f64 = 0.0;
+    let mut stored = Vec::new();
     for run in 1..=runs {
         server::warm(&jsonl)?;
         server::warm(&csv)?;
         let r = rt.block_on(one_run(&url, work.path(), &psql, &jsonl, &csv, rows))?;
         println!(
             "run {run}/{runs}: psql \\copy {:.2} s; ours {:.2} s = upload {:.2} s ({:.0} MB/s) + analysis and COPY {:.2} s \
-             (worker: parse {:.2} s busy, waiting on PostgreSQL {:.2} s); server peak RSS {:.0} MiB; load average {}",
+             (worker: parse {:.2} s busy, waiting on PostgreSQL {:.2} s); written to the blob store {:.1} MB \
+             ({:.1}% of the upload); server peak RSS {:.0} MiB ({:.0} MiB until the upload answered, \
+             {:.0} MiB before it); \
+             load average {}",
             r.reference,
             r.upload + r.analysis,
             r.upload,
@@ -90,7 +94,11 @@ fn main() -> anyhow::Result<()> {
             r.analysis,
             r.parse,
             r.db,
+            r.stored_bytes / MB,
+            r.stored_bytes * 100.0 / jsonl_bytes,
             r.peak_mib,
+            r.upload_peak_mib,
+            r.before_mib,
             common::loadavg()
         );
         reference.push(r.reference);
@@ -100,6 +108,7 @@ fn main() -> anyhow::Result<()> {
         parse.push(r.parse);
         db.push(r.db);
         peak = peak.max(r.peak_mib);
+        stored.push(r.stored_bytes);
     }
 
     let n = rows as f64;
@@ -127,7 +136,11 @@ fn main() -> anyhow::Result<()> {
         &total,
         jsonl_bytes,
     ));
-    t.row(line("  upload (body stored, sha256)", &upload, jsonl_bytes));
+    t.row(line(
+        "  upload (body hashed, compressed, stored)",
+        &upload,
+        jsonl_bytes,
+    ));
     t.row(line(
         "  analysis + COPY, to status done",
         &analysis,
@@ -139,6 +152,12 @@ fn main() -> anyhow::Result<()> {
         "Telemetry ingest through the HTTP API vs psql \\copy in the same run; server peak RSS {peak:.0} MiB; load average {}",
         common::loadavg()
     ));
+    println!(
+        "written to the blob store per upload: {:.1} MB for {:.1} MB uploaded ({:.1}%)",
+        median(&stored) / MB,
+        jsonl_bytes / MB,
+        median(&stored) * 100.0 / jsonl_bytes
+    );
     let ratio = median(&reference) / median(&total);
     println!(
         "ours / psql \\copy (rows/s, medians): {ratio:.2}x; target >= 0.80x: {}",
@@ -181,6 +200,12 @@ struct Run {
     parse: f64,
     db: f64,
     peak_mib: f64,
+    /// The server's peak RSS until the upload answered (the analysis runs after it).
+    upload_peak_mib: f64,
+    /// The server's RSS just before the upload.
+    before_mib: f64,
+    /// Bytes the upload cost the blob store (on disk, after compression).
+    stored_bytes: f64,
 }
 
 /// A fresh server on a fresh database: first the reference load into a plain table of
@@ -218,8 +243,10 @@ async fn one_run(
     sqlx::query("CHECKPOINT").execute(&server.pool).await?;
 
     server.reset_peak();
+    let (before_mib, _) = server.rss_mib();
     let t = Instant::now();
     let (id, up) = server.upload(jsonl, "requests.jsonl").await?;
+    let (_, upload_peak_mib) = server.rss_mib();
     server.wait_analyzed(id, Duration::from_secs(900)).await?;
     let total = t.elapsed();
     let (_, peak_mib) = server.rss_mib();
@@ -238,6 +265,9 @@ async fn one_run(
         parse: f("parse_s"),
         db: f("db_s"),
         peak_mib,
+        upload_peak_mib,
+        before_mib,
+        stored_bytes: server.blob_store_bytes() as f64,
     };
     server.stop().await?;
     Ok(run)

@@ -10,7 +10,8 @@
 //! PJ_BENCH_DATA (where the generated traces are kept between runs; default
 //! target/bench-data), PJ_HTA_VENV (default target/hta-venv; made on first use with
 //! `pip install HolisticTraceAnalysis==0.5.0`), PJ_HTA_TIMEOUT_S (default 1200),
-//! PJ_SKIP_HTA=1 (ours only, for profiling), PJ_ONLY=plain|gzip.
+//! PJ_SKIP_HTA=1 (ours only, for profiling), PJ_ONLY=plain|gzip; PJ_COMPRESS_ONLY=FILE
+//! measures the blob store's zstd level on one thread instead.
 
 #[path = "common/mod.rs"]
 mod common;
@@ -30,6 +31,9 @@ const HTA_PACKAGE: &str = "HolisticTraceAnalysis==0.5.0";
 fn main() -> anyhow::Result<()> {
     if let Some(path) = std::env::var_os("PJ_ANALYZE_ONLY") {
         return analyze_only(Path::new(&path));
+    }
+    if let Some(path) = std::env::var_os("PJ_COMPRESS_ONLY") {
+        return compress_only(Path::new(&path));
     }
     let Ok(url) = std::env::var("DATABASE_URL") else {
         println!(
@@ -73,9 +77,10 @@ fn main() -> anyhow::Result<()> {
     let mut summary = Table::new(&[
         "file",
         "ours: upload (s)",
-        "analysis (s)",
+        "upload answered to done (s)",
         "total (s)",
         "server peak RSS (MiB)",
+        "blob store (MB)",
         "HTA (s)",
         "HTA peak RSS (MiB)",
         "HTA / ours",
@@ -91,19 +96,23 @@ fn main() -> anyhow::Result<()> {
         let mut analysis = Vec::new();
         let mut total = Vec::new();
         let mut peak: f64 = 0.0;
+        let mut stored: f64 = 0.0;
         let mut ours = Value::Null;
         for run in 1..=runs {
             server::warm(file)?;
             let r = rt.block_on(one_run(&url, work.path(), file))?;
             println!(
-                "run {run}/{runs}: upload {:.2} s ({:.0} MB/s), analysis {:.2} s (worker: parse {}, database {}), \
-                 total {:.2} s; server peak RSS {:.0} MiB; load average {}",
+                "run {run}/{runs}: upload {:.2} s ({:.0} MB/s), from the upload's answer to done {:.2} s \
+                 (worker: parse {}, database {}), total {:.2} s; written to the blob store {:.1} MB \
+                 ({:.1}% of the upload); server peak RSS {:.0} MiB; load average {}",
                 r.upload,
                 size / MB / r.upload,
                 r.analysis,
                 r.parse.map_or("-".into(), |s| format!("{s:.2} s")),
                 r.db.map_or("-".into(), |s| format!("{s:.2} s")),
                 r.upload + r.analysis,
+                r.stored_bytes / MB,
+                r.stored_bytes * 100.0 / size,
                 r.peak_mib,
                 common::loadavg()
             );
@@ -111,6 +120,7 @@ fn main() -> anyhow::Result<()> {
             analysis.push(r.analysis);
             total.push(r.upload + r.analysis);
             peak = peak.max(r.peak_mib);
+            stored = r.stored_bytes;
             ours = r.result;
         }
         let hta = match &hta_python {
@@ -154,6 +164,7 @@ fn main() -> anyhow::Result<()> {
             num(median(&analysis), 2),
             num(ours_total, 2),
             num(peak, 0),
+            num(stored / MB, 1),
             hta_s,
             hta_rss,
             ratio,
@@ -184,6 +195,34 @@ fn analyze_only(path: &Path) -> anyhow::Result<()> {
         size / MB / took,
         json["events"],
         json["temporal"]
+    );
+    Ok(())
+}
+
+/// A diagnostic for the blob store's compression: `PJ_COMPRESS_ONLY=FILE` compresses the
+/// file (read into memory first) with zstd at the store's level on this one thread, then
+/// decompresses it, and prints the ratio and both speeds.
+fn compress_only(path: &Path) -> anyhow::Result<()> {
+    let plain = std::fs::read(path)?;
+    let level = perfjournal::core::blob::ZSTD_LEVEL;
+    let t = Instant::now();
+    let packed = zstd::encode_all(&plain[..], level)?;
+    let packing = secs(t.elapsed());
+    let t = Instant::now();
+    let unpacked = zstd::decode_all(&packed[..])?;
+    let unpacking = secs(t.elapsed());
+    anyhow::ensure!(unpacked == plain, "the round trip changed the bytes");
+    let size = plain.len() as f64;
+    println!(
+        "zstd level {level}, one thread: {} {:.1} MB -> {:.2} MB ({:.1}%, x{:.1}); \
+         compressed at {:.0} MB/s, decompressed at {:.0} MB/s",
+        path.display(),
+        size / MB,
+        packed.len() as f64 / MB,
+        packed.len() as f64 * 100.0 / size,
+        size / packed.len() as f64,
+        size / MB / packing,
+        size / MB / unpacking
     );
     Ok(())
 }
@@ -242,6 +281,8 @@ struct Run {
     parse: Option<f64>,
     db: Option<f64>,
     peak_mib: f64,
+    /// Bytes the upload cost the blob store (on disk, after compression).
+    stored_bytes: f64,
     result: Value,
 }
 
@@ -263,6 +304,7 @@ async fn one_run(url: &str, work: &Path, file: &Path) -> anyhow::Result<Run> {
         parse: f("parse_s"),
         db: f("db_s"),
         peak_mib,
+        stored_bytes: server.blob_store_bytes() as f64,
         result: artifact["analysis"].clone(),
     };
     server.stop().await?;

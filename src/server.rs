@@ -265,11 +265,11 @@ async fn sweep_blobs(state: AppState) {
         let pool = state.pool.clone();
         let result = state
             .blobs
-            .sweep(Duration::from_secs(24 * 3600), |sha| {
+            .sweep(Duration::from_secs(24 * 3600), |sha, encoding| {
                 let pool = pool.clone();
                 async move {
                     // When in doubt (database down), keep the blob.
-                    crate::artifacts::blob_in_use(&pool, &sha)
+                    crate::artifacts::blob_in_use(&pool, &sha, encoding)
                         .await
                         .unwrap_or(true)
                 }

@@ -231,6 +231,24 @@ impl Server {
             .map(|v| v["fields"].clone())
     }
 
+    /// Bytes the blob store holds on disk (finished blobs, not uploads in progress):
+    /// what the uploads so far cost the disk, after compression.
+    pub fn blob_store_bytes(&self) -> u64 {
+        fn walk(dir: &Path) -> u64 {
+            let mut total = 0;
+            for entry in std::fs::read_dir(dir).into_iter().flatten().flatten() {
+                let path = entry.path();
+                match entry.metadata() {
+                    Ok(m) if m.is_dir() => total += walk(&path),
+                    Ok(m) => total += m.len(),
+                    Err(_) => {}
+                }
+            }
+            total
+        }
+        walk(&self.process.data_dir().join("blobs").join("sha256"))
+    }
+
     /// Stops the server and drops its database.
     pub async fn stop(mut self) -> anyhow::Result<()> {
         self.process.kill().await;

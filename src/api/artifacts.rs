@@ -103,8 +103,16 @@ pub struct ArtifactDoc {
     /// capture's window runs
     pub status: String,
     pub error: Option<String>,
+    /// The file's size as uploaded, bytes.
     pub size_bytes: i64,
+    /// What the blob store holds for it, bytes: less than `size_bytes` when stored
+    /// compressed.
+    pub stored_bytes: i64,
+    /// How the file is kept on disk: identity (as uploaded, e.g. a file compressed
+    /// already) or zstd. Downloads always return the bytes as uploaded.
+    pub blob_encoding: String,
     pub progress_bytes: i64,
+    /// The SHA-256 of the bytes as uploaded (the download's hash), in hex.
     pub sha256: String,
     pub investigation: Option<i64>,
     pub journal_entry: Option<i64>,
@@ -129,6 +137,8 @@ impl From<Artifact> for ArtifactDoc {
             status: a.status,
             error: a.error,
             size_bytes: a.size_bytes,
+            stored_bytes: a.stored_bytes,
+            blob_encoding: a.blob_encoding.slug().to_string(),
             progress_bytes: a.progress_bytes,
             sha256: a.sha256,
             investigation: a.investigation_id,

@@ -1,4 +1,5 @@
-//! The stored bytes of an artifact as a download, for the API and the pages alike.
+//! The original bytes of an artifact as a download, for the API, the pages and the
+//! Perfetto hand-off (which fetches this download) alike.
 
 use axum::body::Body;
 use axum::http::header;
@@ -8,7 +9,8 @@ use super::Artifact;
 use crate::error::AppError;
 use crate::storage::BlobStore;
 
-/// Streams the stored bytes; never rendered inline.
+/// Streams the original bytes, as uploaded (a blob stored as zstd is decompressed on the
+/// way, never held whole); never rendered inline.
 pub async fn download(blobs: &BlobStore, artifact: &Artifact) -> Result<Response, AppError> {
     if !artifact.has_file() {
         return Err(AppError::Conflict(if artifact.status == "capturing" {
@@ -18,7 +20,7 @@ pub async fn download(blobs: &BlobStore, artifact: &Artifact) -> Result<Response
         }));
     }
     let stream = blobs
-        .open(&artifact.sha256)
+        .open(&artifact.sha256, artifact.blob_encoding)
         .await
         .map_err(|e| AppError::Internal(e.into()))?;
     let safe_name: String = artifact

@@ -10,6 +10,7 @@ use sqlx::PgPool;
 
 use super::ArtifactStore;
 use crate::core::analyze::{self, request_columns, request_log, AnalyzeError, Kind, Options};
+use crate::core::blob::BlobEncoding;
 use crate::storage::BlobStore;
 
 /// A claimed job.
@@ -18,6 +19,8 @@ struct Job {
     id: i64,
     kind: String,
     sha256: String,
+    /// How the blob is stored (identity or zstd); readers hand out the original bytes.
+    blob_encoding: String,
     options: sqlx::types::Json<Options>,
     /// Which start of the analysis this is: the claim's fence. Heartbeats and the
     /// outcome are written only while the row is still on this start, so a worker that
@@ -114,7 +117,7 @@ async fn claim(pool: &PgPool, id: Option<i64>) -> sqlx::Result<Option<Job>> {
          WHERE id = (SELECT id FROM artifacts WHERE status = 'queued'
                        AND ($1::bigint IS NULL OR id = $1)
                      ORDER BY id FOR UPDATE SKIP LOCKED LIMIT 1)
-         RETURNING id, kind, sha256, options, attempts",
+         RETURNING id, kind, sha256, blob_encoding, options, attempts",
     )
     .bind(id)
     .fetch_optional(pool)
@@ -133,21 +136,14 @@ async fn process(state: &ArtifactStore, job: Job) -> anyhow::Result<Option<Strin
         progress.clone(),
     ));
     let options = job.options.0.clone();
+    let blob = (job.sha256.as_str(), job.blob_encoding.as_str());
     let started = Instant::now();
     let mut timing = Timing::default();
     // Request logs are loaded into the database and analyzed in the same pass.
     let outcome = if kind == Kind::RequestLog {
-        load_request_rows(state, job.id, &job.sha256, options, progress, &mut timing).await
+        load_request_rows(state, job.id, blob, options, progress, &mut timing).await
     } else {
-        analyze_blob(
-            &state.blobs,
-            &job.sha256,
-            kind,
-            options,
-            progress,
-            &mut timing,
-        )
-        .await
+        analyze_blob(&state.blobs, blob, kind, options, progress, &mut timing).await
     };
     ticker.abort();
     let outcome = outcome.and_then(|analysis| {
@@ -288,26 +284,29 @@ async fn report_progress(pool: PgPool, id: i64, attempts: i32, progress: Arc<Ato
     }
 }
 
-/// The blob as a blocking `Read`, for analyzers that run on a blocking thread.
+/// The blob's original bytes (decompressed when stored as zstd) as a blocking `Read`,
+/// for analyzers that run on a blocking thread. `blob` is (sha256, encoding).
 async fn blob_reader(
     blobs: &BlobStore,
-    sha256: &str,
+    (sha256, encoding): (&str, &str),
 ) -> Result<impl std::io::Read + Send + 'static, Failure> {
+    let encoding = BlobEncoding::parse(encoding)
+        .map_err(|e| Failure::Failed(format!("the stored file cannot be read: {e}")))?;
     blobs
-        .reader(sha256)
+        .reader(sha256, encoding)
         .await
         .map_err(|e| Failure::Failed(format!("the stored file cannot be read: {e}")))
 }
 
 async fn analyze_blob(
     blobs: &BlobStore,
-    sha256: &str,
+    blob: (&str, &str),
     kind: Kind,
     options: Options,
     progress: Arc<AtomicU64>,
     timing: &mut Timing,
 ) -> Result<serde_json::Value, Failure> {
-    let reader = blob_reader(blobs, sha256).await?;
+    let reader = blob_reader(blobs, blob).await?;
     let started = Instant::now();
     let result = tokio::task::spawn_blocking(move || {
         let report = |n: u64| progress.store(n, Ordering::Relaxed);
@@ -328,12 +327,12 @@ async fn analyze_blob(
 async fn load_request_rows(
     state: &ArtifactStore,
     id: i64,
-    sha256: &str,
+    blob: (&str, &str),
     options: Options,
     progress: Arc<AtomicU64>,
     timing: &mut Timing,
 ) -> Result<serde_json::Value, Failure> {
-    let reader = blob_reader(&state.blobs, sha256).await?;
+    let reader = blob_reader(&state.blobs, blob).await?;
     let (tx, mut rx) = tokio::sync::mpsc::channel::<Vec<u8>>(4);
     let producer = tokio::task::spawn_blocking(move || {
         let started = Instant::now();

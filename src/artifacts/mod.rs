@@ -15,6 +15,7 @@ use sqlx::PgPool;
 use tokio::sync::Notify;
 
 use crate::core::analyze::{self, Kind};
+use crate::core::blob::BlobEncoding;
 use crate::storage::{BlobStore, StoredBlob};
 
 /// What storing and analyzing artifacts needs: the rows, the blobs, the analysis
@@ -106,6 +107,9 @@ pub struct Artifact {
     pub kind: String,
     pub sha256: String,
     pub size_bytes: i64,
+    /// How the blob is kept on disk, and how many bytes that takes.
+    pub blob_encoding: BlobEncoding,
+    pub stored_bytes: i64,
     pub gzip: bool,
     pub status: String,
     pub error: Option<String>,
@@ -149,6 +153,13 @@ impl<'r> sqlx::FromRow<'r, sqlx::postgres::PgRow> for Artifact {
             kind: row.try_get("kind")?,
             sha256: row.try_get("sha256")?,
             size_bytes: row.try_get("size_bytes")?,
+            blob_encoding: BlobEncoding::parse(row.try_get::<&str, _>("blob_encoding")?).map_err(
+                |e| sqlx::Error::ColumnDecode {
+                    index: "blob_encoding".into(),
+                    source: e.into(),
+                },
+            )?,
+            stored_bytes: row.try_get("stored_bytes")?,
             gzip: row.try_get("gzip")?,
             status: row.try_get("status")?,
             error: row.try_get("error")?,
@@ -169,6 +180,19 @@ impl Artifact {
     /// The size as people read it ("1.1 MB").
     pub fn size_human(&self) -> String {
         crate::core::fmt::bytes(self.size_bytes as f64, crate::core::fmt::ByteStyle::Size)
+    }
+
+    /// What the disk holds, when it is not the file as uploaded: "stored as zstd, 1.2 MB
+    /// on disk (8% of the original)".
+    pub fn stored_note(&self) -> Option<String> {
+        if !self.has_file() {
+            return None;
+        }
+        crate::core::blob::stored_note(
+            self.blob_encoding,
+            self.size_bytes.max(0) as u64,
+            self.stored_bytes.max(0) as u64,
+        )
     }
 
     /// The status as lists show it (label, extra CSS class): "failed profile" for an
@@ -202,7 +226,7 @@ impl Artifact {
         matches!(self.status.as_str(), "queued" | "analyzing" | "capturing")
     }
 
-    /// Read progress in percent (of the stored, maybe compressed, bytes).
+    /// Read progress in percent (of the bytes as uploaded, maybe gzip).
     pub fn percent(&self) -> i64 {
         if self.size_bytes <= 0 {
             return 0;
@@ -216,7 +240,7 @@ impl Artifact {
 pub const EMPTY_SHA256: &str = "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855";
 
 const COLUMNS: &str = "a.id, a.investigation_id, a.journal_entry_id, a.name, a.kind, a.sha256, \
-     a.size_bytes, a.gzip, a.status, a.error, a.progress_bytes, a.analysis::text AS analysis_text, a.analyzer_version, \
+     a.size_bytes, a.blob_encoding, COALESCE(a.stored_bytes, a.size_bytes) AS stored_bytes, a.gzip, a.status, a.error, a.progress_bytes, a.analysis::text AS analysis_text, a.analyzer_version, \
      a.uploaded_by, u.name AS uploader, a.created_at, a.analyzed_at, a.source_url";
 
 /// The kind of a stored upload, from its first bytes (gunzipped when gzip).
@@ -258,8 +282,9 @@ pub async fn insert(
     );
     let id: i64 = sqlx::query_scalar(
         "INSERT INTO artifacts (investigation_id, journal_entry_id, name, kind, sha256, size_bytes,
-                                gzip, status, error, uploaded_by, options)
-         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11) RETURNING id",
+                                gzip, status, error, uploaded_by, options, blob_encoding,
+                                stored_bytes)
+         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13) RETURNING id",
     )
     .bind(owner.investigation_id)
     .bind(owner.journal_entry_id)
@@ -272,6 +297,8 @@ pub async fn insert(
     .bind(error)
     .bind(uploaded_by)
     .bind(sqlx::types::Json(options))
+    .bind(blob.encoding.slug())
+    .bind(blob.stored_size as i64)
     .fetch_one(pool)
     .await?;
     Ok(get(pool, id).await?.expect("the row was just inserted"))
@@ -334,12 +361,20 @@ pub async fn list(
     .await
 }
 
-/// Whether any row points at a blob (the sweeper keeps those).
-pub async fn blob_in_use(pool: &PgPool, sha256: &str) -> sqlx::Result<bool> {
-    sqlx::query_scalar("SELECT EXISTS (SELECT 1 FROM artifacts WHERE sha256 = $1)")
-        .bind(sha256)
-        .fetch_one(pool)
-        .await
+/// Whether any row points at the blob of this content stored this way (the sweeper
+/// keeps those).
+pub async fn blob_in_use(
+    pool: &PgPool,
+    sha256: &str,
+    encoding: BlobEncoding,
+) -> sqlx::Result<bool> {
+    sqlx::query_scalar(
+        "SELECT EXISTS (SELECT 1 FROM artifacts WHERE sha256 = $1 AND blob_encoding = $2)",
+    )
+    .bind(sha256)
+    .bind(encoding.slug())
+    .fetch_one(pool)
+    .await
 }
 
 /// Queues a fresh analysis (a newer analyzer, or other options).
@@ -655,8 +690,12 @@ pub async fn delete(
         .execute(&mut *tx)
         .await?;
     tx.commit().await?;
-    if a.sha256 != EMPTY_SHA256 && !blob_in_use(pool, &a.sha256).await.unwrap_or(true) {
-        if let Err(e) = blobs.delete(&a.sha256).await {
+    if a.sha256 != EMPTY_SHA256
+        && !blob_in_use(pool, &a.sha256, a.blob_encoding)
+            .await
+            .unwrap_or(true)
+    {
+        if let Err(e) = blobs.delete(&a.sha256, a.blob_encoding).await {
             // The periodic sweep removes an unreferenced blob later.
             tracing::warn!(id, error = %e, "deleted artifact: its blob stays until the sweep");
         }
@@ -673,8 +712,12 @@ pub const INLINE_ANALYSIS_BUDGET: std::time::Duration = std::time::Duration::fro
 
 /// Removes a just-stored blob that no row points to (unless it was there before).
 async fn forget_blob(state: &ArtifactStore, blob: &StoredBlob) {
-    if !blob.existed && !blob_in_use(&state.pool, &blob.sha256).await.unwrap_or(true) {
-        state.blobs.delete(&blob.sha256).await.ok();
+    if !blob.existed
+        && !blob_in_use(&state.pool, &blob.sha256, blob.encoding)
+            .await
+            .unwrap_or(true)
+    {
+        state.blobs.delete(&blob.sha256, blob.encoding).await.ok();
     }
 }
 

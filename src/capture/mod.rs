@@ -215,12 +215,15 @@ async fn run(store: ArtifactStore, id: i64, request: CaptureRequest) {
         Ok(blob) => {
             let queued = sqlx::query(
                 "UPDATE artifacts SET sha256 = $2, size_bytes = $3, gzip = false, status = 'queued',
-                        error = NULL, progress_bytes = 0, updated_at = now()
+                        error = NULL, progress_bytes = 0, updated_at = now(),
+                        blob_encoding = $4, stored_bytes = $5
                  WHERE id = $1 AND status = 'capturing'",
             )
             .bind(id)
             .bind(&blob.sha256)
             .bind(blob.size as i64)
+            .bind(blob.encoding.slug())
+            .bind(blob.stored_size as i64)
             .execute(&store.pool)
             .await;
             match queued {

@@ -3,6 +3,7 @@
 
 pub mod accuracy;
 pub mod analyze;
+pub mod blob;
 pub mod capture;
 pub mod estimate;
 pub mod fmt;

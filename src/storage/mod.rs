@@ -12,6 +12,8 @@ use object_store::path::Path;
 use object_store::{ObjectStore, ObjectStoreExt, WriteMultipart};
 use sha2::{Digest, Sha256};
 
+use crate::core::blob::BlobEncoding;
+
 /// How many leading bytes an upload keeps in memory for kind detection.
 pub const HEAD_BYTES: usize = 64 * 1024;
 
@@ -53,8 +55,14 @@ impl From<object_store::Error> for StoreError {
 /// A body safely stored under its hash.
 #[derive(Debug, Clone)]
 pub struct StoredBlob {
+    /// The sha256 of the bytes as uploaded (whatever the encoding on disk).
     pub sha256: String,
+    /// Bytes as uploaded.
     pub size: u64,
+    /// How the bytes are kept on disk.
+    pub encoding: BlobEncoding,
+    /// Bytes the blob store holds for them (after compression).
+    pub stored_size: u64,
     /// The first bytes, as uploaded (maybe gzip), for detection.
     pub head: Vec<u8>,
     /// True when the same content was already stored.
@@ -69,9 +77,35 @@ pub struct BlobStore {
     local_root: Option<std::path::PathBuf>,
 }
 
-fn blob_path(sha256: &str) -> Path {
-    Path::from(format!("sha256/{}/{}", &sha256[..2], sha256))
+/// Where a blob lives: named by the sha256 of the original bytes, with `.zst` after it
+/// when stored compressed, so the two encodings of one content never overwrite each other.
+fn blob_path(sha256: &str, encoding: BlobEncoding) -> Path {
+    Path::from(format!(
+        "sha256/{}/{}{}",
+        &sha256[..2],
+        sha256,
+        encoding.suffix()
+    ))
 }
+
+/// The original bytes from a blob's stored bytes, as a stream; blocks of decompressed
+/// output are at most [`DECODED_CHUNK`] bytes, so a highly compressible blob never
+/// expands into memory at once.
+pub type OriginalBytes = futures::stream::BoxStream<'static, std::io::Result<Bytes>>;
+
+/// The largest piece of decompressed output [`BlobStore::open`] hands out at once.
+pub const DECODED_CHUNK: usize = 128 * 1024;
+
+/// Chunks of the body travel in groups of about this size between the receiving task,
+/// the hashing and compressing threads and the writer, so each thread wakes rarely.
+const GROUP_BYTES: usize = 1 << 20;
+
+/// Compressed bytes are handed to the writer in pieces of about this size.
+const EMIT_BYTES: usize = 256 * 1024;
+
+/// Groups waiting in each channel between stages: memory stays bounded and the slowest
+/// stage sets the pace.
+const GROUPS_IN_FLIGHT: usize = 4;
 
 impl BlobStore {
     pub fn new(store: Arc<dyn ObjectStore>) -> Self {
@@ -101,8 +135,14 @@ impl BlobStore {
         Ok(BlobStore::new(Arc::new(s3)))
     }
 
-    /// Streams `body` into the store, hashing on the way. Over `limit` bytes, or when the
-    /// body fails mid-way, the partial object is removed and nothing is kept.
+    /// Streams `body` into the store, hashing the original bytes on the way and, unless
+    /// its first bytes show a compressed format, compressing them with zstd. Over `limit`
+    /// bytes, or when the body fails mid-way, the partial object is removed and nothing
+    /// is kept.
+    ///
+    /// Three stages run at once, joined by small channels so the slowest sets the pace:
+    /// this task receives the body; a thread hashes it; another compresses it (zstd
+    /// blobs only); and the writer puts the stored bytes into the object.
     pub async fn put_stream<S, E>(&self, mut body: S, limit: u64) -> Result<StoredBlob, StoreError>
     where
         S: Stream<Item = Result<Bytes, E>> + Unpin,
@@ -111,68 +151,123 @@ impl BlobStore {
         let temp = Path::from(format!("tmp/{}", uuid::Uuid::new_v4()));
         let upload = self.store.put_multipart(&temp).await?;
         let mut writer = WriteMultipart::new_with_chunk_size(upload, 8 * 1024 * 1024);
-        // The hash is computed on a thread of its own while this task receives and writes,
-        // so the upload runs at the speed of the slower of the two, not of their sum.
-        // Chunks go over in groups of about 1 MiB (the body's chunks can be a few KiB), so
-        // the thread wakes rarely.
-        let (to_hasher, mut groups) = tokio::sync::mpsc::channel::<Vec<Bytes>>(8);
+
+        let (to_hasher, mut hashed) = tokio::sync::mpsc::channel::<Vec<Bytes>>(GROUPS_IN_FLIGHT);
         let hasher = tokio::task::spawn_blocking(move || {
             let mut hasher = Sha256::new();
-            while let Some(group) = groups.blocking_recv() {
+            while let Some(group) = hashed.blocking_recv() {
                 for chunk in group {
                     hasher.update(&chunk);
                 }
             }
             hasher.finalize()
         });
-        let mut group: Vec<Bytes> = Vec::new();
-        let mut grouped = 0usize;
-        let mut size: u64 = 0;
-        let mut head = Vec::new();
-        while let Some(chunk) = body.next().await {
-            let chunk = match chunk {
-                Ok(c) => c,
-                Err(e) => {
-                    writer.abort().await.ok();
-                    return Err(StoreError::Body(e.to_string()));
+        let (to_writer, mut to_write) = tokio::sync::mpsc::channel::<Vec<Bytes>>(GROUPS_IN_FLIGHT);
+        let receiving = async move {
+            // Started when the first group shows the body is worth compressing.
+            let mut compressor: Option<Compressor> = None;
+            let received = async {
+                let mut group: Vec<Bytes> = Vec::new();
+                let mut grouped = 0usize;
+                let mut size: u64 = 0;
+                let mut head = Vec::new();
+                let mut encoding = None;
+                let stopped = || StoreError::Body("the storing threads stopped".into());
+                loop {
+                    let chunk = match body.next().await {
+                        Some(Ok(c)) => Some(c),
+                        Some(Err(e)) => return Err(StoreError::Body(e.to_string())),
+                        None => None,
+                    };
+                    if let Some(chunk) = &chunk {
+                        size += chunk.len() as u64;
+                        if size > limit {
+                            return Err(StoreError::TooLarge { limit });
+                        }
+                        if head.len() < HEAD_BYTES {
+                            let take = (HEAD_BYTES - head.len()).min(chunk.len());
+                            head.extend_from_slice(&chunk[..take]);
+                        }
+                        grouped += chunk.len();
+                        group.push(chunk.clone());
+                    }
+                    let last = chunk.is_none();
+                    if (grouped >= GROUP_BYTES || last) && !group.is_empty() {
+                        grouped = 0;
+                        let group = std::mem::take(&mut group);
+                        let chosen = *encoding.get_or_insert_with(|| {
+                            let chosen = crate::core::blob::encoding_for(&head);
+                            if chosen == BlobEncoding::Zstd {
+                                compressor = Some(spawn_compressor(to_writer.clone()));
+                            }
+                            chosen
+                        });
+                        to_hasher.send(group.clone()).await.map_err(|_| stopped())?;
+                        match (&compressor, chosen) {
+                            (Some((to_compressor, _)), BlobEncoding::Zstd) => {
+                                to_compressor.send(group).await.map_err(|_| stopped())?
+                            }
+                            _ => to_writer.send(group).await.map_err(|_| stopped())?,
+                        }
+                    }
+                    if last {
+                        return Ok((size, head, encoding.unwrap_or(BlobEncoding::Identity)));
+                    }
                 }
+            }
+            .await;
+            // The stages after this one end once their inputs close.
+            drop(to_hasher);
+            drop(to_writer);
+            let compressed = match compressor {
+                Some((to_compressor, handle)) => {
+                    drop(to_compressor);
+                    Some(handle.await)
+                }
+                None => None,
             };
-            size += chunk.len() as u64;
-            if size > limit {
-                writer.abort().await.ok();
-                return Err(StoreError::TooLarge { limit });
-            }
-            if head.len() < HEAD_BYTES {
-                let take = (HEAD_BYTES - head.len()).min(chunk.len());
-                head.extend_from_slice(&chunk[..take]);
-            }
-            // Back-pressure: at most a few parts in flight, so memory stays bounded.
-            if let Err(e) = writer.wait_for_capacity(2).await {
-                writer.abort().await.ok();
-                return Err(e.into());
-            }
-            grouped += chunk.len();
-            group.push(chunk.clone());
-            if grouped >= 1 << 20 {
-                grouped = 0;
-                if to_hasher.send(std::mem::take(&mut group)).await.is_err() {
-                    writer.abort().await.ok();
-                    return Err(StoreError::Body("the hashing thread stopped".into()));
+            (received, compressed)
+        };
+        // Owns its channel's end: when a write fails, the stages before it see it closed
+        // and stop instead of waiting on a full channel.
+        let parts = &mut writer;
+        let writing = async move {
+            let mut stored: u64 = 0;
+            while let Some(group) = to_write.recv().await {
+                for chunk in group {
+                    // Back-pressure: at most a few parts in flight.
+                    parts.wait_for_capacity(2).await?;
+                    stored += chunk.len() as u64;
+                    parts.put(chunk);
                 }
             }
-            writer.put(chunk);
-        }
-        if !group.is_empty() && to_hasher.send(group).await.is_err() {
-            writer.abort().await.ok();
-            return Err(StoreError::Body("the hashing thread stopped".into()));
-        }
-        drop(to_hasher);
+            Ok::<u64, object_store::Error>(stored)
+        };
+        let ((received, compressed), written) = tokio::join!(receiving, writing);
+        // The first fault in the chain names the cause: a failed write (a full disk)
+        // makes the stages before it stop too.
+        let outcome = match (written, received, compressed) {
+            (Err(e), _, _) => Err(StoreError::from(e)),
+            (_, _, Some(Err(e))) => Err(StoreError::Body(format!(
+                "the compressing thread failed: {e}"
+            ))),
+            (_, _, Some(Ok(Err(e)))) => Err(StoreError::Body(format!("compressing: {e}"))),
+            (_, Err(e), _) => Err(e),
+            (Ok(stored), Ok(received), _) => Ok((stored, received)),
+        };
+        let (stored_size, (size, head, encoding)) = match outcome {
+            Ok(done) => done,
+            Err(e) => {
+                writer.abort().await.ok();
+                return Err(e);
+            }
+        };
         writer.finish().await?;
         let digest = hasher
             .await
             .map_err(|e| StoreError::Body(format!("the hashing thread failed: {e}")))?;
         let sha256 = hex::encode(digest);
-        let target = blob_path(&sha256);
+        let target = blob_path(&sha256, encoding);
         let existed = self.store.head(&target).await.is_ok();
         // Moving over an existing blob refreshes its age, so the sweeper cannot take a
         // blob a new row is about to point at.
@@ -180,51 +275,91 @@ impl BlobStore {
         Ok(StoredBlob {
             sha256,
             size,
+            encoding,
+            stored_size,
             head,
             existed,
         })
     }
 
-    /// The blob's bytes as a stream of chunks.
+    /// The blob's bytes exactly as stored (compressed for a zstd blob).
+    async fn open_stored(
+        &self,
+        sha256: &str,
+        encoding: BlobEncoding,
+    ) -> Result<impl Stream<Item = Result<Bytes, object_store::Error>> + Send + 'static, StoreError>
+    {
+        Ok(self
+            .store
+            .get(&blob_path(sha256, encoding))
+            .await?
+            .into_stream())
+    }
+
+    /// The original bytes of a blob, as uploaded, streamed (a zstd blob is decompressed
+    /// on the way, a block at a time). Every reader of blobs goes through here or
+    /// through [`BlobStore::reader`], which is this for a remote store.
     pub async fn open(
         &self,
         sha256: &str,
-    ) -> Result<impl Stream<Item = Result<Bytes, object_store::Error>> + Send + 'static, StoreError>
-    {
-        Ok(self.store.get(&blob_path(sha256)).await?.into_stream())
+        encoding: BlobEncoding,
+    ) -> Result<OriginalBytes, StoreError> {
+        use futures::TryStreamExt;
+        let stored = self
+            .open_stored(sha256, encoding)
+            .await?
+            .map_err(std::io::Error::other);
+        Ok(match encoding {
+            BlobEncoding::Identity => stored.boxed(),
+            BlobEncoding::Zstd => zstd_decoded(stored).boxed(),
+        })
     }
 
-    /// The blob as a blocking reader, for an analyzer on a blocking thread: the file
-    /// itself for a local store, else the object's stream bridged to `Read` (call this
-    /// on the runtime; read from a blocking thread).
+    /// The original bytes as a blocking reader, for an analyzer on a blocking thread:
+    /// the file itself for a local store (through a zstd decoder when compressed), else
+    /// [`BlobStore::open`]'s stream bridged to `Read` (call this on the runtime; read
+    /// from a blocking thread).
     pub async fn reader(
         &self,
         sha256: &str,
+        encoding: BlobEncoding,
     ) -> Result<Box<dyn std::io::Read + Send + 'static>, StoreError> {
         if let Some(root) = &self.local_root {
-            let path = root.join(blob_path(sha256).as_ref());
-            return match std::fs::File::open(&path) {
-                Ok(f) => Ok(Box::new(f)),
+            let path = root.join(blob_path(sha256, encoding).as_ref());
+            let file = match std::fs::File::open(&path) {
+                Ok(f) => f,
                 Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
-                    Err(StoreError::Store(object_store::Error::NotFound {
+                    return Err(StoreError::Store(object_store::Error::NotFound {
                         path: path.display().to_string(),
                         source: Box::new(e),
                     }))
                 }
-                Err(e) => Err(StoreError::Store(object_store::Error::Generic {
-                    store: "LocalFileSystem",
-                    source: Box::new(e),
-                })),
+                Err(e) => {
+                    return Err(StoreError::Store(object_store::Error::Generic {
+                        store: "LocalFileSystem",
+                        source: Box::new(e),
+                    }))
+                }
             };
+            return Ok(match encoding {
+                BlobEncoding::Identity => Box::new(file),
+                BlobEncoding::Zstd => {
+                    Box::new(zstd::stream::read::Decoder::new(file).map_err(|e| {
+                        StoreError::Store(object_store::Error::Generic {
+                            store: "LocalFileSystem",
+                            source: Box::new(e),
+                        })
+                    })?)
+                }
+            });
         }
-        use futures::TryStreamExt;
-        let stream = self.open(sha256).await?;
-        let reader = tokio_util::io::StreamReader::new(stream.map_err(std::io::Error::other));
+        let reader = tokio_util::io::StreamReader::new(self.open(sha256, encoding).await?);
         Ok(Box::new(tokio_util::io::SyncIoBridge::new(reader)))
     }
 
-    pub async fn delete(&self, sha256: &str) -> Result<(), StoreError> {
-        match self.store.delete(&blob_path(sha256)).await {
+    /// Removes the blob of this content stored this way.
+    pub async fn delete(&self, sha256: &str, encoding: BlobEncoding) -> Result<(), StoreError> {
+        match self.store.delete(&blob_path(sha256, encoding)).await {
             Ok(()) | Err(object_store::Error::NotFound { .. }) => Ok(()),
             Err(e) => Err(e.into()),
         }
@@ -255,10 +390,11 @@ impl BlobStore {
     }
 
     /// Removes blobs no row points to and leftovers of interrupted uploads, once they
-    /// are older than `grace`. `referenced` answers whether a hash is still in use.
+    /// are older than `grace`. `referenced` answers whether a hash stored in an encoding
+    /// is still in use.
     pub async fn sweep<F, Fut>(&self, grace: Duration, referenced: F) -> Result<usize, StoreError>
     where
-        F: Fn(String) -> Fut,
+        F: Fn(String, BlobEncoding) -> Fut,
         Fut: std::future::Future<Output = bool>,
     {
         let cutoff = chrono::Utc::now()
@@ -274,12 +410,13 @@ impl BlobStore {
             let location = meta.location.to_string();
             if location.starts_with("tmp/") {
                 stale.push(meta.location);
-            } else if let Some(sha) = location
+            } else if let Some((sha, encoding)) = location
                 .rsplit('/')
                 .next()
                 .filter(|_| location.starts_with("sha256/"))
+                .and_then(BlobEncoding::from_file_name)
             {
-                if !referenced(sha.to_string()).await {
+                if !referenced(sha.to_string(), encoding).await {
                     stale.push(meta.location);
                 }
             }
@@ -292,5 +429,269 @@ impl BlobStore {
             }
         }
         Ok(removed)
+    }
+}
+
+/// The compressing thread: where its input goes, and its outcome.
+type Compressor = (
+    tokio::sync::mpsc::Sender<Vec<Bytes>>,
+    tokio::task::JoinHandle<std::io::Result<()>>,
+);
+
+/// Starts the thread that compresses groups of the original bytes with zstd and hands
+/// the compressed bytes on to the writer about a MiB at a time.
+fn spawn_compressor(to_writer: tokio::sync::mpsc::Sender<Vec<Bytes>>) -> Compressor {
+    use std::io::Write;
+    let (to_compressor, mut groups) = tokio::sync::mpsc::channel::<Vec<Bytes>>(GROUPS_IN_FLIGHT);
+    let handle = tokio::task::spawn_blocking(move || {
+        let stopped = || std::io::Error::other("the writer stopped");
+        let mut encoder = zstd::stream::write::Encoder::new(
+            Vec::with_capacity(2 * EMIT_BYTES),
+            crate::core::blob::ZSTD_LEVEL,
+        )?;
+        while let Some(group) = groups.blocking_recv() {
+            for chunk in group {
+                encoder.write_all(&chunk)?;
+            }
+            // What the encoder has emitted so far is final: it can go, copied out so the
+            // encoder's buffer is reused rather than a new one made each time.
+            if encoder.get_ref().len() >= EMIT_BYTES {
+                let out = Bytes::copy_from_slice(encoder.get_ref());
+                encoder.get_mut().clear();
+                to_writer.blocking_send(vec![out]).map_err(|_| stopped())?;
+            }
+        }
+        let rest = encoder.finish()?;
+        if !rest.is_empty() {
+            to_writer
+                .blocking_send(vec![Bytes::from(rest)])
+                .map_err(|_| stopped())?;
+        }
+        Ok(())
+    });
+    (to_compressor, handle)
+}
+
+/// A zstd stream's decompressed bytes, a block of at most [`DECODED_CHUNK`] at a time. A
+/// stream that ends inside a frame is an error, never a short file passed off as whole.
+fn zstd_decoded<S>(stored: S) -> impl Stream<Item = std::io::Result<Bytes>> + Send + 'static
+where
+    S: Stream<Item = std::io::Result<Bytes>> + Send + Unpin + 'static,
+{
+    use zstd::stream::raw::{Decoder, InBuffer, Operation, OutBuffer};
+    struct State<S> {
+        stored: S,
+        decoder: Option<Decoder<'static>>,
+        input: Bytes,
+        pos: usize,
+        /// The decoder may hold more output than the last block took.
+        pending: bool,
+        ended: bool,
+        /// The decoder's last answer: 0 once a frame is complete.
+        hint: usize,
+    }
+    let state = State {
+        stored,
+        decoder: None,
+        input: Bytes::new(),
+        pos: 0,
+        pending: false,
+        ended: false,
+        hint: 1,
+    };
+    futures::stream::try_unfold(state, |mut st| async move {
+        loop {
+            if st.pos < st.input.len() || st.pending {
+                let decoder = match &mut st.decoder {
+                    Some(d) => d,
+                    None => st.decoder.insert(Decoder::new()?),
+                };
+                let mut out = vec![0u8; DECODED_CHUNK];
+                let mut input = InBuffer::around(&st.input[st.pos..]);
+                let mut output = OutBuffer::around(&mut out[..]);
+                let hint = decoder.run(&mut input, &mut output)?;
+                let produced = output.pos();
+                // A call that did nothing (the last, to drain) answers for the next
+                // frame's header; the answer that counts is the last one that worked.
+                if produced > 0 || input.pos() > 0 {
+                    st.hint = hint;
+                }
+                st.pos += input.pos();
+                st.pending = produced == DECODED_CHUNK;
+                if produced > 0 {
+                    out.truncate(produced);
+                    return Ok(Some((Bytes::from(out), st)));
+                }
+                if st.pos < st.input.len() {
+                    continue;
+                }
+            }
+            if st.ended {
+                if st.hint != 0 {
+                    return Err(std::io::Error::new(
+                        std::io::ErrorKind::UnexpectedEof,
+                        "the stored blob ends inside its zstd stream",
+                    ));
+                }
+                return Ok(None);
+            }
+            match st.stored.next().await {
+                Some(chunk) => {
+                    st.input = chunk?;
+                    st.pos = 0;
+                }
+                None => {
+                    st.ended = true;
+                    st.pending = true;
+                }
+            }
+        }
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    async fn round_trip(original: Vec<u8>, chunk: usize) -> (StoredBlob, Vec<u8>, Vec<u8>) {
+        let dir = tempfile::tempdir().unwrap();
+        let store = BlobStore::local(dir.path()).unwrap();
+        let chunks: Vec<Result<Bytes, String>> = original
+            .chunks(chunk.max(1))
+            .map(|c| Ok(Bytes::copy_from_slice(c)))
+            .collect();
+        let blob = store
+            .put_stream(futures::stream::iter(chunks), u64::MAX)
+            .await
+            .unwrap();
+        let mut streamed = Vec::new();
+        let mut s = store.open(&blob.sha256, blob.encoding).await.unwrap();
+        while let Some(c) = s.next().await {
+            let c = c.unwrap();
+            assert!(c.len() <= DECODED_CHUNK.max(8 << 20));
+            streamed.extend_from_slice(&c);
+        }
+        let mut reader = store.reader(&blob.sha256, blob.encoding).await.unwrap();
+        let read = tokio::task::spawn_blocking(move || {
+            let mut v = Vec::new();
+            std::io::Read::read_to_end(&mut reader, &mut v).unwrap();
+            v
+        })
+        .await
+        .unwrap();
+        (blob, streamed, read)
+    }
+
+    fn text(n: usize) -> Vec<u8> {
+        let mut out = Vec::new();
+        let mut i = 0u64;
+        while out.len() < n {
+            out.extend_from_slice(
+                format!(
+                    "{{\"name\":\"kernel_{}\",\"ts\":{},\"dur\":{}}},\n",
+                    i % 97,
+                    i * 13,
+                    i % 31
+                )
+                .as_bytes(),
+            );
+            i += 1;
+        }
+        out.truncate(n);
+        out
+    }
+
+    #[tokio::test]
+    async fn text_is_stored_compressed_and_read_back_byte_for_byte() {
+        let original = text(5 << 20);
+        let (blob, streamed, read) = round_trip(original.clone(), 64 * 1024).await;
+        assert_eq!(blob.encoding, BlobEncoding::Zstd);
+        assert_eq!(blob.size, original.len() as u64);
+        assert!(blob.stored_size * 5 < blob.size, "{blob:?}");
+        assert_eq!(blob.sha256, hex::encode(Sha256::digest(&original)));
+        assert!(streamed == original, "the stream gives the original bytes");
+        assert!(read == original, "the reader gives the original bytes");
+    }
+
+    #[tokio::test]
+    async fn a_highly_compressible_blob_streams_in_bounded_blocks() {
+        let original = vec![b'a'; 40 << 20];
+        let (blob, streamed, _) = round_trip(original.clone(), 1 << 20).await;
+        assert!(blob.stored_size < 64 * 1024, "{blob:?}");
+        assert_eq!(streamed.len(), original.len());
+        assert!(streamed == original);
+    }
+
+    #[tokio::test]
+    async fn compressed_uploads_and_tiny_ones_are_handled() {
+        let gz = {
+            use std::io::Write;
+            let mut e = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
+            e.write_all(&text(100_000)).unwrap();
+            e.finish().unwrap()
+        };
+        let (blob, streamed, read) = round_trip(gz.clone(), 3).await;
+        assert_eq!(blob.encoding, BlobEncoding::Identity);
+        assert_eq!(blob.stored_size, gz.len() as u64);
+        assert!(streamed == gz && read == gz);
+        let (blob, streamed, read) = round_trip(b"x".to_vec(), 1).await;
+        assert_eq!(blob.encoding, BlobEncoding::Zstd);
+        assert_eq!(
+            (streamed.as_slice(), read.as_slice()),
+            (&b"x"[..], &b"x"[..])
+        );
+    }
+
+    #[tokio::test]
+    async fn the_sweep_asks_about_each_blob_by_hash_and_encoding() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = BlobStore::local(dir.path()).unwrap();
+        let put = |body: Vec<u8>| {
+            let store = store.clone();
+            async move {
+                let chunk: Result<Bytes, String> = Ok(Bytes::from(body));
+                store
+                    .put_stream(futures::stream::iter([chunk]), u64::MAX)
+                    .await
+                    .unwrap()
+            }
+        };
+        let text = put(text(100_000)).await;
+        let gz = put({
+            use std::io::Write;
+            let mut e = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
+            e.write_all(b"kept as it came").unwrap();
+            e.finish().unwrap()
+        })
+        .await;
+        assert_eq!(text.encoding, BlobEncoding::Zstd);
+        assert_eq!(gz.encoding, BlobEncoding::Identity);
+        // Only the zstd blob of the text is in use: the gzip one goes.
+        let keep = (text.sha256.clone(), BlobEncoding::Zstd);
+        let removed = store
+            .sweep(Duration::ZERO, |sha, encoding| {
+                let keep = keep.clone();
+                async move { (sha, encoding) == keep }
+            })
+            .await
+            .unwrap();
+        assert_eq!(removed, 1);
+        assert!(store.open(&text.sha256, text.encoding).await.is_ok());
+        assert!(store.open(&gz.sha256, gz.encoding).await.is_err());
+    }
+
+    #[tokio::test]
+    async fn a_cut_zstd_stream_is_an_error_not_a_short_file() {
+        let compressed = zstd::encode_all(&text(1 << 20)[..], 1).unwrap();
+        let cut = Bytes::copy_from_slice(&compressed[..compressed.len() / 2]);
+        let mut s = Box::pin(zstd_decoded(futures::stream::iter([Ok(cut)])));
+        let mut failed = false;
+        while let Some(c) = s.next().await {
+            if let Err(e) = c {
+                assert!(e.to_string().contains("ends inside"), "{e}");
+                failed = true;
+            }
+        }
+        assert!(failed);
     }
 }

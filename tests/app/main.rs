@@ -7,6 +7,7 @@ mod common;
 mod access_matrix;
 mod api_investigations;
 mod artifacts;
+mod blob_storage;
 mod bounded;
 mod bubbles;
 mod capture;

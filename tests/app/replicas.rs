@@ -233,6 +233,13 @@ async fn two_replicas_share_sessions_jobs_blobs_and_search() {
         tokio::time::sleep(Duration::from_millis(200)).await;
     };
     assert_eq!(status.0, "done", "{}", status.1);
+    // Kept compressed in the bucket too; both replicas read it back through zstd.
+    assert_eq!(status.1["blob_encoding"], "zstd", "{}", status.1);
+    assert!(
+        status.1["stored_bytes"].as_i64().unwrap() < status.1["size_bytes"].as_i64().unwrap(),
+        "{}",
+        status.1
+    );
     let attempts: i32 = sqlx::query_scalar("SELECT attempts FROM artifacts WHERE id = $1")
         .bind(id)
         .fetch_one(&pool)

@@ -203,12 +203,15 @@ async fn backup_then_restore_gives_an_identical_instance() {
             .await
             .unwrap();
         sqlx::query(
-            "INSERT INTO artifacts (name, kind, sha256, size_bytes, status, uploaded_by) \
-             VALUES ($1, 'unknown', $2, $3, 'not_analyzed', (SELECT min(id) FROM users))",
+            "INSERT INTO artifacts (name, kind, sha256, size_bytes, status, uploaded_by, \
+                                    blob_encoding, stored_bytes) \
+             VALUES ($1, 'unknown', $2, $3, 'not_analyzed', (SELECT min(id) FROM users), $4, $5)",
         )
         .bind(format!("upload-{}.bin", &stored.sha256[..8]))
         .bind(&stored.sha256)
         .bind(stored.size as i64)
+        .bind(stored.encoding.slug())
+        .bind(stored.stored_size as i64)
         .execute(&app.pool)
         .await
         .unwrap();

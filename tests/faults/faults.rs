@@ -198,7 +198,17 @@ async fn a_full_disk_refuses_the_upload_and_leaves_nothing_half_written() {
             .body(axum::body::Body::from(body))
             .unwrap()
     };
-    let big: Vec<u8> = (0..3 * 1024 * 1024).map(|i| (i % 251) as u8).collect();
+    // Bytes that do not compress (text would be stored zstd-compressed, and a repeating
+    // pattern would fit): 3 MiB of a xorshift sequence.
+    let mut x: u64 = 0x9e37_79b9_7f4a_7c15;
+    let big: Vec<u8> = (0..3 * 1024 * 1024)
+        .map(|_| {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            (x >> 24) as u8
+        })
+        .collect();
     let r = app.send(upload(big, "big.bin")).await;
     assert_eq!(r.status, StatusCode::INSUFFICIENT_STORAGE, "{}", r.body);
     let message = r.json()["error"]["message"].as_str().unwrap().to_string();

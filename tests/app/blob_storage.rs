@@ -1,0 +1,378 @@
+//! How uploads are kept on disk: text compressed with zstd, files compressed already as
+//! they came, blobs from before compression as they are; every reader (download, the
+//! Perfetto hand-off, re-analysis) gets the bytes as uploaded. And what a failure keeps:
+//! a body cut mid-way nothing at all, an analysis failing deep in a file the file.
+
+use crate::common;
+
+use std::io::{Read, Write};
+
+use axum::body::Body;
+use axum::http::{header, Request, StatusCode};
+use common::uploads::{artifact_count, files_under};
+use common::TestApp;
+use serde_json::Value;
+use sha2::{Digest, Sha256};
+
+const ZSTD_MAGIC: [u8; 4] = [0x28, 0xb5, 0x2f, 0xfd];
+
+async fn editor_app() -> (TestApp, String) {
+    let mut app = common::spawn_app().await;
+    app.setup_admin("ada").await;
+    let token = app.api_token("ada").await;
+    (app, token)
+}
+
+async fn upload(app: &mut TestApp, token: &str, name: &str, body: Vec<u8>) -> common::Reply {
+    let req = Request::post(format!("/api/v1/artifacts?name={name}"))
+        .header(header::AUTHORIZATION, format!("Bearer {token}"))
+        .header(header::CONTENT_TYPE, "application/octet-stream")
+        .body(Body::from(body))
+        .unwrap();
+    app.send(req).await
+}
+
+async fn fetch(app: &mut TestApp, token: &str, id: i64) -> Value {
+    let r = app
+        .api("GET", &format!("/api/v1/artifacts/{id}"), token, None)
+        .await;
+    assert_eq!(r.status, StatusCode::OK, "{}", r.body);
+    r.json()
+}
+
+/// The bytes a download answers with, exactly (the client's `Reply` keeps text only).
+async fn download(app: &TestApp, path: &str, token: Option<&str>) -> (StatusCode, Vec<u8>) {
+    let mut req = Request::get(path);
+    match token {
+        Some(t) => req = req.header(header::AUTHORIZATION, format!("Bearer {t}")),
+        None => {
+            if let Some(c) = &app.cookie {
+                req = req.header(header::COOKIE, c);
+            }
+        }
+    }
+    let res = tower::ServiceExt::oneshot(app.app.clone(), req.body(Body::empty()).unwrap())
+        .await
+        .unwrap();
+    let status = res.status();
+    let bytes = http_body_util::BodyExt::collect(res.into_body())
+        .await
+        .unwrap()
+        .to_bytes();
+    (status, bytes.to_vec())
+}
+
+fn sha256(bytes: &[u8]) -> String {
+    hex::encode(Sha256::digest(bytes))
+}
+
+/// The files of the blob store named after this content (the blob, in any encoding).
+fn blob_files(app: &TestApp, sha: &str) -> Vec<std::path::PathBuf> {
+    files_under(&app.blob_dir)
+        .into_iter()
+        .filter(|p| {
+            p.file_name()
+                .is_some_and(|n| n.to_string_lossy().starts_with(sha))
+        })
+        .collect()
+}
+
+fn gzip(data: &[u8]) -> Vec<u8> {
+    let mut enc = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
+    enc.write_all(data).unwrap();
+    enc.finish().unwrap()
+}
+
+/// A Kineto trace of `n` kernels, each launched from the CPU, on one GPU stream.
+fn trace(n: usize) -> Vec<u8> {
+    let mut events = Vec::with_capacity(2 * n);
+    for i in 0..n {
+        let ts = i as f64 * 20.0;
+        events.push(format!(
+            r#"{{"ph":"X","cat":"cuda_runtime","name":"cudaLaunchKernel","pid":1,"tid":1,"ts":{},"dur":4,"args":{{"correlation":{i}}}}}"#,
+            ts - 6.0
+        ));
+        events.push(format!(
+            r#"{{"ph":"X","cat":"kernel","name":"gemm_{}","pid":0,"tid":7,"ts":{ts},"dur":{},"args":{{"device":0,"stream":7,"correlation":{i}}}}}"#,
+            i % 13,
+            10 + i % 7
+        ));
+    }
+    format!(
+        r#"{{"schemaVersion":1,"traceEvents":[{}]}}"#,
+        events.join(",\n")
+    )
+    .into_bytes()
+}
+
+/// Per-request telemetry, `n` lines.
+fn request_log(n: usize) -> Vec<u8> {
+    let mut out = String::new();
+    for i in 0..n {
+        let queue = 20.0 + (i % 50) as f64;
+        let first = 1.5 + queue + 150.0;
+        out.push_str(&format!(
+            "{{\"request_id\":\"r{i}\",\"arrival_ts\":{},\"tokenize_ms\":1.5,\"queue_wait_ms\":{queue},\"prefill_ms\":150,\"first_token_ms\":{first},\"decode_ms\":4000,\"total_ms\":{},\"prompt_tokens\":1800,\"output_tokens\":250,\"tenant\":\"t{}\"}}\n",
+            1_764_400_000.0 + i as f64 * 0.25,
+            first + 4000.0,
+            i % 3
+        ));
+    }
+    out.into_bytes()
+}
+
+/// A JSON trace as a person would upload it uncompressed: the real one of about 10 MB
+/// when the real fixtures are at hand, else a generated one of a few MB.
+fn plain_trace() -> (String, Vec<u8>) {
+    if let Some(root) = std::env::var_os("PERFJOURNAL_REAL_FIXTURES") {
+        let path = std::path::Path::new(&root)
+            .join("pytorch_trace")
+            .join("hta__nccl_parser_config__nccl_data.json.gz");
+        if let Ok(gz) = std::fs::read(&path) {
+            let mut plain = Vec::new();
+            flate2::read::MultiGzDecoder::new(&gz[..])
+                .read_to_end(&mut plain)
+                .unwrap();
+            return ("nccl_data.json".into(), plain);
+        }
+    }
+    ("trace.json".into(), trace(30_000))
+}
+
+/// Runs the analysis again through the page's button and the queue; the artifact after.
+async fn reanalyze(app: &mut TestApp, token: &str, id: i64) -> Value {
+    let r = app
+        .post_form(&format!("/artifacts/{id}/reanalyze"), &[])
+        .await;
+    assert_eq!(r.status, StatusCode::SEE_OTHER, "{}", r.body);
+    assert_eq!(app.drain_queue().await, 1);
+    fetch(app, token, id).await
+}
+
+#[tokio::test]
+async fn text_uploads_are_stored_as_zstd_and_every_reader_gets_the_original_bytes() {
+    let (mut app, token) = editor_app().await;
+    let (trace_name, trace) = plain_trace();
+    for (name, body, kind) in [
+        (trace_name.as_str(), trace, "pytorch_trace"),
+        ("requests.jsonl", request_log(20_000), "request_log"),
+    ] {
+        let r = upload(&mut app, &token, name, body.clone()).await;
+        assert_eq!(r.status, StatusCode::CREATED, "{name}: {}", r.body);
+        assert_eq!(r.json()["kind"], kind, "{name}");
+        let id = r.json()["id"].as_i64().unwrap();
+        app.drain_queue().await;
+        let a = fetch(&mut app, &token, id).await;
+        assert_eq!(a["status"], "done", "{name}: {}", a["error"]);
+
+        // The name is the hash of the bytes as uploaded; the disk holds a zstd stream.
+        assert_eq!(a["sha256"], sha256(&body), "{name}");
+        assert_eq!(a["size_bytes"], body.len() as i64, "{name}");
+        assert_eq!(a["blob_encoding"], "zstd", "{name}");
+        let files = blob_files(&app, &sha256(&body));
+        assert_eq!(files.len(), 1, "{name}: {files:?}");
+        assert!(
+            files[0].to_string_lossy().ends_with(".zst"),
+            "{name}: {files:?}"
+        );
+        let on_disk = std::fs::read(&files[0]).unwrap();
+        assert_eq!(on_disk[..4], ZSTD_MAGIC, "{name}");
+        assert_eq!(a["stored_bytes"], on_disk.len() as i64, "{name}");
+        assert!(
+            on_disk.len() * 4 < body.len(),
+            "{name}: {} bytes on disk for {} uploaded",
+            on_disk.len(),
+            body.len()
+        );
+        println!(
+            "{name}: {} bytes uploaded, {} on disk ({:.1}%)",
+            body.len(),
+            on_disk.len(),
+            on_disk.len() as f64 * 100.0 / body.len() as f64
+        );
+
+        // The API's download and the page's (which the Perfetto button fetches) give
+        // the bytes as uploaded.
+        let (status, got) = download(
+            &app,
+            &format!("/api/v1/artifacts/{id}/download"),
+            Some(&token),
+        )
+        .await;
+        assert_eq!(status, StatusCode::OK, "{name}");
+        assert_eq!(got.len(), body.len(), "{name}");
+        assert_eq!(sha256(&got), sha256(&body), "{name}: API download");
+        let (status, got) = download(&app, &format!("/artifacts/{id}/download"), None).await;
+        assert_eq!(status, StatusCode::OK, "{name}");
+        assert_eq!(sha256(&got), sha256(&body), "{name}: page download");
+
+        // The page says what the disk holds, with its unit.
+        let page = app.get(&format!("/artifacts/{id}")).await;
+        let note = page.select("#stored-note").join("");
+        assert!(
+            note.contains("stored as zstd,")
+                && note.contains("B on disk (")
+                && note.contains("% of the original"),
+            "{name}: {note:?}"
+        );
+
+        // Analysing again reads the compressed blob and comes to the same result.
+        let again = reanalyze(&mut app, &token, id).await;
+        assert_eq!(again["status"], "done", "{name}: {}", again["error"]);
+        assert_eq!(again["analysis"], a["analysis"], "{name}");
+        assert_eq!(again["progress_bytes"], a["size_bytes"], "{name}");
+    }
+
+    // The same content again shares the blob.
+    let before = files_under(&app.blob_dir).len();
+    let r = upload(&mut app, &token, "again.jsonl", request_log(20_000)).await;
+    assert_eq!(r.status, StatusCode::CREATED, "{}", r.body);
+    assert_eq!(files_under(&app.blob_dir).len(), before);
+}
+
+#[tokio::test]
+async fn an_upload_compressed_already_is_stored_as_it_came() {
+    let (mut app, token) = editor_app().await;
+    let body = gzip(&request_log(5_000));
+    let r = upload(&mut app, &token, "requests.jsonl.gz", body.clone()).await;
+    assert_eq!(r.status, StatusCode::CREATED, "{}", r.body);
+    let id = r.json()["id"].as_i64().unwrap();
+    let a = fetch(&mut app, &token, id).await;
+    assert_eq!(a["status"], "done", "{}", a["error"]);
+    assert_eq!(a["blob_encoding"], "identity");
+    assert_eq!(a["stored_bytes"], a["size_bytes"]);
+    let files = blob_files(&app, &sha256(&body));
+    assert_eq!(files.len(), 1, "{files:?}");
+    assert_eq!(
+        files[0].file_name().unwrap().to_string_lossy(),
+        sha256(&body),
+        "no suffix: the file is the upload"
+    );
+    assert!(std::fs::read(&files[0]).unwrap() == body);
+    let (_, got) = download(
+        &app,
+        &format!("/api/v1/artifacts/{id}/download"),
+        Some(&token),
+    )
+    .await;
+    assert!(got == body);
+    let page = app.get(&format!("/artifacts/{id}")).await;
+    assert!(page.select("#stored-note").is_empty(), "nothing to say");
+}
+
+#[tokio::test]
+async fn a_blob_stored_before_compression_still_downloads_analyzes_and_goes_with_its_row() {
+    let (mut app, token) = editor_app().await;
+    let body = request_log(3_000);
+    let r = upload(&mut app, &token, "old.jsonl", body.clone()).await;
+    assert_eq!(r.status, StatusCode::CREATED, "{}", r.body);
+    let id = r.json()["id"].as_i64().unwrap();
+    let first = fetch(&mut app, &token, id).await;
+    // Made into what a server before compression left: the file as uploaded under its
+    // hash, and a row that knows nothing of encodings.
+    let sha = sha256(&body);
+    let zst = blob_files(&app, &sha).pop().unwrap();
+    std::fs::write(zst.with_file_name(&sha), &body).unwrap();
+    std::fs::remove_file(&zst).unwrap();
+    sqlx::query("UPDATE artifacts SET blob_encoding = DEFAULT, stored_bytes = NULL WHERE id = $1")
+        .bind(id)
+        .execute(&app.pool)
+        .await
+        .unwrap();
+
+    let a = fetch(&mut app, &token, id).await;
+    assert_eq!(a["blob_encoding"], "identity");
+    assert_eq!(a["stored_bytes"], body.len() as i64);
+    let (status, got) = download(
+        &app,
+        &format!("/api/v1/artifacts/{id}/download"),
+        Some(&token),
+    )
+    .await;
+    assert_eq!(status, StatusCode::OK);
+    assert_eq!(sha256(&got), sha);
+    let again = reanalyze(&mut app, &token, id).await;
+    assert_eq!(again["status"], "done", "{}", again["error"]);
+    assert_eq!(again["analysis"], first["analysis"]);
+
+    // Deleting the artifact takes its blob, in whichever encoding it is stored.
+    let r = app
+        .api("DELETE", &format!("/api/v1/artifacts/{id}"), &token, None)
+        .await;
+    assert_eq!(r.status, StatusCode::NO_CONTENT, "{}", r.body);
+    assert!(files_under(&app.blob_dir).is_empty());
+}
+
+#[tokio::test]
+async fn a_body_cut_after_megabytes_leaves_no_row_no_blob_and_no_temporary_file() {
+    let (mut app, token) = editor_app().await;
+    // Several MiB of text (so the compressor has had several groups) and then the
+    // connection breaks.
+    let log = request_log(40_000);
+    assert!(log.len() > 4 << 20);
+    let mut chunks: Vec<Result<Vec<u8>, std::io::Error>> =
+        log.chunks(64 * 1024).map(|c| Ok(c.to_vec())).collect();
+    chunks.push(Err(std::io::Error::new(
+        std::io::ErrorKind::ConnectionReset,
+        "client went away",
+    )));
+    let req = Request::post("/api/v1/artifacts?name=cut.jsonl")
+        .header(header::AUTHORIZATION, format!("Bearer {token}"))
+        .body(Body::from_stream(futures::stream::iter(chunks)))
+        .unwrap();
+    let r = app.send(req).await;
+    assert_eq!(r.status, StatusCode::BAD_REQUEST, "{}", r.body);
+    assert!(r.body.contains("nothing was stored"), "{}", r.body);
+    assert_eq!(artifact_count(&app).await, 0);
+    let left = files_under(&app.blob_dir);
+    assert!(left.is_empty(), "files left under the blob dir: {left:?}");
+}
+
+#[tokio::test]
+async fn an_analysis_failing_deep_in_a_big_file_keeps_the_file_and_says_where() {
+    let (mut app, token) = editor_app().await;
+    // A trace over the inline limit (so it is stored, then analyzed in the background)
+    // whose JSON breaks a few MB before its end.
+    let mut body = trace(260_000);
+    assert!(body.len() as u64 > perfjournal::artifacts::INLINE_ANALYSIS_BYTES);
+    let break_at = body.len() - (3 << 20);
+    let break_at = break_at + body[break_at..].iter().position(|&b| b == b'{').unwrap();
+    body.splice(break_at..break_at + 1, b"{\"ph\":}".iter().copied());
+    let r = upload(&mut app, &token, "broken.json", body.clone()).await;
+    assert_eq!(r.status, StatusCode::CREATED, "{}", r.body);
+    assert_eq!(r.json()["status"], "queued");
+    let id = r.json()["id"].as_i64().unwrap();
+    assert_eq!(app.drain_queue().await, 1);
+    let a = fetch(&mut app, &token, id).await;
+    assert_eq!(a["status"], "failed", "{a}");
+    let error = a["error"].as_str().unwrap().to_string();
+    // The reason names where: a byte offset near the break, far into the file.
+    let offset: u64 = error
+        .split("byte ")
+        .nth(1)
+        .and_then(|rest| {
+            rest.split(|c: char| !c.is_ascii_digit())
+                .next()
+                .and_then(|n| n.parse().ok())
+        })
+        .unwrap_or_else(|| panic!("the reason names no byte offset: {error}"));
+    assert!(
+        offset + (64 << 10) >= break_at as u64 && offset <= break_at as u64 + (64 << 10),
+        "the break is at byte {break_at}, the reason says {offset}: {error}"
+    );
+    println!("failed as: {error}");
+
+    // The file is kept, compressed, and downloads as uploaded.
+    assert_eq!(a["blob_encoding"], "zstd");
+    let (status, got) = download(
+        &app,
+        &format!("/api/v1/artifacts/{id}/download"),
+        Some(&token),
+    )
+    .await;
+    assert_eq!(status, StatusCode::OK);
+    assert_eq!(sha256(&got), sha256(&body));
+    let page = app.get(&format!("/artifacts/{id}")).await;
+    assert_eq!(page.status, StatusCode::OK);
+    assert!(page.body.contains("Download the original"));
+}
