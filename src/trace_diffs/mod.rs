@@ -291,7 +291,12 @@ pub async fn start(
         }
     }
     tx.commit().await?;
-    let shas = |list: &[Artifact]| list.iter().map(|a| a.sha256.clone()).collect();
+    // Each trace's blob: its hash and how it is stored.
+    let shas = |list: &[Artifact]| {
+        list.iter()
+            .map(|a| (a.sha256.clone(), a.blob_encoding))
+            .collect()
+    };
     let job = tokio::spawn(run(
         pool.clone(),
         blobs.clone(),
@@ -304,13 +309,16 @@ pub async fn start(
     Ok((id, finished))
 }
 
+/// A trace's blob: the sha256 of its original bytes and how it is stored.
+type Blob = (String, crate::core::blob::BlobEncoding);
+
 /// Computes and stores one diff.
 async fn run(
     pool: PgPool,
     blobs: BlobStore,
     id: i64,
-    control_shas: Vec<String>,
-    test_shas: Vec<String>,
+    control_shas: Vec<Blob>,
+    test_shas: Vec<Blob>,
     max_decompressed: u64,
 ) {
     let outcome = tokio::task::spawn_blocking(move || {
@@ -347,17 +355,17 @@ async fn run(
 /// Both traces' totals and their diff (a blocking thread inside the runtime).
 fn compute(
     blobs: &BlobStore,
-    control_shas: &[String],
-    test_shas: &[String],
+    control_shas: &[Blob],
+    test_shas: &[Blob],
     max_decompressed: u64,
 ) -> Result<TraceDiffResult, String> {
     let handle = tokio::runtime::Handle::current();
-    let totals = |side: &str, shas: &[String]| -> Result<OpTotals, String> {
+    let totals = |side: &str, shas: &[Blob]| -> Result<OpTotals, String> {
         let mut parts = Vec::new();
-        for (i, sha) in shas.iter().enumerate() {
+        for (i, (sha, encoding)) in shas.iter().enumerate() {
             let open = || {
                 handle
-                    .block_on(blobs.reader(sha))
+                    .block_on(blobs.reader(sha, *encoding))
                     .map_err(|e| std::io::Error::other(e.to_string()))
             };
             let which = if shas.len() > 1 {
