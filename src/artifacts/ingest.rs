@@ -64,11 +64,14 @@ pub const LEASE: Duration = Duration::from_secs(10);
 /// Analyses left 'analyzing' by a worker that stopped (no heartbeat for [`LEASE`]) are
 /// queued again, up to [`MAX_ATTEMPTS`] starts; after that they end `failed` with the reason.
 pub async fn requeue_stale(pool: &PgPool) -> sqlx::Result<u64> {
-    let done = sqlx::query(
+    // Those given up are announced (artifact.failed) in the same transaction.
+    let mut tx = pool.begin().await?;
+    let rows: Vec<(i64, String, String, String, Option<String>)> = sqlx::query_as(
         "UPDATE artifacts SET progress_bytes = 0, updated_at = now(),
                 status = CASE WHEN attempts >= $1 THEN 'failed' ELSE 'queued' END,
                 error = CASE WHEN attempts >= $1 THEN $2 ELSE error END
-         WHERE status = 'analyzing' AND updated_at < now() - make_interval(secs => $3)",
+         WHERE status = 'analyzing' AND updated_at < now() - make_interval(secs => $3)
+         RETURNING id, status, name, kind, error",
     )
     .bind(MAX_ATTEMPTS)
     .bind(format!(
@@ -77,9 +80,33 @@ pub async fn requeue_stale(pool: &PgPool) -> sqlx::Result<u64> {
          The file is kept: download it, or press \"Analyze again\" to try once more"
     ))
     .bind(LEASE.as_secs_f64())
-    .execute(pool)
+    .fetch_all(&mut *tx)
     .await?;
-    Ok(done.rows_affected())
+    for (id, status, name, kind, error) in &rows {
+        if status == "failed" {
+            let error = error.as_deref().unwrap_or_default();
+            announce_failed(&mut tx, *id, name, kind, error).await?;
+        }
+    }
+    tx.commit().await?;
+    Ok(rows.len() as u64)
+}
+
+/// Queues `artifact.failed` for the endpoints subscribed to it.
+async fn announce_failed(
+    conn: &mut sqlx::PgConnection,
+    id: i64,
+    name: &str,
+    kind: &str,
+    error: &str,
+) -> sqlx::Result<()> {
+    let url = format!("/artifacts/{id}");
+    let text = format!("Artifact {name} could not be analysed: {error} ({url})");
+    let data = serde_json::json!({
+        "id": id, "url": url, "name": name, "kind": kind, "error": error,
+    });
+    crate::webhooks::enqueue(conn, "artifact.failed", &text, &data).await?;
+    Ok(())
 }
 
 /// Starts of one analysis before it is given up (see [`requeue_stale`]).
@@ -219,12 +246,7 @@ async fn process(state: &ArtifactStore, job: Job) -> anyhow::Result<Option<Strin
             .fetch_optional(&mut *tx)
             .await?;
             if let Some(name) = name {
-                let url = format!("/artifacts/{}", job.id);
-                let text = format!("Artifact {name} could not be analysed: {message} ({url})");
-                let data = serde_json::json!({
-                    "id": job.id, "url": url, "name": name, "kind": kind.slug(), "error": message,
-                });
-                crate::webhooks::enqueue(&mut tx, "artifact.failed", &text, &data).await?;
+                announce_failed(&mut tx, job.id, &name, kind.slug(), &message).await?;
                 tx.commit().await?;
                 return Ok(Some(message));
             }

@@ -123,6 +123,13 @@ async fn an_analysis_that_keeps_dying_ends_failed_with_a_reason() {
             .unwrap()
         }
     };
+    sqlx::query(
+        "INSERT INTO webhooks (url, events, secret) \
+         VALUES ('http://127.0.0.1:9/hook', '{artifact.failed}', 'a-secret-of-24-characters')",
+    )
+    .execute(&pool)
+    .await
+    .unwrap();
     let once = insert(1).await;
     let thrice = insert(perfjournal::artifacts::ingest::MAX_ATTEMPTS).await;
     perfjournal::artifacts::ingest::requeue_stale(&pool)
@@ -144,6 +151,15 @@ async fn an_analysis_that_keeps_dying_ends_failed_with_a_reason() {
     let (status, error) = state(thrice).await;
     assert_eq!(status, "failed");
     assert!(error.unwrap().contains("stopped 3 times"));
+    // Given up, it is announced to the endpoints that asked (and the retried one is not).
+    let announced: Vec<String> = sqlx::query_scalar(
+        "SELECT d.body FROM webhook_deliveries d JOIN webhooks w ON w.id = d.webhook_id",
+    )
+    .fetch_all(&pool)
+    .await
+    .unwrap();
+    assert_eq!(announced.len(), 1, "{announced:?}");
+    assert!(announced[0].contains("artifact.failed") && announced[0].contains("stopped 3 times"));
 }
 
 /// One gzip member holding `bytes`.

@@ -221,7 +221,11 @@ fn named_in<'a>(words: &[String], names: impl Iterator<Item = &'a str>) -> Optio
             joined.push_str(&squash(word));
             for (name, squashed) in &names {
                 if let Some(rest) = joined.strip_prefix(squashed.as_str()) {
-                    let one_digit = rest.len() == 1 && rest.chars().all(|c| c.is_ascii_digit());
+                    // "H100 SXM5" is the h100-sxm, but a digit after a name that ends in
+                    // one continues its model number: "L40" is not the l4.
+                    let one_digit = rest.len() == 1
+                        && rest.chars().all(|c| c.is_ascii_digit())
+                        && !squashed.ends_with(|c: char| c.is_ascii_digit());
                     if rest.is_empty() || rest.starts_with(char::is_alphabetic) || one_digit {
                         return Some(name.to_string());
                     }
