@@ -80,6 +80,7 @@ async fn schemathesis_finds_no_server_error_and_no_undocumented_response() {
     };
     let (_app, token, base) = served_admin().await;
     let examples = std::env::var("PERFJOURNAL_FUZZ_EXAMPLES").unwrap_or_else(|_| "25".into());
+    let seed = std::env::var("PERFJOURNAL_FUZZ_SEED").unwrap_or_else(|_| "1".into());
     let (ok, text) = tokio::task::spawn_blocking(move || {
         let schemathesis = std::path::Path::new(&python).with_file_name("schemathesis");
         // Its cache goes in a temp dir, not the checkout.
@@ -101,7 +102,7 @@ async fn schemathesis_finds_no_server_error_and_no_undocumented_response() {
                 "--max-examples",
                 &examples,
                 "--seed",
-                "1",
+                &seed,
                 "--no-color",
                 "--suppress-health-check",
                 "all",
