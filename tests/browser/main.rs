@@ -10,6 +10,7 @@ mod bubbles;
 mod capture;
 mod comparison;
 mod fp8_incident;
+mod grafana;
 mod investigation;
 mod layout;
 mod learn;
