@@ -179,6 +179,9 @@ pub async fn sync_due(
         .body(payload.to_string())
         .send()
         .await;
+    // An annotation deleted in Grafana is posted again rather than updated for ever.
+    let gone = grafana_id.is_some()
+        && matches!(&sent, Ok(r) if r.status() == reqwest::StatusCode::NOT_FOUND);
     let outcome: Result<Option<i64>, String> = match sent {
         Ok(r) if r.status().is_success() => {
             let status = r.status();
@@ -199,9 +202,8 @@ pub async fn sync_due(
         Ok(r) => {
             let status = r.status();
             let body = r.text().await.unwrap_or_default();
-            let mut e = format!("answered {status}: {}", body.trim());
-            e.truncate(300);
-            Err(e)
+            let e = format!("answered {status}: {}", body.trim());
+            Err(e.chars().take(300).collect())
         }
         Err(e) => Err(crate::webhooks::describe(&e)),
     };
@@ -211,11 +213,22 @@ pub async fn sync_due(
             sqlx::query(
                 "UPDATE grafana_annotations SET grafana_id = COALESCE(grafana_id, $2), \
                  status = CASE WHEN updated_at = $3 THEN 'synced' ELSE 'pending' END, \
-                 next_attempt_at = now(), last_error = NULL, synced_at = now() WHERE id = $1",
+                 attempts = 0, next_attempt_at = now(), last_error = NULL, synced_at = now() \
+                 WHERE id = $1",
             )
             .bind(id)
             .bind(new_id)
             .bind(version)
+            .execute(pool)
+            .await?;
+        }
+        Err(error) if gone => {
+            sqlx::query(
+                "UPDATE grafana_annotations SET grafana_id = NULL, attempts = 0, \
+                 next_attempt_at = now(), last_error = $2 WHERE id = $1",
+            )
+            .bind(id)
+            .bind(format!("{error} (deleted in Grafana: it is posted again)"))
             .execute(pool)
             .await?;
         }

@@ -252,8 +252,6 @@ pub fn describe(e: &reqwest::Error) -> String {
     } else if e.is_connect() {
         "could not connect".to_string()
     } else {
-        let mut s = e.to_string();
-        s.truncate(300);
-        s
+        e.to_string().chars().take(300).collect()
     }
 }

@@ -24,6 +24,8 @@ type Call = (String, Option<i64>, HeaderMap, Value);
 struct Fake {
     calls: Arc<Mutex<Vec<Call>>>,
     fail_next: Arc<Mutex<u32>>,
+    /// Every annotation was deleted in Grafana: PUT answers 404.
+    gone: Arc<Mutex<bool>>,
 }
 
 async fn fake_grafana(fake: Fake) -> String {
@@ -60,7 +62,16 @@ async fn fake_grafana(fake: Fake) -> String {
                             .lock()
                             .unwrap()
                             .push(("PUT".into(), Some(id), headers, body));
-                        Json(json!({"message": "Annotation updated"}))
+                        if *f.gone.lock().unwrap() {
+                            return (
+                                StatusCode::NOT_FOUND,
+                                Json(json!({"message": "Annotation not found"})),
+                            );
+                        }
+                        (
+                            StatusCode::OK,
+                            Json(json!({"message": "Annotation updated"})),
+                        )
                     }
                 },
             ),
@@ -188,6 +199,24 @@ async fn the_change_and_the_entry_are_annotated_updated_and_retried() {
         "{text}"
     );
     assert_eq!(calls[2].3["tags"][1], "entry");
+    drop(calls);
+
+    // Someone deleted it in Grafana: the next update finds it gone and posts it again.
+    *fake.gone.lock().unwrap() = true;
+    edit_entry(&mut app, &edit, ("effort", "an afternoon"), "save").await;
+    assert_eq!(
+        sync(&app, &target).await,
+        2,
+        "a PUT that finds nothing, then a POST"
+    );
+    let calls = fake.calls.lock().unwrap();
+    let methods: Vec<(&str, Option<i64>)> =
+        calls[3..].iter().map(|c| (c.0.as_str(), c.1)).collect();
+    assert_eq!(methods, [("PUT", Some(42)), ("POST", None)]);
+    drop(calls);
+    let page = app.get(&url).await;
+    let shown = page.select("#grafana .annotation[data-kind=entry]");
+    assert!(shown[0].contains("#45, up to date"), "{shown:?}");
 }
 
 /// Teams without Grafana see nothing of it; the annotation waits, to be sent if one is
