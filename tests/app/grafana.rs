@@ -190,16 +190,17 @@ async fn the_change_and_the_entry_are_annotated_updated_and_retried() {
     .await;
     assert_eq!(sync(&app, &target).await, 1);
     assert_eq!(sync(&app, &target).await, 0, "nothing left to send");
-    let calls = fake.calls.lock().unwrap();
-    let methods: Vec<(&str, Option<i64>)> = calls.iter().map(|c| (c.0.as_str(), c.1)).collect();
-    assert_eq!(methods, [("POST", None), ("POST", None), ("PUT", Some(42))]);
-    let text = calls[2].3["text"].as_str().unwrap();
-    assert!(
-        text.contains("760 ms") && text.contains("/journal/"),
-        "{text}"
-    );
-    assert_eq!(calls[2].3["tags"][1], "entry");
-    drop(calls);
+    {
+        let calls = fake.calls.lock().unwrap();
+        let methods: Vec<(&str, Option<i64>)> = calls.iter().map(|c| (c.0.as_str(), c.1)).collect();
+        assert_eq!(methods, [("POST", None), ("POST", None), ("PUT", Some(42))]);
+        let text = calls[2].3["text"].as_str().unwrap();
+        assert!(
+            text.contains("760 ms") && text.contains("/journal/"),
+            "{text}"
+        );
+        assert_eq!(calls[2].3["tags"][1], "entry");
+    }
 
     // Someone deleted it in Grafana: the next update finds it gone and posts it again.
     *fake.gone.lock().unwrap() = true;
@@ -209,11 +210,14 @@ async fn the_change_and_the_entry_are_annotated_updated_and_retried() {
         2,
         "a PUT that finds nothing, then a POST"
     );
-    let calls = fake.calls.lock().unwrap();
-    let methods: Vec<(&str, Option<i64>)> =
-        calls[3..].iter().map(|c| (c.0.as_str(), c.1)).collect();
-    assert_eq!(methods, [("PUT", Some(42)), ("POST", None)]);
-    drop(calls);
+    let methods: Vec<(String, Option<i64>)> = fake.calls.lock().unwrap()[3..]
+        .iter()
+        .map(|c| (c.0.clone(), c.1))
+        .collect();
+    assert_eq!(
+        methods,
+        [("PUT".to_string(), Some(42)), ("POST".to_string(), None)]
+    );
     let page = app.get(&url).await;
     let shown = page.select("#grafana .annotation[data-kind=entry]");
     assert!(shown[0].contains("#45, up to date"), "{shown:?}");
