@@ -20,3 +20,4 @@ mod sign_in;
 mod sweeps;
 mod trace_diffs;
 mod trust;
+mod webhooks;
