@@ -5,7 +5,6 @@ use axum::body::Bytes;
 use axum::extract::State;
 use axum::http::StatusCode;
 use axum::Json;
-use chrono::{DateTime, Utc};
 use serde::Serialize;
 use utoipa::ToSchema;
 
@@ -13,34 +12,7 @@ use crate::auth::{ApiUser, Role};
 use crate::core::webhook;
 use crate::error::{ApiResult, AppError, ErrorBody};
 use crate::state::AppState;
-use crate::webhooks::{self as hooks, Hook};
-
-/// An endpoint; its secret is never returned.
-#[derive(Serialize, ToSchema)]
-pub struct Webhook {
-    pub id: i64,
-    pub url: String,
-    pub events: Vec<String>,
-    pub slack: bool,
-    pub created_at: DateTime<Utc>,
-    /// Its latest deliveries, newest first (at most 20).
-    pub deliveries: Vec<WebhookDelivery>,
-}
-
-#[derive(Serialize, ToSchema)]
-pub struct WebhookDelivery {
-    pub id: i64,
-    pub event: String,
-    /// pending, delivered or failed (gave up after the last attempt).
-    pub status: String,
-    pub attempts: i32,
-    /// The receiver's last HTTP status, if it answered.
-    pub last_status: Option<i32>,
-    pub last_error: Option<String>,
-    pub created_at: DateTime<Utc>,
-    pub next_attempt_at: DateTime<Utc>,
-    pub delivered_at: Option<DateTime<Utc>>,
-}
+use crate::webhooks::{self as hooks, Webhook};
 
 #[derive(Serialize, ToSchema)]
 pub struct WebhookList {
@@ -55,31 +27,6 @@ pub struct WebhookInput {
     pub events: Vec<String>,
     pub secret: String,
     pub slack: Option<bool>,
-}
-
-fn json(h: Hook) -> Webhook {
-    Webhook {
-        id: h.id,
-        url: h.url,
-        events: h.events,
-        slack: h.slack,
-        created_at: h.created_at,
-        deliveries: h
-            .deliveries
-            .into_iter()
-            .map(|d| WebhookDelivery {
-                id: d.id,
-                event: d.event,
-                status: d.status,
-                attempts: d.attempts,
-                last_status: d.last_status,
-                last_error: d.last_error,
-                created_at: d.created_at,
-                next_attempt_at: d.next_attempt_at,
-                delivered_at: d.delivered_at,
-            })
-            .collect(),
-    }
 }
 
 fn read(body: &[u8]) -> Result<webhook::Endpoint, AppError> {
@@ -120,11 +67,7 @@ pub async fn list_webhooks(
     me: ApiUser,
 ) -> ApiResult<Json<WebhookList>> {
     me.require(Role::Admin)?;
-    let items = hooks::list(&state.pool)
-        .await?
-        .into_iter()
-        .map(json)
-        .collect();
+    let items = hooks::list(&state.pool).await?;
     Ok(Json(WebhookList { items }))
 }
 
@@ -149,7 +92,7 @@ pub async fn create_webhook(
         .into_iter()
         .find(|h| h.id == id)
         .ok_or_else(|| AppError::not_found(format!("webhook {id} was removed meanwhile")))?;
-    Ok((StatusCode::CREATED, Json(json(hook))))
+    Ok((StatusCode::CREATED, Json(hook)))
 }
 
 /// Removes an endpoint and its delivery log (admins).

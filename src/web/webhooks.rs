@@ -15,7 +15,7 @@ use crate::core::FieldError;
 use crate::error::{AppError, Result};
 use crate::extract::Path;
 use crate::state::AppState;
-use crate::webhooks::{self as hooks, Hook};
+use crate::webhooks::{self as hooks, Webhook};
 
 pub fn routes() -> Router<AppState> {
     Router::new()
@@ -41,7 +41,7 @@ impl AddForm {
 #[template(path = "admin/webhooks.html")]
 struct Page {
     ctx: PageCtx,
-    hooks: Vec<Hook>,
+    hooks: Vec<Webhook>,
     events: &'static [(&'static str, &'static str)],
     form: AddForm,
     errors: FormErrors,

@@ -7,28 +7,34 @@
 use std::time::Duration;
 
 use chrono::{DateTime, Utc};
+use serde::Serialize;
 use serde_json::Value;
 use sqlx::{PgConnection, PgPool};
+use utoipa::ToSchema;
 
 use crate::core::webhook::{self, backoff_seconds, Endpoint, MAX_ATTEMPTS};
 
-/// A registered endpoint with its latest deliveries.
-#[derive(Debug, Clone)]
-pub struct Hook {
+/// A registered endpoint with its latest deliveries, as the page and the API show it
+/// (its secret is never read back).
+#[derive(Debug, Clone, Serialize, ToSchema)]
+pub struct Webhook {
     pub id: i64,
     pub url: String,
     pub events: Vec<String>,
     pub slack: bool,
     pub created_at: DateTime<Utc>,
-    pub deliveries: Vec<Delivery>,
+    /// Its latest deliveries, newest first (at most [`LOG_ROWS`]).
+    pub deliveries: Vec<WebhookDelivery>,
 }
 
-#[derive(Debug, Clone, sqlx::FromRow)]
-pub struct Delivery {
+#[derive(Debug, Clone, sqlx::FromRow, Serialize, ToSchema)]
+pub struct WebhookDelivery {
     pub id: i64,
     pub event: String,
+    /// pending, delivered or failed (gave up after the last attempt).
     pub status: String,
     pub attempts: i32,
+    /// The receiver's last HTTP status, if it answered.
     pub last_status: Option<i32>,
     pub last_error: Option<String>,
     pub created_at: DateTime<Utc>,
@@ -63,7 +69,7 @@ pub async fn remove(pool: &PgPool, id: i64) -> sqlx::Result<bool> {
 }
 
 /// Every endpoint (admins keep a handful), each with its latest [`LOG_ROWS`] deliveries.
-pub async fn list(pool: &PgPool) -> sqlx::Result<Vec<Hook>> {
+pub async fn list(pool: &PgPool) -> sqlx::Result<Vec<Webhook>> {
     #[derive(sqlx::FromRow)]
     struct Row {
         id: i64,
@@ -95,7 +101,7 @@ pub async fn list(pool: &PgPool) -> sqlx::Result<Vec<Hook>> {
         .bind(LOG_ROWS)
         .fetch_all(pool)
         .await?;
-        hooks.push(Hook {
+        hooks.push(Webhook {
             id,
             url,
             events,

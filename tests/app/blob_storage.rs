@@ -16,29 +16,7 @@ use sha2::{Digest, Sha256};
 
 const ZSTD_MAGIC: [u8; 4] = [0x28, 0xb5, 0x2f, 0xfd];
 
-async fn editor_app() -> (TestApp, String) {
-    let mut app = common::spawn_app().await;
-    app.setup_admin("ada").await;
-    let token = app.api_token("ada").await;
-    (app, token)
-}
-
-async fn upload(app: &mut TestApp, token: &str, name: &str, body: Vec<u8>) -> common::Reply {
-    let req = Request::post(format!("/api/v1/artifacts?name={name}"))
-        .header(header::AUTHORIZATION, format!("Bearer {token}"))
-        .header(header::CONTENT_TYPE, "application/octet-stream")
-        .body(Body::from(body))
-        .unwrap();
-    app.send(req).await
-}
-
-async fn fetch(app: &mut TestApp, token: &str, id: i64) -> Value {
-    let r = app
-        .api("GET", &format!("/api/v1/artifacts/{id}"), token, None)
-        .await;
-    assert_eq!(r.status, StatusCode::OK, "{}", r.body);
-    r.json()
-}
+use common::uploads::{artifact_json as fetch, editor_app, try_upload as upload};
 
 /// The bytes a download answers with, exactly (the client's `Reply` keeps text only).
 async fn download(app: &TestApp, path: &str, token: Option<&str>) -> (StatusCode, Vec<u8>) {

@@ -11,24 +11,10 @@ use std::time::Duration;
 use axum::body::Body;
 use axum::http::{header, Request, StatusCode};
 use common::uploads::{artifact_count, files_under};
-use common::{spawn_app, TestApp};
+use common::TestApp;
 use tokio::io::AsyncWriteExt;
 
-async fn editor_app() -> (TestApp, String) {
-    let mut app = spawn_app().await;
-    app.setup_admin("ada").await;
-    let token = app.api_token("ada").await;
-    (app, token)
-}
-
-async fn upload(app: &mut TestApp, token: &str, name: &str, body: Vec<u8>) -> common::Reply {
-    let req = Request::post(format!("/api/v1/artifacts?name={name}"))
-        .header(header::AUTHORIZATION, format!("Bearer {token}"))
-        .header(header::CONTENT_TYPE, "application/octet-stream")
-        .body(Body::from(body))
-        .unwrap();
-    app.send(req).await
-}
+use common::uploads::{editor_app, try_upload as upload};
 
 fn no_panic_text(what: &str, body: &str) {
     let lower = body.to_ascii_lowercase();

@@ -7,14 +7,36 @@ use axum::http::{header, Request, StatusCode};
 use super::TestApp;
 use serde_json::json;
 
-/// Uploads `body` as `name` with a bearer token; asserts it was stored (201).
-pub async fn upload(app: &mut TestApp, token: &str, name: &str, body: Vec<u8>) -> super::Reply {
+/// A fresh app with an admin, "ada", and her API token.
+pub async fn editor_app() -> (TestApp, String) {
+    let mut app = super::spawn_app().await;
+    app.setup_admin("ada").await;
+    let token = app.api_token("ada").await;
+    (app, token)
+}
+
+/// Sends `body` as an upload named `name`, whatever the answer.
+pub async fn try_upload(app: &mut TestApp, token: &str, name: &str, body: Vec<u8>) -> super::Reply {
     let req = Request::post(format!("/api/v1/artifacts?name={name}"))
         .header(header::AUTHORIZATION, format!("Bearer {token}"))
         .header(header::CONTENT_TYPE, "application/octet-stream")
         .body(Body::from(body))
         .unwrap();
-    let r = app.send(req).await;
+    app.send(req).await
+}
+
+/// An artifact as the API gives it (asserts 200).
+pub async fn artifact_json(app: &mut TestApp, token: &str, id: i64) -> serde_json::Value {
+    let r = app
+        .api("GET", &format!("/api/v1/artifacts/{id}"), token, None)
+        .await;
+    assert_eq!(r.status, StatusCode::OK, "{}", r.body);
+    r.json()
+}
+
+/// Uploads `body` as `name` with a bearer token; asserts it was stored (201).
+pub async fn upload(app: &mut TestApp, token: &str, name: &str, body: Vec<u8>) -> super::Reply {
+    let r = try_upload(app, token, name, body).await;
     assert_eq!(r.status, StatusCode::CREATED, "{name}: {}", r.body);
     r
 }
