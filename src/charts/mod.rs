@@ -323,90 +323,41 @@ fn line_chart(
 /// [`short_kernel_name`] (plain words pass unchanged); each bar's tooltip has the full
 /// label and the value with its unit. `axis` is (quantity, unit) of the values.
 pub fn bars(title: &str, axis: (&str, &str), items: &[(String, f64)]) -> Option<String> {
-    let items: Vec<&(String, f64)> = items
-        .iter()
-        .filter(|(_, v)| v.is_finite() && *v >= 0.0)
-        .collect();
-    if items.is_empty() {
-        return None;
-    }
-    let max = items
-        .iter()
-        .map(|(_, v)| *v)
-        .fold(0.0f64, f64::max)
-        .max(1e-12);
-    let n = items.len();
-    let height = 90 + 30 * n as u32;
-    let mut buf = String::new();
-    let mut marks = Vec::new();
-    {
-        let root = canvas(&mut buf, height);
-        root.fill(&WHITE).ok()?;
-        let mut chart = ChartBuilder::on(&root)
-            .caption(title, caption())
-            .margin(10)
-            .margin_right(RIGHT_MARGIN)
-            .x_label_area_size(50)
-            .y_label_area_size(0)
-            .build_cartesian_2d(0.0..max * 1.05, 0.0..n as f64)
-            .ok()?;
-        chart
-            .configure_mesh()
-            .disable_y_mesh()
-            .disable_y_axis()
-            .x_labels(4)
-            .x_label_formatter(&|v| tick(*v))
-            .x_desc(axis_label(axis.0, axis.1))
-            .label_style(text())
-            .axis_desc_style(text())
-            .light_line_style(RGBColor(235, 238, 243))
-            .draw()
-            .ok()?;
-        for (i, (label, v)) in items.iter().enumerate() {
-            let top = (n - i) as f64 - 0.1;
-            let bottom = (n - i - 1) as f64 + 0.1;
-            chart
-                .draw_series(std::iter::once(Rectangle::new(
-                    [(0.0, bottom), (*v, top)],
-                    colour(0).mix(0.35).filled(),
-                )))
-                .ok()?;
-            let short = short_kernel_name(label);
-            let short: String = if short.chars().count() > 44 {
-                short.chars().take(43).chain("…".chars()).collect()
-            } else {
-                short
-            };
-            chart
-                .draw_series(std::iter::once(Text::new(
-                    short,
-                    (max * 0.01, (n - i - 1) as f64 + 0.75),
-                    text(),
-                )))
-                .ok()?;
-            marks.push(Mark::rect(
-                chart.backend_coord(&(0.0, bottom)),
-                chart.backend_coord(&(max * 1.05, top)),
-                format!("{label}: {} {}", tick(*v), axis.1),
-            ));
-        }
-        root.present().ok()?;
-    }
-    Some(finish(buf, title, &marks))
+    horizontal_bars(title, axis, items, false)
 }
 
 /// Horizontal bars that go right for a gain and left for a loss (a trace diff's top
 /// movers: test − control), in the order given. Labels are folded as in [`bars`]; each
 /// bar's tooltip has the full label and the signed value with its unit.
 pub fn signed_bars(title: &str, axis: (&str, &str), items: &[(String, f64)]) -> Option<String> {
-    let items: Vec<&(String, f64)> = items.iter().filter(|(_, v)| v.is_finite()).collect();
+    horizontal_bars(title, axis, items, true)
+}
+
+/// [`bars`] (values ≥ 0, from zero) and [`signed_bars`] (either sign, around a zero line).
+fn horizontal_bars(
+    title: &str,
+    axis: (&str, &str),
+    items: &[(String, f64)],
+    signed: bool,
+) -> Option<String> {
+    let items: Vec<&(String, f64)> = items
+        .iter()
+        .filter(|(_, v)| v.is_finite() && (signed || *v >= 0.0))
+        .collect();
     if items.is_empty() {
         return None;
     }
     let hi = items.iter().map(|(_, v)| *v).fold(0.0f64, f64::max);
     let lo = items.iter().map(|(_, v)| *v).fold(0.0f64, f64::min);
-    let span = (hi - lo).max(1e-12);
-    let (x0, x1) = (lo - span * 0.05, hi + span * 0.05);
+    // The x range, and where labels start.
+    let (x0, x1, label_x) = if signed {
+        let span = (hi - lo).max(1e-12);
+        let x0 = lo - span * 0.05;
+        (x0, hi + span * 0.05, x0 + span * 0.01)
+    } else {
+        let max = hi.max(1e-12);
+        (0.0, max * 1.05, max * 0.01)
+    };
     let n = items.len();
     let height = 90 + 30 * n as u32;
     let mut buf = String::new();
@@ -426,7 +377,7 @@ pub fn signed_bars(title: &str, axis: (&str, &str), items: &[(String, f64)]) -> 
             .configure_mesh()
             .disable_y_mesh()
             .disable_y_axis()
-            .x_labels(5)
+            .x_labels(if signed { 5 } else { 4 })
             .x_label_formatter(&|v| tick(*v))
             .x_desc(axis_label(axis.0, axis.1))
             .label_style(text())
@@ -434,16 +385,22 @@ pub fn signed_bars(title: &str, axis: (&str, &str), items: &[(String, f64)]) -> 
             .light_line_style(RGBColor(235, 238, 243))
             .draw()
             .ok()?;
-        chart
-            .draw_series(std::iter::once(PathElement::new(
-                vec![(0.0, 0.0), (0.0, n as f64)],
-                GREY,
-            )))
-            .ok()?;
+        if signed {
+            chart
+                .draw_series(std::iter::once(PathElement::new(
+                    vec![(0.0, 0.0), (0.0, n as f64)],
+                    GREY,
+                )))
+                .ok()?;
+        }
         for (i, (label, v)) in items.iter().enumerate() {
             let top = (n - i) as f64 - 0.1;
             let bottom = (n - i - 1) as f64 + 0.1;
-            let fill = if *v >= 0.0 { colour(1) } else { colour(0) };
+            let fill = if signed && *v >= 0.0 {
+                colour(1)
+            } else {
+                colour(0)
+            };
             chart
                 .draw_series(std::iter::once(Rectangle::new(
                     [(0.0_f64.min(*v), bottom), (0.0_f64.max(*v), top)],
@@ -459,11 +416,11 @@ pub fn signed_bars(title: &str, axis: (&str, &str), items: &[(String, f64)]) -> 
             chart
                 .draw_series(std::iter::once(Text::new(
                     short,
-                    (x0 + span * 0.01, (n - i - 1) as f64 + 0.75),
+                    (label_x, (n - i - 1) as f64 + 0.75),
                     text(),
                 )))
                 .ok()?;
-            let sign = if *v > 0.0 { "+" } else { "" };
+            let sign = if signed && *v > 0.0 { "+" } else { "" };
             marks.push(Mark::rect(
                 chart.backend_coord(&(x0, bottom)),
                 chart.backend_coord(&(x1, top)),
