@@ -9,6 +9,7 @@ mod contract;
 mod estimate;
 mod investigations;
 mod journal;
+mod prometheus;
 pub(crate) mod proposals;
 mod search;
 pub(crate) mod sweeps;
@@ -163,6 +164,9 @@ pub fn router() -> OpenApiRouter<AppState> {
         .routes(routes!(search::similar_investigations))
         .routes(routes!(webhooks::list_webhooks, webhooks::create_webhook))
         .routes(routes!(webhooks::delete_webhook))
+        .routes(routes!(prometheus::list_sources, prometheus::create_source))
+        .routes(routes!(prometheus::delete_source))
+        .routes(routes!(prometheus::start_window))
         .routes(routes!(list_login_locks))
         .routes(routes!(clear_login_locks))
 }

@@ -9,6 +9,7 @@ use sqlx::types::Json;
 use sqlx::PgPool;
 
 use crate::artifacts::{self, Artifact};
+use crate::core::analyze::prometheus::range::PrometheusRangeAnalysis;
 use crate::core::analyze::prometheus::PrometheusAnalysis;
 use crate::core::analyze::pytorch_trace::TraceAnalysis;
 use crate::core::analyze::Kind;
@@ -137,7 +138,7 @@ pub async fn run(pool: &PgPool, ask: &Ask) -> Result<(Attribution, Option<i64>),
         pool,
         "queue",
         ask.queue,
-        &[Kind::RequestLog, Kind::Prometheus],
+        &[Kind::RequestLog, Kind::Prometheus, Kind::PrometheusRange],
     )
     .await?;
     if let (Some(t), Some(q)) = (trace_row.investigation_id, queue_row.investigation_id) {
@@ -156,8 +157,13 @@ pub async fn run(pool: &PgPool, ask: &Ask) -> Result<(Attribution, Option<i64>),
     let queue = if queue_row.kind() == Kind::RequestLog {
         log_queue(pool, queue_row.id, queue_window(&trace, ask.offset_ms)).await?
     } else {
-        let p: PrometheusAnalysis = decode("queue", &queue_row)?;
-        let samples: Vec<(f64, f64)> = p.waiting_series.iter().map(|p| (p[0], p[1])).collect();
+        // A capture's and a server window's analyses both carry `waiting_series`.
+        let waiting_series = if queue_row.kind() == Kind::PrometheusRange {
+            decode::<PrometheusRangeAnalysis>("queue", &queue_row)?.waiting_series
+        } else {
+            decode::<PrometheusAnalysis>("queue", &queue_row)?.waiting_series
+        };
+        let samples: Vec<(f64, f64)> = waiting_series.iter().map(|p| (p[0], p[1])).collect();
         QueueTimeline::from_waiting_samples(&samples)
     };
     let result =

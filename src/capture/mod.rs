@@ -190,6 +190,24 @@ pub async fn start(
 /// Scrapes while keeping the row's heartbeat; stops early when the row stops being
 /// `capturing` (failed by [`fail_abandoned`], or deleted). Then stores and analyzes.
 async fn run(store: ArtifactStore, id: i64, request: CaptureRequest) {
+    settle(
+        &store,
+        id,
+        scrape_into_store(&store, &request),
+        "capture failed",
+    )
+    .await;
+}
+
+/// Runs `work` (which stores the artifact's blob) for a `capturing` row while keeping
+/// its heartbeat, then queues and analyzes the blob, or ends the row `failed` with
+/// "`failed`: reason". Used by live captures and by Prometheus windows.
+pub(crate) async fn settle(
+    store: &ArtifactStore,
+    id: i64,
+    work: impl std::future::Future<Output = Result<crate::storage::StoredBlob, String>>,
+    failed: &str,
+) {
     let watch = async {
         loop {
             tokio::time::sleep(HEARTBEAT).await;
@@ -205,7 +223,7 @@ async fn run(store: ArtifactStore, id: i64, request: CaptureRequest) {
         }
     };
     let outcome = tokio::select! {
-        outcome = scrape_into_store(&store, &request) => outcome,
+        outcome = work => outcome,
         () = watch => {
             tracing::warn!(id, "capture no longer wanted; stopped");
             return;
@@ -227,9 +245,7 @@ async fn run(store: ArtifactStore, id: i64, request: CaptureRequest) {
             .execute(&store.pool)
             .await;
             match queued {
-                Ok(r) if r.rows_affected() == 1 => {
-                    ingest::analyze_now(&store, id).await.map(|_| ())
-                }
+                Ok(r) if r.rows_affected() == 1 => ingest::analyze_now(store, id).await.map(|_| ()),
                 Ok(_) => Ok(()),
                 Err(e) => Err(e.into()),
             }
@@ -241,7 +257,7 @@ async fn run(store: ArtifactStore, id: i64, request: CaptureRequest) {
                  WHERE id = $1 AND status = 'capturing'",
             )
             .bind(id)
-            .bind(format!("capture failed: {reason}"))
+            .bind(format!("{failed}: {reason}"))
             .execute(&store.pool)
             .await
             .map(|_| ())

@@ -15,6 +15,7 @@ pub mod investigations;
 pub mod journal;
 pub mod learn;
 pub mod ops;
+pub mod prometheus;
 pub mod proposals;
 pub mod replays;
 pub mod search;
@@ -59,6 +60,7 @@ pub fn private_routes() -> Router<AppState> {
         .merge(search::routes())
         .merge(transfer::routes())
         .merge(webhooks::routes())
+        .merge(prometheus::routes())
 }
 
 /// Routes that stream large bodies (the server exempts them from the request timeout

@@ -24,6 +24,7 @@ mod learn;
 mod openapi;
 mod paging;
 mod perfetto;
+mod prometheus_window;
 mod prop_inputs;
 mod proposals;
 mod replicas;

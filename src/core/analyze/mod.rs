@@ -56,6 +56,8 @@ pub enum Kind {
     VllmBench,
     /// Prometheus text exposition from a serving engine's `/metrics`.
     Prometheus,
+    /// A Prometheus server's answers over an incident window (fetched by the server).
+    PrometheusRange,
     /// PyTorch profiler (Kineto) Chrome trace JSON.
     PytorchTrace,
     /// Nsight Compute CSV (`--page details` or `--page raw`).
@@ -72,10 +74,11 @@ pub enum Kind {
 
 impl Kind {
     /// Every kind, in a stable order (for menus and tests).
-    pub const ALL: [Kind; 9] = [
+    pub const ALL: [Kind; 10] = [
         Kind::RequestLog,
         Kind::VllmBench,
         Kind::Prometheus,
+        Kind::PrometheusRange,
         Kind::PytorchTrace,
         Kind::NcuCsv,
         Kind::NsysKernSum,
@@ -90,6 +93,7 @@ impl Kind {
             Kind::RequestLog => "request_log",
             Kind::VllmBench => "vllm_bench",
             Kind::Prometheus => "prometheus",
+            Kind::PrometheusRange => "prometheus_range",
             Kind::PytorchTrace => "pytorch_trace",
             Kind::NcuCsv => "ncu_csv",
             Kind::NsysKernSum => "nsys_kern_sum",
@@ -111,6 +115,7 @@ impl Kind {
             Kind::RequestLog => request_log::ANALYZER_VERSION,
             Kind::VllmBench => vllm_bench::ANALYZER_VERSION,
             Kind::Prometheus => prometheus::ANALYZER_VERSION,
+            Kind::PrometheusRange => prometheus::range::ANALYZER_VERSION,
             Kind::PytorchTrace => pytorch_trace::ANALYZER_VERSION,
             Kind::NcuCsv => ncu::ANALYZER_VERSION,
             Kind::NsysKernSum => nsys::ANALYZER_VERSION,
@@ -182,6 +187,7 @@ pub enum Analysis {
     RequestLog(request_log::RequestLogAnalysis),
     VllmBench(vllm_bench::VllmBenchAnalysis),
     Prometheus(prometheus::PrometheusAnalysis),
+    PrometheusRange(prometheus::range::PrometheusRangeAnalysis),
     PytorchTrace(pytorch_trace::TraceAnalysis),
     NcuCsv(ncu::NcuAnalysis),
     NsysKernSum(nsys::NsysAnalysis),
@@ -196,6 +202,7 @@ impl Analysis {
             Analysis::RequestLog(_) => Kind::RequestLog,
             Analysis::VllmBench(_) => Kind::VllmBench,
             Analysis::Prometheus(_) => Kind::Prometheus,
+            Analysis::PrometheusRange(_) => Kind::PrometheusRange,
             Analysis::PytorchTrace(_) => Kind::PytorchTrace,
             Analysis::NcuCsv(_) => Kind::NcuCsv,
             Analysis::NsysKernSum(_) => Kind::NsysKernSum,
@@ -434,6 +441,7 @@ pub fn analyze(
         Kind::RequestLog => Analysis::RequestLog(request_log::analyze(input, opts)?),
         Kind::VllmBench => Analysis::VllmBench(vllm_bench::analyze(input)?),
         Kind::Prometheus => Analysis::Prometheus(prometheus::analyze(input)?),
+        Kind::PrometheusRange => Analysis::PrometheusRange(prometheus::range::analyze(input)?),
         Kind::PytorchTrace => Analysis::PytorchTrace(pytorch_trace::analyze(input, opts)?),
         Kind::NcuCsv => Analysis::NcuCsv(ncu::analyze(input)?),
         Kind::NsysKernSum => Analysis::NsysKernSum(nsys::analyze(input)?),
@@ -503,6 +511,7 @@ mod tests {
             "request_log",
             "vllm_bench",
             "prometheus",
+            "prometheus_range",
             "pytorch_trace",
             "ncu_csv",
             "nsys_kern_sum",

@@ -15,6 +15,7 @@ use super::regime::regime;
 use super::setup_check::Claimed;
 use crate::analyze::ncu::NcuAnalysis;
 use crate::analyze::nsys::NsysAnalysis;
+use crate::analyze::prometheus::range::PrometheusRangeAnalysis;
 use crate::analyze::prometheus::{Bucket, PrometheusAnalysis};
 use crate::analyze::pytorch_trace::TraceAnalysis;
 use crate::analyze::request_log::RequestLogAnalysis;
@@ -28,8 +29,8 @@ const TOP_KERNELS: usize = 8;
 /// Artifact kinds whose analysis can fill `step`'s form.
 pub fn kinds_for(step: u8) -> &'static [&'static str] {
     match step {
-        1 => &["vllm_bench", "prometheus"],
-        2 => &["request_log", "prometheus"],
+        1 => &["vllm_bench", "prometheus", "prometheus_range"],
+        2 => &["request_log", "prometheus", "prometheus_range"],
         3 => &["pytorch_trace"],
         4 => &["ncu_csv"],
         5 => &["nsys_kern_sum", "ncu_csv", "pytorch_trace"],
@@ -43,6 +44,14 @@ pub fn kinds_for(step: u8) -> &'static [&'static str] {
 pub fn fill(step: u8, kind: &str, analysis: &Value) -> Option<(Pairs, String)> {
     if !kinds_for(step).contains(&kind) {
         return None;
+    }
+    if kind == "prometheus_range" {
+        // A server's window reads as two scrapes do: its `window` summary.
+        let a: PrometheusRangeAnalysis = decode(analysis)?;
+        let window = serde_json::to_value(&a.window).ok()?;
+        let (pairs, what) = fill(step, "prometheus", &window)?;
+        let span = crate::fmt::format_number(a.window_s as f64, 0);
+        return Some((pairs, format!("{what}; Prometheus window of {span} s")));
     }
     match (step, kind) {
         (1, "prometheus") => {
@@ -402,6 +411,9 @@ pub fn merge(current: &Pairs, filled: &Pairs) -> Merged {
 /// engine), to hold against step 0.
 pub fn claimed_setup(kind: &str, analysis: &Value) -> Claimed {
     match kind {
+        "prometheus_range" => decode::<PrometheusRangeAnalysis>(analysis)
+            .and_then(|a| serde_json::to_value(a.window).ok())
+            .map_or_else(Claimed::default, |w| claimed_setup("prometheus", &w)),
         "prometheus" => {
             decode::<PrometheusAnalysis>(analysis).map_or_else(Claimed::default, |a| Claimed {
                 model: a.models.first().cloned(),

@@ -70,6 +70,10 @@ pub fn parse_observed(pairs: &Pairs) -> Result<Observed, Vec<FieldError>> {
 /// artifact (whether a bench ran one replica or the fleet is not recorded, and metrics
 /// snapshots carry no window length): type it.
 pub fn from_analysis(kind: &str, analysis: &serde_json::Value) -> Observed {
+    if let ("prometheus_range", Some(window)) = (kind, analysis.get("window")) {
+        // A Prometheus server's window: its summary reads as a capture's.
+        return from_analysis("prometheus", window);
+    }
     let at = |path: &[&str]| {
         path.iter()
             .try_fold(analysis, |v, k| v.get(k))

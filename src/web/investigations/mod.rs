@@ -237,6 +237,11 @@ struct ShowPage {
     /// Its Grafana annotations (CHANGE, entry) and their sync state.
     annotations: Vec<crate::grafana::Annotation>,
     grafana_configured: bool,
+    /// The Prometheus window form (editors): sources and the window it starts with.
+    prom_investigation: i64,
+    prom_sources: Vec<(i64, String)>,
+    prom_form: crate::prometheus_range::WindowFields,
+    prom_errors: super::FormErrors,
 }
 
 async fn show_investigation(
@@ -257,7 +262,17 @@ async fn show_investigation(
             .is_some_and(|e| e.offers_resolve()),
         None => false,
     };
+    let offer = super::prometheus::offer(&state, loaded.investigation.created_at).await?;
     let page = ShowPage {
+        prom_investigation: id,
+        prom_sources: offer.sources,
+        prom_form: crate::prometheus_range::WindowFields {
+            start: offer.start,
+            end: offer.end,
+            engine: "vllm".into(),
+            ..Default::default()
+        },
+        prom_errors: Vec::new().into(),
         offer_resolve,
         ctx,
         rail: rail(&loaded, next),

@@ -19,6 +19,7 @@
 
 mod capture;
 mod model;
+pub mod range;
 mod summary;
 #[cfg(test)]
 mod tests;

@@ -10,7 +10,7 @@ use super::text::{Snapshot, MAX_LABEL_VALUES};
 use super::{Gauges, PrometheusAnalysis};
 use std::collections::{BTreeMap, HashMap};
 
-fn summarize(
+pub(super) fn summarize(
     m: &Model,
     gauges_from: &Model,
     engine: &str,

@@ -132,6 +132,7 @@ pub fn sections_with_slo(a: &Artifact, slo: Option<&Slo>) -> Vec<Section> {
             out
         }),
         Kind::Prometheus => typed(a).map(|x| prometheus::sections(&x)),
+        Kind::PrometheusRange => typed(a).map(|x| prometheus::range_sections(&x)),
         Kind::PytorchTrace => typed(a).map(|x| pytorch_trace::sections(&x)),
         Kind::NcuCsv => typed(a).map(|x| ncu::sections(&x)),
         Kind::NsysKernSum => typed(a).map(|x| nsys::sections(&x)),

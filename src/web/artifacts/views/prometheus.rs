@@ -91,3 +91,143 @@ fn capture_series(c: &crate::core::analyze::prometheus::CaptureSummary) -> Secti
     s.table = Some(t);
     s
 }
+
+/// A Prometheus server over an incident window: the window's latency quantiles (with the
+/// bucket each fell in), then gauges and counter rates over time.
+pub(super) fn range_sections(
+    x: &crate::core::analyze::prometheus::range::PrometheusRangeAnalysis,
+) -> Vec<Section> {
+    use crate::charts;
+    let at = |t: f64| {
+        chrono::DateTime::from_timestamp(t as i64, 0)
+            .map(|d| d.format("%Y-%m-%d %H:%M:%S UTC").to_string())
+            .unwrap_or_default()
+    };
+    let mut s = Section::new("window", "Incident window");
+    s.lead = Some(format!(
+        "{} from {}, {} to {} ({} s). Quantiles are Prometheus's histogram_quantile over \
+         increase(…[{} s]) at the end of the window, from the engine's histogram buckets: \
+         each is only as fine as the bucket it fell in (shown in ms).",
+        x.engine,
+        x.source,
+        at(x.start),
+        at(x.end),
+        x.window_s,
+        x.window_s
+    ));
+    let mut t = Table::new(&[
+        "latency (ms)",
+        "p50",
+        "p90",
+        "p95",
+        "p99",
+        "mean",
+        "count",
+        "p95 bucket",
+        "metric",
+    ]);
+    t.numeric[8] = false;
+    t.numeric[7] = false;
+    for (name, q) in &x.quantiles {
+        let bucket = q
+            .buckets
+            .get("p95")
+            .map(|b| match b.hi {
+                Some(hi) => format!("{}–{}", num(b.lo), num(hi)),
+                None => format!("> {}", num(b.lo)),
+            })
+            .unwrap_or_else(|| "—".into());
+        t.row(vec![
+            name.clone(),
+            opt(q.p50),
+            opt(q.p90),
+            opt(q.p95),
+            opt(q.p99),
+            opt(q.mean),
+            num(q.count),
+            bucket,
+            q.metric.clone(),
+        ]);
+    }
+    s.table = Some(t);
+    s.notes = x.notes.clone();
+    let mut out = vec![s];
+    let minutes = |pts: &[[f64; 2]]| -> Vec<(f64, f64)> {
+        pts.iter()
+            .map(|p| ((p[0] / 1000.0 - x.start) / 60.0, p[1]))
+            .collect()
+    };
+    let mut g = Section::new("gauges", "Gauges over time");
+    g.lead = Some(format!(
+        "Every {} s from the start of the window. Requests are summed over the engines, \
+         KV-cache use and GPU figures averaged.",
+        num(x.step)
+    ));
+    let requests: Vec<(String, Vec<(f64, f64)>)> = ["running", "waiting"]
+        .iter()
+        .filter_map(|k| x.gauges.get(*k).map(|p| (k.to_string(), minutes(p))))
+        .collect();
+    g.charts.extend(charts::lines(
+        "Requests running and waiting",
+        ("time from start", "min"),
+        ("requests", ""),
+        &requests,
+    ));
+    let others: Vec<(String, Vec<(f64, f64)>)> = x
+        .gauges
+        .iter()
+        .filter(|(k, _)| !matches!(k.as_str(), "running" | "waiting"))
+        .map(|(k, p)| (k.clone(), minutes(p)))
+        .collect();
+    for (k, p) in others {
+        g.charts.extend(charts::lines(
+            &k,
+            ("time from start", "min"),
+            (&k, ""),
+            &[(k.clone(), p)],
+        ));
+    }
+    let mut t = Table::new(&["gauge", "metric", "min", "mean", "max"]);
+    t.numeric[1] = false;
+    for (k, p) in &x.gauges {
+        let v: Vec<f64> = p.iter().map(|p| p[1]).collect();
+        let mean = (!v.is_empty()).then(|| v.iter().sum::<f64>() / v.len() as f64);
+        t.row(vec![
+            k.clone(),
+            x.metrics.get(k).cloned().unwrap_or_default(),
+            opt(v.iter().copied().reduce(f64::min)),
+            opt(mean),
+            opt(v.iter().copied().reduce(f64::max)),
+        ]);
+    }
+    g.table = Some(t);
+    out.push(g);
+    let mut c = Section::new("rates", "Counters");
+    c.lead = Some(format!(
+        "Increase over the window, and the rate per second over time (rate over {} s).",
+        x.rate_window_s
+    ));
+    let mut t = Table::new(&["counter", "metric", "increase", "peak rate /s"]);
+    t.numeric[1] = false;
+    for (k, p) in &x.rates {
+        t.row(vec![
+            k.clone(),
+            x.metrics.get(k).cloned().unwrap_or_default(),
+            opt(x.totals.get(k).copied()),
+            opt(p.iter().map(|p| p[1]).reduce(f64::max)),
+        ]);
+    }
+    let tokens: Vec<(String, Vec<(f64, f64)>)> = ["prompt_tokens", "generation_tokens"]
+        .iter()
+        .filter_map(|k| x.rates.get(*k).map(|p| (k.to_string(), minutes(p))))
+        .collect();
+    c.charts.extend(charts::lines(
+        "Token rates",
+        ("time from start", "min"),
+        ("tokens", "/s"),
+        &tokens,
+    ));
+    c.table = Some(t);
+    out.push(c);
+    out
+}
