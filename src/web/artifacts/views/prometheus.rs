@@ -137,12 +137,21 @@ pub(super) fn range_sections(
                 None => format!("> {}", num(b.lo)),
             })
             .unwrap_or_else(|| "—".into());
+        // A quantile above the largest finite bucket is only a lower bound.
+        let cell = |name: &str, v: Option<f64>| {
+            let shown = opt(v);
+            if q.lower_bounds.iter().any(|b| b == name) {
+                format!("≥ {shown}")
+            } else {
+                shown
+            }
+        };
         t.row(vec![
             name.clone(),
-            opt(q.p50),
-            opt(q.p90),
-            opt(q.p95),
-            opt(q.p99),
+            cell("p50", q.p50),
+            cell("p90", q.p90),
+            cell("p95", q.p95),
+            cell("p99", q.p99),
             opt(q.mean),
             num(q.count),
             bucket,
