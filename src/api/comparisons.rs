@@ -23,6 +23,44 @@ pub fn router() -> OpenApiRouter<AppState> {
     OpenApiRouter::new()
         .routes(routes!(create_comparison, list_comparisons))
         .routes(routes!(get_comparison))
+        .routes(routes!(compare_windows))
+}
+
+/// Two Prometheus windows (`prometheus_range` artifacts, e.g. before and after a change)
+/// compared quantile by quantile, with whether each change is beyond the histogram's
+/// bucket resolution; computed on the spot, stored nowhere. Histograms hold no
+/// per-request samples, so there are no confidence intervals: compare request logs or
+/// benchmark results (`POST /comparisons`) for a verdict.
+#[utoipa::path(get, path = "/comparisons/windows", tag = "comparisons",
+    params(
+        ("before" = i64, Query, description = "the earlier window's artifact id", minimum = 1),
+        ("after" = i64, Query, description = "the later window's artifact id", minimum = 1)),
+    responses(
+        (status = 200, body = Object, description = "{deltas: [{series, quantile, before, after, change_pct, same_bucket, lower_bound}], gauge_means, notes}"),
+        (status = 422, body = crate::error::ErrorBody)))]
+async fn compare_windows(
+    _user: ApiUser,
+    State(state): State<AppState>,
+    axum::extract::RawQuery(raw): axum::extract::RawQuery,
+) -> ApiResult<Json<crate::core::analyze::prometheus::range::WindowComparison>> {
+    let pairs: Vec<(String, String)> =
+        serde_urlencoded::from_str(raw.as_deref().unwrap_or("")).unwrap_or_default();
+    let id = |k: &str| {
+        pairs
+            .iter()
+            .find(|(key, _)| key == k)
+            .and_then(|(_, v)| crate::extract::positive_id(v))
+            .ok_or_else(|| crate::core::FieldError::new(k, "an artifact id"))
+    };
+    let (before, after) = match (id("before"), id("after")) {
+        (Ok(b), Ok(a)) => (b, a),
+        (b, a) => {
+            return Err(AppError::Invalid(b.err().into_iter().chain(a.err()).collect()).into())
+        }
+    };
+    Ok(Json(
+        comparisons::compare_windows(&state.pool, before, after).await?,
+    ))
 }
 
 /// One percentile of one series.

@@ -25,6 +25,7 @@ pub struct SourceList {
 #[derive(ToSchema)]
 #[allow(dead_code)] // documents the body; the handler reads it field by field
 pub struct SourceInput {
+    #[schema(min_length = 1, max_length = 100)]
     pub name: String,
     /// The server's base URL; its host:port must be on the capture allowlist.
     #[schema(example = "http://10.0.0.9:9090")]
@@ -52,6 +53,7 @@ pub struct WindowInput {
     pub end: String,
     /// Seconds between points of the series over time; raised so a series has at most
     /// 11,000 points. Default: about 300 points.
+    #[schema(minimum = 1)]
     pub step: Option<f64>,
     /// `vllm` (default), `sglang` or `tgi`.
     pub engine: Option<String>,

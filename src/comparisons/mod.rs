@@ -643,3 +643,51 @@ pub async fn candidates(pool: &PgPool, limit: i64) -> sqlx::Result<Vec<Artifact>
         .filter(|a| comparable(a.kind()) && a.status == "done")
         .collect())
 }
+
+/// Two Prometheus windows (before and after a change) compared quantile by quantile:
+/// both must be analyzed `prometheus_range` artifacts. Computed on the spot, stored
+/// nowhere (see `core::analyze::prometheus::range::compare_windows`).
+pub async fn compare_windows(
+    pool: &PgPool,
+    before: i64,
+    after: i64,
+) -> Result<crate::core::analyze::prometheus::range::WindowComparison, AppError> {
+    use crate::core::analyze::prometheus::range::{self, PrometheusRangeAnalysis};
+    let mut errors = Vec::new();
+    let mut sides = Vec::new();
+    for (field, id) in [("before", before), ("after", after)] {
+        match artifacts::get(pool, id).await? {
+            None => errors.push(FieldError::new(field, format!("no artifact {id}"))),
+            Some(a) if a.kind() != Kind::PrometheusRange => errors.push(FieldError::new(
+                field,
+                format!(
+                    "artifact {id} ({}) is a {}; compare two Prometheus windows (prometheus_range)",
+                    a.name, a.kind
+                ),
+            )),
+            Some(a) if a.status != "done" => errors.push(FieldError::new(
+                field,
+                format!(
+                    "artifact {id} ({}) is not analyzed (status {})",
+                    a.name, a.status
+                ),
+            )),
+            Some(a) => match a
+                .analysis
+                .and_then(|v| serde_json::from_value::<PrometheusRangeAnalysis>(v).ok())
+            {
+                Some(x) => sides.push(x),
+                None => errors.push(FieldError::new(
+                    field,
+                    format!(
+                        "artifact {id}'s analysis cannot be read by this version: re-analyze it"
+                    ),
+                )),
+            },
+        }
+    }
+    match (errors.is_empty(), sides.as_slice()) {
+        (true, [b, a]) => Ok(range::compare_windows(b, a)),
+        _ => Err(AppError::Invalid(errors)),
+    }
+}

@@ -21,10 +21,8 @@ pub fn routes() -> Router<AppState> {
     Router::new()
         .route("/admin/prometheus", get(list).post(add))
         .route("/admin/prometheus/{id}/remove", post(remove))
-        .route(
-            "/investigations/{id}/prometheus",
-            get(show_window_form).post(start_window),
-        )
+        .route("/investigations/{id}/prometheus/new", get(show_window_form))
+        .route("/investigations/{id}/prometheus", post(start_window))
 }
 
 // ---------- the sources (admins) ----------

@@ -61,6 +61,8 @@ fn is_admin_route(path: &str) -> bool {
         || path.starts_with("/api/v1/admin/")
         || path == "/api/v1/webhooks"
         || path.starts_with("/api/v1/webhooks/")
+        || path == "/api/v1/prometheus-sources"
+        || path.starts_with("/api/v1/prometheus-sources/")
 }
 
 /// API routes whose writes only admins make (everyone signed in reads them).
@@ -166,6 +168,7 @@ struct Ids {
     user: i64,
     synonyms: i64,
     webhook: i64,
+    prometheus_source: i64,
 }
 
 /// The path with each parameter replaced by the id of a record that exists.
@@ -192,6 +195,8 @@ fn fill(path: &str, ids: &Ids) -> String {
         ids.synonyms
     } else if bare.starts_with("/admin/webhooks/") || bare.starts_with("/webhooks/") {
         ids.webhook
+    } else if bare.starts_with("/admin/prometheus/") || bare.starts_with("/prometheus-sources/") {
+        ids.prometheus_source
     } else {
         assert!(
             !path.contains("{id}"),
@@ -342,7 +347,14 @@ async fn matrix_app() -> (TestApp, Ids, BTreeMap<String, Vec<String>>) {
     .execute(&app.pool)
     .await
     .unwrap();
+    sqlx::query(
+        "INSERT INTO prometheus_sources (name, url) VALUES ('fleet', 'http://127.0.0.1:9/')",
+    )
+    .execute(&app.pool)
+    .await
+    .unwrap();
     let ids = Ids {
+        prometheus_source: first_id(&app, "prometheus_sources").await,
         trace_diff,
         investigation: first_id(&app, "investigations").await,
         entry: first_id(&app, "journal_entries").await,

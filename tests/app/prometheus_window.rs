@@ -366,6 +366,46 @@ async fn window_quantiles_equal_prometheus_histogram_quantile_over_the_window() 
         page.body
     );
 
+    // Two windows compare quantile by quantile (the earlier half against the whole).
+    let r = read_window(
+        &mut app,
+        &token,
+        inv,
+        json!({"url": prom.base, "start": start.to_string(), "end": (end - 6.0).to_string(), "step": "1 s"}),
+    )
+    .await;
+    assert_eq!(r.status, StatusCode::ACCEPTED, "{}", r.body);
+    let half = r.json()["artifact_id"].as_i64().unwrap();
+    assert_eq!(settled(&mut app, &token, half).await["status"], "done");
+    let r = app
+        .api(
+            "GET",
+            &format!("/api/v1/comparisons/windows?before={half}&after={id}"),
+            &token,
+            None,
+        )
+        .await;
+    assert_eq!(r.status, StatusCode::OK, "{}", r.body);
+    let deltas = r.json()["deltas"].as_array().unwrap().clone();
+    assert_eq!(deltas.len(), 6 * 4, "{}", r.body);
+    let ttft_p95 = deltas
+        .iter()
+        .find(|d| d["series"] == "ttft_ms" && d["quantile"] == "p95")
+        .unwrap();
+    assert_eq!(
+        ttft_p95["after"].as_f64().unwrap(),
+        x["quantiles"]["ttft_ms"]["p95"].as_f64().unwrap()
+    );
+    let r = app
+        .api(
+            "GET",
+            &format!("/api/v1/comparisons/windows?before={half}"),
+            &token,
+            None,
+        )
+        .await;
+    assert_eq!(r.status, StatusCode::UNPROCESSABLE_ENTITY);
+
     // Steps 1 and 2 fill from the window.
     let p95 = x["quantiles"]["ttft_ms"]["p95"].as_f64().unwrap();
     let step1 = app

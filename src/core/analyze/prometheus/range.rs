@@ -318,8 +318,11 @@ fn value_of(v: &Value) -> Option<f64> {
     }
 }
 
-/// An instant vector's samples: labels and value.
-fn vector(a: &Answer) -> Result<Vec<(BTreeMap<String, String>, f64)>, AnalyzeError> {
+/// One sample of an instant vector: its labels and value.
+type VectorSample = (BTreeMap<String, String>, f64);
+
+/// An instant vector's samples.
+fn vector(a: &Answer) -> Result<Vec<VectorSample>, AnalyzeError> {
     let result = a.data.get("result").and_then(Value::as_array);
     let Some(result) = result else {
         return Err(bad(format!("the answer to {} has no result list", a.query)));
@@ -515,6 +518,98 @@ pub fn analyze_fetch(f: &RangeFetch) -> Result<PrometheusRangeAnalysis, AnalyzeE
         window,
         notes,
     })
+}
+
+/// One quantile of one latency in two windows (before and after a change).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct WindowDelta {
+    /// `ttft_ms`, `itl_ms`, …
+    pub series: String,
+    /// `p50` … `p99`.
+    pub quantile: String,
+    pub before: f64,
+    pub after: f64,
+    /// `(after − before) / before × 100`; absent when `before` is 0.
+    pub change_pct: Option<f64>,
+    /// Both fell in the same histogram bucket: the change is within the buckets'
+    /// resolution (linear interpolation inside one bucket, not a measured shift).
+    pub same_bucket: bool,
+    /// Either is above the largest finite bucket: only a lower bound, no change measured.
+    pub lower_bound: bool,
+}
+
+/// Two windows of the same engine's histograms compared quantile by quantile, plus the
+/// gauges' means. No resampling: a server's histograms hold no per-request samples, so
+/// there is no confidence interval; the bucket resolution says what can be told apart.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct WindowComparison {
+    pub deltas: Vec<WindowDelta>,
+    /// Gauge key → mean over each window (`[before, after]`).
+    pub gauge_means: BTreeMap<String, [Option<f64>; 2]>,
+    pub notes: Vec<String>,
+}
+
+fn mean_of(points: Option<&Vec<[f64; 2]>>) -> Option<f64> {
+    let p = points?;
+    (!p.is_empty()).then(|| p.iter().map(|x| x[1]).sum::<f64>() / p.len() as f64)
+}
+
+/// Compares `before` and `after` (see [`WindowComparison`]).
+pub fn compare_windows(
+    before: &PrometheusRangeAnalysis,
+    after: &PrometheusRangeAnalysis,
+) -> WindowComparison {
+    let mut out = WindowComparison::default();
+    if before.engine != after.engine {
+        out.notes.push(format!(
+            "the windows are of different engines ({} and {}): their histograms differ",
+            before.engine, after.engine
+        ));
+    }
+    for (_, key) in LATENCY_KEYS {
+        let (Some(b), Some(a)) = (before.quantiles.get(*key), after.quantiles.get(*key)) else {
+            continue;
+        };
+        if b.metric != a.metric {
+            out.notes.push(format!(
+                "{key}: read from {} before and {} after (a rename; the buckets may differ)",
+                b.metric, a.metric
+            ));
+        }
+        for (q, vb, va) in [
+            ("p50", b.p50, a.p50),
+            ("p90", b.p90, a.p90),
+            ("p95", b.p95, a.p95),
+            ("p99", b.p99, a.p99),
+        ] {
+            let (Some(vb), Some(va)) = (vb, va) else {
+                continue;
+            };
+            let lower_bound = b.lower_bounds.iter().chain(&a.lower_bounds).any(|x| x == q);
+            out.deltas.push(WindowDelta {
+                series: key.to_string(),
+                quantile: q.to_string(),
+                before: vb,
+                after: va,
+                change_pct: (vb != 0.0 && !lower_bound).then(|| (va - vb) / vb * 100.0),
+                same_bucket: b.buckets.get(q).is_some() && b.buckets.get(q) == a.buckets.get(q),
+                lower_bound,
+            });
+        }
+    }
+    let keys: std::collections::BTreeSet<&String> =
+        before.gauges.keys().chain(after.gauges.keys()).collect();
+    for k in keys {
+        out.gauge_means.insert(
+            k.clone(),
+            [mean_of(before.gauges.get(k)), mean_of(after.gauges.get(k))],
+        );
+    }
+    if out.deltas.is_empty() {
+        out.notes
+            .push("no latency histogram is present in both windows".to_string());
+    }
+    out
 }
 
 #[cfg(test)]
@@ -719,6 +814,41 @@ mod tests {
             "{:?}",
             a.notes
         );
+    }
+
+    #[test]
+    fn two_windows_compare_quantile_by_quantile_with_their_resolution() {
+        let before = analyze_fetch(&fetch(
+            vec![ttft(&[
+                ("0.1", "50"),
+                ("0.5", "90"),
+                ("1.0", "100"),
+                ("+Inf", "100"),
+            ])],
+            Vec::new(),
+        ))
+        .unwrap();
+        let after = analyze_fetch(&fetch(
+            vec![ttft(&[
+                ("0.1", "10"),
+                ("0.5", "60"),
+                ("1.0", "100"),
+                ("+Inf", "100"),
+            ])],
+            Vec::new(),
+        ))
+        .unwrap();
+        let c = compare_windows(&before, &after);
+        let p50 = c.deltas.iter().find(|d| d.quantile == "p50").unwrap();
+        // Before: rank 50 at the top of (0, 0.1] = 100 ms; after: 0.1 + 0.4 × 40/50 s.
+        assert!((p50.before - 100.0).abs() < 1e-9);
+        assert!((p50.after - 420.0).abs() < 1e-9, "{p50:?}");
+        assert!((p50.change_pct.unwrap() - 320.0).abs() < 1e-9);
+        assert!(!p50.same_bucket);
+        let p99 = c.deltas.iter().find(|d| d.quantile == "p99").unwrap();
+        // Both in (0.5, 1]: within the resolution.
+        assert!(p99.same_bucket);
+        assert_eq!(c.gauge_means.len(), 0);
     }
 
     #[test]
