@@ -628,3 +628,82 @@ async fn an_unreachable_server_ends_as_a_failed_artifact_with_the_reason() {
     assert_eq!(a["status"], "failed", "{a}");
     assert!(a["error"].as_str().unwrap().contains("404"), "{a}");
 }
+
+/// A stand-in for a Prometheus server's API holding only the waiting-requests gauge: 2
+/// waiting from 10 to 12 ms after the bubble trace's zero, none otherwise (sub-second
+/// samples, so the 50 ms trace can be read against them).
+async fn waiting_only_prometheus() -> (std::net::SocketAddr, tokio::task::JoinHandle<()>) {
+    use axum::Json;
+    let zero = common::bubble_data::BASE_S;
+    let router = axum::Router::new()
+        .route(
+            "/api/v1/label/__name__/values",
+            get(|| async {
+                Json(json!({"status": "success", "data": ["vllm:num_requests_waiting"]}))
+            }),
+        )
+        .route(
+            "/api/v1/query_range",
+            get(move || async move {
+                let values: Vec<Value> = [(0.0, 0), (10.0, 2), (12.0, 0), (40.0, 0), (60.0, 0)]
+                    .iter()
+                    .map(|(ms, w)| json!([zero + ms / 1000.0, w.to_string()]))
+                    .collect();
+                Json(json!({"status": "success", "data": {"resultType": "matrix",
+                    "result": [{"metric": {}, "values": values}]}}))
+            }),
+        );
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    let task = tokio::spawn(async move {
+        axum::serve(listener, router).await.unwrap();
+    });
+    (addr, task)
+}
+
+#[tokio::test]
+async fn a_window_is_the_queue_of_a_bubble_attribution() {
+    let (mut app, token, inv) = admin_app().await;
+    let (addr, server) = waiting_only_prometheus().await;
+    allow(&mut app, &addr.to_string()).await;
+    let zero = common::bubble_data::BASE_S;
+    let r = read_window(
+        &mut app,
+        &token,
+        inv,
+        json!({"url": format!("http://{addr}"), "start": zero - 60.0, "end": zero + 60.0}),
+    )
+    .await;
+    assert_eq!(r.status, StatusCode::ACCEPTED, "{}", r.body);
+    let queue = r.json()["artifact_id"].as_i64().unwrap();
+    let a = settled(&mut app, &token, queue).await;
+    assert_eq!(a["status"], "done", "{a}");
+    let trace = common::bubble_data::upload(
+        &mut app,
+        &token,
+        "trace.json",
+        Some(inv),
+        common::bubble_data::trace(),
+    )
+    .await;
+    let r = app
+        .api(
+            "POST",
+            "/api/v1/bubbles",
+            &token,
+            Some(json!({"trace": trace, "queue": queue})),
+        )
+        .await;
+    assert_eq!(r.status, StatusCode::OK, "{}", r.body);
+    let doc = r.json();
+    assert_eq!(doc["source"], "prometheus");
+    let classes: Vec<&str> = doc["intervals"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|i| i["class"].as_str().unwrap())
+        .collect();
+    assert_eq!(classes, ["runtime_bubble", "insufficient_load"]);
+    assert_eq!(doc["intervals"][0]["waiting_max"], 2.0);
+    server.abort();
+}

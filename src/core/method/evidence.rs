@@ -555,6 +555,65 @@ mod tests {
     }
 
     #[test]
+    fn a_prometheus_window_fills_steps_1_and_2_from_its_window_summary() {
+        use crate::analyze::prometheus::range::{
+            analyze_fetch, Answer, HistogramFetch, HistogramPlan, RangeFetch, FORMAT,
+        };
+        let buckets = |pairs: &[(&str, &str)]| Answer {
+            query: String::new(),
+            data: serde_json::json!({"resultType": "vector", "result": pairs.iter().map(|(le, v)|
+                serde_json::json!({"metric": {"le": le}, "value": [1.0, v]})).collect::<Vec<_>>()}),
+        };
+        let sum = Answer {
+            query: String::new(),
+            data: serde_json::json!({"resultType": "vector", "result": [{"metric": {}, "value": [1.0, "50"]}]}),
+        };
+        let hist = |key: &str, family: &str| HistogramFetch {
+            plan: HistogramPlan {
+                key: key.into(),
+                family: family.into(),
+                filter: None,
+            },
+            buckets: buckets(&[("1", "50"), ("2", "100"), ("+Inf", "100")]),
+            sum: sum.clone(),
+        };
+        let fetch = RangeFetch {
+            format: FORMAT.into(),
+            source: "http://127.0.0.1:9090/".into(),
+            engine: "vllm".into(),
+            start: 0.0,
+            end: 3600.0,
+            step: 12.0,
+            window_s: 3600,
+            rate_window_s: 60,
+            names: Vec::new(),
+            histograms: vec![
+                hist("ttft_s", "vllm:time_to_first_token_seconds"),
+                hist("queue_s", "vllm:request_queue_time_seconds"),
+            ],
+            counters: Vec::new(),
+            gauges: Vec::new(),
+        };
+        let a = serde_json::to_value(analyze_fetch(&fetch).unwrap()).unwrap();
+        assert_eq!(
+            kinds_for(1),
+            ["vllm_bench", "prometheus", "prometheus_range"]
+        );
+        let (pairs, what) = fill(1, "prometheus_range", &a).unwrap();
+        // p95: rank 95 in (1, 2] holding 50 above 50 → 1.9 s.
+        assert_eq!(pairs.get("observed"), Some("1900"));
+        assert!(what.contains("Prometheus window of 3,600 s"), "{what}");
+        let (pairs, _) = fill(2, "prometheus_range", &a).unwrap();
+        assert_eq!(pairs.get("queue_wait.p50"), Some("1000"));
+        assert!(matches!(parse_step(2, &pairs), Ok(StepRecord::Phases(_))));
+        assert!(fill(3, "prometheus_range", &a).is_none());
+        assert_eq!(
+            claimed_setup("prometheus_range", &a).engine.as_deref(),
+            Some("vllm")
+        );
+    }
+
+    #[test]
     fn telemetry_fills_the_phase_table() {
         let lines: String = (0..20)
             .map(|i| {
