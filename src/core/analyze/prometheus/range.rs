@@ -592,7 +592,7 @@ pub fn compare_windows(
                 before: vb,
                 after: va,
                 change_pct: (vb != 0.0 && !lower_bound).then(|| (va - vb) / vb * 100.0),
-                same_bucket: b.buckets.get(q).is_some() && b.buckets.get(q) == a.buckets.get(q),
+                same_bucket: b.buckets.contains_key(q) && b.buckets.get(q) == a.buckets.get(q),
                 lower_bound,
             });
         }
