@@ -101,6 +101,28 @@ async fn a_window_is_read_from_the_investigation_page_form() {
         .unwrap()
         .unwrap_or_default();
     assert_eq!(start.len(), "2026-12-02 14:00:00".len(), "{start:?}");
+    // The form fits a phone's width.
+    b.driver.set_window_rect(0, 0, 390, 900).await.unwrap();
+    let widths = b
+        .driver
+        .execute(
+            "return [document.documentElement.scrollWidth, window.innerWidth];",
+            vec![],
+        )
+        .await
+        .unwrap()
+        .json()
+        .clone();
+    assert!(widths[0].as_i64() <= widths[1].as_i64(), "{widths}");
+    b.driver
+        .execute(
+            "document.getElementById('prometheus-window').scrollIntoView();",
+            vec![],
+        )
+        .await
+        .unwrap();
+    b.screenshot("prometheus-window-form-narrow").await;
+    b.driver.set_window_rect(0, 0, 1400, 900).await.unwrap();
     b.click("#prom-source option:nth-child(2)").await;
     // An end before the start is refused beside the field, what was typed kept.
     b.fill("#prom-start", "2026-12-02 14:00").await;
