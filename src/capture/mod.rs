@@ -166,25 +166,48 @@ pub async fn start(
         Utc::now().format("%Y%m%dT%H%M%SZ"),
         request.window.seconds
     );
+    let id = insert_capturing(
+        store,
+        investigation_id,
+        &name,
+        "prometheus",
+        user_id,
+        request.url.as_str(),
+    )
+    .await?;
+    tokio::spawn(run(store.clone(), id, request));
+    Ok(id)
+}
+
+/// Records an artifact whose bytes are still being gathered (status `capturing`, empty
+/// blob) from `source_url`; [`settle`] later stores or fails it. Live captures and
+/// Prometheus windows start this way.
+pub(crate) async fn insert_capturing(
+    store: &ArtifactStore,
+    investigation_id: i64,
+    name: &str,
+    kind: &str,
+    user_id: i64,
+    source_url: &str,
+) -> sqlx::Result<i64> {
     let options = Options {
         max_decompressed_bytes: store.max_decompressed_bytes,
         ..Options::default()
     };
-    let id: i64 = sqlx::query_scalar(
+    sqlx::query_scalar(
         "INSERT INTO artifacts (investigation_id, name, kind, sha256, size_bytes, status,
                                 uploaded_by, options, source_url)
-         VALUES ($1, $2, 'prometheus', $3, 0, 'capturing', $4, $5, $6) RETURNING id",
+         VALUES ($1, $2, $3, $4, 0, 'capturing', $5, $6, $7) RETURNING id",
     )
     .bind(investigation_id)
-    .bind(&name)
+    .bind(name)
+    .bind(kind)
     .bind(EMPTY_SHA256)
     .bind(user_id)
     .bind(sqlx::types::Json(&options))
-    .bind(request.url.as_str())
+    .bind(source_url)
     .fetch_one(&store.pool)
-    .await?;
-    tokio::spawn(run(store.clone(), id, request));
-    Ok(id)
+    .await
 }
 
 /// Scrapes while keeping the row's heartbeat; stops early when the row stops being

@@ -14,12 +14,11 @@ use serde_json::Value;
 use sqlx::PgPool;
 use utoipa::ToSchema;
 
-use crate::artifacts::{ArtifactStore, EMPTY_SHA256};
+use crate::artifacts::ArtifactStore;
 use crate::capture::target_of;
 use crate::core::analyze::prometheus::range::{
     self, Answer, CounterFetch, GaugeFetch, HistogramFetch, RangeFetch, ENGINES, MAX_WINDOW_S,
 };
-use crate::core::analyze::Options;
 use crate::core::capture::check_target;
 use crate::core::FieldError;
 use crate::error::AppError;
@@ -418,22 +417,14 @@ async fn start(
         at(request.start),
         at(request.end)
     );
-    let options = Options {
-        max_decompressed_bytes: store.max_decompressed_bytes,
-        ..Options::default()
-    };
-    let id: i64 = sqlx::query_scalar(
-        "INSERT INTO artifacts (investigation_id, name, kind, sha256, size_bytes, status,
-                                uploaded_by, options, source_url)
-         VALUES ($1, $2, 'prometheus_range', $3, 0, 'capturing', $4, $5, $6) RETURNING id",
+    let id = crate::capture::insert_capturing(
+        store,
+        investigation_id,
+        &name,
+        "prometheus_range",
+        user_id,
+        request.base.as_str(),
     )
-    .bind(investigation_id)
-    .bind(&name)
-    .bind(EMPTY_SHA256)
-    .bind(user_id)
-    .bind(sqlx::types::Json(&options))
-    .bind(request.base.as_str())
-    .fetch_one(&store.pool)
     .await?;
     let store = store.clone();
     tokio::spawn(async move {
