@@ -215,7 +215,10 @@ pub async fn save_step(
     pairs: &Pairs,
     evidence: Option<i64>,
 ) -> Result<std::result::Result<i32, StepConflict>> {
-    let record = parse_step_in(step, pairs, &loaded.records).map_err(AppError::Invalid)?;
+    let mut record = parse_step_in(step, pairs, &loaded.records).map_err(AppError::Invalid)?;
+    if let StepRecord::Phases(table) = &mut record {
+        mark_row_sources(pool, loaded, table).await?;
+    }
     if let Some(artifact) = evidence {
         let attached: Option<i64> =
             sqlx::query_scalar("SELECT id FROM artifacts WHERE id = $1 AND investigation_id = $2")
@@ -255,6 +258,43 @@ pub async fn save_step(
             Ok(Err(conflict))
         }
     }
+}
+
+/// Checks each phase row's source (an artifact of this investigation, else a 422 on
+/// that row) and marks the rows whose numbers differ from what the artifact's analysis
+/// gives as edited, so step 2 says truly where each number came from.
+async fn mark_row_sources(
+    pool: &PgPool,
+    loaded: &Loaded,
+    table: &mut crate::core::method::PhaseTable,
+) -> Result<()> {
+    let metric = loaded.records.metric.map(|m| m.metric);
+    for row in &mut table.rows {
+        let Some(artifact) = row.source else {
+            continue;
+        };
+        let found: Option<(String, Option<serde_json::Value>)> = sqlx::query_as(
+            "SELECT kind, analysis FROM artifacts WHERE id = $1 AND investigation_id = $2",
+        )
+        .bind(artifact)
+        .bind(loaded.investigation.id)
+        .fetch_optional(pool)
+        .await?;
+        let Some((kind, analysis)) = found else {
+            return Err(AppError::field(
+                &format!("{}.source", row.phase.slug()),
+                format!(
+                    "{}: the source, artifact {artifact}, is not attached to investigation {}; \
+                     attach it, or leave the source out for numbers typed by hand",
+                    row.phase.label(),
+                    loaded.investigation.id
+                ),
+            ));
+        };
+        row.edited = !analysis
+            .is_some_and(|a| crate::core::method::evidence::row_as_filled(row, &kind, &a, metric));
+    }
+    Ok(())
 }
 
 /// What changed between version `base` of a step and version `current`, beside `yours`.

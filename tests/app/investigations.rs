@@ -1056,3 +1056,148 @@ async fn an_implausible_target_is_asked_to_be_confirmed() {
     )
     .await;
 }
+
+/// The named inputs of the step form (the one that saves the step), as a browser would
+/// send them.
+fn step_form_fields(page: &common::Reply, url: &str, step: u8) -> Vec<(String, String)> {
+    let html = page.html();
+    let form = scraper::Selector::parse(&format!(
+        "form[method=post][action='{url}/steps/{step}'] input[name]"
+    ))
+    .unwrap();
+    html.select(&form)
+        .filter(|e| !matches!(e.value().attr("type"), Some("checkbox" | "radio")))
+        .map(|e| {
+            let v = e.value();
+            (
+                v.attr("name").unwrap().to_string(),
+                v.attr("value").unwrap_or_default().to_string(),
+            )
+        })
+        .collect()
+}
+
+async fn stored_step(app: &TestApp, url: &str, step: i16) -> serde_json::Value {
+    let id: i64 = url.rsplit('/').next().unwrap().parse().unwrap();
+    sqlx::query_scalar(
+        "SELECT data FROM investigation_steps WHERE investigation_id = $1 AND step = $2",
+    )
+    .bind(id)
+    .bind(step)
+    .fetch_one(&app.pool)
+    .await
+    .unwrap()
+}
+
+#[tokio::test]
+async fn step_2_says_where_each_rows_numbers_came_from() {
+    let (mut app, url) = app_with_investigation().await;
+    let id: i64 = url.rsplit('/').next().unwrap().parse().unwrap();
+    let log: String = (0..40)
+        .map(|i| {
+            format!(
+                "{{\"request_id\":\"r{i}\",\"queue_wait_ms\":{},\"prefill_ms\":180,\"first_token_ms\":{},\"decode_ms\":4000}}\n",
+                2000 + i * 10,
+                2182 + i * 10
+            )
+        })
+        .collect();
+    let artifact = upload(&mut app, id, "requests.jsonl", log.into_bytes()).await;
+    let filled = app
+        .get(&format!("{url}/steps/2?from_artifact={artifact}"))
+        .await;
+    let mut fields = step_form_fields(&filled, &url, 2);
+    assert!(
+        fields.contains(&("prefill.source".to_string(), artifact.to_string())),
+        "{fields:?}"
+    );
+    // A row typed by hand beside the filled ones.
+    fields.retain(|(k, _)| !k.starts_with("network."));
+    fields.push(("network.p50".into(), "3".into()));
+    fields.push(("network.p95".into(), "9".into()));
+    let pairs: Vec<(&str, &str)> = fields
+        .iter()
+        .map(|(k, v)| (k.as_str(), v.as_str()))
+        .collect();
+    save(&mut app, &url, 2, &pairs).await;
+
+    let data = stored_step(&app, &url, 2).await;
+    let row = |phase: &str| {
+        data["rows"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|r| r["phase"] == phase)
+            .cloned()
+            .unwrap_or_else(|| panic!("no {phase} row in {data}"))
+    };
+    assert_eq!(row("prefill")["source"], artifact);
+    assert_eq!(row("prefill").get("edited"), None);
+    assert_eq!(row("network").get("source"), None, "typed by hand");
+
+    let page = app.get(&format!("{url}/steps/2")).await;
+    let sources = page.select(".phase-table .row-source");
+    assert!(
+        sources
+            .iter()
+            .any(|s| s == "from requests.jsonl (per-request log)"),
+        "{sources:?}"
+    );
+    assert!(sources.iter().any(|s| s == "typed"), "{sources:?}");
+
+    // A number changed after the fill: the row says so, and keeps its source.
+    let mut fields = step_form_fields(&page, &url, 2);
+    for (k, v) in &mut fields {
+        if k == "prefill.p50" {
+            *v = "170".into();
+        }
+    }
+    let pairs: Vec<(&str, &str)> = fields
+        .iter()
+        .map(|(k, v)| (k.as_str(), v.as_str()))
+        .collect();
+    save(&mut app, &url, 2, &pairs).await;
+    let data = stored_step(&app, &url, 2).await;
+    let prefill = data["rows"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|r| r["phase"] == "prefill")
+        .unwrap()
+        .clone();
+    assert_eq!(prefill["source"], artifact);
+    assert_eq!(prefill["edited"], true);
+    let page = app.get(&format!("{url}/steps/2")).await;
+    assert!(page
+        .select(".phase-table .row-source")
+        .iter()
+        .any(|s| s == "edited after filling from requests.jsonl (per-request log)"));
+
+    // A source that is not this investigation's artifact is refused on its row;
+    // nothing changes.
+    let before = stored_step(&app, &url, 2).await;
+    let mut fields = step_form_fields(&page, &url, 2);
+    fields.push(("decode.source".into(), "999999".into()));
+    fields.push(("queue_wait.source".into(), "abc".into()));
+    let pairs: Vec<(&str, &str)> = fields
+        .iter()
+        .map(|(k, v)| (k.as_str(), v.as_str()))
+        .collect();
+    let r = app.post_form(&format!("{url}/steps/2"), &pairs).await;
+    assert_eq!(r.status, StatusCode::UNPROCESSABLE_ENTITY, "{}", r.body);
+    assert!(r.body.contains("is not an artifact id"), "{}", r.body);
+    let mut fields = step_form_fields(&page, &url, 2);
+    fields.push(("decode.source".into(), "999999".into()));
+    let pairs: Vec<(&str, &str)> = fields
+        .iter()
+        .map(|(k, v)| (k.as_str(), v.as_str()))
+        .collect();
+    let r = app.post_form(&format!("{url}/steps/2"), &pairs).await;
+    assert_eq!(r.status, StatusCode::UNPROCESSABLE_ENTITY, "{}", r.body);
+    assert!(
+        r.body.contains("artifact 999999, is not attached"),
+        "{}",
+        r.body
+    );
+    assert_eq!(stored_step(&app, &url, 2).await, before);
+}

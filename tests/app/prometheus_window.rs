@@ -425,6 +425,13 @@ async fn window_quantiles_equal_prometheus_histogram_quantile_over_the_window() 
         .unwrap();
     let ours = x["quantiles"]["prefill_ms"]["p50"].as_f64().unwrap();
     assert!((prefill_p50 - ours).abs() < 0.01, "{prefill_p50} vs {ours}");
+    // Each row says it came from the window (kept through the save as its source).
+    let sources = step2.select(".phase-table .row-source");
+    assert!(
+        sources.iter().any(|s| s.starts_with("from prometheus-")
+            && s.ends_with("(Prometheus window, bucket estimates)")),
+        "{sources:?}"
+    );
 }
 
 #[tokio::test]

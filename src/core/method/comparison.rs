@@ -1200,6 +1200,8 @@ mod diagnosis_tests {
                 p95: Some(2.0),
                 p99: Some(3.0),
                 share: None,
+                source: None,
+                edited: false,
             }],
         });
         assert!(diagnosis_names_change(&r, "enable chunked prefill"));

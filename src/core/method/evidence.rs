@@ -10,7 +10,7 @@ use std::collections::BTreeMap;
 use serde::de::DeserializeOwned;
 use serde_json::Value;
 
-use super::phases::Phase;
+use super::phases::{Phase, PhaseRow};
 use super::regime::regime;
 use super::setup_check::Claimed;
 use crate::analyze::ncu::NcuAnalysis;
@@ -388,7 +388,8 @@ pub fn merge(current: &Pairs, filled: &Pairs) -> Merged {
     let mut changed = Vec::new();
     for (k, v) in filled.iter() {
         let before = current.get(k).unwrap_or_default();
-        if before != v.trim() && !k.ends_with(".bucket") && !k.starts_with("evidence_") {
+        let note = k.ends_with(".bucket") || k.ends_with(".source") || k.starts_with("evidence_");
+        if before != v.trim() && !note {
             changed.push(k.to_string());
         }
         values.retain(|(name, _)| name != k);
@@ -405,6 +406,60 @@ pub fn merge(current: &Pairs, filled: &Pairs) -> Merged {
         changed,
         kept,
     }
+}
+
+/// What a source of phase numbers is, in a few words, by artifact kind: step 2 says
+/// which one each row came from.
+pub fn source_noun(kind: &str) -> &str {
+    match kind {
+        "request_log" => "per-request log",
+        "otlp_spans" => "OTLP request spans",
+        "prometheus_range" => "Prometheus window, bucket estimates",
+        "prometheus" => "/metrics snapshots, bucket estimates",
+        other => other,
+    }
+}
+
+/// Step 2's pairs as filled from `artifact`: every phase row the fill gave names the
+/// artifact as its source, so the saved row says where its numbers came from.
+pub fn with_row_sources(step: u8, filled: Pairs, artifact: i64) -> Pairs {
+    if step != 2 {
+        return filled;
+    }
+    let mut out = filled;
+    for phase in Phase::ALL {
+        let slug = phase.slug();
+        if out.get(&format!("{slug}.p50")).is_some() {
+            out = out.with(&format!("{slug}.source"), artifact.to_string());
+        }
+    }
+    out
+}
+
+/// Whether a saved phase row still holds the numbers its source artifact's analysis
+/// gives (`kind`, `analysis`, with shares of step 1's `metric`): false when a person
+/// changed one after filling, or when the analysis no longer fills that row.
+pub fn row_as_filled(row: &PhaseRow, kind: &str, analysis: &Value, metric: Option<Metric>) -> bool {
+    let Some((pairs, _)) = fill_for(2, kind, analysis, metric) else {
+        return false;
+    };
+    let parsed = super::record::parse_step_in(2, &pairs, &Default::default());
+    let Ok(super::record::StepRecord::Phases(table)) = parsed else {
+        return false;
+    };
+    let same = |a: Option<f64>, b: Option<f64>| match (a, b) {
+        (Some(a), Some(b)) => (a - b).abs() <= 1e-9 * a.abs().max(b.abs()).max(1.0),
+        (None, None) => true,
+        _ => false,
+    };
+    table.rows.iter().any(|f| {
+        f.phase == row.phase
+            && same(Some(f.p50), Some(row.p50))
+            && same(f.p90, row.p90)
+            && same(f.p95, row.p95)
+            && same(f.p99, row.p99)
+            && same(f.share, row.share)
+    })
 }
 
 /// What an artifact's analysis says about the setup it was measured on (model, GPU,
@@ -488,6 +543,60 @@ mod tests {
     use crate::method::record::{parse_step, StepRecord};
     use serde_json::json;
 
+    /// A vLLM queue-time histogram: half the requests under 1 s, all under 2 s.
+    const QUEUE_HISTOGRAM: &str = "# TYPE vllm:request_queue_time_seconds histogram\n\
+        vllm:request_queue_time_seconds_bucket{le=\"1\"} 50\n\
+        vllm:request_queue_time_seconds_bucket{le=\"2\"} 100\n\
+        vllm:request_queue_time_seconds_bucket{le=\"+Inf\"} 100\n\
+        vllm:request_queue_time_seconds_count 100\n\
+        vllm:request_queue_time_seconds_sum 120\n";
+
+    #[test]
+    fn filled_rows_name_their_source_and_an_edit_is_seen() {
+        let prom = crate::analyze::prometheus::analyze(QUEUE_HISTOGRAM.as_bytes()).unwrap();
+        let prom = serde_json::to_value(&prom).unwrap();
+        let (pairs, _) = fill(2, "prometheus", &prom).unwrap();
+        let pairs = with_row_sources(2, pairs, 42);
+        assert_eq!(pairs.get("queue_wait.source"), Some("42"));
+        assert_eq!(
+            pairs.get("prefill.source"),
+            None,
+            "no prefill row was filled"
+        );
+        let Ok(StepRecord::Phases(table)) = parse_step(2, &pairs) else {
+            panic!("the filled pairs parse");
+        };
+        let mut row = table.rows[0];
+        assert_eq!(row.source, Some(42));
+        assert!(row_as_filled(&row, "prometheus", &prom, None));
+        row.p50 = 900.0;
+        assert!(!row_as_filled(&row, "prometheus", &prom, None));
+        row.p50 = 1000.0;
+        row.share = Some(0.5);
+        assert!(
+            !row_as_filled(&row, "prometheus", &prom, None),
+            "a typed share is not the artifact's"
+        );
+        assert!(!row_as_filled(&table.rows[0], "pytorch_trace", &prom, None));
+        // Other steps are left as they are; a bad source is named on its row.
+        let untouched = with_row_sources(5, pairs.clone(), 42);
+        assert!(untouched.iter().eq(pairs.iter()));
+        let bad = pairs.with("queue_wait.source", "x".to_string());
+        let errors = parse_step(2, &bad).unwrap_err();
+        assert_eq!(errors[0].field, "queue_wait.source");
+        // A source alone does not make a row.
+        let only = Pairs::new(vec![
+            ("prefill.source".to_string(), "42".to_string()),
+            ("decode.p50".to_string(), "20".to_string()),
+            ("decode.p95".to_string(), "30".to_string()),
+        ]);
+        let Ok(StepRecord::Phases(t)) = parse_step(2, &only) else {
+            panic!("a decode row and a stray source parse");
+        };
+        assert_eq!(t.rows.len(), 1);
+        assert_eq!(t.rows[0].source, None);
+    }
+
     #[test]
     fn traces_fill_steps_three_and_five_and_histograms_step_two() {
         let trace = json!({"traceEvents": [
@@ -512,13 +621,7 @@ mod tests {
         assert_eq!(pairs.get("kernels[0].share"), Some("1"));
         assert!(matches!(parse_step(5, &pairs), Ok(StepRecord::Kernels(_))));
 
-        let text = "# TYPE vllm:request_queue_time_seconds histogram\n\
-            vllm:request_queue_time_seconds_bucket{le=\"1\"} 50\n\
-            vllm:request_queue_time_seconds_bucket{le=\"2\"} 100\n\
-            vllm:request_queue_time_seconds_bucket{le=\"+Inf\"} 100\n\
-            vllm:request_queue_time_seconds_count 100\n\
-            vllm:request_queue_time_seconds_sum 120\n";
-        let prom = crate::analyze::prometheus::analyze(text.as_bytes()).unwrap();
+        let prom = crate::analyze::prometheus::analyze(QUEUE_HISTOGRAM.as_bytes()).unwrap();
         let prom = serde_json::to_value(&prom).unwrap();
         let (pairs, _) = fill(2, "prometheus", &prom).unwrap();
         assert_eq!(pairs.get("queue_wait.p50"), Some("1000"));

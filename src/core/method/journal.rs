@@ -867,6 +867,8 @@ mod tests {
                 p95: None,
                 p99: Some(136.0),
                 share: None,
+                source: None,
+                edited: false,
             }],
         };
         let dominance = crate::method::phases::dominant(&table, &target);

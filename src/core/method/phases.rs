@@ -83,6 +83,14 @@ pub struct PhaseRow {
     pub p99: Option<f64>,
     #[serde(default)]
     pub share: Option<f64>,
+    /// The artifact whose analysis gave the row's numbers (request log, OTLP spans,
+    /// a Prometheus window, `/metrics` snapshots); `None` when they were typed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub source: Option<i64>,
+    /// A number of the row was changed after it was filled from `source` (set when the
+    /// step is saved, by holding the row against the artifact's analysis).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub edited: bool,
 }
 
 impl PhaseRow {
@@ -437,6 +445,8 @@ mod tests {
             p95: Some(p95),
             p99: Some(p95 * 1.2),
             share: None,
+            source: None,
+            edited: false,
         }
     }
 
@@ -486,6 +496,8 @@ mod tests {
                 p95: None,
                 p99: Some(136.0),
                 share: None,
+                source: None,
+                edited: false,
             }],
         };
         let itl = |percentile| MetricTarget {
@@ -635,6 +647,8 @@ mod tests {
                     p95: s.p95,
                     p99: s.p99,
                     share: None,
+                    source: None,
+                    edited: false,
                 })
             })
             .collect::<Result<Vec<_>, StatsError>>()?;

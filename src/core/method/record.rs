@@ -354,16 +354,20 @@ fn parse_metric(pairs: &Pairs) -> Result<MetricTarget, Vec<FieldError>> {
     })
 }
 
+/// The value columns of a phase row in the form and the API.
+pub const PHASE_COLUMNS: [&str; 5] = ["p50", "p90", "p95", "p99", "share"];
+
 fn parse_phases(pairs: &Pairs) -> Result<PhaseTable, Vec<FieldError>> {
     let mut errors = Vec::new();
     let mut rows = Vec::new();
     for phase in Phase::ALL {
         let slug = phase.slug();
-        if !pairs.any_with_prefix(&format!("{slug}.")) {
+        let f = |p: &str| format!("{slug}.{p}");
+        // A row is there when a number is typed; its source alone (a hidden field) is not.
+        if !PHASE_COLUMNS.iter().any(|c| pairs.get(&f(c)).is_some()) {
             continue;
         }
         let label = phase.label();
-        let f = |p: &str| format!("{slug}.{p}");
         let p50 = pairs.required(&f("p50"), &format!("{label} p50"), Unit::Ms, &mut errors);
         let p90 = pairs.number(&f("p90"), &format!("{label} p90"), Unit::Ms, &mut errors);
         let p95 = pairs.number(&f("p95"), &format!("{label} p95"), Unit::Ms, &mut errors);
@@ -378,6 +382,22 @@ fn parse_phases(pairs: &Pairs) -> Result<PhaseTable, Vec<FieldError>> {
                 format!("{label}: give at least one of p90, p95 or p99 beside the p50"),
             ));
         }
+        let source = match pairs.get(&f("source")) {
+            None => None,
+            Some(text) => match text.parse::<i64>() {
+                Ok(id) if id > 0 => Some(id),
+                _ => {
+                    errors.push(FieldError::new(
+                        f("source"),
+                        format!(
+                            "{label}: the source '{text}' is not an artifact id (a whole number \
+                             above 0); leave it out for numbers typed by hand"
+                        ),
+                    ));
+                    None
+                }
+            },
+        };
         if let (Some(p50), true) = (p50, p90.is_some() || p95.is_some() || p99.is_some()) {
             rows.push(PhaseRow {
                 phase,
@@ -386,6 +406,8 @@ fn parse_phases(pairs: &Pairs) -> Result<PhaseTable, Vec<FieldError>> {
                 p95,
                 p99,
                 share,
+                source,
+                edited: false,
             });
         }
     }

@@ -227,6 +227,8 @@ mod tests {
                     p95: Some(2400.0),
                     p99: None,
                     share: Some(0.62),
+                    source: None,
+                    edited: false,
                 }],
             }),
             None,

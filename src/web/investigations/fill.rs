@@ -64,7 +64,10 @@ pub(super) async fn filled_values(
     };
     Ok(match filled {
         Some((pairs, what)) => Fill {
-            filled: Some(pairs.with(EVIDENCE_FIELD, artifact.to_string())),
+            filled: Some(
+                evidence::with_row_sources(step, pairs, artifact)
+                    .with(EVIDENCE_FIELD, artifact.to_string()),
+            ),
             notice: FillNotice {
                 ok: true,
                 text: format!(

@@ -32,10 +32,51 @@ use crate::web::{render, FormErrors, PageCtx};
 use super::fill::{filled_values, FillNotice, VERSION_FIELD};
 use super::{rail, ExpectedView, RailItem};
 
+/// Where one phase row of step 2 came from: an artifact (`id` > 0) or typing.
+pub struct RowSource {
+    pub phase: &'static str,
+    /// 0 when the numbers were typed.
+    pub id: i64,
+    pub name: String,
+    /// What the artifact is ("Prometheus window, bucket estimates").
+    pub what: String,
+    pub edited: bool,
+}
+
+/// Step 2: each row holding numbers, with its source from the form's values; the
+/// artifact is named from the investigation's artifacts when it is among them.
+fn row_sources(step: u8, values: &Pairs, known: &[&ArtifactLink]) -> Vec<RowSource> {
+    if step != 2 {
+        return Vec::new();
+    }
+    let mut out = Vec::new();
+    for phase in Phase::ALL {
+        let slug = phase.slug();
+        let f = |c: &str| format!("{slug}.{c}");
+        if values.get(&f("p50")).is_none() {
+            continue;
+        }
+        let id = values
+            .get(&f("source"))
+            .and_then(|v| v.parse::<i64>().ok())
+            .unwrap_or(0);
+        let link = known.iter().find(|a| a.id == id);
+        out.push(RowSource {
+            phase: slug,
+            id,
+            name: link.map_or_else(|| format!("artifact {id}"), |a| a.name.clone()),
+            what: link.map_or_else(String::new, |a| evidence::source_noun(&a.kind).to_string()),
+            edited: matches!(values.get(&f("edited")), Some("on" | "true")),
+        });
+    }
+    out
+}
+
 /// Submitted or stored values of a step form, with their errors.
 pub struct StepForm {
     values: Pairs,
     errors: FormErrors,
+    sources: Vec<RowSource>,
     /// The version of the step this form edits (0: not yet recorded); a save names it.
     version: i32,
 }
@@ -71,6 +112,12 @@ impl StepForm {
 
     pub fn pb(&self, phase: impl Copied<Phase>, col: &str) -> &str {
         self.bucket(&format!("{}.{col}", phase.value().slug()))
+    }
+
+    /// Where a phase row's numbers came from, when it holds numbers.
+    pub fn row_source(&self, phase: impl Copied<Phase>) -> Option<&RowSource> {
+        let slug = phase.value().slug();
+        self.sources.iter().find(|s| s.phase == slug)
     }
 
     pub fn pe(&self, phase: impl Copied<Phase>, col: &str) -> Option<&str> {
@@ -426,6 +473,15 @@ pub(super) fn step_page(ctx: PageCtx, loaded: Loaded, step: u8, view: StepView) 
         next: STEPS.get(step as usize + 1).copied(),
         warning: view.warning,
         form: StepForm {
+            sources: row_sources(
+                step,
+                &view.values,
+                &view
+                    .fillers
+                    .iter()
+                    .chain(&view.evidence)
+                    .collect::<Vec<_>>(),
+            ),
             values: view.values,
             errors: view.errors.into(),
             version,
