@@ -7,6 +7,7 @@ mod captures;
 pub(crate) mod comparisons;
 mod contract;
 mod estimate;
+mod incident_window;
 mod investigations;
 mod journal;
 mod prometheus;
@@ -167,6 +168,11 @@ pub fn router() -> OpenApiRouter<AppState> {
         .routes(routes!(prometheus::list_sources, prometheus::create_source))
         .routes(routes!(prometheus::delete_source))
         .routes(routes!(prometheus::start_window))
+        .routes(routes!(
+            incident_window::get_window,
+            incident_window::put_window,
+            incident_window::delete_window
+        ))
         .routes(routes!(list_login_locks))
         .routes(routes!(clear_login_locks))
 }

@@ -2,6 +2,7 @@
 //! phase percentiles per filter (and per tenant or model version) from the artifact's
 //! column copy, or by ordered-set aggregates in SQL for logs without one.
 
+use crate::core::window::parse_optional_time;
 use sqlx::PgPool;
 
 use super::columns;
@@ -19,31 +20,6 @@ pub struct RequestFilter {
     pub by: Option<&'static str>,
 }
 
-/// Accepts epoch seconds or an RFC 3339 time.
-fn parse_time(field: &str, raw: &str) -> Result<Option<f64>, FieldError> {
-    let raw = raw.trim();
-    if raw.is_empty() {
-        return Ok(None);
-    }
-    if let Ok(v) = raw.parse::<f64>() {
-        return Ok(Some(v));
-    }
-    let with_zone = if raw.len() == 16 {
-        format!("{raw}:00Z")
-    } else {
-        raw.to_string()
-    };
-    chrono::DateTime::parse_from_rfc3339(&with_zone)
-        .or_else(|_| chrono::DateTime::parse_from_rfc3339(&format!("{with_zone}Z")))
-        .map(|t| Some(t.timestamp_millis() as f64 / 1000.0))
-        .map_err(|_| {
-            FieldError::new(
-                field,
-                format!("{raw:?} is not a time: use epoch seconds or 2025-01-02T03:04:05Z"),
-            )
-        })
-}
-
 impl RequestFilter {
     pub fn parse(
         tenant: &str,
@@ -53,11 +29,11 @@ impl RequestFilter {
         by: &str,
     ) -> Result<Self, Vec<FieldError>> {
         let mut errors = Vec::new();
-        let from = parse_time("from", from)
+        let from = parse_optional_time("from", from)
             .map_err(|e| errors.push(e))
             .ok()
             .flatten();
-        let to = parse_time("to", to)
+        let to = parse_optional_time("to", to)
             .map_err(|e| errors.push(e))
             .ok()
             .flatten();

@@ -17,6 +17,7 @@ pub mod settings;
 pub mod stats;
 pub mod training;
 pub mod webhook;
+pub mod window;
 
 #[cfg(test)]
 #[path = "../test_skip.rs"]

@@ -7,6 +7,7 @@ pub mod journal;
 pub mod replay;
 pub mod seed;
 pub mod step_doc;
+pub mod window;
 
 use chrono::{DateTime, Utc};
 use sqlx::PgPool;

@@ -8,7 +8,7 @@
 
 use std::time::Duration;
 
-use chrono::{DateTime, NaiveDateTime, TimeZone, Utc};
+use chrono::{DateTime, Utc};
 use serde::Serialize;
 use serde_json::Value;
 use sqlx::PgPool;
@@ -248,45 +248,6 @@ pub struct WindowRequest {
     pub step: f64,
 }
 
-/// A time as typed: RFC 3339 (`2026-12-02T14:00:00Z`), `YYYY-MM-DD HH:MM[:SS]` in UTC
-/// (also with `T`), or Unix seconds.
-pub fn parse_time(field: &str, raw: &str) -> Result<f64, FieldError> {
-    let raw = raw.trim();
-    if raw.is_empty() {
-        return Err(FieldError::new(
-            field,
-            "a time (UTC), e.g. 2026-12-02 14:00",
-        ));
-    }
-    if let Ok(t) = DateTime::parse_from_rfc3339(raw) {
-        return Ok(t.timestamp_millis() as f64 / 1000.0);
-    }
-    for fmt in [
-        "%Y-%m-%d %H:%M:%S",
-        "%Y-%m-%d %H:%M",
-        "%Y-%m-%dT%H:%M:%S",
-        "%Y-%m-%dT%H:%M",
-    ] {
-        if let Ok(t) = NaiveDateTime::parse_from_str(raw, fmt) {
-            return Ok(Utc.from_utc_datetime(&t).timestamp() as f64);
-        }
-    }
-    match raw.parse::<f64>() {
-        Ok(t) if t.is_finite() && t > 0.0 && t < 1e11 => Ok(t),
-        _ => Err(FieldError::new(
-            field,
-            format!(
-                "'{raw}' is not a time: write 2026-12-02 14:00 (UTC), RFC 3339 or Unix seconds"
-            ),
-        )),
-    }
-}
-
-/// The time as the form shows it (UTC, to the second).
-pub fn show_time(t: DateTime<Utc>) -> String {
-    t.format("%Y-%m-%d %H:%M:%S").to_string()
-}
-
 /// Reads a window request; `source` (id or name) wins over `url`.
 pub async fn parse_request(
     pool: &PgPool,
@@ -326,17 +287,14 @@ pub async fn parse_request(
         ));
         None
     };
-    let start = parse_time("start", &f.start)
-        .map_err(|e| errors.push(e))
-        .ok();
-    let end = parse_time("end", &f.end).map_err(|e| errors.push(e)).ok();
-    if let (Some(s), Some(e)) = (start, end) {
-        if e <= s {
-            errors.push(FieldError::new("end", "the end comes after the start"));
-        } else if e - s > MAX_WINDOW_S as f64 {
-            errors.push(FieldError::new("end", "a window of at most 31 days"));
-        }
-    }
+    let (start, end) =
+        match crate::core::window::parse_window(&f.start, &f.end, MAX_WINDOW_S as f64) {
+            Ok((s, e)) => (Some(s), Some(e)),
+            Err(e) => {
+                errors.extend(e);
+                (None, None)
+            }
+        };
     let step = match f.step.trim() {
         "" => None,
         raw => match crate::core::quantity::read(raw, crate::core::quantity::Unit::S) {
@@ -666,20 +624,6 @@ pub async fn fetch(request: &WindowRequest) -> Result<RangeFetch, String> {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn times_read_as_typed() {
-        assert_eq!(
-            parse_time("start", "2026-12-02 14:00").unwrap(),
-            1_796_220_000.0
-        );
-        assert_eq!(
-            parse_time("start", "2026-12-02T14:00:00Z").unwrap(),
-            1_796_220_000.0
-        );
-        assert_eq!(parse_time("start", "1796220000").unwrap(), 1_796_220_000.0);
-        assert!(parse_time("start", "yesterday").is_err());
-    }
 
     #[test]
     fn sources_are_checked_against_the_allowlist() {

@@ -67,6 +67,9 @@ struct ShowPage {
     sections: Vec<(&'static str, String)>,
     expected: Vec<ExpectedView>,
     artifacts: Vec<ArtifactLink>,
+    /// The investigation's incident window and the telemetry read over windows.
+    win: Option<crate::investigations::window::IncidentWindow>,
+    win_telemetry: Vec<crate::investigations::window::WindowTelemetry>,
 }
 
 async fn load_entry(state: &AppState, id: i64) -> Result<StoredEntry> {
@@ -97,8 +100,20 @@ async fn show_entry(
         .await?
         .ok_or_else(|| AppError::not_found(format!("there is no journal entry {id}")))?;
     let expected = expected_of(&state, entry.investigation_id).await?;
+    let (win, win_telemetry) = match entry.investigation_id {
+        Some(i) => {
+            use crate::investigations::window;
+            (
+                window::get(&state.pool, i).await?,
+                window::telemetry(&state.pool, i).await?,
+            )
+        }
+        None => (None, Vec::new()),
+    };
     let page = ShowPage {
         ctx,
+        win,
+        win_telemetry,
         artifacts,
         sections: sections(&entry.entry),
         entry,

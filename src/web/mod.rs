@@ -11,6 +11,7 @@ pub mod ctx;
 pub mod drills;
 pub mod estimators;
 pub mod home;
+pub mod incident_window;
 pub mod investigations;
 pub mod journal;
 pub mod learn;
@@ -61,6 +62,7 @@ pub fn private_routes() -> Router<AppState> {
         .merge(transfer::routes())
         .merge(webhooks::routes())
         .merge(prometheus::routes())
+        .merge(incident_window::routes())
 }
 
 /// Routes that stream large bodies (the server exempts them from the request timeout

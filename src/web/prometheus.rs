@@ -130,18 +130,26 @@ pub struct WindowOffer {
     pub end: String,
 }
 
-/// The form's starting values. Investigations hold no incident window yet, so the form
-/// starts on the hour before the investigation was opened (UTC), for the person to set.
-pub async fn offer(state: &AppState, opened: chrono::DateTime<chrono::Utc>) -> Result<WindowOffer> {
+/// The form's starting values: the investigation's incident window when it has one,
+/// else the hour before the investigation was opened (UTC), for the person to set.
+pub async fn offer(
+    state: &AppState,
+    inv: &crate::investigations::db::Investigation,
+) -> Result<WindowOffer> {
+    use crate::core::window::show_time;
     let sources = prom::list_sources(&state.pool)
         .await?
         .into_iter()
         .map(|s| (s.id, s.name))
         .collect();
+    let (start, end) = match crate::investigations::window::get(&state.pool, inv.id).await? {
+        Some(w) => (w.starts_at, w.ends_at),
+        None => (inv.created_at - chrono::Duration::hours(1), inv.created_at),
+    };
     Ok(WindowOffer {
         sources,
-        start: prom::show_time(opened - chrono::Duration::hours(1)),
-        end: prom::show_time(opened),
+        start: show_time(start),
+        end: show_time(end),
     })
 }
 
@@ -172,7 +180,7 @@ async fn window_page(
     } else {
         StatusCode::UNPROCESSABLE_ENTITY
     };
-    let offer = offer(state, inv.created_at).await?;
+    let offer = offer(state, &inv).await?;
     let form = form.unwrap_or(WindowFields {
         start: offer.start,
         end: offer.end,

@@ -18,6 +18,7 @@ mod estimators;
 mod foundation;
 mod grafana;
 mod hostile_uploads;
+mod incident_window;
 mod investigations;
 mod journal;
 mod learn;

@@ -242,6 +242,12 @@ struct ShowPage {
     prom_sources: Vec<(i64, String)>,
     prom_form: crate::prometheus_range::WindowFields,
     prom_errors: super::FormErrors,
+    /// The incident window card.
+    win_investigation: i64,
+    win: Option<crate::investigations::window::IncidentWindow>,
+    win_telemetry: Vec<crate::investigations::window::WindowTelemetry>,
+    win_form: super::incident_window::WindowForm,
+    win_errors: super::FormErrors,
 }
 
 async fn show_investigation(
@@ -262,8 +268,14 @@ async fn show_investigation(
             .is_some_and(|e| e.offers_resolve()),
         None => false,
     };
-    let offer = super::prometheus::offer(&state, loaded.investigation.created_at).await?;
+    let offer = super::prometheus::offer(&state, &loaded.investigation).await?;
+    let card = super::incident_window::card(&state, id).await?;
     let page = ShowPage {
+        win_investigation: id,
+        win: card.win,
+        win_telemetry: card.win_telemetry,
+        win_form: card.win_form,
+        win_errors: Vec::new().into(),
         prom_investigation: id,
         prom_sources: offer.sources,
         prom_form: crate::prometheus_range::WindowFields {
