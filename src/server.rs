@@ -37,6 +37,15 @@ pub const CSP: &str =
      font-src 'self'; connect-src 'self'; form-action 'self'; frame-ancestors 'none'; \
      base-uri 'none'; object-src 'none'";
 
+/// [`CSP`] with forms also allowed to lead to `origin` (the sign-in page's "Sign in with
+/// …" form is answered by a redirect to the OpenID provider).
+pub fn csp_with_form_action(origin: &str) -> String {
+    CSP.replace(
+        "form-action 'self'",
+        &format!("form-action 'self' {origin}"),
+    )
+}
+
 pub fn app(state: AppState) -> Router {
     let timeout = || {
         TimeoutLayer::with_status_code(StatusCode::REQUEST_TIMEOUT, state.config.request_timeout)
@@ -100,12 +109,20 @@ pub fn app(state: AppState) -> Router {
         ))
         .layer(axum_htmx::AutoVaryLayer)
         .layer(from_fn_with_state(state.clone(), crate::auth::csrf::verify))
+        .layer(from_fn_with_state(
+            state.clone(),
+            crate::web::sso::proxy_sign_in,
+        ))
         .layer(sessions)
         .route("/static/{*file}", get(crate::web::assets::serve))
         .layer(DefaultBodyLimit::max(state.config.body_limit))
         .layer(
             ServiceBuilder::new()
-                .layer(header_layer(header::CONTENT_SECURITY_POLICY, CSP))
+                // A page may send its own (the sign-in page, see csp_with_form_action).
+                .layer(SetResponseHeaderLayer::if_not_present(
+                    header::CONTENT_SECURITY_POLICY,
+                    HeaderValue::from_static(CSP),
+                ))
                 .layer(header_layer(header::X_CONTENT_TYPE_OPTIONS, "nosniff"))
                 .layer(header_layer(header::REFERRER_POLICY, "same-origin"))
                 .layer(header_layer(header::X_FRAME_OPTIONS, "DENY"))
