@@ -336,45 +336,52 @@ impl Oidc {
                 ));
             }
         }
-        let claim = &self.settings.groups_claim;
-        let mut groups = groups_in(
-            &Value::Object(claims.additional_claims().claims.clone()),
-            claim,
-        );
-        if groups.is_none() {
-            groups = self
-                .userinfo_groups(&client, &tokens, claims.subject())
-                .await?;
-        }
-        Ok(Identity {
+        let mut identity = Identity {
             issuer: self.settings.issuer.clone(),
             subject: claims.subject().to_string(),
             preferred_username: claims.preferred_username().map(|u| u.to_string()),
             email: claims.email().map(|e| e.to_string()),
-            groups,
-        })
+            groups: groups_in(
+                &Value::Object(claims.additional_claims().claims.clone()),
+                &self.settings.groups_claim,
+            ),
+        };
+        let named = identity.preferred_username.is_some() || identity.email.is_some();
+        if identity.groups.is_none() || !named {
+            self.add_userinfo(&client, &tokens, &mut identity).await?;
+        }
+        Ok(identity)
     }
 
-    /// The groups claim from the userinfo endpoint, when the ID token lacks it (some
-    /// providers put only the basics in the ID token).
-    async fn userinfo_groups(
+    /// What the ID token lacks (groups, a name), from the userinfo endpoint: some
+    /// providers put only the basics in the ID token.
+    async fn add_userinfo(
         &self,
         client: &OidcClient,
         tokens: &Tokens,
-        subject: &openidconnect::SubjectIdentifier,
-    ) -> Result<Option<Vec<String>>, CallbackError> {
-        let Ok(request) = client.user_info(tokens.access_token().clone(), Some(subject.clone()))
-        else {
-            return Ok(None);
+        identity: &mut Identity,
+    ) -> Result<(), CallbackError> {
+        let subject = openidconnect::SubjectIdentifier::new(identity.subject.clone());
+        let Ok(request) = client.user_info(tokens.access_token().clone(), Some(subject)) else {
+            return Ok(());
         };
         let info: UserInfoClaims<OtherClaims, CoreGenderClaim> =
             request.request_async(&self.http).await.map_err(|e| {
                 CallbackError::Upstream(format!("the userinfo endpoint: {}", chain(&e)))
             })?;
-        Ok(groups_in(
-            &Value::Object(info.additional_claims().claims.clone()),
-            &self.settings.groups_claim,
-        ))
+        if identity.groups.is_none() {
+            identity.groups = groups_in(
+                &Value::Object(info.additional_claims().claims.clone()),
+                &self.settings.groups_claim,
+            );
+        }
+        if identity.preferred_username.is_none() {
+            identity.preferred_username = info.preferred_username().map(|u| u.to_string());
+        }
+        if identity.email.is_none() {
+            identity.email = info.email().map(|e| e.to_string());
+        }
+        Ok(())
     }
 }
 
