@@ -28,6 +28,18 @@ impl Provider {
         accounts: serde_json::Value,
         env: &[(&str, &str)],
     ) -> Option<Provider> {
+        Provider::start_on(super::free_port(), test, redirect_uris, accounts, env).await
+    }
+
+    /// [`Provider::start`] on a given port (when the app must know the issuer before the
+    /// provider can know the app's address).
+    pub async fn start_on(
+        port: u16,
+        test: &str,
+        redirect_uris: &[String],
+        accounts: serde_json::Value,
+        env: &[(&str, &str)],
+    ) -> Option<Provider> {
         let Some(modules) = std::env::var_os("PERFJOURNAL_OIDC_PROVIDER_DIR")
             .map(PathBuf::from)
             .filter(|d| d.join("node_modules/oidc-provider/package.json").exists())
@@ -39,7 +51,6 @@ impl Provider {
             );
             return None;
         };
-        let port = super::free_port();
         let dir = tempfile::Builder::new()
             .prefix("pj-oidc-")
             .tempdir()
@@ -118,8 +129,15 @@ impl Provider {
 
     /// The app's settings for this provider.
     pub fn settings(&self) -> OidcSettings {
+        settings(&self.issuer)
+    }
+}
+
+/// The app's settings for the test provider at `issuer`.
+pub fn settings(issuer: &str) -> OidcSettings {
+    {
         OidcSettings {
-            issuer: self.issuer.clone(),
+            issuer: issuer.to_string(),
             client_id: CLIENT_ID.into(),
             client_secret: Some(CLIENT_SECRET.into()),
             scopes: ["openid", "profile", "email", "groups"]
