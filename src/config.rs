@@ -116,8 +116,9 @@ pub struct ServeArgs {
     )]
     pub trusted_proxies: Vec<crate::auth::throttle::ProxyNet>,
 
+    /// (Boxed: the single sign-on flags would make every command as large as `serve`.)
     #[command(flatten)]
-    pub sso: SsoArgs,
+    pub sso: Box<SsoArgs>,
 }
 
 /// Single sign-on: an OpenID Connect provider, a trusted reverse proxy, or both.

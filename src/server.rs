@@ -178,6 +178,21 @@ pub async fn serve(state: AppState, bind: &str) -> anyhow::Result<()> {
             state.config.public_url.clone(),
         ))
     });
+    // The OpenID provider is discovered now, so the log says at start whether it is
+    // reachable (a few tries; sign-ins try again themselves).
+    if let Some(oidc) = state.oidc.clone() {
+        tokio::spawn(async move {
+            for attempt in 1..=5u32 {
+                match oidc.discover().await {
+                    Ok(_) => return,
+                    Err(e) => {
+                        tracing::warn!(attempt, "OpenID provider not discovered yet: {e}");
+                        tokio::time::sleep(Duration::from_secs(2u64.pow(attempt))).await;
+                    }
+                }
+            }
+        });
+    }
     // Live captures cut off by a restart end `failed` instead of `capturing` for ever.
     let captures = tokio::spawn(crate::capture::settle_abandoned(state.pool.clone()));
     // The search index loads in the background, so the first search does not wait.

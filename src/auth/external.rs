@@ -83,17 +83,30 @@ pub async fn sign_in(
 ) -> Result<User, SignInError> {
     let groups: Vec<String> = identity.groups.clone().unwrap_or_default();
     let linked: Option<i64> = sqlx::query_scalar(
-        "UPDATE external_identities SET last_sign_in_at = now(), groups = $3, email = $4
-         WHERE issuer = $1 AND subject = $2 RETURNING user_id",
+        "SELECT user_id FROM external_identities WHERE issuer = $1 AND subject = $2",
     )
     .bind(&identity.issuer)
     .bind(&identity.subject)
-    .bind(&groups)
-    .bind(&identity.email)
     .fetch_optional(pool)
     .await?;
     let user_id = match linked {
-        Some(id) => id,
+        Some(id) => {
+            // A disabled account's sign-in is refused before anything is recorded.
+            if let Some(user) = users::by_id(pool, id).await?.filter(|u| u.disabled) {
+                return Err(SignInError::Disabled(user.name));
+            }
+            sqlx::query(
+                "UPDATE external_identities SET last_sign_in_at = now(), groups = $3, email = $4
+                 WHERE issuer = $1 AND subject = $2",
+            )
+            .bind(&identity.issuer)
+            .bind(&identity.subject)
+            .bind(&groups)
+            .bind(&identity.email)
+            .execute(pool)
+            .await?;
+            id
+        }
         None => first_sign_in(pool, identity, policy, &groups).await?,
     };
     let Some(mut user) = users::by_id(pool, user_id).await? else {

@@ -5,6 +5,7 @@
 
 use std::future::Future;
 use std::pin::Pin;
+use std::sync::Arc;
 use std::time::Duration;
 
 use openidconnect::core::{
@@ -192,7 +193,8 @@ pub struct Flow {
 pub struct Oidc {
     pub settings: OidcSettings,
     http: Http,
-    metadata: tokio::sync::OnceCell<CoreProviderMetadata>,
+    /// The discovery document with the issuer's keys, once read.
+    metadata: tokio::sync::RwLock<Option<Arc<CoreProviderMetadata>>>,
 }
 
 /// Why a callback was refused: each says what failed; the user sees it on a 4xx page.
@@ -222,35 +224,43 @@ impl Oidc {
         Oidc {
             settings,
             http: Http::new(),
-            metadata: tokio::sync::OnceCell::new(),
+            metadata: tokio::sync::RwLock::new(None),
         }
     }
 
-    /// The provider's discovery document and keys, fetched once (a failure is retried on
-    /// the next sign-in).
-    pub async fn metadata(&self) -> Result<&CoreProviderMetadata, AppError> {
-        self.metadata
-            .get_or_try_init(|| async {
-                let issuer = IssuerUrl::new(self.settings.issuer.clone()).map_err(|e| {
-                    AppError::BadGateway(format!(
-                        "the OpenID issuer {:?} is not a URL: {e}",
-                        self.settings.issuer
-                    ))
-                })?;
-                let meta = CoreProviderMetadata::discover_async(issuer, &self.http)
-                    .await
-                    .map_err(|e| {
-                        AppError::BadGateway(format!(
-                            "{} cannot be reached to sign in (discovery at {}/.well-known/openid-configuration: {}); try again shortly or ask an admin",
-                            self.settings.name,
-                            self.settings.issuer,
-                            chain(&e)
-                        ))
-                    })?;
-                tracing::info!(issuer = %self.settings.issuer, "OpenID provider discovered");
-                Ok(meta)
-            })
+    /// The provider's discovery document and keys, read once and kept (a failure is
+    /// tried again at the next sign-in).
+    pub async fn metadata(&self) -> Result<Arc<CoreProviderMetadata>, AppError> {
+        if let Some(meta) = self.metadata.read().await.as_ref() {
+            return Ok(meta.clone());
+        }
+        self.discover().await
+    }
+
+    /// Reads the discovery document and the keys afresh (at first use, and when an ID
+    /// token is signed by a key not seen before: the provider rotated its keys).
+    pub async fn discover(&self) -> Result<Arc<CoreProviderMetadata>, AppError> {
+        let issuer = IssuerUrl::new(self.settings.issuer.clone()).map_err(|e| {
+            AppError::BadGateway(format!(
+                "the OpenID issuer {:?} is not a URL: {e}",
+                self.settings.issuer
+            ))
+        })?;
+        let meta = CoreProviderMetadata::discover_async(issuer, &self.http)
             .await
+            .map_err(|e| {
+                AppError::BadGateway(format!(
+                    "{} cannot be reached to sign in (discovery at \
+                     {}/.well-known/openid-configuration: {}); try again shortly or ask an admin",
+                    self.settings.name,
+                    self.settings.issuer,
+                    chain(&e)
+                ))
+            })?;
+        tracing::info!(issuer = %self.settings.issuer, "OpenID provider discovered");
+        let meta = Arc::new(meta);
+        *self.metadata.write().await = Some(meta.clone());
+        Ok(meta)
     }
 
     fn client(
@@ -276,7 +286,7 @@ impl Oidc {
         next: String,
     ) -> Result<(String, Flow), AppError> {
         let meta = self.metadata().await?;
-        let client = self.client(meta, &redirect_uri)?;
+        let client = self.client(&meta, &redirect_uri)?;
         let (challenge, verifier) = PkceCodeChallenge::new_random_sha256();
         let mut request = client.authorize_url(
             CoreAuthenticationFlow::AuthorizationCode,
@@ -308,7 +318,7 @@ impl Oidc {
             .await
             .map_err(|e| CallbackError::Upstream(e.to_string()))?;
         let client = self
-            .client(meta, &flow.redirect_uri)
+            .client(&meta, &flow.redirect_uri)
             .map_err(|e| CallbackError::Upstream(e.to_string()))?;
         let tokens = client
             .exchange_code(AuthorizationCode::new(code.to_string()))
@@ -322,8 +332,26 @@ impl Oidc {
         let id_token = tokens
             .id_token()
             .ok_or_else(|| refused("the provider sent no ID token"))?;
-        let verifier = client.id_token_verifier();
         let nonce = Nonce::new(flow.nonce.clone());
+        // Signed by a key the kept set lacks: the provider may have rotated its keys since
+        // they were read, so they are read again (once) before the token is judged.
+        let unknown_key = matches!(
+            id_token.claims(&client.id_token_verifier(), &nonce),
+            Err(ClaimsVerificationError::SignatureVerification(
+                SignatureVerificationError::NoMatchingKey
+            ))
+        );
+        let client = if unknown_key {
+            let meta = self
+                .discover()
+                .await
+                .map_err(|e| CallbackError::Upstream(e.to_string()))?;
+            self.client(&meta, &flow.redirect_uri)
+                .map_err(|e| CallbackError::Upstream(e.to_string()))?
+        } else {
+            client
+        };
+        let verifier = client.id_token_verifier();
         let claims = id_token.claims(&verifier, &nonce).map_err(claims_error)?;
         if let Some(expected) = claims.access_token_hash() {
             let alg = id_token.signing_alg().map_err(signature_error)?;

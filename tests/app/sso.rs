@@ -197,6 +197,26 @@ async fn sign_in_through_the_provider_makes_the_user_and_follows_their_groups() 
     );
     assert_eq!(count(&app, "users").await, 2, "root and ada, no duplicate");
 
+    // Disabling the account ends its sessions and refuses the provider's sign-in.
+    let ada = app.user_id("ada").await;
+    perfjournal::auth::users::set_disabled(&app.pool, &app.state.users, ada, true)
+        .await
+        .unwrap();
+    assert!(third
+        .get("/")
+        .await
+        .location()
+        .is_some_and(|l| l.starts_with("/login")));
+    let mut fourth = app.new_client();
+    let path = through_provider(&mut fourth, "ada").await;
+    assert_refused(
+        &mut fourth,
+        &path,
+        StatusCode::FORBIDDEN,
+        "the account ada is disabled",
+    )
+    .await;
+
     // The account made by sign-on has no password that works.
     let mut stranger = app.new_client();
     let r = stranger.login("ada").await;
@@ -272,8 +292,12 @@ async fn a_wrong_state_a_replayed_code_and_an_error_answer_are_refused() {
 }
 
 #[tokio::test]
-async fn expired_and_foreign_signed_id_tokens_are_refused() {
-    let Some(idp) = provider("expired_and_foreign_signed_id_tokens_are_refused").await else {
+async fn expired_and_foreign_signed_id_tokens_are_refused_and_rotated_keys_are_read_again() {
+    let Some(idp) = provider(
+        "expired_and_foreign_signed_id_tokens_are_refused_and_rotated_keys_are_read_again",
+    )
+    .await
+    else {
         return;
     };
     let mut app = sso_app(&idp, mapped(), true).await;
@@ -291,6 +315,14 @@ async fn expired_and_foreign_signed_id_tokens_are_refused() {
         "ID token signature not from the issuer&#39;s keys",
     )
     .await;
+
+    // A provider that rotated its keys since the app read them: the app reads them again.
+    idp.set_id_token("rotated");
+    let r = sign_in(&mut app, "ada").await;
+    assert_eq!(r.status, StatusCode::SEE_OTHER, "{}", r.body);
+    let mut other = app.new_client();
+    let r = sign_in(&mut other, "ada").await;
+    assert_eq!(r.status, StatusCode::SEE_OTHER, "{}", r.body);
 
     // The same provider, behaving again: the sign-in goes through.
     idp.set_id_token("normal");

@@ -8,7 +8,9 @@
 //                  { "accounts": { "ada": { "groups": ["perf-eng"], "email": "…" } },
 //                    "id_token": "normal" | "expired" | "foreign" }
 //                  "expired" re-signs each ID token (with the real key) so that it expired
-//                  an hour ago; "foreign" re-signs it with a key the JWKS does not publish.
+//                  an hour ago; "foreign" re-signs it with a key the JWKS does not publish
+//                  (under the real key's id); "rotated" signs with a new key (new id) that
+//                  the JWKS publishes from then on, as a provider rotating its keys does.
 //   GROUPS_IN_USERINFO  set: groups only from the userinfo endpoint, not in the ID token.
 import { generateKeyPairSync, sign } from 'node:crypto';
 import { readFileSync } from 'node:fs';
@@ -26,6 +28,8 @@ const readState = () => JSON.parse(readFileSync(process.env.STATE_FILE, 'utf8'))
 const kid = 'perfjournal-test';
 const real = generateKeyPairSync('rsa', { modulusLength: 2048 });
 const foreign = generateKeyPairSync('rsa', { modulusLength: 2048 });
+const rotated = generateKeyPairSync('rsa', { modulusLength: 2048 });
+const rotatedKid = 'perfjournal-test-rotated';
 
 const provider = new Provider(issuer, {
   clients: [{
@@ -82,10 +86,21 @@ provider.use(async (ctx, next) => {
     payload.exp = now - 3600;
   } else if (mode === 'foreign') {
     key = foreign.privateKey;
+  } else if (mode === 'rotated') {
+    key = rotated.privateKey;
+    header.kid = rotatedKid;
   }
   const input = `${b64(header)}.${b64(payload)}`;
   const signature = sign('sha256', Buffer.from(input), key).toString('base64url');
   ctx.body = { ...ctx.body, id_token: `${input}.${signature}` };
+});
+
+// After a rotation the key set publishes the new key too.
+provider.use(async (ctx, next) => {
+  await next();
+  if (ctx.path !== '/jwks' || readState().id_token !== 'rotated' || !ctx.body?.keys) return;
+  const jwk = { ...rotated.publicKey.export({ format: 'jwk' }), kid: rotatedKid, use: 'sig', alg: 'RS256' };
+  ctx.body = { keys: [...ctx.body.keys, jwk] };
 });
 
 // Its development pages import a web font; the tests run offline, where that lookup only
