@@ -260,7 +260,9 @@ impl SsoArgs {
                     bail!("--oidc-groups-claim is empty");
                 }
                 Some(crate::auth::oidc::OidcSettings {
-                    issuer: issuer.trim_end_matches('/').to_string(),
+                    // Exactly as given: discovery checks that the provider names itself so
+                    // (some issuers end in '/').
+                    issuer,
                     client_id,
                     client_secret,
                     scopes,

@@ -178,17 +178,29 @@ async fn first_sign_in(
             made.ok_or_else(|| SignInError::Unknown(base.clone()))?
         }
     };
-    sqlx::query(
+    let tied: Option<i64> = sqlx::query_scalar(
         "INSERT INTO external_identities (issuer, subject, user_id, email, groups)
-         VALUES ($1, $2, $3, $4, $5)",
+         VALUES ($1, $2, $3, $4, $5) ON CONFLICT (issuer, subject) DO NOTHING RETURNING user_id",
     )
     .bind(&identity.issuer)
     .bind(&identity.subject)
     .bind(user_id)
     .bind(&identity.email)
     .bind(groups)
-    .execute(&mut *tx)
+    .fetch_optional(&mut *tx)
     .await?;
+    if tied.is_none() {
+        // The same person's other sign-in (another tab, another replica) got there first:
+        // drop what this one made and use theirs.
+        tx.rollback().await?;
+        return Ok(sqlx::query_scalar(
+            "SELECT user_id FROM external_identities WHERE issuer = $1 AND subject = $2",
+        )
+        .bind(&identity.issuer)
+        .bind(&identity.subject)
+        .fetch_one(pool)
+        .await?);
+    }
     tx.commit().await?;
     Ok(user_id)
 }

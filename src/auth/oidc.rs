@@ -253,7 +253,7 @@ impl Oidc {
                     "{} cannot be reached to sign in (discovery at \
                      {}/.well-known/openid-configuration: {}); try again shortly or ask an admin",
                     self.settings.name,
-                    self.settings.issuer,
+                    self.settings.issuer.trim_end_matches('/'),
                     chain(&e)
                 ))
             })?;

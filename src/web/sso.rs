@@ -134,7 +134,7 @@ fn check_answer<'q>(oidc: &Oidc, flow: &Flow, q: &'q CallbackQuery) -> Result<&'
         )));
     }
     if let Some(iss) = &q.iss {
-        if iss.trim_end_matches('/') != oidc.settings.issuer {
+        if iss.trim_end_matches('/') != oidc.settings.issuer.trim_end_matches('/') {
             return Err(AppError::BadRequest(format!(
                 "sign-in failed: the answer comes from issuer {iss:?}, not {}",
                 oidc.settings.issuer

@@ -620,3 +620,25 @@ fn rewrite_param(path: &str, name: &str, value: &str) -> String {
         .collect();
     format!("{base}?{}", serde_urlencoded::to_string(pairs).unwrap())
 }
+
+/// Two first sign-ins of one person at once (two tabs, two replicas) end with one account.
+#[tokio::test]
+async fn simultaneous_first_sign_ins_make_one_account() {
+    let app = common::spawn_app().await;
+    let identity = perfjournal::auth::external::Identity {
+        issuer: "https://login.example.com".into(),
+        subject: "248289761001".into(),
+        preferred_username: Some("grace".into()),
+        email: None,
+        groups: Some(vec!["perf-eng".into()]),
+    };
+    let policy = mapped();
+    let sign_in =
+        || perfjournal::auth::external::sign_in(&app.pool, &app.state.users, &identity, &policy);
+    let (a, b, c) = tokio::join!(sign_in(), sign_in(), sign_in());
+    let ids = [a.unwrap().id, b.unwrap().id, c.unwrap().id];
+    assert!(ids.iter().all(|id| *id == ids[0]), "{ids:?}");
+    assert_eq!(count(&app, "users").await, 1);
+    assert_eq!(count(&app, "external_identities").await, 1);
+    assert_eq!(role_of(&app, "grace").await.as_deref(), Some("editor"));
+}
