@@ -122,7 +122,7 @@ pub struct ServeArgs {
 }
 
 /// Single sign-on: an OpenID Connect provider, a trusted reverse proxy, or both.
-#[derive(Debug, Clone, Default, Args)]
+#[derive(Debug, Clone, Args)]
 pub struct SsoArgs {
     /// The OpenID provider's issuer URL (its discovery document is read from
     /// ISSUER/.well-known/openid-configuration); enables "Sign in with …".
