@@ -151,7 +151,13 @@ async fn sign_in_through_the_provider_makes_the_user_and_follows_their_groups() 
     );
 
     // First sign-in: the account is made, an editor by the perf-eng group.
-    let r = sign_in(&mut app, "ada").await;
+    let path = through_provider(&mut app, "ada").await;
+    let started = std::time::Instant::now();
+    let r = app.get(&path).await;
+    println!(
+        "callback (code exchange, ID token checks, account made, session): {} ms",
+        started.elapsed().as_millis()
+    );
     assert_eq!(r.status, StatusCode::SEE_OTHER, "{}", r.body);
     assert_eq!(r.location(), Some("/journal"));
     let home = app.get("/").await;
