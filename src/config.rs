@@ -115,6 +115,204 @@ pub struct ServeArgs {
         value_delimiter = ','
     )]
     pub trusted_proxies: Vec<crate::auth::throttle::ProxyNet>,
+
+    /// (Boxed: the single sign-on flags would make every command as large as `serve`.)
+    #[command(flatten)]
+    pub sso: Box<SsoArgs>,
+}
+
+/// Single sign-on: an OpenID Connect provider, a trusted reverse proxy, or both.
+#[derive(Debug, Clone, Args)]
+pub struct SsoArgs {
+    /// The OpenID provider's issuer URL (its discovery document is read from
+    /// ISSUER/.well-known/openid-configuration); enables "Sign in with …".
+    #[arg(long, env = "PERFJOURNAL_OIDC_ISSUER")]
+    pub oidc_issuer: Option<String>,
+
+    /// This app's client id at the provider.
+    #[arg(long, env = "PERFJOURNAL_OIDC_CLIENT_ID")]
+    pub oidc_client_id: Option<String>,
+
+    /// This app's client secret at the provider (unset: a public client, PKCE only).
+    #[arg(long, env = "PERFJOURNAL_OIDC_CLIENT_SECRET", hide_env_values = true)]
+    pub oidc_client_secret: Option<String>,
+
+    /// A file holding the client secret, instead of --oidc-client-secret.
+    #[arg(long, env = "PERFJOURNAL_OIDC_CLIENT_SECRET_FILE")]
+    pub oidc_client_secret_file: Option<PathBuf>,
+
+    /// Scopes asked for, separated by spaces or commas (openid is always asked for).
+    #[arg(
+        long,
+        env = "PERFJOURNAL_OIDC_SCOPES",
+        default_value = "openid profile email"
+    )]
+    pub oidc_scopes: String,
+
+    /// The claim that lists the person's groups (a dotted path reaches into objects,
+    /// e.g. realm_access.roles); read from the ID token, else from the userinfo endpoint.
+    #[arg(long, env = "PERFJOURNAL_OIDC_GROUPS_CLAIM", default_value = "groups")]
+    pub oidc_groups_claim: String,
+
+    /// The provider's name on the sign-in button ("Sign in with NAME").
+    #[arg(long, env = "PERFJOURNAL_OIDC_NAME", default_value = "single sign-on")]
+    pub oidc_name: String,
+
+    /// Groups → roles, e.g. admin=perf-admins,editor=perf-eng (nobody matched: viewer),
+    /// applied at every sign-in. Unset: new users are viewers; admins set roles.
+    #[arg(long, env = "PERFJOURNAL_OIDC_ROLE_MAP")]
+    pub oidc_role_map: Option<String>,
+
+    /// Only people who already have an account (same user name) may sign in through the
+    /// provider or the proxy; nobody new is made.
+    #[arg(long, env = "PERFJOURNAL_OIDC_KNOWN_USERS_ONLY")]
+    pub oidc_known_users_only: bool,
+
+    /// A first single sign-on whose user name matches an existing account is tied to that
+    /// account (only when the provider's names can be trusted).
+    #[arg(long, env = "PERFJOURNAL_OIDC_LINK_BY_NAME")]
+    pub oidc_link_by_name: bool,
+
+    /// Whether the user name and password form is offered (false: single sign-on only).
+    #[arg(long, env = "PERFJOURNAL_PASSWORD_SIGN_IN", default_value_t = true, action = clap::ArgAction::Set)]
+    pub password_sign_in: bool,
+
+    /// A header a trusted reverse proxy (oauth2-proxy, …) names the signed-in user in,
+    /// e.g. X-Forwarded-User; needs --auth-proxy-trusted.
+    #[arg(long, env = "PERFJOURNAL_AUTH_PROXY_HEADER")]
+    pub auth_proxy_header: Option<String>,
+
+    /// A header the proxy lists the user's groups in (comma-separated), mapped to roles
+    /// by --oidc-role-map, e.g. X-Forwarded-Groups.
+    #[arg(long, env = "PERFJOURNAL_AUTH_PROXY_GROUPS_HEADER")]
+    pub auth_proxy_groups_header: Option<String>,
+
+    /// The proxies (addresses or CIDR blocks, comma-separated) whose user header is
+    /// believed; the header from any other address is refused.
+    #[arg(long, env = "PERFJOURNAL_AUTH_PROXY_TRUSTED", value_delimiter = ',')]
+    pub auth_proxy_trusted: Vec<crate::auth::throttle::ProxyNet>,
+}
+
+/// How people sign in: the resolved single sign-on settings.
+#[derive(Debug, Clone)]
+pub struct SignIn {
+    pub oidc: Option<crate::auth::oidc::OidcSettings>,
+    pub proxy: Option<crate::auth::external::ProxyAuth>,
+    pub policy: crate::auth::external::Policy,
+    /// The user name and password form is offered and accepted.
+    pub password: bool,
+}
+
+impl Default for SignIn {
+    fn default() -> Self {
+        SignIn {
+            oidc: None,
+            proxy: None,
+            policy: Default::default(),
+            password: true,
+        }
+    }
+}
+
+impl SsoArgs {
+    /// The settings, checked: each mistake is named with the flag to fix.
+    pub fn resolve(&self) -> anyhow::Result<SignIn> {
+        use anyhow::bail;
+        let given = |o: &Option<String>| {
+            o.as_deref()
+                .map(str::trim)
+                .filter(|v| !v.is_empty())
+                .map(str::to_string)
+        };
+        let role_map = match given(&self.oidc_role_map) {
+            Some(text) => Some(
+                crate::core::sso::RoleMap::parse(&text)
+                    .map_err(|e| anyhow::anyhow!("--oidc-role-map: {e}"))?,
+            ),
+            None => None,
+        };
+        let oidc = match (given(&self.oidc_issuer), given(&self.oidc_client_id)) {
+            (None, None) => None,
+            (Some(_), None) => bail!("--oidc-issuer is set but --oidc-client-id is not"),
+            (None, Some(_)) => bail!("--oidc-client-id is set but --oidc-issuer is not"),
+            (Some(issuer), Some(client_id)) => {
+                if !(issuer.starts_with("https://") || issuer.starts_with("http://")) {
+                    bail!("--oidc-issuer {issuer:?} is not an http(s) URL");
+                }
+                let client_secret = match &self.oidc_client_secret_file {
+                    Some(f) => Some(
+                        std::fs::read_to_string(f)
+                            .map_err(|e| {
+                                anyhow::anyhow!("--oidc-client-secret-file {}: {e}", f.display())
+                            })?
+                            .trim()
+                            .to_string(),
+                    ),
+                    None => given(&self.oidc_client_secret),
+                };
+                let scopes: Vec<String> = self
+                    .oidc_scopes
+                    .split([' ', ','])
+                    .filter(|s| !s.is_empty())
+                    .map(str::to_string)
+                    .collect();
+                if self.oidc_groups_claim.trim().is_empty() {
+                    bail!("--oidc-groups-claim is empty");
+                }
+                Some(crate::auth::oidc::OidcSettings {
+                    // Exactly as given: discovery checks that the provider names itself so
+                    // (some issuers end in '/').
+                    issuer,
+                    client_id,
+                    client_secret,
+                    scopes,
+                    groups_claim: self.oidc_groups_claim.trim().to_string(),
+                    name: self.oidc_name.trim().to_string(),
+                })
+            }
+        };
+        let proxy = match given(&self.auth_proxy_header) {
+            None => {
+                if !self.auth_proxy_trusted.is_empty() {
+                    bail!("--auth-proxy-trusted is set but --auth-proxy-header is not");
+                }
+                None
+            }
+            Some(header) => {
+                if axum::http::HeaderName::from_bytes(header.as_bytes()).is_err() {
+                    bail!("--auth-proxy-header {header:?} is not a header name");
+                }
+                if self.auth_proxy_trusted.is_empty() {
+                    bail!(
+                        "--auth-proxy-header {header} needs --auth-proxy-trusted: the addresses of \
+                         the proxies whose header is believed (from anywhere else it is refused)"
+                    );
+                }
+                Some(crate::auth::external::ProxyAuth {
+                    header: header.to_ascii_lowercase(),
+                    groups_header: given(&self.auth_proxy_groups_header)
+                        .map(|h| h.to_ascii_lowercase()),
+                    trusted: self.auth_proxy_trusted.clone(),
+                })
+            }
+        };
+        if !self.password_sign_in && oidc.is_none() && proxy.is_none() {
+            bail!(
+                "--password-sign-in false leaves no way to sign in: set --oidc-issuer or \
+                 --auth-proxy-header too"
+            );
+        }
+        Ok(SignIn {
+            oidc,
+            proxy,
+            policy: crate::auth::external::Policy {
+                known_users_only: self.oidc_known_users_only,
+                link_by_name: self.oidc_link_by_name,
+                role_map,
+            },
+            password: self.password_sign_in,
+        })
+    }
 }
 
 /// The resolved configuration the app state is built from.
@@ -143,6 +341,8 @@ pub struct Config {
     pub trusted_proxies: Vec<crate::auth::throttle::ProxyNet>,
     /// Grafana to annotate (see [`crate::grafana`]); unset: annotations wait, unsent.
     pub grafana: Option<crate::grafana::Target>,
+    /// Single sign-on and whether passwords are accepted (see [`SsoArgs`]).
+    pub sign_in: SignIn,
 }
 
 impl Default for Config {
@@ -164,6 +364,7 @@ impl Default for Config {
             max_uploads_per_user: 4,
             max_uploads: 64,
             grafana: None,
+            sign_in: SignIn::default(),
         }
     }
 }

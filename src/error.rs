@@ -44,6 +44,10 @@ pub enum AppError {
     /// The server already receives as many uploads as allowed (503).
     #[error("{0}")]
     UploadsBusy(String),
+    /// A service the request depends on (the OpenID provider) failed or cannot be reached
+    /// (502); the message says which and is shown.
+    #[error("{0}")]
+    BadGateway(String),
     #[error("database error")]
     Database(#[from] sqlx::Error),
     #[error("template error")]
@@ -82,6 +86,7 @@ impl AppError {
             AppError::RequestTimeout(_) => StatusCode::REQUEST_TIMEOUT,
             AppError::TooManyUploads(_) => StatusCode::TOO_MANY_REQUESTS,
             AppError::UploadsBusy(_) => StatusCode::SERVICE_UNAVAILABLE,
+            AppError::BadGateway(_) => StatusCode::BAD_GATEWAY,
             AppError::Database(e) if database_unreachable(e) => StatusCode::SERVICE_UNAVAILABLE,
             AppError::Database(e) if unstorable_text(e) => StatusCode::UNPROCESSABLE_ENTITY,
             AppError::Internal(e) if wraps_unreachable_database(e) => {
@@ -102,7 +107,7 @@ impl AppError {
                 that cannot be stored (a NUL, \\u0000, or an invalid byte sequence); remove it \
                 and send again: nothing was saved"
                 .into(),
-            AppError::UploadsBusy(m) => m.clone(),
+            AppError::UploadsBusy(m) | AppError::BadGateway(m) => m.clone(),
             e if e.status() == StatusCode::SERVICE_UNAVAILABLE => AppError::Unavailable.to_string(),
             e if e.status().is_server_error()
                 && !matches!(e, AppError::Unavailable | AppError::StorageFull(_)) =>
@@ -127,6 +132,10 @@ impl AppError {
         let status = self.status();
         if !status.is_server_error() {
             return self.public_message();
+        }
+        if let AppError::BadGateway(m) = self {
+            tracing::warn!(error = %m, %status, "an upstream service failed");
+            return m.clone();
         }
         if matches!(self, AppError::StorageFull(_)) {
             tracing::error!(error = ?self, %status, "the blob store is full");

@@ -37,6 +37,15 @@ pub const CSP: &str =
      font-src 'self'; connect-src 'self'; form-action 'self'; frame-ancestors 'none'; \
      base-uri 'none'; object-src 'none'";
 
+/// [`CSP`] with forms also allowed to lead to `origin` (the sign-in page's "Sign in with
+/// …" form is answered by a redirect to the OpenID provider).
+pub fn csp_with_form_action(origin: &str) -> String {
+    CSP.replace(
+        "form-action 'self'",
+        &format!("form-action 'self' {origin}"),
+    )
+}
+
 pub fn app(state: AppState) -> Router {
     let timeout = || {
         TimeoutLayer::with_status_code(StatusCode::REQUEST_TIMEOUT, state.config.request_timeout)
@@ -100,12 +109,20 @@ pub fn app(state: AppState) -> Router {
         ))
         .layer(axum_htmx::AutoVaryLayer)
         .layer(from_fn_with_state(state.clone(), crate::auth::csrf::verify))
+        .layer(from_fn_with_state(
+            state.clone(),
+            crate::web::sso::proxy_sign_in,
+        ))
         .layer(sessions)
         .route("/static/{*file}", get(crate::web::assets::serve))
         .layer(DefaultBodyLimit::max(state.config.body_limit))
         .layer(
             ServiceBuilder::new()
-                .layer(header_layer(header::CONTENT_SECURITY_POLICY, CSP))
+                // A page may send its own (the sign-in page, see csp_with_form_action).
+                .layer(SetResponseHeaderLayer::if_not_present(
+                    header::CONTENT_SECURITY_POLICY,
+                    HeaderValue::from_static(CSP),
+                ))
                 .layer(header_layer(header::X_CONTENT_TYPE_OPTIONS, "nosniff"))
                 .layer(header_layer(header::REFERRER_POLICY, "same-origin"))
                 .layer(header_layer(header::X_FRAME_OPTIONS, "DENY"))
@@ -161,6 +178,21 @@ pub async fn serve(state: AppState, bind: &str) -> anyhow::Result<()> {
             state.config.public_url.clone(),
         ))
     });
+    // The OpenID provider is discovered now, so the log says at start whether it is
+    // reachable (a few tries; sign-ins try again themselves).
+    if let Some(oidc) = state.oidc.clone() {
+        tokio::spawn(async move {
+            for attempt in 1..=5u32 {
+                match oidc.discover().await {
+                    Ok(_) => return,
+                    Err(e) => {
+                        tracing::warn!(attempt, "OpenID provider not discovered yet: {e}");
+                        tokio::time::sleep(Duration::from_secs(2u64.pow(attempt))).await;
+                    }
+                }
+            }
+        });
+    }
     // Live captures cut off by a restart end `failed` instead of `capturing` for ever.
     let captures = tokio::spawn(crate::capture::settle_abandoned(state.pool.clone()));
     // The search index loads in the background, so the first search does not wait.

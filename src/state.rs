@@ -44,6 +44,8 @@ pub struct Shared {
     pub embedded: Option<Arc<crate::db::supervisor::ClusterHealth>>,
     /// Uploads being received now (see artifacts::UploadSlots).
     pub upload_slots: Arc<crate::artifacts::UploadSlots>,
+    /// The OpenID provider, when sign-in through one is configured.
+    pub oidc: Option<Arc<crate::auth::oidc::Oidc>>,
 }
 
 impl AppState {
@@ -71,6 +73,11 @@ impl AppState {
                 config.max_uploads_per_user,
                 config.max_uploads,
             )),
+            oidc: config
+                .sign_in
+                .oidc
+                .clone()
+                .map(|s| Arc::new(crate::auth::oidc::Oidc::new(s))),
             config: Arc::new(config),
             metrics: Arc::new(HttpMetrics::new()),
             blobs,

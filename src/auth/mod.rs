@@ -2,7 +2,9 @@
 
 pub mod cache;
 pub mod csrf;
+pub mod external;
 pub mod extract;
+pub mod oidc;
 pub mod password;
 pub mod throttle;
 pub mod tokens;

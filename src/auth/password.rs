@@ -13,14 +13,23 @@ pub async fn hash(password: String) -> anyhow::Result<String> {
     .await?
 }
 
-/// True when `password` matches the stored PHC string.
+/// True when `password` matches the stored PHC string. An account made by single sign-on
+/// stores a marker instead of a hash (see `external::NO_PASSWORD`): nothing matches it.
 pub async fn verify(password: String, stored: String) -> anyhow::Result<bool> {
+    // Such an account costs the same as a real check, so timing does not tell it apart.
+    let usable = !stored.starts_with('!');
+    let stored = if usable {
+        stored
+    } else {
+        decoy_hash().to_string()
+    };
     tokio::task::spawn_blocking(move || {
         let parsed = PasswordHash::new(&stored)
             .map_err(|e| anyhow::anyhow!("stored password hash is malformed: {e}"))?;
         Ok(Argon2::default()
             .verify_password(password.as_bytes(), &parsed)
-            .is_ok())
+            .is_ok()
+            && usable)
     })
     .await?
 }

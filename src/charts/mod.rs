@@ -463,7 +463,7 @@ pub fn share_bar(title: &str, rows: &[(&str, Vec<(String, f64)>)]) -> Option<Str
                     .unwrap_or_default()
             })
             .x_labels(5)
-            .x_label_formatter(&|v| format!("{:.0}", v * 100.0))
+            .x_label_formatter(&|v: &f64| format!("{:.0}", v * 100.0))
             .x_desc(axis_label("share", "%"))
             .label_style(text())
             .axis_desc_style(text())

@@ -194,7 +194,9 @@ async fn execute(db: &DbArgs, command: Command) -> anyhow::Result<()> {
             if seeded > 0 {
                 tracing::info!(seeded, "capture hosts added from the configuration");
             }
-            let mut state = AppState::new(database.pool.clone(), Config::from(&args), blobs);
+            let mut config = Config::from(&args);
+            config.sign_in = args.sso.resolve()?;
+            let mut state = AppState::new(database.pool.clone(), config, blobs);
             // With its own cluster, the app restarts it when its postmaster dies.
             let mut supervisor = None;
             if let Some(cluster) = database.cluster.clone() {

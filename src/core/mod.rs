@@ -14,6 +14,7 @@ pub mod proposal;
 pub mod quantity;
 pub mod recall;
 pub mod settings;
+pub mod sso;
 pub mod stats;
 pub mod training;
 pub mod webhook;

@@ -151,6 +151,44 @@ struct LoginPage {
     name: String,
     next: String,
     error: Option<String>,
+    /// "Sign in with NAME", when an OpenID provider is configured.
+    sso_name: Option<String>,
+    /// Whether the user name and password form is offered.
+    password: bool,
+}
+
+impl LoginPage {
+    fn new(
+        state: &AppState,
+        ctx: PageCtx,
+        name: String,
+        next: String,
+        error: Option<String>,
+    ) -> Self {
+        LoginPage {
+            ctx,
+            name,
+            next,
+            error,
+            sso_name: state.oidc.as_ref().map(|o| o.settings.name.clone()),
+            password: state.config.sign_in.password,
+        }
+    }
+
+    /// The page with its status; with a provider configured, its Content-Security-Policy
+    /// lets the "Sign in with …" form lead on to the provider (a browser otherwise stops
+    /// the redirect that follows the form).
+    fn respond(&self, state: &AppState, status: StatusCode) -> Result<Response> {
+        let mut response = (status, render(self)?).into_response();
+        if let Some(origin) = state.oidc.as_ref().and_then(|o| o.settings.issuer_origin()) {
+            if let Ok(v) = crate::server::csp_with_form_action(&origin).parse() {
+                response
+                    .headers_mut()
+                    .insert(axum::http::header::CONTENT_SECURITY_POLICY, v);
+            }
+        }
+        Ok(response)
+    }
 }
 
 #[derive(Deserialize)]
@@ -213,19 +251,16 @@ async fn show_login(
     ctx: PageCtx,
     Query(q): Query<NextQuery>,
 ) -> Result<Response> {
-    if users::count(&state.pool).await? == 0 {
+    // The first account is made on the setup page, unless passwords are off (then the
+    // first people come through single sign-on).
+    if state.config.sign_in.password && users::count(&state.pool).await? == 0 {
         return Ok(Redirect::to("/setup").into_response());
     }
     if ctx.user.is_some() {
         return Ok(Redirect::to(&safe_next(q.next.as_deref().unwrap_or("/"))).into_response());
     }
-    Ok(render(&LoginPage {
-        ctx,
-        name: String::new(),
-        next: safe_next(q.next.as_deref().unwrap_or("/")),
-        error: None,
-    })?
-    .into_response())
+    let next = safe_next(q.next.as_deref().unwrap_or("/"));
+    LoginPage::new(&state, ctx, String::new(), next, None).respond(&state, StatusCode::OK)
 }
 
 async fn log_in(
@@ -236,6 +271,17 @@ async fn log_in(
     headers: axum::http::HeaderMap,
     Form(form): Form<LoginForm>,
 ) -> Result<Response> {
+    if !state.config.sign_in.password {
+        return Err(AppError::Forbidden(match &state.oidc {
+            Some(o) => format!(
+                "password sign-in is turned off on this server; use \"Sign in with {}\"",
+                o.settings.name
+            ),
+            None => "password sign-in is turned off on this server; sign in through the \
+                     company sign-in in front of it"
+                .into(),
+        }));
+    }
     let peer = connect.map(|Extension(ConnectInfo(addr))| addr.ip());
     let ip = crate::auth::throttle::client_ip(peer, &headers, &state.config.trusted_proxies);
     if let Err(retry_after) = state.throttle.check(&form.name, ip) {
@@ -254,30 +300,22 @@ async fn log_in(
         Some(user) if matches => user,
         _ => {
             state.throttle.failed(&form.name, ip);
-            let page = LoginPage {
-                ctx,
-                name: form.name,
-                next,
-                error: Some("that name and password do not match an account".into()),
-            };
-            return Ok((StatusCode::UNAUTHORIZED, render(&page)?).into_response());
+            let error = Some("that name and password do not match an account".into());
+            return LoginPage::new(&state, ctx, form.name, next, error)
+                .respond(&state, StatusCode::UNAUTHORIZED);
         }
     };
     if user.disabled {
-        let page = LoginPage {
-            ctx,
-            name: form.name,
-            next,
-            error: Some("this account is disabled; ask an admin to enable it".into()),
-        };
-        return Ok((StatusCode::FORBIDDEN, render(&page)?).into_response());
+        let error = Some("this account is disabled; ask an admin to enable it".into());
+        return LoginPage::new(&state, ctx, form.name, next, error)
+            .respond(&state, StatusCode::FORBIDDEN);
     }
     start_session(&session, &user).await?;
     Ok(Redirect::to(&next).into_response())
 }
 
 /// A new session id at login (no fixation), the user, the time, a fresh CSRF token.
-async fn start_session(session: &Session, user: &User) -> Result<()> {
+pub(crate) async fn start_session(session: &Session, user: &User) -> Result<()> {
     let err = |e: tower_sessions::session::Error| AppError::Internal(e.into());
     session.cycle_id().await.map_err(err)?;
     session.insert(SESSION_USER, user.id).await.map_err(err)?;

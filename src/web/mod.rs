@@ -20,6 +20,7 @@ pub mod prometheus;
 pub mod proposals;
 pub mod replays;
 pub mod search;
+pub mod sso;
 pub mod trace_diffs;
 pub mod transfer;
 pub mod webhooks;
@@ -38,6 +39,7 @@ use crate::state::AppState;
 pub fn public_routes() -> Router<AppState> {
     Router::new()
         .merge(account::public_routes())
+        .merge(sso::public_routes())
         .merge(ops::public_routes())
         .merge(transfer::public_routes())
 }

@@ -203,10 +203,7 @@ async fn atom_feed(
             content: e.entry.to_markdown(&e.title),
         })
         .collect();
-    let base = match &state.config.public_url {
-        Some(url) => url.clone(),
-        None => base_url(&headers),
-    };
+    let base = public_base(&state.config, &headers);
     let body = atom::feed(&base, &feed_entries, chrono::Utc::now());
     Ok((
         [(header::CONTENT_TYPE, "application/atom+xml; charset=utf-8")],
@@ -239,6 +236,14 @@ fn feed_unauthorized() -> Response {
 /// Without --public-url: the address the request came to (behind a proxy, its
 /// X-Forwarded-Proto). Host is the client's word, so links built from it are only as good
 /// as the proxy in front; README says to set --public-url there.
+/// The address users reach the app by: `--public-url`, else guessed from the request.
+pub(crate) fn public_base(config: &crate::config::Config, headers: &HeaderMap) -> String {
+    match &config.public_url {
+        Some(url) => url.clone(),
+        None => base_url(headers),
+    }
+}
+
 fn base_url(headers: &HeaderMap) -> String {
     let host = headers
         .get(header::HOST)

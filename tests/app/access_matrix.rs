@@ -20,7 +20,15 @@ use common::{spawn_app, TestApp};
 use perfjournal::auth::Role;
 
 /// Routes anyone may call without signing in.
-const PUBLIC: &[&str] = &["/login", "/setup", "/logout", "/healthz", "/static/"];
+const PUBLIC: &[&str] = &[
+    "/login",
+    "/setup",
+    "/logout",
+    "/healthz",
+    "/static/",
+    // Single sign-on: starting it and the provider's callback come before any session.
+    "/auth/oidc/",
+];
 
 /// Routes outside the login wall that check a token (or session) themselves, for
 /// scrapers and feed readers: anonymous callers get 401, not a login redirect.
@@ -29,6 +37,7 @@ const OWN_AUTH: &[&str] = &["/metrics", "/journal/feed.atom"];
 /// Writes every signed-in user may make on their own account (or that only compute).
 const SELF_SERVICE: &[(&str, &str)] = &[
     ("POST", "/login"),
+    ("POST", "/auth/oidc/start"),
     ("POST", "/setup"),
     ("POST", "/logout"),
     ("POST", "/settings/tokens"),

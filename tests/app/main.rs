@@ -33,6 +33,7 @@ mod search;
 mod search_cli;
 mod seed;
 mod slow_clients;
+mod sso;
 mod sweeps;
 mod trace_diffs;
 mod trust;

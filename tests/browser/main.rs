@@ -18,6 +18,7 @@ mod prometheus_window;
 mod proposal;
 mod search;
 mod sign_in;
+mod sso;
 mod sweeps;
 mod trace_diffs;
 mod trust;
