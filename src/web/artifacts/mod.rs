@@ -319,9 +319,9 @@ async fn request_breakdown(
     RawQuery(raw): RawQuery,
 ) -> Result<Response> {
     let a = find(&state, id).await?;
-    if a.kind() != crate::core::analyze::Kind::RequestLog {
+    if !a.kind().has_request_rows() {
         return Err(AppError::not_found(
-            "only request logs have a per-request breakdown",
+            "only request logs and request spans have a per-request breakdown",
         ));
     }
     let q: BreakdownQuery = serde_urlencoded::from_str(raw.as_deref().unwrap_or(""))
