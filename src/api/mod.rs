@@ -9,6 +9,7 @@ mod contract;
 mod estimate;
 mod investigations;
 mod journal;
+mod otlp;
 mod prometheus;
 pub(crate) mod proposals;
 mod search;
@@ -150,6 +151,7 @@ pub fn router() -> OpenApiRouter<AppState> {
         .merge(training::router())
         .merge(sweeps::router())
         .merge(trace_diffs::router())
+        .merge(otlp::router())
         .routes(routes!(
             investigations::create_investigation,
             investigations::list_investigations

@@ -69,7 +69,7 @@ pub struct WindowStarted {
 }
 
 /// A JSON value as the text a form field would carry.
-fn text(v: &Value, k: &str) -> Result<String, AppError> {
+pub(super) fn text(v: &Value, k: &str) -> Result<String, AppError> {
     match v.get(k) {
         Some(Value::String(s)) => Ok(s.clone()),
         Some(Value::Number(n)) => Ok(n.to_string()),
@@ -78,7 +78,7 @@ fn text(v: &Value, k: &str) -> Result<String, AppError> {
     }
 }
 
-fn object(body: &[u8], shape: &str) -> Result<Value, AppError> {
+pub(super) fn object(body: &[u8], shape: &str) -> Result<Value, AppError> {
     let v = crate::api::json_body(body)?;
     if !v.is_object() {
         return Err(AppError::field("body", format!("a JSON object {shape}")));

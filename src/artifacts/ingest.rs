@@ -9,9 +9,7 @@ use std::time::{Duration, Instant};
 use sqlx::PgPool;
 
 use super::ArtifactStore;
-use crate::core::analyze::{
-    self, otlp, request_columns, request_log, AnalyzeError, Kind, Options,
-};
+use crate::core::analyze::{self, otlp, request_columns, request_log, AnalyzeError, Kind, Options};
 use crate::core::blob::BlobEncoding;
 use crate::storage::BlobStore;
 

@@ -9,6 +9,8 @@
 //! the request-log pipeline like an uploaded file. The analysis reads only that blob, so
 //! it sees exactly the spans counted in `built_spans`, never a half-received export.
 
+pub mod receiver;
+
 use std::collections::BTreeMap;
 use std::time::Duration;
 
@@ -50,10 +52,16 @@ impl Stored {
 }
 
 /// Adds `add` to the counts in `counts` (a JSON object of reason → count).
-fn merged_reasons(counts: &serde_json::Value, add: &BTreeMap<&'static str, u64>) -> serde_json::Value {
+fn merged_reasons(
+    counts: &serde_json::Value,
+    add: &BTreeMap<&'static str, u64>,
+) -> serde_json::Value {
     let mut out = counts.as_object().cloned().unwrap_or_default();
     for (why, n) in add {
-        let before = out.get(*why).and_then(serde_json::Value::as_u64).unwrap_or(0);
+        let before = out
+            .get(*why)
+            .and_then(serde_json::Value::as_u64)
+            .unwrap_or(0);
         out.insert((*why).to_string(), serde_json::Value::from(before + n));
     }
     serde_json::Value::Object(out)
@@ -204,7 +212,13 @@ fn file_name(service: &str, start: f64, end: f64) -> String {
     };
     let safe: String = service
         .chars()
-        .map(|c| if c.is_ascii_alphanumeric() || c == '-' || c == '_' || c == '.' { c } else { '_' })
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || c == '-' || c == '_' || c == '.' {
+                c
+            } else {
+                '_'
+            }
+        })
         .take(100)
         .collect();
     format!("otlp-{safe}-{}-{}.jsonl", at(start), at(end))
@@ -242,7 +256,9 @@ pub async fn build(store: &ArtifactStore, window_id: i64) -> Result<Option<i64>,
     .fetch_optional(&mut *tx)
     .await?;
     let Some((service, start, end, spans, artifact_id)) = row else {
-        return Err(AppError::not_found(format!("there is no span window {window_id}")));
+        return Err(AppError::not_found(format!(
+            "there is no span window {window_id}"
+        )));
     };
     if spans == 0 {
         return Ok(None);
@@ -259,25 +275,23 @@ pub async fn build(store: &ArtifactStore, window_id: i64) -> Result<Option<i64>,
         max_decompressed_bytes: store.max_decompressed_bytes,
         ..Options::default()
     };
-    let name = file_name(
-        &service,
-        start.timestamp() as f64,
-        end.timestamp() as f64,
-    );
+    let name = file_name(&service, start.timestamp() as f64, end.timestamp() as f64);
     let updated: Option<i64> = match artifact_id {
-        Some(id) => sqlx::query_scalar(
-            "UPDATE artifacts SET sha256 = $2, size_bytes = $3, stored_bytes = $4,
+        Some(id) => {
+            sqlx::query_scalar(
+                "UPDATE artifacts SET sha256 = $2, size_bytes = $3, stored_bytes = $4,
                     blob_encoding = $5, gzip = false, status = 'queued', error = NULL,
                     progress_bytes = 0, attempts = 0, updated_at = now()
              WHERE id = $1 RETURNING id",
-        )
-        .bind(id)
-        .bind(&blob.sha256)
-        .bind(blob.size as i64)
-        .bind(blob.stored_size as i64)
-        .bind(blob.encoding.slug())
-        .fetch_optional(&mut *tx)
-        .await?,
+            )
+            .bind(id)
+            .bind(&blob.sha256)
+            .bind(blob.size as i64)
+            .bind(blob.stored_size as i64)
+            .bind(blob.encoding.slug())
+            .fetch_optional(&mut *tx)
+            .await?
+        }
         None => None,
     };
     let artifact = match updated {
@@ -368,7 +382,9 @@ pub fn check_take(f: &TakeFields) -> Result<(String, f64, f64), Vec<FieldError>>
             "the service.name the spans were sent under (1 to 255 characters)",
         ));
     }
-    let start = parse_time("start", &f.start).map_err(|e| errors.push(e)).ok();
+    let start = parse_time("start", &f.start)
+        .map_err(|e| errors.push(e))
+        .ok();
     let end = parse_time("end", &f.end).map_err(|e| errors.push(e)).ok();
     if let (Some(s), Some(e)) = (start, end) {
         if e <= s {
@@ -477,7 +493,9 @@ mod tests {
             rejected: add,
         };
         assert_eq!(s.rejected_spans(), 3);
-        assert!(s.message().contains("2 span(s) ignored: over the window's span limit"));
+        assert!(s
+            .message()
+            .contains("2 span(s) ignored: over the window's span limit"));
     }
 
     #[test]

@@ -15,6 +15,7 @@ pub mod investigations;
 pub mod journal;
 pub mod learn;
 pub mod ops;
+pub mod otlp;
 pub mod prometheus;
 pub mod proposals;
 pub mod replays;
@@ -61,6 +62,7 @@ pub fn private_routes() -> Router<AppState> {
         .merge(transfer::routes())
         .merge(webhooks::routes())
         .merge(prometheus::routes())
+        .merge(otlp::routes())
 }
 
 /// Routes that stream large bodies (the server exempts them from the request timeout

@@ -122,6 +122,24 @@ async fn remove(
 
 // ---------- the window form ----------
 
+/// The investigation a form on its own page belongs to (404 when there is none), and
+/// the page's status: 422 when fields were refused.
+pub(super) async fn investigation_form(
+    state: &AppState,
+    id: i64,
+    errors: &[FieldError],
+) -> Result<(crate::investigations::db::Investigation, StatusCode)> {
+    let inv = crate::investigations::db::get(&state.pool, id)
+        .await?
+        .ok_or_else(|| AppError::not_found(format!("no investigation {id}")))?;
+    let status = if errors.is_empty() {
+        StatusCode::OK
+    } else {
+        StatusCode::UNPROCESSABLE_ENTITY
+    };
+    Ok((inv, status))
+}
+
 /// What the investigation page's form offers: the sources to choose from and the window
 /// it starts with.
 pub struct WindowOffer {
@@ -164,14 +182,7 @@ async fn window_page(
     form: Option<WindowFields>,
     errors: Vec<FieldError>,
 ) -> Result<Response> {
-    let inv = crate::investigations::db::get(&state.pool, id)
-        .await?
-        .ok_or_else(|| AppError::not_found(format!("no investigation {id}")))?;
-    let status = if errors.is_empty() {
-        StatusCode::OK
-    } else {
-        StatusCode::UNPROCESSABLE_ENTITY
-    };
+    let (inv, status) = investigation_form(state, id, &errors).await?;
     let offer = offer(state, inv.created_at).await?;
     let form = form.unwrap_or(WindowFields {
         start: offer.start,

@@ -100,7 +100,8 @@ pub const KNOWN_ATTRIBUTES: &[&str] = &[
 /// Why a span was not kept (the keys of the counts shown to users).
 pub mod reason {
     /// Neither a vLLM `llm_request` span nor an SGLang request root.
-    pub const OTHER_SHAPE: &str = "other shape (not a vLLM llm_request span or an SGLang request root span)";
+    pub const OTHER_SHAPE: &str =
+        "other shape (not a vLLM llm_request span or an SGLang request root span)";
     /// No start time: the request's arrival is unknown.
     pub const NO_START: &str = "no start time";
     /// A latency or count beyond what can be true (NaN, infinite, negative time …).
@@ -127,15 +128,14 @@ pub fn map_span(span: &Span) -> Result<(Engine, RequestRow), &'static str> {
             .and_then(|kv| kv.value.as_ref())
             .and_then(|v| v.value.as_ref())
     };
-    let engine = if LATENCY_COLUMNS.iter().any(|(k, _)| get(k).is_some())
-        || get(REQUEST_ID).is_some()
-    {
-        Engine::Vllm
-    } else if get(SGLANG_RID).is_some() && span.name.contains("Req") {
-        Engine::Sglang
-    } else {
-        return Err(reason::OTHER_SHAPE);
-    };
+    let engine =
+        if LATENCY_COLUMNS.iter().any(|(k, _)| get(k).is_some()) || get(REQUEST_ID).is_some() {
+            Engine::Vllm
+        } else if get(SGLANG_RID).is_some() && span.name.contains("Req") {
+            Engine::Sglang
+        } else {
+            return Err(reason::OTHER_SHAPE);
+        };
     if span.start_time_unix_nano == 0 {
         return Err(reason::NO_START);
     }
@@ -552,7 +552,10 @@ mod tests {
             name: "Req 5f2a9c1e".into(),
             start_time_unix_nano: 2_000_000_000,
             end_time_unix_nano: 2_250_000_000,
-            attributes: vec![kv(SGLANG_RID, any_value::Value::StringValue("5f2a9c1e77".into()))],
+            attributes: vec![kv(
+                SGLANG_RID,
+                any_value::Value::StringValue("5f2a9c1e77".into()),
+            )],
             ..Span::default()
         };
         let (engine, row) = map_span(&span).unwrap();
@@ -567,7 +570,10 @@ mod tests {
         let http = Span {
             name: "POST /v1/completions".into(),
             start_time_unix_nano: 1,
-            attributes: vec![kv("http.method", any_value::Value::StringValue("POST".into()))],
+            attributes: vec![kv(
+                "http.method",
+                any_value::Value::StringValue("POST".into()),
+            )],
             ..Span::default()
         };
         assert_eq!(map_span(&http).unwrap_err(), reason::OTHER_SHAPE);
@@ -589,7 +595,11 @@ mod tests {
     fn spans_split_by_service_and_window() {
         let mut req = request(
             "vllm-a",
-            vec![vllm_span("1", 7200.0), vllm_span("2", 10_799.0), vllm_span("3", 10_800.0)],
+            vec![
+                vllm_span("1", 7200.0),
+                vllm_span("2", 10_799.0),
+                vllm_span("3", 10_800.0),
+            ],
         );
         req.resource_spans.extend(
             request(
@@ -612,7 +622,11 @@ mod tests {
             .collect();
         assert_eq!(
             shape,
-            [("vllm-a", 7200, 2), ("vllm-a", 10_800, 1), ("vllm-b", 7200, 1)]
+            [
+                ("vllm-a", 7200, 2),
+                ("vllm-a", 10_800, 1),
+                ("vllm-b", 7200, 1)
+            ]
         );
         assert_eq!(groups[2].ignored[reason::OTHER_SHAPE], 1);
         assert_eq!(groups[0].kept[1].0, 10_799.0);
@@ -628,9 +642,15 @@ mod tests {
         let got = &back.resource_spans[0].scope_spans[0].spans[0];
         assert_eq!(got.trace_id, span.trace_id);
         assert_eq!(map_span(got).unwrap().1, map_span(&span).unwrap().1);
-        assert_eq!(service_name(back.resource_spans[0].resource.as_ref()), "vllm-a");
+        assert_eq!(
+            service_name(back.resource_spans[0].resource.as_ref()),
+            "vllm-a"
+        );
         // The same line detects as an OTLP spans file.
-        assert_eq!(super::super::detect(line.as_bytes()), super::super::Kind::OtlpSpans);
+        assert_eq!(
+            super::super::detect(line.as_bytes()),
+            super::super::Kind::OtlpSpans
+        );
     }
 
     #[test]

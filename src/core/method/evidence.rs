@@ -30,7 +30,12 @@ const TOP_KERNELS: usize = 8;
 pub fn kinds_for(step: u8) -> &'static [&'static str] {
     match step {
         1 => &["vllm_bench", "prometheus", "prometheus_range"],
-        2 => &["request_log", "otlp_spans", "prometheus", "prometheus_range"],
+        2 => &[
+            "request_log",
+            "otlp_spans",
+            "prometheus",
+            "prometheus_range",
+        ],
         3 => &["pytorch_trace"],
         4 => &["ncu_csv"],
         5 => &["nsys_kern_sum", "ncu_csv", "pytorch_trace"],

@@ -242,6 +242,11 @@ struct ShowPage {
     prom_sources: Vec<(i64, String)>,
     prom_form: crate::prometheus_range::WindowFields,
     prom_errors: super::FormErrors,
+    /// The request-spans form (editors): the services that sent spans, starting values.
+    span_investigation: i64,
+    span_services: Vec<String>,
+    span_form: crate::otlp::TakeFields,
+    span_errors: super::FormErrors,
 }
 
 async fn show_investigation(
@@ -263,7 +268,13 @@ async fn show_investigation(
         None => false,
     };
     let offer = super::prometheus::offer(&state, loaded.investigation.created_at).await?;
+    let (span_services, span_form) =
+        super::otlp::offer(&state, loaded.investigation.created_at).await?;
     let page = ShowPage {
+        span_investigation: id,
+        span_services,
+        span_form,
+        span_errors: Vec::new().into(),
         prom_investigation: id,
         prom_sources: offer.sources,
         prom_form: crate::prometheus_range::WindowFields {

@@ -19,7 +19,8 @@ use serde_json::Value;
 
 use crate::artifacts::Artifact;
 use crate::core::analyze::{
-    otlp::OtlpSpansAnalysis, sweep::Slo, sweep::SweepAnalysis, vllm_bench::VllmBenchAnalysis, Kind, Summary,
+    otlp::OtlpSpansAnalysis, sweep::Slo, sweep::SweepAnalysis, vllm_bench::VllmBenchAnalysis, Kind,
+    Summary,
 };
 
 pub struct Table {
