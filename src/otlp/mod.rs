@@ -242,13 +242,16 @@ async fn put_lines(
         .map_err(|e| crate::artifacts::UploadError::Store(e).into())
 }
 
+/// A window's service, start, end, spans kept and artifact, as a build reads them.
+type WindowToBuild = (String, DateTime<Utc>, DateTime<Utc>, i64, Option<i64>);
+
 /// Builds (or rebuilds) a window's artifact from its spans now and queues its analysis.
 /// `None` when the window has no spans yet.
 pub async fn build(store: &ArtifactStore, window_id: i64) -> Result<Option<i64>, AppError> {
     let mut tx = store.pool.begin().await?;
     // The row lock holds exports into this window back until the artifact points at the
     // blob: `built_spans` is exactly what the blob holds.
-    let row: Option<(String, DateTime<Utc>, DateTime<Utc>, i64, Option<i64>)> = sqlx::query_as(
+    let row: Option<WindowToBuild> = sqlx::query_as(
         "SELECT service, window_start, window_end, spans, artifact_id FROM otlp_windows
          WHERE id = $1 FOR UPDATE",
     )

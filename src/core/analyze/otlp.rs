@@ -26,6 +26,8 @@ use serde_json::{Map, Value};
 use super::request_log::{RequestLogAnalysis, RequestRow};
 use super::{decompressing_reader, in_range, AnalyzeError, Options};
 
+/// The protocol's message types, for callers that build exports (benchmarks, tests).
+pub use opentelemetry_proto::tonic as proto;
 pub use opentelemetry_proto::tonic::collector::trace::v1::{
     ExportTracePartialSuccess, ExportTraceServiceResponse,
 };
@@ -154,7 +156,7 @@ pub fn map_span(span: &Span) -> Result<(Engine, RequestRow), &'static str> {
     let count = |key: &str| -> Result<Option<i64>, &'static str> {
         match get(key).and_then(number) {
             None => Ok(None),
-            Some(n) if n >= 0.0 && n < 1e15 && n.fract() == 0.0 => Ok(Some(n as i64)),
+            Some(n) if (0.0..1e15).contains(&n) && n.fract() == 0.0 => Ok(Some(n as i64)),
             Some(_) => Err(reason::OUT_OF_RANGE),
         }
     };
