@@ -97,6 +97,7 @@ async fn list_windows(
         (status = 202, body = SpansQueued),
         (status = 403, body = ErrorBody),
         (status = 404, body = ErrorBody),
+        (status = 409, body = ErrorBody),
         (status = 422, body = ErrorBody)))]
 async fn analyze_window(
     user: ApiUser,

@@ -266,6 +266,20 @@ pub async fn build(store: &ArtifactStore, window_id: i64) -> Result<Option<i64>,
     if spans == 0 {
         return Ok(None);
     }
+    if let Some(id) = artifact_id {
+        // Locked until the commit, so no worker claims it meanwhile; one that is analysing
+        // the previous file finishes first (its rows would otherwise replace the new ones).
+        let status: Option<String> =
+            sqlx::query_scalar("SELECT status FROM artifacts WHERE id = $1 FOR UPDATE")
+                .bind(id)
+                .fetch_optional(&mut *tx)
+                .await?;
+        if status.as_deref() == Some("analyzing") {
+            return Err(AppError::Conflict(format!(
+                "the window's artifact {id} is being analysed now; ask again when it is done"
+            )));
+        }
+    }
     let lines: Vec<String> = sqlx::query_scalar(
         "SELECT line FROM otlp_span_rows WHERE window_id = $1 ORDER BY arrival_ts",
     )
@@ -340,8 +354,12 @@ pub async fn build_closed(store: &ArtifactStore) -> Result<usize, AppError> {
     .await?;
     let mut built = 0;
     for id in due {
-        if build(store, id).await?.is_some() {
-            built += 1;
+        match build(store, id).await {
+            Ok(Some(_)) => built += 1,
+            Ok(None) => {}
+            // Being analysed: the next pass builds it.
+            Err(AppError::Conflict(_)) => {}
+            Err(e) => return Err(e),
         }
     }
     Ok(built)

@@ -550,6 +550,26 @@ async fn other_shapes_and_spans_over_the_limit_are_counted_and_said() {
         .await;
     assert_eq!(r.status, StatusCode::ACCEPTED, "{}", r.body);
     let artifact = r.json()["artifact_id"].as_i64().unwrap();
+    // While a worker analyses the previous file, the window is not rebuilt under it.
+    sqlx::query("UPDATE artifacts SET status = 'analyzing' WHERE id = $1")
+        .bind(artifact)
+        .execute(&app.pool)
+        .await
+        .unwrap();
+    let again = format!("/api/v1/otlp/windows/{}/analyze", w["id"]);
+    let r = app.api("POST", &again, &token, None).await;
+    assert_eq!(r.status, StatusCode::CONFLICT, "{}", r.body);
+    assert_eq!(
+        perfjournal::otlp::build_closed(&app.state.artifacts())
+            .await
+            .unwrap(),
+        0
+    );
+    sqlx::query("UPDATE artifacts SET status = 'queued' WHERE id = $1")
+        .bind(artifact)
+        .execute(&app.pool)
+        .await
+        .unwrap();
     app.drain_queue().await;
     let page = app.get(&format!("/artifacts/{artifact}")).await;
     assert_eq!(page.status, StatusCode::OK);
