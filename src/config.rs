@@ -74,6 +74,28 @@ pub struct ServeArgs {
     pub grafana_token_file: Option<PathBuf>,
 
     /// Seconds a client has to send a request's headers before the connection is closed.
+    /// Minutes of one OTLP span window: spans received on /v1/traces are kept per
+    /// service and window, and a window is analysed when it closes.
+    #[arg(long, env = "PERFJOURNAL_OTLP_WINDOW_MINUTES", default_value_t = 60)]
+    pub otlp_window_minutes: u32,
+
+    /// Most request spans kept per service and window (the rest are counted and refused
+    /// in the export's partial success).
+    #[arg(
+        long,
+        env = "PERFJOURNAL_OTLP_MAX_ROWS_PER_WINDOW",
+        default_value_t = 200_000
+    )]
+    pub otlp_max_rows_per_window: u32,
+
+    /// Largest OTLP export body accepted on /v1/traces, in bytes as sent (16 MiB).
+    #[arg(long, env = "PERFJOURNAL_OTLP_BODY_LIMIT", default_value_t = 16 << 20)]
+    pub otlp_body_limit: usize,
+
+    /// Largest OTLP export body once gzip is undone, in bytes (64 MiB).
+    #[arg(long, env = "PERFJOURNAL_OTLP_MAX_DECOMPRESSED", default_value_t = 64 << 20)]
+    pub otlp_max_decompressed: usize,
+
     #[arg(long, env = "PERFJOURNAL_HEADER_READ_TIMEOUT", default_value_t = 30)]
     pub header_read_timeout_secs: u64,
 
@@ -343,6 +365,29 @@ pub struct Config {
     pub grafana: Option<crate::grafana::Target>,
     /// Single sign-on and whether passwords are accepted (see [`SsoArgs`]).
     pub sign_in: SignIn,
+    /// OTLP request spans (see [`crate::otlp`]).
+    pub otlp: OtlpLimits,
+}
+
+/// How OTLP spans are received and kept.
+#[derive(Debug, Clone)]
+pub struct OtlpLimits {
+    /// Seconds of one window.
+    pub window_s: i64,
+    pub max_rows_per_window: i64,
+    pub body_limit: usize,
+    pub max_decompressed: usize,
+}
+
+impl Default for OtlpLimits {
+    fn default() -> Self {
+        OtlpLimits {
+            window_s: 3600,
+            max_rows_per_window: 200_000,
+            body_limit: 16 << 20,
+            max_decompressed: 64 << 20,
+        }
+    }
 }
 
 impl Default for Config {
@@ -365,6 +410,7 @@ impl Default for Config {
             max_uploads: 64,
             grafana: None,
             sign_in: SignIn::default(),
+            otlp: OtlpLimits::default(),
         }
     }
 }
@@ -402,6 +448,12 @@ impl From<&ServeArgs> for Config {
                     token: token.trim().to_string(),
                 })
             }),
+            otlp: OtlpLimits {
+                window_s: a.otlp_window_minutes.max(1) as i64 * 60,
+                max_rows_per_window: a.otlp_max_rows_per_window.max(1) as i64,
+                body_limit: a.otlp_body_limit.max(1024),
+                max_decompressed: a.otlp_max_decompressed.max(1024),
+            },
             ..Config::default()
         }
     }

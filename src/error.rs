@@ -128,7 +128,7 @@ impl AppError {
     /// Logs a server error under a new reference and returns the text a client sees: the
     /// generic sentence with that reference for faults (never the internal message), the
     /// public message otherwise.
-    fn log_and_describe(&self) -> String {
+    pub(crate) fn log_and_describe(&self) -> String {
         let status = self.status();
         if !status.is_server_error() {
             return self.public_message();

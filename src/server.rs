@@ -115,6 +115,11 @@ pub fn app(state: AppState) -> Router {
         ))
         .layer(sessions)
         .route("/static/{*file}", get(crate::web::assets::serve))
+        // The OTLP/HTTP receiver: token-only (no session, no CSRF), its own body limits.
+        .route(
+            "/v1/traces",
+            axum::routing::post(crate::otlp::receiver::receive),
+        )
         .layer(DefaultBodyLimit::max(state.config.body_limit))
         .layer(
             ServiceBuilder::new()
@@ -168,6 +173,8 @@ pub async fn serve(state: AppState, bind: &str) -> anyhow::Result<()> {
     );
     let worker = tokio::spawn(crate::artifacts::ingest::run_worker(state.artifacts()));
     let blob_sweeper = tokio::spawn(sweep_blobs(state.clone()));
+    // OTLP span windows are analysed once they close.
+    let span_windows = tokio::spawn(crate::otlp::sweep(state.artifacts()));
     // Webhook deliveries go out from their queue, never on a request's path.
     let hooks = tokio::spawn(crate::webhooks::run_worker(state.pool.clone()));
     // Grafana annotations, when a Grafana is configured; otherwise they wait in their table.
@@ -226,6 +233,7 @@ pub async fn serve(state: AppState, bind: &str) -> anyhow::Result<()> {
     indexer.abort();
     worker.abort();
     blob_sweeper.abort();
+    span_windows.abort();
     hooks.abort();
     if let Some(g) = grafana {
         g.abort();

@@ -10,6 +10,7 @@ mod estimate;
 mod incident_window;
 mod investigations;
 mod journal;
+mod otlp;
 mod prometheus;
 pub(crate) mod proposals;
 mod search;
@@ -151,6 +152,7 @@ pub fn router() -> OpenApiRouter<AppState> {
         .merge(training::router())
         .merge(sweeps::router())
         .merge(trace_diffs::router())
+        .merge(otlp::router())
         .routes(routes!(
             investigations::create_investigation,
             investigations::list_investigations

@@ -9,7 +9,7 @@ use std::time::{Duration, Instant};
 use sqlx::PgPool;
 
 use super::ArtifactStore;
-use crate::core::analyze::{self, request_columns, request_log, AnalyzeError, Kind, Options};
+use crate::core::analyze::{self, otlp, request_columns, request_log, AnalyzeError, Kind, Options};
 use crate::core::blob::BlobEncoding;
 use crate::storage::BlobStore;
 
@@ -166,9 +166,10 @@ async fn process(state: &ArtifactStore, job: Job) -> anyhow::Result<Option<Strin
     let blob = (job.sha256.as_str(), job.blob_encoding.as_str());
     let started = Instant::now();
     let mut timing = Timing::default();
-    // Request logs are loaded into the database and analyzed in the same pass.
-    let outcome = if kind == Kind::RequestLog {
-        load_request_rows(state, job.id, blob, options, progress, &mut timing).await
+    // Request logs (and request spans) are loaded into the database and analyzed in the
+    // same pass.
+    let outcome = if kind.has_request_rows() {
+        load_request_rows(state, job.id, kind, blob, options, progress, &mut timing).await
     } else {
         analyze_blob(&state.blobs, blob, kind, options, progress, &mut timing).await
     };
@@ -349,6 +350,7 @@ async fn analyze_blob(
 async fn load_request_rows(
     state: &ArtifactStore,
     id: i64,
+    kind: Kind,
     blob: (&str, &str),
     options: Options,
     progress: Arc<AtomicU64>,
@@ -366,7 +368,8 @@ async fn load_request_rows(
         let mut columns = request_columns::ColumnBuilder::new();
         let mut batch = Vec::with_capacity(1 << 20);
         batch.extend_from_slice(request_log::COPY_BINARY_HEADER);
-        request_log::for_each_request(input, |row| -> Result<(), AnalyzeError> {
+        let mut spans = otlp::SpanCounts::default();
+        let each_row = |row: request_log::RequestRow| -> Result<(), AnalyzeError> {
             row.write_copy_binary(id, &mut batch);
             acc.add(&row);
             columns.add(&row);
@@ -378,13 +381,26 @@ async fn load_request_rows(
                 blocked += waited.elapsed();
             }
             Ok(())
-        })?;
+        };
+        if kind == Kind::OtlpSpans {
+            otlp::for_each_request(input, options.max_decompressed_bytes, &mut spans, each_row)?;
+        } else {
+            request_log::for_each_request(input, each_row)?;
+        }
         batch.extend_from_slice(request_log::COPY_BINARY_TRAILER);
         // The last rows go first: PostgreSQL ends the COPY while the percentiles are sorted.
         let waited = Instant::now();
         let _ = tx.blocking_send(batch);
         blocked += waited.elapsed();
-        let analysis = analyze::Analysis::RequestLog(acc.finish()).to_json();
+        let analysis = if kind == Kind::OtlpSpans {
+            analyze::Analysis::OtlpSpans(otlp::OtlpSpansAnalysis {
+                requests: acc.finish(),
+                spans,
+            })
+        } else {
+            analyze::Analysis::RequestLog(acc.finish())
+        }
+        .to_json();
         let columns = columns.finish();
         let busy = started.elapsed().saturating_sub(blocked);
         Ok::<_, AnalyzeError>((analysis, columns, busy))

@@ -138,7 +138,12 @@ pub async fn run(pool: &PgPool, ask: &Ask) -> Result<(Attribution, Option<i64>),
         pool,
         "queue",
         ask.queue,
-        &[Kind::RequestLog, Kind::Prometheus, Kind::PrometheusRange],
+        &[
+            Kind::RequestLog,
+            Kind::OtlpSpans,
+            Kind::Prometheus,
+            Kind::PrometheusRange,
+        ],
     )
     .await?;
     if let (Some(t), Some(q)) = (trace_row.investigation_id, queue_row.investigation_id) {
@@ -154,7 +159,7 @@ pub async fn run(pool: &PgPool, ask: &Ask) -> Result<(Attribution, Option<i64>),
         }
     }
     let trace: TraceAnalysis = decode("trace", &trace_row)?;
-    let queue = if queue_row.kind() == Kind::RequestLog {
+    let queue = if queue_row.kind().has_request_rows() {
         log_queue(pool, queue_row.id, queue_window(&trace, ask.offset_ms)).await?
     } else {
         // A capture's and a server window's analyses both carry `waiting_series`.

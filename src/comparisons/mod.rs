@@ -24,7 +24,16 @@ use crate::error::AppError;
 
 /// Kinds a comparison can be made of.
 pub fn comparable(kind: Kind) -> bool {
-    matches!(kind, Kind::VllmBench | Kind::RequestLog)
+    matches!(kind, Kind::VllmBench) || kind.has_request_rows()
+}
+
+/// The kind a comparison is of: request spans compare as the request log they are.
+fn compared_as(kind: Kind) -> Kind {
+    if kind.has_request_rows() {
+        Kind::RequestLog
+    } else {
+        kind
+    }
 }
 
 /// The artifacts of both sides, checked: they exist, are analyzed, and are all of
@@ -51,7 +60,7 @@ async fn fetch_sides(
                 Some(a) if !comparable(a.kind()) => errors.push(FieldError::new(
                     field,
                     format!(
-                        "artifact {id} ({}) is a {}; comparisons take vLLM benchmark results or request logs",
+                        "artifact {id} ({}) is a {}; comparisons take vLLM benchmark results, request logs or request spans",
                         a.name, a.kind
                     ),
                 )),
@@ -72,9 +81,9 @@ async fn fetch_sides(
     let kind = baseline_side
         .first()
         .or(candidate_side.first())
-        .map_or(Kind::Unknown, Artifact::kind);
+        .map_or(Kind::Unknown, |a| compared_as(a.kind()));
     for (field, side) in [("baseline", &baseline_side), ("candidate", &candidate_side)] {
-        for a in side.iter().filter(|a| a.kind() != kind) {
+        for a in side.iter().filter(|a| compared_as(a.kind()) != kind) {
             errors.push(FieldError::new(
                 field,
                 format!(
@@ -263,7 +272,7 @@ async fn runs_of(pool: &PgPool, field: &str, side: &[Artifact]) -> Result<Vec<Ru
     let mut errors = Vec::new();
     for a in side {
         match a.kind() {
-            Kind::RequestLog => runs.push(log_run(pool, a).await?),
+            Kind::RequestLog | Kind::OtlpSpans => runs.push(log_run(pool, a).await?),
             _ => match bench_run(field, a) {
                 Ok(r) => runs.push(r),
                 Err(e) => errors.push(e),

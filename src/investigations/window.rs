@@ -115,7 +115,8 @@ pub struct WindowTelemetry {
     pub name: String,
     pub kind: String,
     pub status: String,
-    /// The range it covers, Unix seconds (from its analysis).
+    /// The range it covers, Unix seconds, from its analysis: a Prometheus window's start
+    /// and end, the first and last request arrival of spans.
     pub start: Option<f64>,
     pub end: Option<f64>,
 }
@@ -159,9 +160,13 @@ pub async fn telemetry(pool: &PgPool, investigation: i64) -> sqlx::Result<Vec<Wi
     sqlx::query_as(
         "SELECT id, name, kind, status, \
                 CASE WHEN jsonb_typeof(analysis->'start') = 'number' \
-                     THEN (analysis->>'start')::float8 END AS start, \
+                     THEN (analysis->>'start')::float8 \
+                     WHEN jsonb_typeof(analysis->'arrival_first') = 'number' \
+                     THEN (analysis->>'arrival_first')::float8 END AS start, \
                 CASE WHEN jsonb_typeof(analysis->'end') = 'number' \
-                     THEN (analysis->>'end')::float8 END AS \"end\" \
+                     THEN (analysis->>'end')::float8 \
+                     WHEN jsonb_typeof(analysis->'arrival_last') = 'number' \
+                     THEN (analysis->>'arrival_last')::float8 END AS \"end\" \
          FROM artifacts WHERE investigation_id = $1 AND kind = ANY($2) ORDER BY id",
     )
     .bind(investigation)

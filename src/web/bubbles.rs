@@ -126,7 +126,9 @@ pub async fn sources(pool: &PgPool, investigation: i64) -> Result<Sources> {
         }
         match a.kind() {
             Kind::PytorchTrace => s.traces.push(a),
-            Kind::RequestLog | Kind::Prometheus | Kind::PrometheusRange => s.queues.push(a),
+            Kind::RequestLog | Kind::OtlpSpans | Kind::Prometheus | Kind::PrometheusRange => {
+                s.queues.push(a)
+            }
             _ => {}
         }
     }

@@ -58,14 +58,7 @@ async fn capture_page(
     form: CaptureForm,
     errors: Vec<FieldError>,
 ) -> Result<Response> {
-    let inv = crate::investigations::db::get(&state.pool, id)
-        .await?
-        .ok_or_else(|| AppError::not_found(format!("no investigation {id}")))?;
-    let status = if errors.is_empty() {
-        StatusCode::OK
-    } else {
-        StatusCode::UNPROCESSABLE_ENTITY
-    };
+    let (inv, status) = super::prometheus::investigation_form(state, id, &errors).await?;
     let page = CapturePage {
         ctx,
         investigation_id: id,

@@ -63,6 +63,20 @@ pub async fn card(state: &AppState, id: i64) -> Result<WindowCard> {
     })
 }
 
+/// Where the forms that read telemetry over a window (Prometheus, OTLP spans) start:
+/// the incident window when it is set, else the hour before the investigation was
+/// opened; UTC, as the forms show times.
+pub async fn starting_window(
+    state: &AppState,
+    inv: &crate::investigations::db::Investigation,
+) -> Result<(String, String)> {
+    let (start, end) = match window::get(&state.pool, inv.id).await? {
+        Some(w) => (w.starts_at, w.ends_at),
+        None => (inv.created_at - chrono::Duration::hours(1), inv.created_at),
+    };
+    Ok((show_time(start), show_time(end)))
+}
+
 #[derive(Template)]
 #[template(path = "investigations/incident_window_page.html")]
 struct WindowPage {

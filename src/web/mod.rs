@@ -16,6 +16,7 @@ pub mod investigations;
 pub mod journal;
 pub mod learn;
 pub mod ops;
+pub mod otlp;
 pub mod prometheus;
 pub mod proposals;
 pub mod replays;
@@ -65,6 +66,7 @@ pub fn private_routes() -> Router<AppState> {
         .merge(webhooks::routes())
         .merge(prometheus::routes())
         .merge(incident_window::routes())
+        .merge(otlp::routes())
 }
 
 /// Routes that stream large bodies (the server exempts them from the request timeout

@@ -122,6 +122,24 @@ async fn remove(
 
 // ---------- the window form ----------
 
+/// The investigation a form on its own page belongs to (404 when there is none), and
+/// the page's status: 422 when fields were refused.
+pub(super) async fn investigation_form(
+    state: &AppState,
+    id: i64,
+    errors: &[FieldError],
+) -> Result<(crate::investigations::db::Investigation, StatusCode)> {
+    let inv = crate::investigations::db::get(&state.pool, id)
+        .await?
+        .ok_or_else(|| AppError::not_found(format!("no investigation {id}")))?;
+    let status = if errors.is_empty() {
+        StatusCode::OK
+    } else {
+        StatusCode::UNPROCESSABLE_ENTITY
+    };
+    Ok((inv, status))
+}
+
 /// What the investigation page's form offers: the sources to choose from and the window
 /// it starts with.
 pub struct WindowOffer {
@@ -130,26 +148,22 @@ pub struct WindowOffer {
     pub end: String,
 }
 
-/// The form's starting values: the investigation's incident window when it has one,
-/// else the hour before the investigation was opened (UTC), for the person to set.
+/// The form's starting values: the sources, and the incident window (or the hour
+/// before the investigation was opened).
 pub async fn offer(
     state: &AppState,
     inv: &crate::investigations::db::Investigation,
 ) -> Result<WindowOffer> {
-    use crate::core::window::show_time;
     let sources = prom::list_sources(&state.pool)
         .await?
         .into_iter()
         .map(|s| (s.id, s.name))
         .collect();
-    let (start, end) = match crate::investigations::window::get(&state.pool, inv.id).await? {
-        Some(w) => (w.starts_at, w.ends_at),
-        None => (inv.created_at - chrono::Duration::hours(1), inv.created_at),
-    };
+    let (start, end) = super::incident_window::starting_window(state, inv).await?;
     Ok(WindowOffer {
         sources,
-        start: show_time(start),
-        end: show_time(end),
+        start,
+        end,
     })
 }
 
@@ -172,14 +186,7 @@ async fn window_page(
     form: Option<WindowFields>,
     errors: Vec<FieldError>,
 ) -> Result<Response> {
-    let inv = crate::investigations::db::get(&state.pool, id)
-        .await?
-        .ok_or_else(|| AppError::not_found(format!("no investigation {id}")))?;
-    let status = if errors.is_empty() {
-        StatusCode::OK
-    } else {
-        StatusCode::UNPROCESSABLE_ENTITY
-    };
+    let (inv, status) = investigation_form(state, id, &errors).await?;
     let offer = offer(state, &inv).await?;
     let form = form.unwrap_or(WindowFields {
         start: offer.start,

@@ -23,6 +23,7 @@ mod investigations;
 mod journal;
 mod learn;
 mod openapi;
+mod otlp;
 mod paging;
 mod perfetto;
 mod prometheus_window;

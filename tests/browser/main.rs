@@ -14,6 +14,7 @@ mod grafana;
 mod investigation;
 mod layout;
 mod learn;
+mod otlp_spans;
 mod prometheus_window;
 mod proposal;
 mod search;

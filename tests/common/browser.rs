@@ -134,6 +134,18 @@ impl Browser {
             .unwrap()
     }
 
+    /// The current value of the form field matching `css`.
+    pub async fn value(&self, css: &str) -> String {
+        self.driver
+            .find(By::Css(css))
+            .await
+            .unwrap()
+            .value()
+            .await
+            .unwrap()
+            .unwrap_or_default()
+    }
+
     /// Waits until an element matching `css` has text containing `needle`.
     pub async fn wait_text(&self, css: &str, needle: &str) -> String {
         let mut last = String::new();

@@ -27,6 +27,7 @@ pub fn is_gzip(head: &[u8]) -> bool {
 ///   → `request_log`;
 /// - `==PROF==`/`==ERROR==` lines or a CSV header with `Kernel Name` and
 ///   `Metric Name`/`ID` → `ncu_csv`;
+/// - JSON object(s) with `resourceSpans` (OTLP JSON traces) → `otlp_spans`;
 /// - a CSV header with `Total Time` and `Instances` → `nsys_kern_sum`;
 /// - a `# gpu …` dmon header or an nvidia-smi `--query-gpu` CSV header → `gpu_telemetry`;
 /// - Prometheus text (`# HELP`/`# TYPE` or `name{labels} value` lines) →
@@ -128,6 +129,10 @@ fn has_key(text: &str, key: &str) -> bool {
 }
 
 fn detect_json_object(t: &str) -> Kind {
+    // OTLP JSON (an export request, or the Collector's file exporter: one per line).
+    if has_key(t, "resourceSpans") {
+        return Kind::OtlpSpans;
+    }
     if has_key(t, "traceEvents") || (has_key(t, "schemaVersion") && has_key(t, "deviceProperties"))
     {
         return Kind::PytorchTrace;

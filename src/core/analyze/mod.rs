@@ -28,6 +28,7 @@ mod stats;
 pub mod gpu_telemetry;
 pub mod ncu;
 pub mod nsys;
+pub mod otlp;
 pub mod point;
 pub mod prometheus;
 pub mod pytorch_trace;
@@ -68,13 +69,16 @@ pub enum Kind {
     GpuTelemetry,
     /// A load sweep's summary table (vLLM benchmark suite: one row per request rate).
     Sweep,
+    /// OpenTelemetry request spans (vLLM `llm_request`, SGLang request roots) as OTLP
+    /// JSON: received on `/v1/traces` or uploaded; analysed as a request log.
+    OtlpSpans,
     /// Anything else: stored, not analyzed.
     Unknown,
 }
 
 impl Kind {
     /// Every kind, in a stable order (for menus and tests).
-    pub const ALL: [Kind; 10] = [
+    pub const ALL: [Kind; 11] = [
         Kind::RequestLog,
         Kind::VllmBench,
         Kind::Prometheus,
@@ -84,6 +88,7 @@ impl Kind {
         Kind::NsysKernSum,
         Kind::GpuTelemetry,
         Kind::Sweep,
+        Kind::OtlpSpans,
         Kind::Unknown,
     ];
 
@@ -99,6 +104,7 @@ impl Kind {
             Kind::NsysKernSum => "nsys_kern_sum",
             Kind::GpuTelemetry => "gpu_telemetry",
             Kind::Sweep => "sweep",
+            Kind::OtlpSpans => "otlp_spans",
             Kind::Unknown => "unknown",
         }
     }
@@ -121,8 +127,15 @@ impl Kind {
             Kind::NsysKernSum => nsys::ANALYZER_VERSION,
             Kind::GpuTelemetry => gpu_telemetry::ANALYZER_VERSION,
             Kind::Sweep => sweep::ANALYZER_VERSION,
+            Kind::OtlpSpans => otlp::ANALYZER_VERSION,
             Kind::Unknown => 0,
         }
+    }
+
+    /// Kinds whose content is per-request rows: loaded into `request_rows` and analysed
+    /// by the request-log analysis (phase quantiles, decomposition, comparisons).
+    pub fn has_request_rows(self) -> bool {
+        matches!(self, Kind::RequestLog | Kind::OtlpSpans)
     }
 }
 
@@ -193,6 +206,7 @@ pub enum Analysis {
     NsysKernSum(nsys::NsysAnalysis),
     GpuTelemetry(gpu_telemetry::GpuTelemetryAnalysis),
     Sweep(sweep::SweepAnalysis),
+    OtlpSpans(otlp::OtlpSpansAnalysis),
 }
 
 impl Analysis {
@@ -208,6 +222,7 @@ impl Analysis {
             Analysis::NsysKernSum(_) => Kind::NsysKernSum,
             Analysis::GpuTelemetry(_) => Kind::GpuTelemetry,
             Analysis::Sweep(_) => Kind::Sweep,
+            Analysis::OtlpSpans(_) => Kind::OtlpSpans,
         }
     }
 
@@ -447,6 +462,7 @@ pub fn analyze(
         Kind::NsysKernSum => Analysis::NsysKernSum(nsys::analyze(input)?),
         Kind::GpuTelemetry => Analysis::GpuTelemetry(gpu_telemetry::analyze(input)?),
         Kind::Sweep => Analysis::Sweep(sweep::analyze(input)?),
+        Kind::OtlpSpans => Analysis::OtlpSpans(otlp::analyze(input, opts)?),
         Kind::Unknown => return Err(AnalyzeError::NotAnalyzed),
     })
 }
@@ -517,6 +533,7 @@ mod tests {
             "nsys_kern_sum",
             "gpu_telemetry",
             "sweep",
+            "otlp_spans",
             "unknown",
         ];
         for (k, s) in Kind::ALL.iter().zip(expected) {

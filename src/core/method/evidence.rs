@@ -30,7 +30,12 @@ const TOP_KERNELS: usize = 8;
 pub fn kinds_for(step: u8) -> &'static [&'static str] {
     match step {
         1 => &["vllm_bench", "prometheus", "prometheus_range"],
-        2 => &["request_log", "prometheus", "prometheus_range"],
+        2 => &[
+            "request_log",
+            "otlp_spans",
+            "prometheus",
+            "prometheus_range",
+        ],
         3 => &["pytorch_trace"],
         4 => &["ncu_csv"],
         5 => &["nsys_kern_sum", "ncu_csv", "pytorch_trace"],
@@ -44,6 +49,10 @@ pub fn kinds_for(step: u8) -> &'static [&'static str] {
 pub fn fill(step: u8, kind: &str, analysis: &Value) -> Option<(Pairs, String)> {
     if !kinds_for(step).contains(&kind) {
         return None;
+    }
+    if kind == "otlp_spans" {
+        // Request spans are analysed as a request log (the analysis carries its fields).
+        return fill(step, "request_log", analysis);
     }
     if kind == "prometheus_range" {
         // A server's window reads as two scrapes do: its `window` summary.
@@ -157,7 +166,7 @@ pub fn fill_for(
     metric: Option<Metric>,
 ) -> Option<(Pairs, String)> {
     let (mut pairs, what) = fill(step, kind, analysis)?;
-    if (step, kind) == (2, "request_log") {
+    if step == 2 && (kind == "request_log" || kind == "otlp_spans") {
         if let Some(a) = decode::<RequestLogAnalysis>(analysis) {
             let shares = match metric {
                 Some(Metric::Ttft) => Some(&a.share_of_ttft),

@@ -86,7 +86,9 @@ pub fn from_analysis(kind: &str, analysis: &serde_json::Value) -> Observed {
             ("ttft_p95_ms", at(&["ttft_ms", "p95"])),
             ("itl_p99_ms", at(&["itl_ms", "p99"])),
         ],
-        "request_log" => vec![("ttft_p95_ms", at(&["phases", "first_token_ms", "p95"]))],
+        "request_log" | "otlp_spans" => {
+            vec![("ttft_p95_ms", at(&["phases", "first_token_ms", "p95"]))]
+        }
         "prometheus" => {
             let seconds = |hist: &str, q: &str| {
                 let h = analysis.get("quantiles")?.get(hist)?;

@@ -125,6 +125,41 @@ struct ShowPage {
     /// diffed against (id, name).
     diffs: Vec<crate::trace_diffs::TraceDiff>,
     diff_choices: Vec<(i64, String)>,
+    /// Spans received over OTLP: the window this artifact was built from, in words
+    /// (with the spans not kept and why).
+    span_window: Option<String>,
+}
+
+/// The window a span artifact was built from, as its page says it.
+async fn span_window(state: &AppState, a: &Artifact) -> Result<Option<String>> {
+    if a.kind() != crate::core::analyze::Kind::OtlpSpans {
+        return Ok(None);
+    }
+    let Some(w) = crate::otlp::of_artifact(&state.pool, a.id).await? else {
+        return Ok(None);
+    };
+    let mut text = format!(
+        "service {} from {} to {} UTC: {} request spans kept",
+        w.service,
+        w.window_start.format("%Y-%m-%d %H:%M"),
+        w.window_end.format("%Y-%m-%d %H:%M"),
+        w.spans
+    );
+    if w.ignored > 0 {
+        let reasons: Vec<String> = w
+            .ignored_reasons
+            .as_object()
+            .into_iter()
+            .flatten()
+            .map(|(why, n)| format!("{n} {why}"))
+            .collect();
+        text.push_str(&format!(
+            "; {} spans were ignored ({})",
+            w.ignored,
+            reasons.join("; ")
+        ));
+    }
+    Ok(Some(text))
 }
 
 /// The SLO asked of a sweep on its artifact page (`?slo_metric=ttft&slo_percentile=p99&slo_max=200 ms`).
@@ -207,7 +242,9 @@ async fn show_artifact(
     } else {
         (Vec::new(), Vec::new())
     };
+    let span_window = span_window(&state, &a).await?;
     let page = ShowPage {
+        span_window,
         diffs,
         diff_choices,
         ctx,
@@ -319,9 +356,9 @@ async fn request_breakdown(
     RawQuery(raw): RawQuery,
 ) -> Result<Response> {
     let a = find(&state, id).await?;
-    if a.kind() != crate::core::analyze::Kind::RequestLog {
+    if !a.kind().has_request_rows() {
         return Err(AppError::not_found(
-            "only request logs have a per-request breakdown",
+            "only request logs and request spans have a per-request breakdown",
         ));
     }
     let q: BreakdownQuery = serde_urlencoded::from_str(raw.as_deref().unwrap_or(""))

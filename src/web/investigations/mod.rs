@@ -248,6 +248,11 @@ struct ShowPage {
     win_telemetry: Vec<crate::investigations::window::WindowTelemetry>,
     win_form: super::incident_window::WindowForm,
     win_errors: super::FormErrors,
+    /// The request-spans form (editors): the services that sent spans, starting values.
+    span_investigation: i64,
+    span_services: Vec<String>,
+    span_form: crate::otlp::TakeFields,
+    span_errors: super::FormErrors,
 }
 
 async fn show_investigation(
@@ -270,12 +275,17 @@ async fn show_investigation(
     };
     let offer = super::prometheus::offer(&state, &loaded.investigation).await?;
     let card = super::incident_window::card(&state, id).await?;
+    let (span_services, span_form) = super::otlp::offer(&state, &loaded.investigation).await?;
     let page = ShowPage {
         win_investigation: id,
         win: card.win,
         win_telemetry: card.win_telemetry,
         win_form: card.win_form,
         win_errors: Vec::new().into(),
+        span_investigation: id,
+        span_services,
+        span_form,
+        span_errors: Vec::new().into(),
         prom_investigation: id,
         prom_sources: offer.sources,
         prom_form: crate::prometheus_range::WindowFields {

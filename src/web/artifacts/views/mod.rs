@@ -19,7 +19,8 @@ use serde_json::Value;
 
 use crate::artifacts::Artifact;
 use crate::core::analyze::{
-    sweep::Slo, sweep::SweepAnalysis, vllm_bench::VllmBenchAnalysis, Kind, Summary,
+    otlp::OtlpSpansAnalysis, sweep::Slo, sweep::SweepAnalysis, vllm_bench::VllmBenchAnalysis, Kind,
+    Summary,
 };
 
 pub struct Table {
@@ -117,6 +118,11 @@ pub fn sections_with_slo(a: &Artifact, slo: Option<&Slo>) -> Vec<Section> {
     }
     let built = match a.kind() {
         Kind::RequestLog => typed(a).map(|x| request_log::sections(a.id, &x)),
+        Kind::OtlpSpans => typed(a).map(|x: OtlpSpansAnalysis| {
+            let mut out = vec![request_log::span_counts(&x.spans)];
+            out.extend(request_log::sections(a.id, &x.requests));
+            out
+        }),
         Kind::VllmBench => typed(a).map(|x: VllmBenchAnalysis| {
             let mut out = sweep_sections(&x.points, slo);
             out.extend(vllm_bench::sections(&x));

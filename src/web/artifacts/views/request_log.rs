@@ -175,3 +175,33 @@ pub async fn decomposition(
     });
     Ok((t, grouped))
 }
+
+/// What became of the spans of an OTLP file: request rows by engine, the rest by reason.
+pub(super) fn span_counts(c: &crate::core::analyze::otlp::SpanCounts) -> Section {
+    let mut s = Section::new("spans", "Spans");
+    s.lead = Some(format!(
+        "{} spans read: {} request spans became rows, {} ignored. Services: {}.",
+        num(c.spans as f64),
+        num(c.requests as f64),
+        num(c.ignored as f64),
+        if c.services.is_empty() {
+            "none".to_string()
+        } else {
+            c.services.join(", ")
+        }
+    ));
+    let mut t = Table::new(&["spans", "count"]);
+    for (engine, n) in &c.engines {
+        t.row(vec![format!("request rows ({engine})"), num(*n as f64)]);
+    }
+    for (why, n) in &c.ignored_reasons {
+        t.row(vec![format!("ignored: {why}"), num(*n as f64)]);
+    }
+    s.table = Some(t);
+    s.notes.push(
+        "Only vLLM llm_request spans and SGLang request root spans carry a request's \
+         latencies; other spans are counted here and left out."
+            .into(),
+    );
+    s
+}

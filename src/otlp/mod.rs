@@ -1,0 +1,530 @@
+//! Request spans received over OTLP/HTTP (`POST /v1/traces`): stored per service and
+//! window, turned into `otlp_spans` artifacts when a window closes (a background sweep),
+//! on demand, or for an investigation over any stretch of time.
+//!
+//! A window's spans are rows of `otlp_span_rows` (each one line of OTLP JSON with only the
+//! attributes read, see `core::analyze::otlp::kept_line`). Building a window's artifact
+//! writes those rows, read in one snapshot under the window's row lock, to a blob; the
+//! artifact (created, or pointed at the new blob and queued again) is then analysed by
+//! the request-log pipeline like an uploaded file. The analysis reads only that blob, so
+//! it sees exactly the spans counted in `built_spans`, never a half-received export.
+
+pub mod receiver;
+
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+use chrono::{DateTime, Utc};
+use futures::TryStreamExt;
+use serde::Serialize;
+use sqlx::PgPool;
+use utoipa::ToSchema;
+
+use crate::artifacts::ArtifactStore;
+use crate::core::analyze::otlp::{reason, Group};
+use crate::core::analyze::Options;
+use crate::core::FieldError;
+use crate::error::AppError;
+
+/// What an export request came to.
+#[derive(Debug, Default, Clone, PartialEq)]
+pub struct Stored {
+    /// Request spans kept.
+    pub accepted: u64,
+    /// Spans not kept, by reason.
+    pub rejected: BTreeMap<&'static str, u64>,
+}
+
+impl Stored {
+    pub fn rejected_spans(&self) -> u64 {
+        self.rejected.values().sum()
+    }
+
+    /// The partial-success message: each reason and its count.
+    pub fn message(&self) -> String {
+        let parts: Vec<String> = self
+            .rejected
+            .iter()
+            .map(|(why, n)| format!("{n} span(s) ignored: {why}"))
+            .collect();
+        parts.join("; ")
+    }
+}
+
+/// Adds `add` to the counts in `counts` (a JSON object of reason → count).
+fn merged_reasons(
+    counts: &serde_json::Value,
+    add: &BTreeMap<&'static str, u64>,
+) -> serde_json::Value {
+    let mut out = counts.as_object().cloned().unwrap_or_default();
+    for (why, n) in add {
+        let before = out
+            .get(*why)
+            .and_then(serde_json::Value::as_u64)
+            .unwrap_or(0);
+        out.insert((*why).to_string(), serde_json::Value::from(before + n));
+    }
+    serde_json::Value::Object(out)
+}
+
+/// Stores the groups of one export request in one transaction: all of it or nothing.
+/// A window keeps at most `max_rows` spans; the rest are counted as over the limit.
+pub async fn store(
+    pool: &PgPool,
+    groups: Vec<Group>,
+    window_s: i64,
+    max_rows: i64,
+) -> sqlx::Result<Stored> {
+    let mut out = Stored::default();
+    let mut tx = pool.begin().await?;
+    for g in groups {
+        // The upsert locks the window's row until the commit: exports into one window
+        // take turns, so the limit holds.
+        let (id, spans, reasons): (i64, i64, serde_json::Value) = sqlx::query_as(
+            "INSERT INTO otlp_windows (service, window_start, window_end)
+             VALUES ($1, to_timestamp($2), to_timestamp($3))
+             ON CONFLICT (service, window_start) DO UPDATE SET updated_at = now()
+             RETURNING id, spans, ignored_reasons",
+        )
+        .bind(&g.service)
+        .bind(g.window_start as f64)
+        .bind((g.window_start + window_s) as f64)
+        .fetch_one(&mut *tx)
+        .await?;
+        let room = (max_rows - spans).max(0) as usize;
+        let take = g.kept.len().min(room);
+        let mut ignored = g.ignored.clone();
+        if g.kept.len() > take {
+            *ignored.entry(reason::OVER_LIMIT).or_default() += (g.kept.len() - take) as u64;
+        }
+        let (arrivals, lines): (Vec<f64>, Vec<String>) = g.kept.into_iter().take(take).unzip();
+        if !lines.is_empty() {
+            sqlx::query(
+                "INSERT INTO otlp_span_rows (window_id, arrival_ts, line)
+                 SELECT $1, a, l FROM UNNEST($2::float8[], $3::text[]) AS t(a, l)",
+            )
+            .bind(id)
+            .bind(&arrivals)
+            .bind(&lines)
+            .execute(&mut *tx)
+            .await?;
+        }
+        let ignored_n: u64 = ignored.values().sum();
+        sqlx::query(
+            "UPDATE otlp_windows SET spans = spans + $2, ignored = ignored + $3,
+                    ignored_reasons = $4, updated_at = now()
+             WHERE id = $1",
+        )
+        .bind(id)
+        .bind(lines.len() as i64)
+        .bind(ignored_n as i64)
+        .bind(merged_reasons(&reasons, &ignored))
+        .execute(&mut *tx)
+        .await?;
+        out.accepted += lines.len() as u64;
+        for (why, n) in ignored {
+            *out.rejected.entry(why).or_default() += n;
+        }
+    }
+    tx.commit().await?;
+    Ok(out)
+}
+
+/// A window as listed.
+#[derive(Debug, Clone, Serialize, ToSchema, sqlx::FromRow)]
+pub struct Window {
+    pub id: i64,
+    pub service: String,
+    pub window_start: DateTime<Utc>,
+    pub window_end: DateTime<Utc>,
+    /// Request spans kept.
+    pub spans: i64,
+    /// Spans received but not kept.
+    pub ignored: i64,
+    /// Spans not kept, by reason.
+    #[schema(value_type = Object)]
+    pub ignored_reasons: serde_json::Value,
+    /// The window's artifact, once built.
+    pub artifact_id: Option<i64>,
+    /// `open` (still receiving), `closed` (waiting for its artifact), or the artifact's
+    /// status (`queued`, `analyzing`, `done`, `failed`).
+    pub status: String,
+}
+
+const WINDOW_COLUMNS: &str = "w.id, w.service, w.window_start, w.window_end, w.spans, w.ignored,
+     w.ignored_reasons, w.artifact_id,
+     CASE WHEN w.window_end > now() THEN 'open'
+          WHEN a.id IS NULL OR w.built_spans IS DISTINCT FROM w.spans THEN 'closed'
+          ELSE a.status END AS status";
+
+/// Windows, newest first (then by id), optionally of one service: `limit` after `after`.
+pub async fn list(
+    pool: &PgPool,
+    service: Option<&str>,
+    after: Option<i64>,
+    limit: i64,
+) -> sqlx::Result<Vec<Window>> {
+    sqlx::query_as(&format!(
+        "SELECT {WINDOW_COLUMNS} FROM otlp_windows w LEFT JOIN artifacts a ON a.id = w.artifact_id
+         WHERE ($1::text IS NULL OR w.service = $1)
+           AND ($2::bigint IS NULL OR w.id < $2)
+         ORDER BY w.id DESC LIMIT $3"
+    ))
+    .bind(service)
+    .bind(after)
+    .bind(limit)
+    .fetch_all(pool)
+    .await
+}
+
+pub async fn get(pool: &PgPool, id: i64) -> sqlx::Result<Option<Window>> {
+    one(pool, "w.id", id).await
+}
+
+/// The window an artifact was built from.
+pub async fn of_artifact(pool: &PgPool, artifact_id: i64) -> sqlx::Result<Option<Window>> {
+    one(pool, "w.artifact_id", artifact_id).await
+}
+
+/// The window whose `column` (a fixed name, never input) is `value`.
+async fn one(pool: &PgPool, column: &str, value: i64) -> sqlx::Result<Option<Window>> {
+    sqlx::query_as(&format!(
+        "SELECT {WINDOW_COLUMNS} FROM otlp_windows w LEFT JOIN artifacts a ON a.id = w.artifact_id
+         WHERE {column} = $1"
+    ))
+    .bind(value)
+    .fetch_optional(pool)
+    .await
+}
+
+/// The services that sent spans, by name.
+pub async fn services(pool: &PgPool) -> sqlx::Result<Vec<String>> {
+    sqlx::query_scalar("SELECT DISTINCT service FROM otlp_windows ORDER BY service LIMIT 200")
+        .fetch_all(pool)
+        .await
+}
+
+fn file_name(service: &str, start: f64, end: f64) -> String {
+    let at = |t: f64| {
+        DateTime::from_timestamp(t.floor() as i64, 0)
+            .map(|d| d.format("%Y%m%dT%H%M%SZ").to_string())
+            .unwrap_or_default()
+    };
+    let safe: String = service
+        .chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || c == '-' || c == '_' || c == '.' {
+                c
+            } else {
+                '_'
+            }
+        })
+        .take(100)
+        .collect();
+    format!("otlp-{safe}-{}-{}.jsonl", at(start), at(end))
+}
+
+/// Stores lines as one blob (a line each).
+async fn put_lines(
+    store: &ArtifactStore,
+    lines: Vec<String>,
+) -> Result<crate::storage::StoredBlob, AppError> {
+    let mut body = Vec::with_capacity(lines.iter().map(|l| l.len() + 1).sum());
+    for l in lines {
+        body.extend_from_slice(l.as_bytes());
+        body.push(b'\n');
+    }
+    let chunks = futures::stream::iter([Ok::<_, std::io::Error>(bytes::Bytes::from(body))]);
+    store
+        .blobs
+        .put_stream(chunks, store.upload_limit)
+        .await
+        .map_err(|e| crate::artifacts::UploadError::Store(e).into())
+}
+
+/// A window's service, start, end, spans kept and artifact, as a build reads them.
+type WindowToBuild = (String, DateTime<Utc>, DateTime<Utc>, i64, Option<i64>);
+
+/// Builds (or rebuilds) a window's artifact from its spans now and queues its analysis.
+/// `None` when the window has no spans yet.
+pub async fn build(store: &ArtifactStore, window_id: i64) -> Result<Option<i64>, AppError> {
+    let mut tx = store.pool.begin().await?;
+    // The row lock holds exports into this window back until the artifact points at the
+    // blob: `built_spans` is exactly what the blob holds.
+    let row: Option<WindowToBuild> = sqlx::query_as(
+        "SELECT service, window_start, window_end, spans, artifact_id FROM otlp_windows
+         WHERE id = $1 FOR UPDATE",
+    )
+    .bind(window_id)
+    .fetch_optional(&mut *tx)
+    .await?;
+    let Some((service, start, end, spans, artifact_id)) = row else {
+        return Err(AppError::not_found(format!(
+            "there is no span window {window_id}"
+        )));
+    };
+    if spans == 0 {
+        return Ok(None);
+    }
+    if let Some(id) = artifact_id {
+        // Locked until the commit, so no worker claims it meanwhile; one that is analysing
+        // the previous file finishes first (its rows would otherwise replace the new ones).
+        let status: Option<String> =
+            sqlx::query_scalar("SELECT status FROM artifacts WHERE id = $1 FOR UPDATE")
+                .bind(id)
+                .fetch_optional(&mut *tx)
+                .await?;
+        if status.as_deref() == Some("analyzing") {
+            return Err(AppError::Conflict(format!(
+                "the window's artifact {id} is being analysed now; ask again when it is done"
+            )));
+        }
+    }
+    let lines: Vec<String> = sqlx::query_scalar(
+        "SELECT line FROM otlp_span_rows WHERE window_id = $1 ORDER BY arrival_ts",
+    )
+    .bind(window_id)
+    .fetch(&mut *tx)
+    .try_collect()
+    .await?;
+    let blob = put_lines(store, lines).await?;
+    let options = Options {
+        max_decompressed_bytes: store.max_decompressed_bytes,
+        ..Options::default()
+    };
+    let name = file_name(&service, start.timestamp() as f64, end.timestamp() as f64);
+    let updated: Option<i64> = match artifact_id {
+        Some(id) => {
+            sqlx::query_scalar(
+                "UPDATE artifacts SET sha256 = $2, size_bytes = $3, stored_bytes = $4,
+                    blob_encoding = $5, gzip = false, status = 'queued', error = NULL,
+                    progress_bytes = 0, attempts = 0, updated_at = now()
+             WHERE id = $1 RETURNING id",
+            )
+            .bind(id)
+            .bind(&blob.sha256)
+            .bind(blob.size as i64)
+            .bind(blob.stored_size as i64)
+            .bind(blob.encoding.slug())
+            .fetch_optional(&mut *tx)
+            .await?
+        }
+        None => None,
+    };
+    let artifact = match updated {
+        Some(id) => id,
+        None => {
+            sqlx::query_scalar(
+                "INSERT INTO artifacts (name, kind, sha256, size_bytes, gzip, status, options,
+                                        blob_encoding, stored_bytes)
+                 VALUES ($1, 'otlp_spans', $2, $3, false, 'queued', $4, $5, $6) RETURNING id",
+            )
+            .bind(&name)
+            .bind(&blob.sha256)
+            .bind(blob.size as i64)
+            .bind(sqlx::types::Json(&options))
+            .bind(blob.encoding.slug())
+            .bind(blob.stored_size as i64)
+            .fetch_one(&mut *tx)
+            .await?
+        }
+    };
+    sqlx::query(
+        "UPDATE otlp_windows SET artifact_id = $2, built_spans = spans, updated_at = now()
+         WHERE id = $1",
+    )
+    .bind(window_id)
+    .bind(artifact)
+    .execute(&mut *tx)
+    .await?;
+    tx.commit().await?;
+    store.jobs.notify_one();
+    Ok(Some(artifact))
+}
+
+/// Builds the artifacts of windows that closed with spans not yet in one; returns how
+/// many were built.
+pub async fn build_closed(store: &ArtifactStore) -> Result<usize, AppError> {
+    let due: Vec<i64> = sqlx::query_scalar(
+        "SELECT id FROM otlp_windows
+         WHERE window_end <= now() AND built_spans IS DISTINCT FROM spans AND spans > 0
+         ORDER BY window_end LIMIT 50",
+    )
+    .fetch_all(&store.pool)
+    .await?;
+    let mut built = 0;
+    for id in due {
+        match build(store, id).await {
+            Ok(Some(_)) => built += 1,
+            Ok(None) => {}
+            // Being analysed: the next pass builds it.
+            Err(AppError::Conflict(_)) => {}
+            Err(e) => return Err(e),
+        }
+    }
+    Ok(built)
+}
+
+/// How often the sweep looks for closed windows.
+const SWEEP_EVERY: Duration = Duration::from_secs(30);
+
+/// Runs forever: analyses each window once it closes (and again when late spans arrive).
+pub async fn sweep(store: ArtifactStore) {
+    let mut tick = tokio::time::interval(SWEEP_EVERY);
+    loop {
+        tick.tick().await;
+        match build_closed(&store).await {
+            Ok(0) => {}
+            Ok(n) => tracing::info!(windows = n, "span windows closed and queued for analysis"),
+            Err(e) => tracing::error!(error = %e, "building span windows"),
+        }
+    }
+}
+
+/// The fields of "the spans of service X between T1 and T2" as typed.
+#[derive(Clone, Debug, Default, serde::Deserialize)]
+pub struct TakeFields {
+    #[serde(default)]
+    pub service: String,
+    #[serde(default)]
+    pub start: String,
+    #[serde(default)]
+    pub end: String,
+}
+
+/// Reads the fields: a service, and a start before the end (every problem reported).
+pub fn check_take(f: &TakeFields) -> Result<(String, f64, f64), Vec<FieldError>> {
+    let mut errors = Vec::new();
+    let service = f.service.trim();
+    if service.is_empty() || service.chars().count() > 255 {
+        errors.push(FieldError::new(
+            "service",
+            "the service.name the spans were sent under (1 to 255 characters)",
+        ));
+    }
+    let (start, end) = match crate::core::window::parse_window(
+        &f.start,
+        &f.end,
+        crate::core::window::MAX_INCIDENT_S,
+    ) {
+        Ok((s, e)) => (Some(s), Some(e)),
+        Err(e) => {
+            errors.extend(e);
+            (None, None)
+        }
+    };
+    match (start, end) {
+        (Some(s), Some(e)) if errors.is_empty() => Ok((service.to_string(), s, e)),
+        _ => Err(errors),
+    }
+}
+
+/// Puts the spans of a service between two times into an investigation as an
+/// `otlp_spans` artifact, queued for analysis. 404 for a missing investigation; 422 for
+/// bad fields or when no span of that service falls in the stretch (nothing stored).
+pub async fn take(
+    store: &ArtifactStore,
+    investigation_id: i64,
+    fields: &TakeFields,
+    max_rows: i64,
+    user_id: i64,
+) -> Result<i64, AppError> {
+    if crate::investigations::db::get(&store.pool, investigation_id)
+        .await?
+        .is_none()
+    {
+        return Err(AppError::not_found(format!(
+            "no investigation {investigation_id}"
+        )));
+    }
+    let (service, start, end) = check_take(fields).map_err(AppError::Invalid)?;
+    let lines: Vec<String> = sqlx::query_scalar(
+        "SELECT r.line FROM otlp_span_rows r JOIN otlp_windows w ON w.id = r.window_id
+         WHERE w.service = $1 AND w.window_end > to_timestamp($2)
+           AND w.window_start < to_timestamp($3)
+           AND r.arrival_ts >= $2 AND r.arrival_ts < $3
+         ORDER BY r.arrival_ts LIMIT $4",
+    )
+    .bind(&service)
+    .bind(start)
+    .bind(end)
+    .bind(max_rows + 1)
+    .fetch_all(&store.pool)
+    .await?;
+    if lines.is_empty() {
+        let known = services(&store.pool).await?;
+        return Err(AppError::field(
+            "service",
+            if known.contains(&service) {
+                format!("no spans of service {service} arrived between the start and the end")
+            } else if known.is_empty() {
+                format!("no service has sent spans yet (there is none named {service})")
+            } else {
+                format!(
+                    "no service named {service} has sent spans; the services are: {}",
+                    known.join(", ")
+                )
+            },
+        ));
+    }
+    if lines.len() as i64 > max_rows {
+        return Err(AppError::field(
+            "end",
+            format!(
+                "more than {max_rows} spans fall between the start and the end; choose a \
+                 shorter stretch"
+            ),
+        ));
+    }
+    let blob = put_lines(store, lines).await?;
+    let options = Options {
+        max_decompressed_bytes: store.max_decompressed_bytes,
+        ..Options::default()
+    };
+    let owner = crate::artifacts::Owner {
+        investigation_id: Some(investigation_id),
+        journal_entry_id: None,
+    };
+    let a = crate::artifacts::insert(
+        &store.pool,
+        owner,
+        &file_name(&service, start, end),
+        &blob,
+        user_id,
+        &options,
+    )
+    .await?;
+    store.jobs.notify_one();
+    Ok(a.id)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn reasons_add_up_and_read_as_one_message() {
+        let mut add = BTreeMap::new();
+        add.insert(reason::OVER_LIMIT, 2);
+        add.insert(reason::OTHER_SHAPE, 1);
+        let merged = merged_reasons(&serde_json::json!({ reason::OVER_LIMIT: 3 }), &add);
+        assert_eq!(merged[reason::OVER_LIMIT], 5);
+        assert_eq!(merged[reason::OTHER_SHAPE], 1);
+        let s = Stored {
+            accepted: 1,
+            rejected: add,
+        };
+        assert_eq!(s.rejected_spans(), 3);
+        assert!(s
+            .message()
+            .contains("2 span(s) ignored: over the window's span limit"));
+    }
+
+    #[test]
+    fn names_are_safe_file_names() {
+        assert_eq!(
+            file_name("vllm a/b", 1_796_220_000.0, 1_796_223_600.0),
+            "otlp-vllm_a_b-20261202T140000Z-20261202T150000Z.jsonl"
+        );
+    }
+}
