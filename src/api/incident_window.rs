@@ -102,7 +102,7 @@ pub async fn put_window(
     Ok(Json(view(&state, id).await?))
 }
 
-/// Removes the incident window (editor role); 404 when none is set.
+/// Removes the incident window (editor role); 204 also when none was set.
 #[utoipa::path(delete, path = "/investigations/{id}/incident-window", tag = "investigations",
     params(("id" = i64, Path, description = "investigation id")),
     responses(
@@ -116,10 +116,6 @@ pub async fn delete_window(
 ) -> ApiResult<StatusCode> {
     user.require(Role::Editor)?;
     view(&state, id).await?;
-    if !window::clear(&state.pool, id, user.0.id).await? {
-        return Err(
-            AppError::not_found(format!("investigation {id} has no incident window")).into(),
-        );
-    }
+    window::clear(&state.pool, id, user.0.id).await?;
     Ok(StatusCode::NO_CONTENT)
 }

@@ -174,3 +174,28 @@ pub async fn telemetry(pool: &PgPool, investigation: i64) -> sqlx::Result<Vec<Wi
     .fetch_all(pool)
     .await
 }
+
+/// The shape of the incident window (see [`crate::core::recall::window_shape`]), from
+/// the investigation's analyzed Prometheus window that overlaps the incident window
+/// most (the latest one when no window is set or none overlaps).
+pub async fn shape_of(pool: &PgPool, investigation: i64) -> sqlx::Result<Option<String>> {
+    use crate::core::analyze::prometheus::range::PrometheusRangeAnalysis;
+    let analysis: Option<serde_json::Value> = sqlx::query_scalar(
+        "SELECT a.analysis FROM artifacts a \
+         LEFT JOIN incident_windows w ON w.investigation_id = a.investigation_id \
+         WHERE a.investigation_id = $1 AND a.kind = 'prometheus_range' AND a.status = 'done' \
+           AND jsonb_typeof(a.analysis->'start') = 'number' \
+           AND jsonb_typeof(a.analysis->'end') = 'number' \
+         ORDER BY CASE WHEN w.investigation_id IS NULL THEN 0 ELSE \
+                  greatest(0, least((a.analysis->>'end')::float8, extract(epoch FROM w.ends_at)) \
+                     - greatest((a.analysis->>'start')::float8, extract(epoch FROM w.starts_at))) \
+                  END DESC, a.id DESC \
+         LIMIT 1",
+    )
+    .bind(investigation)
+    .fetch_optional(pool)
+    .await?;
+    Ok(analysis
+        .and_then(|v| serde_json::from_value::<PrometheusRangeAnalysis>(v).ok())
+        .and_then(|a| crate::core::recall::window_shape::shape(&a)))
+}

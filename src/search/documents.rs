@@ -130,7 +130,8 @@ pub async fn refresh(pool: &PgPool) -> sqlx::Result<usize> {
         sqlx::query(
             "INSERT INTO search_documents (kind, source_id, doc, metric, percentile, phase, regime, \
              verdict, model, gpu, engine, engine_version, tags, status, author, doc_date, \
-             prompt_tokens, output_tokens, investigation_id, generation, model_typed, gpu_typed) \
+             prompt_tokens, output_tokens, investigation_id, generation, model_typed, gpu_typed, \
+             window_shape) \
              SELECT kind, source_id, \
              setweight(to_tsvector('english', title || ' ' || text_a), 'A') || \
              setweight(to_tsvector('english', text_b), 'B') || \
@@ -138,13 +139,13 @@ pub async fn refresh(pool: &PgPool) -> sqlx::Result<usize> {
              setweight(to_tsvector('english', text_d), 'D'), \
              metric, percentile, phase, regime, verdict, model, gpu, engine, engine_version, \
              tags, status, author, doc_date, prompt_tokens, output_tokens, investigation_id, $2, \
-             model_typed, gpu_typed \
+             model_typed, gpu_typed, window_shape \
              FROM jsonb_to_recordset($1) AS d(kind text, source_id bigint, title text, \
              text_a text, text_b text, text_c text, text_d text, metric text, percentile text, \
              phase text, regime text, verdict text, model text, gpu text, engine text, \
              engine_version text, tags text[], status text, author text, doc_date date, \
              prompt_tokens float8, output_tokens float8, investigation_id bigint, \
-             model_typed text, gpu_typed text)",
+             model_typed text, gpu_typed text, window_shape text)",
         )
         .bind(json)
         .bind(generation)
@@ -222,7 +223,10 @@ async fn investigation_document(
     let inv = &loaded.investigation;
     let r = &loaded.records;
     let e = &loaded.evaluation;
-    let profile = Profile::from_records(r, e);
+    let profile = Profile {
+        window_shape: crate::investigations::window::shape_of(pool, id).await?,
+        ..Profile::from_records(r, e)
+    };
     let symptom_line = e
         .metric
         .as_ref()

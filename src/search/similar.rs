@@ -26,6 +26,8 @@ pub struct SimilarItem {
     pub score: f64,
     /// The parts of the score, for a tooltip: "metric 1, phase 1, model 0.5, …".
     pub why: String,
+    /// Its incident window's shape in words ("queue rising, KV cache full"), or "".
+    pub window: String,
 }
 
 #[derive(sqlx::FromRow)]
@@ -50,6 +52,7 @@ struct Row {
     prompt_tokens: Option<f64>,
     output_tokens: Option<f64>,
     investigation_id: Option<i64>,
+    window_shape: Option<String>,
 }
 
 impl Row {
@@ -66,13 +69,14 @@ impl Row {
             engine_version: self.engine_version.clone(),
             prompt_tokens: self.prompt_tokens,
             output_tokens: self.output_tokens,
+            window_shape: self.window_shape.clone(),
         }
     }
 }
 
 const COLUMNS: &str = "d.kind, d.source_id, x.title, x.url, d.doc_date, x.diagnosis, x.change, \
      x.text_a, d.metric, d.percentile, d.phase, d.regime, d.verdict, d.model, d.gpu, d.engine, \
-     d.engine_version, d.prompt_tokens, d.output_tokens, d.investigation_id";
+     d.engine_version, d.prompt_tokens, d.output_tokens, d.investigation_id, d.window_shape";
 
 /// Whether a change to the subject still waits for the background indexer (then its
 /// list may be out of date for about a second).
@@ -159,9 +163,14 @@ pub async fn similar_to(
             let s_parts = s.parts;
             SimilarItem {
                 why: format!(
-                    "metric {:.2}, phase {:.2}, regime {:.2}, model {:.2}, GPU {:.2}, engine version {:.2}, workload {:.2}, text {:.2}",
-                    s_parts.metric, s_parts.phase, s_parts.regime, s_parts.model, s_parts.gpu, s_parts.engine_version, s_parts.workload, s_parts.text
+                    "metric {:.2}, phase {:.2}, regime {:.2}, model {:.2}, GPU {:.2}, engine version {:.2}, workload {:.2}, window {:.2}, text {:.2}",
+                    s_parts.metric, s_parts.phase, s_parts.regime, s_parts.model, s_parts.gpu, s_parts.engine_version, s_parts.workload, s_parts.window, s_parts.text
                 ),
+                window: r
+                    .window_shape
+                    .as_deref()
+                    .map(crate::core::recall::window_shape::describe)
+                    .unwrap_or_default(),
                 kind: r.kind,
                 id: r.source_id,
                 title: r.title,

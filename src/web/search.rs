@@ -299,6 +299,8 @@ struct SimilarPartial {
     not_ready: Option<&'static str>,
     empty: &'static str,
     items: Vec<SimilarItem>,
+    /// The subject's incident window shape in words, when it has one.
+    shape: Option<String>,
     /// While the subject's last change waits for the indexer: the address to ask again
     /// in a second (the fragment replaces itself), at most [`POLLS`] times.
     poll: Option<String>,
@@ -348,7 +350,12 @@ async fn seen_before(
         polls_done(raw.as_deref()),
     )
     .await?;
+    let shape = profile
+        .window_shape
+        .as_deref()
+        .map(crate::core::recall::window_shape::describe);
     Ok(render(&SimilarPartial {
+        shape,
         heading: "Seen before",
         anchor: "seen-before",
         not_ready,
@@ -370,7 +377,12 @@ async fn related_entries(
     let not_ready = profile.metric.is_none().then_some(
         "The symptom names no metric the app recognises (TTFT, ITL, TPOT, E2E latency, throughput, queue wait, cost), so there is nothing to compare.",
     );
+    let shape = profile
+        .window_shape
+        .as_deref()
+        .map(crate::core::recall::window_shape::describe);
     Ok(render(&SimilarPartial {
+        shape,
         heading: "Related",
         anchor: "related",
         not_ready,

@@ -1533,3 +1533,131 @@ async fn seen_before_asks_again_while_the_index_catches_up() {
     assert!(!page.body.contains("hx-get"), "{}", page.body);
     assert_eq!(page.select(".similar-item a"), ["Queue at peak"]);
 }
+
+/// Attaches an analyzed Prometheus window to an investigation: recorded `analyzing`,
+/// then `done`, as the fetch does.
+async fn analyzed_window(
+    app: &TestApp,
+    investigation: i64,
+    analysis: &perfjournal::core::analyze::prometheus::range::PrometheusRangeAnalysis,
+) {
+    let id: i64 = sqlx::query_scalar(
+        "INSERT INTO artifacts (investigation_id, name, kind, sha256, size_bytes, status)
+         VALUES ($1, 'prometheus-vllm.json', 'prometheus_range', repeat('0', 64), 0, 'analyzing')
+         RETURNING id",
+    )
+    .bind(investigation)
+    .fetch_one(&app.pool)
+    .await
+    .unwrap();
+    sqlx::query("UPDATE artifacts SET status = 'done', analysis = $2 WHERE id = $1")
+        .bind(id)
+        .bind(serde_json::to_value(analysis).unwrap())
+        .execute(&app.pool)
+        .await
+        .unwrap();
+}
+
+#[tokio::test]
+async fn seen_before_matches_on_the_incident_windows_shape() {
+    use perfjournal::core::analyze::prometheus::range::{PrometheusRangeAnalysis, WindowQuantiles};
+    let window = |waiting: &[f64], kv: f64, preempted: f64, p99: f64| {
+        let series = |vs: &[f64]| {
+            vs.iter()
+                .enumerate()
+                .map(|(i, v)| [1_796_220_000_000.0 + i as f64 * 15_000.0, *v])
+                .collect::<Vec<_>>()
+        };
+        let mut a = PrometheusRangeAnalysis {
+            start: 1_796_220_000.0,
+            end: 1_796_223_600.0,
+            waiting_series: series(waiting),
+            ..Default::default()
+        };
+        a.gauges.insert("kv_usage".into(), series(&[0.3, kv, kv]));
+        a.totals.insert("preemptions".into(), preempted);
+        a.quantiles.insert(
+            "e2e_ms".into(),
+            WindowQuantiles {
+                p50: Some(900.0),
+                p99: Some(p99),
+                ..Default::default()
+            },
+        );
+        a
+    };
+    let saturating = window(&[0.0, 2.0, 4.0, 9.0, 15.0, 30.0], 0.98, 40.0, 7000.0);
+    let calm = window(&[0.0, 0.0, 0.0, 0.0, 0.0, 0.0], 0.35, 0.0, 1400.0);
+
+    let (mut app, token) = admin().await;
+    let queue = json!({"queue_wait": {"p50": 1000, "p95": 2900, "p99": 3400}});
+    let setup = json!({"model": "llama-3.1-8b", "gpu_type": "h100-sxm"});
+    // The calm one is opened first: on every other part the two tie, and a tie goes to
+    // the one opened first.
+    let calm_past = investigation(
+        &mut app,
+        &token,
+        "Queue with a calm window",
+        setup.clone(),
+        "ttft",
+        queue.clone(),
+    )
+    .await;
+    analyzed_window(&app, calm_past, &calm).await;
+    let alike_past = investigation(
+        &mut app,
+        &token,
+        "Queue while the KV cache filled",
+        setup.clone(),
+        "ttft",
+        queue.clone(),
+    )
+    .await;
+    analyzed_window(&app, alike_past, &saturating).await;
+    let subject = investigation(&mut app, &token, "Queue again", setup, "ttft", queue).await;
+    analyzed_window(&app, subject, &saturating).await;
+
+    let v = app
+        .api(
+            "GET",
+            &format!("/api/v1/investigations/{subject}/similar"),
+            &token,
+            None,
+        )
+        .await
+        .json();
+    let ids: Vec<i64> = v["similar"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| s["id"].as_i64().unwrap())
+        .collect();
+    assert_eq!(ids, [alike_past, calm_past], "{v}");
+    assert!(
+        v["similar"][0]["why"]
+            .as_str()
+            .unwrap()
+            .contains("window 1.00"),
+        "{v}"
+    );
+    assert!(
+        v["similar"][1]["why"]
+            .as_str()
+            .unwrap()
+            .contains("window 0.00"),
+        "{v}"
+    );
+
+    let partial = app.get(&format!("/investigations/{subject}/similar")).await;
+    assert_eq!(
+        partial.select(".subject-shape"),
+        ["Incident window: queue rising, KV cache full, preemptions, heavy tail"]
+    );
+    assert_eq!(
+        partial.select(".similar-item .window-shape"),
+        [
+            "window: queue rising, KV cache full, preemptions, heavy tail",
+            "window: no queue, KV cache with room, no preemptions, tight tail"
+        ]
+    );
+}

@@ -26,6 +26,10 @@ pub struct Profile {
     /// Typical prompt and output lengths, in tokens.
     pub prompt_tokens: Option<f64>,
     pub output_tokens: Option<f64>,
+    /// The incident window's shape (see [`super::window_shape`]), when a Prometheus
+    /// window of the investigation gives one.
+    #[serde(default)]
+    pub window_shape: Option<String>,
 }
 
 fn clean(v: &Option<String>) -> Option<String> {
@@ -79,6 +83,8 @@ impl Profile {
             engine_version: config.and_then(|c| clean(&c.engine_version)),
             prompt_tokens: config.and_then(|c| c.prompt_len_dist.as_deref().and_then(first_number)),
             output_tokens: config.and_then(|c| c.output_len_dist.as_deref().and_then(first_number)),
+            // Read from the investigation's Prometheus window by the shell.
+            window_shape: None,
         }
     }
 
@@ -151,6 +157,7 @@ impl Profile {
             engine_version: engine.and_then(|(_, v)| v),
             prompt_tokens: number_after(&workload, "prompt"),
             output_tokens: number_after(&workload, "output"),
+            window_shape: None,
         }
     }
 
@@ -169,6 +176,7 @@ impl Profile {
             engine_version: self.engine_version.or(other.engine_version),
             prompt_tokens: self.prompt_tokens.or(other.prompt_tokens),
             output_tokens: self.output_tokens.or(other.output_tokens),
+            window_shape: self.window_shape.or(other.window_shape),
         }
     }
 }

@@ -1,7 +1,8 @@
 //! How alike two symptoms are, for "seen before" and "related" lists.
 //!
 //! score = 0.20·metric + 0.20·phase + 0.10·regime + 0.15·model + 0.10·gpu
-//!       + 0.05·engine version + 0.10·workload + 0.10·text, each part in [0, 1]:
+//!       + 0.05·engine version + 0.05·workload + 0.10·window + 0.05·text, each part in
+//!       [0, 1]:
 //! * metric, phase, regime: 1 when equal, 0 when different;
 //! * model: 1 when equal, 0.5 in the same family (the name without its last
 //!   `-` part: llama-3.1-8b and llama-3.1-70b), else 0;
@@ -9,6 +10,9 @@
 //!   h100-sxm and h100-pcie), else 0;
 //! * engine version: 1 for the same engine and version, 0.5 for the same engine;
 //! * workload: the mean over prompt and output length of min/max of the two;
+//! * window: the share of the incident window's shape features both know that are
+//!   equal (queue rising, KV cache full, preemptions, tail, slowest phase: see
+//!   [`super::window_shape`]);
 //! * text: Jaccard overlap of the words (3+ letters) of symptom and diagnosis.
 //!
 //! A part one side does not know counts 0.5 (neither evidence for nor against), so a
@@ -27,8 +31,9 @@ pub const WEIGHTS: Parts = Parts {
     model: 0.15,
     gpu: 0.10,
     engine_version: 0.05,
-    workload: 0.10,
-    text: 0.10,
+    workload: 0.05,
+    window: 0.10,
+    text: 0.05,
 };
 
 /// One number per compared part: the weights, or one pair's part scores.
@@ -41,6 +46,7 @@ pub struct Parts {
     pub gpu: f64,
     pub engine_version: f64,
     pub workload: f64,
+    pub window: f64,
     pub text: f64,
 }
 
@@ -135,6 +141,10 @@ pub fn similarity(a: &Symptom, b: &Symptom) -> Similarity {
         gpu: near(&p.gpu, &q.gpu, gpu_chip),
         engine_version,
         workload,
+        window: match (&p.window_shape, &q.window_shape) {
+            (Some(x), Some(y)) => super::window_shape::alike(x, y).unwrap_or(UNKNOWN),
+            _ => UNKNOWN,
+        },
         text: jaccard(&words(a.text), &words(b.text)),
     };
     let w = WEIGHTS;
@@ -145,6 +155,7 @@ pub fn similarity(a: &Symptom, b: &Symptom) -> Similarity {
         + w.gpu * s.gpu
         + w.engine_version * s.engine_version
         + w.workload * s.workload
+        + w.window * s.window
         + w.text * s.text;
     Similarity { score, parts: s }
 }
@@ -164,6 +175,7 @@ mod tests {
             engine_version: Some(version.into()),
             prompt_tokens: Some(prompt),
             output_tokens: Some(200.0),
+            window_shape: Some("queue=rising;kv=full".into()),
             ..Profile::default()
         }
     }
@@ -178,6 +190,7 @@ mod tests {
             + w.gpu
             + w.engine_version
             + w.workload
+            + w.window
             + w.text;
         assert!((sum - 1.0).abs() < 1e-12);
         let p = profile("llama-3.1-8b", "h100-sxm", "0.6.3", 3000.0);
@@ -212,6 +225,38 @@ mod tests {
         assert_eq!(far.parts.model, 0.0);
         assert!((far.parts.workload - (500.0 / 3000.0 + 1.0) / 2.0).abs() < 1e-12);
         assert!(near.score > far.score);
+    }
+
+    #[test]
+    fn a_window_of_the_same_shape_ranks_higher() {
+        let shaped = |shape: &str| Profile {
+            window_shape: Some(shape.into()),
+            ..profile("llama-3.1-8b", "h100-sxm", "0.6.3", 3000.0)
+        };
+        let me = shaped("queue=rising;kv=full;preempt=yes;tail=heavy");
+        let alike = shaped("queue=rising;kv=full;preempt=yes;tail=wide");
+        let calm = shaped("queue=none;kv=room;preempt=no;tail=tight");
+        let unknown = Profile {
+            window_shape: None,
+            ..profile("llama-3.1-8b", "h100-sxm", "0.6.3", 3000.0)
+        };
+        let s = |p: &Profile| {
+            similarity(
+                &Symptom {
+                    profile: &me,
+                    text: "",
+                },
+                &Symptom {
+                    profile: p,
+                    text: "",
+                },
+            )
+        };
+        assert_eq!(s(&alike).parts.window, 0.75);
+        assert_eq!(s(&calm).parts.window, 0.0);
+        assert_eq!(s(&unknown).parts.window, 0.5);
+        assert!(s(&alike).score > s(&unknown).score);
+        assert!(s(&unknown).score > s(&calm).score);
     }
 
     #[test]
