@@ -11,6 +11,7 @@ mod capture;
 mod comparison;
 mod fp8_incident;
 mod grafana;
+mod incident_window;
 mod investigation;
 mod layout;
 mod learn;
