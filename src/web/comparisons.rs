@@ -34,6 +34,7 @@ pub fn routes() -> Router<AppState> {
         )
         .route("/comparisons/predictions", get(prediction_record))
         .route("/comparisons/sweeps", get(compare_sweeps))
+        .route("/comparisons/windows", get(compare_windows))
         .route("/comparisons/{id}", get(show_comparison))
 }
 
@@ -668,5 +669,146 @@ fn sweep_view(
         sentence: c.sentence.clone(),
         rows,
         pictures,
+    }
+}
+
+// ---------- two Prometheus windows ----------
+
+#[derive(serde::Deserialize, Default)]
+pub struct WindowCompareQuery {
+    #[serde(default)]
+    before: String,
+    #[serde(default)]
+    after: String,
+}
+
+/// One row of the window comparison, ready to show.
+pub struct WindowRow {
+    pub series: String,
+    pub quantile: String,
+    pub before: String,
+    pub after: String,
+    pub change: String,
+    /// "within one bucket", "lower bound", or "".
+    pub caveat: &'static str,
+}
+
+#[derive(Template)]
+#[template(path = "comparisons/windows.html")]
+struct WindowComparePage {
+    ctx: PageCtx,
+    q: WindowCompareQuery,
+    candidates: Vec<(i64, String)>,
+    errors: FormErrors,
+    /// The two artifacts compared, the rows, the gauges' means and the notes.
+    result: Option<WindowResult>,
+}
+
+struct WindowResult {
+    before: (i64, String),
+    after: (i64, String),
+    rows: Vec<WindowRow>,
+    gauges: Vec<(String, String, String)>,
+    notes: Vec<String>,
+}
+
+/// Two Prometheus windows (before and after a change) side by side, quantile by
+/// quantile, with the bucket resolution stated; a read (GET), so it writes nothing.
+async fn compare_windows(
+    State(state): State<AppState>,
+    ctx: PageCtx,
+    axum::extract::RawQuery(raw): axum::extract::RawQuery,
+) -> Result<Response> {
+    let q: WindowCompareQuery = serde_urlencoded::from_str(raw.as_deref().unwrap_or(""))
+        .map_err(|e| AppError::BadRequest(format!("the query string is malformed: {e}")))?;
+    let candidates: Vec<(i64, String)> = sqlx::query_as(
+        "SELECT id, name FROM artifacts WHERE kind = 'prometheus_range' AND status = 'done' \
+         ORDER BY id DESC LIMIT 300",
+    )
+    .fetch_all(&state.pool)
+    .await?;
+    let mut errors = Vec::new();
+    let mut result = None;
+    if !q.before.trim().is_empty() || !q.after.trim().is_empty() {
+        let id = |field: &str, raw: &str| {
+            crate::extract::positive_id(raw)
+                .ok_or_else(|| FieldError::new(field, "choose a Prometheus window"))
+        };
+        let before = id("before", &q.before).map_err(|e| errors.push(e)).ok();
+        let after = id("after", &q.after).map_err(|e| errors.push(e)).ok();
+        if let (Some(b), Some(a)) = (before, after) {
+            match comparisons::compare_windows(&state.pool, b, a).await {
+                Ok(c) => {
+                    let name = |id: i64| {
+                        candidates
+                            .iter()
+                            .find(|(c, _)| *c == id)
+                            .map_or_else(|| format!("artifact {id}"), |(_, n)| n.clone())
+                    };
+                    result = Some(window_result((b, name(b)), (a, name(a)), &c));
+                }
+                Err(AppError::Invalid(e)) => errors.extend(e),
+                Err(e) => return Err(e),
+            }
+        }
+    }
+    let status = if errors.is_empty() {
+        StatusCode::OK
+    } else {
+        StatusCode::UNPROCESSABLE_ENTITY
+    };
+    let page = WindowComparePage {
+        ctx,
+        q,
+        candidates,
+        errors: errors.into(),
+        result,
+    };
+    Ok((status, render(&page)?).into_response())
+}
+
+fn window_result(
+    before: (i64, String),
+    after: (i64, String),
+    c: &crate::core::analyze::prometheus::range::WindowComparison,
+) -> WindowResult {
+    let ms = |v: f64| format_value(v, Unit::Ms);
+    let rows = c
+        .deltas
+        .iter()
+        .map(|d| WindowRow {
+            series: d.series.trim_end_matches("_ms").replace('_', " "),
+            quantile: d.quantile.clone(),
+            before: ms(d.before),
+            after: ms(d.after),
+            change: d
+                .change_pct
+                .map_or_else(|| "–".to_string(), |p| format!("{p:+.1} %")),
+            caveat: if d.lower_bound {
+                "lower bound: above the last bucket"
+            } else if d.same_bucket {
+                "within one bucket: not told apart"
+            } else {
+                ""
+            },
+        })
+        .collect();
+    let mean = |v: Option<f64>| {
+        v.map_or_else(
+            || "–".to_string(),
+            |x| crate::core::fmt::format_number(x, 2),
+        )
+    };
+    let gauges = c
+        .gauge_means
+        .iter()
+        .map(|(k, [b, a])| (k.replace('_', " "), mean(*b), mean(*a)))
+        .collect();
+    WindowResult {
+        before,
+        after,
+        rows,
+        gauges,
+        notes: c.notes.clone(),
     }
 }

@@ -396,6 +396,36 @@ async fn window_quantiles_equal_prometheus_histogram_quantile_over_the_window() 
         ttft_p95["after"].as_f64().unwrap(),
         x["quantiles"]["ttft_ms"]["p95"].as_f64().unwrap()
     );
+    // The same comparison as a page, reached from the window's artifact page.
+    let page = app.get(&format!("/artifacts/{half}")).await;
+    assert_eq!(
+        page.select_attr("#compare-window", "href"),
+        [format!("/comparisons/windows?before={half}")]
+    );
+    let page = app
+        .get(&format!("/comparisons/windows?before={half}&after={id}"))
+        .await;
+    assert_eq!(page.status, StatusCode::OK);
+    assert_eq!(page.select("#window-deltas tbody tr").len(), 6 * 4);
+    let row = page.select("#window-deltas tr[data-series='ttft'][data-quantile='p95'] td");
+    assert_eq!(row[0], "ttft");
+    let shown: f64 = row[3]
+        .trim_end_matches(" ms")
+        .replace(',', "")
+        .parse()
+        .unwrap();
+    let p95 = x["quantiles"]["ttft_ms"]["p95"].as_f64().unwrap();
+    assert!((shown - p95).abs() <= 0.01 * p95 + 0.5, "{row:?} vs {p95}");
+    let refused = app
+        .get(&format!("/comparisons/windows?before={half}&after=abc"))
+        .await;
+    assert_eq!(refused.status, StatusCode::UNPROCESSABLE_ENTITY);
+    assert_eq!(
+        refused.select("p.field-error[data-field=after]").len(),
+        1,
+        "{}",
+        refused.body
+    );
     let r = app
         .api(
             "GET",

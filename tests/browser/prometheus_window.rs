@@ -131,6 +131,16 @@ async fn a_window_is_read_from_the_investigation_page_form() {
     b.screenshot("prometheus-window-artifact").await;
     let path = b.path().await;
     assert!(path.starts_with("/artifacts/"), "{path}");
+    // The window compares with another (here with itself) on the comparison page. The
+    // page followed the analysis in place; the link comes with a fresh load.
+    b.goto(&path).await;
+    b.click("#compare-window").await;
+    b.wait_text("h1", "Compare two Prometheus windows").await;
+    b.click("#window-after option:nth-child(2)").await;
+    b.click("#window-compare-submit").await;
+    b.wait_text("#window-deltas", "ttft").await;
+    assert!(b.text("#window-deltas").await.contains("within one bucket"));
+    b.screenshot("prometheus-window-comparison").await;
     server.abort();
     b.quit().await;
 }
