@@ -15,7 +15,7 @@ use crate::storage::BlobStore;
 
 /// A claimed job.
 #[derive(sqlx::FromRow)]
-struct Job {
+pub(crate) struct Job {
     id: i64,
     kind: String,
     sha256: String,
@@ -137,7 +137,7 @@ pub async fn analyze_now(state: &ArtifactStore, id: i64) -> anyhow::Result<Optio
 }
 
 /// Marks a queued artifact (the given one, or the oldest) as being analyzed by us.
-async fn claim(pool: &PgPool, id: Option<i64>) -> sqlx::Result<Option<Job>> {
+pub(crate) async fn claim(pool: &PgPool, id: Option<i64>) -> sqlx::Result<Option<Job>> {
     sqlx::query_as(
         "UPDATE artifacts SET status = 'analyzing', progress_bytes = 0, updated_at = now(),
                 attempts = attempts + 1
@@ -154,6 +154,25 @@ async fn claim(pool: &PgPool, id: Option<i64>) -> sqlx::Result<Option<Job>> {
 /// Runs the analyzer on a claimed job and stores the outcome; returns the failure
 /// message when the analysis failed.
 async fn process(state: &ArtifactStore, job: Job) -> anyhow::Result<Option<String>> {
+    process_with(state, job, None).await
+}
+
+/// Stores the outcome of an analysis that ran while the upload arrived (claimed `job`).
+pub(crate) async fn process_streamed(
+    state: &ArtifactStore,
+    job: Job,
+    analysis: Streamed,
+) -> anyhow::Result<Option<String>> {
+    process_with(state, job, Some(analysis)).await
+}
+
+/// Runs the analyzer on a claimed job, or takes the outcome of the one that ran on the
+/// upload's bytes, and stores it.
+async fn process_with(
+    state: &ArtifactStore,
+    job: Job,
+    streamed: Option<Streamed>,
+) -> anyhow::Result<Option<String>> {
     let kind: Kind = job.kind.parse().unwrap_or(Kind::Unknown);
     let progress = Arc::new(AtomicU64::new(0));
     let ticker = tokio::spawn(report_progress(
@@ -168,7 +187,12 @@ async fn process(state: &ArtifactStore, job: Job) -> anyhow::Result<Option<Strin
     let mut timing = Timing::default();
     // Request logs (and request spans) are loaded into the database and analyzed in the
     // same pass.
-    let outcome = if kind.has_request_rows() {
+    let outcome = if let Some(streamed) = streamed {
+        let waited = Instant::now();
+        let outcome = streamed.outcome().await;
+        timing.parse += waited.elapsed();
+        outcome
+    } else if kind.has_request_rows() {
         load_request_rows(state, job.id, kind, blob, options, progress, &mut timing).await
     } else {
         analyze_blob(&state.blobs, blob, kind, options, progress, &mut timing).await
@@ -304,6 +328,140 @@ async fn report_progress(pool: PgPool, id: i64, attempts: i32, progress: Arc<Ato
         .bind(read)
         .execute(&pool)
         .await;
+    }
+}
+
+// ---------- analysis while the bytes arrive ----------
+
+/// Chunks handed to an analyzer running beside an upload; the upload waits when they
+/// are all taken (back-pressure from the slower of the disk and the analyzer).
+const STREAM_CHUNKS: usize = 8;
+
+/// Feeds an upload's bytes to its analyzer as they arrive. It holds the first
+/// [`crate::storage::HEAD_BYTES`] until it can tell the content's kind (as the stored
+/// row will), then starts the analyzer on a blocking thread and hands it every chunk.
+/// Kinds whose rows go to the database (request logs, spans) are loaded from the blob as
+/// before, so nothing is started for them. Dropping the feed ends the analyzer's input.
+pub struct StreamFeed {
+    head: Vec<u8>,
+    options: Options,
+    tx: Option<tokio::sync::mpsc::Sender<bytes::Bytes>>,
+    /// Stopped: the kind is not analyzed this way, or the analyzer stopped reading.
+    off: bool,
+    started: Arc<std::sync::Mutex<Option<Streamed>>>,
+}
+
+/// The analyzer started by a [`StreamFeed`], once started.
+pub struct StreamedSlot(Arc<std::sync::Mutex<Option<Streamed>>>);
+
+/// An analysis running on an upload's bytes: its kind and the thread computing it.
+pub struct Streamed {
+    kind: Kind,
+    handle: tokio::task::JoinHandle<Result<analyze::Analysis, AnalyzeError>>,
+}
+
+impl StreamFeed {
+    pub fn new(options: Options) -> (StreamFeed, StreamedSlot) {
+        let started = Arc::new(std::sync::Mutex::new(None));
+        (
+            StreamFeed {
+                head: Vec::new(),
+                options,
+                tx: None,
+                off: false,
+                started: started.clone(),
+            },
+            StreamedSlot(started),
+        )
+    }
+
+    /// Hands a chunk to the analyzer (waiting while its queue is full).
+    pub async fn push(&mut self, chunk: &bytes::Bytes) {
+        if self.off {
+            return;
+        }
+        if let Some(tx) = &self.tx {
+            if tx.send(chunk.clone()).await.is_err() {
+                // The analyzer ended early (its error is in its outcome).
+                self.tx = None;
+                self.off = true;
+            }
+            return;
+        }
+        self.head.extend_from_slice(chunk);
+        if self.head.len() < crate::storage::HEAD_BYTES {
+            return;
+        }
+        let (kind, _) = super::detect_head(&self.head[..crate::storage::HEAD_BYTES]);
+        if kind == Kind::Unknown || kind.has_request_rows() {
+            self.off = true;
+            self.head = Vec::new();
+            return;
+        }
+        let (tx, rx) = tokio::sync::mpsc::channel::<bytes::Bytes>(STREAM_CHUNKS);
+        let options = self.options.clone();
+        let handle = tokio::task::spawn_blocking(move || {
+            analyze::analyze(kind, ChannelReader::new(rx), &options, &|_| {})
+        });
+        if let Ok(mut slot) = self.started.lock() {
+            *slot = Some(Streamed { kind, handle });
+        }
+        let head = bytes::Bytes::from(std::mem::take(&mut self.head));
+        if tx.send(head).await.is_ok() {
+            self.tx = Some(tx);
+        } else {
+            self.off = true;
+        }
+    }
+}
+
+impl StreamedSlot {
+    /// The analysis started while the body arrived, when it read `kind` (the kind the
+    /// stored row was given); any other is dropped.
+    pub fn take(&self, kind: Kind) -> Option<Streamed> {
+        let started = self.0.lock().ok()?.take()?;
+        (started.kind == kind).then_some(started)
+    }
+}
+
+impl Streamed {
+    /// Waits for the analyzer (its input ended when the feed was dropped).
+    async fn outcome(self) -> Result<serde_json::Value, Failure> {
+        let result = self
+            .handle
+            .await
+            .map_err(|e| internal_failure("the analyzer", e))?;
+        Ok(result?.to_json())
+    }
+}
+
+/// The chunks of a channel as a blocking `Read` (for an analyzer on a blocking thread).
+struct ChannelReader {
+    rx: tokio::sync::mpsc::Receiver<bytes::Bytes>,
+    chunk: bytes::Bytes,
+}
+
+impl ChannelReader {
+    fn new(rx: tokio::sync::mpsc::Receiver<bytes::Bytes>) -> Self {
+        ChannelReader {
+            rx,
+            chunk: bytes::Bytes::new(),
+        }
+    }
+}
+
+impl std::io::Read for ChannelReader {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        while self.chunk.is_empty() {
+            match self.rx.blocking_recv() {
+                Some(next) => self.chunk = next,
+                None => return Ok(0),
+            }
+        }
+        let n = buf.len().min(self.chunk.len());
+        buf[..n].copy_from_slice(&self.chunk[..n]);
+        bytes::Buf::advance(&mut self.chunk, n);
+        Ok(n)
     }
 }
 

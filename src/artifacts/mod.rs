@@ -245,19 +245,25 @@ const COLUMNS: &str = "a.id, a.investigation_id, a.journal_entry_id, a.name, a.k
 
 /// The kind of a stored upload, from its first bytes (gunzipped when gzip).
 pub fn detect_kind(blob: &StoredBlob) -> (Kind, bool) {
-    let gzip = analyze::is_gzip(&blob.head);
+    detect_head(&blob.head)
+}
+
+/// The kind of content that starts with `head` (the first [`crate::storage::HEAD_BYTES`]
+/// bytes as uploaded), and whether it is gzip.
+pub fn detect_head(raw: &[u8]) -> (Kind, bool) {
+    let gzip = analyze::is_gzip(raw);
     let head = if gzip {
         // A prefix of a gzip stream decodes up to where it was cut (the reader then fails
         // on the cut, keeping what it decoded): enough to detect.
         let mut out = Vec::new();
-        let reader = analyze::decompressing_reader(&blob.head[..], u64::MAX);
+        let reader = analyze::decompressing_reader(raw, u64::MAX);
         let _ = std::io::Read::read_to_end(
             &mut std::io::Read::take(reader, analyze::DETECT_HEAD_BYTES as u64),
             &mut out,
         );
         out
     } else {
-        blob.head.clone()
+        raw.to_vec()
     };
     (analyze::detect(&head), gzip)
 }
@@ -484,22 +490,31 @@ where
     let slot = state.upload_slots.acquire(uploaded_by)?;
     let idle = state.upload_idle_timeout;
     let stalled = Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let options = analyze::Options {
+        max_decompressed_bytes: state.max_decompressed_bytes,
+        ..analyze::Options::default()
+    };
+    // The analysis runs on the bytes as they arrive (see ingest::StreamFeed).
+    let (feed, streamed) = ingest::StreamFeed::new(options.clone());
     let body = Box::pin(futures::stream::unfold(
-        (body, false, stalled.clone()),
-        move |(mut body, ended, stalled)| async move {
+        (body, false, stalled.clone(), feed),
+        move |(mut body, ended, stalled, mut feed)| async move {
             use futures::StreamExt;
             if ended {
                 return None;
             }
             match tokio::time::timeout(idle, body.next()).await {
-                Ok(Some(Ok(chunk))) => Some((Ok(chunk), (body, false, stalled))),
-                Ok(Some(Err(e))) => Some((Err(e.to_string()), (body, true, stalled))),
+                Ok(Some(Ok(chunk))) => {
+                    feed.push(&chunk).await;
+                    Some((Ok(chunk), (body, false, stalled, feed)))
+                }
+                Ok(Some(Err(e))) => Some((Err(e.to_string()), (body, true, stalled, feed))),
                 Ok(None) => None,
                 Err(_) => {
                     stalled.store(true, std::sync::atomic::Ordering::Relaxed);
                     Some((
                         Err("the body stopped arriving".to_string()),
-                        (body, true, stalled),
+                        (body, true, stalled, feed),
                     ))
                 }
             }
@@ -521,10 +536,6 @@ where
             format!("{name} is empty (0 bytes); nothing was stored"),
         )));
     }
-    let options = analyze::Options {
-        max_decompressed_bytes: state.max_decompressed_bytes,
-        ..analyze::Options::default()
-    };
     let artifact = match insert(&state.pool, owner, name, &blob, uploaded_by, &options).await {
         Ok(a) => a,
         Err(e) => {
@@ -532,8 +543,10 @@ where
             return Err(owner_error(e));
         }
     };
+    // The analysis that ran while the body arrived, when it read this artifact's kind.
+    let streamed = streamed.take(artifact.kind());
     if artifact.status == "queued" && blob.size <= INLINE_ANALYSIS_BYTES {
-        let answered = analyze_inline(state, &artifact, name).await;
+        let answered = analyze_inline(state, &artifact, name, streamed).await;
         if answered.is_err() {
             // An error answer leaves nothing behind: no row, no blob.
             let _ = sqlx::query("DELETE FROM artifacts WHERE id = $1")
@@ -543,6 +556,21 @@ where
             forget_blob(state, &blob).await;
         }
         return answered;
+    }
+    if let (true, Some(analysis)) = (artifact.status == "queued", streamed) {
+        // Claimed now, so the answer says `analyzing` and no worker takes it; the
+        // outcome, nearly ready when the last byte was stored, is written when it is.
+        if let Some(job) = ingest::claim(&state.pool, Some(artifact.id)).await? {
+            let store = state.clone();
+            tokio::spawn(async move {
+                if let Err(e) = ingest::process_streamed(&store, job, analysis).await {
+                    tracing::error!(error = %e, "storing a streamed analysis");
+                }
+            });
+            return Ok(get(&state.pool, artifact.id)
+                .await?
+                .unwrap_or_else(|| artifact.clone()));
+        }
     }
     state.jobs.notify_one();
     Ok(artifact)
@@ -556,11 +584,20 @@ async fn analyze_inline(
     state: &ArtifactStore,
     artifact: &Artifact,
     name: &str,
+    streamed: Option<ingest::Streamed>,
 ) -> Result<Artifact, UploadError> {
     let mut inline = tokio::spawn({
         let state = state.clone();
         let id = artifact.id;
-        async move { ingest::analyze_now(&state, id).await }
+        async move {
+            match streamed {
+                Some(analysis) => match ingest::claim(&state.pool, Some(id)).await? {
+                    Some(job) => ingest::process_streamed(&state, job, analysis).await,
+                    None => Ok(None),
+                },
+                None => ingest::analyze_now(&state, id).await,
+            }
+        }
     });
     let finished = match tokio::time::timeout(INLINE_ANALYSIS_BUDGET, &mut inline).await {
         Ok(joined) => joined.map_err(|e| UploadError::Other(e.into()))?,

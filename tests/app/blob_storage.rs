@@ -306,6 +306,18 @@ async fn a_body_cut_after_megabytes_leaves_no_row_no_blob_and_no_temporary_file(
     assert!(left.is_empty(), "files left under the blob dir: {left:?}");
 }
 
+/// The artifact once its analysis has ended (polled; at most a minute).
+async fn settled(app: &mut common::TestApp, token: &str, id: i64) -> serde_json::Value {
+    for _ in 0..600 {
+        let a = fetch(app, token, id).await;
+        if a["status"] != "analyzing" && a["status"] != "queued" {
+            return a;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    }
+    panic!("artifact {id} is still being analyzed after a minute");
+}
+
 #[tokio::test]
 async fn an_analysis_failing_deep_in_a_big_file_keeps_the_file_and_says_where() {
     let (mut app, token) = editor_app().await;
@@ -318,10 +330,12 @@ async fn an_analysis_failing_deep_in_a_big_file_keeps_the_file_and_says_where() 
     body.splice(break_at..break_at + 1, b"{\"ph\":}".iter().copied());
     let r = upload(&mut app, &token, "broken.json", body.clone()).await;
     assert_eq!(r.status, StatusCode::CREATED, "{}", r.body);
-    assert_eq!(r.json()["status"], "queued");
+    // The analysis ran on the bytes as they arrived: the answer says `analyzing`, and
+    // the failure is recorded without a worker taking the job.
+    assert_eq!(r.json()["status"], "analyzing");
     let id = r.json()["id"].as_i64().unwrap();
-    assert_eq!(app.drain_queue().await, 1);
-    let a = fetch(&mut app, &token, id).await;
+    let a = settled(&mut app, &token, id).await;
+    assert_eq!(app.drain_queue().await, 0, "no job was left for a worker");
     assert_eq!(a["status"], "failed", "{a}");
     let error = a["error"].as_str().unwrap().to_string();
     // The reason names where: a byte offset near the break, far into the file.
@@ -353,4 +367,37 @@ async fn an_analysis_failing_deep_in_a_big_file_keeps_the_file_and_says_where() 
     let page = app.get(&format!("/artifacts/{id}")).await;
     assert_eq!(page.status, StatusCode::OK);
     assert!(page.body.contains("Download the original"));
+}
+
+#[tokio::test]
+async fn a_big_trace_is_analyzed_while_it_arrives_as_from_its_stored_file() {
+    let (mut app, token) = editor_app().await;
+    let body = trace(260_000);
+    assert!(body.len() as u64 > perfjournal::artifacts::INLINE_ANALYSIS_BYTES);
+    let r = upload(&mut app, &token, "big.json", body).await;
+    assert_eq!(r.status, StatusCode::CREATED, "{}", r.body);
+    assert_eq!(r.json()["status"], "analyzing");
+    let id = r.json()["id"].as_i64().unwrap();
+    let streamed = settled(&mut app, &token, id).await;
+    assert_eq!(streamed["status"], "done", "{streamed}");
+    let analysis = |id: i64| {
+        let pool = app.pool.clone();
+        async move {
+            sqlx::query_scalar::<_, Value>("SELECT analysis FROM artifacts WHERE id = $1")
+                .bind(id)
+                .fetch_one(&pool)
+                .await
+                .unwrap()
+        }
+    };
+    let first = analysis(id).await;
+    assert!(first["temporal"].is_array(), "{first}");
+    // Analyzed again from the stored (compressed) file: the same numbers.
+    sqlx::query("UPDATE artifacts SET status = 'queued', analysis = NULL WHERE id = $1")
+        .bind(id)
+        .execute(&app.pool)
+        .await
+        .unwrap();
+    assert_eq!(app.drain_queue().await, 1);
+    assert_eq!(analysis(id).await, first);
 }
