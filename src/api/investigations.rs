@@ -205,6 +205,16 @@ fn prefilled_steps(
             continue;
         }
         match parse_step_in(n, &step_pairs(n, body), &earlier) {
+            Ok(StepRecord::Phases(t)) if t.rows.iter().any(|r| r.source.is_some()) => {
+                // A new investigation holds no artifact a row could have come from.
+                for row in t.rows.iter().filter(|r| r.source.is_some()) {
+                    errors.push(FieldError::new(
+                        format!("steps.2.{}.source", row.phase.slug()),
+                        "a new investigation has no artifacts yet: leave the source out, \
+                         or save step 2 with its source after attaching the artifact",
+                    ));
+                }
+            }
             Ok(r) => {
                 earlier.set(r.clone());
                 records.push(r)

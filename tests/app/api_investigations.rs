@@ -311,6 +311,19 @@ async fn an_alert_opens_a_prefilled_investigation_in_one_call() {
         .map(|f| f["field"].as_str().unwrap().to_string())
         .collect();
     assert_eq!(fields, ["steps.1.observed", "steps.9"]);
+    // A phase row cannot name a source: a new investigation has no artifacts.
+    let body = json!({
+        "title": "Alert: queue",
+        "steps": {"2": {"queue_wait": {"p50": 900, "p95": 2000, "source": 7}}}
+    });
+    let r = app
+        .api("POST", "/api/v1/investigations", &token, Some(body))
+        .await;
+    assert_eq!(r.status, StatusCode::UNPROCESSABLE_ENTITY, "{}", r.body);
+    assert_eq!(
+        r.json()["error"]["fields"][0]["field"],
+        "steps.2.queue_wait.source"
+    );
     let n: i64 = sqlx::query_scalar("SELECT count(*) FROM investigations")
         .fetch_one(&app.pool)
         .await
