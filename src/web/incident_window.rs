@@ -3,7 +3,6 @@
 
 use askama::Template;
 use axum::extract::State;
-use axum::http::StatusCode;
 use axum::response::{IntoResponse, Redirect, Response};
 use axum::routing::post;
 use axum::{Form, Router};
@@ -96,15 +95,8 @@ async fn window_page(
     typed: Option<WindowForm>,
     errors: Vec<FieldError>,
 ) -> Result<Response> {
-    let inv = crate::investigations::db::get(&state.pool, id)
-        .await?
-        .ok_or_else(|| AppError::not_found(format!("no investigation {id}")))?;
+    let (inv, status) = super::prometheus::investigation_form(state, id, &errors).await?;
     let card = card(state, id).await?;
-    let status = if errors.is_empty() {
-        StatusCode::OK
-    } else {
-        StatusCode::UNPROCESSABLE_ENTITY
-    };
     let page = WindowPage {
         ctx,
         title: inv.title,
