@@ -25,6 +25,7 @@ pub mod state;
 pub mod storage;
 pub mod sweeps;
 pub mod trace_diffs;
+pub mod trace_sets;
 pub mod training;
 pub mod web;
 pub mod webhooks;

@@ -39,6 +39,10 @@ pub async fn run_worker(state: ArtifactStore) {
             Ok(n) => tracing::warn!(requeued = n, "took over analyses whose worker stopped"),
             Err(e) => tracing::error!(error = %e, "requeueing interrupted analyses"),
         }
+        // Trace sets whose last rank just finished (here or in another replica).
+        if let Err(e) = crate::trace_sets::settle_all(&state.pool).await {
+            tracing::error!(error = %e, "summarising trace sets");
+        }
         match process_next(&state).await {
             Ok(true) => continue,
             Ok(false) => {}

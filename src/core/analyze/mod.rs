@@ -35,6 +35,7 @@ pub mod pytorch_trace;
 pub mod request_columns;
 pub mod request_log;
 pub mod sweep;
+pub mod trace_set;
 pub mod vllm_bench;
 
 pub use crate::stats::Summary;

@@ -6,6 +6,7 @@ use super::breakdown::{
     idle_breakdown, idle_intervals, kernel_breakdown, launch_stats, shown_idle_rows,
     stream_timelines, temporal_breakdown,
 };
+use super::distributed::{distributed, Distributed};
 use super::state::{Counts, GpuEv, State, MAX_KERNEL_NAMES, MAX_STREAMS, OTHER_KERNELS};
 use super::{
     DeviceInfo, EventCounts, IdleRow, LaunchStats, TraceAnalysis, IDLE_INTERVAL_MIN_US, POOLED,
@@ -48,6 +49,11 @@ pub(super) fn finish(mut st: State, opts: &Options, mut notes: Vec<String>) -> T
             idle_intervals: Vec::new(),
             idle_intervals_found: 0,
             idle_intervals_dropped_us: 0.0,
+            distributed: Some(Distributed {
+                rank_given: st.rank.is_some(),
+                world_size: st.world_size,
+                ..Distributed::default()
+            }),
         };
     }
     gpu.sort_unstable_by(|a, b| a.start.total_cmp(&b.start));
@@ -93,7 +99,18 @@ pub(super) fn finish(mut st: State, opts: &Options, mut notes: Vec<String>) -> T
             grouped(st.names.pooled)
         ));
     }
+    let distributed = distributed(
+        &gpu,
+        &st.names.names,
+        &st.launches,
+        &st.step_ranges,
+        &st.coll,
+        st.rank.is_some(),
+        st.world_size,
+        &mut notes,
+    );
     TraceAnalysis {
+        distributed: Some(distributed),
         timeline,
         rank,
         gpu_busy_ratio: (temporal.span_us > 0.0).then(|| temporal.busy_us / temporal.span_us),

@@ -45,6 +45,7 @@
 
 mod assemble;
 mod breakdown;
+pub mod distributed;
 mod read;
 mod state;
 #[cfg(test)]
@@ -59,11 +60,12 @@ use serde::{Deserialize, Serialize};
 use std::io::Read;
 
 use assemble::finish;
+pub use distributed::Distributed;
 use read::{split_and_fold, Stop, BLOCK_BYTES, MAX_PART_BYTES};
 use state::State;
 
 /// Bump when the JSON output of [`analyze`] changes.
-pub const ANALYZER_VERSION: u32 = 3;
+pub const ANALYZER_VERSION: u32 = 4;
 
 /// HTA's default `consecutive_kernel_delay`: gaps below it are launch overhead.
 pub const KERNEL_WAIT_THRESHOLD_US: f64 = 30.0;
@@ -320,6 +322,10 @@ pub struct TraceAnalysis {
     pub idle_intervals_found: u64,
     #[serde(default)]
     pub idle_intervals_dropped_us: f64,
+    /// Kernel types, communication overlap, collectives and steps (see [`distributed`]);
+    /// absent from analyses made before it existed.
+    #[serde(default)]
+    pub distributed: Option<Distributed>,
 }
 
 /// Analyze a (decompressed) Kineto trace.

@@ -110,8 +110,22 @@ enum ArgKey {
     Correlation,
     Stream,
     Device,
+    #[serde(rename = "Collective name")]
+    CollectiveName,
+    #[serde(rename = "In msg nelems")]
+    InMsgNelems,
+    #[serde(rename = "dtype")]
+    Dtype,
     #[serde(other)]
     Other,
+}
+
+/// A short text argument (a collective's name, a dtype); anything else is dropped.
+fn short_text(v: Value) -> Option<String> {
+    match v {
+        Value::String(s) if s.len() <= 64 => Some(s),
+        _ => None,
+    }
 }
 
 struct ArgsSeed;
@@ -141,6 +155,9 @@ impl<'de> Visitor<'de> for ArgsSeed {
                 }
                 ArgKey::Stream => a.stream = map.next_value_seed(Lenient(IdReader))?.num(),
                 ArgKey::Device => a.device = map.next_value_seed(Lenient(IdReader))?.num(),
+                ArgKey::CollectiveName => a.collective = short_text(map.next_value()?),
+                ArgKey::InMsgNelems => a.nelems = map.next_value_seed(Lenient(IdReader))?.num(),
+                ArgKey::Dtype => a.dtype = short_text(map.next_value()?),
                 ArgKey::Other => {
                     map.next_value::<IgnoredAny>()?;
                 }
@@ -339,11 +356,13 @@ fn fold_field(
         b"traceEvents" => EventsSeed(st).deserialize(de)?,
         b"distributedInfo" => {
             let v = Value::deserialize(de)?;
-            st.rank = v.get("rank").and_then(|r| match r {
+            let int = |r: &Value| match r {
                 Value::Number(n) => n.as_i64(),
                 Value::String(s) => s.trim().parse().ok(),
                 _ => None,
-            });
+            };
+            st.rank = v.get("rank").and_then(int);
+            st.world_size = v.get("world_size").and_then(int).filter(|w| *w > 0);
         }
         b"deviceProperties" => {
             if let Value::Array(a) = Value::deserialize(de)? {

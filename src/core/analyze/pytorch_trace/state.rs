@@ -1,6 +1,7 @@
 //! What is kept while a trace streams by, and how one event is folded into it: GPU
 //! intervals, launches by correlation id, interned kernel names, step markers, counts.
 
+use super::distributed::{dtype_bytes, CollArgs};
 use super::POOLED;
 use serde_json::Value;
 use std::collections::{HashMap, HashSet};
@@ -165,6 +166,12 @@ pub(super) struct State {
     /// Earliest `ts` of a complete event.
     pub(super) first_ts: Option<f64>,
     pub(super) device_props: Vec<Value>,
+    /// `distributedInfo.world_size`.
+    pub(super) world_size: Option<i64>,
+    /// Each `ProfilerStep#N` annotation: (N, start, end), at most [`MAX_STEP_NAMES`].
+    pub(super) step_ranges: Vec<(i64, f64, f64)>,
+    /// What NCCL kernels' arguments say (collective, bytes), by correlation id.
+    pub(super) coll: FastMap<u64, CollArgs>,
     /// Reused buffer for the current event's name.
     pub(super) name_buf: String,
     pub(super) cat_buf: String,
@@ -204,6 +211,21 @@ impl State {
             let stream = args.stream.or(tid.num()).unwrap_or(-1);
             let stream_idx = self.stream_of(device, stream);
             let name = self.names.intern(&self.name_buf);
+            if cat == Cat::Kernel && (args.collective.is_some() || args.nelems.is_some()) {
+                if let Some(c) = args.correlation {
+                    let bytes = match (args.nelems, args.dtype.as_deref().and_then(dtype_bytes)) {
+                        (Some(n), Some(size)) if n >= 0 => Some(n as f64 * size),
+                        _ => None,
+                    };
+                    self.coll.insert(
+                        c,
+                        CollArgs {
+                            name: args.collective.clone(),
+                            bytes,
+                        },
+                    );
+                }
+            }
             self.gpu.push(GpuEv {
                 start: ts,
                 end: ts + dur,
@@ -251,6 +273,11 @@ impl State {
             self.last_step_end = Some(self.last_step_end.map_or(end, |s| s.max(end)));
             if self.step_ends.len() < MAX_STEP_NAMES {
                 self.step_ends.push(end);
+                if let Some(n) =
+                    step_number(&self.name_buf).filter(|_| cat != Cat::GpuUserAnnotation)
+                {
+                    self.step_ranges.push((n, ts, end));
+                }
             }
         }
     }
@@ -303,4 +330,18 @@ pub(super) struct Args {
     pub(super) correlation: Option<u64>,
     pub(super) stream: Option<i64>,
     pub(super) device: Option<i64>,
+    /// NCCL kernels: `Collective name`, `In msg nelems`, `dtype`.
+    pub(super) collective: Option<String>,
+    pub(super) nelems: Option<i64>,
+    pub(super) dtype: Option<String>,
+}
+
+/// N of `ProfilerStep#N` (HTA's `ProfilerStep\s*#\s*(\d+)`).
+pub(super) fn step_number(name: &str) -> Option<i64> {
+    let rest = name.strip_prefix("ProfilerStep")?.trim_start();
+    let digits = rest.strip_prefix('#')?.trim_start();
+    let end = digits
+        .find(|c: char| !c.is_ascii_digit())
+        .unwrap_or(digits.len());
+    digits[..end].parse().ok()
 }
