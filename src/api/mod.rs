@@ -16,6 +16,7 @@ pub(crate) mod proposals;
 mod search;
 pub(crate) mod sweeps;
 pub(crate) mod trace_diffs;
+pub(crate) mod trace_sets;
 pub(crate) mod training;
 mod webhooks;
 
@@ -152,6 +153,7 @@ pub fn router() -> OpenApiRouter<AppState> {
         .merge(training::router())
         .merge(sweeps::router())
         .merge(trace_diffs::router())
+        .merge(trace_sets::router())
         .merge(otlp::router())
         .routes(routes!(
             investigations::create_investigation,

@@ -256,14 +256,7 @@ pub async fn settle(pool: &PgPool, id: i64) -> sqlx::Result<bool> {
     if locked.is_none() {
         return Ok(false);
     }
-    let rows: Vec<(
-        i64,
-        String,
-        String,
-        Option<String>,
-        Option<i32>,
-        Option<String>,
-    )> = sqlx::query_as(
+    let rows: Vec<RankRow> = sqlx::query_as(
         "SELECT a.id, a.name, a.status, a.error, a.analyzer_version, a.analysis::text
              FROM trace_set_members m JOIN artifacts a ON a.id = m.artifact_id
              WHERE m.trace_set_id = $1 ORDER BY m.position",
@@ -308,17 +301,19 @@ pub async fn settle(pool: &PgPool, id: i64) -> sqlx::Result<bool> {
     Ok(true)
 }
 
+/// A rank as read for the summary: artifact id, name, status, error, analyzer
+/// version, the analysis as text.
+type RankRow = (
+    i64,
+    String,
+    String,
+    Option<String>,
+    Option<i32>,
+    Option<String>,
+);
+
 /// Reads each rank's analysis (keeping only what the set uses) and summarises.
-fn summary_of(
-    rows: Vec<(
-        i64,
-        String,
-        String,
-        Option<String>,
-        Option<i32>,
-        Option<String>,
-    )>,
-) -> Result<SetSummary, String> {
+fn summary_of(rows: Vec<RankRow>) -> Result<SetSummary, String> {
     let mut parsed: Vec<(i64, String, Result<TraceAnalysis, String>)> = Vec::new();
     for (id, name, status, error, _, text) in rows {
         let outcome = if status != "done" {

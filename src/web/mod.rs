@@ -23,6 +23,7 @@ pub mod replays;
 pub mod search;
 pub mod sso;
 pub mod trace_diffs;
+pub mod trace_sets;
 pub mod transfer;
 pub mod webhooks;
 
@@ -56,6 +57,7 @@ pub fn private_routes() -> Router<AppState> {
         .merge(captures::routes())
         .merge(comparisons::routes())
         .merge(trace_diffs::routes())
+        .merge(trace_sets::routes())
         .merge(investigations::routes())
         .merge(journal::routes())
         .merge(learn::routes())

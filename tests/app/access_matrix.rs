@@ -177,6 +177,7 @@ struct Ids {
     artifact: i64,
     comparison: i64,
     trace_diff: i64,
+    trace_set: i64,
     proposal: i64,
     token: i64,
     user: i64,
@@ -200,6 +201,8 @@ fn fill(path: &str, ids: &Ids) -> String {
         ids.comparison
     } else if bare.starts_with("/trace-diffs/") {
         ids.trace_diff
+    } else if bare.starts_with("/trace-sets/") {
+        ids.trace_set
     } else if bare.starts_with("/proposals/") {
         ids.proposal
     } else if bare.starts_with("/settings/tokens/") {
@@ -357,6 +360,14 @@ async fn matrix_app() -> (TestApp, Ids, BTreeMap<String, Vec<String>>) {
     .fetch_one(&app.pool)
     .await
     .unwrap();
+    // A trace set row (failed, as one whose ranks were named twice).
+    let trace_set: i64 = sqlx::query_scalar(
+        "INSERT INTO trace_sets (name, status, error)
+         VALUES ('tp4', 'failed', 'rank 0 is in two traces') RETURNING id",
+    )
+    .fetch_one(&app.pool)
+    .await
+    .unwrap();
     sqlx::query(
         "INSERT INTO webhooks (url, events, secret) \
          VALUES ('http://127.0.0.1:9/hook', '{journal.published}', 'a-secret-of-24-characters')",
@@ -390,6 +401,7 @@ async fn matrix_app() -> (TestApp, Ids, BTreeMap<String, Vec<String>>) {
         otlp_window,
         prometheus_source: first_id(&app, "prometheus_sources").await,
         trace_diff,
+        trace_set,
         investigation: first_id(&app, "investigations").await,
         entry: first_id(&app, "journal_entries").await,
         artifact: base,

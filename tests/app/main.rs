@@ -37,6 +37,7 @@ mod slow_clients;
 mod sso;
 mod sweeps;
 mod trace_diffs;
+mod trace_sets;
 mod trust;
 mod ux;
 mod webhooks;

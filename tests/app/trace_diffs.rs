@@ -28,7 +28,8 @@ const HTA_TOP: &[(&str, i64, f64)] = &[
     ("## backward ##", 1, 32224.0),
 ];
 
-fn fixtures() -> Option<std::path::PathBuf> {
+/// The real fixtures folder, or `None` after recording the skip.
+pub(crate) fn fixtures() -> Option<std::path::PathBuf> {
     let root = std::env::var_os("PERFJOURNAL_REAL_FIXTURES").map(std::path::PathBuf::from);
     if root.is_none() {
         common::skip(
@@ -39,7 +40,8 @@ fn fixtures() -> Option<std::path::PathBuf> {
     root
 }
 
-async fn editor_app() -> (TestApp, String) {
+/// An app with an admin, ada, and her API token.
+pub(crate) async fn editor_app() -> (TestApp, String) {
     let mut app = spawn_app().await;
     app.setup_admin("ada").await;
     let token = app.api_token("ada").await;

@@ -396,6 +396,10 @@ impl TestApp {
         {
             n += 1;
         }
+        // As the worker does on each pass: trace sets whose ranks have all finished.
+        perfjournal::trace_sets::settle_all(&self.pool)
+            .await
+            .unwrap();
         n
     }
 

@@ -125,6 +125,8 @@ struct ShowPage {
     /// diffed against (id, name).
     diffs: Vec<crate::trace_diffs::TraceDiff>,
     diff_choices: Vec<(i64, String)>,
+    /// The trace sets it is in (the ranks of one run); the same choices make one.
+    sets: Vec<crate::trace_sets::TraceSet>,
     /// Spans received over OTLP: the window this artifact was built from, in words
     /// (with the spans not kept and why).
     span_window: Option<String>,
@@ -243,7 +245,13 @@ async fn show_artifact(
         (Vec::new(), Vec::new())
     };
     let span_window = span_window(&state, &a).await?;
+    let sets = if a.kind() == crate::core::analyze::Kind::PytorchTrace {
+        crate::trace_sets::for_artifact(&state.pool, a.id).await?
+    } else {
+        Vec::new()
+    };
     let page = ShowPage {
+        sets,
         span_window,
         diffs,
         diff_choices,

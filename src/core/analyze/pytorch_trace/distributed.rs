@@ -305,6 +305,10 @@ pub(super) fn distributed(
     }
 }
 
+/// A step's first start, last end, and merged computation and communication intervals
+/// (events come in start order).
+type StepAcc = (f64, f64, Vec<(f64, f64)>, Vec<(f64, f64)>);
+
 /// Per step: GPU span, computation and communication unions of the work launched in it.
 fn step_times(
     gpu: &[GpuEv],
@@ -326,9 +330,7 @@ fn step_times(
         (i > 0 && t <= ranges[i - 1].2).then(|| i - 1)
     };
     let n = if no_steps { 1 } else { ranges.len() };
-    // (first start, last end, comp intervals, comm intervals), events in start order.
-    let mut acc: Vec<(f64, f64, Vec<(f64, f64)>, Vec<(f64, f64)>)> =
-        vec![(f64::INFINITY, f64::NEG_INFINITY, Vec::new(), Vec::new()); n];
+    let mut acc: Vec<StepAcc> = vec![(f64::INFINITY, f64::NEG_INFINITY, Vec::new(), Vec::new()); n];
     for e in gpu {
         let Some(i) = step_of(e) else { continue };
         let a = &mut acc[i];

@@ -1,0 +1,398 @@
+//! Trace sets through HTTP on a real PostgreSQL: rank traces uploaded and grouped, the
+//! set's figures held against HolisticTraceAnalysis 0.5.0's on HTA's own NCCL trace;
+//! a straggler found and shown; bad input refused with nothing stored; a rank named
+//! twice, a rank that fails and a thousand tiny ranks all end done or failed with the
+//! trace named, never stuck.
+
+use crate::common;
+
+use crate::trace_diffs::{editor_app, fixtures};
+use axum::http::StatusCode;
+use common::uploads::upload_analyzed;
+use common::TestApp;
+use perfjournal::auth::Role;
+use serde_json::{json, Value};
+
+async fn set_rows(app: &TestApp) -> i64 {
+    sqlx::query_scalar("SELECT count(*) FROM trace_sets")
+        .fetch_one(&app.pool)
+        .await
+        .unwrap()
+}
+
+/// A rank of a synthetic decode run: `steps` ProfilerSteps of 1 ms, each a compute
+/// kernel of `compute_us` and then an all-reduce of `comm_us` (2 MiB of bf16).
+pub fn rank_trace(rank: i64, world: i64, compute_us: f64, comm_us: f64, steps: u64) -> Vec<u8> {
+    let mut ev = Vec::new();
+    for k in 0..steps {
+        let t0 = 1000.0 * k as f64;
+        let (c1, c2) = (2 * k + 1, 2 * k + 2);
+        ev.push(json!({"ph": "X", "cat": "user_annotation", "name": format!("ProfilerStep#{k}"), "pid": 1, "tid": 1, "ts": t0, "dur": 1000.0}));
+        ev.push(json!({"ph": "X", "cat": "cuda_runtime", "name": "cudaLaunchKernel", "pid": 1, "tid": 1, "ts": t0 + 1.0, "dur": 2.0, "args": {"correlation": c1}}));
+        ev.push(json!({"ph": "X", "cat": "cuda_runtime", "name": "cudaLaunchKernel", "pid": 1, "tid": 1, "ts": t0 + 4.0, "dur": 2.0, "args": {"correlation": c2}}));
+        ev.push(json!({"ph": "X", "cat": "kernel", "name": "ampere_bf16_gemm", "pid": 0, "tid": 7, "ts": t0 + 10.0, "dur": compute_us, "args": {"device": 0, "stream": 7, "correlation": c1}}));
+        ev.push(json!({"ph": "X", "cat": "kernel", "name": "ncclDevKernel_AllReduce_Sum_bf16_RING_LL(ncclDevComm*)", "pid": 0, "tid": 7, "ts": t0 + 10.0 + compute_us, "dur": comm_us,
+            "args": {"device": 0, "stream": 7, "correlation": c2, "Collective name": "allreduce", "In msg nelems": 1048576, "dtype": "BFloat16"}}));
+    }
+    json!({"distributedInfo": {"rank": rank, "world_size": world, "backend": "nccl"}, "traceEvents": ev})
+        .to_string()
+        .into_bytes()
+}
+
+/// Posts a set and reads it back until it is no longer analyzing.
+async fn make_set(app: &mut TestApp, token: &str, body: Value) -> Value {
+    let r = app
+        .api("POST", "/api/v1/trace-sets", token, Some(body))
+        .await;
+    assert!(
+        r.status == StatusCode::CREATED || r.status == StatusCode::ACCEPTED,
+        "{}",
+        r.body
+    );
+    let id = r.json()["id"].as_i64().unwrap();
+    for _ in 0..100 {
+        app.drain_queue().await;
+        let r = app
+            .api("GET", &format!("/api/v1/trace-sets/{id}"), token, None)
+            .await;
+        assert_eq!(r.status, StatusCode::OK, "{}", r.body);
+        if r.json()["status"] != "analyzing" {
+            return r.json();
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    }
+    panic!("trace set {id} still analyzing");
+}
+
+/// HTA's NCCL test trace as ranks 0 and 1 (times cut to whole µs, as
+/// `tests/oracles/hta_trace_sets.py` does): HTA 0.5.0 gives per rank idle 337,597 µs,
+/// compute 76,067, non-compute 21,923, span 435,587, overlap 14.52 %; kernel types
+/// summed over both: COMPUTATION 145,082 µs (74.0 %), COMMUNICATION 41,094 (21.0 %),
+/// COMPUTATION overlapping COMMUNICATION 7,052 (3.6 %), MEMORY 2,338 (1.2 %),
+/// COMMUNICATION overlapping MEMORY 414 (0.2 %).
+#[tokio::test]
+async fn a_set_of_hta_ranks_matches_hta() {
+    let Some(root) = fixtures() else { return };
+    let (mut app, token) = editor_app().await;
+    let raw = std::fs::read(root.join("pytorch_trace/hta__nccl_parser_config__nccl_data.json.gz"))
+        .unwrap();
+    let mut doc: Value = serde_json::from_reader(flate2::read::GzDecoder::new(&raw[..])).unwrap();
+    for e in doc["traceEvents"].as_array_mut().unwrap() {
+        for k in ["ts", "dur"] {
+            if let Some(x) = e.get(k).filter(|v| v.is_f64()).and_then(Value::as_f64) {
+                e[k] = (x.floor() as i64).into();
+            }
+        }
+    }
+    let mut ids = Vec::new();
+    for rank in [0, 1] {
+        doc["distributedInfo"]["rank"] = rank.into();
+        ids.push(
+            upload_analyzed(
+                &mut app,
+                &token,
+                &format!("rank{rank}.json"),
+                serde_json::to_vec(&doc).unwrap(),
+            )
+            .await,
+        );
+    }
+    let set = make_set(
+        &mut app,
+        &token,
+        json!({"name": "nccl pair", "artifacts": ids}),
+    )
+    .await;
+    assert_eq!(set["status"], "done", "{}", set["error"]);
+    let s = &set["summary"];
+    for r in s["ranks"].as_array().unwrap() {
+        let t = &r["temporal"];
+        for (k, hta) in [
+            ("idle_us", 337_597.0),
+            ("compute_us", 76_067.0),
+            ("non_compute_us", 21_923.0),
+            ("span_us", 435_587.0),
+        ] {
+            let v = t[k].as_f64().unwrap();
+            assert!(
+                (v - hta).abs() <= 0.005 * hta,
+                "rank {} {k}: {v}, HTA {hta}",
+                r["rank"]
+            );
+        }
+        let o = r["comm_comp_overlap_pct"].as_f64().unwrap();
+        assert!((o - 14.52).abs() <= 0.5, "overlap {o} %, HTA 14.52 %");
+    }
+    let kt = s["kernel_types"].as_array().unwrap();
+    for (name, us, pct) in [
+        ("COMPUTATION", 145_082.0, 74.0),
+        ("COMMUNICATION", 41_094.0, 21.0),
+        ("COMPUTATION overlapping COMMUNICATION", 7_052.0, 3.6),
+        ("MEMORY", 2_338.0, 1.2),
+        ("COMMUNICATION overlapping MEMORY", 414.0, 0.2),
+    ] {
+        let k = kt.iter().find(|k| k["kernel_type"] == name).unwrap();
+        let v = k["us"].as_f64().unwrap();
+        assert!(
+            (v - us).abs() <= 0.005 * us + 1.0,
+            "{name}: {v} µs, HTA {us}"
+        );
+        let p = k["pct"].as_f64().unwrap();
+        assert!((p - pct).abs() <= 0.5, "{name}: {p} %, HTA {pct} %");
+    }
+    // Identical ranks: no straggler (HTA picks rank 0 of the tie).
+    assert!(s["straggler"]["rank"].is_null());
+    // The all-reduces with their bytes from the NCCL arguments (Float, 4 bytes).
+    let ar = s["collectives"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| c["name"] == "allreduce")
+        .unwrap();
+    assert!(ar["bytes"].as_f64().unwrap() > 0.0);
+    assert_eq!(ar["ranks"], 2);
+}
+
+#[tokio::test]
+async fn a_straggler_is_found_and_shown() {
+    let (mut app, token) = editor_app().await;
+    let inv = app.open_investigation(&token, "TP=4 decode slower").await;
+    let mut ids = Vec::new();
+    for rank in 0..4 {
+        let (c, w) = if rank == 2 {
+            (700.0, 100.0)
+        } else {
+            (500.0, 300.0)
+        };
+        let body = rank_trace(rank, 4, c, w, 5);
+        ids.push(
+            upload_analyzed(
+                &mut app,
+                &token,
+                &format!("rank{rank}.trace.json&investigation={inv}"),
+                body,
+            )
+            .await,
+        );
+    }
+    let set = make_set(
+        &mut app,
+        &token,
+        json!({"name": "TP=4 decode", "artifacts": ids}),
+    )
+    .await;
+    assert_eq!(set["status"], "done", "{}", set["error"]);
+    assert_eq!(set["investigation"], inv, "joins its traces' investigation");
+    let st = &set["summary"]["straggler"];
+    assert_eq!(st["rank"], 2, "{st}");
+    assert!((st["skew_ms"].as_f64().unwrap() - 0.2).abs() < 1e-6, "{st}");
+    assert!(
+        (st["skew_pct"].as_f64().unwrap() - 25.0).abs() < 1e-6,
+        "{st}"
+    );
+    // Four steps: the last is left out as HTA leaves it out.
+    assert_eq!(st["steps"], 4);
+    let ar = &set["summary"]["collectives"][0];
+    assert_eq!(ar["name"], "allreduce");
+    assert_eq!(ar["count"], 1.0);
+    assert_eq!(ar["bytes"], 2_097_152.0);
+    // Mean all-reduce time per step over the four ranks: (3 × 300 + 100) / 4 µs.
+    assert!((ar["us"].as_f64().unwrap() - 250.0).abs() < 1e-6, "{ar}");
+
+    // The page: the callout, the ranks with the straggler marked, the heatmap.
+    app.login("ada").await;
+    let id = set["id"].as_i64().unwrap();
+    let page = app.get(&format!("/trace-sets/{id}")).await;
+    assert_eq!(page.status, StatusCode::OK, "{}", page.body);
+    let callout = page.select("#straggler-callout");
+    assert!(
+        callout[0].starts_with("Rank 2 is the straggler: it computes 0.20 ms (25.0 % of a step)"),
+        "{callout:?}"
+    );
+    assert_eq!(page.select("#set-ranks tbody tr").len(), 4);
+    assert_eq!(
+        page.select("#set-ranks tr.straggler td:first-child"),
+        vec!["2"]
+    );
+    assert!(page.body.contains("id=\"set-heatmap\""));
+    assert_eq!(
+        page.select("#set-collectives tbody td:first-child"),
+        vec!["allreduce"]
+    );
+    // Linked from each trace's page.
+    let a = app.get(&format!("/artifacts/{}", ids[0])).await;
+    assert!(a.body.contains(&format!("href=\"/trace-sets/{id}\"")));
+}
+
+#[tokio::test]
+async fn bad_sets_are_refused_and_store_nothing() {
+    let (mut app, token) = editor_app().await;
+    let t = upload_analyzed(
+        &mut app,
+        &token,
+        "r0.json",
+        rank_trace(0, 2, 500.0, 300.0, 3),
+    )
+    .await;
+    let csv = upload_analyzed(
+        &mut app,
+        &token,
+        "summary.json",
+        common::uploads::summary_table(),
+    )
+    .await;
+    for (body, field, words) in [
+        (json!({"artifacts": [t]}), "name", "is required"),
+        (json!({"name": "x"}), "artifacts", "is required"),
+        (
+            json!({"name": "x", "artifacts": []}),
+            "artifacts",
+            "1 to 1024",
+        ),
+        (
+            json!({"name": "x", "artifacts": [t, t]}),
+            "artifacts",
+            "twice",
+        ),
+        (
+            json!({"name": "x", "artifacts": [999_999]}),
+            "artifacts",
+            "no artifact 999999",
+        ),
+        (
+            json!({"name": "x", "artifacts": [t, csv]}),
+            "artifacts",
+            "a trace set holds PyTorch profiler traces",
+        ),
+        (
+            json!({"name": "x", "artifacts": [t], "investigation": 424_242}),
+            "investigation",
+            "no investigation",
+        ),
+        (
+            json!({"name": "x", "artifacts": "1,2"}),
+            "artifacts",
+            "must be an array",
+        ),
+    ] {
+        let r = app
+            .api("POST", "/api/v1/trace-sets", &token, Some(body.clone()))
+            .await;
+        assert_eq!(
+            r.status,
+            StatusCode::UNPROCESSABLE_ENTITY,
+            "{body}: {}",
+            r.body
+        );
+        assert!(
+            r.body.contains(field) && r.body.contains(words),
+            "{body}: {}",
+            r.body
+        );
+    }
+    assert_eq!(set_rows(&app).await, 0);
+    app.add_user("vic", Role::Viewer).await;
+    let viewer = app.api_token("vic").await;
+    let r = app
+        .api(
+            "POST",
+            "/api/v1/trace-sets",
+            &viewer,
+            Some(json!({"name": "x", "artifacts": [t]})),
+        )
+        .await;
+    assert_eq!(r.status, StatusCode::FORBIDDEN);
+    assert_eq!(set_rows(&app).await, 0);
+    let r = app.api("GET", "/api/v1/trace-sets/77", &token, None).await;
+    assert_eq!(r.status, StatusCode::NOT_FOUND);
+}
+
+#[tokio::test]
+async fn duplicate_failed_and_many_ranks_end_named_never_stuck() {
+    let (mut app, token) = editor_app().await;
+    let a = upload_analyzed(
+        &mut app,
+        &token,
+        "a.json",
+        rank_trace(1, 2, 500.0, 300.0, 3),
+    )
+    .await;
+    let b = upload_analyzed(
+        &mut app,
+        &token,
+        "b.json",
+        rank_trace(1, 2, 500.0, 300.0, 3),
+    )
+    .await;
+    let set = make_set(
+        &mut app,
+        &token,
+        json!({"name": "dup", "artifacts": [a, b]}),
+    )
+    .await;
+    assert_eq!(set["status"], "failed");
+    let e = set["error"].as_str().unwrap();
+    assert!(
+        e.contains(&format!(
+            "rank 1 is in artifact {a} (a.json) and artifact {b} (b.json)"
+        )),
+        "{e}"
+    );
+
+    // A rank whose analysis was given up (as after a worker died three times on it):
+    // the set is done without it, and names it.
+    let r0 = upload_analyzed(
+        &mut app,
+        &token,
+        "r0.json",
+        rank_trace(0, 2, 500.0, 300.0, 3),
+    )
+    .await;
+    let broken = upload_analyzed(
+        &mut app,
+        &token,
+        "r1.json",
+        rank_trace(1, 2, 500.0, 300.0, 3),
+    )
+    .await;
+    sqlx::query("UPDATE artifacts SET status = 'failed', error = 'the analysis stopped 3 times' WHERE id = $1")
+        .bind(broken)
+        .execute(&app.pool)
+        .await
+        .unwrap();
+    let set = make_set(
+        &mut app,
+        &token,
+        json!({"name": "one broken", "artifacts": [r0, broken]}),
+    )
+    .await;
+    assert_eq!(set["status"], "done", "{}", set["error"]);
+    assert_eq!(set["summary"]["failed"][0]["artifact_id"], broken);
+    assert!(
+        set["summary"]["failed"][0]["reason"]
+            .as_str()
+            .unwrap()
+            .len()
+            > 5
+    );
+    assert_eq!(set["summary"]["missing_ranks"], json!([1]));
+    app.login("ada").await;
+    let page = app.get(&format!("/trace-sets/{}", set["id"])).await;
+    assert_eq!(page.select(".failed-rank").len(), 1);
+
+    // A thousand tiny ranks.
+    let mut ids = Vec::new();
+    for rank in 0..1000 {
+        let body = json!({"distributedInfo": {"rank": rank}, "traceEvents": [
+            {"ph": "X", "cat": "kernel", "name": "k", "ts": 0, "dur": 5, "args": {"stream": 7, "device": 0}}
+        ]})
+        .to_string()
+        .into_bytes();
+        ids.push(upload_analyzed(&mut app, &token, &format!("r{rank}.json"), body).await);
+    }
+    let set = make_set(&mut app, &token, json!({"name": "many", "artifacts": ids})).await;
+    assert_eq!(set["status"], "done", "{}", set["error"]);
+    assert_eq!(set["summary"]["ranks"].as_array().unwrap().len(), 1000);
+    let page = app.get(&format!("/trace-sets/{}", set["id"])).await;
+    assert_eq!(page.status, StatusCode::OK);
+}
