@@ -219,6 +219,62 @@ async fn a_straggler_is_found_and_shown() {
         page.select("#set-collectives tbody td:first-child"),
         vec!["allreduce"]
     );
+    // Step 3 offers the measured all-reduce against tp-allreduce for step 0's setup; held
+    // against it, the ratio is unit-checked like any expected value.
+    let url = format!("/investigations/{inv}");
+    common::incident::save(
+        &mut app,
+        &url,
+        0,
+        &[
+            ("reproducible", "yes"),
+            ("model", "llama-3.3-70b"),
+            ("gpu_type", "h100-sxm"),
+            ("gpu_count", "4"),
+            ("tp", "4"),
+            ("max_num_seqs", "64"),
+        ],
+    )
+    .await;
+    let step3 = app.get(&format!("{url}/steps/3")).await;
+    let lines = step3.select("#trace-set-lines .trace-set-line p");
+    assert_eq!(
+        lines[0],
+        "Trace set TP=4 decode: 4 ranks, straggler rank 2 (+0.20 ms, 25.0 % of a step), all-reduce 0.250 ms per step (1 call, 2.10 MB)."
+    );
+    let inputs = step3.select_attr("#trace-set-lines input[name=inputs]", "value");
+    assert_eq!(
+        inputs,
+        vec!["batch=64 gpu=h100-sxm model=llama-3.3-70b tp=4"]
+    );
+    let step5 = app.get(&format!("{url}/steps/5")).await;
+    assert_eq!(
+        step5.select("#trace-set-lines form.allreduce-offer").len(),
+        1
+    );
+    let r = app
+        .post_form(
+            &format!("{url}/steps/3/expected"),
+            &[
+                ("estimator", "tp-allreduce"),
+                ("result_key", "allreduce_ms"),
+                ("observed", "0.25 ms"),
+                (
+                    "inputs",
+                    "batch=64 gpu=h100-sxm model=llama-3.3-70b tp=4 context=4096",
+                ),
+            ],
+        )
+        .await;
+    assert_eq!(r.status, StatusCode::SEE_OTHER, "{}", r.body);
+    let step3 = app.get(&format!("{url}/steps/3")).await;
+    assert_eq!(step3.select(".observed-value"), vec!["0.25 ms"]);
+    assert_eq!(step3.select(".expected-section code"), vec!["allreduce_ms"]);
+    assert_eq!(step3.select(".gap-ratio-cell").len(), 1);
+    // Step 7 links the set too.
+    let step7 = app.get(&format!("{url}/steps/7")).await;
+    assert_eq!(step7.select("#trace-set-lines a").len(), 1);
+
     // Linked from each trace's page.
     let a = app.get(&format!("/artifacts/{}", ids[0])).await;
     assert!(a.body.contains(&format!("href=\"/trace-sets/{id}\"")));

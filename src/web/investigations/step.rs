@@ -224,6 +224,9 @@ pub(super) struct StepPage {
     sweep_lines: Vec<String>,
     /// Step 7: the investigation's trace diffs, (page, sentence).
     trace_diff_lines: Vec<(String, String)>,
+    /// Steps 3, 5 and 7: the investigation's trace sets; in 3 and 5 with their
+    /// all-reduce time offered to hold against tp-allreduce.
+    trace_sets: Vec<SetOffer>,
     /// A save refused because someone saved first: what they changed.
     conflict: Option<StepConflict>,
 }
@@ -429,6 +432,7 @@ pub(super) struct StepView {
     pub(super) evidence: Vec<ArtifactLink>,
     pub(super) sweep_lines: Vec<String>,
     pub(super) trace_diff_lines: Vec<(String, String)>,
+    pub(super) trace_sets: Vec<SetOffer>,
     pub(super) values: Pairs,
     pub(super) errors: Vec<FieldError>,
     pub(super) attach: AttachForm,
@@ -516,6 +520,7 @@ pub(super) fn step_page(ctx: PageCtx, loaded: Loaded, step: u8, view: StepView) 
         bubble_sources: view.bubble_sources,
         sweep_lines: view.sweep_lines,
         trace_diff_lines: view.trace_diff_lines,
+        trace_sets: view.trace_sets,
         records: loaded.records,
         eval: loaded.evaluation,
         inv: loaded.investigation,
@@ -597,6 +602,7 @@ pub(super) async fn step_with(
     };
     let sweep_lines = sweep_lines(state, &loaded, step).await?;
     let trace_diff_lines = trace_diff_lines(state, id, step).await?;
+    let trace_sets = trace_set_offers(state, &loaded, step).await?;
     let page = step_page(
         ctx,
         loaded,
@@ -608,6 +614,7 @@ pub(super) async fn step_with(
             evidence: db::evidence(&state.pool, id, step).await?,
             sweep_lines,
             trace_diff_lines,
+            trace_sets,
             values,
             errors: Vec::new(),
             attach: AttachForm::default(),
@@ -650,6 +657,80 @@ pub(super) async fn trace_diff_lines(
             })
             .collect(),
     )
+}
+
+/// A trace set as a step shows it.
+pub struct SetOffer {
+    pub url: String,
+    pub line: String,
+    /// Steps 3 and 5, when the set measured all-reduces: the attach form's values.
+    pub observed: Option<String>,
+    pub inputs: String,
+    pub note: Option<String>,
+}
+
+/// Steps 3, 5 and 7: the investigation's trace sets in a sentence; in 3 and 5, the
+/// all-reduce time per step each measured, ready to hold against `tp-allreduce` for step
+/// 0's model, TP, batch and GPU link.
+pub(super) async fn trace_set_offers(
+    state: &AppState,
+    loaded: &Loaded,
+    step: u8,
+) -> Result<Vec<SetOffer>> {
+    use crate::core::analyze::trace_set::allreduce_offer;
+    if !matches!(step, 3 | 5 | 7) {
+        return Ok(Vec::new());
+    }
+    let sets = crate::trace_sets::for_investigation(&state.pool, loaded.investigation.id).await?;
+    Ok(sets
+        .into_iter()
+        .map(|t| {
+            let Some(sum) = t.summary() else {
+                return SetOffer {
+                    line: format!("Trace set {}: {}.", t.name, t.status),
+                    url: t.url(),
+                    observed: None,
+                    inputs: String::new(),
+                    note: None,
+                };
+            };
+            let straggler = match sum.straggler.rank {
+                Some(r) => format!(
+                    "straggler rank {r} (+{:.2} ms, {:.1} % of a step)",
+                    sum.straggler.skew_ms, sum.straggler.skew_pct
+                ),
+                None => "no straggler".to_string(),
+            };
+            let offer = (step != 7)
+                .then(|| allreduce_offer(sum, loaded.records.reproduce.as_ref()))
+                .flatten();
+            let ar = offer.as_ref().map_or(String::new(), |o| {
+                let calls = o.calls_per_step;
+                format!(
+                    ", all-reduce {} ms per step ({} call{}{})",
+                    format_number(o.observed_ms, 3),
+                    format_number(calls, if calls.fract() == 0.0 { 0 } else { 1 }),
+                    if calls == 1.0 { "" } else { "s" },
+                    o.bytes_per_step
+                        .map(|b| format!(", {} MB", format_number(b / 1e6, 2)))
+                        .unwrap_or_default()
+                )
+            });
+            SetOffer {
+                line: format!(
+                    "Trace set {}: {} ranks, {straggler}{ar}.",
+                    t.name,
+                    sum.ranks.len()
+                ),
+                url: t.url(),
+                observed: offer
+                    .as_ref()
+                    .map(|o| format!("{} ms", format_number(o.observed_ms, 4))),
+                inputs: offer.as_ref().map(|o| o.inputs.clone()).unwrap_or_default(),
+                note: offer.and_then(|o| o.note),
+            }
+        })
+        .collect())
 }
 
 /// Steps 1 and 7: the investigation's load sweeps (oldest first, the first series of
