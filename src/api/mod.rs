@@ -137,7 +137,7 @@ pub(crate) fn no_filters(paging: &crate::extract::Paging) -> Result<(), crate::e
 
 /// Routes that stream large bodies (no timeout, no default body limit).
 pub fn upload_router() -> OpenApiRouter<AppState> {
-    artifacts::upload_router()
+    artifacts::upload_router().merge(trace_sets::upload_router())
 }
 
 /// All other API routes (paths relative to `/api/v1`) and their OpenAPI description.

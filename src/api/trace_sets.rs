@@ -15,6 +15,11 @@ use crate::extract::Path;
 use crate::state::AppState;
 use crate::trace_sets::{self, Ask};
 
+/// The upload of a whole set (streams large bodies: no timeout, no body limit).
+pub fn upload_router() -> OpenApiRouter<AppState> {
+    OpenApiRouter::new().routes(routes!(upload_trace_set))
+}
+
 pub fn router() -> OpenApiRouter<AppState> {
     OpenApiRouter::new()
         .routes(routes!(create_trace_set))
@@ -90,6 +95,17 @@ async fn load(state: &AppState, id: i64) -> Result<TraceSetDoc, AppError> {
     })
 }
 
+/// A new set: 201 when already summarised, 202 while its ranks are analysed.
+async fn answer(state: &AppState, id: i64) -> ApiResult<(StatusCode, Json<TraceSetDoc>)> {
+    let doc = load(state, id).await?;
+    let code = if doc.status == "analyzing" {
+        StatusCode::ACCEPTED
+    } else {
+        StatusCode::CREATED
+    };
+    Ok((code, Json(doc)))
+}
+
 /// Groups the rank traces of one distributed run (PyTorch trace artifacts, 1 to 1024,
 /// each with its `distributedInfo.rank`). Body: `{"name": text, "artifacts": [id, …],
 /// "investigation"?: id}`; without an investigation, the traces' own. Each rank is
@@ -115,13 +131,35 @@ async fn create_trace_set(
     let ask = Ask::from_json(&super::json_body(&body)?).map_err(AppError::Invalid)?;
     let id = trace_sets::create(&state.pool, &ask, user.0.id).await?;
     state.jobs.notify_one();
-    let doc = load(&state, id).await?;
-    let code = if doc.status == "analyzing" {
-        StatusCode::ACCEPTED
-    } else {
-        StatusCode::CREATED
-    };
-    Ok((code, Json(doc)))
+    answer(&state, id).await
+}
+
+/// Uploads the rank traces of one run and makes a set of them: a multipart body whose
+/// file parts are PyTorch traces (`.json`, `.json.gz`), or archives of a profiler output
+/// folder (`.tar`, `.tar.gz`/`.tgz`, `.zip`) whose `.json`/`.json.gz` members are the
+/// traces. Each trace becomes an artifact (named `archive:member` when it came from an
+/// archive) analysed like any upload; the set follows as `POST /trace-sets` makes it.
+/// `name` (the set's) is required: in the query, or as a form field before the files. A file that is not a PyTorch trace, a damaged archive
+/// or a file over the upload limit refuses the whole upload: the traces it had stored
+/// are deleted again.
+#[utoipa::path(post, path = "/trace-sets/upload", tag = "trace sets",
+    params(crate::artifacts::upload::UploadQuery),
+    request_body(content = Vec<u8>, content_type = "multipart/form-data", description = "the rank traces, or archives of them"),
+    responses(
+        (status = 201, body = TraceSetDoc),
+        (status = 202, body = TraceSetDoc),
+        (status = 403, body = crate::error::ErrorBody),
+        (status = 413, body = crate::error::ErrorBody),
+        (status = 422, body = crate::error::ErrorBody)))]
+async fn upload_trace_set(
+    user: ApiUser,
+    State(state): State<AppState>,
+    axum::extract::RawQuery(raw): axum::extract::RawQuery,
+    req: axum::extract::Request,
+) -> ApiResult<(StatusCode, Json<TraceSetDoc>)> {
+    user.require(Role::Editor)?;
+    let id = trace_sets::upload(&state, req, raw.as_deref(), &user.0).await?;
+    answer(&state, id).await
 }
 
 /// A trace set: its ranks' status and, once done, the summary.

@@ -27,10 +27,20 @@ pub struct UploadArgs {
     /// Attach the files to this journal entry.
     #[arg(long)]
     pub journal_entry: Option<i64>,
+    /// Upload the files as the rank traces of one run and make a trace set of them,
+    /// with this name. Archives of a profiler output folder (.tar, .tar.gz, .zip) are
+    /// unpacked by the server into their traces.
+    #[arg(long, value_name = "NAME", conflicts_with = "journal_entry")]
+    pub trace_set: Option<String>,
 }
 
 pub async fn run(args: UploadArgs) -> anyhow::Result<()> {
     let client = reqwest::Client::new();
+    if let Some(name) = &args.trace_set {
+        let line = upload_set(&client, &args, name).await?;
+        println!("{line}");
+        return Ok(());
+    }
     let mut failed = 0;
     for path in &args.files {
         match upload_one(&client, &args, path).await {
@@ -68,6 +78,84 @@ async fn upload_one(
         journal_entry: args.journal_entry,
     };
     post_artifact(client, &target, &name, body, size).await
+}
+
+/// Every file in one multipart body to the set upload; prints the set's id, status and
+/// page. Each file streams from disk.
+async fn upload_set(
+    client: &reqwest::Client,
+    args: &UploadArgs,
+    name: &str,
+) -> anyhow::Result<String> {
+    let mut form = reqwest::multipart::Form::new();
+    for path in &args.files {
+        let file = tokio::fs::File::open(path)
+            .await
+            .map_err(|e| anyhow::anyhow!("{}: {e}", path.display()))?;
+        let size = file.metadata().await?.len();
+        let file_name = path
+            .file_name()
+            .map(|n| n.to_string_lossy().into_owned())
+            .unwrap_or_else(|| "trace.json".into());
+        let part = reqwest::multipart::Part::stream_with_length(
+            reqwest::Body::wrap_stream(ReaderStream::new(file)),
+            size,
+        )
+        .file_name(file_name);
+        form = form.part("file", part);
+    }
+    let mut query: Vec<(&str, String)> = vec![("name", name.to_string())];
+    if let Some(i) = args.investigation {
+        query.push(("investigation", i.to_string()));
+    }
+    let server = args.server.trim_end_matches('/');
+    let url = format!(
+        "{server}/api/v1/trace-sets/upload?{}",
+        serde_urlencoded::to_string(&query)?
+    );
+    let response = client
+        .post(&url)
+        .bearer_auth(&args.token)
+        .multipart(form)
+        .send()
+        .await?;
+    let status = response.status();
+    let body: serde_json::Value =
+        serde_json::from_str(&response.text().await.unwrap_or_default()).unwrap_or_default();
+    if !status.is_success() {
+        anyhow::bail!("{status}: {}", refusal(&body));
+    }
+    Ok(format!(
+        "trace set {}\t{}\t{} traces\t{server}/trace-sets/{}\t{name}",
+        body["id"],
+        body["status"].as_str().unwrap_or("?"),
+        body["artifacts"].as_array().map_or(0, Vec::len),
+        body["id"]
+    ))
+}
+
+/// The server's refusal in one line: its message and each field's.
+fn refusal(body: &serde_json::Value) -> String {
+    let message = body["error"]["message"].as_str().unwrap_or("no message");
+    let fields: Vec<String> = body["error"]["fields"]
+        .as_array()
+        .map(|f| {
+            f.iter()
+                .map(|e| {
+                    format!(
+                        "{}: {}",
+                        e["field"].as_str().unwrap_or("?"),
+                        e["message"].as_str().unwrap_or("")
+                    )
+                })
+                .collect()
+        })
+        .unwrap_or_default();
+    if fields.is_empty() {
+        message.to_string()
+    } else {
+        format!("{message} ({})", fields.join("; "))
+    }
 }
 
 /// Where an upload goes: the server, the token, what to attach it to.
@@ -111,29 +199,7 @@ pub(crate) async fn post_artifact(
     let text = response.text().await.unwrap_or_default();
     let body: serde_json::Value = serde_json::from_str(&text).unwrap_or_default();
     if !status.is_success() {
-        let message = body["error"]["message"].as_str().unwrap_or("no message");
-        let fields: Vec<String> = body["error"]["fields"]
-            .as_array()
-            .map(|f| {
-                f.iter()
-                    .map(|e| {
-                        format!(
-                            "{}: {}",
-                            e["field"].as_str().unwrap_or("?"),
-                            e["message"].as_str().unwrap_or("")
-                        )
-                    })
-                    .collect()
-            })
-            .unwrap_or_default();
-        anyhow::bail!(
-            "{status}: {message}{}",
-            if fields.is_empty() {
-                String::new()
-            } else {
-                format!(" ({})", fields.join("; "))
-            }
-        );
+        anyhow::bail!("{status}: {}", refusal(&body));
     }
     Ok(format!(
         "{}\t{}\t{}\t{server}/artifacts/{}\t{name}",

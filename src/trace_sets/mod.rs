@@ -5,6 +5,8 @@
 //! them have finished; the worker looks for such sets on every pass, so a set never
 //! waits on a request, and a rank whose analysis is given up ends `failed` and is named.
 
+pub mod upload;
+
 use chrono::{DateTime, Utc};
 use serde_json::Value;
 use sqlx::types::Json;
@@ -24,7 +26,8 @@ pub struct Ask {
     pub investigation: Option<i64>,
 }
 
-fn clean_set_name(raw: Option<&str>, errors: &mut Vec<FieldError>) -> Option<String> {
+/// A set's name as given: 1–200 characters.
+pub fn clean_set_name(raw: Option<&str>, errors: &mut Vec<FieldError>) -> Option<String> {
     let t = raw.map(str::trim).unwrap_or("");
     if t.is_empty() {
         errors.push(FieldError::new(
@@ -131,6 +134,28 @@ impl Ask {
             _ => Err(errors),
         }
     }
+}
+
+/// Receives the traces of an upload (files or archives) and makes the set of them; the
+/// name (query, or a form field before the files) is checked before any file is read.
+/// Returns the set's id.
+pub async fn upload(
+    state: &crate::state::AppState,
+    req: axum::extract::Request,
+    raw_query: Option<&str>,
+    user: &crate::auth::User,
+) -> Result<i64, AppError> {
+    let (query, owner) = crate::artifacts::upload::parse_upload_query(raw_query)?;
+    let (name, traces) =
+        upload::receive_traces(&state.artifacts(), req, owner, user, query.name).await?;
+    let ask = Ask {
+        name,
+        artifacts: traces.iter().map(|a| a.id).collect(),
+        investigation: owner.investigation_id,
+    };
+    let id = create(&state.pool, &ask, user.id).await?;
+    state.jobs.notify_one();
+    Ok(id)
 }
 
 /// Every artifact and the investigation checked; all problems at once.

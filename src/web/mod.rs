@@ -74,7 +74,7 @@ pub fn private_routes() -> Router<AppState> {
 /// Routes that stream large bodies (the server exempts them from the request timeout
 /// and the default body limit).
 pub fn upload_routes() -> Router<AppState> {
-    artifacts::upload_routes()
+    artifacts::upload_routes().merge(trace_sets::upload_routes())
 }
 
 /// The page whose form posts to a POST-only address: a GET there (a reload after a

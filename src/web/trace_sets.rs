@@ -19,6 +19,24 @@ use crate::extract::Path;
 use crate::state::AppState;
 use crate::trace_sets::{self, Ask, MemberRow, TraceSet};
 
+/// The upload of a whole set (streams large bodies: no timeout, no body limit).
+pub fn upload_routes() -> Router<AppState> {
+    Router::new().route("/trace-sets/upload", post(upload_trace_set))
+}
+
+/// The form on the artifacts page: rank traces or archives, and the set's name → the
+/// set's page.
+async fn upload_trace_set(
+    State(state): State<AppState>,
+    user: CurrentUser,
+    axum::extract::RawQuery(raw): axum::extract::RawQuery,
+    req: axum::extract::Request,
+) -> Result<Response> {
+    user.require(Role::Editor)?;
+    let id = trace_sets::upload(&state, req, raw.as_deref(), &user.0).await?;
+    Ok(Redirect::to(&format!("/trace-sets/{id}")).into_response())
+}
+
 pub fn routes() -> Router<AppState> {
     Router::new()
         .route("/trace-sets", post(create_trace_set))

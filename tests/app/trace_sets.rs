@@ -452,3 +452,240 @@ async fn duplicate_failed_and_many_ranks_end_named_never_stuck() {
     let page = app.get(&format!("/trace-sets/{}", set["id"])).await;
     assert_eq!(page.status, StatusCode::OK);
 }
+
+/// A multipart body of `(field, file name, bytes)` parts (no file name: a text field).
+fn multipart(parts: &[(&str, Option<&str>, Vec<u8>)]) -> (String, Vec<u8>) {
+    let boundary = "pjSetBoundary42";
+    let mut body = Vec::new();
+    for (field, file, bytes) in parts {
+        let disposition = match file {
+            Some(f) => format!("form-data; name=\"{field}\"; filename=\"{f}\""),
+            None => format!("form-data; name=\"{field}\""),
+        };
+        body.extend_from_slice(
+            format!("--{boundary}\r\nContent-Disposition: {disposition}\r\n\r\n").as_bytes(),
+        );
+        body.extend_from_slice(bytes);
+        body.extend_from_slice(b"\r\n");
+    }
+    body.extend_from_slice(format!("--{boundary}--\r\n").as_bytes());
+    (format!("multipart/form-data; boundary={boundary}"), body)
+}
+
+async fn post_set_upload(
+    app: &mut TestApp,
+    token: &str,
+    query: &str,
+    parts: &[(&str, Option<&str>, Vec<u8>)],
+) -> common::Reply {
+    let (content_type, body) = multipart(parts);
+    let req = axum::http::Request::post(format!("/api/v1/trace-sets/upload?{query}"))
+        .header(axum::http::header::AUTHORIZATION, format!("Bearer {token}"))
+        .header(axum::http::header::CONTENT_TYPE, content_type)
+        .body(axum::body::Body::from(body))
+        .unwrap();
+    app.send(req).await
+}
+
+/// A `.tar.gz` of a profiler folder: the ranks' traces and a file that is not one.
+fn tar_gz(ranks: &[(i64, Vec<u8>)]) -> Vec<u8> {
+    let gz = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
+    let mut tar = tar::Builder::new(gz);
+    for (rank, bytes) in ranks {
+        let mut h = tar::Header::new_gnu();
+        h.set_size(bytes.len() as u64);
+        h.set_mode(0o644);
+        h.set_cksum();
+        tar.append_data(
+            &mut h,
+            format!("prof/host_{rank}.pt.trace.json"),
+            &bytes[..],
+        )
+        .unwrap();
+    }
+    let readme = b"profiled with torch.profiler";
+    let mut h = tar::Header::new_gnu();
+    h.set_size(readme.len() as u64);
+    h.set_cksum();
+    tar.append_data(&mut h, "prof/README.txt", &readme[..])
+        .unwrap();
+    tar.into_inner().unwrap().finish().unwrap()
+}
+
+fn zip_of(ranks: &[(i64, Vec<u8>)]) -> Vec<u8> {
+    use std::io::Write;
+    let mut z = zip::ZipWriter::new(std::io::Cursor::new(Vec::new()));
+    for (rank, bytes) in ranks {
+        z.start_file(
+            format!("run/rank{rank}.json"),
+            zip::write::SimpleFileOptions::default(),
+        )
+        .unwrap();
+        z.write_all(bytes).unwrap();
+    }
+    z.finish().unwrap().into_inner()
+}
+
+#[tokio::test]
+async fn a_set_uploads_as_files_or_as_an_archive_of_the_profiler_folder() {
+    let (mut app, token) = editor_app().await;
+    let ranks: Vec<(i64, Vec<u8>)> = (0..4)
+        .map(|r| {
+            let (c, w) = if r == 3 {
+                (700.0, 100.0)
+            } else {
+                (500.0, 300.0)
+            };
+            (r, rank_trace(r, 4, c, w, 4))
+        })
+        .collect();
+    // Files chosen together.
+    let parts: Vec<(&str, Option<&str>, Vec<u8>)> = vec![
+        ("file", Some("rank0.json"), ranks[0].1.clone()),
+        ("file", Some("rank1.json"), ranks[1].1.clone()),
+    ];
+    let r = post_set_upload(&mut app, &token, "name=two+files", &parts).await;
+    assert!(r.status.is_success(), "{}", r.body);
+    let doc = r.json();
+    assert_eq!(doc["artifacts"].as_array().unwrap().len(), 2);
+    app.drain_queue().await;
+    let id = doc["id"].as_i64().unwrap();
+    let r = app
+        .api("GET", &format!("/api/v1/trace-sets/{id}"), &token, None)
+        .await;
+    assert_eq!(r.json()["status"], "done", "{}", r.body);
+
+    // A .tar.gz of the folder: its four traces, the README left out; the name as a form
+    // field before the files.
+    let parts = vec![
+        ("name", None, b"TP=4 from the archive".to_vec()),
+        ("file", Some("prof.tar.gz"), tar_gz(&ranks)),
+    ];
+    let r = post_set_upload(&mut app, &token, "", &parts).await;
+    assert!(r.status.is_success(), "{}", r.body);
+    let doc = r.json();
+    assert_eq!(doc["name"], "TP=4 from the archive");
+    let names: Vec<&str> = doc["artifacts"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|a| a["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(names[0], "prof.tar.gz:prof/host_0.pt.trace.json");
+    assert_eq!(names.len(), 4);
+    app.drain_queue().await;
+    let id = doc["id"].as_i64().unwrap();
+    let set = app
+        .api("GET", &format!("/api/v1/trace-sets/{id}"), &token, None)
+        .await
+        .json();
+    assert_eq!(set["status"], "done", "{set}");
+    assert_eq!(set["summary"]["straggler"]["rank"], 3);
+
+    // A .zip.
+    let r = post_set_upload(
+        &mut app,
+        &token,
+        "name=zipped",
+        &[("file", Some("run.zip"), zip_of(&ranks[..2]))],
+    )
+    .await;
+    assert!(r.status.is_success(), "{}", r.body);
+    assert_eq!(r.json()["artifacts"].as_array().unwrap().len(), 2);
+}
+
+#[tokio::test]
+async fn a_refused_set_upload_leaves_nothing() {
+    let (mut app, token) = editor_app().await;
+    let before = common::uploads::artifact_count(&app).await;
+    let good = rank_trace(0, 2, 500.0, 300.0, 3);
+    // No name: refused before any file is stored.
+    let r = post_set_upload(
+        &mut app,
+        &token,
+        "",
+        &[("file", Some("r0.json"), good.clone())],
+    )
+    .await;
+    assert_eq!(r.status, StatusCode::UNPROCESSABLE_ENTITY, "{}", r.body);
+    assert_eq!(r.json()["error"]["fields"][0]["field"], "name");
+    // A file that is not a trace after a good one: both gone.
+    let r = post_set_upload(
+        &mut app,
+        &token,
+        "name=mixed",
+        &[
+            ("file", Some("r0.json"), good.clone()),
+            (
+                "file",
+                Some("summary.json"),
+                common::uploads::summary_table(),
+            ),
+        ],
+    )
+    .await;
+    assert_eq!(r.status, StatusCode::UNPROCESSABLE_ENTITY, "{}", r.body);
+    assert!(r.body.contains("summary.json is a"), "{}", r.body);
+    // A damaged archive: cut in the middle.
+    let mut cut = tar_gz(&[(0, good.clone()), (1, good.clone())]);
+    cut.truncate(cut.len() / 2);
+    let r = post_set_upload(
+        &mut app,
+        &token,
+        "name=cut",
+        &[("file", Some("p.tar.gz"), cut)],
+    )
+    .await;
+    assert_eq!(r.status, StatusCode::UNPROCESSABLE_ENTITY, "{}", r.body);
+    assert!(r.body.contains("p.tar.gz"), "{}", r.body);
+    // An archive without traces.
+    let r = post_set_upload(
+        &mut app,
+        &token,
+        "name=empty",
+        &[("file", Some("e.zip"), zip_of(&[]))],
+    )
+    .await;
+    assert_eq!(r.status, StatusCode::UNPROCESSABLE_ENTITY, "{}", r.body);
+    assert_eq!(common::uploads::artifact_count(&app).await, before);
+    assert_eq!(set_rows(&app).await, 0);
+}
+
+#[tokio::test]
+async fn the_cli_uploads_a_set() {
+    let (app, token) = editor_app().await;
+    let (addr, server) = app.serve_on_port().await;
+    let dir = tempfile::tempdir().unwrap();
+    let mut args = vec!["upload".to_string()];
+    for r in 0..2 {
+        let p = dir.path().join(format!("rank{r}.json"));
+        std::fs::write(&p, rank_trace(r, 2, 500.0, 300.0, 3)).unwrap();
+        args.push(p.display().to_string());
+    }
+    args.extend([
+        "--trace-set".into(),
+        "from the command line".into(),
+        "--server".into(),
+        format!("http://{addr}"),
+        "--token".into(),
+        token.clone(),
+    ]);
+    let out = tokio::task::spawn_blocking(move || {
+        std::process::Command::new(env!("CARGO_BIN_EXE_perfjournal"))
+            .args(&args)
+            .output()
+            .unwrap()
+    })
+    .await
+    .unwrap();
+    server.abort();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{stdout}{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(stdout.starts_with("trace set 1\t"), "{stdout}");
+    assert!(stdout.contains("\t2 traces\t"), "{stdout}");
+    assert_eq!(set_rows(&app).await, 1);
+}
