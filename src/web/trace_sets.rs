@@ -214,7 +214,12 @@ async fn show_trace_set(
             })
             .collect();
         page.straggler_rank = lead;
-        page.straggler_text = sum.straggler.evidence.clone();
+        // A sentence of its own on the page.
+        let mut chars = sum.straggler.evidence.chars();
+        page.straggler_text = chars
+            .next()
+            .map(|c| c.to_uppercase().chain(chars).collect())
+            .unwrap_or_default();
         page.straggler_skew = format!(
             "{} ms ({:.1} % of a step)",
             format_number(sum.straggler.skew_ms, 2),

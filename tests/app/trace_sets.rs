@@ -8,7 +8,7 @@ use crate::common;
 
 use crate::trace_diffs::{editor_app, fixtures};
 use axum::http::StatusCode;
-use common::uploads::upload_analyzed;
+use common::uploads::{rank_trace, upload_analyzed};
 use common::TestApp;
 use perfjournal::auth::Role;
 use serde_json::{json, Value};
@@ -18,25 +18,6 @@ async fn set_rows(app: &TestApp) -> i64 {
         .fetch_one(&app.pool)
         .await
         .unwrap()
-}
-
-/// A rank of a synthetic decode run: `steps` ProfilerSteps of 1 ms, each a compute
-/// kernel of `compute_us` and then an all-reduce of `comm_us` (2 MiB of bf16).
-pub fn rank_trace(rank: i64, world: i64, compute_us: f64, comm_us: f64, steps: u64) -> Vec<u8> {
-    let mut ev = Vec::new();
-    for k in 0..steps {
-        let t0 = 1000.0 * k as f64;
-        let (c1, c2) = (2 * k + 1, 2 * k + 2);
-        ev.push(json!({"ph": "X", "cat": "user_annotation", "name": format!("ProfilerStep#{k}"), "pid": 1, "tid": 1, "ts": t0, "dur": 1000.0}));
-        ev.push(json!({"ph": "X", "cat": "cuda_runtime", "name": "cudaLaunchKernel", "pid": 1, "tid": 1, "ts": t0 + 1.0, "dur": 2.0, "args": {"correlation": c1}}));
-        ev.push(json!({"ph": "X", "cat": "cuda_runtime", "name": "cudaLaunchKernel", "pid": 1, "tid": 1, "ts": t0 + 4.0, "dur": 2.0, "args": {"correlation": c2}}));
-        ev.push(json!({"ph": "X", "cat": "kernel", "name": "ampere_bf16_gemm", "pid": 0, "tid": 7, "ts": t0 + 10.0, "dur": compute_us, "args": {"device": 0, "stream": 7, "correlation": c1}}));
-        ev.push(json!({"ph": "X", "cat": "kernel", "name": "ncclDevKernel_AllReduce_Sum_bf16_RING_LL(ncclDevComm*)", "pid": 0, "tid": 7, "ts": t0 + 10.0 + compute_us, "dur": comm_us,
-            "args": {"device": 0, "stream": 7, "correlation": c2, "Collective name": "allreduce", "In msg nelems": 1048576, "dtype": "BFloat16"}}));
-    }
-    json!({"distributedInfo": {"rank": rank, "world_size": world, "backend": "nccl"}, "traceEvents": ev})
-        .to_string()
-        .into_bytes()
 }
 
 /// Posts a set and reads it back until it is no longer analyzing.
@@ -206,7 +187,7 @@ async fn a_straggler_is_found_and_shown() {
     assert_eq!(page.status, StatusCode::OK, "{}", page.body);
     let callout = page.select("#straggler-callout");
     assert!(
-        callout[0].starts_with("Rank 2 is the straggler: it computes 0.20 ms (25.0 % of a step)"),
+        callout[0].starts_with("Rank 2 is the straggler: 0.20 ms (25.0 % of a step) more computation per step than the other ranks' median. Rank 2 computes 0.70 ms per step"),
         "{callout:?}"
     );
     assert_eq!(page.select("#set-ranks tbody tr").len(), 4);

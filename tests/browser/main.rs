@@ -23,5 +23,6 @@ mod sign_in;
 mod sso;
 mod sweeps;
 mod trace_diffs;
+mod trace_sets;
 mod trust;
 mod webhooks;
