@@ -45,6 +45,7 @@
 
 mod assemble;
 mod breakdown;
+mod feed;
 mod read;
 mod state;
 #[cfg(test)]
@@ -57,6 +58,8 @@ use crate::fmt::grouped;
 use crate::stats::Summary;
 use serde::{Deserialize, Serialize};
 use std::io::Read;
+
+pub use feed::{GpuWork, TraceFold};
 
 use assemble::finish;
 use read::{split_and_fold, Stop, BLOCK_BYTES, MAX_PART_BYTES};
