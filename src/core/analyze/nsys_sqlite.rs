@@ -16,6 +16,9 @@
 //!   and start/end ranges, summed per range name with the GPU busy time under them;
 //! * `TARGET_INFO_GPU` (`id`, `cuDevice`, `name`, `totalMemory` B, `smCount`, `clockRate`
 //!   Hz, `memoryBandwidth` B/s): the devices, mapped onto the GPU catalog by name;
+//! * `TARGET_INFO_CUDA_DEVICE` (`gpuId`, `cudaId`): the CUDA device id GPU work names
+//!   for a `TARGET_INFO_GPU` id, where the GPU table has no `cuDevice` (newer exports) and
+//!   every process saw the GPU under one id;
 //! * `TARGET_INFO_SESSION_START_TIME` (`utcEpochNs`): the wall clock at time 0.
 //!
 //! Every table but the kernel table may be absent (an export without NVTX or copies);
@@ -57,9 +60,10 @@ const NVTX_TABLE: &str = "NVTX_EVENTS";
 const STRINGS_TABLE: &str = "StringIds";
 const GPU_TABLE: &str = "TARGET_INFO_GPU";
 const SESSION_TABLE: &str = "TARGET_INFO_SESSION_START_TIME";
+const CUDA_DEVICE_TABLE: &str = "TARGET_INFO_CUDA_DEVICE";
 
 /// Every table read; the others are never looked at.
-const TABLES: [&str; 10] = [
+const TABLES: [&str; 11] = [
     KERNEL_TABLE,
     MEMCPY_TABLE,
     MEMSET_TABLE,
@@ -70,6 +74,7 @@ const TABLES: [&str; 10] = [
     STRINGS_TABLE,
     GPU_TABLE,
     SESSION_TABLE,
+    CUDA_DEVICE_TABLE,
 ];
 
 /// Longest name (kernel, call, range) read from the string table, in characters: a
@@ -796,13 +801,16 @@ fn read_gpus(
         schema.col(GPU_TABLE, "memoryBandwidth"),
         MAX_GPUS * 4,
     );
+    let cuda_ids = cuda_ids(conn, schema)?;
     let what = format!("reading {GPU_TABLE}");
     let mut stmt = conn.prepare(&sql).map_err(|e| sql_error(&what, e))?;
     let mut rows = stmt.query([]).map_err(|e| sql_error(&what, e))?;
     let mut out: Vec<GpuInfo> = Vec::new();
     while let Some(row) = rows.next().map_err(|e| sql_error(&what, e))? {
+        let gpu_id = int_in(row, 1, GPU_TABLE, "id")?;
         let device = int_in(row, 0, GPU_TABLE, "cuDevice")?
-            .or(int_in(row, 1, GPU_TABLE, "id")?)
+            .or(gpu_id.and_then(|g| cuda_ids.get(&g).copied().flatten()))
+            .or(gpu_id)
             .unwrap_or(out.len() as i64);
         // One line per device (an export lists a GPU again per process or context).
         if out.iter().any(|g| g.device == device) || out.len() >= MAX_GPUS {
@@ -831,6 +839,41 @@ fn read_gpus(
         });
     }
     out.sort_by_key(|g| g.device);
+    Ok(out)
+}
+
+/// `TARGET_INFO_CUDA_DEVICE`: GPU id → the one CUDA device id processes saw it under
+/// (none when they saw it under several).
+fn cuda_ids(conn: &Connection, schema: &Schema) -> Result<HashMap<i64, Option<i64>>, AnalyzeError> {
+    let mut out: HashMap<i64, Option<i64>> = HashMap::new();
+    if !schema.has_col(CUDA_DEVICE_TABLE, "gpuId") || !schema.has_col(CUDA_DEVICE_TABLE, "cudaId") {
+        return Ok(out);
+    }
+    let what = format!("reading {CUDA_DEVICE_TABLE}");
+    let mut stmt = conn
+        .prepare(&format!(
+            "SELECT t.\"gpuId\", t.\"cudaId\" FROM \"{CUDA_DEVICE_TABLE}\" t LIMIT {}",
+            MAX_GPUS * 64
+        ))
+        .map_err(|e| sql_error(&what, e))?;
+    let mut rows = stmt.query([]).map_err(|e| sql_error(&what, e))?;
+    while let Some(row) = rows.next().map_err(|e| sql_error(&what, e))? {
+        let (Some(gpu), Some(cuda)) = (
+            int_in(row, 0, CUDA_DEVICE_TABLE, "gpuId")?,
+            int_in(row, 1, CUDA_DEVICE_TABLE, "cudaId")?,
+        ) else {
+            continue;
+        };
+        match out.get(&gpu) {
+            None if out.len() < MAX_GPUS => {
+                out.insert(gpu, Some(cuda));
+            }
+            Some(Some(seen)) if *seen != cuda => {
+                out.insert(gpu, None);
+            }
+            _ => {}
+        }
+    }
     Ok(out)
 }
 

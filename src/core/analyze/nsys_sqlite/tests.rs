@@ -147,6 +147,29 @@ fn gpus_are_listed_with_their_catalog_entry() {
 }
 
 #[test]
+fn newer_exports_name_the_cuda_device_of_a_gpu_in_their_own_table() {
+    // The GPU table without cuDevice (GPU id 3), and the CUDA id it had in the process.
+    let conn = example();
+    conn.execute_batch(
+        "CREATE TABLE g2 AS SELECT vmId, id, name, totalMemory, smCount FROM TARGET_INFO_GPU;
+         DROP TABLE TARGET_INFO_GPU; ALTER TABLE g2 RENAME TO TARGET_INFO_GPU;
+         UPDATE TARGET_INFO_GPU SET id = 3;
+         CREATE TABLE TARGET_INFO_CUDA_DEVICE (gpuId INTEGER, cudaId INTEGER, pid INTEGER);
+         INSERT INTO TARGET_INFO_CUDA_DEVICE VALUES (3, 0, 100);",
+    )
+    .unwrap();
+    let a = run(&conn);
+    assert_eq!(a.gpus[0].device, 0);
+    assert_eq!(a.trace.devices[0].num_sms, Some(132));
+    // Seen under two CUDA ids: the GPU id stays.
+    conn.execute_batch(
+        "PRAGMA query_only = OFF; INSERT INTO TARGET_INFO_CUDA_DEVICE VALUES (3, 1, 200);",
+    )
+    .unwrap();
+    assert_eq!(run(&conn).gpus[0].device, 3);
+}
+
+#[test]
 fn optional_tables_may_be_missing() {
     let conn = example();
     conn.execute_batch(
