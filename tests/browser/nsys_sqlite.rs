@@ -63,6 +63,12 @@ async fn an_nsight_export_page_shows_nvtx_ranges_and_gpus_at_both_widths() {
             scroll <= client + 1.0,
             "{width} px: scroll {scroll} > {client}"
         );
+        // The new sections in view for the picture.
+        script(
+            &b,
+            "document.querySelector('#section-nvtx').scrollIntoView(); return 0;",
+        )
+        .await;
         b.screenshot(name).await;
     }
     assert!(b.console_errors().await.is_empty());

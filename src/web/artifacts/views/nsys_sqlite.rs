@@ -50,7 +50,7 @@ fn nvtx(x: &NsysSqliteAnalysis) -> Section {
         "total",
         "mean",
         "max",
-        "GPU busy under it",
+        "GPU busy",
         "GPU busy %",
     ]);
     for r in &x.nvtx {
