@@ -279,9 +279,23 @@ impl Schema {
     }
 }
 
+/// GPU rows (kernels, copies, sets) and host calls read at most: every GPU interval and
+/// launch is kept (about 100 B each with the breakdowns), and SQLite rows can be far
+/// smaller than a trace's JSON events, so the file size alone does not bound them.
+pub const MAX_ROWS: u64 = 20_000_000;
+
 /// Analyze an Nsight Systems SQLite export through an open connection (the caller opens
 /// the file read-only).
 pub fn analyze(conn: &Connection, opts: &Options) -> Result<NsysSqliteAnalysis, AnalyzeError> {
+    analyze_bounded(conn, opts, MAX_ROWS)
+}
+
+/// [`analyze`] with at most `max_rows` GPU rows and as many host calls.
+pub(crate) fn analyze_bounded(
+    conn: &Connection,
+    opts: &Options,
+    max_rows: u64,
+) -> Result<NsysSqliteAnalysis, AnalyzeError> {
     harden(conn)?;
     let schema = Schema::read(conn)?;
     if !schema.has(KERNEL_TABLE) {
@@ -310,8 +324,8 @@ pub fn analyze(conn: &Connection, opts: &Options) -> Result<NsysSqliteAnalysis, 
     if let Some(ns) = session_start(conn, &schema)? {
         fold.base_time_ns(ns);
     }
-    let gpu = read_gpu_work(conn, &schema, by_process, &mut fold)?;
-    let calls = read_calls(conn, &schema, by_process, &mut fold)?;
+    let gpu = read_gpu_work(conn, &schema, by_process, max_rows, &mut fold)?;
+    let calls = read_calls(conn, &schema, by_process, max_rows, &mut fold)?;
     read_syncs(conn, &schema, by_process, &mut fold)?;
     let nvtx = read_nvtx(conn, &schema, &gpu.busy)?;
 
@@ -484,10 +498,20 @@ fn us(ns: i64) -> f64 {
     ns as f64 / 1000.0
 }
 
+/// The failure for an export with more rows of `what` than are kept.
+fn too_many(what: &str, max_rows: u64) -> AnalyzeError {
+    AnalyzeError::malformed(format!(
+        "the export holds more than {} {what}; every one would be kept, so it is not \
+         analyzed: profile a shorter window (nsys profile --duration, or a capture range)",
+        grouped(max_rows)
+    ))
+}
+
 fn read_gpu_work(
     conn: &Connection,
     schema: &Schema,
     by_process: bool,
+    max_rows: u64,
     fold: &mut TraceFold,
 ) -> Result<GpuPass, AnalyzeError> {
     let part = |table: &str, work: u8, name: String, bytes: String, kind: String| {
@@ -545,7 +569,12 @@ fn read_gpu_work(
     };
     // Memory work per kind: a handful of kinds, so a small map.
     let mut memory: HashMap<&'static str, (u64, u64, f64)> = HashMap::new();
+    let mut seen = 0u64;
     while let Some(row) = rows.next().map_err(|e| sql_error(what, e))? {
+        seen += 1;
+        if seen > max_rows {
+            return Err(too_many("GPU rows (kernels, copies, sets)", max_rows));
+        }
         let work = int(row, 7)?.unwrap_or(0);
         let table = match work {
             1 => MEMCPY_TABLE,
@@ -610,6 +639,7 @@ fn read_calls(
     conn: &Connection,
     schema: &Schema,
     by_process: bool,
+    max_rows: u64,
     fold: &mut TraceFold,
 ) -> Result<u64, AnalyzeError> {
     let mut n = 0;
@@ -633,6 +663,9 @@ fn read_calls(
         let mut stmt = conn.prepare(&sql).map_err(|e| sql_error(&what, e))?;
         let mut rows = stmt.query([]).map_err(|e| sql_error(&what, e))?;
         while let Some(row) = rows.next().map_err(|e| sql_error(&what, e))? {
+            if n >= max_rows {
+                return Err(too_many("runtime and driver calls", max_rows));
+            }
             let (Some(start), Some(end)) = (
                 int_in(row, 0, table, "start")?,
                 int_in(row, 1, table, "end")?,

@@ -334,6 +334,34 @@ fn the_result_serializes_flat_like_a_trace_analysis_and_reads_back() {
 }
 
 #[test]
+fn an_export_with_more_rows_than_are_kept_is_refused_saying_so() {
+    let conn = example();
+    // Five GPU rows and four calls: a limit of four refuses the GPU rows, of five the calls.
+    let err = analyze_bounded(&conn, &Options::default(), 4)
+        .unwrap_err()
+        .to_string();
+    assert!(
+        err.starts_with("the export holds more than 4 GPU rows (kernels, copies, sets)"),
+        "{err}"
+    );
+    let conn = example();
+    conn.execute_batch(
+        "INSERT INTO CUPTI_ACTIVITY_KIND_RUNTIME (start, end, eventClass, globalTid,
+           correlationId, nameId, returnValue) VALUES (1, 2, 1, 1677721701, 99, 5, 0),
+           (3, 4, 1, 1677721701, 98, 5, 0);",
+    )
+    .unwrap();
+    let err = analyze_bounded(&conn, &Options::default(), 5)
+        .unwrap_err()
+        .to_string();
+    assert!(
+        err.contains("more than 5 runtime and driver calls"),
+        "{err}"
+    );
+    assert!(analyze_bounded(&example(), &Options::default(), 5).is_ok());
+}
+
+#[test]
 fn busy_time_inside_a_window() {
     let mut b = Busy::default();
     for (s, e) in [(0.0, 10.0), (5.0, 20.0), (30.0, 40.0), (35.0, 36.0)] {
