@@ -1,6 +1,7 @@
 //! Streaming analyzers for the performance artifacts perfjournal accepts.
 //!
-//! Everything here is pure: input is a `std::io::Read`, output is plain serde
+//! Everything here is pure: input is a `std::io::Read` (or, for the SQLite exports
+//! of [`nsys_sqlite`], a connection the shell opened), output is plain serde
 //! structs. No file system, network or environment access, so the web shell
 //! decides where bytes come from and where results go.
 //!
