@@ -231,3 +231,80 @@ async fn a_large_export_with_a_corrupt_kernel_table_ends_failed_with_the_reason(
     );
     assert!(files_under(&app.blob_dir.join("spool")).is_empty());
 }
+
+/// The bubble test's trace (kernels 0–10, 12–30 and 35–50 ms, launched at −0.1, 11.5 and
+/// 29 ms) as an Nsight Systems export: its times 1 ms after a session start 1 ms before
+/// the trace's zero, so the clocks agree.
+fn bubble_export() -> Vec<u8> {
+    let base_ns = (common::bubble_data::BASE_S * 1e9) as i64 - 1_000_000;
+    let at = |ms: f64| (ms * 1e6) as i64 + 1_000_000;
+    let mut sql = String::from(
+        "DELETE FROM CUPTI_ACTIVITY_KIND_KERNEL; DELETE FROM CUPTI_ACTIVITY_KIND_RUNTIME;
+         DELETE FROM CUPTI_ACTIVITY_KIND_MEMCPY; DELETE FROM CUPTI_ACTIVITY_KIND_MEMSET;
+         DELETE FROM TARGET_INFO_SESSION_START_TIME;",
+    );
+    sql.push_str(&format!(
+        "INSERT INTO TARGET_INFO_SESSION_START_TIME VALUES ({base_ns}, '', '');"
+    ));
+    for (corr, launch, start, dur) in [
+        (1, -0.1, 0.0, 10.0),
+        (2, 11.5, 12.0, 18.0),
+        (3, 29.0, 35.0, 15.0),
+    ] {
+        sql.push_str(&format!(
+            "INSERT INTO CUPTI_ACTIVITY_KIND_RUNTIME (start, end, eventClass, globalTid,
+               correlationId, nameId, returnValue) VALUES ({}, {}, 1, 1677721701, {corr}, 5, 0);
+             INSERT INTO CUPTI_ACTIVITY_KIND_KERNEL (start, end, deviceId, contextId, streamId,
+               correlationId, globalPid, demangledName, shortName, registersPerThread, gridX,
+               gridY, gridZ, blockX, blockY, blockZ, staticSharedMemory, dynamicSharedMemory,
+               localMemoryPerThread, localMemoryTotal, gridId)
+             VALUES ({}, {}, 0, 1, 7, {corr}, 1677721600, 1, 2, 1, 1, 1, 1, 1, 1, 1, 0, 0, 0, 0, {corr});",
+            at(launch),
+            at(launch) + 5_000,
+            at(start),
+            at(start + dur),
+        ));
+    }
+    export_with(&sql)
+}
+
+#[tokio::test]
+async fn an_export_is_a_trace_for_bubble_attribution_with_the_same_answer() {
+    let (mut app, token) = editor_app().await;
+    let trace =
+        common::uploads::upload_analyzed(&mut app, &token, "bubble.sqlite", bubble_export()).await;
+    let log = common::uploads::upload_analyzed(
+        &mut app,
+        &token,
+        "requests.jsonl",
+        common::bubble_data::log_with_a_bubble(),
+    )
+    .await;
+    let r = app
+        .api(
+            "POST",
+            "/api/v1/bubbles",
+            &token,
+            Some(serde_json::json!({"trace": trace, "queue": log})),
+        )
+        .await;
+    assert_eq!(r.status, StatusCode::OK, "{}", r.body);
+    let doc = r.json();
+    let classes: Vec<&str> = doc["intervals"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|i| i["class"].as_str().unwrap())
+        .collect();
+    // As for the Kineto trace of the bubble tests.
+    assert_eq!(classes, ["runtime_bubble", "insufficient_load"]);
+    let first = &doc["intervals"][0];
+    let start = first["start_us"].as_f64().unwrap();
+    let want = common::bubble_data::BASE_S * 1e6 + 10_000.0;
+    assert!((start - want).abs() < 1.0, "{start} vs {want}");
+    assert_eq!(first["preceded_by"], "host_wait");
+    assert_eq!(doc["intervals"][1]["preceded_by"], "launch_gap");
+    assert!((first["recoverable_us"].as_f64().unwrap() - 1500.0).abs() < 1.0);
+    assert_eq!(doc["totals_us"]["runtime_bubble"], 2000.0);
+    assert_eq!(doc["totals_us"]["insufficient_load"], 5000.0);
+}
