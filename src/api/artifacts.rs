@@ -37,7 +37,7 @@ pub fn upload_router() -> OpenApiRouter<AppState> {
 #[schema(as = ArtifactCreated)]
 pub struct Created {
     pub id: i64,
-    /// request_log, vllm_bench, prometheus, pytorch_trace, ncu_csv, nsys_kern_sum, gpu_telemetry, sweep or unknown
+    /// request_log, vllm_bench, prometheus, pytorch_trace, ncu_csv, nsys_kern_sum, nsys_sqlite, gpu_telemetry, sweep, otlp_spans or unknown
     pub kind: String,
     /// queued, or not_analyzed for an unknown kind
     pub status: String,

@@ -153,7 +153,10 @@ fn ask_from_json(v: &Value) -> Result<Ask, Vec<FieldError>> {
             0
         }
     };
-    let trace = id("trace", "the id of an analyzed PyTorch trace artifact");
+    let trace = id(
+        "trace",
+        "the id of an analyzed PyTorch trace or Nsight Systems SQLite export artifact",
+    );
     let queue = id(
         "queue",
         "the id of an analyzed request log or Prometheus capture artifact",
@@ -175,7 +178,7 @@ fn ask_from_json(v: &Value) -> Result<Ask, Vec<FieldError>> {
 }
 
 /// For each GPU idle interval of a trace (per device, at least `min_idle_us`, default
-/// 100 µs), was eligible work queued? Body: `{"trace": artifact id (PyTorch trace),
+/// 100 µs), was eligible work queued? Body: `{"trace": artifact id (PyTorch trace or Nsight Systems SQLite export),
 /// "queue": artifact id (request log, or a Prometheus capture of timestamped scrapes),
 /// "offset_ms"?: number added to queue times to put them on the trace clock (default 0:
 /// both are Unix epoch clocks), "min_idle_us"?: number ≥ 50}`. Classes: runtime_bubble

@@ -8,6 +8,7 @@ use std::time::{Duration, Instant};
 
 use sqlx::PgPool;
 
+use super::spool::{self, Spool};
 use super::ArtifactStore;
 use crate::core::analyze::{self, otlp, request_columns, request_log, AnalyzeError, Kind, Options};
 use crate::core::blob::BlobEncoding;
@@ -199,7 +200,17 @@ async fn process_with(
     } else if kind.has_request_rows() {
         load_request_rows(state, job.id, kind, blob, options, progress, &mut timing).await
     } else {
-        analyze_blob(&state.blobs, blob, kind, options, progress, &mut timing).await
+        let spool = state.spool();
+        analyze_blob(
+            &state.blobs,
+            blob,
+            kind,
+            options,
+            spool,
+            progress,
+            &mut timing,
+        )
+        .await
     };
     ticker.abort();
     let outcome = outcome.and_then(|analysis| {
@@ -349,6 +360,8 @@ const STREAM_CHUNKS: usize = 8;
 pub struct StreamFeed {
     head: Vec<u8>,
     options: Options,
+    /// Where kinds read from a file are written while they arrive.
+    spool: Spool,
     tx: Option<tokio::sync::mpsc::Sender<bytes::Bytes>>,
     /// Stopped: the kind is not analyzed this way, or the analyzer stopped reading.
     off: bool,
@@ -365,12 +378,13 @@ pub struct Streamed {
 }
 
 impl StreamFeed {
-    pub fn new(options: Options) -> (StreamFeed, StreamedSlot) {
+    pub fn new(options: Options, spool: Spool) -> (StreamFeed, StreamedSlot) {
         let started = Arc::new(std::sync::Mutex::new(None));
         (
             StreamFeed {
                 head: Vec::new(),
                 options,
+                spool,
                 tx: None,
                 off: false,
                 started: started.clone(),
@@ -404,8 +418,10 @@ impl StreamFeed {
         }
         let (tx, rx) = tokio::sync::mpsc::channel::<bytes::Bytes>(STREAM_CHUNKS);
         let options = self.options.clone();
+        let spool = self.spool.clone();
         let handle = tokio::task::spawn_blocking(move || {
-            analyze::analyze(kind, ChannelReader::new(rx), &options, &|_| {})
+            // An SQLite export is written to a file as it arrives, and read once complete.
+            spool::analyze(kind, ChannelReader::new(rx), &options, &|_| {}, &spool)
         });
         if let Ok(mut slot) = self.started.lock() {
             *slot = Some(Streamed { kind, handle });
@@ -488,6 +504,7 @@ async fn analyze_blob(
     blob: (&str, &str),
     kind: Kind,
     options: Options,
+    spool: Spool,
     progress: Arc<AtomicU64>,
     timing: &mut Timing,
 ) -> Result<serde_json::Value, Failure> {
@@ -495,7 +512,7 @@ async fn analyze_blob(
     let started = Instant::now();
     let result = tokio::task::spawn_blocking(move || {
         let report = |n: u64| progress.store(n, Ordering::Relaxed);
-        analyze::analyze(kind, reader, &options, &report)
+        spool::analyze(kind, reader, &options, &report, &spool)
     })
     .await
     .map_err(|e| internal_failure("the analyzer", e))?;

@@ -5,6 +5,7 @@ pub mod columns;
 pub mod decomposition;
 pub mod download;
 pub mod ingest;
+pub mod spool;
 pub mod upload;
 
 use std::sync::Arc;
@@ -34,6 +35,16 @@ pub struct ArtifactStore {
     pub upload_idle_timeout: std::time::Duration,
     /// Uploads being received now, per user and in total.
     pub upload_slots: Arc<UploadSlots>,
+}
+
+impl ArtifactStore {
+    /// Where analyses read from a file spool the upload, and how large it may grow.
+    pub fn spool(&self) -> spool::Spool {
+        spool::Spool {
+            dir: self.blobs.spool_dir(),
+            limit: self.upload_limit,
+        }
+    }
 }
 
 /// Caps the uploads received at once, per user and in total, so slow senders cannot hold
@@ -495,7 +506,7 @@ where
         ..analyze::Options::default()
     };
     // The analysis runs on the bytes as they arrive (see ingest::StreamFeed).
-    let (feed, streamed) = ingest::StreamFeed::new(options.clone());
+    let (feed, streamed) = ingest::StreamFeed::new(options.clone(), state.spool());
     let body = Box::pin(futures::stream::unfold(
         (body, false, stalled.clone(), feed),
         move |(mut body, ended, stalled, mut feed)| async move {

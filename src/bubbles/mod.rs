@@ -133,7 +133,15 @@ async fn log_queue(
 /// Attributes, and says which investigation the result belongs to (the trace's).
 pub async fn run(pool: &PgPool, ask: &Ask) -> Result<(Attribution, Option<i64>), AppError> {
     check_knobs(ask.offset_ms, ask.min_idle_us).map_err(AppError::Invalid)?;
-    let trace_row = analyzed(pool, "trace", ask.trace, &[Kind::PytorchTrace]).await?;
+    // An Nsight Systems export's analysis holds the same trace analysis (its clock is the
+    // session start plus the export's times).
+    let trace_row = analyzed(
+        pool,
+        "trace",
+        ask.trace,
+        &[Kind::PytorchTrace, Kind::NsysSqlite],
+    )
+    .await?;
     let queue_row = analyzed(
         pool,
         "queue",

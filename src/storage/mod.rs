@@ -371,22 +371,36 @@ impl BlobStore {
     /// to one server (replicas share a bucket, whose leftovers the hourly sweep removes),
     /// so nothing there is still being written. Returns how many files went.
     pub fn remove_interrupted_uploads(&self) -> std::io::Result<usize> {
+        // Spooled analysis files too (a bucket's replicas may share a host's temporary
+        // directory, so only a local store's own spool is emptied).
         let Some(root) = &self.local_root else {
             return Ok(0);
         };
-        let entries = match std::fs::read_dir(root.join("tmp")) {
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(0),
-            entries => entries?,
-        };
         let mut removed = 0;
-        for entry in entries {
-            let entry = entry?;
-            if entry.file_type()?.is_file() {
-                std::fs::remove_file(entry.path())?;
-                removed += 1;
+        for dir in [root.join("tmp"), self.spool_dir()] {
+            let entries = match std::fs::read_dir(dir) {
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound => continue,
+                entries => entries?,
+            };
+            for entry in entries {
+                let entry = entry?;
+                if entry.file_type()?.is_file() {
+                    std::fs::remove_file(entry.path())?;
+                    removed += 1;
+                }
             }
         }
         Ok(removed)
+    }
+
+    /// Where analyses that need a file on disk (an SQLite export) write the upload's
+    /// bytes while they read it: `spool/` beside a local store's blobs (the sweep leaves
+    /// it alone; start-up empties it), else a folder in the system's temporary directory.
+    pub fn spool_dir(&self) -> std::path::PathBuf {
+        match &self.local_root {
+            Some(root) => root.join("spool"),
+            None => std::env::temp_dir().join("perfjournal-spool"),
+        }
     }
 
     /// Removes blobs no row points to and leftovers of interrupted uploads, once they

@@ -125,7 +125,7 @@ pub async fn sources(pool: &PgPool, investigation: i64) -> Result<Sources> {
             continue;
         }
         match a.kind() {
-            Kind::PytorchTrace => s.traces.push(a),
+            Kind::PytorchTrace | Kind::NsysSqlite => s.traces.push(a),
             Kind::RequestLog | Kind::OtlpSpans | Kind::Prometheus | Kind::PrometheusRange => {
                 s.queues.push(a)
             }

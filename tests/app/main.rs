@@ -22,6 +22,7 @@ mod incident_window;
 mod investigations;
 mod journal;
 mod learn;
+mod nsys_sqlite;
 mod openapi;
 mod otlp;
 mod paging;

@@ -401,3 +401,46 @@ fn seeds_analyze() {
         assert!(result.is_ok(), "{kind:?}: {:?}", result.err());
     }
 }
+
+/// The example Nsight Systems export as bytes (built once).
+fn nsys_export() -> &'static [u8] {
+    static BYTES: std::sync::OnceLock<Vec<u8>> = std::sync::OnceLock::new();
+    BYTES.get_or_init(|| {
+        use perfjournal::core::analyze::nsys_sqlite::{Connection, EXAMPLE_EXPORT_SQL};
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("report.sqlite");
+        let conn = Connection::open(&path).unwrap();
+        conn.execute_batch(EXAMPLE_EXPORT_SQL).unwrap();
+        drop(conn);
+        std::fs::read(&path).unwrap()
+    })
+}
+
+proptest! {
+    /// An Nsight Systems export with bytes overwritten anywhere (pages, schema, header)
+    /// or cut short: SQLite reads it or refuses it, the analyzer never panics, and the
+    /// spooled copy is gone afterwards.
+    #[test]
+    fn prop_nsys_sqlite_takes_corrupted_exports(
+        edits in prop::collection::vec((0.0f64..1.0, any::<u8>(), 1usize..64), 1..6),
+        cut in prop::option::of(0.0f64..1.0),
+    ) {
+        use perfjournal::artifacts::spool::{analyze as analyze_file, Spool};
+        let mut bytes = nsys_export().to_vec();
+        for (at, value, len) in edits {
+            let start = (at * bytes.len() as f64) as usize;
+            let end = (start + len).min(bytes.len());
+            for b in &mut bytes[start..end] {
+                *b = value;
+            }
+        }
+        if let Some(cut) = cut {
+            bytes.truncate((cut * bytes.len() as f64) as usize);
+        }
+        let dir = tempfile::tempdir().unwrap();
+        let spool = Spool { dir: dir.path().join("spool"), limit: 1 << 30 };
+        let _ = analyze_file(Kind::NsysSqlite, &bytes[..], &Options::default(), &|_| {}, &spool);
+        let left: Vec<_> = std::fs::read_dir(&spool.dir).unwrap().collect();
+        prop_assert!(left.is_empty(), "spooled files left: {:?}", left);
+    }
+}

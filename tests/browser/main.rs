@@ -15,6 +15,7 @@ mod incident_window;
 mod investigation;
 mod layout;
 mod learn;
+mod nsys_sqlite;
 mod otlp_spans;
 mod prometheus_window;
 mod proposal;

@@ -32,6 +32,8 @@ pub fn is_gzip(head: &[u8]) -> bool {
 /// - a `# gpu …` dmon header or an nvidia-smi `--query-gpu` CSV header → `gpu_telemetry`;
 /// - Prometheus text (`# HELP`/`# TYPE` or `name{labels} value` lines) →
 ///   `prometheus`, or `gpu_telemetry` when most samples are `DCGM_` metrics;
+/// - the SQLite 3 header (`SQLite format 3\0`) → `nsys_sqlite` (the Nsight tables are
+///   checked when it is analysed: another SQLite file fails there, saying why);
 /// - anything else → `unknown`.
 pub fn detect(head: &[u8]) -> Kind {
     if is_gzip(head) {
@@ -56,7 +58,12 @@ pub fn detect(head: &[u8]) -> Kind {
 fn detect_plain(head: &[u8]) -> Kind {
     let head = &head[..head.len().min(DETECT_HEAD_BYTES)];
     let head = head.strip_prefix(b"\xEF\xBB\xBF").unwrap_or(head);
-    // NUL bytes early on mean a binary file (SQLite export, nsys-rep, pickle …).
+    // An SQLite database: the exports of Nsight Systems are; whether this one is (its
+    // CUPTI tables) is told when it is read, as the tables need not lie in the head.
+    if super::nsys_sqlite::is_sqlite(head) {
+        return Kind::NsysSqlite;
+    }
+    // NUL bytes early on mean a binary file (nsys-rep, pickle …).
     if head.iter().take(4096).any(|&b| b == 0) {
         return Kind::Unknown;
     }
@@ -317,7 +324,15 @@ mod tests {
         assert_eq!(detect(dcgm), Kind::GpuTelemetry);
         assert_eq!(detect(b"just some notes\nnothing here\n"), Kind::Unknown);
         assert_eq!(detect(b""), Kind::Unknown);
-        assert_eq!(detect(b"SQLite format 3\0\0\0"), Kind::Unknown);
+        // The SQLite header (an Nsight Systems export, told for sure when read); a binary
+        // file without it stays unknown, as does a header cut short.
+        assert_eq!(detect(b"SQLite format 3\0\x10\0\x01\x01"), Kind::NsysSqlite);
+        assert_eq!(
+            detect(&gzip(b"SQLite format 3\0\x10\0\x01\x01")),
+            Kind::NsysSqlite
+        );
+        assert_eq!(detect(b"SQLite format 3"), Kind::Unknown);
+        assert_eq!(detect(b"PK\x03\x04\0\0\0"), Kind::Unknown);
     }
 
     #[test]

@@ -1,6 +1,7 @@
 //! Streaming analyzers for the performance artifacts perfjournal accepts.
 //!
-//! Everything here is pure: input is a `std::io::Read`, output is plain serde
+//! Everything here is pure: input is a `std::io::Read` (or, for the SQLite exports
+//! of [`nsys_sqlite`], a connection the shell opened), output is plain serde
 //! structs. No file system, network or environment access, so the web shell
 //! decides where bytes come from and where results go.
 //!
@@ -28,6 +29,7 @@ mod stats;
 pub mod gpu_telemetry;
 pub mod ncu;
 pub mod nsys;
+pub mod nsys_sqlite;
 pub mod otlp;
 pub mod point;
 pub mod prometheus;
@@ -66,6 +68,9 @@ pub enum Kind {
     NcuCsv,
     /// Nsight Systems `cuda_gpu_kern_sum` / `gpukernsum` CSV.
     NsysKernSum,
+    /// Nsight Systems report exported to SQLite (`nsys export --type sqlite`): analysed
+    /// as a PyTorch trace is, plus NVTX ranges (see [`nsys_sqlite`]).
+    NsysSqlite,
     /// `nvidia-smi dmon`, `nvidia-smi --query-gpu … --format=csv`, DCGM exporter text.
     GpuTelemetry,
     /// A load sweep's summary table (vLLM benchmark suite: one row per request rate).
@@ -79,7 +84,7 @@ pub enum Kind {
 
 impl Kind {
     /// Every kind, in a stable order (for menus and tests).
-    pub const ALL: [Kind; 11] = [
+    pub const ALL: [Kind; 12] = [
         Kind::RequestLog,
         Kind::VllmBench,
         Kind::Prometheus,
@@ -87,6 +92,7 @@ impl Kind {
         Kind::PytorchTrace,
         Kind::NcuCsv,
         Kind::NsysKernSum,
+        Kind::NsysSqlite,
         Kind::GpuTelemetry,
         Kind::Sweep,
         Kind::OtlpSpans,
@@ -103,6 +109,7 @@ impl Kind {
             Kind::PytorchTrace => "pytorch_trace",
             Kind::NcuCsv => "ncu_csv",
             Kind::NsysKernSum => "nsys_kern_sum",
+            Kind::NsysSqlite => "nsys_sqlite",
             Kind::GpuTelemetry => "gpu_telemetry",
             Kind::Sweep => "sweep",
             Kind::OtlpSpans => "otlp_spans",
@@ -126,6 +133,7 @@ impl Kind {
             Kind::PytorchTrace => pytorch_trace::ANALYZER_VERSION,
             Kind::NcuCsv => ncu::ANALYZER_VERSION,
             Kind::NsysKernSum => nsys::ANALYZER_VERSION,
+            Kind::NsysSqlite => nsys_sqlite::ANALYZER_VERSION,
             Kind::GpuTelemetry => gpu_telemetry::ANALYZER_VERSION,
             Kind::Sweep => sweep::ANALYZER_VERSION,
             Kind::OtlpSpans => otlp::ANALYZER_VERSION,
@@ -137,6 +145,12 @@ impl Kind {
     /// by the request-log analysis (phase quantiles, decomposition, comparisons).
     pub fn has_request_rows(self) -> bool {
         matches!(self, Kind::RequestLog | Kind::OtlpSpans)
+    }
+
+    /// Kinds read from a file on disk (a database), not from a stream of bytes: the shell
+    /// spools the upload to a file and calls the kind's own analyzer (see [`analyze`]).
+    pub fn needs_file(self) -> bool {
+        matches!(self, Kind::NsysSqlite)
     }
 }
 
@@ -205,6 +219,7 @@ pub enum Analysis {
     PytorchTrace(pytorch_trace::TraceAnalysis),
     NcuCsv(ncu::NcuAnalysis),
     NsysKernSum(nsys::NsysAnalysis),
+    NsysSqlite(nsys_sqlite::NsysSqliteAnalysis),
     GpuTelemetry(gpu_telemetry::GpuTelemetryAnalysis),
     Sweep(sweep::SweepAnalysis),
     OtlpSpans(otlp::OtlpSpansAnalysis),
@@ -221,6 +236,7 @@ impl Analysis {
             Analysis::PytorchTrace(_) => Kind::PytorchTrace,
             Analysis::NcuCsv(_) => Kind::NcuCsv,
             Analysis::NsysKernSum(_) => Kind::NsysKernSum,
+            Analysis::NsysSqlite(_) => Kind::NsysSqlite,
             Analysis::GpuTelemetry(_) => Kind::GpuTelemetry,
             Analysis::Sweep(_) => Kind::Sweep,
             Analysis::OtlpSpans(_) => Kind::OtlpSpans,
@@ -252,6 +268,9 @@ pub enum AnalyzeError {
     /// More decompressed bytes than `Options::max_decompressed_bytes`.
     #[error("the content is larger than the allowed decompressed size (gzip-bomb guard)")]
     TooLarge,
+    /// A kind read from a file ([`Kind::needs_file`]) was handed a stream of bytes.
+    #[error("{0} is read from a file, not from a stream")]
+    NeedsFile(Kind),
     /// Kind `unknown`: the shell stores the file and shows "not analyzed".
     #[error("not analyzed: the content matches no supported artifact kind")]
     NotAnalyzed,
@@ -439,6 +458,11 @@ fn dotted(rest: &str) -> String {
 
 /// Analyze one artifact of a known kind.
 ///
+/// Kinds for which [`Kind::needs_file`] holds (an SQLite export) are not read here: the
+/// shell writes the (decompressed) bytes to a file, opens it read-only and calls the
+/// kind's analyzer with the connection (`nsys_sqlite::analyze`); here they give
+/// [`AnalyzeError::NeedsFile`].
+///
 /// `reader` yields the upload as stored (gzip is detected by its magic bytes
 /// and undone here). `progress` is called with the number of raw (possibly
 /// compressed) bytes consumed so far, about every MiB and once at the end.
@@ -451,6 +475,9 @@ pub fn analyze(
     if kind == Kind::Unknown {
         return Err(AnalyzeError::NotAnalyzed);
     }
+    if kind.needs_file() {
+        return Err(AnalyzeError::NeedsFile(kind));
+    }
     let counted = readers::CountingReader::new(reader, progress);
     let input = decompressing_reader(counted, opts.max_decompressed_bytes);
     Ok(match kind {
@@ -461,6 +488,7 @@ pub fn analyze(
         Kind::PytorchTrace => Analysis::PytorchTrace(pytorch_trace::analyze(input, opts)?),
         Kind::NcuCsv => Analysis::NcuCsv(ncu::analyze(input)?),
         Kind::NsysKernSum => Analysis::NsysKernSum(nsys::analyze(input)?),
+        Kind::NsysSqlite => return Err(AnalyzeError::NeedsFile(kind)),
         Kind::GpuTelemetry => Analysis::GpuTelemetry(gpu_telemetry::analyze(input)?),
         Kind::Sweep => Analysis::Sweep(sweep::analyze(input)?),
         Kind::OtlpSpans => Analysis::OtlpSpans(otlp::analyze(input, opts)?),
@@ -532,6 +560,7 @@ mod tests {
             "pytorch_trace",
             "ncu_csv",
             "nsys_kern_sum",
+            "nsys_sqlite",
             "gpu_telemetry",
             "sweep",
             "otlp_spans",

@@ -36,9 +36,9 @@ pub fn kinds_for(step: u8) -> &'static [&'static str] {
             "prometheus",
             "prometheus_range",
         ],
-        3 => &["pytorch_trace"],
+        3 => &["pytorch_trace", "nsys_sqlite"],
         4 => &["ncu_csv"],
-        5 => &["nsys_kern_sum", "ncu_csv", "pytorch_trace"],
+        5 => &["nsys_kern_sum", "ncu_csv", "pytorch_trace", "nsys_sqlite"],
         _ => &[],
     }
 }
@@ -122,7 +122,8 @@ pub fn fill(step: u8, kind: &str, analysis: &Value) -> Option<(Pairs, String)> {
                 "GPU busy and span in ms; a GPU trace holds no CPU busy time: add it from a CPU profile of the same window".to_string(),
             ))
         }
-        (5, "pytorch_trace") => {
+        // An Nsight Systems export's analysis holds a trace analysis (flattened into it).
+        (5, "pytorch_trace" | "nsys_sqlite") => {
             let a: TraceAnalysis = decode(analysis)?;
             let pairs = trace_kernels(&a);
             Some((
@@ -498,7 +499,7 @@ pub fn claimed_setup(kind: &str, analysis: &Value) -> Claimed {
                 ..Claimed::default()
             }
         }),
-        "pytorch_trace" => {
+        "pytorch_trace" | "nsys_sqlite" => {
             decode::<TraceAnalysis>(analysis).map_or_else(Claimed::default, |a| Claimed {
                 gpu: a.devices.iter().find_map(|d| d.name.clone()),
                 ..Claimed::default()
@@ -629,6 +630,23 @@ mod tests {
         assert_eq!(pairs.get("kernels[0].time_ms"), Some("8"));
         assert_eq!(pairs.get("kernels[0].share"), Some("1"));
         assert!(matches!(parse_step(5, &pairs), Ok(StepRecord::Kernels(_))));
+
+        // An Nsight Systems export fills the same steps from the trace analysis in it.
+        let conn = crate::analyze::nsys_sqlite::Connection::open_in_memory().unwrap();
+        conn.execute_batch(crate::analyze::nsys_sqlite::EXAMPLE_EXPORT_SQL)
+            .unwrap();
+        let export =
+            crate::analyze::nsys_sqlite::analyze(&conn, &crate::analyze::Options::default())
+                .unwrap();
+        let value = serde_json::to_value(&export).unwrap();
+        let (pairs, _) = fill(3, "nsys_sqlite", &value).unwrap();
+        assert_eq!(pairs.get("gpu_total"), Some("0.21"));
+        assert_eq!(pairs.get("wall"), Some("0.4"));
+        let (pairs, _) = fill(5, "nsys_sqlite", &value).unwrap();
+        assert_eq!(
+            pairs.get("kernels[0].name"),
+            Some("ncclKernel_AllReduce_RING_LL_Sum_float(ncclDevComm*, unsigned long, ncclWork*)")
+        );
 
         let prom = crate::analyze::prometheus::analyze(QUEUE_HISTOGRAM.as_bytes()).unwrap();
         let prom = serde_json::to_value(&prom).unwrap();

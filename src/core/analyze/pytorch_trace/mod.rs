@@ -46,6 +46,7 @@
 mod assemble;
 mod breakdown;
 pub mod distributed;
+mod feed;
 mod read;
 mod state;
 #[cfg(test)]
@@ -58,6 +59,8 @@ use crate::fmt::grouped;
 use crate::stats::Summary;
 use serde::{Deserialize, Serialize};
 use std::io::Read;
+
+pub use feed::{GpuWork, TraceFold};
 
 use assemble::finish;
 pub use distributed::Distributed;

@@ -5,6 +5,7 @@
 mod gpu_telemetry;
 mod ncu;
 mod nsys;
+mod nsys_sqlite;
 mod prometheus;
 mod pytorch_trace;
 mod request_log;
@@ -142,6 +143,7 @@ pub fn sections_with_slo(a: &Artifact, slo: Option<&Slo>) -> Vec<Section> {
         Kind::PytorchTrace => typed(a).map(|x| pytorch_trace::sections(&x)),
         Kind::NcuCsv => typed(a).map(|x| ncu::sections(&x)),
         Kind::NsysKernSum => typed(a).map(|x| nsys::sections(&x)),
+        Kind::NsysSqlite => typed(a).map(|x| nsys_sqlite::sections(&x)),
         Kind::GpuTelemetry => typed(a).map(|x| gpu_telemetry::sections(&x)),
         Kind::Unknown => None,
     };

@@ -161,7 +161,7 @@ fn trace_kernels(x: &TraceAnalysis) -> Section {
     k
 }
 
-const LOOK_IN_PERFETTO: &str = "\"At\" is where to look in Perfetto: the trace's own \
+pub(super) const LOOK_IN_PERFETTO: &str = "\"At\" is where to look in Perfetto: the trace's own \
      timestamp (µs), then the time from the trace's first event, which is what Perfetto's \
      timeline shows.";
 
