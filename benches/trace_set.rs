@@ -307,7 +307,7 @@ fn rank_files(plain: &Path, dir: &Path) -> anyhow::Result<Vec<PathBuf>> {
     (0..WORLD)
         .map(|rank| {
             let out = dir.join(format!("rank{rank}.json"));
-            if !out.exists() {
+            if !has_rank(&out, rank) {
                 let t = Instant::now();
                 let partial = dir.join(format!("rank{rank}.partial"));
                 write_rank(plain, &partial, rank)?;
@@ -317,6 +317,16 @@ fn rank_files(plain: &Path, dir: &Path) -> anyhow::Result<Vec<PathBuf>> {
             Ok(out)
         })
         .collect()
+}
+
+/// Whether `file` exists and its head names `rank` the way HTA reads it.
+fn has_rank(file: &Path, rank: usize) -> bool {
+    let mut head = Vec::new();
+    let wanted = format!("\"rank\": {rank},");
+    std::fs::File::open(file)
+        .and_then(|f| f.take(HEAD_BYTES).read_to_end(&mut head))
+        .is_ok()
+        && head.windows(wanted.len()).any(|w| w == wanted.as_bytes())
 }
 
 /// Copies `src` to `dst` with its top-level `distributedInfo` naming `rank` of [`WORLD`]:
@@ -357,8 +367,13 @@ fn write_rank(src: &Path, dst: &Path, rank: usize) -> anyhow::Result<()> {
     info.insert("world_size".into(), json!(WORLD));
     let mut out = BufWriter::with_capacity(1 << 20, std::fs::File::create(dst)?);
     out.write_all(&head[..i])?;
-    out.write_all(b" ")?;
-    serde_json::to_writer(&mut out, &info)?;
+    // Spaced as Python's json.dumps writes it: HTA finds a file's rank with the pattern
+    // `"rank":\s+(\d+)` and takes every file without a match for rank 0.
+    let fields: Vec<String> = info
+        .iter()
+        .map(|(k, v)| format!("{}: {v}", Value::from(k.as_str())))
+        .collect();
+    write!(out, " {{{}}}", fields.join(", "))?;
     out.write_all(&head[end..])?;
     std::io::copy(&mut input, &mut out)?;
     out.flush()?;
