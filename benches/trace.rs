@@ -229,35 +229,7 @@ fn compress_only(path: &Path) -> anyhow::Result<()> {
 
 /// The generated trace and its gzip, made once and kept in `data`.
 fn inputs(manifest: &Path, data: &Path, copies: usize) -> anyhow::Result<(PathBuf, PathBuf)> {
-    let fixtures = std::env::var_os("PERFJOURNAL_REAL_FIXTURES")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| manifest.join("../shared/fixtures/real"));
-    let source = fixtures.join("pytorch_trace/hta__trace_diff__test__test.json.gz");
-    let tool = manifest.join("../shared/tools/gen_big_trace.py");
-    anyhow::ensure!(
-        source.exists() && tool.exists(),
-        "the bench needs {} and {}",
-        source.display(),
-        tool.display()
-    );
-    let plain = data.join(format!("hta-test-x{copies}.json"));
-    if !plain.exists() {
-        let t = Instant::now();
-        let partial = plain.with_extension("partial");
-        let status = Command::new("python3")
-            .arg(&tool)
-            .arg(&source)
-            .arg(copies.to_string())
-            .arg(&partial)
-            .status()?;
-        anyhow::ensure!(status.success(), "gen_big_trace.py failed");
-        std::fs::rename(&partial, &plain)?;
-        println!(
-            "generated {} in {:.0} s",
-            plain.display(),
-            secs(t.elapsed())
-        );
-    }
+    let plain = common::big_trace(manifest, data, copies)?;
     let gz = data.join(format!("hta-test-x{copies}.json.gz"));
     if !gz.exists() {
         let t = Instant::now();

@@ -315,3 +315,45 @@ pub async fn admin_user(pool: &sqlx::PgPool, name: &str, password: &str) -> anyh
         }
     })
 }
+
+/// The big PyTorch trace of the trace benchmarks: HTA's `trace_diff/test` trace (from
+/// PERFJOURNAL_REAL_FIXTURES, else `../shared/fixtures/real`) repeated `copies` times along
+/// time by `../shared/tools/gen_big_trace.py` (27 copies: 790.2 MB); made once and kept in
+/// `data` as `hta-test-x{copies}.json`.
+pub fn big_trace(
+    manifest: &std::path::Path,
+    data: &std::path::Path,
+    copies: usize,
+) -> anyhow::Result<std::path::PathBuf> {
+    let fixtures = std::env::var_os("PERFJOURNAL_REAL_FIXTURES")
+        .map(std::path::PathBuf::from)
+        .unwrap_or_else(|| manifest.join("../shared/fixtures/real"));
+    let source = fixtures.join("pytorch_trace/hta__trace_diff__test__test.json.gz");
+    let tool = manifest.join("../shared/tools/gen_big_trace.py");
+    let plain = data.join(format!("hta-test-x{copies}.json"));
+    if plain.exists() {
+        return Ok(plain);
+    }
+    anyhow::ensure!(
+        source.exists() && tool.exists(),
+        "the bench needs {} and {}",
+        source.display(),
+        tool.display()
+    );
+    let t = std::time::Instant::now();
+    let partial = plain.with_extension("partial");
+    let status = std::process::Command::new("python3")
+        .arg(&tool)
+        .arg(&source)
+        .arg(copies.to_string())
+        .arg(&partial)
+        .status()?;
+    anyhow::ensure!(status.success(), "gen_big_trace.py failed");
+    std::fs::rename(&partial, &plain)?;
+    println!(
+        "generated {} in {:.0} s",
+        plain.display(),
+        secs(t.elapsed())
+    );
+    Ok(plain)
+}
