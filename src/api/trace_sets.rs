@@ -95,6 +95,31 @@ async fn load(state: &AppState, id: i64) -> Result<TraceSetDoc, AppError> {
     })
 }
 
+/// The body of `POST /trace-sets`.
+#[derive(ToSchema)]
+#[allow(dead_code)] // describes the body in the OpenAPI document; read by `Ask::from_json`
+pub struct TraceSetAsk {
+    /// The run the ranks are from, 1–200 characters.
+    #[schema(min_length = 1, max_length = 200)]
+    pub name: String,
+    /// The rank traces: PyTorch-trace artifact ids, each once.
+    #[schema(min_items = 1, max_items = 1024)]
+    pub artifacts: Vec<i64>,
+    /// The investigation the set belongs to (default: its traces').
+    pub investigation: Option<i64>,
+}
+
+/// The multipart body of `POST /trace-sets/upload`.
+#[derive(ToSchema)]
+#[allow(dead_code)] // describes the body in the OpenAPI document
+pub struct TraceSetUpload {
+    /// The set's name (or `name` in the query), before the files.
+    pub name: Option<String>,
+    /// The rank traces, or archives of the profiler folder.
+    #[schema(value_type = Vec<String>, format = Binary)]
+    pub file: Vec<String>,
+}
+
 /// A new set: 201 when already summarised, 202 while its ranks are analysed.
 async fn answer(state: &AppState, id: i64) -> ApiResult<(StatusCode, Json<TraceSetDoc>)> {
     let doc = load(state, id).await?;
@@ -116,7 +141,7 @@ async fn answer(state: &AppState, id: i64) -> ApiResult<(StatusCode, Json<TraceS
 /// without its rank, fails the set with the artifacts named. Bad input answers 422
 /// naming the field; nothing is stored.
 #[utoipa::path(post, path = "/trace-sets", tag = "trace sets",
-    request_body(content = Object, description = "{\"name\": \"TP=4 decode\", \"artifacts\": [12, 13, 14, 15]}"),
+    request_body(content = TraceSetAsk, description = "{\"name\": \"TP=4 decode\", \"artifacts\": [12, 13, 14, 15]}"),
     responses(
         (status = 201, body = TraceSetDoc),
         (status = 202, body = TraceSetDoc),
@@ -144,10 +169,11 @@ async fn create_trace_set(
 /// are deleted again.
 #[utoipa::path(post, path = "/trace-sets/upload", tag = "trace sets",
     params(crate::artifacts::upload::UploadQuery),
-    request_body(content = Vec<u8>, content_type = "multipart/form-data", description = "the rank traces, or archives of them"),
+    request_body(content = TraceSetUpload, content_type = "multipart/form-data", description = "the rank traces, or archives of them"),
     responses(
         (status = 201, body = TraceSetDoc),
         (status = 202, body = TraceSetDoc),
+        (status = 400, body = crate::error::ErrorBody, description = "the body is not multipart/form-data that can be read"),
         (status = 403, body = crate::error::ErrorBody),
         (status = 413, body = crate::error::ErrorBody),
         (status = 422, body = crate::error::ErrorBody)))]
