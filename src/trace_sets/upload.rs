@@ -66,10 +66,13 @@ struct Member {
 fn unpack(
     path: &Path,
     kind: Archive,
+    max_expanded: u64,
     out: tokio::sync::mpsc::Sender<Result<Member, String>>,
 ) -> Result<(), String> {
     let file = std::fs::File::open(path).map_err(|e| format!("reading the archive back: {e}"))?;
-    let send = |name: String, reader: &mut dyn Read| -> Result<bool, String> {
+    // What the members expand to, together: bounded like any compressed upload.
+    let mut expanded: u64 = 0;
+    let mut send = |name: String, reader: &mut dyn Read| -> Result<bool, String> {
         let (tx, rx) = tokio::sync::mpsc::channel(2);
         if out.blocking_send(Ok(Member { name, chunks: rx })).is_err() {
             return Ok(false);
@@ -79,6 +82,14 @@ fn unpack(
             match reader.read(&mut buf) {
                 Ok(0) => return Ok(true),
                 Ok(n) => {
+                    expanded += n as u64;
+                    if expanded > max_expanded {
+                        let why = format!(
+                            "its traces expand past {max_expanded} bytes, the most a compressed upload may expand to"
+                        );
+                        let _ = tx.blocking_send(Err(why.clone()));
+                        return Err(why);
+                    }
                     if tx
                         .blocking_send(Ok(Bytes::copy_from_slice(&buf[..n])))
                         .is_err()
@@ -310,8 +321,9 @@ async fn unpack_into(
     drop(out);
     let (tx, mut rx) = tokio::sync::mpsc::channel(1);
     let path = tmp.path().to_path_buf();
+    let max_expanded = store.max_decompressed_bytes;
     let reader = tokio::task::spawn_blocking(move || {
-        let outcome = unpack(&path, kind, tx.clone());
+        let outcome = unpack(&path, kind, max_expanded, tx.clone());
         if let Err(e) = &outcome {
             let _ = tx.blocking_send(Err(e.clone()));
         }

@@ -670,3 +670,35 @@ async fn the_cli_uploads_a_set() {
     assert!(stdout.contains("\t2 traces\t"), "{stdout}");
     assert_eq!(set_rows(&app).await, 1);
 }
+
+#[tokio::test]
+async fn an_archive_that_expands_past_the_limit_is_refused_and_leaves_nothing() {
+    let mut app = common::spawn_app_with(perfjournal::config::Config {
+        max_decompressed_bytes: 1 << 20,
+        ..perfjournal::config::Config::default()
+    })
+    .await;
+    app.setup_admin("ada").await;
+    let token = app.api_token("ada").await;
+    // Two ranks of 800 steps each: well over 1 MiB unpacked, a few KB packed.
+    let ranks: Vec<(i64, Vec<u8>)> = (0..2)
+        .map(|r| (r, rank_trace(r, 2, 500.0, 300.0, 800)))
+        .collect();
+    assert!(ranks.iter().map(|r| r.1.len()).sum::<usize>() > 1 << 20);
+    let r = post_set_upload(
+        &mut app,
+        &token,
+        "name=bomb",
+        &[("file", Some("bomb.tar.gz"), tar_gz(&ranks))],
+    )
+    .await;
+    assert_eq!(r.status, StatusCode::UNPROCESSABLE_ENTITY, "{}", r.body);
+    assert!(
+        r.body
+            .contains("bomb.tar.gz: its traces expand past 1048576 bytes"),
+        "{}",
+        r.body
+    );
+    assert_eq!(common::uploads::artifact_count(&app).await, 0);
+    assert_eq!(set_rows(&app).await, 0);
+}
