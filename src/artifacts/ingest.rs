@@ -194,11 +194,29 @@ async fn process_with(
     // same pass.
     let outcome = if let Some(streamed) = streamed {
         let waited = Instant::now();
-        let outcome = streamed.outcome().await;
-        timing.parse += waited.elapsed();
+        let (outcome, split) = streamed.outcome(job.id).await;
+        match split {
+            Some(split) => timing = split,
+            None => timing.parse += waited.elapsed(),
+        }
         outcome
     } else if kind.has_request_rows() {
-        load_request_rows(state, job.id, kind, blob, options, progress, &mut timing).await
+        match blob_reader(&state.blobs, blob).await {
+            Ok(reader) => {
+                load_request_rows(
+                    state,
+                    job.id,
+                    kind,
+                    reader,
+                    options,
+                    progress,
+                    None,
+                    &mut timing,
+                )
+                .await
+            }
+            Err(e) => Err(e),
+        }
     } else {
         let spool = state.spool();
         analyze_blob(
@@ -352,16 +370,23 @@ async fn report_progress(pool: PgPool, id: i64, attempts: i32, progress: Arc<Ato
 /// are all taken (back-pressure from the slower of the disk and the analyzer).
 const STREAM_CHUNKS: usize = 8;
 
+/// Request-row loads that may run beside their uploads at once in this process. Each
+/// holds a database connection and an open transaction for as long as its body takes
+/// to arrive, so they are few; an upload that finds none free is loaded from its blob
+/// once stored, as before.
+static STREAMED_LOADS: tokio::sync::Semaphore = tokio::sync::Semaphore::const_new(2);
+
 /// Feeds an upload's bytes to its analyzer as they arrive. It holds the first
 /// [`crate::storage::HEAD_BYTES`] until it can tell the content's kind (as the stored
 /// row will), then starts the analyzer on a blocking thread and hands it every chunk.
-/// Kinds whose rows go to the database (request logs, spans) are loaded from the blob as
-/// before, so nothing is started for them. Dropping the feed ends the analyzer's input.
+/// Kinds whose rows go to the database (request logs, spans) are parsed and sent to
+/// COPY as they arrive, into a table of a transaction that commits only once the upload
+/// is stored and its row written (under an id reserved now); an upload that breaks off
+/// rolls it back. Dropping the feed ends the analyzer's input.
 pub struct StreamFeed {
     head: Vec<u8>,
     options: Options,
-    /// Where kinds read from a file are written while they arrive.
-    spool: Spool,
+    store: ArtifactStore,
     tx: Option<tokio::sync::mpsc::Sender<bytes::Bytes>>,
     /// Stopped: the kind is not analyzed this way, or the analyzer stopped reading.
     off: bool,
@@ -371,20 +396,24 @@ pub struct StreamFeed {
 /// The analyzer started by a [`StreamFeed`], once started.
 pub struct StreamedSlot(Arc<std::sync::Mutex<Option<Streamed>>>);
 
-/// An analysis running on an upload's bytes: its kind and the thread computing it.
+/// An analysis running on an upload's bytes: its kind and the task computing it.
 pub struct Streamed {
     kind: Kind,
-    handle: tokio::task::JoinHandle<Result<analyze::Analysis, AnalyzeError>>,
+    handle: tokio::task::JoinHandle<(Result<serde_json::Value, Failure>, Option<Timing>)>,
+    /// For a load of request rows: the artifact id its rows carry (the stored row must
+    /// be given it), and the word that the row exists, on which the load commits; the
+    /// load rolls back when this is dropped instead.
+    load: Option<(i64, tokio::sync::oneshot::Sender<i64>)>,
 }
 
 impl StreamFeed {
-    pub fn new(options: Options, spool: Spool) -> (StreamFeed, StreamedSlot) {
+    pub fn new(store: ArtifactStore, options: Options) -> (StreamFeed, StreamedSlot) {
         let started = Arc::new(std::sync::Mutex::new(None));
         (
             StreamFeed {
                 head: Vec::new(),
                 options,
-                spool,
+                store,
                 tx: None,
                 off: false,
                 started: started.clone(),
@@ -411,20 +440,19 @@ impl StreamFeed {
             return;
         }
         let (kind, _) = super::detect_head(&self.head[..crate::storage::HEAD_BYTES]);
-        if kind == Kind::Unknown || kind.has_request_rows() {
+        let (tx, rx) = tokio::sync::mpsc::channel::<bytes::Bytes>(STREAM_CHUNKS);
+        let started = match kind {
+            Kind::Unknown => None,
+            kind if kind.has_request_rows() => self.start_load(kind, rx).await,
+            kind => Some(self.start_analysis(kind, rx)),
+        };
+        let Some(started) = started else {
             self.off = true;
             self.head = Vec::new();
             return;
-        }
-        let (tx, rx) = tokio::sync::mpsc::channel::<bytes::Bytes>(STREAM_CHUNKS);
-        let options = self.options.clone();
-        let spool = self.spool.clone();
-        let handle = tokio::task::spawn_blocking(move || {
-            // An SQLite export is written to a file as it arrives, and read once complete.
-            spool::analyze(kind, ChannelReader::new(rx), &options, &|_| {}, &spool)
-        });
+        };
         if let Ok(mut slot) = self.started.lock() {
-            *slot = Some(Streamed { kind, handle });
+            *slot = Some(started);
         }
         let head = bytes::Bytes::from(std::mem::take(&mut self.head));
         if tx.send(head).await.is_ok() {
@@ -435,23 +463,117 @@ impl StreamFeed {
     }
 }
 
+impl StreamFeed {
+    /// The analyzer on a blocking thread, reading the chunks from `rx`.
+    fn start_analysis(
+        &self,
+        kind: Kind,
+        rx: tokio::sync::mpsc::Receiver<bytes::Bytes>,
+    ) -> Streamed {
+        let options = self.options.clone();
+        let spool = self.store.spool();
+        let analysis = tokio::task::spawn_blocking(move || {
+            // An SQLite export is written to a file as it arrives, and read once complete.
+            spool::analyze(kind, ChannelReader::new(rx), &options, &|_| {}, &spool)
+        });
+        let handle = tokio::spawn(async move {
+            let outcome = match analysis.await {
+                Ok(Ok(analysis)) => Ok(analysis.to_json()),
+                Ok(Err(e)) => Err(e.into()),
+                Err(e) => Err(internal_failure("the analyzer", e)),
+            };
+            (outcome, None)
+        });
+        Streamed {
+            kind,
+            handle,
+            load: None,
+        }
+    }
+
+    /// The load of request rows, when one of [`STREAMED_LOADS`] is free and an id could be
+    /// reserved; else nothing (the rows are loaded from the blob once stored).
+    async fn start_load(
+        &self,
+        kind: Kind,
+        rx: tokio::sync::mpsc::Receiver<bytes::Bytes>,
+    ) -> Option<Streamed> {
+        let permit = STREAMED_LOADS.try_acquire().ok()?;
+        let id: i64 =
+            sqlx::query_scalar("SELECT nextval(pg_get_serial_sequence('artifacts', 'id'))")
+                .fetch_one(&self.store.pool)
+                .await
+                .map_err(|e| tracing::warn!(error = %e, "reserving an artifact id"))
+                .ok()?;
+        let (stored, gate) = tokio::sync::oneshot::channel();
+        let store = self.store.clone();
+        let options = self.options.clone();
+        let handle = tokio::spawn(async move {
+            let _permit = permit;
+            let mut timing = Timing::default();
+            let progress = Arc::new(AtomicU64::new(0));
+            let reader = ChannelReader::new(rx);
+            let outcome = load_request_rows(
+                &store,
+                id,
+                kind,
+                reader,
+                options,
+                progress,
+                Some(gate),
+                &mut timing,
+            )
+            .await;
+            (outcome, Some(timing))
+        });
+        Some(Streamed {
+            kind,
+            handle,
+            load: Some((id, stored)),
+        })
+    }
+}
+
 impl StreamedSlot {
     /// The analysis started while the body arrived, when it read `kind` (the kind the
-    /// stored row was given); any other is dropped.
+    /// stored row was given); any other is dropped (a load of rows then rolls back).
     pub fn take(&self, kind: Kind) -> Option<Streamed> {
         let started = self.0.lock().ok()?.take()?;
         (started.kind == kind).then_some(started)
     }
+
+    /// The id reserved for the upload's row when its request rows are being loaded as
+    /// they arrive: the row must be stored under it for the load to commit.
+    pub fn reserved_id(&self) -> Option<i64> {
+        let started = self.0.lock().ok()?;
+        started.as_ref()?.load.as_ref().map(|(id, _)| *id)
+    }
 }
 
 impl Streamed {
-    /// Waits for the analyzer (its input ended when the feed was dropped).
-    async fn outcome(self) -> Result<serde_json::Value, Failure> {
-        let result = self
-            .handle
-            .await
-            .map_err(|e| internal_failure("the analyzer", e))?;
-        Ok(result?.to_json())
+    /// Waits for the analysis (its input ended when the feed was dropped); a load of
+    /// request rows is told that artifact `id` is stored, and commits. The split of a
+    /// load's time comes with it.
+    async fn outcome(mut self, id: i64) -> (Result<serde_json::Value, Failure>, Option<Timing>) {
+        if let Some((reserved, stored)) = self.load.take() {
+            if reserved != id {
+                // Not the row its rows were loaded for: dropping the word rolls the load back.
+                drop(stored);
+                let _ = self.handle.await;
+                return (
+                    Err(internal_failure(
+                        "loading rows into the database",
+                        format!("the rows were loaded for id {reserved}, the row is {id}"),
+                    )),
+                    None,
+                );
+            }
+            let _ = stored.send(id);
+        }
+        match self.handle.await {
+            Ok(done) => done,
+            Err(e) => (Err(internal_failure("the analyzer", e)), None),
+        }
     }
 }
 
@@ -525,17 +647,20 @@ async fn analyze_blob(
 /// binary COPY, replacing earlier rows of the same artifact, and builds the request-log
 /// analysis from the same rows. Rows are parsed on a blocking thread and handed over in
 /// ~1 MiB batches through a small channel, so memory stays bounded and parsing overlaps
-/// the server's COPY work.
+/// the server's COPY work. `reader` gives the original bytes: the stored blob, or the
+/// upload's body as it arrives; then `stored` says when artifact `id`'s row exists, and
+/// the load commits only on that word (rolls back when it never comes).
+#[allow(clippy::too_many_arguments)]
 async fn load_request_rows(
     state: &ArtifactStore,
     id: i64,
     kind: Kind,
-    blob: (&str, &str),
+    reader: impl std::io::Read + Send + 'static,
     options: Options,
     progress: Arc<AtomicU64>,
+    stored: Option<tokio::sync::oneshot::Receiver<i64>>,
     timing: &mut Timing,
 ) -> Result<serde_json::Value, Failure> {
-    let reader = blob_reader(&state.blobs, blob).await?;
     let (tx, mut rx) = tokio::sync::mpsc::channel::<Vec<u8>>(4);
     let producer = tokio::task::spawn_blocking(move || {
         let started = Instant::now();
@@ -587,18 +712,6 @@ async fn load_request_rows(
 
     let db = |e: sqlx::Error| internal_failure("loading rows into the database", e);
     let mut tx = state.pool.begin().await.map_err(db)?;
-    // The lock a foreign key would take, once for the whole load: the artifact cannot be
-    // deleted (its trigger removes its rows) until these rows are committed.
-    let present = sqlx::query("SELECT 1 FROM artifacts WHERE id = $1 FOR KEY SHARE")
-        .bind(id)
-        .fetch_optional(&mut *tx)
-        .await
-        .map_err(db)?;
-    if present.is_none() {
-        return Err(Failure::Failed(
-            "the artifact was deleted while it was being analysed".into(),
-        ));
-    }
     // The rows go into a table of their own, made in this transaction (so COPY can write
     // them frozen, and an abort leaves nothing), attached as the artifact's partition at
     // the end; the CHECK lets ATTACH skip scanning them (see the migration
@@ -636,6 +749,24 @@ async fn load_request_rows(
             timing.parse += busy;
             let finishing = Instant::now();
             copy.finish().await.map_err(db)?;
+            if let Some(stored) = stored {
+                // Rows of an upload that broke off (or was refused) are never committed.
+                if stored.await.ok() != Some(id) {
+                    return Err(Failure::Failed("the upload did not complete".into()));
+                }
+            }
+            // The lock a foreign key would take, once for the whole load: the artifact
+            // cannot be deleted (its trigger removes its rows) until these rows commit.
+            let present = sqlx::query("SELECT 1 FROM artifacts WHERE id = $1 FOR KEY SHARE")
+                .bind(id)
+                .fetch_optional(&mut *tx)
+                .await
+                .map_err(db)?;
+            if present.is_none() {
+                return Err(Failure::Failed(
+                    "the artifact was deleted while it was being analysed".into(),
+                ));
+            }
             store_columns(&mut tx, id, columns).await.map_err(db)?;
             // Rows loaded before (an analysis run again) are replaced: dropping their
             // partition locks `request_rows` against readers until the commit, so the

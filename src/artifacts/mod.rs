@@ -279,9 +279,11 @@ pub fn detect_head(raw: &[u8]) -> (Kind, bool) {
     (analyze::detect(&head), gzip)
 }
 
-/// Records an upload. Unknown content is kept but marked "not analyzed".
+/// Records an upload (under `id` when one was reserved for it). Unknown content is kept
+/// but marked "not analyzed".
 pub async fn insert(
     pool: &PgPool,
+    id: Option<i64>,
     owner: Owner,
     name: &str,
     blob: &StoredBlob,
@@ -300,8 +302,10 @@ pub async fn insert(
     let id: i64 = sqlx::query_scalar(
         "INSERT INTO artifacts (investigation_id, journal_entry_id, name, kind, sha256, size_bytes,
                                 gzip, status, error, uploaded_by, options, blob_encoding,
-                                stored_bytes)
-         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13) RETURNING id",
+                                stored_bytes, id)
+         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13,
+                 COALESCE($14, nextval(pg_get_serial_sequence('artifacts', 'id'))))
+         RETURNING id",
     )
     .bind(owner.investigation_id)
     .bind(owner.journal_entry_id)
@@ -316,6 +320,7 @@ pub async fn insert(
     .bind(sqlx::types::Json(options))
     .bind(blob.encoding.slug())
     .bind(blob.stored_size as i64)
+    .bind(id)
     .fetch_one(pool)
     .await?;
     Ok(get(pool, id).await?.expect("the row was just inserted"))
@@ -506,7 +511,7 @@ where
         ..analyze::Options::default()
     };
     // The analysis runs on the bytes as they arrive (see ingest::StreamFeed).
-    let (feed, streamed) = ingest::StreamFeed::new(options.clone(), state.spool());
+    let (feed, streamed) = ingest::StreamFeed::new(state.clone(), options.clone());
     let body = Box::pin(futures::stream::unfold(
         (body, false, stalled.clone(), feed),
         move |(mut body, ended, stalled, mut feed)| async move {
@@ -547,7 +552,9 @@ where
             format!("{name} is empty (0 bytes); nothing was stored"),
         )));
     }
-    let artifact = match insert(&state.pool, owner, name, &blob, uploaded_by, &options).await {
+    // Under the id its request rows were loaded for while it arrived, if they were.
+    let id = streamed.reserved_id();
+    let artifact = match insert(&state.pool, id, owner, name, &blob, uploaded_by, &options).await {
         Ok(a) => a,
         Err(e) => {
             forget_blob(state, &blob).await;

@@ -487,6 +487,7 @@ pub async fn take(
     };
     let a = crate::artifacts::insert(
         &store.pool,
+        None,
         owner,
         &file_name(&service, start, end),
         &blob,

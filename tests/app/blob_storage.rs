@@ -40,6 +40,31 @@ async fn download(app: &TestApp, path: &str, token: Option<&str>) -> (StatusCode
     (status, bytes.to_vec())
 }
 
+/// The API download of artifact `id` answers with exactly `body`, the bytes uploaded.
+async fn assert_downloads_as_uploaded(app: &TestApp, token: &str, id: i64, body: &[u8]) {
+    let (status, got) = download(
+        app,
+        &format!("/api/v1/artifacts/{id}/download"),
+        Some(token),
+    )
+    .await;
+    assert_eq!(status, StatusCode::OK);
+    assert_eq!(
+        sha256(&got),
+        sha256(body),
+        "artifact {id} downloads other bytes than were uploaded"
+    );
+}
+
+/// The analysis stored on artifact `id`.
+async fn stored_analysis(pool: sqlx::PgPool, id: i64) -> Value {
+    sqlx::query_scalar("SELECT analysis FROM artifacts WHERE id = $1")
+        .bind(id)
+        .fetch_one(&pool)
+        .await
+        .unwrap()
+}
+
 fn sha256(bytes: &[u8]) -> String {
     hex::encode(Sha256::digest(bytes))
 }
@@ -304,6 +329,114 @@ async fn a_body_cut_after_megabytes_leaves_no_row_no_blob_and_no_temporary_file(
     assert_eq!(artifact_count(&app).await, 0);
     let left = files_under(&app.blob_dir);
     assert!(left.is_empty(), "files left under the blob dir: {left:?}");
+    // The rows sent to COPY while the body arrived were never committed.
+    assert_no_load_left(&app).await;
+}
+
+/// No load of request rows is left open or committed: no transaction still open on
+/// the database (waited for: a load rolls back once its upload is given up), no row in
+/// `request_rows`, no table but the parent.
+async fn assert_no_load_left(app: &TestApp) {
+    let mut open = -1i64;
+    for _ in 0..100 {
+        open = sqlx::query_scalar(
+            "SELECT count(*) FROM pg_stat_activity
+             WHERE datname = current_database() AND xact_start IS NOT NULL
+               AND pid <> pg_backend_pid()",
+        )
+        .fetch_one(&app.pool)
+        .await
+        .unwrap();
+        if open == 0 {
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    }
+    assert_eq!(
+        open, 0,
+        "a transaction is still open after the upload ended"
+    );
+    let rows: i64 = sqlx::query_scalar("SELECT count(*) FROM request_rows")
+        .fetch_one(&app.pool)
+        .await
+        .unwrap();
+    assert_eq!(rows, 0);
+    let tables: Vec<String> = sqlx::query_scalar(
+        "SELECT relname::text FROM pg_class WHERE relname LIKE 'request_rows%' AND relkind IN ('r', 'p')
+         ORDER BY 1",
+    )
+    .fetch_all(&app.pool)
+    .await
+    .unwrap();
+    assert_eq!(tables, vec!["request_rows".to_string()]);
+}
+
+#[tokio::test]
+async fn a_big_request_log_is_loaded_while_it_arrives_as_from_its_stored_file() {
+    let (mut app, token) = editor_app().await;
+    let n = 170_000;
+    let body = request_log(n);
+    assert!(body.len() as u64 > perfjournal::artifacts::INLINE_ANALYSIS_BYTES);
+    let r = upload(&mut app, &token, "big.jsonl", body.clone()).await;
+    assert_eq!(r.status, StatusCode::CREATED, "{}", r.body);
+    let id = r.json()["id"].as_i64().unwrap();
+    let loaded = settled(&mut app, &token, id).await;
+    assert_eq!(loaded["status"], "done", "{loaded}");
+    // No worker took it: the rows went to COPY as the body arrived.
+    assert_eq!(app.drain_queue().await, 0, "no job was left for a worker");
+    let pool = app.pool.clone();
+    let rows = |id: i64| {
+        let pool = pool.clone();
+        async move {
+            sqlx::query_as::<_, (i64, f64)>(
+                "SELECT count(*), sum(queue_wait_ms) FROM request_rows WHERE artifact_id = $1",
+            )
+            .bind(id)
+            .fetch_one(&pool)
+            .await
+            .unwrap()
+        }
+    };
+    let analysis = |id: i64| stored_analysis(pool.clone(), id);
+    let (count, queue_sum) = rows(id).await;
+    assert_eq!(count, n as i64);
+    let expected: f64 = (0..n).map(|i| 20.0 + (i % 50) as f64).sum();
+    assert!(
+        (queue_sum - expected).abs() < 1e-6,
+        "{queue_sum} vs {expected}"
+    );
+    let first = analysis(id).await;
+    assert_eq!(first["rows_total"], n as i64, "{first}");
+    // The decomposition page reads the same rows.
+    let page = app.get(&format!("/artifacts/{id}")).await;
+    assert_eq!(page.status, StatusCode::OK);
+    // Loaded again from the stored (compressed) file: the same rows, the same numbers.
+    let again = reanalyze(&mut app, &token, id).await;
+    assert_eq!(again["status"], "done", "{again}");
+    assert_eq!(rows(id).await, (count, queue_sum));
+    assert_eq!(analysis(id).await, first);
+    assert_downloads_as_uploaded(&app, &token, id, &body).await;
+}
+
+#[tokio::test]
+async fn a_request_log_failing_deep_in_its_body_keeps_the_file_and_loads_no_row() {
+    let (mut app, token) = editor_app().await;
+    let mut body = request_log(170_000);
+    // A line near the end that is not JSON.
+    let at = body.len() - (1 << 20);
+    let at = at + body[at..].iter().position(|&b| b == b'\n').unwrap() + 1;
+    body.splice(at..at, b"{\"request_id\": oops}\n".iter().copied());
+    let line = body[..at].iter().filter(|&&b| b == b'\n').count() + 1;
+    let r = upload(&mut app, &token, "broken.jsonl", body.clone()).await;
+    assert_eq!(r.status, StatusCode::CREATED, "{}", r.body);
+    let id = r.json()["id"].as_i64().unwrap();
+    let a = settled(&mut app, &token, id).await;
+    assert_eq!(a["status"], "failed", "{a}");
+    let error = a["error"].as_str().unwrap();
+    assert!(error.contains(&format!("line {line}")), "{error}");
+    println!("failed as: {error}");
+    assert_no_load_left(&app).await;
+    assert_downloads_as_uploaded(&app, &token, id, &body).await;
 }
 
 /// The artifact once its analysis has ended (polled; at most a minute).
@@ -356,14 +489,7 @@ async fn an_analysis_failing_deep_in_a_big_file_keeps_the_file_and_says_where() 
 
     // The file is kept, compressed, and downloads as uploaded.
     assert_eq!(a["blob_encoding"], "zstd");
-    let (status, got) = download(
-        &app,
-        &format!("/api/v1/artifacts/{id}/download"),
-        Some(&token),
-    )
-    .await;
-    assert_eq!(status, StatusCode::OK);
-    assert_eq!(sha256(&got), sha256(&body));
+    assert_downloads_as_uploaded(&app, &token, id, &body).await;
     let page = app.get(&format!("/artifacts/{id}")).await;
     assert_eq!(page.status, StatusCode::OK);
     assert!(page.body.contains("Download the original"));
@@ -380,16 +506,7 @@ async fn a_big_trace_is_analyzed_while_it_arrives_as_from_its_stored_file() {
     let id = r.json()["id"].as_i64().unwrap();
     let streamed = settled(&mut app, &token, id).await;
     assert_eq!(streamed["status"], "done", "{streamed}");
-    let analysis = |id: i64| {
-        let pool = app.pool.clone();
-        async move {
-            sqlx::query_scalar::<_, Value>("SELECT analysis FROM artifacts WHERE id = $1")
-                .bind(id)
-                .fetch_one(&pool)
-                .await
-                .unwrap()
-        }
-    };
+    let analysis = |id: i64| stored_analysis(app.pool.clone(), id);
     let first = analysis(id).await;
     assert!(first["temporal"].is_array(), "{first}");
     // Analyzed again from the stored (compressed) file: the same numbers.
