@@ -16,6 +16,7 @@ pub mod extract;
 pub mod grafana;
 pub mod http_metrics;
 pub mod investigations;
+pub mod memory;
 pub mod otlp;
 pub mod prometheus_range;
 pub mod proposals;

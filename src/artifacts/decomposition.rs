@@ -204,7 +204,7 @@ pub async fn numbers_from_columns(
     }
     let (tenant, model, from, to) = (f.tenant.clone(), f.model_version.clone(), f.from, f.to);
     let chunks = columns::load(pool, id, &column_filter(&tenant, &model, from, to)).await?;
-    let computed = tokio::task::spawn_blocking(move || {
+    let computed = crate::memory::spawn_blocking(move || {
         let f = column_filter(&tenant, &model, from, to);
         let all = request_columns::decompose(&chunks, &f, None);
         let grouped = group.map(|col| {

@@ -472,7 +472,7 @@ impl StreamFeed {
     ) -> Streamed {
         let options = self.options.clone();
         let spool = self.store.spool();
-        let analysis = tokio::task::spawn_blocking(move || {
+        let analysis = crate::memory::spawn_blocking(move || {
             // An SQLite export is written to a file as it arrives, and read once complete.
             spool::analyze(kind, ChannelReader::new(rx), &options, &|_| {}, &spool)
         });
@@ -632,7 +632,7 @@ async fn analyze_blob(
 ) -> Result<serde_json::Value, Failure> {
     let reader = blob_reader(blobs, blob).await?;
     let started = Instant::now();
-    let result = tokio::task::spawn_blocking(move || {
+    let result = crate::memory::spawn_blocking(move || {
         let report = |n: u64| progress.store(n, Ordering::Relaxed);
         spool::analyze(kind, reader, &options, &report, &spool)
     })
@@ -662,7 +662,7 @@ async fn load_request_rows(
     timing: &mut Timing,
 ) -> Result<serde_json::Value, Failure> {
     let (tx, mut rx) = tokio::sync::mpsc::channel::<Vec<u8>>(4);
-    let producer = tokio::task::spawn_blocking(move || {
+    let producer = crate::memory::spawn_blocking(move || {
         let started = Instant::now();
         let mut blocked = Duration::ZERO;
         let report = |n: u64| progress.store(n, Ordering::Relaxed);

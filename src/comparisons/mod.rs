@@ -340,7 +340,7 @@ pub async fn create(
     };
     let job = input.clone();
     // Thousands of resamples per percentile: keep them off the async workers.
-    let mut report = tokio::task::spawn_blocking(move || {
+    let mut report = crate::memory::spawn_blocking(move || {
         compare(&Request {
             baseline: &baseline,
             candidate: &candidate,

@@ -153,7 +153,7 @@ impl BlobStore {
         let mut writer = WriteMultipart::new_with_chunk_size(upload, 8 * 1024 * 1024);
 
         let (to_hasher, mut hashed) = tokio::sync::mpsc::channel::<Vec<Bytes>>(GROUPS_IN_FLIGHT);
-        let hasher = tokio::task::spawn_blocking(move || {
+        let hasher = crate::memory::spawn_blocking(move || {
             let mut hasher = Sha256::new();
             while let Some(group) = hashed.blocking_recv() {
                 for chunk in group {
@@ -457,7 +457,7 @@ type Compressor = (
 fn spawn_compressor(to_writer: tokio::sync::mpsc::Sender<Vec<Bytes>>) -> Compressor {
     use std::io::Write;
     let (to_compressor, mut groups) = tokio::sync::mpsc::channel::<Vec<Bytes>>(GROUPS_IN_FLIGHT);
-    let handle = tokio::task::spawn_blocking(move || {
+    let handle = crate::memory::spawn_blocking(move || {
         let stopped = || std::io::Error::other("the writer stopped");
         let mut encoder = zstd::stream::write::Encoder::new(
             Vec::with_capacity(2 * EMIT_BYTES),
@@ -586,7 +586,7 @@ mod tests {
             streamed.extend_from_slice(&c);
         }
         let mut reader = store.reader(&blob.sha256, blob.encoding).await.unwrap();
-        let read = tokio::task::spawn_blocking(move || {
+        let read = crate::memory::spawn_blocking(move || {
             let mut v = Vec::new();
             std::io::Read::read_to_end(&mut reader, &mut v).unwrap();
             v

@@ -321,7 +321,7 @@ async fn run(
     test_shas: Vec<Blob>,
     max_decompressed: u64,
 ) {
-    let outcome = tokio::task::spawn_blocking(move || {
+    let outcome = crate::memory::spawn_blocking(move || {
         compute(&blobs, &control_shas, &test_shas, max_decompressed)
     })
     .await

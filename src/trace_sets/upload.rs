@@ -322,7 +322,7 @@ async fn unpack_into(
     let (tx, mut rx) = tokio::sync::mpsc::channel(1);
     let path = tmp.path().to_path_buf();
     let max_expanded = store.max_decompressed_bytes;
-    let reader = tokio::task::spawn_blocking(move || {
+    let reader = crate::memory::spawn_blocking(move || {
         let outcome = unpack(&path, kind, max_expanded, tx.clone());
         if let Err(e) = &outcome {
             let _ = tx.blocking_send(Err(e.clone()));
