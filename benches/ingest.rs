@@ -69,6 +69,9 @@ fn main() -> anyhow::Result<()> {
         .prefix("pj-bench-ingest-")
         .tempdir_in(&data)?;
 
+    // One server and database for the whole run, as a long-running server: its peak
+    // over the run includes what the allocator keeps between uploads.
+    let server = rt.block_on(Server::start(&url, work.path(), &[]))?;
     let mut reference = Vec::new();
     let mut upload = Vec::new();
     let mut analysis = Vec::new();
@@ -80,7 +83,7 @@ fn main() -> anyhow::Result<()> {
     for run in 1..=runs {
         server::warm(&jsonl)?;
         server::warm(&csv)?;
-        let r = rt.block_on(one_run(&url, work.path(), &psql, &jsonl, &csv, rows))?;
+        let r = rt.block_on(one_run(&server, &psql, &jsonl, &csv, rows))?;
         println!(
             "run {run}/{runs}: psql \\copy {:.2} s; ours {:.2} s = upload {:.2} s ({:.0} MB/s) + analysis and COPY {:.2} s \
              (worker: parse {:.2} s busy, waiting on PostgreSQL {:.2} s); written to the blob store {:.1} MB \
@@ -111,6 +114,7 @@ fn main() -> anyhow::Result<()> {
         stored.push(r.stored_bytes);
     }
 
+    rt.block_on(server.stop())?;
     let n = rows as f64;
     let mut t = Table::new(&["median of runs", "seconds", "rows/s", "MB/s", "runs (s)"]);
     let line = |label: &str, v: &[f64], bytes: f64| {
@@ -149,7 +153,8 @@ fn main() -> anyhow::Result<()> {
     t.row(line("  (worker) parsing, busy", &parse, jsonl_bytes));
     t.row(line("  (worker) waiting on PostgreSQL", &db, jsonl_bytes));
     t.print(&format!(
-        "Telemetry ingest through the HTTP API vs psql \\copy in the same run; server peak RSS {peak:.0} MiB; load average {}",
+        "Telemetry ingest through the HTTP API vs psql \\copy in the same run; one server for every upload, its peak RSS over the run {peak:.0} MiB (target <= 300 MB: {}); load average {}",
+        if peak * common::MIB <= 300e6 { "MET" } else { "NOT MET" },
         common::loadavg()
     ));
     println!(
@@ -160,8 +165,8 @@ fn main() -> anyhow::Result<()> {
     );
     let ratio = median(&reference) / median(&total);
     println!(
-        "ours / psql \\copy (rows/s, medians): {ratio:.2}x; target >= 0.80x: {}",
-        if ratio >= 0.8 { "MET" } else { "NOT MET" }
+        "ours / psql \\copy (rows/s, medians): {ratio:.2}x; target >= 1.0x: {}",
+        if ratio >= 1.0 { "MET" } else { "NOT MET" }
     );
     Ok(())
 }
@@ -208,17 +213,18 @@ struct Run {
     stored_bytes: f64,
 }
 
-/// A fresh server on a fresh database: first the reference load into a plain table of
-/// that database (after a checkpoint), then ours (after another).
+/// One run on the bench's server and database: first the reference load into a new
+/// plain table (after a checkpoint), then ours (after another); both are removed after.
 async fn one_run(
-    url: &str,
-    work: &Path,
+    server: &Server,
     psql: &str,
     jsonl: &Path,
     csv: &Path,
     rows: usize,
 ) -> anyhow::Result<Run> {
-    let server = Server::start(url, work, &[]).await?;
+    sqlx::query("DROP TABLE IF EXISTS copy_reference")
+        .execute(&server.pool)
+        .await?;
     sqlx::query(PLAIN_TABLE).execute(&server.pool).await?;
     sqlx::query("CHECKPOINT").execute(&server.pool).await?;
     let t = Instant::now();
@@ -269,6 +275,9 @@ async fn one_run(
         before_mib,
         stored_bytes: server.blob_store_bytes() as f64,
     };
-    server.stop().await?;
+    server.delete_artifact(id).await?;
+    sqlx::query("DROP TABLE copy_reference")
+        .execute(&server.pool)
+        .await?;
     Ok(run)
 }

@@ -28,9 +28,12 @@ impl Process {
         let port = std::net::TcpListener::bind("127.0.0.1:0")?
             .local_addr()?
             .port();
+        // `PJ_SERVER_DIR` puts the server's data (its blob store) elsewhere, e.g. on the
+        // slowed disk of `benches/slow-disk.sh`.
+        let parent = std::env::var_os("PJ_SERVER_DIR").map_or(work.to_path_buf(), PathBuf::from);
         let data = tempfile::Builder::new()
             .prefix("pj-bench-server-")
-            .tempdir_in(work)?;
+            .tempdir_in(parent)?;
         let log = data.path().join("server.log");
         let mut cmd = tokio::process::Command::new(env!("CARGO_BIN_EXE_perfjournal"));
         cmd.env("DATABASE_URL", db_url)
@@ -247,6 +250,24 @@ impl Server {
             total
         }
         walk(&self.process.data_dir().join("blobs").join("sha256"))
+    }
+
+    /// Deletes an artifact through the API (its rows, and its blob when no other row
+    /// uses it), so the next upload of the same file is stored and analysed anew.
+    pub async fn delete_artifact(&self, id: i64) -> anyhow::Result<()> {
+        let reply = self
+            .process
+            .client
+            .delete(format!("{}/api/v1/artifacts/{id}", self.process.base))
+            .bearer_auth(&self.token)
+            .send()
+            .await?;
+        anyhow::ensure!(
+            reply.status().is_success(),
+            "deleting artifact {id} answered {}",
+            reply.status()
+        );
+        Ok(())
     }
 
     /// Stops the server and drops its database.
