@@ -202,6 +202,81 @@ pub struct Pager {
     pub next: Option<String>,
 }
 
+/// `?page=N` on a page that shows a bounded list held in memory (a set's ranks), `per_page`
+/// rows at a time, 1-based. Missing or blank: the first page. Anything but a positive whole
+/// number answers 400 naming `page`; the other parameters are the handler's.
+pub struct PageNumber(pub usize);
+
+impl PageNumber {
+    pub fn parse(raw: Option<&str>) -> Result<PageNumber, AppError> {
+        let pairs: Vec<(String, String)> = serde_urlencoded::from_str(raw.unwrap_or(""))
+            .map_err(|e| AppError::BadRequest(format!("the query string is malformed: {e}")))?;
+        let mut page = 1;
+        for (key, value) in pairs.iter().filter(|(k, _)| k == "page") {
+            if value.trim().is_empty() {
+                continue;
+            }
+            page = value
+                .trim()
+                .parse::<usize>()
+                .ok()
+                .filter(|n| *n > 0)
+                .ok_or_else(|| {
+                    AppError::BadRequest(format!(
+                        "the query parameter `{key}` must be a page number (a positive whole number), not {value:?}"
+                    ))
+                })?;
+        }
+        Ok(PageNumber(page))
+    }
+
+    /// The pages `rows` rows fill (at least one, so an empty list has its page).
+    pub fn pages(rows: usize, per_page: usize) -> usize {
+        rows.div_ceil(per_page).max(1)
+    }
+
+    /// The range of rows this page shows, or a 404 past the last page.
+    pub fn rows(&self, rows: usize, per_page: usize) -> Result<std::ops::Range<usize>, AppError> {
+        let pages = Self::pages(rows, per_page);
+        if self.0 > pages {
+            return Err(AppError::NotFound(format!(
+                "no page {}: the {rows} rows here fill {pages} page{}",
+                self.0,
+                if pages == 1 { "" } else { "s" }
+            )));
+        }
+        let start = (self.0 - 1) * per_page;
+        Ok(start..(start + per_page).min(rows))
+    }
+
+    /// The links under the list: the previous and next pages' addresses, `base` being the
+    /// page's own path.
+    pub fn links(&self, base: &str, rows: usize, per_page: usize) -> PageLinks {
+        let pages = Self::pages(rows, per_page);
+        let href = |n: usize| {
+            if n == 1 {
+                base.to_string()
+            } else {
+                format!("{base}?page={n}")
+            }
+        };
+        PageLinks {
+            page: self.0,
+            pages,
+            prev: (self.0 > 1).then(|| href(self.0 - 1)),
+            next: (self.0 < pages).then(|| href(self.0 + 1)),
+        }
+    }
+}
+
+/// Previous and next links of a numbered page (templates/page_links.html).
+pub struct PageLinks {
+    pub page: usize,
+    pub pages: usize,
+    pub prev: Option<String>,
+    pub next: Option<String>,
+}
+
 /// An id as typed in a form, a query or a JSON string: a positive integer, blanks
 /// around it ignored. Callers say in their own words what the id should have named.
 pub fn positive_id(raw: &str) -> Option<i64> {
@@ -210,7 +285,27 @@ pub fn positive_id(raw: &str) -> Option<i64> {
 
 #[cfg(test)]
 mod tests {
-    use super::Paging;
+    use super::{PageNumber, Paging};
+
+    #[test]
+    fn page_numbers_parse_slice_and_link() {
+        for q in ["page=abc", "page=0", "page=-1", "page=1.5", "x=1&page=2x"] {
+            let err = PageNumber::parse(Some(q)).err().expect(q);
+            assert!(format!("{err}").contains("`page`"), "{q}: {err}");
+        }
+        assert_eq!(PageNumber::parse(None).unwrap().0, 1);
+        assert_eq!(PageNumber::parse(Some("page=")).unwrap().0, 1);
+        let p = PageNumber::parse(Some("page=10")).unwrap();
+        assert_eq!(p.rows(1000, 100).unwrap(), 900..1000);
+        assert!(p.rows(950, 100).unwrap() == (900..950));
+        assert!(p.rows(900, 100).is_err());
+        let l = p.links("/s/1", 1000, 100);
+        assert_eq!((l.prev.as_deref(), l.next), (Some("/s/1?page=9"), None));
+        let l = PageNumber(2).links("/s/1", 1000, 100);
+        assert_eq!(l.prev.as_deref(), Some("/s/1"));
+        assert_eq!(l.next.as_deref(), Some("/s/1?page=3"));
+        assert_eq!(PageNumber(1).rows(0, 100).unwrap(), 0..0);
+    }
 
     #[test]
     fn next_page_keeps_filters_and_limit() {

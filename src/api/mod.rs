@@ -110,6 +110,75 @@ pub(crate) fn positive_id(v: &serde_json::Value) -> Option<i64> {
     whole_number(v).filter(|n| *n > 0)
 }
 
+/// An id field of a JSON body: `None` when it is absent or null (with an error when
+/// `required` says what it must name), or when it is not an id (with an error).
+pub(crate) fn id_field(
+    field: &str,
+    v: Option<&serde_json::Value>,
+    required: Option<&str>,
+    errors: &mut Vec<crate::core::FieldError>,
+) -> Option<i64> {
+    match v {
+        None | Some(serde_json::Value::Null) => {
+            if let Some(what) = required {
+                errors.push(crate::core::FieldError::new(
+                    field,
+                    format!("is required: {what}"),
+                ));
+            }
+            None
+        }
+        Some(x) => {
+            let id = positive_id(x);
+            if id.is_none() {
+                errors.push(crate::core::FieldError::new(
+                    field,
+                    format!("must be an id (a positive integer), not {x}"),
+                ));
+            }
+            id
+        }
+    }
+}
+
+/// A JSON array of 1 to `max` distinct artifact ids for `field` (`noun`: what they must
+/// name, as "PyTorch trace"). Each problem is pushed to `errors` naming the field and the
+/// item; `None` when the array's length is out of bounds.
+pub(crate) fn artifact_ids(
+    field: &str,
+    items: &[serde_json::Value],
+    max: usize,
+    noun: &str,
+    errors: &mut Vec<crate::core::FieldError>,
+) -> Option<Vec<i64>> {
+    if items.is_empty() || items.len() > max {
+        errors.push(crate::core::FieldError::new(
+            field,
+            format!(
+                "must hold 1 to {max} {noun} ids (one per rank), not {}",
+                items.len()
+            ),
+        ));
+        return None;
+    }
+    let mut ids = Vec::with_capacity(items.len());
+    let mut seen = std::collections::HashSet::with_capacity(items.len());
+    for (i, x) in items.iter().enumerate() {
+        match positive_id(x) {
+            Some(id) if !seen.insert(id) => errors.push(crate::core::FieldError::new(
+                field,
+                format!("names artifact {id} twice (item {i})"),
+            )),
+            Some(id) => ids.push(id),
+            None => errors.push(crate::core::FieldError::new(
+                field,
+                format!("item {i} must be an id (a positive integer), not {x}"),
+            )),
+        }
+    }
+    Some(ids)
+}
+
 /// `Option<i32>` for serde, read with [`whole_number`]; a value that is not a whole
 /// number in range fails like any other type error.
 pub(crate) fn de_version<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<i32>, D::Error> {

@@ -14,6 +14,7 @@ use serde_json::Value;
 use sqlx::types::Json;
 use sqlx::PgPool;
 
+use crate::api::{artifact_ids, id_field};
 use crate::artifacts::{self, Artifact};
 use crate::core::analyze::pytorch_trace::trace_diff::{
     diff, merge, op_totals, OpTotals, TraceDiffResult,
@@ -47,63 +48,15 @@ pub struct Ask {
 fn side_field(field: &str, v: Option<&Value>, errors: &mut Vec<FieldError>) -> Option<Vec<i64>> {
     match v {
         Some(Value::Array(items)) => {
-            if items.is_empty() || items.len() > MAX_TRACES_PER_SIDE {
-                errors.push(FieldError::new(
-                    field,
-                    format!(
-                        "must hold 1 to {MAX_TRACES_PER_SIDE} trace ids (one per rank), not {}",
-                        items.len()
-                    ),
-                ));
-                return None;
-            }
-            let mut ids = Vec::new();
-            for (i, x) in items.iter().enumerate() {
-                match crate::api::positive_id(x) {
-                    Some(id) if ids.contains(&id) => errors.push(FieldError::new(
-                        field,
-                        format!("names artifact {id} twice (item {i})"),
-                    )),
-                    Some(id) => ids.push(id),
-                    None => errors.push(FieldError::new(
-                        field,
-                        format!("item {i} must be an id (a positive integer), not {x}"),
-                    )),
-                }
-            }
-            Some(ids)
+            artifact_ids(field, items, MAX_TRACES_PER_SIDE, "trace", errors)
         }
-        other => id_field(field, other, true, errors).map(|id| vec![id]),
-    }
-}
-
-/// Reads an id field: `Ok(None)` when absent (and not required).
-fn id_field(
-    field: &str,
-    v: Option<&Value>,
-    required: bool,
-    errors: &mut Vec<FieldError>,
-) -> Option<i64> {
-    match v {
-        None | Some(Value::Null) => {
-            if required {
-                errors.push(FieldError::new(
-                    field,
-                    "is required: the id of an analyzed PyTorch trace artifact",
-                ));
-            }
-            None
-        }
-        Some(x) => match crate::api::positive_id(x) {
-            Some(id) => Some(id),
-            None => {
-                errors.push(FieldError::new(
-                    field,
-                    format!("must be an id (a positive integer), not {x}"),
-                ));
-                None
-            }
-        },
+        other => id_field(
+            field,
+            other,
+            Some("the id of an analyzed PyTorch trace artifact"),
+            errors,
+        )
+        .map(|id| vec![id]),
     }
 }
 
@@ -119,7 +72,7 @@ impl Ask {
         let mut errors = Vec::new();
         let control = side_field("control", v.get("control"), &mut errors);
         let test = side_field("test", v.get("test"), &mut errors);
-        let investigation = id_field("investigation", v.get("investigation"), false, &mut errors);
+        let investigation = id_field("investigation", v.get("investigation"), None, &mut errors);
         Self::finish(control, test, investigation, errors)
     }
 

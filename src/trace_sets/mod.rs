@@ -46,34 +46,6 @@ pub fn clean_set_name(raw: Option<&str>, errors: &mut Vec<FieldError>) -> Option
     Some(t.to_string())
 }
 
-fn id_list(field: &str, items: &[Value], errors: &mut Vec<FieldError>) -> Vec<i64> {
-    if items.is_empty() || items.len() > MAX_RANKS {
-        errors.push(FieldError::new(
-            field,
-            format!(
-                "must hold 1 to {MAX_RANKS} PyTorch trace ids (one per rank), not {}",
-                items.len()
-            ),
-        ));
-        return Vec::new();
-    }
-    let mut ids = Vec::new();
-    for (i, x) in items.iter().enumerate() {
-        match crate::api::positive_id(x) {
-            Some(id) if ids.contains(&id) => errors.push(FieldError::new(
-                field,
-                format!("names artifact {id} twice (item {i})"),
-            )),
-            Some(id) => ids.push(id),
-            None => errors.push(FieldError::new(
-                field,
-                format!("item {i} must be an id (a positive integer), not {x}"),
-            )),
-        }
-    }
-    ids
-}
-
 impl Ask {
     /// `{name, artifacts: [id…], investigation?}`; every problem named by field.
     pub fn from_json(v: &Value) -> Result<Ask, Vec<FieldError>> {
@@ -96,7 +68,14 @@ impl Ask {
             }
         };
         let artifacts = match v.get("artifacts") {
-            Some(Value::Array(items)) => id_list("artifacts", items, &mut errors),
+            Some(Value::Array(items)) => crate::api::artifact_ids(
+                "artifacts",
+                items,
+                MAX_RANKS,
+                "PyTorch trace",
+                &mut errors,
+            )
+            .unwrap_or_default(),
             None | Some(Value::Null) => {
                 errors.push(FieldError::new(
                     "artifacts",
@@ -112,19 +91,8 @@ impl Ask {
                 Vec::new()
             }
         };
-        let investigation = match v.get("investigation") {
-            None | Some(Value::Null) => None,
-            Some(x) => match crate::api::positive_id(x) {
-                Some(id) => Some(id),
-                None => {
-                    errors.push(FieldError::new(
-                        "investigation",
-                        format!("must be an id (a positive integer), not {x}"),
-                    ));
-                    None
-                }
-            },
-        };
+        let investigation =
+            crate::api::id_field("investigation", v.get("investigation"), None, &mut errors);
         match (name, errors.is_empty()) {
             (Some(name), true) => Ok(Ask {
                 name,

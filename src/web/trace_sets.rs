@@ -11,11 +11,11 @@ use axum::Router;
 
 use super::{render, PageCtx};
 use crate::auth::{CurrentUser, Role};
-use crate::core::analyze::trace_set::{SetSummary, MAX_RANKS};
+use crate::core::analyze::trace_set::{RankRow, SetSummary, MAX_RANKS};
 use crate::core::fmt::format_number;
 use crate::core::FieldError;
 use crate::error::{AppError, Result};
-use crate::extract::Path;
+use crate::extract::{PageLinks, PageNumber, Path};
 use crate::state::AppState;
 use crate::trace_sets::{self, Ask, MemberRow, TraceSet};
 
@@ -74,7 +74,15 @@ struct ShowPage {
     s: TraceSet,
     members: Vec<MemberRow>,
     pending: usize,
+    /// This page's ranks.
     ranks: Vec<RankLine>,
+    links: PageLinks,
+    /// The straggler's row and its page, when it is on another page than this one.
+    pinned: Option<(RankLine, usize)>,
+    /// The straggler's page.
+    straggler_page: usize,
+    /// Which ranks this page shows, when there are several pages.
+    shown_text: String,
     /// (class, ms, %)
     kernel_types: Vec<(String, String, String)>,
     /// (name, calls, ms, MB or "—", ranks) per step
@@ -85,6 +93,9 @@ struct ShowPage {
     heatmap: Option<String>,
     summary: Option<SetSummary>,
 }
+
+/// Ranks per page of the ranks table.
+pub const RANKS_PER_PAGE: usize = 100;
 
 /// Rows drawn in the heatmap at most (a row per rank); past it, rows are sampled evenly.
 const HEATMAP_ROWS: usize = 64;
@@ -137,11 +148,38 @@ fn heatmap(summary: &SetSummary) -> Option<String> {
     Some(svg)
 }
 
+fn rank_line(r: &RankRow, lead: Option<i64>) -> RankLine {
+    let t = r.temporal.as_ref();
+    let opt = |v: Option<f64>, f: fn(f64) -> String| v.map(f).unwrap_or("—".into());
+    RankLine {
+        rank: r.rank,
+        artifact_id: r.artifact_id,
+        name: r.name.clone(),
+        span_ms: opt(t.map(|t| t.span_us), ms),
+        busy_pct: opt(
+            t.filter(|t| t.span_us > 0.0)
+                .map(|t| 100.0 * t.busy_us / t.span_us),
+            pct,
+        ),
+        compute_pct: opt(t.map(|t| t.compute_pct), pct),
+        idle_pct: opt(t.map(|t| t.idle_pct), pct),
+        overlap_pct: opt(r.comm_comp_overlap_pct, pct),
+        step_ms: opt(r.step_us, ms),
+        compute_ms: opt(r.compute_per_step_us, ms),
+        comm_ms: opt(r.comm_per_step_us, ms),
+        straggler: lead == Some(r.rank),
+    }
+}
+
+/// `?page=N`: the ranks table shows [`RANKS_PER_PAGE`] ranks a page; the straggler's row is
+/// pinned above it on the other pages.
 async fn show_trace_set(
     State(state): State<AppState>,
     ctx: PageCtx,
     Path(id): Path<i64>,
+    axum::extract::RawQuery(raw): axum::extract::RawQuery,
 ) -> Result<impl IntoResponse> {
+    let number = PageNumber::parse(raw.as_deref())?;
     let s = trace_sets::get(&state.pool, id)
         .await?
         .ok_or_else(|| AppError::not_found(format!("no trace set {id}")))?;
@@ -151,11 +189,16 @@ async fn show_trace_set(
         .filter(|m| matches!(m.2.as_str(), "queued" | "analyzing"))
         .count();
     let summary = s.summary().cloned();
+    let base = format!("/trace-sets/{id}");
     let mut page = ShowPage {
         ctx,
         members,
         pending,
         ranks: Vec::new(),
+        links: number.links(&base, 0, RANKS_PER_PAGE),
+        pinned: None,
+        straggler_page: 1,
+        shown_text: String::new(),
         kernel_types: Vec::new(),
         collectives: Vec::new(),
         straggler_rank: None,
@@ -167,32 +210,24 @@ async fn show_trace_set(
     };
     if let Some(sum) = summary {
         let lead = sum.straggler.rank;
-        page.ranks = sum
-            .ranks
+        let total = sum.ranks.len();
+        let shown = number.rows(total, RANKS_PER_PAGE)?;
+        page.links = number.links(&base, total, RANKS_PER_PAGE);
+        page.shown_text = format!(
+            "Ranks {}–{} of the {total} in rank order, {RANKS_PER_PAGE} a page.",
+            shown.start + 1,
+            shown.end
+        );
+        page.ranks = sum.ranks[shown.clone()]
             .iter()
-            .map(|r| {
-                let t = r.temporal.as_ref();
-                let opt = |v: Option<f64>, f: fn(f64) -> String| v.map(f).unwrap_or("—".into());
-                RankLine {
-                    rank: r.rank,
-                    artifact_id: r.artifact_id,
-                    name: r.name.clone(),
-                    span_ms: opt(t.map(|t| t.span_us), ms),
-                    busy_pct: opt(
-                        t.filter(|t| t.span_us > 0.0)
-                            .map(|t| 100.0 * t.busy_us / t.span_us),
-                        pct,
-                    ),
-                    compute_pct: opt(t.map(|t| t.compute_pct), pct),
-                    idle_pct: opt(t.map(|t| t.idle_pct), pct),
-                    overlap_pct: opt(r.comm_comp_overlap_pct, pct),
-                    step_ms: opt(r.step_us, ms),
-                    compute_ms: opt(r.compute_per_step_us, ms),
-                    comm_ms: opt(r.comm_per_step_us, ms),
-                    straggler: lead == Some(r.rank),
-                }
-            })
+            .map(|r| rank_line(r, lead))
             .collect();
+        if let Some(at) = lead.and_then(|l| sum.ranks.iter().position(|r| r.rank == l)) {
+            page.straggler_page = at / RANKS_PER_PAGE + 1;
+            if !shown.contains(&at) {
+                page.pinned = Some((rank_line(&sum.ranks[at], lead), page.straggler_page));
+            }
+        }
         page.kernel_types = sum
             .kernel_types
             .iter()

@@ -417,21 +417,76 @@ async fn duplicate_failed_and_many_ranks_end_named_never_stuck() {
     let page = app.get(&format!("/trace-sets/{}", set["id"])).await;
     assert_eq!(page.select(".failed-rank").len(), 1);
 
-    // A thousand tiny ranks.
+    // A thousand small ranks, rank 950 the straggler: the page shows them 100 at a time,
+    // the straggler's row pinned above the table on the pages that do not hold it.
     let mut ids = Vec::new();
     for rank in 0..1000 {
-        let body = json!({"distributedInfo": {"rank": rank}, "traceEvents": [
-            {"ph": "X", "cat": "kernel", "name": "k", "ts": 0, "dur": 5, "args": {"stream": 7, "device": 0}}
-        ]})
-        .to_string()
-        .into_bytes();
+        let (c, w) = if rank == 950 {
+            (700.0, 100.0)
+        } else {
+            (500.0, 300.0)
+        };
+        let body = rank_trace(rank, 1000, c, w, 2);
         ids.push(upload_analyzed(&mut app, &token, &format!("r{rank}.json"), body).await);
     }
     let set = make_set(&mut app, &token, json!({"name": "many", "artifacts": ids})).await;
     assert_eq!(set["status"], "done", "{}", set["error"]);
     assert_eq!(set["summary"]["ranks"].as_array().unwrap().len(), 1000);
-    let page = app.get(&format!("/trace-sets/{}", set["id"])).await;
+    assert_eq!(set["summary"]["straggler"]["rank"], 950);
+    let id = set["id"].as_i64().unwrap();
+    let page = app.get(&format!("/trace-sets/{id}")).await;
     assert_eq!(page.status, StatusCode::OK);
+    let rows = page.select("#set-ranks tbody td:first-child");
+    assert_eq!(rows.len(), 100);
+    assert_eq!((rows[0].as_str(), rows[99].as_str()), ("0", "99"));
+    assert_eq!(
+        page.select("#set-ranks-shown"),
+        ["Ranks 1–100 of the 1000 in rank order, 100 a page."]
+    );
+    assert_eq!(
+        page.select_attr(".pager a[rel=next]", "href"),
+        [format!("/trace-sets/{id}?page=2")]
+    );
+    assert!(page.select(".pager a[rel=prev]").is_empty());
+    assert_eq!(
+        page.select("#set-straggler-pinned tr.straggler td:first-child"),
+        ["950"]
+    );
+    assert_eq!(
+        page.select_attr("#straggler-row-link", "href"),
+        [format!("/trace-sets/{id}?page=10#rank-950")]
+    );
+    let last = app.get(&format!("/trace-sets/{id}?page=10")).await;
+    assert_eq!(last.status, StatusCode::OK);
+    let rows = last.select("#set-ranks tbody td:first-child");
+    assert_eq!(rows.len(), 100);
+    assert_eq!((rows[0].as_str(), rows[99].as_str()), ("900", "999"));
+    assert_eq!(
+        last.select("#set-ranks tr#rank-950.straggler td:first-child"),
+        ["950"]
+    );
+    assert!(last.select("#set-straggler-pinned").is_empty(), "not twice");
+    assert!(last.select(".pager a[rel=next]").is_empty());
+    assert_eq!(
+        last.select_attr(".pager a[rel=prev]", "href"),
+        [format!("/trace-sets/{id}?page=9")]
+    );
+    for bad in ["abc", "0", "-2", "1.5"] {
+        let r = app.get(&format!("/trace-sets/{id}?page={bad}")).await;
+        assert_eq!(r.status, StatusCode::BAD_REQUEST, "page={bad}");
+        assert!(r.body.contains("must be a page number"), "{}", r.body);
+    }
+    let past = app.get(&format!("/trace-sets/{id}?page=11")).await;
+    assert_eq!(past.status, StatusCode::NOT_FOUND);
+    assert!(past.body.contains("no page 11"), "{}", past.body);
+    // The API still answers the whole set.
+    let api = app
+        .api("GET", &format!("/api/v1/trace-sets/{id}"), &token, None)
+        .await;
+    assert_eq!(
+        api.json()["summary"]["ranks"].as_array().unwrap().len(),
+        1000
+    );
 }
 
 /// A multipart body of `(field, file name, bytes)` parts (no file name: a text field).

@@ -37,7 +37,7 @@ use rusqlite::types::ValueRef;
 use serde::{Deserialize, Serialize};
 use std::collections::{HashMap, HashSet};
 
-pub use example::EXAMPLE_EXPORT_SQL;
+pub use example::{generated_export_sql, EXAMPLE_EXPORT_SQL};
 pub use rusqlite::{Connection, OpenFlags};
 
 pub mod example;

@@ -380,67 +380,14 @@ fn the_header_marks_sqlite() {
     assert!(!is_sqlite(b"SQLite format 2\0"));
 }
 
-/// Figures on a large generated export (not run by default):
-/// `PJ_NSYS_KERNELS=1000000 cargo test --release -p perfjournal-core large_export_figures -- --ignored --nocapture`
+/// The generated export the benchmark measures (`benches/nsys_sqlite.rs`), small: every
+/// kernel read with its launch call, one NVTX range per hundred kernels.
 #[test]
-#[ignore]
-fn large_export_figures() {
-    let n: u64 = std::env::var("PJ_NSYS_KERNELS")
-        .ok()
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(1_000_000);
-    let path = std::env::temp_dir().join(format!("pj-nsys-figures-{}.sqlite", std::process::id()));
-    let _ = std::fs::remove_file(&path);
-    let conn = Connection::open(&path).unwrap();
-    conn.execute_batch(EXAMPLE_EXPORT_SQL).unwrap();
-    conn.execute_batch(&format!(
-        "DELETE FROM CUPTI_ACTIVITY_KIND_KERNEL; DELETE FROM CUPTI_ACTIVITY_KIND_RUNTIME;
-         DELETE FROM CUPTI_ACTIVITY_KIND_MEMCPY; DELETE FROM CUPTI_ACTIVITY_KIND_MEMSET;
-         DELETE FROM NVTX_EVENTS;
-         WITH RECURSIVE s(i) AS (SELECT 8 UNION ALL SELECT i + 1 FROM s WHERE i < 1000)
-           INSERT INTO StringIds SELECT i, 'void kernel_' || i || '<float, 128>(float const*, float*, int)' FROM s;
-         WITH RECURSIVE s(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM s WHERE i < {n})
-           INSERT INTO CUPTI_ACTIVITY_KIND_KERNEL (start, end, deviceId, contextId, streamId,
-             correlationId, globalPid, demangledName, shortName, registersPerThread, gridX, gridY,
-             gridZ, blockX, blockY, blockZ, staticSharedMemory, dynamicSharedMemory,
-             localMemoryPerThread, localMemoryTotal, gridId)
-           SELECT i * 2000, i * 2000 + 1500 + (i % 7) * 50, 0, 1, 7 + (i % 4), i, 1677721600,
-             8 + (i % 993), 8 + (i % 993), 64, 132, 1, 1, 256, 1, 1, 0, 0, 0, 0, i FROM s;
-         INSERT INTO CUPTI_ACTIVITY_KIND_RUNTIME (start, end, eventClass, globalTid, correlationId, nameId, returnValue)
-           SELECT start - 900, start - 100, 1, 1677721701, correlationId, 5, 0 FROM CUPTI_ACTIVITY_KIND_KERNEL;
-         WITH RECURSIVE s(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM s WHERE i < {n} / 100)
-           INSERT INTO NVTX_EVENTS (start, end, eventType, text)
-           SELECT i * 200000, i * 200000 + 150000, 59, 'layer ' || (i % 50) FROM s;"
-    ))
-    .unwrap();
-    drop(conn);
-    let size = std::fs::metadata(&path).unwrap().len();
-    let rss = |key: &str| -> u64 {
-        let status = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
-        status
-            .lines()
-            .find(|l| l.starts_with(key))
-            .and_then(|l| l.split_whitespace().nth(1))
-            .and_then(|v| v.parse().ok())
-            .unwrap_or(0)
-            / 1024
-    };
-    let before = rss("VmRSS:");
-    let started = std::time::Instant::now();
-    let conn = Connection::open_with_flags(&path, OpenFlags::SQLITE_OPEN_READ_ONLY).unwrap();
+fn a_generated_export_is_read_whole() {
+    let conn = Connection::open_in_memory().unwrap();
+    conn.execute_batch(&generated_export_sql(2_000)).unwrap();
     let a = analyze(&conn, &Options::default()).unwrap();
-    let took = started.elapsed();
-    drop(conn);
-    let _ = std::fs::remove_file(&path);
-    println!(
-        "{n} kernels, {n} runtime calls, {} NVTX ranges; file {:.0} MiB; analysis {:.2} s; \
-         RSS {before} MiB before, peak {} MiB (VmHWM), {} MiB after",
-        a.nvtx_ranges,
-        size as f64 / (1 << 20) as f64,
-        took.as_secs_f64(),
-        rss("VmHWM:"),
-        rss("VmRSS:"),
-    );
-    assert_eq!(a.trace.events.kernels, n);
-    assert_eq!(a.trace.launch.matched, n);
+    assert_eq!(a.trace.events.kernels, 2_000);
+    assert_eq!(a.trace.launch.matched, 2_000);
+    assert_eq!(a.nvtx_ranges, 20);
 }
