@@ -204,7 +204,8 @@ pub struct Pager {
 
 /// `?page=N` on a page that shows a bounded list held in memory (a set's ranks), `per_page`
 /// rows at a time, 1-based. Missing or blank: the first page. Anything but a positive whole
-/// number answers 400 naming `page`; the other parameters are the handler's.
+/// number answers 422 naming `page`, as the other lists' paging parameters do; the other
+/// parameters are the handler's.
 pub struct PageNumber(pub usize);
 
 impl PageNumber {
@@ -222,9 +223,10 @@ impl PageNumber {
                 .ok()
                 .filter(|n| *n > 0)
                 .ok_or_else(|| {
-                    AppError::BadRequest(format!(
-                        "the query parameter `{key}` must be a page number (a positive whole number), not {value:?}"
-                    ))
+                    AppError::field(
+                        key,
+                        format!("must be a page number (a positive whole number), not {value:?}"),
+                    )
                 })?;
         }
         Ok(PageNumber(page))

@@ -7,7 +7,14 @@ use perfjournal::cli::{run, Cli};
 #[global_allocator]
 static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
-#[tokio::main]
-async fn main() -> ExitCode {
-    run(Cli::parse()).await
+fn main() -> ExitCode {
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        // An idle blocking thread ends after a second (tokio's default is ten): what a
+        // finished analysis freed from another thread then goes back to the system with
+        // the thread's heap instead of staying with it (see src/memory.rs).
+        .thread_keep_alive(std::time::Duration::from_secs(1))
+        .build()
+        .expect("starting the async runtime");
+    runtime.block_on(run(Cli::parse()))
 }

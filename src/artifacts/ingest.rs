@@ -312,6 +312,9 @@ async fn process_with(
             0
         }
     };
+    // What the analysis left (its result and buffers, dropped by now) goes back to the
+    // system, with the free pages of threads that have ended since (src/memory.rs).
+    crate::memory::release_thread_heap();
     if kept == 0 {
         tracing::warn!(
             id = job.id,

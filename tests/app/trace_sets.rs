@@ -473,7 +473,7 @@ async fn duplicate_failed_and_many_ranks_end_named_never_stuck() {
     );
     for bad in ["abc", "0", "-2", "1.5"] {
         let r = app.get(&format!("/trace-sets/{id}?page={bad}")).await;
-        assert_eq!(r.status, StatusCode::BAD_REQUEST, "page={bad}");
+        assert_eq!(r.status, StatusCode::UNPROCESSABLE_ENTITY, "page={bad}");
         assert!(r.body.contains("must be a page number"), "{}", r.body);
     }
     let past = app.get(&format!("/trace-sets/{id}?page=11")).await;
