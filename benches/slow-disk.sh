@@ -7,8 +7,8 @@
 #
 # `up` makes an ext4 file system in an image file, attaches it as a loop device (direct
 # I/O to the image, so the host's page cache does not absorb it twice), limits writes to
-# that device (PJ_SLOW_RATE bytes/s, default 250000000: on the 2-core build VM this
-# measured 150-160 MB/s for a 1.5 GB write with fsync, printed below), and lowers the
+# that device (PJ_SLOW_RATE bytes/s, default 150000000; the probe below prints what the
+# disk then takes for a 1.5 GB write with fsync), and lowers the
 # kernel's dirty-page limits (vm.dirty_bytes 128 MiB, vm.dirty_background_bytes 32 MiB)
 # so a writer is paced by the disk instead of filling gigabytes of page cache first (as
 # on a host whose memory is taken). `down` restores all of it.
@@ -16,7 +16,7 @@ set -euo pipefail
 mnt=${PJ_SLOW_MNT:-/mnt/pj-slow-disk}
 img=${PJ_SLOW_IMG:-$(cd "$(dirname "$0")/.." && pwd)/target/slow-disk.img}
 size=${PJ_SLOW_SIZE:-12G}
-rate=${PJ_SLOW_RATE:-250000000}
+rate=${PJ_SLOW_RATE:-150000000}
 state=$img.state
 
 throttle() { # device, bytes/s (0 removes the limit)
