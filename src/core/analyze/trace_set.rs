@@ -333,7 +333,15 @@ pub fn allreduce_offer(
         .collectives
         .iter()
         .find(|c| c.name == "allreduce" && c.us > 0.0)?;
-    let inputs = crate::method::record::decode_floor_inputs(step0, None, None);
+    let mut inputs = crate::method::record::decode_floor_inputs(step0, None, None);
+    // The all-reduced elements are activations: their size comes from step 0's activation
+    // dtype (FP8 weights alone leave them bf16, the estimator's default of 2 B).
+    let activation = step0
+        .and_then(|c| c.activation_dtype.as_deref())
+        .and_then(|d| crate::estimate::dtype::Dtype::parse(d).ok());
+    if let Some(d) = activation {
+        inputs.insert("activation_bytes".to_string(), d.bytes().to_string());
+    }
     let text = if inputs.values().any(|v| v.contains(char::is_whitespace)) {
         crate::method::record::estimator_href("tp-allreduce", &inputs)
     } else {
@@ -607,13 +615,52 @@ mod tests {
         assert_eq!(o.note, None, "world size 4 = TP 4");
         let tp8 = crate::method::reproduce::FrozenConfig {
             tp: Some(8),
-            ..step0
+            ..step0.clone()
         };
         assert!(allreduce_offer(&s, Some(&tp8))
             .unwrap()
             .note
             .unwrap()
             .contains("TP 8"));
+        // Off the reference path: FP8 weights at TP 8. The offer's inputs carry the
+        // weight dtype (for the decode floor) but leave the all-reduced activations at
+        // bf16, and the estimate they give counts 2 B per element; an FP8 activation
+        // dtype in step 0 makes it 1 B, halving the bytes.
+        let fp8 = crate::method::reproduce::FrozenConfig {
+            tp: Some(8),
+            weight_dtype: Some("fp8".into()),
+            ..step0.clone()
+        };
+        let estimate = |config: &crate::method::reproduce::FrozenConfig| {
+            let o = allreduce_offer(&s, Some(config)).unwrap();
+            let mut inputs: crate::estimate::Inputs = o
+                .inputs
+                .split(' ')
+                .filter_map(|kv| kv.split_once('='))
+                .map(|(k, v)| (k.to_string(), v.to_string()))
+                .collect();
+            inputs.insert("context".into(), "4096".into());
+            let chain = crate::estimate::run("tp-allreduce", &inputs).unwrap();
+            (
+                o,
+                chain.results["bytes_per_token_per_gpu"].as_f64().unwrap(),
+            )
+        };
+        let (o, bf16_bytes) = estimate(&fp8);
+        assert_eq!(
+            o.inputs,
+            "batch=64 gpu=h100-sxm model=llama-3.3-70b tp=8 weight_dtype=fp8"
+        );
+        assert!(o.note.unwrap().contains("TP 8"), "the set has 4 ranks");
+        // Llama 3.3 70B: 80 layers, hidden 8192; 2 × 80 × 2 × 7/8 × 8192 × 2 B.
+        assert!((bf16_bytes - 2.0 * 80.0 * 2.0 * 7.0 / 8.0 * 8192.0 * 2.0).abs() < 1e-6);
+        let fp8_act = crate::method::reproduce::FrozenConfig {
+            activation_dtype: Some("fp8_e4m3".into()),
+            ..fp8.clone()
+        };
+        let (o, fp8_bytes) = estimate(&fp8_act);
+        assert!(o.inputs.contains("activation_bytes=1"), "{}", o.inputs);
+        assert!((fp8_bytes - bf16_bytes / 2.0).abs() < 1e-6);
         // No all-reduce: nothing to offer.
         let b = trace(0, true, &[]);
         let s = summarize(&[Member {
