@@ -555,14 +555,7 @@ async fn the_cli_captures_locally_and_uploads_to_the_investigation() {
         "--token".into(),
         token.clone(),
     ];
-    let out = tokio::task::spawn_blocking(move || {
-        std::process::Command::new(env!("CARGO_BIN_EXE_perfjournal"))
-            .args(&args)
-            .output()
-            .unwrap()
-    })
-    .await
-    .unwrap();
+    let out = common::uploads::run_cli(args).await;
     server.abort();
     let stdout = String::from_utf8_lossy(&out.stdout);
     let stderr = String::from_utf8_lossy(&out.stderr);

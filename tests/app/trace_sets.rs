@@ -706,14 +706,7 @@ async fn the_cli_uploads_a_set() {
         "--token".into(),
         token.clone(),
     ]);
-    let out = tokio::task::spawn_blocking(move || {
-        std::process::Command::new(env!("CARGO_BIN_EXE_perfjournal"))
-            .args(&args)
-            .output()
-            .unwrap()
-    })
-    .await
-    .unwrap();
+    let out = common::uploads::run_cli(args).await;
     server.abort();
     let stdout = String::from_utf8_lossy(&out.stdout);
     assert!(

@@ -116,3 +116,17 @@ pub fn rank_trace(rank: i64, world: i64, compute_us: f64, comm_us: f64, steps: u
         .to_string()
         .into_bytes()
 }
+
+/// Runs the test build of the `perfjournal` binary with `args` (a client
+/// command such as `upload` against a test server) off the async threads, so the test
+/// server keeps answering it; its exit status and output.
+pub async fn run_cli(args: Vec<String>) -> std::process::Output {
+    tokio::task::spawn_blocking(move || {
+        std::process::Command::new(env!("CARGO_BIN_EXE_perfjournal"))
+            .args(&args)
+            .output()
+            .unwrap()
+    })
+    .await
+    .unwrap()
+}
