@@ -80,6 +80,7 @@ fn main() -> anyhow::Result<()> {
     let mut db = Vec::new();
     let mut peak: f64 = 0.0;
     let mut stored = Vec::new();
+    let mut cpu = Vec::new();
     for run in 1..=runs {
         server::warm(&jsonl)?;
         server::warm(&csv)?;
@@ -88,7 +89,7 @@ fn main() -> anyhow::Result<()> {
             "run {run}/{runs}: psql \\copy {:.2} s; ours {:.2} s = upload {:.2} s ({:.0} MB/s) + analysis and COPY {:.2} s \
              (worker: parse {:.2} s busy, waiting on PostgreSQL {:.2} s); written to the blob store {:.1} MB \
              ({:.1}% of the upload); server peak RSS {:.0} MiB ({:.0} MiB until the upload answered, \
-             {:.0} MiB before it); \
+             {:.0} MiB before it); CPU-seconds on the machine: psql's load {:.2}, ours {:.2} (the server {:.2}); \
              load average {}",
             r.reference,
             r.upload + r.analysis,
@@ -102,6 +103,9 @@ fn main() -> anyhow::Result<()> {
             r.peak_mib,
             r.upload_peak_mib,
             r.before_mib,
+            r.reference_cpu,
+            r.ours_cpu,
+            r.server_cpu,
             common::loadavg()
         );
         reference.push(r.reference);
@@ -112,6 +116,7 @@ fn main() -> anyhow::Result<()> {
         db.push(r.db);
         peak = peak.max(r.peak_mib);
         stored.push(r.stored_bytes);
+        cpu.push((r.reference_cpu, r.ours_cpu, r.server_cpu));
     }
 
     rt.block_on(server.stop())?;
@@ -163,6 +168,19 @@ fn main() -> anyhow::Result<()> {
         jsonl_bytes / MB,
         median(&stored) * 100.0 / jsonl_bytes
     );
+    let cores = std::thread::available_parallelism().map_or(1, |n| n.get()) as f64;
+    let of = |pick: fn(&(f64, f64, f64)) -> f64| median(&cpu.iter().map(pick).collect::<Vec<_>>());
+    println!(
+        "CPU-seconds the machine spent (medians): psql's load {:.2} in {:.2} s; ours {:.2} in {:.2} s, \
+         of which the server {:.2} (the rest: PostgreSQL's backend, the client); {cores:.0} cores \
+         give at most {:.2} CPU-seconds in psql's time",
+        of(|c| c.0),
+        median(&reference),
+        of(|c| c.1),
+        median(&total),
+        of(|c| c.2),
+        cores * median(&reference),
+    );
     let ratio = median(&reference) / median(&total);
     println!(
         "ours / psql \\copy (rows/s, medians): {ratio:.2}x; target >= 1.0x: {}",
@@ -211,6 +229,11 @@ struct Run {
     before_mib: f64,
     /// Bytes the upload cost the blob store (on disk, after compression).
     stored_bytes: f64,
+    /// CPU-seconds the whole machine spent during psql's load, and during ours (first
+    /// byte to `done`), and the server's own share of the latter.
+    reference_cpu: f64,
+    ours_cpu: f64,
+    server_cpu: f64,
 }
 
 /// One run on the bench's server and database: first the reference load into a new
@@ -227,6 +250,7 @@ async fn one_run(
         .await?;
     sqlx::query(PLAIN_TABLE).execute(&server.pool).await?;
     sqlx::query("CHECKPOINT").execute(&server.pool).await?;
+    let busy = common::machine_busy_secs();
     let t = Instant::now();
     let out = Command::new(psql)
         .arg(&server.db_url)
@@ -237,6 +261,7 @@ async fn one_run(
         ))
         .output()?;
     let reference = secs(t.elapsed());
+    let reference_cpu = common::machine_busy_secs() - busy;
     anyhow::ensure!(
         out.status.success(),
         "psql \\copy failed: {}",
@@ -250,11 +275,19 @@ async fn one_run(
 
     server.reset_peak();
     let (before_mib, _) = server.rss_mib();
+    let (busy, server_busy) = (
+        common::machine_busy_secs(),
+        common::process_cpu_secs(server.process.pid),
+    );
     let t = Instant::now();
     let (id, up) = server.upload(jsonl, "requests.jsonl").await?;
     let (_, upload_peak_mib) = server.rss_mib();
     server.wait_analyzed(id, Duration::from_secs(900)).await?;
     let total = t.elapsed();
+    let (ours_cpu, server_cpu) = (
+        common::machine_busy_secs() - busy,
+        common::process_cpu_secs(server.process.pid) - server_busy,
+    );
     let (_, peak_mib) = server.rss_mib();
     let loaded: i64 =
         sqlx::query_scalar("SELECT count(*) FROM request_rows WHERE artifact_id = $1")
@@ -274,6 +307,9 @@ async fn one_run(
         upload_peak_mib,
         before_mib,
         stored_bytes: server.blob_store_bytes() as f64,
+        reference_cpu,
+        ours_cpu,
+        server_cpu,
     };
     server.delete_artifact(id).await?;
     sqlx::query("DROP TABLE copy_reference")

@@ -103,6 +103,12 @@ pub struct ServeArgs {
     #[arg(long, env = "PERFJOURNAL_UPLOAD_IDLE_TIMEOUT", default_value_t = 60)]
     pub upload_idle_timeout_secs: u64,
 
+    /// Seconds a request log's rows may be loaded while its body arrives. A body still
+    /// arriving after that has its load rolled back (freeing the database connection and
+    /// ending the open transaction) and is loaded from the stored file once complete.
+    #[arg(long, env = "PERFJOURNAL_STREAMED_LOAD_SECS", default_value_t = 60)]
+    pub streamed_load_secs: u64,
+
     /// Uploads one user may have running at once (more answer 429).
     #[arg(long, env = "PERFJOURNAL_MAX_UPLOADS_PER_USER", default_value_t = 4)]
     pub max_uploads_per_user: usize,
@@ -357,6 +363,9 @@ pub struct Config {
     pub login_per_minute_ip: u32,
     pub header_read_timeout: Duration,
     pub upload_idle_timeout: Duration,
+    /// How long a request log's rows may be loaded while its body arrives (see
+    /// [`ServeArgs::streamed_load_secs`]).
+    pub streamed_load_budget: Duration,
     pub max_uploads_per_user: usize,
     pub max_uploads: usize,
     /// Proxies whose X-Forwarded-For names the client (see auth::throttle::client_ip).
@@ -406,6 +415,7 @@ impl Default for Config {
             trusted_proxies: Vec::new(),
             header_read_timeout: Duration::from_secs(30),
             upload_idle_timeout: Duration::from_secs(60),
+            streamed_load_budget: Duration::from_secs(60),
             max_uploads_per_user: 4,
             max_uploads: 64,
             grafana: None,
@@ -436,6 +446,7 @@ impl From<&ServeArgs> for Config {
             trusted_proxies: a.trusted_proxies.clone(),
             header_read_timeout: Duration::from_secs(a.header_read_timeout_secs.max(1)),
             upload_idle_timeout: Duration::from_secs(a.upload_idle_timeout_secs.max(1)),
+            streamed_load_budget: Duration::from_secs(a.streamed_load_secs.max(1)),
             max_uploads_per_user: a.max_uploads_per_user.max(1),
             max_uploads: a.max_uploads.max(1),
             grafana: a.grafana_url.as_deref().and_then(|url| {

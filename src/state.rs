@@ -58,6 +58,7 @@ impl AppState {
             upload_limit: self.config.upload_limit,
             max_decompressed_bytes: self.config.max_decompressed_bytes,
             upload_idle_timeout: self.config.upload_idle_timeout,
+            streamed_load_budget: self.config.streamed_load_budget,
             upload_slots: self.upload_slots.clone(),
         }
     }

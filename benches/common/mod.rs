@@ -21,6 +21,57 @@ pub fn loadavg() -> String {
         .unwrap_or_else(|_| "unknown".into())
 }
 
+/// Clock ticks per second of the CPU times in /proc (`getconf CLK_TCK`; 100 on Linux).
+fn clock_ticks() -> f64 {
+    static TICKS: std::sync::OnceLock<f64> = std::sync::OnceLock::new();
+    *TICKS.get_or_init(|| {
+        std::process::Command::new("getconf")
+            .arg("CLK_TCK")
+            .output()
+            .ok()
+            .and_then(|o| String::from_utf8_lossy(&o.stdout).trim().parse().ok())
+            .unwrap_or(100.0)
+    })
+}
+
+/// CPU-seconds every core of the machine has spent busy since boot (user, nice,
+/// system, interrupts, stolen; not idle or waiting on I/O), from /proc/stat: the
+/// difference over a phase is the work that phase cost the whole machine, whichever
+/// process (the server, PostgreSQL's backends, psql, the client) did it.
+pub fn machine_busy_secs() -> f64 {
+    let stat = std::fs::read_to_string("/proc/stat").unwrap_or_default();
+    let Some(cpu) = stat.lines().next() else {
+        return f64::NAN;
+    };
+    // cpu user nice system idle iowait irq softirq steal ...
+    let f: Vec<f64> = cpu
+        .split_whitespace()
+        .skip(1)
+        .filter_map(|v| v.parse().ok())
+        .collect();
+    if f.len() < 8 {
+        return f64::NAN;
+    }
+    (f[0] + f[1] + f[2] + f[5] + f[6] + f[7]) / clock_ticks()
+}
+
+/// CPU-seconds process `pid` has used so far, all its threads (user and system).
+pub fn process_cpu_secs(pid: u32) -> f64 {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
+    let Some(after) = stat.rfind(')').map(|i| &stat[i + 2..]) else {
+        return f64::NAN;
+    };
+    let f: Vec<&str> = after.split_whitespace().collect();
+    // Fields 14 and 15 of the file (utime, stime): 11 and 12 after the name.
+    match (
+        f.get(11).and_then(|v| v.parse::<f64>().ok()),
+        f.get(12).and_then(|v| v.parse::<f64>().ok()),
+    ) {
+        (Some(u), Some(s)) => (u + s) / clock_ticks(),
+        _ => f64::NAN,
+    }
+}
+
 /// Seconds of a duration, as f64.
 pub fn secs(d: Duration) -> f64 {
     d.as_secs_f64()

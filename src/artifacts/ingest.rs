@@ -192,13 +192,21 @@ async fn process_with(
     let mut timing = Timing::default();
     // Request logs (and request spans) are loaded into the database and analyzed in the
     // same pass.
-    let outcome = if let Some(streamed) = streamed {
-        let waited = Instant::now();
-        let (outcome, split) = streamed.outcome(job.id).await;
-        match split {
-            Some(split) => timing = split,
-            None => timing.parse += waited.elapsed(),
+    let streamed = match streamed {
+        Some(streamed) => {
+            let waited = Instant::now();
+            let (outcome, split) = streamed.outcome(job.id).await;
+            match split {
+                Some(split) => timing = split,
+                None => timing.parse += waited.elapsed(),
+            }
+            Some(outcome)
         }
+        None => None,
+    };
+    let outcome = if let Some(outcome) =
+        streamed.filter(|outcome| !matches!(outcome, Err(Failure::Deferred)))
+    {
         outcome
     } else if kind.has_request_rows() {
         match blob_reader(&state.blobs, blob).await {
@@ -290,7 +298,11 @@ async fn process_with(
         .execute(&state.pool)
         .await?
         .rows_affected(),
-        Err(Failure::Failed(message)) => {
+        Err(failure @ (Failure::Failed(_) | Failure::Deferred)) => {
+            let message = match failure {
+                Failure::Failed(message) => message,
+                _ => "the rows could not be loaded from the stored file".to_string(),
+            };
             tracing::warn!(id = job.id, kind = kind.slug(), %message, "artifact analysis failed");
             // The failure and its notice commit together.
             let mut tx = state.pool.begin().await?;
@@ -337,6 +349,10 @@ struct Timing {
 enum Failure {
     NotAnalyzed,
     Failed(String),
+    /// A load of rows beside its upload that was given up because the body arrived
+    /// more slowly than [`ArtifactStore::streamed_load_budget`] allows (rolled back);
+    /// the rows are loaded from the stored file instead.
+    Deferred,
 }
 
 impl From<AnalyzeError> for Failure {
@@ -665,6 +681,13 @@ async fn load_request_rows(
     timing: &mut Timing,
 ) -> Result<serde_json::Value, Failure> {
     let (tx, mut rx) = tokio::sync::mpsc::channel::<Vec<u8>>(4);
+    // Beside an upload, the load (its connection and open transaction) may last only so
+    // long; past that it is given up and the parser told to stop at its next row.
+    let deadline = stored
+        .is_some()
+        .then(|| tokio::time::Instant::now() + state.streamed_load_budget);
+    let given_up = Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let stop = given_up.clone();
     let producer = crate::memory::spawn_blocking(move || {
         let started = Instant::now();
         let mut blocked = Duration::ZERO;
@@ -677,6 +700,9 @@ async fn load_request_rows(
         batch.extend_from_slice(request_log::COPY_BINARY_HEADER);
         let mut spans = otlp::SpanCounts::default();
         let each_row = |row: request_log::RequestRow| -> Result<(), AnalyzeError> {
+            if stop.load(Ordering::Relaxed) {
+                return Err(AnalyzeError::malformed("the load was given up"));
+            }
             row.write_copy_binary(id, &mut batch);
             acc.add(&row);
             columns.add(&row);
@@ -734,7 +760,28 @@ async fn load_request_rows(
         .await
         .map_err(db)?;
     let mut send_error = None;
-    while let Some(batch) = rx.recv().await {
+    loop {
+        let next = match deadline {
+            Some(deadline) => match tokio::time::timeout_at(deadline, rx.recv()).await {
+                Ok(next) => next,
+                Err(_) => {
+                    // The body is arriving too slowly: roll back and free the connection;
+                    // the rows are loaded from the stored file once the upload completes.
+                    given_up.store(true, Ordering::Relaxed);
+                    drop(rx);
+                    let _ = copy.abort("the body arrived too slowly").await;
+                    let _ = tx.rollback().await;
+                    tracing::info!(
+                        id,
+                        budget_s = state.streamed_load_budget.as_secs(),
+                        "the body is still arriving: its rows will be loaded from the stored file"
+                    );
+                    return Err(Failure::Deferred);
+                }
+            },
+            None => rx.recv().await,
+        };
+        let Some(batch) = next else { break };
         let sending = Instant::now();
         let sent = copy.send(batch).await;
         timing.db += sending.elapsed();

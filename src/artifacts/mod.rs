@@ -33,6 +33,9 @@ pub struct ArtifactStore {
     pub max_decompressed_bytes: u64,
     /// An upload whose body sends nothing for this long is dropped with 408.
     pub upload_idle_timeout: std::time::Duration,
+    /// How long a request log's rows may go to the database while its body arrives; a
+    /// slower body is loaded from its stored file instead, once complete.
+    pub streamed_load_budget: std::time::Duration,
     /// Uploads being received now, per user and in total.
     pub upload_slots: Arc<UploadSlots>,
 }

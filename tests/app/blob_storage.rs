@@ -333,20 +333,36 @@ async fn a_body_cut_after_megabytes_leaves_no_row_no_blob_and_no_temporary_file(
     assert_no_load_left(&app).await;
 }
 
+/// Transactions open on the test's database, other than the asking one.
+async fn open_transactions(pool: &sqlx::PgPool) -> i64 {
+    sqlx::query_scalar(
+        "SELECT count(*) FROM pg_stat_activity
+         WHERE datname = current_database() AND xact_start IS NOT NULL
+           AND pid <> pg_backend_pid()",
+    )
+    .fetch_one(pool)
+    .await
+    .unwrap()
+}
+
+/// The tables of request rows: the parent and each artifact's partition, by name.
+async fn row_tables(pool: &sqlx::PgPool) -> Vec<String> {
+    sqlx::query_scalar(
+        "SELECT relname::text FROM pg_class WHERE relname LIKE 'request_rows%' AND relkind IN ('r', 'p')
+         ORDER BY 1",
+    )
+    .fetch_all(pool)
+    .await
+    .unwrap()
+}
+
 /// No load of request rows is left open or committed: no transaction still open on
 /// the database (waited for: a load rolls back once its upload is given up), no row in
 /// `request_rows`, no table but the parent.
 async fn assert_no_load_left(app: &TestApp) {
     let mut open = -1i64;
     for _ in 0..100 {
-        open = sqlx::query_scalar(
-            "SELECT count(*) FROM pg_stat_activity
-             WHERE datname = current_database() AND xact_start IS NOT NULL
-               AND pid <> pg_backend_pid()",
-        )
-        .fetch_one(&app.pool)
-        .await
-        .unwrap();
+        open = open_transactions(&app.pool).await;
         if open == 0 {
             break;
         }
@@ -361,13 +377,7 @@ async fn assert_no_load_left(app: &TestApp) {
         .await
         .unwrap();
     assert_eq!(rows, 0);
-    let tables: Vec<String> = sqlx::query_scalar(
-        "SELECT relname::text FROM pg_class WHERE relname LIKE 'request_rows%' AND relkind IN ('r', 'p')
-         ORDER BY 1",
-    )
-    .fetch_all(&app.pool)
-    .await
-    .unwrap();
+    let tables = row_tables(&app.pool).await;
     assert_eq!(tables, vec!["request_rows".to_string()]);
 }
 
@@ -415,6 +425,77 @@ async fn a_big_request_log_is_loaded_while_it_arrives_as_from_its_stored_file() 
     assert_eq!(again["status"], "done", "{again}");
     assert_eq!(rows(id).await, (count, queue_sum));
     assert_eq!(analysis(id).await, first);
+    assert_downloads_as_uploaded(&app, &token, id, &body).await;
+}
+
+#[tokio::test]
+async fn a_request_log_arriving_too_slowly_gives_up_its_open_load_and_is_loaded_from_the_stored_file(
+) {
+    use futures::StreamExt;
+    // Rows may go to the database beside the upload for one second only.
+    let mut app = common::spawn_app_with(perfjournal::config::Config {
+        streamed_load_budget: std::time::Duration::from_secs(1),
+        ..Default::default()
+    })
+    .await;
+    app.setup_admin("ada").await;
+    let token = app.api_token("ada").await;
+    let n = 170_000;
+    let body = request_log(n);
+    assert!(body.len() as u64 > perfjournal::artifacts::INLINE_ANALYSIS_BYTES);
+    // The first MiB (enough to start the load), then nothing for three seconds, then the rest.
+    let (first, rest) = body.split_at(1 << 20);
+    let (first, rest) = (first.to_vec(), rest.to_vec());
+    let chunks = futures::stream::iter([first, rest]).then(|chunk| async move {
+        if chunk.len() != 1 << 20 {
+            tokio::time::sleep(std::time::Duration::from_secs(3)).await;
+        }
+        Ok::<_, std::io::Error>(chunk)
+    });
+    let req = Request::post("/api/v1/artifacts?name=trickle.jsonl")
+        .header(header::AUTHORIZATION, format!("Bearer {token}"))
+        .body(Body::from_stream(chunks))
+        .unwrap();
+    let pool = app.pool.clone();
+    let open_during_pause = async move {
+        // Past the budget, while the body is still paused: no transaction is left open.
+        tokio::time::sleep(std::time::Duration::from_millis(2200)).await;
+        open_transactions(&pool).await
+    };
+    let (r, open) = tokio::join!(app.send(req), open_during_pause);
+    assert_eq!(
+        open, 0,
+        "the load beside a paused body kept a transaction open past its budget"
+    );
+    assert_eq!(r.status, StatusCode::CREATED, "{}", r.body);
+    let id = r.json()["id"].as_i64().unwrap();
+    let loaded = settled(&mut app, &token, id).await;
+    assert_eq!(loaded["status"], "done", "{loaded}");
+    // Loaded from the stored file by the upload itself, not left to a worker.
+    assert_eq!(app.drain_queue().await, 0, "no job was left for a worker");
+    let (count, queue_sum): (i64, f64) = sqlx::query_as(
+        "SELECT count(*), sum(queue_wait_ms) FROM request_rows WHERE artifact_id = $1",
+    )
+    .bind(id)
+    .fetch_one(&app.pool)
+    .await
+    .unwrap();
+    assert_eq!(count, n as i64);
+    let expected: f64 = (0..n).map(|i| 20.0 + (i % 50) as f64).sum();
+    assert!(
+        (queue_sum - expected).abs() < 1e-6,
+        "{queue_sum} vs {expected}"
+    );
+    assert_eq!(
+        stored_analysis(app.pool.clone(), id).await["rows_total"],
+        n as i64
+    );
+    // Only the artifact's own partition is left: the given-up load's table was rolled back.
+    let tables = row_tables(&app.pool).await;
+    assert_eq!(
+        tables,
+        vec!["request_rows".to_string(), format!("request_rows_{id}")]
+    );
     assert_downloads_as_uploaded(&app, &token, id, &body).await;
 }
 
