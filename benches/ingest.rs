@@ -90,6 +90,7 @@ fn main() -> anyhow::Result<()> {
              (worker: parse {:.2} s busy, waiting on PostgreSQL {:.2} s); written to the blob store {:.1} MB \
              ({:.1}% of the upload); server peak RSS {:.0} MiB ({:.0} MiB until the upload answered, \
              {:.0} MiB before it); CPU-seconds on the machine: psql's load {:.2}, ours {:.2} (the server {:.2}); \
+             taken by the host meanwhile: {:.2} and {:.2}; \
              load average {}",
             r.reference,
             r.upload + r.analysis,
@@ -106,6 +107,8 @@ fn main() -> anyhow::Result<()> {
             r.reference_cpu,
             r.ours_cpu,
             r.server_cpu,
+            r.stolen.0,
+            r.stolen.1,
             common::loadavg()
         );
         reference.push(r.reference);
@@ -230,10 +233,12 @@ struct Run {
     /// Bytes the upload cost the blob store (on disk, after compression).
     stored_bytes: f64,
     /// CPU-seconds the whole machine spent during psql's load, and during ours (first
-    /// byte to `done`), and the server's own share of the latter.
+    /// byte to `done`), and the server's own share of the latter; and the CPU-seconds the
+    /// host took from the machine during the two (stolen).
     reference_cpu: f64,
     ours_cpu: f64,
     server_cpu: f64,
+    stolen: (f64, f64),
 }
 
 /// One run on the bench's server and database: first the reference load into a new
@@ -250,7 +255,7 @@ async fn one_run(
         .await?;
     sqlx::query(PLAIN_TABLE).execute(&server.pool).await?;
     sqlx::query("CHECKPOINT").execute(&server.pool).await?;
-    let busy = common::machine_busy_secs();
+    let (busy, stolen) = common::machine_cpu_secs();
     let t = Instant::now();
     let out = Command::new(psql)
         .arg(&server.db_url)
@@ -261,7 +266,10 @@ async fn one_run(
         ))
         .output()?;
     let reference = secs(t.elapsed());
-    let reference_cpu = common::machine_busy_secs() - busy;
+    let (reference_cpu, reference_stolen) = {
+        let (b, s) = common::machine_cpu_secs();
+        (b - busy, s - stolen)
+    };
     anyhow::ensure!(
         out.status.success(),
         "psql \\copy failed: {}",
@@ -275,8 +283,8 @@ async fn one_run(
 
     server.reset_peak();
     let (before_mib, _) = server.rss_mib();
-    let (busy, server_busy) = (
-        common::machine_busy_secs(),
+    let ((busy, stolen), server_busy) = (
+        common::machine_cpu_secs(),
         common::process_cpu_secs(server.process.pid),
     );
     let t = Instant::now();
@@ -284,10 +292,13 @@ async fn one_run(
     let (_, upload_peak_mib) = server.rss_mib();
     server.wait_analyzed(id, Duration::from_secs(900)).await?;
     let total = t.elapsed();
-    let (ours_cpu, server_cpu) = (
-        common::machine_busy_secs() - busy,
-        common::process_cpu_secs(server.process.pid) - server_busy,
-    );
+    let ((ours_cpu, ours_stolen), server_cpu) = {
+        let (b, s) = common::machine_cpu_secs();
+        (
+            (b - busy, s - stolen),
+            common::process_cpu_secs(server.process.pid) - server_busy,
+        )
+    };
     let (_, peak_mib) = server.rss_mib();
     let loaded: i64 =
         sqlx::query_scalar("SELECT count(*) FROM request_rows WHERE artifact_id = $1")
@@ -310,6 +321,7 @@ async fn one_run(
         reference_cpu,
         ours_cpu,
         server_cpu,
+        stolen: (reference_stolen, ours_stolen),
     };
     server.delete_artifact(id).await?;
     sqlx::query("DROP TABLE copy_reference")

@@ -34,25 +34,28 @@ fn clock_ticks() -> f64 {
     })
 }
 
-/// CPU-seconds every core of the machine has spent busy since boot (user, nice,
-/// system, interrupts, stolen; not idle or waiting on I/O), from /proc/stat: the
-/// difference over a phase is the work that phase cost the whole machine, whichever
-/// process (the server, PostgreSQL's backends, psql, the client) did it.
-pub fn machine_busy_secs() -> f64 {
+/// CPU-seconds every core of the machine has spent since boot (a) busy: user, nice,
+/// system and interrupts, not idle or waiting on I/O; and (b) stolen: wanted by this
+/// virtual machine but given to others by its host. From /proc/stat. The difference of
+/// (a) over a phase is the work that phase cost the whole machine, whichever process
+/// (the server, PostgreSQL's backends, psql, the client) did it; (b) says how much the
+/// host held back meanwhile.
+pub fn machine_cpu_secs() -> (f64, f64) {
     let stat = std::fs::read_to_string("/proc/stat").unwrap_or_default();
-    let Some(cpu) = stat.lines().next() else {
-        return f64::NAN;
-    };
     // cpu user nice system idle iowait irq softirq steal ...
-    let f: Vec<f64> = cpu
+    let f: Vec<f64> = stat
+        .lines()
+        .next()
+        .unwrap_or_default()
         .split_whitespace()
         .skip(1)
         .filter_map(|v| v.parse().ok())
         .collect();
     if f.len() < 8 {
-        return f64::NAN;
+        return (f64::NAN, f64::NAN);
     }
-    (f[0] + f[1] + f[2] + f[5] + f[6] + f[7]) / clock_ticks()
+    let t = clock_ticks();
+    ((f[0] + f[1] + f[2] + f[5] + f[6]) / t, f[7] / t)
 }
 
 /// CPU-seconds process `pid` has used so far, all its threads (user and system).
