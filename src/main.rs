@@ -8,6 +8,7 @@ use perfjournal::cli::{run, Cli};
 static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
 fn main() -> ExitCode {
+    perfjournal::memory::purge_freed_pages_at_once();
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         // An idle blocking thread ends after a second (tokio's default is ten): what a

@@ -6,6 +6,20 @@
 //! before the next upload began. Heavy blocking work therefore runs through
 //! [`spawn_blocking`], which collects the thread's heap when the work returns.
 
+/// mimalloc's `mi_option_purge_delay` (its place in `mi_option_e` of mimalloc.h, v2, the
+/// version libmimalloc-sys builds by default; the crate names no constant for it).
+const MI_OPTION_PURGE_DELAY: libmimalloc_sys::mi_option_t = 15;
+
+/// Pages mimalloc frees go back to the system at once instead of after its delay (10 ms
+/// for a thread's pages, 100 ms for an arena's). An upload frees buffers on other
+/// threads than those that made them, at hundreds of MB/s: with the delay, a trace
+/// upload on a disk slowed to 150 MB/s peaked at 271–308 MiB; purging at once, 203–228
+/// MiB, for the same upload times. Call first thing in `main`.
+pub fn purge_freed_pages_at_once() {
+    // SAFETY: mi_option_set only stores an integer option; it may be called at any time.
+    unsafe { libmimalloc_sys::mi_option_set(MI_OPTION_PURGE_DELAY, 0) }
+}
+
 /// Returns the memory this thread's heap holds free (and abandoned heaps' free pages)
 /// to the system. Cheap when there is little to return; a no-op in processes whose
 /// global allocator is not mimalloc (the tests).
