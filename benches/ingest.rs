@@ -89,7 +89,7 @@ fn main() -> anyhow::Result<()> {
             "run {run}/{runs}: psql \\copy {:.2} s; ours {:.2} s = upload {:.2} s ({:.0} MB/s) + analysis and COPY {:.2} s \
              (worker: parse {:.2} s busy, waiting on PostgreSQL {:.2} s); written to the blob store {:.1} MB \
              ({:.1}% of the upload); server peak RSS {:.0} MiB ({:.0} MiB until the upload answered, \
-             {:.0} MiB before it); CPU-seconds on the machine: psql's load {:.2}, ours {:.2} (the server {:.2}); \
+             {:.0} MiB before it); CPU-seconds on the machine: psql's load {:.2}, ours {:.2} (the server {:.2}, its busiest thread {:.2}); \
              taken by the host meanwhile: {:.2} and {:.2}; \
              load average {}",
             r.reference,
@@ -107,6 +107,7 @@ fn main() -> anyhow::Result<()> {
             r.reference_cpu,
             r.ours_cpu,
             r.server_cpu,
+            r.busiest_thread,
             r.stolen.0,
             r.stolen.1,
             common::loadavg()
@@ -238,6 +239,9 @@ struct Run {
     reference_cpu: f64,
     ours_cpu: f64,
     server_cpu: f64,
+    /// CPU-seconds of the server's busiest thread during our load: a bound no second
+    /// core lifts.
+    busiest_thread: f64,
     stolen: (f64, f64),
 }
 
@@ -287,6 +291,7 @@ async fn one_run(
         common::machine_cpu_secs(),
         common::process_cpu_secs(server.process.pid),
     );
+    let threads = common::thread_cpu_secs(server.process.pid);
     let t = Instant::now();
     let (id, up) = server.upload(jsonl, "requests.jsonl").await?;
     let (_, upload_peak_mib) = server.rss_mib();
@@ -299,6 +304,8 @@ async fn one_run(
             common::process_cpu_secs(server.process.pid) - server_busy,
         )
     };
+    let busiest_thread =
+        common::busiest_thread_secs(&threads, &common::thread_cpu_secs(server.process.pid));
     let (_, peak_mib) = server.rss_mib();
     let loaded: i64 =
         sqlx::query_scalar("SELECT count(*) FROM request_rows WHERE artifact_id = $1")
@@ -321,6 +328,7 @@ async fn one_run(
         reference_cpu,
         ours_cpu,
         server_cpu,
+        busiest_thread,
         stolen: (reference_stolen, ours_stolen),
     };
     server.delete_artifact(id).await?;

@@ -75,6 +75,47 @@ pub fn process_cpu_secs(pid: u32) -> f64 {
     }
 }
 
+/// CPU-seconds (user + system) each thread of process `pid` has used so far, by thread id.
+/// The difference of two snapshots shows whether one thread bounds a run.
+pub fn thread_cpu_secs(pid: u32) -> std::collections::HashMap<u32, f64> {
+    let mut out = std::collections::HashMap::new();
+    let Ok(tasks) = std::fs::read_dir(format!("/proc/{pid}/task")) else {
+        return out;
+    };
+    for task in tasks.flatten() {
+        let Some(tid) = task
+            .file_name()
+            .to_str()
+            .and_then(|t| t.parse::<u32>().ok())
+        else {
+            continue;
+        };
+        let stat = std::fs::read_to_string(task.path().join("stat")).unwrap_or_default();
+        let Some(after) = stat.rfind(')').map(|i| &stat[i + 2..]) else {
+            continue;
+        };
+        let f: Vec<&str> = after.split_whitespace().collect();
+        if let (Some(u), Some(s)) = (
+            f.get(11).and_then(|v| v.parse::<f64>().ok()),
+            f.get(12).and_then(|v| v.parse::<f64>().ok()),
+        ) {
+            out.insert(tid, (u + s) / clock_ticks());
+        }
+    }
+    out
+}
+
+/// The largest per-thread CPU-seconds between two [`thread_cpu_secs`] snapshots.
+pub fn busiest_thread_secs(
+    before: &std::collections::HashMap<u32, f64>,
+    after: &std::collections::HashMap<u32, f64>,
+) -> f64 {
+    after
+        .iter()
+        .map(|(tid, t)| t - before.get(tid).copied().unwrap_or(0.0))
+        .fold(0.0, f64::max)
+}
+
 /// Seconds of a duration, as f64.
 pub fn secs(d: Duration) -> f64 {
     d.as_secs_f64()

@@ -681,6 +681,10 @@ async fn load_request_rows(
     timing: &mut Timing,
 ) -> Result<serde_json::Value, Failure> {
     let (tx, mut rx) = tokio::sync::mpsc::channel::<Vec<u8>>(4);
+    // Sent batches come back to be filled again: a fresh MiB for each would be faulted
+    // in and zeroed by the kernel every time, since freed memory is returned at once
+    // (src/memory.rs). At most the batches in flight are ever made.
+    let (recycle, recycled) = std::sync::mpsc::channel::<Vec<u8>>();
     // Beside an upload, the load (its connection and open transaction) may last only so
     // long; past that it is given up and the parser told to stop at its next row.
     let deadline = stored
@@ -707,7 +711,14 @@ async fn load_request_rows(
             acc.add(&row);
             columns.add(&row);
             if batch.len() >= 1 << 20 {
-                let full = std::mem::replace(&mut batch, Vec::with_capacity(1 << 20));
+                let next = match recycled.try_recv() {
+                    Ok(mut reused) => {
+                        reused.clear();
+                        reused
+                    }
+                    Err(_) => Vec::with_capacity(1 << 20),
+                };
+                let full = std::mem::replace(&mut batch, next);
                 let waited = Instant::now();
                 tx.blocking_send(full)
                     .map_err(|_| AnalyzeError::malformed("the database load stopped"))?;
@@ -783,7 +794,8 @@ async fn load_request_rows(
         };
         let Some(batch) = next else { break };
         let sending = Instant::now();
-        let sent = copy.send(batch).await;
+        let sent = copy.send(batch.as_slice()).await;
+        let _ = recycle.send(batch);
         timing.db += sending.elapsed();
         if let Err(e) = sent {
             send_error = Some(e);
