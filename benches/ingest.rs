@@ -81,6 +81,7 @@ fn main() -> anyhow::Result<()> {
     let mut peak: f64 = 0.0;
     let mut stored = Vec::new();
     let mut cpu = Vec::new();
+    let mut pg_cpu = Vec::new();
     for run in 1..=runs {
         server::warm(&jsonl)?;
         server::warm(&csv)?;
@@ -89,7 +90,7 @@ fn main() -> anyhow::Result<()> {
             "run {run}/{runs}: psql \\copy {:.2} s; ours {:.2} s = upload {:.2} s ({:.0} MB/s) + analysis and COPY {:.2} s \
              (worker: parse {:.2} s busy, waiting on PostgreSQL {:.2} s); written to the blob store {:.1} MB \
              ({:.1}% of the upload); server peak RSS {:.0} MiB ({:.0} MiB until the upload answered, \
-             {:.0} MiB before it); CPU-seconds on the machine: psql's load {:.2}, ours {:.2} (the server {:.2}, its busiest thread {:.2}); \
+             {:.0} MiB before it); CPU-seconds on the machine: psql's load {:.2} (PostgreSQL {:.2}), ours {:.2} (PostgreSQL {:.2}, the server {:.2}, its busiest thread {:.2}); \
              taken by the host meanwhile: {:.2} and {:.2}; \
              load average {}",
             r.reference,
@@ -105,7 +106,9 @@ fn main() -> anyhow::Result<()> {
             r.upload_peak_mib,
             r.before_mib,
             r.reference_cpu,
+            r.postgres.0,
             r.ours_cpu,
+            r.postgres.1,
             r.server_cpu,
             r.busiest_thread,
             r.stolen.0,
@@ -121,6 +124,7 @@ fn main() -> anyhow::Result<()> {
         peak = peak.max(r.peak_mib);
         stored.push(r.stored_bytes);
         cpu.push((r.reference_cpu, r.ours_cpu, r.server_cpu));
+        pg_cpu.push(r.postgres);
     }
 
     rt.block_on(server.stop())?;
@@ -175,13 +179,15 @@ fn main() -> anyhow::Result<()> {
     let cores = std::thread::available_parallelism().map_or(1, |n| n.get()) as f64;
     let of = |pick: fn(&(f64, f64, f64)) -> f64| median(&cpu.iter().map(pick).collect::<Vec<_>>());
     println!(
-        "CPU-seconds the machine spent (medians): psql's load {:.2} in {:.2} s; ours {:.2} in {:.2} s, \
-         of which the server {:.2} (the rest: PostgreSQL's backend, the client); {cores:.0} cores \
-         give at most {:.2} CPU-seconds in psql's time",
+        "CPU-seconds the machine spent (medians): psql's load {:.2} in {:.2} s, of which \
+         PostgreSQL {:.2}; ours {:.2} in {:.2} s, of which PostgreSQL {:.2} and the server {:.2} \
+         (the rest: the client); {cores:.0} cores give at most {:.2} CPU-seconds in psql's time",
         of(|c| c.0),
         median(&reference),
+        median(&pg_cpu.iter().map(|p| p.0).collect::<Vec<_>>()),
         of(|c| c.1),
         median(&total),
+        median(&pg_cpu.iter().map(|p| p.1).collect::<Vec<_>>()),
         of(|c| c.2),
         cores * median(&reference),
     );
@@ -242,6 +248,8 @@ struct Run {
     /// CPU-seconds of the server's busiest thread during our load: a bound no second
     /// core lifts.
     busiest_thread: f64,
+    /// CPU-seconds of PostgreSQL's processes during psql's load and during ours.
+    postgres: (f64, f64),
     stolen: (f64, f64),
 }
 
@@ -259,7 +267,7 @@ async fn one_run(
         .await?;
     sqlx::query(PLAIN_TABLE).execute(&server.pool).await?;
     sqlx::query("CHECKPOINT").execute(&server.pool).await?;
-    let (busy, stolen) = common::machine_cpu_secs();
+    let ((busy, stolen), pg_busy) = (common::machine_cpu_secs(), common::postgres_cpu_secs());
     let t = Instant::now();
     let out = Command::new(psql)
         .arg(&server.db_url)
@@ -270,9 +278,9 @@ async fn one_run(
         ))
         .output()?;
     let reference = secs(t.elapsed());
-    let (reference_cpu, reference_stolen) = {
+    let (reference_cpu, reference_stolen, reference_pg) = {
         let (b, s) = common::machine_cpu_secs();
-        (b - busy, s - stolen)
+        (b - busy, s - stolen, common::postgres_cpu_secs() - pg_busy)
     };
     anyhow::ensure!(
         out.status.success(),
@@ -287,9 +295,10 @@ async fn one_run(
 
     server.reset_peak();
     let (before_mib, _) = server.rss_mib();
-    let ((busy, stolen), server_busy) = (
+    let ((busy, stolen), server_busy, pg_busy) = (
         common::machine_cpu_secs(),
         common::process_cpu_secs(server.process.pid),
+        common::postgres_cpu_secs(),
     );
     let threads = common::thread_cpu_secs(server.process.pid);
     let t = Instant::now();
@@ -297,11 +306,12 @@ async fn one_run(
     let (_, upload_peak_mib) = server.rss_mib();
     server.wait_analyzed(id, Duration::from_secs(900)).await?;
     let total = t.elapsed();
-    let ((ours_cpu, ours_stolen), server_cpu) = {
+    let ((ours_cpu, ours_stolen), server_cpu, ours_pg) = {
         let (b, s) = common::machine_cpu_secs();
         (
             (b - busy, s - stolen),
             common::process_cpu_secs(server.process.pid) - server_busy,
+            common::postgres_cpu_secs() - pg_busy,
         )
     };
     let busiest_thread =
@@ -329,6 +339,7 @@ async fn one_run(
         ours_cpu,
         server_cpu,
         busiest_thread,
+        postgres: (reference_pg, ours_pg),
         stolen: (reference_stolen, ours_stolen),
     };
     server.delete_artifact(id).await?;

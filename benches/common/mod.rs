@@ -75,6 +75,42 @@ pub fn process_cpu_secs(pid: u32) -> f64 {
     }
 }
 
+/// CPU-seconds all of PostgreSQL's processes on this machine have used so far: every
+/// live process named `postgres` (the postmaster, its backends and workers), with what
+/// the postmaster's exited children used (`cutime`, `cstime`), so a backend that ends
+/// between two snapshots (psql's) still counts. The difference over a phase is
+/// PostgreSQL's share of its work.
+pub fn postgres_cpu_secs() -> f64 {
+    let Ok(procs) = std::fs::read_dir("/proc") else {
+        return f64::NAN;
+    };
+    let mut ticks = 0.0;
+    for p in procs.flatten() {
+        if !p
+            .file_name()
+            .to_str()
+            .is_some_and(|n| n.bytes().all(|b| b.is_ascii_digit()))
+        {
+            continue;
+        }
+        let stat = std::fs::read_to_string(p.path().join("stat")).unwrap_or_default();
+        let (Some(open), Some(close)) = (stat.find('('), stat.rfind(')')) else {
+            continue;
+        };
+        if &stat[open + 1..close] != "postgres" {
+            continue;
+        }
+        // utime, stime, cutime, cstime: fields 14-17 of the file, 11-14 after the name.
+        ticks += stat[close + 2..]
+            .split_whitespace()
+            .skip(11)
+            .take(4)
+            .filter_map(|v| v.parse::<f64>().ok())
+            .sum::<f64>();
+    }
+    ticks / clock_ticks()
+}
+
 /// CPU-seconds (user + system) each thread of process `pid` has used so far, by thread id.
 /// The difference of two snapshots shows whether one thread bounds a run.
 pub fn thread_cpu_secs(pid: u32) -> std::collections::HashMap<u32, f64> {
