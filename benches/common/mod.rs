@@ -58,87 +58,62 @@ pub fn machine_cpu_secs() -> (f64, f64) {
     ((f[0] + f[1] + f[2] + f[5] + f[6]) / t, f[7] / t)
 }
 
+/// CPU-seconds in one /proc `stat` line: utime + stime (fields 14 and 15 of the line, 11
+/// and 12 after the name), with cutime + cstime (16, 17: what the process's exited
+/// children used) when `children`. `None` when the line does not parse.
+fn stat_cpu_secs(stat: &str, children: bool) -> Option<f64> {
+    let after = stat.get(stat.rfind(')')? + 2..)?;
+    let ticks = after
+        .split_whitespace()
+        .skip(11)
+        .take(if children { 4 } else { 2 })
+        .map(|v| v.parse::<f64>().ok())
+        .collect::<Option<Vec<f64>>>()?;
+    Some(ticks.iter().sum::<f64>() / clock_ticks())
+}
+
+/// The numbered entries of a /proc directory (processes, or one process's threads), each
+/// with its `stat` line.
+fn proc_stats(dir: &str) -> impl Iterator<Item = (u32, String)> {
+    std::fs::read_dir(dir)
+        .into_iter()
+        .flatten()
+        .flatten()
+        .filter_map(|entry| {
+            let id = entry.file_name().to_str()?.parse::<u32>().ok()?;
+            let stat = std::fs::read_to_string(entry.path().join("stat")).ok()?;
+            Some((id, stat))
+        })
+}
+
 /// CPU-seconds process `pid` has used so far, all its threads (user and system).
 pub fn process_cpu_secs(pid: u32) -> f64 {
-    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
-    let Some(after) = stat.rfind(')').map(|i| &stat[i + 2..]) else {
-        return f64::NAN;
-    };
-    let f: Vec<&str> = after.split_whitespace().collect();
-    // Fields 14 and 15 of the file (utime, stime): 11 and 12 after the name.
-    match (
-        f.get(11).and_then(|v| v.parse::<f64>().ok()),
-        f.get(12).and_then(|v| v.parse::<f64>().ok()),
-    ) {
-        (Some(u), Some(s)) => (u + s) / clock_ticks(),
-        _ => f64::NAN,
-    }
+    std::fs::read_to_string(format!("/proc/{pid}/stat"))
+        .ok()
+        .and_then(|stat| stat_cpu_secs(&stat, false))
+        .unwrap_or(f64::NAN)
 }
 
 /// CPU-seconds all of PostgreSQL's processes on this machine have used so far: every
 /// live process named `postgres` (the postmaster, its backends and workers), with what
-/// the postmaster's exited children used (`cutime`, `cstime`), so a backend that ends
-/// between two snapshots (psql's) still counts. The difference over a phase is
-/// PostgreSQL's share of its work.
+/// the postmaster's exited children used, so a backend that ends between two snapshots
+/// (psql's) still counts. The difference over a phase is PostgreSQL's share of its work.
 pub fn postgres_cpu_secs() -> f64 {
-    let Ok(procs) = std::fs::read_dir("/proc") else {
-        return f64::NAN;
-    };
-    let mut ticks = 0.0;
-    for p in procs.flatten() {
-        if !p
-            .file_name()
-            .to_str()
-            .is_some_and(|n| n.bytes().all(|b| b.is_ascii_digit()))
-        {
-            continue;
-        }
-        let stat = std::fs::read_to_string(p.path().join("stat")).unwrap_or_default();
-        let (Some(open), Some(close)) = (stat.find('('), stat.rfind(')')) else {
-            continue;
-        };
-        if &stat[open + 1..close] != "postgres" {
-            continue;
-        }
-        // utime, stime, cutime, cstime: fields 14-17 of the file, 11-14 after the name.
-        ticks += stat[close + 2..]
-            .split_whitespace()
-            .skip(11)
-            .take(4)
-            .filter_map(|v| v.parse::<f64>().ok())
-            .sum::<f64>();
-    }
-    ticks / clock_ticks()
+    proc_stats("/proc")
+        .filter(|(_, stat)| {
+            stat.split_once(" (")
+                .is_some_and(|(_, rest)| rest.starts_with("postgres) "))
+        })
+        .filter_map(|(_, stat)| stat_cpu_secs(&stat, true))
+        .sum()
 }
 
 /// CPU-seconds (user + system) each thread of process `pid` has used so far, by thread id.
 /// The difference of two snapshots shows whether one thread bounds a run.
 pub fn thread_cpu_secs(pid: u32) -> std::collections::HashMap<u32, f64> {
-    let mut out = std::collections::HashMap::new();
-    let Ok(tasks) = std::fs::read_dir(format!("/proc/{pid}/task")) else {
-        return out;
-    };
-    for task in tasks.flatten() {
-        let Some(tid) = task
-            .file_name()
-            .to_str()
-            .and_then(|t| t.parse::<u32>().ok())
-        else {
-            continue;
-        };
-        let stat = std::fs::read_to_string(task.path().join("stat")).unwrap_or_default();
-        let Some(after) = stat.rfind(')').map(|i| &stat[i + 2..]) else {
-            continue;
-        };
-        let f: Vec<&str> = after.split_whitespace().collect();
-        if let (Some(u), Some(s)) = (
-            f.get(11).and_then(|v| v.parse::<f64>().ok()),
-            f.get(12).and_then(|v| v.parse::<f64>().ok()),
-        ) {
-            out.insert(tid, (u + s) / clock_ticks());
-        }
-    }
-    out
+    proc_stats(&format!("/proc/{pid}/task"))
+        .filter_map(|(tid, stat)| Some((tid, stat_cpu_secs(&stat, false)?)))
+        .collect()
 }
 
 /// The largest per-thread CPU-seconds between two [`thread_cpu_secs`] snapshots.
