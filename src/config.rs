@@ -96,6 +96,37 @@ pub struct ServeArgs {
     #[arg(long, env = "PERFJOURNAL_OTLP_MAX_DECOMPRESSED", default_value_t = 64 << 20)]
     pub otlp_max_decompressed: usize,
 
+    /// Most spans read from one OTLP export; more are counted and refused in its
+    /// partial success.
+    #[arg(
+        long,
+        env = "PERFJOURNAL_OTLP_MAX_SPANS_PER_EXPORT",
+        default_value_t = 16_384
+    )]
+    pub otlp_max_spans_per_export: u32,
+
+    /// Days back a span's start may lie (older spans are refused); also the stretch
+    /// over which the service and window limits count.
+    #[arg(long, env = "PERFJOURNAL_OTLP_RETENTION_DAYS", default_value_t = 30)]
+    pub otlp_retention_days: u32,
+
+    /// Most services (service.name) with windows in the retention period; spans of a
+    /// new service beyond it are refused.
+    #[arg(long, env = "PERFJOURNAL_OTLP_MAX_SERVICES", default_value_t = 100)]
+    pub otlp_max_services: u32,
+
+    /// Most span windows in the retention period, all users together.
+    #[arg(long, env = "PERFJOURNAL_OTLP_MAX_WINDOWS", default_value_t = 20_000)]
+    pub otlp_max_windows: u32,
+
+    /// Most span windows in the retention period opened by one user's tokens.
+    #[arg(
+        long,
+        env = "PERFJOURNAL_OTLP_MAX_WINDOWS_PER_USER",
+        default_value_t = 5_000
+    )]
+    pub otlp_max_windows_per_user: u32,
+
     #[arg(long, env = "PERFJOURNAL_HEADER_READ_TIMEOUT", default_value_t = 30)]
     pub header_read_timeout_secs: u64,
 
@@ -386,6 +417,13 @@ pub struct OtlpLimits {
     pub max_rows_per_window: i64,
     pub body_limit: usize,
     pub max_decompressed: usize,
+    /// Spans read from one export.
+    pub max_spans_per_export: u64,
+    /// Seconds back a span may start; the limits below count over it.
+    pub retention_s: i64,
+    pub max_services: i64,
+    pub max_windows: i64,
+    pub max_windows_per_user: i64,
 }
 
 impl Default for OtlpLimits {
@@ -395,6 +433,11 @@ impl Default for OtlpLimits {
             max_rows_per_window: 200_000,
             body_limit: 16 << 20,
             max_decompressed: 64 << 20,
+            max_spans_per_export: 16_384,
+            retention_s: 30 * 86_400,
+            max_services: 100,
+            max_windows: 20_000,
+            max_windows_per_user: 5_000,
         }
     }
 }
@@ -464,6 +507,11 @@ impl From<&ServeArgs> for Config {
                 max_rows_per_window: a.otlp_max_rows_per_window.max(1) as i64,
                 body_limit: a.otlp_body_limit.max(1024),
                 max_decompressed: a.otlp_max_decompressed.max(1024),
+                max_spans_per_export: u64::from(a.otlp_max_spans_per_export.max(1)),
+                retention_s: i64::from(a.otlp_retention_days.max(1)) * 86_400,
+                max_services: i64::from(a.otlp_max_services.max(1)),
+                max_windows: i64::from(a.otlp_max_windows.max(1)),
+                max_windows_per_user: i64::from(a.otlp_max_windows_per_user.max(1)),
             },
             ..Config::default()
         }

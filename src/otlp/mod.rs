@@ -36,16 +36,24 @@ pub struct Stored {
 }
 
 impl Stored {
+    /// Spans refused for a reason worth the sender's warning (spans of other shapes are
+    /// counted on their window, not reported: see [`reason::is_rejection`]).
     pub fn rejected_spans(&self) -> u64 {
-        self.rejected.values().sum()
+        self.rejections().map(|(_, n)| n).sum()
+    }
+
+    fn rejections(&self) -> impl Iterator<Item = (&'static str, u64)> + '_ {
+        self.rejected
+            .iter()
+            .filter(|(why, _)| reason::is_rejection(why))
+            .map(|(why, n)| (*why, *n))
     }
 
     /// The partial-success message: each reason and its count.
     pub fn message(&self) -> String {
         let parts: Vec<String> = self
-            .rejected
-            .iter()
-            .map(|(why, n)| format!("{n} span(s) ignored: {why}"))
+            .rejections()
+            .map(|(why, n)| format!("{n} span(s) refused: {why}"))
             .collect();
         parts.join("; ")
     }
@@ -68,30 +76,99 @@ fn merged_reasons(
 }
 
 /// Stores the groups of one export request in one transaction: all of it or nothing.
-/// A window keeps at most `max_rows` spans; the rest are counted as over the limit.
+/// A window keeps at most `max_rows_per_window` spans; the rest are counted as over the
+/// limit. A group that would open a window of a service not yet known past
+/// `max_services`, or a window past `max_windows` (in all) or `max_windows_per_user`
+/// (opened by `user`'s tokens), all counted over the retention period, is refused whole.
+/// `refused` are the spans that fell in no window, by reason.
 pub async fn store(
     pool: &PgPool,
     groups: Vec<Group>,
-    window_s: i64,
-    max_rows: i64,
+    refused: BTreeMap<&'static str, u64>,
+    limits: &crate::config::OtlpLimits,
+    user: i64,
 ) -> sqlx::Result<Stored> {
-    let mut out = Stored::default();
+    let mut out = Stored {
+        rejected: refused,
+        ..Stored::default()
+    };
     let mut tx = pool.begin().await?;
+    let services: Vec<&str> = groups.iter().map(|g| g.service.as_str()).collect();
+    let starts: Vec<f64> = groups.iter().map(|g| g.window_start as f64).collect();
+    let known: Vec<(String, i64)> = sqlx::query_as(
+        "SELECT w.service, extract(epoch FROM w.window_start)::bigint FROM otlp_windows w
+         JOIN UNNEST($1::text[], $2::float8[]) AS k(service, start)
+           ON w.service = k.service AND w.window_start = to_timestamp(k.start)",
+    )
+    .bind(&services)
+    .bind(&starts)
+    .fetch_all(&mut *tx)
+    .await?;
+    let is_new = |g: &Group| {
+        !known
+            .iter()
+            .any(|(s, t)| *s == g.service && *t == g.window_start)
+    };
+    let mut room = None;
+    if groups.iter().any(is_new) {
+        // New windows are counted under one lock: two exports cannot both take the last
+        // place.
+        sqlx::query("SELECT pg_advisory_xact_lock(hashtext('perfjournal.otlp_windows'))")
+            .execute(&mut *tx)
+            .await?;
+        let (windows, mine): (i64, i64) = sqlx::query_as(
+            "SELECT count(*), count(*) FILTER (WHERE opened_by = $2) FROM otlp_windows
+             WHERE window_end > now() - make_interval(secs => $1)",
+        )
+        .bind(limits.retention_s as f64)
+        .bind(user)
+        .fetch_one(&mut *tx)
+        .await?;
+        let live: Vec<String> = sqlx::query_scalar(
+            "SELECT DISTINCT service FROM otlp_windows
+             WHERE window_end > now() - make_interval(secs => $1)",
+        )
+        .bind(limits.retention_s as f64)
+        .fetch_all(&mut *tx)
+        .await?;
+        room = Some((windows, mine, live));
+    }
     for g in groups {
+        if let (true, Some((windows, mine, live))) = (is_new(&g), room.as_mut()) {
+            let refusal = if !live.contains(&g.service) && live.len() as i64 >= limits.max_services
+            {
+                Some(reason::NEW_SERVICE)
+            } else if *windows >= limits.max_windows || *mine >= limits.max_windows_per_user {
+                Some(reason::NEW_WINDOW)
+            } else {
+                None
+            };
+            if let Some(why) = refusal {
+                let n = g.kept.len() as u64 + g.ignored.values().sum::<u64>();
+                *out.rejected.entry(why).or_default() += n;
+                continue;
+            }
+            *windows += 1;
+            *mine += 1;
+            if !live.contains(&g.service) {
+                live.push(g.service.clone());
+            }
+        }
         // The upsert locks the window's row until the commit: exports into one window
         // take turns, so the limit holds.
         let (id, spans, reasons): (i64, i64, serde_json::Value) = sqlx::query_as(
-            "INSERT INTO otlp_windows (service, window_start, window_end)
-             VALUES ($1, to_timestamp($2), to_timestamp($3))
+            "INSERT INTO otlp_windows (service, window_start, window_end, opened_by)
+             VALUES ($1, to_timestamp($2), to_timestamp($3), $4)
              ON CONFLICT (service, window_start) DO UPDATE SET updated_at = now()
              RETURNING id, spans, ignored_reasons",
         )
         .bind(&g.service)
         .bind(g.window_start as f64)
-        .bind((g.window_start + window_s) as f64)
+        .bind((g.window_start + limits.window_s) as f64)
+        .bind(user)
         .fetch_one(&mut *tx)
         .await?;
-        let room = (max_rows - spans).max(0) as usize;
+        let room = (limits.max_rows_per_window - spans).max(0) as usize;
         let take = g.kept.len().min(room);
         let mut ignored = g.ignored.clone();
         if g.kept.len() > take {
@@ -224,20 +301,41 @@ fn file_name(service: &str, start: f64, end: f64) -> String {
     format!("otlp-{safe}-{}-{}.jsonl", at(start), at(end))
 }
 
-/// Stores lines as one blob (a line each).
-async fn put_lines(
+/// Lines read from the database go to the blob store in chunks of about this size.
+const LINE_CHUNK: usize = 1 << 20;
+
+/// Stores a stream of lines as one blob (a line each), a chunk at a time: a window of
+/// many spans is never held whole.
+async fn put_lines<S>(
     store: &ArtifactStore,
-    lines: Vec<String>,
-) -> Result<crate::storage::StoredBlob, AppError> {
-    let mut body = Vec::with_capacity(lines.iter().map(|l| l.len() + 1).sum());
-    for l in lines {
-        body.extend_from_slice(l.as_bytes());
-        body.push(b'\n');
-    }
-    let chunks = futures::stream::iter([Ok::<_, std::io::Error>(bytes::Bytes::from(body))]);
+    lines: S,
+) -> Result<crate::storage::StoredBlob, AppError>
+where
+    S: futures::Stream<Item = Result<String, sqlx::Error>> + Unpin,
+{
+    let chunks = futures::stream::unfold((lines, false), |(mut lines, ended)| async move {
+        if ended {
+            return None;
+        }
+        let mut chunk = Vec::with_capacity(LINE_CHUNK + 4096);
+        loop {
+            match lines.try_next().await {
+                Ok(Some(line)) => {
+                    chunk.extend_from_slice(line.as_bytes());
+                    chunk.push(b'\n');
+                    if chunk.len() >= LINE_CHUNK {
+                        return Some((Ok(bytes::Bytes::from(chunk)), (lines, false)));
+                    }
+                }
+                Ok(None) if chunk.is_empty() => return None,
+                Ok(None) => return Some((Ok(bytes::Bytes::from(chunk)), (lines, true))),
+                Err(e) => return Some((Err(e.to_string()), (lines, true))),
+            }
+        }
+    });
     store
         .blobs
-        .put_stream(chunks, store.upload_limit)
+        .put_stream(Box::pin(chunks), store.upload_limit)
         .await
         .map_err(|e| crate::artifacts::UploadError::Store(e).into())
 }
@@ -280,14 +378,14 @@ pub async fn build(store: &ArtifactStore, window_id: i64) -> Result<Option<i64>,
             )));
         }
     }
-    let lines: Vec<String> = sqlx::query_scalar(
-        "SELECT line FROM otlp_span_rows WHERE window_id = $1 ORDER BY arrival_ts",
-    )
-    .bind(window_id)
-    .fetch(&mut *tx)
-    .try_collect()
-    .await?;
-    let blob = put_lines(store, lines).await?;
+    let blob = {
+        let lines = sqlx::query_scalar(
+            "SELECT line FROM otlp_span_rows WHERE window_id = $1 ORDER BY arrival_ts",
+        )
+        .bind(window_id)
+        .fetch(&mut *tx);
+        put_lines(store, lines).await?
+    };
     let options = Options {
         max_decompressed_bytes: store.max_decompressed_bytes,
         ..Options::default()
@@ -438,20 +536,21 @@ pub async fn take(
         )));
     }
     let (service, start, end) = check_take(fields).map_err(AppError::Invalid)?;
-    let lines: Vec<String> = sqlx::query_scalar(
-        "SELECT r.line FROM otlp_span_rows r JOIN otlp_windows w ON w.id = r.window_id
+    const STRETCH: &str = "FROM otlp_span_rows r JOIN otlp_windows w ON w.id = r.window_id
          WHERE w.service = $1 AND w.window_end > to_timestamp($2)
            AND w.window_start < to_timestamp($3)
-           AND r.arrival_ts >= $2 AND r.arrival_ts < $3
-         ORDER BY r.arrival_ts LIMIT $4",
-    )
+           AND r.arrival_ts >= $2 AND r.arrival_ts < $3";
+    // Counted first (at most one past the limit), then streamed to the blob.
+    let found: i64 = sqlx::query_scalar(&format!(
+        "SELECT count(*) FROM (SELECT 1 {STRETCH} LIMIT $4) AS t"
+    ))
     .bind(&service)
     .bind(start)
     .bind(end)
     .bind(max_rows + 1)
-    .fetch_all(&store.pool)
+    .fetch_one(&store.pool)
     .await?;
-    if lines.is_empty() {
+    if found == 0 {
         let known = services(&store.pool).await?;
         return Err(AppError::field(
             "service",
@@ -467,7 +566,7 @@ pub async fn take(
             },
         ));
     }
-    if lines.len() as i64 > max_rows {
+    if found > max_rows {
         return Err(AppError::field(
             "end",
             format!(
@@ -476,7 +575,16 @@ pub async fn take(
             ),
         ));
     }
-    let blob = put_lines(store, lines).await?;
+    let blob = {
+        let sql = format!("SELECT r.line {STRETCH} ORDER BY r.arrival_ts LIMIT $4");
+        let lines = sqlx::query_scalar(&sql)
+            .bind(&service)
+            .bind(start)
+            .bind(end)
+            .bind(max_rows)
+            .fetch(&store.pool);
+        put_lines(store, lines).await?
+    };
     let options = Options {
         max_decompressed_bytes: store.max_decompressed_bytes,
         ..Options::default()
@@ -515,10 +623,12 @@ mod tests {
             accepted: 1,
             rejected: add,
         };
-        assert_eq!(s.rejected_spans(), 3);
-        assert!(s
-            .message()
-            .contains("2 span(s) ignored: over the window's span limit"));
+        // Spans of other shapes are normal traffic, not a rejection.
+        assert_eq!(s.rejected_spans(), 2);
+        assert_eq!(
+            s.message(),
+            "2 span(s) refused: over the window's span limit"
+        );
     }
 
     #[test]

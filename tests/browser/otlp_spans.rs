@@ -19,14 +19,30 @@ fn attr(key: &str, value: any_value::Value) -> KeyValue {
     }
 }
 
-/// Twelve vLLM request spans from 14:00 UTC on 2026-12-02, five minutes apart.
-fn export() -> ExportTraceServiceRequest {
+/// The start of the hour two days ago (inside the spans' retention).
+fn t0() -> u64 {
+    let now = chrono::Utc::now().timestamp() as u64;
+    (now - 2 * 86_400) / 3600 * 3600
+}
+
+/// A time as typed in the form.
+fn typed(t: u64) -> String {
+    chrono::DateTime::from_timestamp(t as i64, 0)
+        .unwrap()
+        .format("%Y-%m-%d %H:%M")
+        .to_string()
+}
+
+/// Twelve vLLM request spans from the hour's start, five minutes apart.
+fn export(t0: u64) -> ExportTraceServiceRequest {
     use any_value::Value::*;
     let spans = (0..12u64)
         .map(|i| Span {
             name: "llm_request".into(),
-            start_time_unix_nano: (1_796_220_000 + 300 * i) * 1_000_000_000,
-            end_time_unix_nano: (1_796_220_001 + 300 * i) * 1_000_000_000,
+            trace_id: (u128::from(i) + 1).to_be_bytes().to_vec(),
+            span_id: (i + 1).to_be_bytes().to_vec(),
+            start_time_unix_nano: (t0 + 300 * i) * 1_000_000_000,
+            end_time_unix_nano: (t0 + 1 + 300 * i) * 1_000_000_000,
             attributes: vec![
                 attr("gen_ai.request.id", StringValue(format!("cmpl-{i}"))),
                 attr("gen_ai.latency.time_in_queue", DoubleValue(0.01 * i as f64)),
@@ -61,10 +77,19 @@ async fn spans_between_two_times_are_taken_from_the_investigation_page_form() {
     app.setup_admin("ada").await;
     let token = app.api_token("ada").await;
     let inv = app.open_investigation(&token, "Queueing at noon").await;
-    let groups = perfjournal::core::analyze::otlp::split(&export(), 3600, 0.0);
-    perfjournal::otlp::store(&app.pool, groups, 3600, 1000)
-        .await
-        .unwrap();
+    // Received as vLLM's exporter sends them.
+    use perfjournal::core::analyze::otlp::Message;
+    let t0 = t0();
+    let r = app
+        .send(
+            axum::http::Request::post("/v1/traces")
+                .header("content-type", "application/x-protobuf")
+                .header("authorization", format!("Bearer {token}"))
+                .body(axum::body::Body::from(export(t0).encode_to_vec()))
+                .unwrap(),
+        )
+        .await;
+    assert_eq!(r.status, axum::http::StatusCode::OK, "{}", r.body);
     let Some(b) = browser::start(
         &app,
         "spans_between_two_times_are_taken_from_the_investigation_page_form",
@@ -79,12 +104,12 @@ async fn spans_between_two_times_are_taken_from_the_investigation_page_form() {
     // The service that sent spans is offered.
     assert_eq!(b.value("#span-service").await, "vllm-chat");
     // An end before the start is refused beside the field, what was typed kept.
-    b.fill("#span-start", "2026-12-02 14:30").await;
-    b.fill("#span-end", "2026-12-02 14:00").await;
+    b.fill("#span-start", &typed(t0 + 1800)).await;
+    b.fill("#span-end", &typed(t0)).await;
     b.click("#otlp-spans-submit").await;
     b.wait_text("p.field-error[data-field=end]", "after the start")
         .await;
-    b.fill("#span-end", "2026-12-02 15:00").await;
+    b.fill("#span-end", &typed(t0 + 3600)).await;
     b.click("#otlp-spans-submit").await;
     b.wait_text("#status", "done").await;
     b.wait_text("#section-spans", "6 request spans became rows")

@@ -7,11 +7,16 @@
 //! spans of any other shape (HTTP server spans, SGLang's per-stage slices, …) are counted
 //! by reason and left out.
 //!
-//! The messages are the OpenTelemetry protocol's own (`opentelemetry-proto`, prost for
-//! protobuf, its serde mapping for OTLP/JSON). A kept span is stored as one line of OTLP
-//! JSON holding only the attributes read here ([`kept_line`]), so a window's file is an
-//! OTLP JSON file like the ones the Collector's file exporter writes, and [`for_each_request`]
-//! reads both.
+//! Bodies and files are read by two streaming readers of our own ([`wire`] for protobuf,
+//! [`json`] for OTLP/JSON) that build only what is kept of each span, one span at a time:
+//! the protocol's generic decoders build every message a body names, and a few kilobytes
+//! of gzip can name millions of empty spans. Spans become the protocol's own `Span`
+//! type (`opentelemetry-proto`). A kept span is stored as one line of OTLP JSON holding
+//! only the attributes read here ([`kept_line`]), so a window's file is an OTLP JSON file
+//! like the ones the Collector's file exporter writes, and [`for_each_request`] reads both.
+
+pub mod json;
+pub mod wire;
 
 use std::collections::BTreeMap;
 use std::io::Read;
@@ -34,16 +39,16 @@ pub use opentelemetry_proto::tonic::collector::trace::v1::{
 pub use prost::Message;
 
 /// Bump when the JSON output of [`analyze`] changes.
-pub const ANALYZER_VERSION: u32 = 1;
+pub const ANALYZER_VERSION: u32 = 2;
 
 /// The service of spans whose resource names none (the SDKs' own default).
 pub const UNKNOWN_SERVICE: &str = "unknown_service";
 
 /// Longest service name kept (longer ones are cut).
-const MAX_SERVICE_CHARS: usize = 255;
+pub(crate) const MAX_SERVICE_CHARS: usize = 255;
 
 /// Longest text attribute kept (request ids, model names); longer ones are cut.
-const MAX_TEXT_CHARS: usize = 512;
+pub(crate) const MAX_TEXT_CHARS: usize = 512;
 
 // vLLM's attribute names (vllm/tracing.py, SpanAttributes); values in seconds.
 pub const TIME_IN_QUEUE: &str = "gen_ai.latency.time_in_queue";
@@ -112,6 +117,154 @@ pub mod reason {
     pub const NUL_TEXT: &str = "a text attribute with a NUL character";
     /// The window already holds the most spans it may.
     pub const OVER_LIMIT: &str = "over the window's span limit";
+    /// A trace id that is not 16 bytes, a span id not 8 (or all zeroes), or an id
+    /// written in neither hex nor base64.
+    pub const BAD_ID: &str = "an invalid id (a trace id is 16 bytes and a span id 8, not all \
+         zero, written in hex as OTLP/JSON requires, or in base64)";
+    /// A start time too far in the past (beyond the spans' retention) or in the future.
+    pub const OUT_OF_TIME: &str = "a start time outside the accepted range (from the \
+         retention period ago to 5 minutes ahead)";
+    /// More spans in one export than one export may carry.
+    pub const OVER_EXPORT: &str = "over the limit of spans in one export (send smaller \
+         batches: OTEL_BSP_MAX_EXPORT_BATCH_SIZE)";
+    /// A service not yet known when the most services are already kept.
+    pub const NEW_SERVICE: &str = "a new service past the limit of services (a span's \
+         resource names its service.name)";
+    /// A window not yet known when the most windows are already kept.
+    pub const NEW_WINDOW: &str = "a new window past the limit of windows";
+
+    /// Whether spans for this reason are worth an exporter's warning: spans of other
+    /// shapes (HTTP server spans beside vLLM's) are a healthy server's normal traffic,
+    /// counted on the window but not reported as rejected.
+    pub fn is_rejection(why: &str) -> bool {
+        why != OTHER_SHAPE
+    }
+}
+
+/// Where a reader hands the spans it reads: at most `max_spans` of them (more are only
+/// counted), each with its ids checked.
+pub struct Sink<'a, E> {
+    max_spans: u64,
+    pub(crate) read: u64,
+    over: u64,
+    on_span: &'a mut dyn FnMut(&str, Span, Option<&'static str>) -> Result<(), E>,
+    failed: Option<E>,
+}
+
+impl<'a, E> Sink<'a, E> {
+    /// `on_span(service, span, problem)` is called for each span; `problem` says why
+    /// it cannot be kept whatever it holds (its ids).
+    pub fn new(
+        max_spans: u64,
+        on_span: &'a mut dyn FnMut(&str, Span, Option<&'static str>) -> Result<(), E>,
+    ) -> Self {
+        Sink {
+            max_spans,
+            read: 0,
+            over: 0,
+            on_span,
+            failed: None,
+        }
+    }
+
+    /// Spans not read because the limit was reached.
+    pub fn over(&self) -> u64 {
+        self.over
+    }
+
+    pub(crate) fn full(&self) -> bool {
+        self.read >= self.max_spans
+    }
+
+    pub(crate) fn over_limit(&mut self) {
+        self.over += 1;
+    }
+
+    /// Hands a span on; `Err` when the callback failed (its error is kept).
+    pub(crate) fn give(
+        &mut self,
+        service: &str,
+        span: Span,
+        problem: Option<&'static str>,
+    ) -> Result<(), ()> {
+        self.read += 1;
+        let problem = problem.or_else(|| id_problem(&span));
+        (self.on_span)(service, span, problem).map_err(|e| {
+            self.failed = Some(e);
+        })
+    }
+}
+
+/// Why a span's ids make it invalid, as the OTLP specification says: a trace id of 16
+/// bytes and a span id of 8, neither all zeroes; a parent id empty or 8 bytes.
+fn id_problem(span: &Span) -> Option<&'static str> {
+    let zero = |b: &[u8]| b.iter().all(|x| *x == 0);
+    let bad = span.trace_id.len() != 16
+        || zero(&span.trace_id)
+        || span.span_id.len() != 8
+        || zero(&span.span_id)
+        || !(span.parent_span_id.is_empty() || span.parent_span_id.len() == 8);
+    bad.then_some(reason::BAD_ID)
+}
+
+/// Adds a kept attribute to a span; a key given twice keeps its last value.
+pub(crate) fn keep_attribute(span: &mut Span, key: String, value: Option<any_value::Value>) {
+    let value = value.map(|v| AnyValue { value: Some(v) });
+    match span.attributes.iter_mut().find(|kv| kv.key == key) {
+        Some(kv) => kv.value = value,
+        None => span.attributes.push(KeyValue {
+            key,
+            value,
+            ..KeyValue::default()
+        }),
+    }
+}
+
+/// The two encodings of OTLP/HTTP.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Encoding {
+    Protobuf,
+    Json,
+}
+
+/// Why an export could not be read: the body is not one, or the callback stopped.
+#[derive(Debug)]
+pub enum ReadError<E> {
+    Malformed(String),
+    Stopped(E),
+}
+
+/// Reads an export request body, handing each of its first `max_spans` spans to
+/// `on_span` (see [`Sink::new`]); returns how many more there were (counted, not read).
+pub fn read_export<E>(
+    body: &[u8],
+    encoding: Encoding,
+    max_spans: u64,
+    on_span: &mut dyn FnMut(&str, Span, Option<&'static str>) -> Result<(), E>,
+) -> Result<u64, ReadError<E>> {
+    let mut sink = Sink::new(max_spans, on_span);
+    let read = match encoding {
+        Encoding::Protobuf => wire::read(body, &mut sink),
+        Encoding::Json => {
+            let mut de = serde_json::Deserializer::from_slice(body);
+            json::document(&mut de, &mut sink)
+                .and_then(|()| de.end())
+                .map_err(|e| {
+                    format!(
+                        "the body is not an OTLP ExportTraceServiceRequest in JSON: {} (line {}, \
+                         column {})",
+                        super::json_reason(&e),
+                        e.line(),
+                        e.column()
+                    )
+                })
+        }
+    };
+    if let Some(e) = sink.failed.take() {
+        return Err(ReadError::Stopped(e));
+    }
+    read.map_err(ReadError::Malformed)?;
+    Ok(sink.over())
 }
 
 /// The engine a request span came from.
@@ -213,7 +366,7 @@ fn text(v: &any_value::Value) -> Option<String> {
     Some(cut(&s, MAX_TEXT_CHARS))
 }
 
-fn cut(s: &str, max: usize) -> String {
+pub(crate) fn cut(s: &str, max: usize) -> String {
     match s.char_indices().nth(max) {
         Some((i, _)) => s[..i].to_string(),
         None => s.to_string(),
@@ -290,22 +443,6 @@ pub struct Status {
 /// `google.rpc.Code.INVALID_ARGUMENT`.
 pub const INVALID_ARGUMENT: i32 = 3;
 
-/// Reads an OTLP/HTTP protobuf body.
-pub fn decode_protobuf(body: &[u8]) -> Result<ExportTraceServiceRequest, String> {
-    ExportTraceServiceRequest::decode(body)
-        .map_err(|e| format!("the body is not an OTLP ExportTraceServiceRequest in protobuf: {e}"))
-}
-
-/// Reads an OTLP/HTTP JSON body.
-pub fn decode_json(body: &[u8]) -> Result<ExportTraceServiceRequest, String> {
-    serde_json::from_slice(body).map_err(|e| {
-        format!(
-            "the body is not an OTLP ExportTraceServiceRequest in JSON: {}",
-            super::json_reason(&e)
-        ) + &format!(" (line {}, column {})", e.line(), e.column())
-    })
-}
-
 /// Spans received for one service in one window.
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct Group {
@@ -318,39 +455,73 @@ pub struct Group {
     pub ignored: BTreeMap<&'static str, u64>,
 }
 
+/// How far ahead of the server's clock a span may start (clocks differ a little).
+pub const MAX_AHEAD_S: f64 = 300.0;
+
 /// Sorts the spans of one export request into (service, window) groups of `window_s`
 /// seconds, by each span's start (a span without one falls in the window of `now_s`).
-/// Groups come in a stable order (service, then window start).
-pub fn split(request: &ExportTraceServiceRequest, window_s: i64, now_s: f64) -> Vec<Group> {
-    let window_s = window_s.max(1);
-    let mut groups: BTreeMap<(String, i64), Group> = BTreeMap::new();
-    for rs in &request.resource_spans {
-        let service = service_name(rs.resource.as_ref());
-        for ss in &rs.scope_spans {
-            for span in &ss.spans {
-                let at = if span.start_time_unix_nano > 0 {
-                    span.start_time_unix_nano as f64 / 1e9
-                } else {
-                    now_s
-                };
-                let start = (at as i64).div_euclid(window_s) * window_s;
-                let group = groups
-                    .entry((service.clone(), start))
-                    .or_insert_with(|| Group {
-                        service: service.clone(),
-                        window_start: start,
-                        ..Group::default()
-                    });
-                match map_span(span) {
-                    Ok((_, row)) => group
-                        .kept
-                        .push((row.arrival_ts.unwrap_or(at), kept_line(&service, span))),
-                    Err(why) => *group.ignored.entry(why).or_default() += 1,
-                }
-            }
+/// A span starting before `now_s − retention_s` or more than [`MAX_AHEAD_S`] ahead falls
+/// in no window: it is refused (a window for every hour of five centuries is not
+/// opened for anyone).
+pub struct Sorter {
+    window_s: i64,
+    now_s: f64,
+    earliest_s: f64,
+    groups: BTreeMap<(String, i64), Group>,
+    refused: BTreeMap<&'static str, u64>,
+}
+
+impl Sorter {
+    pub fn new(window_s: i64, now_s: f64, retention_s: f64) -> Sorter {
+        Sorter {
+            window_s: window_s.max(1),
+            now_s,
+            earliest_s: now_s - retention_s.max(0.0),
+            groups: BTreeMap::new(),
+            refused: BTreeMap::new(),
         }
     }
-    groups.into_values().collect()
+
+    /// One span as a reader hands it ([`Sink::new`]).
+    pub fn add(&mut self, service: &str, span: Span, problem: Option<&'static str>) {
+        let at = if span.start_time_unix_nano > 0 {
+            span.start_time_unix_nano as f64 / 1e9
+        } else {
+            self.now_s
+        };
+        if at < self.earliest_s || at > self.now_s + MAX_AHEAD_S {
+            *self.refused.entry(reason::OUT_OF_TIME).or_default() += 1;
+            return;
+        }
+        let start = (at as i64).div_euclid(self.window_s) * self.window_s;
+        let group = self
+            .groups
+            .entry((service.to_string(), start))
+            .or_insert_with(|| Group {
+                service: service.to_string(),
+                window_start: start,
+                ..Group::default()
+            });
+        match problem.map_or_else(|| map_span(&span), Err) {
+            Ok((_, row)) => group
+                .kept
+                .push((row.arrival_ts.unwrap_or(at), kept_line(service, &span))),
+            Err(why) => *group.ignored.entry(why).or_default() += 1,
+        }
+    }
+
+    /// Spans past the export's limit, counted.
+    pub fn over_export(&mut self, n: u64) {
+        if n > 0 {
+            *self.refused.entry(reason::OVER_EXPORT).or_default() += n;
+        }
+    }
+
+    /// The groups in a stable order (service, then window start), and the spans that
+    /// fell in none, by reason.
+    pub fn finish(self) -> (Vec<Group>, BTreeMap<&'static str, u64>) {
+        (self.groups.into_values().collect(), self.refused)
+    }
 }
 
 /// Counts of the spans in a file.
@@ -402,52 +573,53 @@ pub fn for_each_request<R: Read, E: From<AnalyzeError>>(
         256 << 10,
         decompressing_reader(reader, max_decompressed_bytes),
     );
-    let stream =
-        serde_json::Deserializer::from_reader(input).into_iter::<ExportTraceServiceRequest>();
     let mut rows = 0u64;
-    for (n, doc) in stream.enumerate() {
-        let doc = doc.map_err(|e| {
-            if e.is_io() {
-                AnalyzeError::from(std::io::Error::from(e))
-            } else {
-                AnalyzeError::Malformed {
-                    line: Some(e.line() as u64),
-                    byte: None,
-                    message: format!(
-                        "column {}: document {} is not OTLP JSON ({{\"resourceSpans\": …}}): {}",
-                        e.column(),
-                        n + 1,
-                        super::json_reason(&e)
-                    ),
-                }
+    // A file's spans are read whatever their ids: the analysis does not use them.
+    let mut on_span = |service: &str, span: Span, _ids: Option<&'static str>| -> Result<(), E> {
+        if !counts.services.iter().any(|s| s == service) && counts.services.len() < MAX_SERVICES {
+            counts.services.push(service.to_string());
+        }
+        counts.spans += 1;
+        match map_span(&span) {
+            Ok((engine, mut row)) => {
+                counts.requests += 1;
+                let engine = match engine {
+                    Engine::Vllm => "vllm",
+                    Engine::Sglang => "sglang",
+                };
+                *counts.engines.entry(engine.into()).or_default() += 1;
+                rows += 1;
+                row.line = rows;
+                cb(row)
             }
-        })?;
-        for rs in &doc.resource_spans {
-            let service = service_name(rs.resource.as_ref());
-            if !counts.services.contains(&service) && counts.services.len() < MAX_SERVICES {
-                counts.services.push(service);
-            }
-            for ss in &rs.scope_spans {
-                for span in &ss.spans {
-                    counts.spans += 1;
-                    match map_span(span) {
-                        Ok((engine, mut row)) => {
-                            counts.requests += 1;
-                            let engine = match engine {
-                                Engine::Vllm => "vllm",
-                                Engine::Sglang => "sglang",
-                            };
-                            *counts.engines.entry(engine.into()).or_default() += 1;
-                            rows += 1;
-                            row.line = rows;
-                            cb(row)?;
-                        }
-                        Err(why) => counts.ignore(why),
-                    }
-                }
+            Err(why) => {
+                counts.ignore(why);
+                Ok(())
             }
         }
+    };
+    let mut sink = Sink::new(u64::MAX, &mut on_span);
+    let mut document = 0;
+    let read = json::documents(input, &mut sink, |n| document = n);
+    if let Some(e) = sink.failed.take() {
+        return Err(e);
     }
+    drop(sink);
+    read.map_err(|e| {
+        if e.is_io() {
+            E::from(AnalyzeError::from(std::io::Error::from(e)))
+        } else {
+            E::from(AnalyzeError::Malformed {
+                line: Some(e.line() as u64),
+                byte: None,
+                message: format!(
+                    "column {}: document {document} is not OTLP JSON ({{\"resourceSpans\": …}}): {}",
+                    e.column(),
+                    super::json_reason(&e)
+                ),
+            })
+        }
+    })?;
     Ok(rows)
 }
 
@@ -480,6 +652,19 @@ mod tests {
             value: Some(AnyValue { value: Some(v) }),
             ..KeyValue::default()
         }
+    }
+
+    /// The groups of an export as the receiver makes them (through its protobuf).
+    fn sorted(req: &ExportTraceServiceRequest, window_s: i64, now_s: f64) -> Vec<Group> {
+        let mut sorter = Sorter::new(window_s, now_s, f64::INFINITY);
+        let body = req.encode_to_vec();
+        let over = read_export(&body, Encoding::Protobuf, u64::MAX, &mut |s, span, p| {
+            sorter.add(s, span, p);
+            Ok::<(), ()>(())
+        })
+        .unwrap();
+        sorter.over_export(over);
+        sorter.finish().0
     }
 
     fn vllm_span(id: &str, start_s: f64) -> Span {
@@ -610,6 +795,8 @@ mod tests {
                     vllm_span("4", 7300.0),
                     Span {
                         name: "other".into(),
+                        trace_id: vec![1; 16],
+                        span_id: vec![3; 8],
                         start_time_unix_nano: 7_400_000_000_000,
                         ..Span::default()
                     },
@@ -617,7 +804,7 @@ mod tests {
             )
             .resource_spans,
         );
-        let groups = split(&req, 3600, 0.0);
+        let groups = sorted(&req, 3600, 20_000.0);
         let shape: Vec<_> = groups
             .iter()
             .map(|g| (g.service.as_str(), g.window_start, g.kept.len()))
@@ -640,14 +827,16 @@ mod tests {
         let line = kept_line("vllm-a", &span);
         assert!(line.starts_with("{\"resourceSpans\":"), "{line}");
         assert!(!line.contains("http.route") && !line.contains("temperature"));
-        let back = decode_json(line.as_bytes()).unwrap();
-        let got = &back.resource_spans[0].scope_spans[0].spans[0];
+        let mut back = Vec::new();
+        read_export(line.as_bytes(), Encoding::Json, 10, &mut |s, span, p| {
+            back.push((s.to_string(), span, p));
+            Ok::<(), ()>(())
+        })
+        .unwrap();
+        let (service, got, problem) = &back[0];
+        assert_eq!((service.as_str(), *problem), ("vllm-a", None));
         assert_eq!(got.trace_id, span.trace_id);
         assert_eq!(map_span(got).unwrap().1, map_span(&span).unwrap().1);
-        assert_eq!(
-            service_name(back.resource_spans[0].resource.as_ref()),
-            "vllm-a"
-        );
         // The same line detects as an OTLP spans file.
         assert_eq!(
             super::super::detect(line.as_bytes()),
@@ -685,8 +874,173 @@ mod tests {
     fn protobuf_bodies_decode_and_garbage_is_refused() {
         let req = request("s", vec![vllm_span("1", 100.0)]);
         let bytes = req.encode_to_vec();
-        assert_eq!(decode_protobuf(&bytes).unwrap(), req);
-        assert!(decode_protobuf(b"\xff\xff\xff").is_err());
-        assert!(decode_json(b"{\"resourceSpans\": [").is_err());
+        let mut got = Vec::new();
+        read_export(&bytes, Encoding::Protobuf, 10, &mut |s, span, p| {
+            got.push((s.to_string(), span, p));
+            Ok::<(), ()>(())
+        })
+        .unwrap();
+        let mut want = vllm_span("1", 100.0);
+        // Only the attributes read are kept.
+        want.attributes
+            .retain(|kv| KNOWN_ATTRIBUTES.contains(&kv.key.as_str()));
+        assert_eq!(got, vec![("s".to_string(), want, None)]);
+        let none = &mut |_: &str, _: Span, _: Option<&'static str>| Ok::<(), ()>(());
+        for garbage in [&b"\xff\xff\xff"[..], b"\x0a\x05ab", b"\x0b"] {
+            let e = read_export(garbage, Encoding::Protobuf, 10, none).unwrap_err();
+            assert!(matches!(e, ReadError::Malformed(m) if m.contains("not an OTLP")));
+        }
+        let e = read_export(b"{\"resourceSpans\": [", Encoding::Json, 10, none).unwrap_err();
+        assert!(matches!(e, ReadError::Malformed(m) if m.contains("line 1")));
+    }
+
+    /// An export of `n` empty spans in protobuf, as a hostile sender writes it:
+    /// resource_spans { scope_spans { spans: {} × n } }.
+    fn empty_spans(n: usize) -> Vec<u8> {
+        let spans: Vec<u8> = std::iter::repeat_n([0x12u8, 0x00], n).flatten().collect();
+        let mut resource_spans = vec![0x12];
+        put_len(&mut resource_spans, spans.len());
+        resource_spans.extend(spans);
+        let mut body = vec![0x0a];
+        put_len(&mut body, resource_spans.len());
+        body.extend(resource_spans);
+        body
+    }
+
+    fn put_len(out: &mut Vec<u8>, mut n: usize) {
+        loop {
+            let b = (n & 0x7f) as u8;
+            n >>= 7;
+            if n == 0 {
+                out.push(b);
+                return;
+            }
+            out.push(b | 0x80);
+        }
+    }
+
+    #[test]
+    fn spans_past_the_limit_are_counted_not_read() {
+        let body = empty_spans(100_000);
+        let mut seen = 0;
+        let over = read_export(&body, Encoding::Protobuf, 1_000, &mut |_, _, p| {
+            assert_eq!(p, Some(reason::BAD_ID));
+            seen += 1;
+            Ok::<(), ()>(())
+        })
+        .unwrap();
+        assert_eq!((seen, over), (1_000, 99_000));
+        let json = format!(
+            "{{\"resourceSpans\":[{{\"scopeSpans\":[{{\"spans\":[{}{{}}]}}]}}]}}",
+            "{},".repeat(99_999)
+        );
+        let mut seen = 0;
+        let over = read_export(json.as_bytes(), Encoding::Json, 1_000, &mut |s, _, _| {
+            assert_eq!(s, UNKNOWN_SERVICE);
+            seen += 1;
+            Ok::<(), ()>(())
+        })
+        .unwrap();
+        assert_eq!((seen, over), (1_000, 99_000));
+    }
+
+    #[test]
+    fn ids_must_be_of_their_length_and_attributes_are_cut_and_kept_once() {
+        let mut span = vllm_span("x".repeat(10_000).as_str(), 100.0);
+        for _ in 0..1_000 {
+            span.attributes.push(kv(
+                REQUEST_ID,
+                any_value::Value::StringValue("y".repeat(2_000)),
+            ));
+        }
+        let mut long_id = span.clone();
+        long_id.trace_id = vec![7; 60_000];
+        let mut zero = span.clone();
+        zero.span_id = vec![0; 8];
+        let body = request("s", vec![span, long_id, zero]).encode_to_vec();
+        let mut got = Vec::new();
+        read_export(&body, Encoding::Protobuf, 10, &mut |_, span, p| {
+            got.push((span, p));
+            Ok::<(), ()>(())
+        })
+        .unwrap();
+        assert_eq!(got[0].1, None);
+        let ids: Vec<_> = got[0]
+            .0
+            .attributes
+            .iter()
+            .filter(|kv| kv.key == REQUEST_ID)
+            .collect();
+        assert_eq!(ids.len(), 1, "a key given many times is kept once");
+        let Some(any_value::Value::StringValue(text)) = &ids[0].value.as_ref().unwrap().value
+        else {
+            panic!("a string id")
+        };
+        assert_eq!(text.chars().count(), MAX_TEXT_CHARS);
+        assert_eq!(got[1].1, Some(reason::BAD_ID));
+        assert_eq!(got[2].1, Some(reason::BAD_ID));
+        assert!(kept_line("s", &got[0].0).len() < 4_000);
+    }
+
+    #[test]
+    fn json_as_the_sdk_printers_write_it_is_read() {
+        // Python's json_format / Go's protojson: enum names, base64 ids, 64-bit
+        // integers as strings, the proto's own field names also accepted.
+        let json = r#"{"resourceSpans":[{"resource":{"attributes":[{"key":"service.name",
+            "value":{"stringValue":"vllm-a"}}]},"scopeSpans":[{"scope":{"name":"x"},"spans":[
+            {"traceId":"AQEBAQEBAQEBAQEBAQEBAQ==","spanId":"AgICAgICAgI=","kind":"SPAN_KIND_SERVER",
+             "name":"llm_request","startTimeUnixNano":"100000000000","endTimeUnixNano":"100900000000",
+             "status":{"code":"STATUS_CODE_OK"},
+             "attributes":[{"key":"gen_ai.latency.e2e","value":{"doubleValue":0.9}},
+                           {"key":"gen_ai.usage.prompt_tokens","value":{"intValue":"512"}},
+                           {"key":"gen_ai.request.id","value":{"stringValue":"r1"}},
+                           {"key":"other","value":{"arrayValue":{"values":[{"intValue":1}]}}}]},
+            {"trace_id":"01010101010101010101010101010101","span_id":"0202020202020202",
+             "kind":2,"name":"llm_request","start_time_unix_nano":100000000000,
+             "attributes":[{"key":"gen_ai.request.id","value":{"string_value":"r2"}}]},
+            {"traceId":"not an id","spanId":"0202020202020202","name":"x"}]}]}]}"#;
+        let mut got = Vec::new();
+        read_export(json.as_bytes(), Encoding::Json, 10, &mut |s, span, p| {
+            got.push((s.to_string(), span, p));
+            Ok::<(), ()>(())
+        })
+        .unwrap();
+        assert_eq!(got.len(), 3);
+        let (service, first, problem) = &got[0];
+        assert_eq!((service.as_str(), *problem), ("vllm-a", None));
+        assert_eq!(first.trace_id, vec![1; 16]);
+        assert_eq!(first.span_id, vec![2; 8]);
+        assert_eq!(first.kind, 2);
+        assert_eq!(first.start_time_unix_nano, 100_000_000_000);
+        let row = map_span(first).unwrap().1;
+        assert_eq!((row.total_ms, row.prompt_tokens), (Some(900.0), Some(512)));
+        assert_eq!(got[1].1.trace_id, vec![1; 16]);
+        assert_eq!(got[1].2, None);
+        assert_eq!(
+            map_span(&got[1].1).unwrap().1.request_id.as_deref(),
+            Some("r2")
+        );
+        assert_eq!(got[2].2, Some(reason::BAD_ID));
+        let bad_kind =
+            r#"{"resourceSpans":[{"scopeSpans":[{"spans":[{"kind":"SPAN_KIND_NONE"}]}]}]}"#;
+        let none = &mut |_: &str, _: Span, _: Option<&'static str>| Ok::<(), ()>(());
+        let e = read_export(bad_kind.as_bytes(), Encoding::Json, 10, none).unwrap_err();
+        assert!(
+            matches!(&e, ReadError::Malformed(m) if m.contains("SPAN_KIND_NONE")),
+            "{e:?}"
+        );
+    }
+
+    #[test]
+    fn spans_outside_the_time_range_fall_in_no_window() {
+        let now = 1_796_220_000.0;
+        let mut sorter = Sorter::new(3600, now, 7.0 * 86_400.0);
+        sorter.add("s", vllm_span("past", now - 8.0 * 86_400.0), None);
+        sorter.add("s", vllm_span("future", 17_800_000_000.0), None);
+        sorter.add("s", vllm_span("soon", now + 200.0), None);
+        sorter.add("s", vllm_span("now", now), None);
+        let (groups, refused) = sorter.finish();
+        assert_eq!(refused[reason::OUT_OF_TIME], 2);
+        assert_eq!(groups.iter().map(|g| g.kept.len()).sum::<usize>(), 2);
     }
 }
