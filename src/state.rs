@@ -44,6 +44,8 @@ pub struct Shared {
     pub embedded: Option<Arc<crate::db::supervisor::ClusterHealth>>,
     /// Uploads being received now (see artifacts::UploadSlots).
     pub upload_slots: Arc<crate::artifacts::UploadSlots>,
+    /// Analyses running now (see artifacts::analysis_places).
+    pub analyses: Arc<tokio::sync::Semaphore>,
     /// The OpenID provider, when sign-in through one is configured.
     pub oidc: Option<Arc<crate::auth::oidc::Oidc>>,
 }
@@ -60,6 +62,7 @@ impl AppState {
             upload_idle_timeout: self.config.upload_idle_timeout,
             streamed_load_budget: self.config.streamed_load_budget,
             upload_slots: self.upload_slots.clone(),
+            analyses: self.analyses.clone(),
         }
     }
 
@@ -73,6 +76,9 @@ impl AppState {
             upload_slots: Arc::new(crate::artifacts::UploadSlots::new(
                 config.max_uploads_per_user,
                 config.max_uploads,
+            )),
+            analyses: Arc::new(tokio::sync::Semaphore::new(
+                crate::artifacts::analysis_places(),
             )),
             oidc: config
                 .sign_in

@@ -123,6 +123,9 @@ pub const MAX_STORED_ANALYSIS_BYTES: usize = 16 << 20;
 
 /// Claims and processes one queued artifact; false when the queue is empty.
 pub async fn process_next(state: &ArtifactStore) -> anyhow::Result<bool> {
+    // One of the server's analysis places, shared with uploads analysed before their
+    // answer (see artifacts::analysis_places).
+    let _place = state.analyses.acquire().await?;
     match claim(&state.pool, None).await? {
         Some(job) => {
             process(state, job).await?;

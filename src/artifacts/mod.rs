@@ -38,6 +38,20 @@ pub struct ArtifactStore {
     pub streamed_load_budget: std::time::Duration,
     /// Uploads being received now, per user and in total.
     pub upload_slots: Arc<UploadSlots>,
+    /// Places for analyses from stored files: the worker takes one per job, and a small
+    /// upload analysed before its answer takes one too (see [`analysis_places`]).
+    pub analyses: Arc<tokio::sync::Semaphore>,
+}
+
+/// Analyses of stored files that run at once in one server: one per core, at least two.
+/// An upload analysed before its answer waits for a place no longer than the inline
+/// budget, else it is left queued for the worker; one that outlives the budget keeps
+/// its place until it ends, so analyses never pile up beside the worker.
+pub fn analysis_places() -> usize {
+    std::thread::available_parallelism()
+        .map(|n| n.get())
+        .unwrap_or(2)
+        .max(2)
 }
 
 impl ArtifactStore {
@@ -599,18 +613,37 @@ where
 
 /// Small files are analyzed before answering, so malformed content is refused with the
 /// line and the problem (the caller then removes the row and blob). An analysis that
-/// takes longer than the budget carries on in the background (the answer says
-/// `analyzing`); a failure then ends the artifact `failed` with the reason.
+/// takes longer than the budget carries on in the background, holding its place among
+/// the worker's (the answer says `analyzing`); a failure then ends the artifact
+/// `failed` with the reason.
 async fn analyze_inline(
     state: &ArtifactStore,
     artifact: &Artifact,
     name: &str,
     streamed: Option<ingest::Streamed>,
 ) -> Result<Artifact, UploadError> {
+    // An analysis from the stored file takes one of the worker's places; none free
+    // within the budget, the worker takes the upload when one is.
+    let place = match streamed {
+        Some(_) => None,
+        None => match tokio::time::timeout(
+            INLINE_ANALYSIS_BUDGET,
+            state.analyses.clone().acquire_owned(),
+        )
+        .await
+        {
+            Ok(Ok(place)) => Some(place),
+            _ => {
+                state.jobs.notify_one();
+                return Ok(artifact.clone());
+            }
+        },
+    };
     let mut inline = tokio::spawn({
         let state = state.clone();
         let id = artifact.id;
         async move {
+            let _place = place;
             match streamed {
                 Some(analysis) => match ingest::claim(&state.pool, Some(id)).await? {
                     Some(job) => ingest::process_streamed(&state, job, analysis).await,

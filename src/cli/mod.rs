@@ -187,7 +187,9 @@ async fn execute(db: &DbArgs, command: Command) -> anyhow::Result<()> {
     let result = match command {
         Command::Serve(args) => {
             let blobs = match &args.s3_bucket {
-                Some(bucket) => crate::storage::BlobStore::s3(bucket)?,
+                Some(bucket) => {
+                    crate::storage::BlobStore::s3(bucket)?.with_spool(db.data_dir.join("spool"))
+                }
                 None => crate::storage::BlobStore::local(&db.data_dir.join("blobs"))?,
             };
             let seeded = crate::capture::seed_hosts(&database.pool, &args.capture_hosts).await?;

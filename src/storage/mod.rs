@@ -75,6 +75,8 @@ pub struct BlobStore {
     /// The directory of a local store: analyzers read its files directly (the
     /// object_store stream hands out 8 KiB chunks, each through a blocking task).
     local_root: Option<std::path::PathBuf>,
+    /// The server's own spool folder (`spool/` in the data directory), emptied at start.
+    spool: Option<std::path::PathBuf>,
 }
 
 /// Where a blob lives: named by the sha256 of the original bytes, with `.zst` after it
@@ -112,7 +114,15 @@ impl BlobStore {
         BlobStore {
             store,
             local_root: None,
+            spool: None,
         }
+    }
+
+    /// Spooled files (archives being unpacked, SQLite exports being read) go to `dir`,
+    /// which belongs to this server: start-up empties it.
+    pub fn with_spool(mut self, dir: std::path::PathBuf) -> Self {
+        self.spool = Some(dir);
+        self
     }
 
     /// Blobs in a local directory (created if missing).
@@ -120,9 +130,11 @@ impl BlobStore {
         std::fs::create_dir_all(dir)?;
         let fs = object_store::local::LocalFileSystem::new_with_prefix(dir)?
             .with_automatic_cleanup(true);
+        let root = std::fs::canonicalize(dir)?;
         Ok(BlobStore {
             store: Arc::new(fs),
-            local_root: Some(std::fs::canonicalize(dir)?),
+            spool: Some(root.join("spool")),
+            local_root: Some(root),
         })
     }
 
@@ -371,13 +383,15 @@ impl BlobStore {
     /// to one server (replicas share a bucket, whose leftovers the hourly sweep removes),
     /// so nothing there is still being written. Returns how many files went.
     pub fn remove_interrupted_uploads(&self) -> std::io::Result<usize> {
-        // Spooled analysis files too (a bucket's replicas may share a host's temporary
-        // directory, so only a local store's own spool is emptied).
-        let Some(root) = &self.local_root else {
-            return Ok(0);
-        };
+        // Spooled files too, when the spool is this server's own folder (not the
+        // system's temporary directory, which replicas of a bucket may share).
+        let dirs = self
+            .local_root
+            .iter()
+            .map(|root| root.join("tmp"))
+            .chain(self.spool.clone());
         let mut removed = 0;
-        for dir in [root.join("tmp"), self.spool_dir()] {
+        for dir in dirs {
             let entries = match std::fs::read_dir(dir) {
                 Err(e) if e.kind() == std::io::ErrorKind::NotFound => continue,
                 entries => entries?,
@@ -393,12 +407,13 @@ impl BlobStore {
         Ok(removed)
     }
 
-    /// Where analyses that need a file on disk (an SQLite export) write the upload's
-    /// bytes while they read it: `spool/` beside a local store's blobs (the sweep leaves
-    /// it alone; start-up empties it), else a folder in the system's temporary directory.
+    /// Where analyses that need a file on disk (an SQLite export, an archive) write the
+    /// upload's bytes while they read it: the server's spool folder (`spool/` beside a
+    /// local store's blobs, or as set by [`BlobStore::with_spool`]; start-up empties it),
+    /// else a folder in the system's temporary directory.
     pub fn spool_dir(&self) -> std::path::PathBuf {
-        match &self.local_root {
-            Some(root) => root.join("spool"),
+        match &self.spool {
+            Some(dir) => dir.clone(),
             None => std::env::temp_dir().join("perfjournal-spool"),
         }
     }

@@ -17,6 +17,7 @@ mod embedded;
 mod estimators;
 mod foundation;
 mod grafana;
+mod hostile_editor;
 mod hostile_uploads;
 mod incident_window;
 mod investigations;

@@ -5,6 +5,7 @@
 //! trace named, never stuck.
 
 use crate::common;
+use common::uploads::multipart;
 
 use crate::trace_diffs::{editor_app, fixtures};
 use axum::http::StatusCode;
@@ -487,25 +488,6 @@ async fn duplicate_failed_and_many_ranks_end_named_never_stuck() {
         api.json()["summary"]["ranks"].as_array().unwrap().len(),
         1000
     );
-}
-
-/// A multipart body of `(field, file name, bytes)` parts (no file name: a text field).
-fn multipart(parts: &[(&str, Option<&str>, Vec<u8>)]) -> (String, Vec<u8>) {
-    let boundary = "pjSetBoundary42";
-    let mut body = Vec::new();
-    for (field, file, bytes) in parts {
-        let disposition = match file {
-            Some(f) => format!("form-data; name=\"{field}\"; filename=\"{f}\""),
-            None => format!("form-data; name=\"{field}\""),
-        };
-        body.extend_from_slice(
-            format!("--{boundary}\r\nContent-Disposition: {disposition}\r\n\r\n").as_bytes(),
-        );
-        body.extend_from_slice(bytes);
-        body.extend_from_slice(b"\r\n");
-    }
-    body.extend_from_slice(format!("--{boundary}--\r\n").as_bytes());
-    (format!("multipart/form-data; boundary={boundary}"), body)
 }
 
 async fn post_set_upload(

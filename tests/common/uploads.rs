@@ -130,3 +130,22 @@ pub async fn run_cli(args: Vec<String>) -> std::process::Output {
     .await
     .unwrap()
 }
+
+/// A multipart body of `(field, file name, bytes)` parts (no file name: a text field).
+pub fn multipart(parts: &[(&str, Option<&str>, Vec<u8>)]) -> (String, Vec<u8>) {
+    let boundary = "pjSetBoundary42";
+    let mut body = Vec::new();
+    for (field, file, bytes) in parts {
+        let disposition = match file {
+            Some(f) => format!("form-data; name=\"{field}\"; filename=\"{f}\""),
+            None => format!("form-data; name=\"{field}\""),
+        };
+        body.extend_from_slice(
+            format!("--{boundary}\r\nContent-Disposition: {disposition}\r\n\r\n").as_bytes(),
+        );
+        body.extend_from_slice(bytes);
+        body.extend_from_slice(b"\r\n");
+    }
+    body.extend_from_slice(format!("--{boundary}--\r\n").as_bytes());
+    (format!("multipart/form-data; boundary={boundary}"), body)
+}

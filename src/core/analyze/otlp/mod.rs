@@ -458,11 +458,16 @@ pub struct Group {
 /// How far ahead of the server's clock a span may start (clocks differ a little).
 pub const MAX_AHEAD_S: f64 = 300.0;
 
+/// Windows (service × window) one export may touch: an exporter's batch spans a
+/// window or two; a replay of a day of hourly windows fits.
+pub const MAX_WINDOWS_PER_EXPORT: usize = 32;
+
 /// Sorts the spans of one export request into (service, window) groups of `window_s`
 /// seconds, by each span's start (a span without one falls in the window of `now_s`).
 /// A span starting before `now_s − retention_s` or more than [`MAX_AHEAD_S`] ahead falls
 /// in no window: it is refused (a window for every hour of five centuries is not
-/// opened for anyone).
+/// opened for anyone), as is a span with invalid ids, and one that would open more than
+/// [`MAX_WINDOWS_PER_EXPORT`] windows.
 pub struct Sorter {
     window_s: i64,
     now_s: f64,
@@ -489,20 +494,24 @@ impl Sorter {
         } else {
             self.now_s
         };
-        if at < self.earliest_s || at > self.now_s + MAX_AHEAD_S {
-            *self.refused.entry(reason::OUT_OF_TIME).or_default() += 1;
+        // A span with bad ids, or starting out of range, opens no window.
+        let out_of_time = at < self.earliest_s || at > self.now_s + MAX_AHEAD_S;
+        if let Some(why) = problem.or(out_of_time.then_some(reason::OUT_OF_TIME)) {
+            *self.refused.entry(why).or_default() += 1;
             return;
         }
         let start = (at as i64).div_euclid(self.window_s) * self.window_s;
-        let group = self
-            .groups
-            .entry((service.to_string(), start))
-            .or_insert_with(|| Group {
-                service: service.to_string(),
-                window_start: start,
-                ..Group::default()
-            });
-        match problem.map_or_else(|| map_span(&span), Err) {
+        let key = (service.to_string(), start);
+        if !self.groups.contains_key(&key) && self.groups.len() >= MAX_WINDOWS_PER_EXPORT {
+            *self.refused.entry(reason::NEW_WINDOW).or_default() += 1;
+            return;
+        }
+        let group = self.groups.entry(key).or_insert_with(|| Group {
+            service: service.to_string(),
+            window_start: start,
+            ..Group::default()
+        });
+        match map_span(&span) {
             Ok((_, row)) => group
                 .kept
                 .push((row.arrival_ts.unwrap_or(at), kept_line(service, &span))),
@@ -1042,5 +1051,22 @@ mod tests {
         let (groups, refused) = sorter.finish();
         assert_eq!(refused[reason::OUT_OF_TIME], 2);
         assert_eq!(groups.iter().map(|g| g.kept.len()).sum::<usize>(), 2);
+    }
+
+    #[test]
+    fn an_export_opens_a_bounded_number_of_windows() {
+        let now = 1_796_220_000.0;
+        let mut sorter = Sorter::new(3600, now, 30.0 * 86_400.0);
+        for hour in 0..100 {
+            sorter.add("s", vllm_span("h", now - 3600.0 * hour as f64), None);
+        }
+        sorter.add("s", vllm_span("h", now), Some(reason::BAD_ID));
+        let (groups, refused) = sorter.finish();
+        assert_eq!(groups.len(), MAX_WINDOWS_PER_EXPORT);
+        assert_eq!(
+            refused[reason::NEW_WINDOW],
+            100 - MAX_WINDOWS_PER_EXPORT as u64
+        );
+        assert_eq!(refused[reason::BAD_ID], 1);
     }
 }
