@@ -439,6 +439,43 @@ async fn a_replica_finishes_an_analysis_whose_server_was_killed() {
 /// it before serving, instead of a sweep a day later.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_restart_removes_the_partial_file_of_an_upload_cut_off_by_kill_9() {
+    killed_mid_upload_and_restarted(
+        "/api/v1/artifacts?name=cut.json",
+        None,
+        vec![b' '; 1 << 20],
+        "blobs/tmp",
+    )
+    .await;
+}
+
+/// The same for a trace set's archive, kept in the data dir's spool while it arrives.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_restart_removes_the_spooled_archive_of_a_set_upload_cut_off_by_kill_9() {
+    let boundary = "pjCutBoundary";
+    let mut head = format!(
+        "--{boundary}\r\nContent-Disposition: form-data; name=\"file\"; \
+         filename=\"prof.tar.gz\"\r\n\r\n"
+    )
+    .into_bytes();
+    head.extend(vec![0x1f; 1 << 20]);
+    killed_mid_upload_and_restarted(
+        "/api/v1/trace-sets/upload?name=cut",
+        Some(format!("multipart/form-data; boundary={boundary}")),
+        head,
+        "blobs/spool",
+    )
+    .await;
+}
+
+/// Sends `head` to `path`, then a trickle that never ends; once a file appears under
+/// `watched` (in the data dir) the server is killed; the restart must remove it, and no
+/// row is left.
+async fn killed_mid_upload_and_restarted(
+    path: &str,
+    content_type: Option<String>,
+    head: Vec<u8>,
+    watched: &str,
+) {
     let (pool, url) = common::fresh_db().await;
     let token = common::admin_with_token(&pool, "partial").await;
     let data = tempfile::Builder::new()
@@ -446,26 +483,23 @@ async fn a_restart_removes_the_partial_file_of_an_upload_cut_off_by_kill_9() {
         .tempdir()
         .unwrap();
     let (mut server, base) = start_server(&url, data.path()).await;
-    // 1 MiB at once, then a trickle that never ends.
-    let body = futures::stream::unfold(0u32, |i| async move {
+    let body = futures::stream::unfold((0u32, head), |(i, head)| async move {
         if i > 0 {
             tokio::time::sleep(Duration::from_millis(200)).await;
         }
-        let chunk = if i == 0 {
-            vec![b' '; 1 << 20]
-        } else {
-            vec![b' '; 16]
-        };
-        Some((Ok::<_, std::io::Error>(chunk), i + 1))
+        let chunk = if i == 0 { head.clone() } else { vec![0x1f; 16] };
+        Some((Ok::<_, std::io::Error>(chunk), (i + 1, head)))
     });
     let http = reqwest::Client::new();
-    let upload = tokio::spawn(
-        http.post(format!("{base}/api/v1/artifacts?name=cut.json"))
-            .bearer_auth(&token)
-            .body(reqwest::Body::wrap_stream(body))
-            .send(),
-    );
-    let tmp = data.path().join("blobs").join("tmp");
+    let mut request = http
+        .post(format!("{base}{path}"))
+        .bearer_auth(&token)
+        .body(reqwest::Body::wrap_stream(body));
+    if let Some(t) = content_type {
+        request = request.header("content-type", t);
+    }
+    let upload = tokio::spawn(request.send());
+    let tmp = data.path().join(watched);
     let started = Instant::now();
     while files_under(&tmp).is_empty() {
         assert!(
