@@ -175,6 +175,15 @@ pub struct ServeArgs {
     )]
     pub trusted_proxies: Vec<crate::auth::throttle::ProxyNet>,
 
+    /// Link-local networks (CIDR blocks, comma-separated) webhooks may reach although
+    /// such addresses, where clouds answer instance metadata, are refused by default.
+    #[arg(
+        long = "webhook-allow-cidr",
+        env = "PERFJOURNAL_WEBHOOK_ALLOW_CIDRS",
+        value_delimiter = ','
+    )]
+    pub webhook_allow_cidrs: Vec<crate::auth::throttle::ProxyNet>,
+
     /// (Boxed: the single sign-on flags would make every command as large as `serve`.)
     #[command(flatten)]
     pub sso: Box<SsoArgs>,
@@ -407,6 +416,8 @@ pub struct Config {
     pub sign_in: SignIn,
     /// OTLP request spans (see [`crate::otlp`]).
     pub otlp: OtlpLimits,
+    /// Link-local networks webhooks may reach (see [`crate::webhooks::Allowed`]).
+    pub webhook_allowed: crate::webhooks::Allowed,
 }
 
 /// How OTLP spans are received and kept.
@@ -464,6 +475,7 @@ impl Default for Config {
             grafana: None,
             sign_in: SignIn::default(),
             otlp: OtlpLimits::default(),
+            webhook_allowed: crate::webhooks::Allowed::default(),
         }
     }
 }
@@ -487,6 +499,7 @@ impl From<&ServeArgs> for Config {
             session_idle: Duration::from_secs(a.session_idle_minutes.max(1) as u64 * 60),
             session_max_age: chrono::Duration::hours(a.session_max_hours.max(1)),
             trusted_proxies: a.trusted_proxies.clone(),
+            webhook_allowed: crate::webhooks::Allowed(a.webhook_allow_cidrs.clone()),
             header_read_timeout: Duration::from_secs(a.header_read_timeout_secs.max(1)),
             upload_idle_timeout: Duration::from_secs(a.upload_idle_timeout_secs.max(1)),
             streamed_load_budget: Duration::from_secs(a.streamed_load_secs.max(1)),

@@ -176,7 +176,10 @@ pub async fn serve(state: AppState, bind: &str) -> anyhow::Result<()> {
     // OTLP span windows are analysed once they close.
     let span_windows = tokio::spawn(crate::otlp::sweep(state.artifacts()));
     // Webhook deliveries go out from their queue, never on a request's path.
-    let hooks = tokio::spawn(crate::webhooks::run_worker(state.pool.clone()));
+    let hooks = tokio::spawn(crate::webhooks::run_worker(
+        state.pool.clone(),
+        state.config.webhook_allowed.clone(),
+    ));
     // Grafana annotations, when a Grafana is configured; otherwise they wait in their table.
     let grafana = state.config.grafana.clone().map(|target| {
         tokio::spawn(crate::grafana::run_worker(

@@ -29,7 +29,7 @@ pub struct WebhookInput {
     pub slack: Option<bool>,
 }
 
-fn read(body: &[u8]) -> Result<webhook::Endpoint, AppError> {
+fn read(body: &[u8], allowed: &crate::webhooks::Allowed) -> Result<webhook::Endpoint, AppError> {
     let v = crate::api::json_body(body)?;
     if !v.is_object() {
         return Err(AppError::field(
@@ -56,7 +56,8 @@ fn read(body: &[u8]) -> Result<webhook::Endpoint, AppError> {
         Some(serde_json::Value::Bool(b)) => *b,
         Some(_) => return Err(AppError::field("slack", "true or false")),
     };
-    webhook::check(&url, &events, &secret, slack).map_err(AppError::Invalid)
+    webhook::check(&url, &events, &secret, slack, &|ip| allowed.contains(ip))
+        .map_err(AppError::Invalid)
 }
 
 /// Every endpoint with its latest deliveries (admins).
@@ -85,7 +86,7 @@ pub async fn create_webhook(
     body: Bytes,
 ) -> ApiResult<(StatusCode, Json<Webhook>)> {
     me.require(Role::Admin)?;
-    let endpoint = read(&body)?;
+    let endpoint = read(&body, &state.config.webhook_allowed)?;
     let id = hooks::add(&state.pool, &endpoint, me.0.id).await?;
     let hook = hooks::list(&state.pool)
         .await?

@@ -498,10 +498,11 @@ pub fn clean_name(raw: Option<&str>) -> Result<String, crate::core::FieldError> 
             "name the file (e.g. ?name=trace.json.gz, or a multipart filename)",
         ));
     }
-    if base.chars().count() > 255 || base.chars().any(char::is_control) {
+    if base.chars().count() > 255 || base.chars().any(crate::core::fmt::unsafe_in_name) {
         return Err(crate::core::FieldError::new(
             "name",
-            "a file name of at most 255 printable characters",
+            "a file name of at most 255 printable characters (no control or text-direction \
+             characters)",
         ));
     }
     Ok(base.to_string())

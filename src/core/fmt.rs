@@ -2,6 +2,25 @@
 //! analyzers' notes, the estimators' formulas and the Markdown export all group digits
 //! through here (`3,200`, `-1,234.5`).
 
+/// Characters a name must not carry into a page: control characters, and the ones
+/// that reorder text around them (bidirectional overrides, embeddings, isolates and
+/// marks), with which "gpj.json" can display as "nosj.jpg".
+pub fn unsafe_in_name(c: char) -> bool {
+    c.is_control()
+        || matches!(
+            c,
+            '\u{061C}' | '\u{200E}' | '\u{200F}' | '\u{202A}'..='\u{202E}' | '\u{2066}'..='\u{2069}'
+        )
+}
+
+/// A name made from text nobody typed here (an archive member, a span's service):
+/// each character [`unsafe_in_name`] refuses becomes `_`.
+pub fn safe_name(s: &str) -> String {
+    s.chars()
+        .map(|c| if unsafe_in_name(c) { '_' } else { c })
+        .collect()
+}
+
 /// `1234567` → `1,234,567`.
 pub fn grouped(n: u64) -> String {
     group_digits(&n.to_string())
@@ -269,5 +288,18 @@ mod tests {
             Some("k<…>")
         );
         assert_eq!(folded_kernel_name("ampere_sgemm_128x64_tn"), None);
+    }
+}
+
+#[cfg(test)]
+mod name_tests {
+    use super::*;
+
+    #[test]
+    fn direction_overrides_and_escapes_do_not_reach_a_name() {
+        assert_eq!(safe_name("rank0\u{202E}nosj.gpj"), "rank0_nosj.gpj");
+        assert_eq!(safe_name("a\u{1b}[31mred"), "a_[31mred");
+        assert_eq!(safe_name("plain-name_1.json"), "plain-name_1.json");
+        assert!(unsafe_in_name('\u{2067}') && !unsafe_in_name('é'));
     }
 }

@@ -2,6 +2,8 @@
 //! signed and shaped, and how long to wait before trying again. The queue and the HTTP
 //! calls live in the app's `webhooks` module.
 
+use std::net::{IpAddr, Ipv4Addr};
+
 use hmac::{Hmac, Mac};
 use serde_json::{json, Value};
 use sha2::Sha256;
@@ -64,20 +66,78 @@ pub struct Endpoint {
     pub slack: bool,
 }
 
+/// Addresses a webhook never reaches unless allowed: link-local ones (169.254.0.0/16,
+/// fe80::/10, where clouds answer their instance metadata at 169.254.169.254), the
+/// metadata services' other addresses (AWS fd00:ec2::254, Alibaba 100.100.100.200) and
+/// the unspecified address. The delivery log says whether a port answered, so such a
+/// target would let an admin's mistake, or a stolen admin session, read the machine's
+/// cloud credentials.
+pub fn forbidden_address(ip: IpAddr) -> bool {
+    match ip {
+        IpAddr::V4(v4) => {
+            v4.is_link_local() || v4.is_unspecified() || v4 == Ipv4Addr::new(100, 100, 100, 200)
+        }
+        IpAddr::V6(v6) => {
+            if let Some(v4) = v6.to_ipv4_mapped() {
+                return forbidden_address(IpAddr::V4(v4));
+            }
+            (v6.segments()[0] & 0xffc0) == 0xfe80
+                || v6.is_unspecified()
+                || v6 == "fd00:ec2::254".parse::<std::net::Ipv6Addr>().unwrap_or(v6)
+        }
+    }
+}
+
+/// Host names of metadata services.
+const METADATA_NAMES: &[&str] = &["metadata.google.internal", "metadata", "instance-data"];
+
+/// The host of a URL's authority (`user@host:port`, `[v6]:port`).
+fn host_of(authority: &str) -> &str {
+    let hostport = authority.rsplit('@').next().unwrap_or(authority);
+    if let Some(rest) = hostport.strip_prefix('[') {
+        return rest.split(']').next().unwrap_or(rest);
+    }
+    hostport.split(':').next().unwrap_or(hostport)
+}
+
+/// Why a host may not be a webhook target, if it may not.
+fn refused_host(host: &str, allowed: &dyn Fn(IpAddr) -> bool) -> Option<String> {
+    let host = host.trim_end_matches('.').to_ascii_lowercase();
+    let forbidden = match host.parse::<IpAddr>() {
+        Ok(ip) => forbidden_address(ip) && !allowed(ip),
+        Err(_) => METADATA_NAMES.contains(&host.as_str()),
+    };
+    forbidden.then(|| {
+        format!(
+            "{host} is a link-local or cloud-metadata address, which webhooks do not reach \
+             (an admin can allow a network with PERFJOURNAL_WEBHOOK_ALLOW_CIDRS)"
+        )
+    })
+}
+
 /// Checks the URL (http or https, a host, no credentials, spaces or control characters),
 /// the events (known, at least one; repeats count once) and the secret (16 to 200
 /// characters, no space at either end, no control characters); every problem is named
 /// against its field. Nothing is trimmed: what is stored is what was sent.
+///
+/// A host that is a link-local or cloud-metadata address ([`forbidden_address`]), or a
+/// metadata service's name, is refused unless `allowed` accepts the address (an admin's
+/// `PERFJOURNAL_WEBHOOK_ALLOW_CIDRS`); names are checked again when a delivery resolves
+/// them.
 pub fn check(
     url: &str,
     events: &[String],
     secret: &str,
     slack: bool,
+    allowed: &dyn Fn(IpAddr) -> bool,
 ) -> Result<Endpoint, Vec<FieldError>> {
     let mut errors = Vec::new();
     match url.split_once("://") {
         Some((scheme, rest)) if scheme == "http" || scheme == "https" => {
             let authority = rest.split(['/', '?', '#']).next().unwrap_or("");
+            if let Some(why) = refused_host(host_of(authority), allowed) {
+                errors.push(FieldError::new("url", why));
+            }
             if authority.is_empty() {
                 errors.push(FieldError::new(
                     "url",
@@ -186,6 +246,8 @@ mod tests {
         assert_eq!(backoff_seconds(20), 3600);
     }
 
+    const NONE: &dyn Fn(IpAddr) -> bool = &|_| false;
+
     #[test]
     fn endpoints_are_checked_field_by_field() {
         let ev = |v: &[&str]| v.iter().map(|s| s.to_string()).collect::<Vec<_>>();
@@ -194,10 +256,11 @@ mod tests {
             &ev(&["journal.published", "journal.published"]),
             "0123456789abcdef",
             false,
+            NONE,
         )
         .unwrap();
         assert_eq!(ok.events, vec!["journal.published"]);
-        let errs = check("ftp://x", &ev(&["nope"]), "short", false).unwrap_err();
+        let errs = check("ftp://x", &ev(&["nope"]), "short", false, NONE).unwrap_err();
         let fields: Vec<&str> = errs.iter().map(|e| e.field.as_str()).collect();
         assert_eq!(fields, vec!["url", "events", "secret"]);
         let errs = check(
@@ -205,6 +268,7 @@ mod tests {
             &ev(&[]),
             "0123456789abcdef",
             false,
+            NONE,
         )
         .unwrap_err();
         assert!(
@@ -215,10 +279,39 @@ mod tests {
             &ev(&["artifact.failed"]),
             " 0123456789abcdef",
             false,
+            NONE,
         )
         .unwrap_err();
         assert_eq!(errs.len(), 2, "nothing is trimmed: {errs:?}");
         assert!(errs[1].message.contains("either end"));
+    }
+
+    #[test]
+    fn link_local_and_metadata_targets_are_refused_unless_allowed() {
+        let ev = vec!["journal.published".to_string()];
+        let secret = "0123456789abcdef";
+        for url in [
+            "http://169.254.169.254/latest/meta-data/",
+            "http://[fe80::1]:8080/x",
+            "http://[::ffff:169.254.169.254]/",
+            "http://[fd00:ec2::254]/",
+            "http://100.100.100.200/",
+            "http://metadata.google.internal./computeMetadata/v1/",
+            "http://0.0.0.0:22/",
+        ] {
+            let errs = check(url, &ev, secret, false, NONE).unwrap_err();
+            assert!(errs[0].message.contains("link-local"), "{url}: {errs:?}");
+        }
+        let lab: &dyn Fn(IpAddr) -> bool = &|ip| ip.to_string().starts_with("169.254.10.");
+        assert!(check("http://169.254.10.5:9000/hook", &ev, secret, false, lab).is_ok());
+        // Private and loopback receivers (a relay on the same host) stay allowed.
+        for url in [
+            "http://127.0.0.1:9000/",
+            "http://10.0.0.7/hook",
+            "https://hooks.example.com/",
+        ] {
+            assert!(check(url, &ev, secret, false, NONE).is_ok(), "{url}");
+        }
     }
 
     #[test]

@@ -31,9 +31,12 @@ pub struct HealthRecord {
     pub restarts: u64,
     /// When the last successful restart finished.
     pub last_restart: Option<DateTime<Utc>>,
-    /// The last failure (of the postmaster, or of a restart attempt), kept after recovery.
+    /// The failure being recovered from now (of the postmaster, or of a restart attempt);
+    /// cleared once a restart succeeds, so a monitor never reads an old error as current.
     /// One line: `/healthz` is public, so the server log's tail stays in the app's log.
     pub last_error: Option<String>,
+    /// What the last successful restart recovered from (the error it cleared).
+    pub last_restart_reason: Option<String>,
 }
 
 impl ClusterHealth {
@@ -95,6 +98,7 @@ async fn restart(cluster: &EmbeddedCluster, health: &ClusterHealth) {
                 h.restarting = false;
                 h.restarts += 1;
                 h.last_restart = Some(Utc::now());
+                h.last_restart_reason = h.last_error.take();
                 tracing::warn!(
                     attempt,
                     restarts = h.restarts,

@@ -532,6 +532,8 @@ fn damaged(archive_name: &str, why: &str) -> AppError {
 /// A member's artifact name: its path in the archive after the archive's name, cut to
 /// the 255 characters a name may have.
 fn member_name(archive: &str, member: &str) -> String {
+    let member = crate::core::fmt::safe_name(member);
+    let member = member.as_str();
     let full = format!("{archive}:{member}");
     let base = member.rsplit('/').next().unwrap_or(member);
     if full.chars().count() <= 255 {

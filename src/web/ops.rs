@@ -21,8 +21,10 @@ pub fn public_routes() -> Router<AppState> {
 /// 200 when the database answers within two seconds, 503 otherwise:
 /// `{"status": "ok" | "unavailable", "database": "ok" | "unreachable" | "restarting"}`.
 /// When the app runs its own embedded cluster it adds what its supervisor did:
-/// `embedded_restarts` (since start), `last_restart` (RFC 3339 or null) and `last_error`
-/// (one line or null); `database` is `restarting` while the supervisor restarts it.
+/// `embedded_restarts` (since start), `last_restart` (RFC 3339 or null),
+/// `last_restart_reason` (what that restart recovered from) and `last_error` (the failure
+/// being recovered from now, null once recovered); `database` is `restarting` while the
+/// supervisor restarts it.
 async fn healthz(State(state): State<AppState>) -> Response {
     let probe = sqlx::query_scalar::<_, i32>("SELECT 1").fetch_one(&state.pool);
     let reachable = match tokio::time::timeout(Duration::from_secs(2), probe).await {
@@ -50,6 +52,7 @@ async fn healthz(State(state): State<AppState>) -> Response {
     if let Some(r) = record {
         body["embedded_restarts"] = json!(r.restarts);
         body["last_restart"] = json!(r.last_restart);
+        body["last_restart_reason"] = json!(r.last_restart_reason);
         body["last_error"] = json!(r.last_error);
     }
     if reachable {

@@ -102,7 +102,10 @@ async fn add(
             .collect(),
         slack: one("slack") == "on",
     };
-    match webhook::check(&form.url, &form.events, &one("secret"), form.slack) {
+    let allowed = &state.config.webhook_allowed;
+    match webhook::check(&form.url, &form.events, &one("secret"), form.slack, &|ip| {
+        allowed.contains(ip)
+    }) {
         Ok(endpoint) => {
             hooks::add(&state.pool, &endpoint, me.0.id).await?;
             Ok(Redirect::to("/admin/webhooks").into_response())

@@ -4,6 +4,8 @@
 //! sends them (no redirects followed, a timeout per call), at least once, retrying with
 //! backoff until [`MAX_ATTEMPTS`]; the rows are the delivery log.
 
+use std::net::IpAddr;
+
 use std::time::Duration;
 
 use chrono::{DateTime, Utc};
@@ -149,17 +151,72 @@ const POLL: Duration = Duration::from_secs(1);
 /// The client for calls to the systems the app notifies (webhook endpoints, Grafana):
 /// no redirects followed, [`TIMEOUT`] to connect and to answer.
 pub fn client() -> reqwest::Result<reqwest::Client> {
+    builder().build()
+}
+
+fn builder() -> reqwest::ClientBuilder {
     reqwest::Client::builder()
         .redirect(reqwest::redirect::Policy::none())
         .timeout(TIMEOUT)
         .connect_timeout(TIMEOUT)
         .user_agent(concat!("perfjournal/", env!("CARGO_PKG_VERSION")))
-        .build()
+}
+
+/// Networks an admin allowed webhooks to reach although they are link-local
+/// (`PERFJOURNAL_WEBHOOK_ALLOW_CIDRS`).
+#[derive(Clone, Debug, Default)]
+pub struct Allowed(pub Vec<crate::auth::throttle::ProxyNet>);
+
+impl Allowed {
+    pub fn contains(&self, ip: IpAddr) -> bool {
+        self.0.iter().any(|n| n.contains(ip))
+    }
+
+    /// May a delivery connect to `ip`?
+    fn reachable(&self, ip: IpAddr) -> bool {
+        !webhook::forbidden_address(ip) || self.contains(ip)
+    }
+}
+
+/// Resolves endpoint names, keeping only the addresses a webhook may reach: a name that
+/// resolves to a metadata address (now, whatever it resolved to when the endpoint was
+/// saved) is not called.
+struct Resolver(Allowed);
+
+impl reqwest::dns::Resolve for Resolver {
+    fn resolve(&self, name: reqwest::dns::Name) -> reqwest::dns::Resolving {
+        let allowed = self.0.clone();
+        let host = name.as_str().to_string();
+        Box::pin(async move {
+            let found: Vec<std::net::SocketAddr> =
+                tokio::net::lookup_host((host.as_str(), 0)).await?.collect();
+            let kept: Vec<std::net::SocketAddr> = found
+                .iter()
+                .copied()
+                .filter(|a| allowed.reachable(a.ip()))
+                .collect();
+            if kept.is_empty() && !found.is_empty() {
+                return Err(format!(
+                    "{host} resolves only to link-local or cloud-metadata addresses, which \
+                     webhooks do not reach"
+                )
+                .into());
+            }
+            let addrs: reqwest::dns::Addrs = Box::new(kept.into_iter());
+            Ok(addrs)
+        })
+    }
+}
+
+/// The client for webhook deliveries: [`client`]'s settings, and names resolved to
+/// reachable addresses only.
+fn delivery_client(allowed: &Allowed) -> reqwest::Result<reqwest::Client> {
+    builder().dns_resolver(Resolver(allowed.clone())).build()
 }
 
 /// Sends due deliveries for ever (one at a time per replica; any replica may take any).
-pub async fn run_worker(pool: PgPool) {
-    let client = match client() {
+pub async fn run_worker(pool: PgPool, allowed: Allowed) {
+    let client = match delivery_client(&allowed) {
         Ok(c) => c,
         Err(e) => {
             tracing::error!(error = %e, "webhook client; no deliveries will be sent");
@@ -167,7 +224,7 @@ pub async fn run_worker(pool: PgPool) {
         }
     };
     loop {
-        match send_due(&pool, &client).await {
+        match send_due(&pool, &client, &allowed).await {
             Ok(true) => continue,
             Ok(false) => {}
             Err(e) => tracing::error!(error = %e, "webhook worker"),
@@ -177,7 +234,11 @@ pub async fn run_worker(pool: PgPool) {
 }
 
 /// Claims and sends one due delivery; false when none was due.
-pub async fn send_due(pool: &PgPool, client: &reqwest::Client) -> sqlx::Result<bool> {
+pub async fn send_due(
+    pool: &PgPool,
+    client: &reqwest::Client,
+    allowed: &Allowed,
+) -> sqlx::Result<bool> {
     let claimed: Option<(i64, String, String, String, i32)> = sqlx::query_as(
         "UPDATE webhook_deliveries d SET next_attempt_at = now() + make_interval(secs => $1), \
          attempts = d.attempts + 1 \
@@ -196,18 +257,35 @@ pub async fn send_due(pool: &PgPool, client: &reqwest::Client) -> sqlx::Result<b
         .ok()
         .and_then(|v| v["event"].as_str().map(str::to_string))
         .unwrap_or_default();
-    let sent = client
-        .post(&url)
-        .header(reqwest::header::CONTENT_TYPE, "application/json")
-        .header("X-Perfjournal-Event", &event)
-        .header("X-Perfjournal-Delivery", id.to_string())
-        .header(
-            "X-Perfjournal-Signature",
-            webhook::signature(&secret, body.as_bytes()),
-        )
-        .body(body)
-        .send()
-        .await;
+    // An endpoint saved before a network was disallowed is checked again, by address.
+    let literal = reqwest::Url::parse(&url)
+        .ok()
+        .and_then(|u| {
+            let host = u.host_str()?;
+            host.trim_start_matches('[')
+                .trim_end_matches(']')
+                .parse::<IpAddr>()
+                .ok()
+        })
+        .filter(|ip| !allowed.reachable(*ip));
+    let sent = match literal {
+        Some(ip) => Err(format!(
+            "{ip} is a link-local or cloud-metadata address, which webhooks do not reach"
+        )),
+        None => client
+            .post(&url)
+            .header(reqwest::header::CONTENT_TYPE, "application/json")
+            .header("X-Perfjournal-Event", &event)
+            .header("X-Perfjournal-Delivery", id.to_string())
+            .header(
+                "X-Perfjournal-Signature",
+                webhook::signature(&secret, body.as_bytes()),
+            )
+            .body(body)
+            .send()
+            .await
+            .map_err(|e| describe(&e)),
+    };
     let (code, error) = match sent {
         Ok(r) if r.status().is_success() => (Some(r.status().as_u16() as i32), None),
         Ok(r) => (
@@ -218,7 +296,7 @@ pub async fn send_due(pool: &PgPool, client: &reqwest::Client) -> sqlx::Result<b
                 format!("answered {}", r.status())
             }),
         ),
-        Err(e) => (None, Some(describe(&e))),
+        Err(e) => (None, Some(e)),
     };
     match error {
         None => {
@@ -259,5 +337,28 @@ pub fn describe(e: &reqwest::Error) -> String {
         "could not connect".to_string()
     } else {
         e.to_string().chars().take(300).collect()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use reqwest::dns::Resolve;
+
+    #[tokio::test]
+    async fn names_resolve_to_reachable_addresses_only() {
+        let resolve = |allowed: Allowed, name: &str| {
+            Resolver(allowed).resolve(name.parse::<reqwest::dns::Name>().unwrap())
+        };
+        let refused = resolve(Allowed::default(), "169.254.169.254").await;
+        let e = refused.err().expect("refused").to_string();
+        assert!(e.contains("link-local"), "{e}");
+        let kept: Vec<_> = resolve(Allowed::default(), "localhost")
+            .await
+            .unwrap()
+            .collect();
+        assert!(!kept.is_empty());
+        let lab = Allowed(vec!["169.254.0.0/16".parse().unwrap()]);
+        assert_eq!(resolve(lab, "169.254.169.254").await.unwrap().count(), 1);
     }
 }

@@ -101,7 +101,10 @@ async fn publish(app: &mut TestApp, token: &str, title: &str) {
 async fn send_all_due(app: &TestApp) -> usize {
     let client = webhooks::client().unwrap();
     let mut n = 0;
-    while webhooks::send_due(&app.pool, &client).await.unwrap() {
+    while webhooks::send_due(&app.pool, &client, &webhooks::Allowed::default())
+        .await
+        .unwrap()
+    {
         n += 1;
     }
     n
@@ -402,4 +405,82 @@ async fn the_api_adds_lists_and_removes_endpoints_without_returning_secrets() {
         .api("DELETE", &format!("/api/v1/webhooks/{id}"), &admin, None)
         .await;
     assert_eq!(r.status, StatusCode::NOT_FOUND);
+}
+
+/// Link-local targets (where clouds answer instance metadata) are refused when an
+/// endpoint is added, unless an admin allowed the network; one saved before is not
+/// called at delivery (no connection is tried), and says why in the log.
+#[tokio::test]
+async fn metadata_and_link_local_targets_are_refused_unless_allowed() {
+    let mut app = spawn_app().await;
+    app.setup_admin("ada").await;
+    let admin = app.api_token("ada").await;
+    for url in [
+        "http://169.254.169.254/latest/meta-data/iam/",
+        "http://[fe80::1]:9000/hook",
+        "http://metadata.google.internal/computeMetadata/v1/",
+    ] {
+        let r = app
+            .api(
+                "POST",
+                "/api/v1/webhooks",
+                &admin,
+                Some(json!({"url": url, "events": ["journal.published"], "secret": SECRET})),
+            )
+            .await;
+        assert_eq!(
+            r.status,
+            StatusCode::UNPROCESSABLE_ENTITY,
+            "{url}: {}",
+            r.body
+        );
+        assert_eq!(r.json()["error"]["fields"][0]["field"], "url");
+        assert!(
+            r.body.contains("PERFJOURNAL_WEBHOOK_ALLOW_CIDRS"),
+            "{}",
+            r.body
+        );
+    }
+    let hooks: i64 = sqlx::query_scalar("SELECT count(*) FROM webhooks")
+        .fetch_one(&app.pool)
+        .await
+        .unwrap();
+    assert_eq!(hooks, 0, "nothing was stored");
+
+    // Saved before the rule (or by hand): the delivery is not sent.
+    let user = app.user_id("ada").await;
+    sqlx::query(
+        "INSERT INTO webhooks (url, events, secret, slack, created_by)
+         VALUES ('http://169.254.169.254/latest/', ARRAY['journal.published'], $1, false, $2)",
+    )
+    .bind(SECRET)
+    .bind(user)
+    .execute(&app.pool)
+    .await
+    .unwrap();
+    let token = app.api_token("ada").await;
+    publish(&mut app, &token, "p99 ITL after the upgrade").await;
+    assert_eq!(send_all_due(&app).await, 1);
+    let (status, _, code, error) = delivery(&app).await;
+    assert_eq!((status.as_str(), code), ("pending", None));
+    assert!(error.unwrap_or_default().contains("link-local"));
+
+    // An admin's allowed network is reachable.
+    let allowed = perfjournal::config::Config {
+        webhook_allowed: webhooks::Allowed(vec!["169.254.10.0/24".parse().unwrap()]),
+        ..perfjournal::config::Config::default()
+    };
+    let mut app = common::spawn_app_with(allowed).await;
+    app.setup_admin("ada").await;
+    let admin = app.api_token("ada").await;
+    let r = app
+        .api(
+            "POST",
+            "/api/v1/webhooks",
+            &admin,
+            Some(json!({"url": "http://169.254.10.7:9000/hook",
+                        "events": ["journal.published"], "secret": SECRET})),
+        )
+        .await;
+    assert_eq!(r.status, StatusCode::CREATED, "{}", r.body);
 }

@@ -18,7 +18,7 @@ use opentelemetry_proto::tonic::common::v1::any_value;
 use opentelemetry_proto::tonic::trace::v1::Span;
 use serde::de::{self, DeserializeSeed, IgnoredAny, MapAccess, SeqAccess, Visitor};
 
-use super::{cut, reason, Sink, MAX_SERVICE_CHARS, MAX_TEXT_CHARS, UNKNOWN_SERVICE};
+use super::{cut, reason, Sink, MAX_TEXT_CHARS, UNKNOWN_SERVICE};
 
 /// Spans a `resourceSpans` entry may list before its `resource` (they wait for the
 /// service name); the SDKs write the resource first.
@@ -291,7 +291,7 @@ impl<'de> Visitor<'de> for Resource {
                     if let Some(any_value::Value::StringValue(s)) = value {
                         let s = s.trim();
                         if !s.is_empty() && !s.contains('\0') {
-                            service = Some(cut(s, MAX_SERVICE_CHARS));
+                            service = Some(super::service(s));
                         }
                     }
                 }

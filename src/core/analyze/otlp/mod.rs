@@ -45,7 +45,7 @@ pub const ANALYZER_VERSION: u32 = 2;
 pub const UNKNOWN_SERVICE: &str = "unknown_service";
 
 /// Longest service name kept (longer ones are cut).
-pub(crate) const MAX_SERVICE_CHARS: usize = 255;
+const MAX_SERVICE_CHARS: usize = 255;
 
 /// Longest text attribute kept (request ids, model names); longer ones are cut.
 pub(crate) const MAX_TEXT_CHARS: usize = 512;
@@ -366,6 +366,11 @@ fn text(v: &any_value::Value) -> Option<String> {
     Some(cut(&s, MAX_TEXT_CHARS))
 }
 
+/// A service name as kept: cut, and safe to show ([`crate::fmt::safe_name`]).
+pub(crate) fn service(s: &str) -> String {
+    crate::fmt::safe_name(&cut(s, MAX_SERVICE_CHARS))
+}
+
 pub(crate) fn cut(s: &str, max: usize) -> String {
     match s.char_indices().nth(max) {
         Some((i, _)) => s[..i].to_string(),
@@ -384,7 +389,7 @@ pub fn service_name(resource: Option<&Resource>) -> String {
             _ => None,
         })
         .filter(|s| !s.is_empty() && !s.contains('\0'))
-        .map(|s| cut(&s, MAX_SERVICE_CHARS))
+        .map(|s| service(&s))
         .unwrap_or_else(|| UNKNOWN_SERVICE.to_string())
 }
 

@@ -11,7 +11,7 @@
 use opentelemetry_proto::tonic::common::v1::any_value;
 use opentelemetry_proto::tonic::trace::v1::Span;
 
-use super::{cut, Sink, MAX_SERVICE_CHARS, MAX_TEXT_CHARS, UNKNOWN_SERVICE};
+use super::{cut, Sink, MAX_TEXT_CHARS, UNKNOWN_SERVICE};
 
 /// One field's value as the wire carries it.
 #[derive(Clone, Copy, Debug)]
@@ -175,7 +175,7 @@ fn service_of(msg: &[u8]) -> Result<Option<String>, String> {
         {
             let s = s.trim();
             if !s.is_empty() && !s.contains('\0') {
-                found = Some(cut(s, MAX_SERVICE_CHARS));
+                found = Some(super::service(s));
             }
         }
     }
