@@ -77,7 +77,7 @@ async fn ensure_log(
     let t = Instant::now();
     let file = tokio::fs::File::open(&path).await?;
     let body = tokio_util::io::ReaderStream::with_capacity(file, 1 << 20);
-    let a = artifacts::receive(&state.artifacts(), Owner::default(), name, body, user)
+    let a = artifacts::receive(&state.artifacts(), Owner::default(), name, body, user, None)
         .await
         .map_err(|e| anyhow::anyhow!("upload failed: {e}"))?;
     while ingest::process_next(&state.artifacts()).await? {}

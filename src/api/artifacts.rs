@@ -46,9 +46,17 @@ pub struct Created {
 /// Uploads a file. The body is the raw file (any content type but multipart), or a
 /// multipart form with the file as a part; it is streamed to storage, never held whole.
 /// The kind is detected from the content; analysis runs in the background.
-#[utoipa::path(post, path = "/artifacts", tag = "artifacts", params(UploadQuery),
+///
+/// With an `Idempotency-Key` header (1–200 printable characters, unique per upload), a
+/// retry of an upload whose answer was lost (a 503 while the database restarted, a
+/// dropped connection) answers 200 with the artifact stored the first time, and the
+/// body is not read again.
+#[utoipa::path(post, path = "/artifacts", tag = "artifacts", params(UploadQuery,
+        ("Idempotency-Key" = Option<String>, Header,
+         description = "the same key on a retry returns the first upload")),
     request_body(content = Vec<u8>, content_type = "application/octet-stream", description = "the file"),
     responses(
+        (status = 200, body = Created, description = "stored before under this Idempotency-Key"),
         (status = 201, body = Created),
         (status = 413, body = crate::error::ErrorBody),
         (status = 422, body = crate::error::ErrorBody)))]
@@ -60,6 +68,12 @@ async fn upload_artifact(
 ) -> ApiResult<(StatusCode, Json<Created>)> {
     user.require(Role::Editor)?;
     let (query, owner) = parse_upload_query(raw.as_deref())?;
+    let key = idempotency_key(req.headers())?;
+    if let Some(key) = &key {
+        if let Some(first) = artifacts::by_idempotency_key(&state.pool, user.0.id, key).await? {
+            return Ok((StatusCode::OK, Json(Created::of(first))));
+        }
+    }
     check_declared_length(&req, state.config.upload_limit)?;
     let multipart = req
         .headers()
@@ -73,6 +87,7 @@ async fn upload_artifact(
             owner,
             query.name.as_deref(),
             user.0.id,
+            key.as_deref(),
         )
         .await?
     } else {
@@ -82,16 +97,45 @@ async fn upload_artifact(
             .into_body()
             .into_data_stream()
             .map_err(|e| e.to_string());
-        artifacts::receive(&state.artifacts(), owner, &name, body, user.0.id).await?
+        artifacts::receive(
+            &state.artifacts(),
+            owner,
+            &name,
+            body,
+            user.0.id,
+            key.as_deref(),
+        )
+        .await?
     };
-    Ok((
-        StatusCode::CREATED,
-        Json(Created {
-            id: artifact.id,
-            kind: artifact.kind,
-            status: artifact.status,
-        }),
-    ))
+    Ok((StatusCode::CREATED, Json(Created::of(artifact))))
+}
+
+impl Created {
+    fn of(a: artifacts::Artifact) -> Created {
+        Created {
+            id: a.id,
+            kind: a.kind,
+            status: a.status,
+        }
+    }
+}
+
+/// The `Idempotency-Key` header, when sent: 1–200 printable ASCII characters.
+fn idempotency_key(headers: &axum::http::HeaderMap) -> Result<Option<String>, AppError> {
+    let Some(raw) = headers.get("idempotency-key") else {
+        return Ok(None);
+    };
+    raw.to_str()
+        .ok()
+        .map(str::trim)
+        .filter(|k| (1..=200).contains(&k.len()) && k.bytes().all(|b| b.is_ascii_graphic()))
+        .map(|k| Some(k.to_string()))
+        .ok_or_else(|| {
+            AppError::field(
+                "Idempotency-Key",
+                "1 to 200 printable characters without spaces (a UUID, say)",
+            )
+        })
 }
 
 #[derive(Serialize, ToSchema)]

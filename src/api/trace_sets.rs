@@ -58,7 +58,7 @@ pub struct TraceSetDoc {
     /// kernels, summed over the ranks); `collectives[]` per step: name, count, us,
     /// bytes, ranks; `straggler`: rank (null: none), skew_ms, skew_pct, evidence, steps;
     /// `notes`.
-    #[schema(value_type = Object)]
+    #[schema(value_type = Option<Object>)]
     pub summary: Option<serde_json::Value>,
     pub created_at: chrono::DateTime<chrono::Utc>,
     pub finished_at: Option<chrono::DateTime<chrono::Utc>>,

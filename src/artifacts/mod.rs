@@ -296,17 +296,33 @@ pub fn detect_head(raw: &[u8]) -> (Kind, bool) {
     (analyze::detect(&head), gzip)
 }
 
+/// A stored blob about to become an artifact row.
+#[derive(Clone, Copy)]
+pub struct NewArtifact<'a> {
+    /// An id reserved before (a request log loaded while it arrived), else a new one.
+    pub id: Option<i64>,
+    pub owner: Owner,
+    pub name: &'a str,
+    pub blob: &'a StoredBlob,
+    /// The uploader; `None` for rows the server makes (a span window's file).
+    pub uploaded_by: Option<i64>,
+    pub options: &'a analyze::Options,
+    /// The upload's `Idempotency-Key`, unique per uploader.
+    pub idempotency_key: Option<&'a str>,
+}
+
 /// Records an upload (under `id` when one was reserved for it). Unknown content is kept
 /// but marked "not analyzed".
-pub async fn insert(
-    pool: &PgPool,
-    id: Option<i64>,
-    owner: Owner,
-    name: &str,
-    blob: &StoredBlob,
-    uploaded_by: i64,
-    options: &analyze::Options,
-) -> sqlx::Result<Artifact> {
+pub async fn insert(pool: &PgPool, new: &NewArtifact<'_>) -> sqlx::Result<Artifact> {
+    let NewArtifact {
+        id,
+        owner,
+        name,
+        blob,
+        uploaded_by,
+        options,
+        idempotency_key,
+    } = *new;
     let (kind, gzip) = detect_kind(blob);
     let status = if kind == Kind::Unknown {
         "not_analyzed"
@@ -319,9 +335,9 @@ pub async fn insert(
     let id: i64 = sqlx::query_scalar(
         "INSERT INTO artifacts (investigation_id, journal_entry_id, name, kind, sha256, size_bytes,
                                 gzip, status, error, uploaded_by, options, blob_encoding,
-                                stored_bytes, id)
+                                stored_bytes, id, idempotency_key)
          VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13,
-                 COALESCE($14, nextval(pg_get_serial_sequence('artifacts', 'id'))))
+                 COALESCE($14, nextval(pg_get_serial_sequence('artifacts', 'id'))), $15)
          RETURNING id",
     )
     .bind(owner.investigation_id)
@@ -338,9 +354,29 @@ pub async fn insert(
     .bind(blob.encoding.slug())
     .bind(blob.stored_size as i64)
     .bind(id)
+    .bind(idempotency_key)
     .fetch_one(pool)
     .await?;
     Ok(get(pool, id).await?.expect("the row was just inserted"))
+}
+
+/// The artifact `user` uploaded under an `Idempotency-Key`, if any.
+pub async fn by_idempotency_key(
+    pool: &PgPool,
+    user: i64,
+    key: &str,
+) -> sqlx::Result<Option<Artifact>> {
+    let id: Option<i64> = sqlx::query_scalar(
+        "SELECT id FROM artifacts WHERE uploaded_by = $1 AND idempotency_key = $2",
+    )
+    .bind(user)
+    .bind(key)
+    .fetch_optional(pool)
+    .await?;
+    match id {
+        Some(id) => get(pool, id).await,
+        None => Ok(None),
+    }
 }
 
 /// The analyses of an investigation's finished artifacts of these kinds, in one query:
@@ -516,6 +552,7 @@ pub async fn receive<S, E>(
     name: &str,
     body: S,
     uploaded_by: i64,
+    idempotency_key: Option<&str>,
 ) -> Result<Artifact, UploadError>
 where
     S: futures::Stream<Item = Result<bytes::Bytes, E>> + Unpin,
@@ -572,10 +609,31 @@ where
     }
     // Under the id its request rows were loaded for while it arrived, if they were.
     let id = streamed.reserved_id();
-    let artifact = match insert(&state.pool, id, owner, name, &blob, uploaded_by, &options).await {
+    let inserted = insert(
+        &state.pool,
+        &NewArtifact {
+            id,
+            owner,
+            name,
+            blob: &blob,
+            uploaded_by: Some(uploaded_by),
+            options: &options,
+            idempotency_key,
+        },
+    )
+    .await;
+    let artifact = match inserted {
         Ok(a) => a,
         Err(e) => {
             forget_blob(state, &blob).await;
+            // The same key sent twice at once: the first stored it.
+            if let (Some(key), Some(db)) = (idempotency_key, e.as_database_error()) {
+                if db.constraint() == Some("artifacts_idempotency") {
+                    if let Some(first) = by_idempotency_key(&state.pool, uploaded_by, key).await? {
+                        return Ok(first);
+                    }
+                }
+            }
             return Err(owner_error(e));
         }
     };

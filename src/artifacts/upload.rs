@@ -77,6 +77,7 @@ pub async fn receive_multipart(
     owner: Owner,
     name: Option<&str>,
     user_id: i64,
+    idempotency_key: Option<&str>,
 ) -> Result<Artifact, AppError> {
     let mut form = Multipart::from_request(req, &())
         .await
@@ -97,6 +98,8 @@ pub async fn receive_multipart(
         }
         let file_name = super::clean_name(name.or(field.file_name()))
             .map_err(|e| AppError::Invalid(vec![e]))?;
-        return Ok(super::receive(store, owner, &file_name, field, user_id).await?);
+        return Ok(
+            super::receive(store, owner, &file_name, field, user_id, idempotency_key).await?,
+        );
     }
 }

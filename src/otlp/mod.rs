@@ -595,12 +595,15 @@ pub async fn take(
     };
     let a = crate::artifacts::insert(
         &store.pool,
-        None,
-        owner,
-        &file_name(&service, start, end),
-        &blob,
-        user_id,
-        &options,
+        &crate::artifacts::NewArtifact {
+            id: None,
+            owner,
+            name: &file_name(&service, start, end),
+            blob: &blob,
+            uploaded_by: Some(user_id),
+            options: &options,
+            idempotency_key: None,
+        },
     )
     .await?;
     store.jobs.notify_one();

@@ -386,7 +386,7 @@ async fn receive_all(
             artifacts::clean_name(field.file_name()).map_err(|e| AppError::Invalid(vec![e]))?;
         match archive_of(&name) {
             None => {
-                let a = artifacts::receive(store, owner, &name, field, user_id).await?;
+                let a = artifacts::receive(store, owner, &name, field, user_id, None).await?;
                 let checked = check_trace(&a, &name, list.len());
                 // Kept in the list either way, so a refusal deletes it too.
                 list.push(a);
@@ -497,7 +497,7 @@ async fn unpack_into(
         };
         let name = member_name(archive_name, &m.name);
         let chunks = tokio_stream_of(m.chunks);
-        let a = artifacts::receive(store, owner, &name, chunks, user_id).await;
+        let a = artifacts::receive(store, owner, &name, chunks, user_id, None).await;
         match a {
             Ok(a) => {
                 let checked = check_trace(&a, &name, list.len());

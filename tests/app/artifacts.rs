@@ -1151,3 +1151,45 @@ async fn the_uploader_or_an_admin_deletes_an_artifact_and_everything_it_left() {
         StatusCode::NOT_FOUND
     );
 }
+
+/// A retry of an upload whose answer was lost, under the same Idempotency-Key, gets the
+/// artifact stored the first time (200), and nothing is stored twice; a key is the
+/// uploader's own, and a bad one is refused naming the header.
+#[tokio::test]
+async fn an_upload_retried_with_its_idempotency_key_is_stored_once() {
+    let (mut app, token) = common::uploads::editor_app().await;
+    let send = |key: &str, body: &str| {
+        axum::http::Request::post("/api/v1/artifacts?name=requests.jsonl")
+            .header("authorization", format!("Bearer {token}"))
+            .header("idempotency-key", key)
+            .body(axum::body::Body::from(body.to_string()))
+            .unwrap()
+    };
+    let line = r#"{"request_id":"a","arrival_ts":1,"total_ms":900,"first_token_ms":80}"#;
+    let first = app.send(send("upload-7f3a", line)).await;
+    assert_eq!(first.status, StatusCode::CREATED, "{}", first.body);
+    let again = app.send(send("upload-7f3a", line)).await;
+    assert_eq!(again.status, StatusCode::OK, "{}", again.body);
+    assert_eq!(again.json()["id"], first.json()["id"]);
+    assert_eq!(common::uploads::artifact_count(&app).await, 1);
+    // Another key is another upload.
+    let other = app.send(send("upload-7f3b", line)).await;
+    assert_eq!(other.status, StatusCode::CREATED, "{}", other.body);
+    // Another user's same key is theirs.
+    app.add_user("bob", perfjournal::auth::Role::Editor).await;
+    let bob = app.api_token("bob").await;
+    let theirs = app
+        .send(
+            axum::http::Request::post("/api/v1/artifacts?name=requests.jsonl")
+                .header("authorization", format!("Bearer {bob}"))
+                .header("idempotency-key", "upload-7f3a")
+                .body(axum::body::Body::from(line.to_string()))
+                .unwrap(),
+        )
+        .await;
+    assert_eq!(theirs.status, StatusCode::CREATED, "{}", theirs.body);
+    let bad = app.send(send("has space", line)).await;
+    assert_eq!(bad.status, StatusCode::UNPROCESSABLE_ENTITY, "{}", bad.body);
+    assert_eq!(bad.json()["error"]["fields"][0]["field"], "Idempotency-Key");
+    assert_eq!(common::uploads::artifact_count(&app).await, 3);
+}

@@ -732,3 +732,23 @@ async fn an_archive_that_expands_past_the_limit_is_refused_and_leaves_nothing() 
     assert_eq!(common::uploads::artifact_count(&app).await, 0);
     assert_eq!(set_rows(&app).await, 0);
 }
+
+/// A set whose traces all failed has no summary: the document says `summary` may be null.
+#[tokio::test]
+async fn the_document_lets_a_summary_be_null() {
+    let mut app = common::spawn_app().await;
+    app.setup_admin("ada").await;
+    let token = app.api_token("ada").await;
+    let doc = app
+        .api("GET", "/api/v1/openapi.json", &token, None)
+        .await
+        .json();
+    let summary = &doc["components"]["schemas"]["TraceSetDoc"]["properties"]["summary"];
+    let nullable = summary["type"]
+        .as_array()
+        .is_some_and(|t| t.iter().any(|t| t == "null"))
+        || summary["oneOf"]
+            .as_array()
+            .is_some_and(|o| o.iter().any(|s| s["type"] == "null"));
+    assert!(nullable, "{summary}");
+}

@@ -78,7 +78,7 @@ async fn upload(
         user.require(Role::Editor)?;
         let (_, owner) = parse_upload_query(raw.as_deref())?;
         check_declared_length(&req, state.config.upload_limit)?;
-        receive_multipart(&state.artifacts(), req, owner, None, user.0.id).await
+        receive_multipart(&state.artifacts(), req, owner, None, user.0.id, None).await
     }
     .await;
     let artifact = match received {

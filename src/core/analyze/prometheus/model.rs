@@ -394,24 +394,40 @@ pub(super) fn quantiles_of(h: &HistSeries, metric: &str) -> Option<HistQuantiles
     Some(out)
 }
 
+/// A gauge summed over its series; `None` when any series holds a value that is not a
+/// finite number (`+Inf`, `NaN`, `1e400`): a sum without it would read as a measurement
+/// (see [`non_finite`]).
 pub(super) fn scalar_sum(m: &Model, names: &[&str]) -> Option<f64> {
     names.iter().find_map(|n| {
         let v = m.scalars.get(*n)?;
-        Some(v.iter().map(|(_, x)| *x).filter(|x| x.is_finite()).sum())
+        finite(v)?;
+        Some(v.iter().map(|(_, x)| *x).sum())
     })
 }
 
+/// A gauge averaged over its series; `None` as for [`scalar_sum`].
 pub(super) fn scalar_mean(m: &Model, names: &[&str]) -> Option<f64> {
     names.iter().find_map(|n| {
-        let v: Vec<f64> = m
-            .scalars
-            .get(*n)?
-            .iter()
-            .map(|(_, x)| *x)
-            .filter(|x| x.is_finite())
-            .collect();
-        mean(&v)
+        let v = m.scalars.get(*n)?;
+        finite(v)?;
+        let xs: Vec<f64> = v.iter().map(|(_, x)| *x).collect();
+        mean(&xs)
     })
+}
+
+fn finite<L>(v: &[(L, f64)]) -> Option<()> {
+    v.iter()
+        .all(|(_, x)| crate::analyze::in_range(*x))
+        .then_some(())
+}
+
+/// The gauges among `names` that exist but hold a value that is not a finite number.
+pub(super) fn non_finite<'a>(m: &Model, names: &[&'a str]) -> Vec<&'a str> {
+    names
+        .iter()
+        .filter(|n| m.scalars.get(**n).is_some_and(|v| finite(v).is_none()))
+        .copied()
+        .collect()
 }
 
 pub(super) fn detect_engine(s: &Snapshot) -> &'static str {

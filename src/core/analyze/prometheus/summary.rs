@@ -2,9 +2,9 @@
 //! between two scrapes of one server ([`window`]).
 
 use super::model::{
-    build_model, detect_engine, is_counter, labels_key, merge_series, quantiles_of, scalar_mean,
-    scalar_sum, HistSeries, Model, COUNTERS, HISTOGRAMS, HIT_RATE_GAUGES, KV_USAGE, RUNNING,
-    WAITING,
+    build_model, detect_engine, is_counter, labels_key, merge_series, non_finite, quantiles_of,
+    scalar_mean, scalar_sum, HistSeries, Model, COUNTERS, HISTOGRAMS, HIT_RATE_GAUGES, KV_USAGE,
+    RUNNING, WAITING,
 };
 use super::text::{Snapshot, MAX_LABEL_VALUES};
 use super::{Gauges, PrometheusAnalysis};
@@ -104,6 +104,14 @@ pub(super) fn summarize(
         waiting: scalar_sum(gauges_from, WAITING),
         kv_usage: scalar_mean(gauges_from, KV_USAGE),
     };
+    for names in [RUNNING, WAITING, KV_USAGE] {
+        for name in non_finite(gauges_from, names) {
+            notes.push(format!(
+                "{name} holds a value that is not a finite number (+Inf, NaN or beyond \
+                 ±1e19); it is not shown"
+            ));
+        }
+    }
     if quantiles.is_empty() && gauges == Gauges::default() {
         notes.push("no vLLM, SGLang or TGI serving metrics found in this scrape".to_string());
     }

@@ -333,3 +333,23 @@ fn timestamped_scrapes_give_the_waiting_gauge_over_time() {
         .waiting_series
         .is_empty());
 }
+
+#[test]
+fn a_gauge_that_is_not_a_finite_number_is_not_shown_and_says_why() {
+    for bad in ["+Inf", "NaN", "1e400"] {
+        let text = vllm_scrape(1.0, 0.0).replace(
+            "vllm:num_requests_running{engine=\"0\",model_name=\"m\"} 7",
+            &format!("vllm:num_requests_running{{engine=\"0\",model_name=\"m\"}} {bad}"),
+        );
+        let a = analyze_snapshot(&snap(&text));
+        assert_eq!(a.gauges.running, None, "{bad}");
+        assert_eq!(a.gauges.waiting, Some(2.0));
+        assert!(
+            a.notes
+                .iter()
+                .any(|n| n.contains("vllm:num_requests_running") && n.contains("not a finite")),
+            "{bad}: {:?}",
+            a.notes
+        );
+    }
+}
