@@ -1,6 +1,6 @@
 //! OTLP span windows over the API: the windows received (per service and window), a
 //! window's analysis on demand, and an investigation's "spans of service X between T1
-//! and T2". The receiver itself is `POST /v1/traces` (outside `/api/v1`, see README).
+//! and T2". The receiver itself is `POST /v1/traces` (outside `/api/v1`, see docs/guides/otlp.md).
 
 use axum::body::Bytes;
 use axum::extract::State;
