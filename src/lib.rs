@@ -32,4 +32,5 @@ pub mod web;
 pub mod webhooks;
 
 #[cfg(test)]
+#[path = "../crates/core/src/test_skip.rs"]
 mod test_skip;

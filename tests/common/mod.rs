@@ -7,7 +7,7 @@ pub mod browser;
 pub mod bubble_data;
 pub mod incident;
 pub mod oidc;
-#[path = "../../src/test_skip.rs"]
+#[path = "../../crates/core/src/test_skip.rs"]
 pub mod test_skip;
 pub use test_skip::skip;
 pub mod seeded;

@@ -529,7 +529,7 @@ pub fn markdown() -> String {
     let rows = rows();
     let mut s = String::from(
         "# Estimator accuracy against published measurements\n\n\
-         Generated from `src/core/accuracy.rs` by the test \
+         Generated from `crates/core/src/accuracy.rs` by the test \
          `accuracy_doc_matches_the_table` (run it with `PERFJOURNAL_WRITE_DOCS=1` to rewrite \
          this file). Each row runs an estimator exactly as the estimator page would, with the \
          catalog defaults, on a setup somebody measured and published with the engine, \

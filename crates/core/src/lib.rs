@@ -21,7 +21,6 @@ pub mod webhook;
 pub mod window;
 
 #[cfg(test)]
-#[path = "../test_skip.rs"]
 mod test_skip;
 
 use serde::{Deserialize, Serialize};
