@@ -149,7 +149,7 @@ impl Paging {
             match key.as_str() {
                 "after" if value.trim().is_empty() => {}
                 "after" => {
-                    let id = positive_id(&value);
+                    let id = crate::core::json_input::typed_id(&value);
                     paging.after = Some(id.ok_or_else(|| {
                         AppError::field(
                             "after",
@@ -277,12 +277,6 @@ pub struct PageLinks {
     pub pages: usize,
     pub prev: Option<String>,
     pub next: Option<String>,
-}
-
-/// An id as typed in a form, a query or a JSON string: a positive integer, blanks
-/// around it ignored. Callers say in their own words what the id should have named.
-pub fn positive_id(raw: &str) -> Option<i64> {
-    raw.trim().parse::<i64>().ok().filter(|n| *n > 0)
 }
 
 #[cfg(test)]

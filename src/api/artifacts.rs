@@ -278,7 +278,7 @@ async fn list_artifacts(
     for (key, value) in paging.filters() {
         match key.as_str() {
             "investigation" => {
-                investigation = Some(crate::extract::positive_id(value).ok_or_else(|| {
+                investigation = Some(crate::core::json_input::typed_id(value).ok_or_else(|| {
                     AppError::field(
                         "investigation",
                         format!("expected an investigation id (a positive integer), got {value:?}"),

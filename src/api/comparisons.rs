@@ -49,7 +49,7 @@ async fn compare_windows(
         pairs
             .iter()
             .find(|(key, _)| key == k)
-            .and_then(|(_, v)| crate::extract::positive_id(v))
+            .and_then(|(_, v)| crate::core::json_input::typed_id(v))
             .ok_or_else(|| crate::core::FieldError::new(k, "an artifact id"))
     };
     let (before, after) = match (id("before"), id("after")) {

@@ -295,7 +295,7 @@ pub async fn put_step(
     let base = match fields.remove("version") {
         None | Some(serde_json::Value::Null) => None,
         Some(v) => Some(
-            super::whole_number(&v)
+            crate::core::json_input::whole_number(&v)
                 .and_then(|v| i32::try_from(v).ok())
                 .filter(|v| *v >= 0)
                 .ok_or_else(|| {
@@ -308,7 +308,7 @@ pub async fn put_step(
     };
     let evidence = match fields.remove(inv::EVIDENCE_FIELD) {
         None | Some(serde_json::Value::Null) => None,
-        Some(v) => Some(super::positive_id(&v).ok_or_else(|| {
+        Some(v) => Some(crate::core::json_input::positive_id(&v).ok_or_else(|| {
             AppError::field(
                 inv::EVIDENCE_FIELD,
                 "the id of the artifact whose analysis filled this step (a whole number)",

@@ -140,7 +140,7 @@ pub struct EntryInput {
     #[serde(default)]
     pub publish: bool,
     /// For `PUT`: the version the edit started from (as `GET` returned it).
-    #[serde(default, deserialize_with = "super::de_version")]
+    #[serde(default, deserialize_with = "crate::core::json_input::de_version")]
     pub version: Option<i32>,
 }
 

@@ -96,7 +96,7 @@ async fn review_proposal(
     let v = super::json_body(&body)?;
     let version = v
         .get("version")
-        .and_then(super::whole_number)
+        .and_then(crate::core::json_input::whole_number)
         .and_then(|n| i32::try_from(n).ok())
         .ok_or_else(|| {
             AppError::field(
@@ -155,7 +155,7 @@ async fn observe_proposal(
             .and_then(|items| {
                 items
                     .iter()
-                    .map(super::positive_id)
+                    .map(crate::core::json_input::positive_id)
                     .collect::<Option<Vec<_>>>()
             })
             .ok_or_else(|| {

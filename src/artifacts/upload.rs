@@ -24,7 +24,7 @@ pub struct UploadQuery {
 fn optional_id(field: &str, raw: Option<&str>) -> Result<Option<i64>, FieldError> {
     match raw.map(str::trim).filter(|s| !s.is_empty()) {
         None => Ok(None),
-        Some(s) => crate::extract::positive_id(s)
+        Some(s) => crate::core::json_input::typed_id(s)
             .map(Some)
             .ok_or_else(|| FieldError::new(field, format!("expected a positive id, got {s:?}"))),
     }

@@ -99,7 +99,7 @@ impl SloFields {
 fn positive_id(v: &Value) -> Option<i64> {
     match v {
         Value::Number(n) => n.as_i64().filter(|n| *n > 0),
-        Value::String(s) => crate::extract::positive_id(s),
+        Value::String(s) => crate::core::json_input::typed_id(s),
         _ => None,
     }
 }

@@ -14,12 +14,12 @@ use serde_json::Value;
 use sqlx::types::Json;
 use sqlx::PgPool;
 
-use crate::api::{artifact_ids, id_field};
 use crate::artifacts::{self, Artifact};
 use crate::core::analyze::pytorch_trace::trace_diff::{
     diff, merge, op_totals, OpTotals, TraceDiffResult,
 };
 use crate::core::analyze::Kind;
+use crate::core::json_input::{artifact_ids, id_field};
 use crate::core::FieldError;
 use crate::error::AppError;
 use crate::storage::BlobStore;
@@ -96,7 +96,7 @@ impl Ask {
                 }
                 None
             }
-            Some(t) => match crate::extract::positive_id(t) {
+            Some(t) => match crate::core::json_input::typed_id(t) {
                 Some(id) => Some(id),
                 None => {
                     errors.push(FieldError::new(

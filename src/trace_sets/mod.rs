@@ -68,7 +68,7 @@ impl Ask {
             }
         };
         let artifacts = match v.get("artifacts") {
-            Some(Value::Array(items)) => crate::api::artifact_ids(
+            Some(Value::Array(items)) => crate::core::json_input::artifact_ids(
                 "artifacts",
                 items,
                 MAX_RANKS,
@@ -91,8 +91,12 @@ impl Ask {
                 Vec::new()
             }
         };
-        let investigation =
-            crate::api::id_field("investigation", v.get("investigation"), None, &mut errors);
+        let investigation = crate::core::json_input::id_field(
+            "investigation",
+            v.get("investigation"),
+            None,
+            &mut errors,
+        );
         match (name, errors.is_empty()) {
             (Some(name), true) => Ok(Ask {
                 name,

@@ -150,7 +150,7 @@ pub struct RunForm {
 fn read_form(f: &RunForm) -> std::result::Result<Ask, Vec<FieldError>> {
     let mut errors = Vec::new();
     let mut id = |field: &str, raw: &str| {
-        crate::extract::positive_id(raw).unwrap_or_else(|| {
+        crate::core::json_input::typed_id(raw).unwrap_or_else(|| {
             errors.push(FieldError::new(field, "choose an artifact"));
             0
         })

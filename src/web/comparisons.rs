@@ -496,7 +496,8 @@ struct SweepComparePage {
 }
 
 fn side_id(field: &str, raw: &str) -> std::result::Result<i64, FieldError> {
-    crate::extract::positive_id(raw).ok_or_else(|| FieldError::new(field, "choose a load sweep"))
+    crate::core::json_input::typed_id(raw)
+        .ok_or_else(|| FieldError::new(field, "choose a load sweep"))
 }
 
 /// Errors of one side's loading, renamed to that side's fields.
@@ -731,7 +732,7 @@ async fn compare_windows(
     let mut result = None;
     if !q.before.trim().is_empty() || !q.after.trim().is_empty() {
         let id = |field: &str, raw: &str| {
-            crate::extract::positive_id(raw)
+            crate::core::json_input::typed_id(raw)
                 .ok_or_else(|| FieldError::new(field, "choose a Prometheus window"))
         };
         let before = id("before", &q.before).map_err(|e| errors.push(e)).ok();

@@ -559,12 +559,14 @@ async fn observed(
     let mut artifact_ids = Vec::new();
     for part in ids_text.split([',', ' ']).filter(|s| !s.trim().is_empty()) {
         artifact_ids.push(
-            crate::extract::positive_id(part.trim().trim_start_matches('#')).ok_or_else(|| {
-                AppError::field(
-                    "artifact_ids",
-                    format!("`{part}` is not an artifact id; write e.g. 12, 13"),
-                )
-            })?,
+            crate::core::json_input::typed_id(part.trim().trim_start_matches('#')).ok_or_else(
+                || {
+                    AppError::field(
+                        "artifact_ids",
+                        format!("`{part}` is not an artifact id; write e.g. 12, 13"),
+                    )
+                },
+            )?,
         );
     }
     let observed = outcome::parse_observed(&pairs).map_err(AppError::Invalid)?;

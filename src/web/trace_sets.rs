@@ -279,7 +279,7 @@ async fn create_trace_set(
     let mut errors = Vec::new();
     let mut ids: Vec<serde_json::Value> = Vec::new();
     for (k, v) in pairs.iter().filter(|(k, _)| k == "artifact") {
-        match crate::extract::positive_id(v.trim()) {
+        match crate::core::json_input::typed_id(v.trim()) {
             Some(id) => ids.push(id.into()),
             None => errors.push(FieldError::new(
                 k,
@@ -297,7 +297,7 @@ async fn create_trace_set(
     let investigation = get("investigation").filter(|v| !v.is_empty());
     let mut body = serde_json::json!({"name": get("name").unwrap_or(""), "artifacts": ids});
     if let Some(i) = investigation {
-        match crate::extract::positive_id(i) {
+        match crate::core::json_input::typed_id(i) {
             Some(id) => body["investigation"] = id.into(),
             None => errors.push(FieldError::new(
                 "investigation",

@@ -7,6 +7,7 @@ pub mod blob;
 pub mod capture;
 pub mod estimate;
 pub mod fmt;
+pub mod json_input;
 pub mod method;
 pub mod metric;
 pub mod pairs;

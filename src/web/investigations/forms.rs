@@ -75,7 +75,7 @@ pub(super) async fn save_step(
     // the step's evidence, in the save's own transaction.
     let evidence = match pairs.get(EVIDENCE_FIELD).map(str::trim) {
         None | Some("") => None,
-        Some(v) => Some(crate::extract::positive_id(v).ok_or_else(|| {
+        Some(v) => Some(crate::core::json_input::typed_id(v).ok_or_else(|| {
             AppError::field(
                 EVIDENCE_FIELD,
                 "the evidence artifact is not an artifact id",
