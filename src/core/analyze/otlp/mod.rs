@@ -141,23 +141,23 @@ pub mod reason {
     }
 }
 
+/// What a reader calls for each span: (service, span, why its ids make it invalid).
+pub type OnSpan<'a, E> = dyn FnMut(&str, Span, Option<&'static str>) -> Result<(), E> + 'a;
+
 /// Where a reader hands the spans it reads: at most `max_spans` of them (more are only
 /// counted), each with its ids checked.
 pub struct Sink<'a, E> {
     max_spans: u64,
     pub(crate) read: u64,
     over: u64,
-    on_span: &'a mut dyn FnMut(&str, Span, Option<&'static str>) -> Result<(), E>,
+    on_span: &'a mut OnSpan<'a, E>,
     failed: Option<E>,
 }
 
 impl<'a, E> Sink<'a, E> {
     /// `on_span(service, span, problem)` is called for each span; `problem` says why
     /// it cannot be kept whatever it holds (its ids).
-    pub fn new(
-        max_spans: u64,
-        on_span: &'a mut dyn FnMut(&str, Span, Option<&'static str>) -> Result<(), E>,
-    ) -> Self {
+    pub fn new(max_spans: u64, on_span: &'a mut OnSpan<'a, E>) -> Self {
         Sink {
             max_spans,
             read: 0,
@@ -240,7 +240,7 @@ pub fn read_export<E>(
     body: &[u8],
     encoding: Encoding,
     max_spans: u64,
-    on_span: &mut dyn FnMut(&str, Span, Option<&'static str>) -> Result<(), E>,
+    on_span: &mut OnSpan<'_, E>,
 ) -> Result<u64, ReadError<E>> {
     let mut sink = Sink::new(max_spans, on_span);
     let read = match encoding {

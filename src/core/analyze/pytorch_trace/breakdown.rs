@@ -2,10 +2,12 @@
 //! idle time per stream, launch delays, GPU idle intervals and stream timelines.
 
 use super::super::stats::union_length_sorted;
+use super::distributed::{kernel_type, KernelType};
 use super::state::{FastMap, GpuEv, Interner, Launch, State};
 use super::{
-    CategoryStat, IdleInterval, IdleRow, KernelStat, LaunchStats, Preceded, StreamTimeline,
-    Temporal, IDLE_INTERVAL_MIN_US, KERNEL_WAIT_THRESHOLD_US, MAX_IDLE_INTERVALS, POOLED,
+    CategoryStat, ExactIdle, ExactTemporal, IdleInterval, IdleRow, KernelStat, LaunchStats,
+    Preceded, StreamTimeline, Temporal, IDLE_INTERVAL_MIN_US, KERNEL_WAIT_THRESHOLD_US,
+    MAX_IDLE_INTERVALS, POOLED,
 };
 use crate::fmt::grouped;
 use crate::stats::Summary;
@@ -46,6 +48,7 @@ pub(super) fn shown_idle_rows(mut idle: Vec<IdleRow>, notes: &mut Vec<String>) -
         kernels: 0,
         longest_gap_us: 0.0,
         longest_gap_at_us: None,
+        exact: None,
     };
     for r in rest {
         if r.longest_gap_us > other.longest_gap_us {
@@ -55,6 +58,16 @@ pub(super) fn shown_idle_rows(mut idle: Vec<IdleRow>, notes: &mut Vec<String>) -
         other.host_wait_us += r.host_wait_us;
         other.kernel_wait_us += r.kernel_wait_us;
         other.other_us += r.other_us;
+        if let Some(x) = r.exact {
+            let sum = other.exact.get_or_insert(ExactIdle {
+                host_wait_us: 0.0,
+                kernel_wait_us: 0.0,
+                other_us: 0.0,
+            });
+            sum.host_wait_us += x.host_wait_us;
+            sum.kernel_wait_us += x.kernel_wait_us;
+            sum.other_us += x.other_us;
+        }
         other.kernels += r.kernels;
     }
     idle.push(other);
@@ -267,12 +280,12 @@ pub(super) fn temporal_breakdown(
     let is_comp: Vec<bool> = names
         .names
         .iter()
-        .map(|n| category(n, false) == "COMP")
+        .map(|n| kernel_type(n) == KernelType::Computation)
         .collect();
     let busy = union_length_sorted(gpu.iter().map(|e| (e.start, e.end)));
     let compute = union_length_sorted(
         gpu.iter()
-            .filter(|e| !e.is_mem && is_comp[e.name as usize])
+            .filter(|e| is_comp[e.name as usize])
             .map(|e| (e.start, e.end)),
     );
     let sync_idle = if syncs.is_empty() {
@@ -301,6 +314,40 @@ pub(super) fn temporal_breakdown(
         idle_pct: pct(span - busy, span),
         compute_pct: pct(compute, span),
         non_compute_pct: pct(busy - compute, span),
+        exact: None,
+    }
+}
+
+/// HTA's rounding of a trace with fractional times (module docs): every start up and
+/// every end down to a whole µs, GPU work, synchronisation and launch calls alike. GPU
+/// work stays sorted by start (rounding up keeps the order).
+pub(super) fn round_like_hta(
+    gpu: &mut [GpuEv],
+    syncs: &mut [(f64, f64, u64)],
+    launches: &mut FastMap<u64, Launch>,
+) {
+    for e in gpu.iter_mut() {
+        (e.start, e.end) = (e.start.ceil(), e.end.floor());
+    }
+    for s in syncs.iter_mut() {
+        (s.0, s.1) = (s.0.ceil(), s.1.floor());
+    }
+    for l in launches.values_mut() {
+        let start = l.ts.ceil();
+        l.dur = (l.ts + l.dur).floor() - start;
+        l.ts = start;
+    }
+}
+
+/// The exact figures of a temporal breakdown, kept beside HTA's rounded ones.
+pub(super) fn exact_temporal(t: &Temporal) -> ExactTemporal {
+    ExactTemporal {
+        span_us: t.span_us,
+        idle_us: t.idle_us,
+        sync_us: t.sync_us,
+        compute_us: t.compute_us,
+        non_compute_us: t.non_compute_us,
+        busy_us: t.busy_us,
     }
 }
 
@@ -426,6 +473,7 @@ pub(super) fn idle_breakdown(rank: i64, gpu: &[GpuEv], st: &State) -> Vec<IdleRo
                 kernels: 1,
                 longest_gap_us: 0.0,
                 longest_gap_at_us: None,
+                exact: None,
             }),
         }
         prev = Some(e);
