@@ -10,13 +10,11 @@ use super::{
     MAX_IDLE_INTERVALS, POOLED,
 };
 use crate::fmt::grouped;
-use crate::stats::Summary;
+use crate::stats::{upper_outlier_threshold, Summary};
 use std::collections::HashMap;
 
 /// HTA's `runtime_cutoff`: a launch call longer than this is an outlier.
 const LAUNCH_OUTLIER_US: f64 = 50.0;
-/// HTA's `launch_delay_cutoff`.
-const DELAY_OUTLIER_US: f64 = 100.0;
 
 /// Streams drawn in the timeline and listed in the idle table; the rest are summed into
 /// one "other streams" row (and said so in the notes).
@@ -495,11 +493,13 @@ pub(super) fn launch_stats(
     let mut corr_seen: Vec<u64> = Vec::new();
     let mut graph_corr: Vec<u64> = Vec::new();
     let mut all_us = 0.0;
+    let mut kernels_matched = 0u64;
     for e in gpu {
         all_us += e.end - e.start;
         match launches.get(&e.correlation) {
             Some(l) => {
                 launch.matched += 1;
+                kernels_matched += u64::from(!e.is_mem);
                 if l.graph {
                     launch.graph_gpu_events += 1;
                     launch.graph_gpu_us += e.end - e.start;
@@ -509,7 +509,12 @@ pub(super) fn launch_stats(
                 let d = e.end - e.start;
                 delays.push(delay);
                 if delay < 0.0 {
-                    launch.negative_delays += 1;
+                    if e.is_mem {
+                        launch.negative_delay_copies += 1;
+                    } else {
+                        launch.negative_delays += 1;
+                        launch.negative_delays_in_graphs += u64::from(l.graph);
+                    }
                 }
                 cpu.push(l.dur);
                 gpu_d.push(d);
@@ -518,9 +523,6 @@ pub(super) fn launch_stats(
                 }
                 if l.dur > LAUNCH_OUTLIER_US {
                     launch.launch_outliers += 1;
-                }
-                if delay > DELAY_OUTLIER_US {
-                    launch.delay_outliers += 1;
                 }
                 corr_seen.push(e.correlation);
             }
@@ -536,15 +538,53 @@ pub(super) fn launch_stats(
     graph_corr.dedup();
     launch.graph_launches = graph_corr.len() as u64;
     launch.graph_share = (all_us > 0.0).then(|| launch.graph_gpu_us / all_us);
+    launch.delay_outlier_above_us = upper_outlier_threshold(&delays);
+    if let Some(limit) = launch.delay_outlier_above_us {
+        launch.delay_outliers = delays.iter().filter(|d| **d > limit).count() as u64;
+    }
     launch.launch_delay_us = Summary::from_values(&mut delays);
     launch.cpu_launch_us = Summary::from_values(&mut cpu);
     launch.gpu_duration_us = Summary::from_values(&mut gpu_d);
     if launch.negative_delays > 0 {
+        let graphs = match launch.negative_delays_in_graphs {
+            0 => String::new(),
+            n if n == launch.negative_delays => {
+                "; all of them were run by CUDA-graph launches, one long call that enqueues \
+                 many kernels"
+                    .to_string()
+            }
+            n => format!(
+                "; {} of them were run by CUDA-graph launches, one long call that enqueues \
+                 many kernels",
+                grouped(n)
+            ),
+        };
         notes.push(format!(
-            "{} of {} kernels started before their launch call returned (negative launch delay): an idle GPU picks a kernel up while the call is still running, and a CUDA graph launch enqueues many kernels in one long call; the delay is kept signed, as HTA does",
+            "{} of {} kernels started before their launch call returned (negative launch \
+             delay): an idle GPU picks a kernel up while the call is still running{graphs}; \
+             the delay is kept signed, as HTA does",
             grouped(launch.negative_delays),
-            grouped(launch.matched)
+            grouped(kernels_matched)
         ));
+    }
+    if launch.negative_delay_copies > 0 {
+        notes.push(format!(
+            "{} memory copies or sets started before their call returned: a synchronous copy \
+             runs inside its call (these are not counted as kernels above)",
+            grouped(launch.negative_delay_copies)
+        ));
+    }
+    if launch.delay_outliers > 0 {
+        if let Some(limit) = launch.delay_outlier_above_us {
+            notes.push(format!(
+                "{} of {} launch delays are outliers: above {} µs, far out of this trace's own \
+                 (modified z-score above {}: median and median absolute deviation)",
+                grouped(launch.delay_outliers),
+                grouped(launch.matched),
+                crate::fmt::format_number(limit, 1),
+                crate::stats::outlier::MODIFIED_Z_LIMIT
+            ));
+        }
     }
     if launch.multi_kernel_launches > 0 {
         notes.push(format!(

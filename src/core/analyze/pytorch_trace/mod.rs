@@ -205,14 +205,26 @@ pub struct LaunchStats {
     pub shorter_than_launch: u64,
     /// Launch calls longer than 50 µs (HTA's runtime_cutoff).
     pub launch_outliers: u64,
-    /// Launch delays above 100 µs (HTA's launch_delay_cutoff).
+    /// Launch delays far above the trace's own (modified z-score above 3.5: above
+    /// `delay_outlier_above_us`). HTA's fixed 100 µs cutoff says nothing on a GPU-bound
+    /// trace, where the host runs ahead and every delay is the queue's length.
     pub delay_outliers: u64,
+    /// The delay above which a launch is an outlier; none when the delays do not spread.
+    #[serde(default)]
+    pub delay_outlier_above_us: Option<f64>,
     /// Launches that started several GPU events (CUDA graphs): delays of the
     /// later events are measured to the one graph launch.
     pub multi_kernel_launches: u64,
     /// Kernels that started before their launch call returned (negative delay).
     #[serde(default)]
     pub negative_delays: u64,
+    /// Of those, the kernels run by a CUDA-graph launch.
+    #[serde(default)]
+    pub negative_delays_in_graphs: u64,
+    /// Memory copies and sets that started before their call returned: a synchronous
+    /// copy (`cudaMemcpy`, `hipMemcpyWithStream`) runs inside its call.
+    #[serde(default)]
+    pub negative_delay_copies: u64,
     /// CUDA-graph launches (`cudaGraphLaunch` and kin) whose GPU work was kept.
     #[serde(default)]
     pub graph_launches: u64,

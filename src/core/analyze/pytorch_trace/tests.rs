@@ -475,11 +475,7 @@ fn agrees_with_hta_on_real_fixtures() {
             include_last_profiler_step: include,
             ..Options::default()
         };
-        let f = open(&root, &format!("pytorch_trace/{file}"));
-        let a = super::super::analyze(super::super::Kind::PytorchTrace, f, &opts, &|_| {}).unwrap();
-        let Analysis::PytorchTrace(a) = a else {
-            panic!()
-        };
+        let a = real_trace(&root, file, &opts);
         let t = &a.temporal[0];
         assert_eq!(t.rank, rank, "{file}");
         let ours = [t.idle_us, t.compute_us, t.non_compute_us, t.span_us];
@@ -540,6 +536,18 @@ fn agrees_with_hta_on_real_fixtures() {
 }
 
 use super::super::Analysis;
+
+/// The vLLM MI300X decode trace of the real fixtures (fractional times).
+const MI300X: &str = "tracemap__1_mi300x_1000isl_10osl_32con.pt.trace.json.gz";
+
+/// A real fixture of `pytorch_trace/`, analyzed as an upload is.
+fn real_trace(root: &std::path::Path, file: &str, opts: &Options) -> TraceAnalysis {
+    let f = open(root, &format!("pytorch_trace/{file}"));
+    match super::super::analyze(super::super::Kind::PytorchTrace, f, opts, &|_| {}).unwrap() {
+        Analysis::PytorchTrace(a) => a,
+        other => panic!("{file}: {:?}", other.kind()),
+    }
+}
 
 #[test]
 fn real_fixtures_without_gpu_kernels() {
@@ -835,20 +843,7 @@ fn cuda_graph_share_of_the_trace_diff_fixture() {
 #[test]
 fn fractional_times_keep_the_exact_figures_beside_htas() {
     let Some(root) = real_fixtures() else { return };
-    let f = open(
-        &root,
-        "pytorch_trace/tracemap__1_mi300x_1000isl_10osl_32con.pt.trace.json.gz",
-    );
-    let a = super::super::analyze(
-        super::super::Kind::PytorchTrace,
-        f,
-        &Options::default(),
-        &|_| {},
-    )
-    .unwrap();
-    let Analysis::PytorchTrace(a) = a else {
-        panic!()
-    };
+    let a = real_trace(&root, MI300X, &Options::default());
     let t = &a.temporal[0];
     let x = t.exact.as_ref().unwrap();
     // The exact figures: the union of the trace's own intervals (see
@@ -908,17 +903,7 @@ const HTA_KERNEL_TYPES: &[HtaKernelTypes] = &[
 fn kernel_types_and_overlap_agree_with_hta_on_fractional_times() {
     let Some(root) = real_fixtures() else { return };
     for &(file, types, overlap) in HTA_KERNEL_TYPES {
-        let f = open(&root, &format!("pytorch_trace/{file}"));
-        let a = super::super::analyze(
-            super::super::Kind::PytorchTrace,
-            f,
-            &Options::default(),
-            &|_| {},
-        )
-        .unwrap();
-        let Analysis::PytorchTrace(a) = a else {
-            panic!()
-        };
+        let a = real_trace(&root, file, &Options::default());
         let d = a.distributed.unwrap();
         let ours: Vec<(&str, f64)> = d
             .kernel_types
@@ -934,4 +919,37 @@ fn kernel_types_and_overlap_agree_with_hta_on_fractional_times() {
         // The collectives and steps keep the trace's own (fractional) times.
         assert!(d.collectives.iter().any(|c| c.us.fract() != 0.0), "{file}");
     }
+}
+
+/// The vLLM MI300X decode trace: the host runs far ahead of the GPU, so nearly every
+/// launch waits more than HTA's 100 µs (12,699 of 12,910); the outlier rule flags only
+/// the far tail. Its negative delays are 30 kernels of graph launches and 15
+/// synchronous or async copies, counted apart. The figures are those of
+/// `tests/oracles/launch_delays.py`, plain Python over the same file.
+#[test]
+fn launch_delay_outliers_and_negative_delays_on_a_real_vllm_trace() {
+    let Some(root) = real_fixtures() else { return };
+    let a = real_trace(&root, MI300X, &Options::default());
+    let l = &a.launch;
+    println!("{l:?}");
+    assert_eq!(l.matched, 12_910);
+    assert_eq!(l.negative_delays, 30);
+    assert_eq!(l.negative_delays_in_graphs, 30);
+    assert_eq!(l.negative_delay_copies, 15);
+    // Median 3,278.1 µs, MAD 1,415.1 µs: above 10,621.0 µs, 979 of 12,910 (7.6 %).
+    assert_eq!(l.delay_outliers, 979);
+    assert!((l.delay_outlier_above_us.unwrap() - 10_620.998_792).abs() < 1e-3);
+    let notes = a.notes.join("\n");
+    assert!(
+        notes.contains("30 of 12,840 kernels started before"),
+        "{notes}"
+    );
+    assert!(
+        notes.contains("all of them were run by CUDA-graph launches"),
+        "{notes}"
+    );
+    assert!(
+        notes.contains("15 memory copies or sets started before"),
+        "{notes}"
+    );
 }
