@@ -54,14 +54,22 @@ pub fn app(state: AppState) -> Router {
     let (api_uploads, upload_doc) = crate::api::upload_router().split_for_parts();
     openapi.merge(upload_doc);
     let openapi = Arc::new(crate::api::complete(openapi));
-    let api = api
+    // The API document is served without a token (it describes the API, it holds no
+    // data), so client generators can read it; `/api/openapi.json` leads to it.
+    let document = Router::new()
         .route(
-            "/openapi.json",
+            "/api/v1/openapi.json",
             get(move || {
                 let doc = openapi.clone();
                 async move { Json(doc.as_ref().clone()) }
             }),
         )
+        .route(
+            "/api/openapi.json",
+            get(|| async { axum::response::Redirect::permanent("/api/v1/openapi.json") }),
+        )
+        .layer(timeout());
+    let api = api
         .layer(timeout())
         .merge(api_uploads.layer(DefaultBodyLimit::disable()))
         .fallback(|| async { ApiError(AppError::not_found("no such API route")) })
@@ -96,6 +104,7 @@ pub fn app(state: AppState) -> Router {
         ));
 
     Router::new()
+        .merge(document)
         .nest("/api/v1", api)
         .merge(
             crate::web::public_routes()

@@ -70,6 +70,9 @@ fn journal_entry(with_version: bool) -> Value {
             "description": "the version the edit started from (as GET returned it)"});
         required.push("version");
     }
+    // The publish rule as `if`/`then`, not an `anyOf` beside the properties: client
+    // generators read the properties and ignore `if` (an `anyOf` made typed models drop
+    // title, date and publish), while a validator checks both.
     json!({
         "type": "object",
         "additionalProperties": false,
@@ -77,14 +80,182 @@ fn journal_entry(with_version: bool) -> Value {
         "properties": properties,
         "description": "A draft needs a title and a date; publishing (or saving an entry \
             already published) also needs SYMPTOM, DIAGNOSIS, CHANGE and RESULT.",
-        "anyOf": [
-            {"properties": {"publish": {"const": false}}},
-            {"required": ["publish", "symptom", "diagnosis", "change", "result"],
-             "properties": {
+        "if": {"required": ["publish"], "properties": {"publish": {"enum": [true]}}},
+        "then": {
+            "required": ["symptom", "diagnosis", "change", "result"],
+            "properties": {
                 "symptom": storable_some_text(), "diagnosis": storable_some_text(),
-                "change": storable_some_text(), "result": storable_some_text()}}
-        ]
+                "change": storable_some_text(), "result": storable_some_text()}
+        }
     })
+}
+
+/// A figure as a step takes it: a number, or text with a unit ("1.2 s", "9%").
+fn figure() -> Value {
+    json!({"type": ["number", "string"]})
+}
+
+/// An object of figures (and other named fields), none required.
+fn object(properties: Value, required: &[&str]) -> Value {
+    let mut o = json!({"type": "object", "properties": properties});
+    if !required.is_empty() {
+        o["required"] = json!(required);
+    }
+    o
+}
+
+/// A frozen configuration as step 0 and step 7's `after_config` take it: each setting by
+/// its name (text, a number or a switch), `reproducible` and `notes`.
+fn config() -> Value {
+    use crate::core::method::reproduce::{FieldKind, CONFIG_FIELDS};
+    let mut properties = serde_json::Map::new();
+    for f in CONFIG_FIELDS {
+        let shape = match f.kind {
+            FieldKind::Text => json!({"type": "string", "description": f.label}),
+            FieldKind::Integer | FieldKind::Decimal => {
+                json!({"type": ["number", "string"], "description": f.label})
+            }
+            FieldKind::Flag => json!({"type": ["boolean", "string"], "description": f.label}),
+        };
+        properties.insert(f.name.to_string(), shape);
+    }
+    properties.insert(
+        "reproducible".into(),
+        json!({"type": "string", "description": "yes, no or not yet"}),
+    );
+    properties.insert("notes".into(), json!({"type": "string"}));
+    Value::Object(properties)
+}
+
+/// The step bodies of `PUT /investigations/{id}/steps/{step}`, one schema per step, with
+/// the form's field names nested (the reader is `core::pairs::from_json`).
+pub fn step_bodies() -> Vec<(u8, &'static str, Value)> {
+    use crate::core::method::phases::Phase;
+    use crate::core::metric::{Metric, Percentile};
+    let metrics: Vec<&str> = Metric::ALL.iter().map(|m| m.slug()).collect();
+    let percentiles: Vec<&str> = Percentile::ALL.iter().map(|p| p.slug()).collect();
+    let mut phases = serde_json::Map::new();
+    for phase in Phase::ALL {
+        phases.insert(
+            phase.slug().to_string(),
+            object(
+                json!({"p50": figure(), "p90": figure(), "p95": figure(), "p99": figure(),
+                    "share": figure(),
+                    "source": {"type": "integer", "minimum": 1,
+                        "description": "the artifact the row came from; leave out for numbers typed by hand"}}),
+                &[],
+            ),
+        );
+    }
+    let rows = |row: Value| json!({"type": "array", "maxItems": 50, "items": row});
+    vec![
+        (0, "Step0Body", object(config(), &[])),
+        (
+            1,
+            "Step1Body",
+            object(
+                json!({
+                    "metric": {"type": "string", "enum": metrics},
+                    "percentile": {"type": "string", "enum": percentiles},
+                    "observed": figure(),
+                    "target": figure(),
+                    "unit": {"type": "string"},
+                    "confirm_target": {"type": ["boolean", "string"],
+                        "description": "true saves a target far outside what the metric can be"},
+                }),
+                &["metric", "percentile", "observed", "target"],
+            ),
+        ),
+        (2, "Step2Body", object(Value::Object(phases), &[])),
+        (
+            3,
+            "Step3Body",
+            object(
+                json!({"gpu_total": figure(), "cpu_total": figure(), "wall": figure()}),
+                &["gpu_total", "cpu_total", "wall"],
+            ),
+        ),
+        (
+            4,
+            "Step4Body",
+            object(
+                json!({
+                    "kernels": rows(object(
+                        json!({"name": {"type": "string"}, "sm_pct": figure(), "dram_pct": figure()}),
+                        &[],
+                    )),
+                    "decode": object(
+                        json!({"measured_ms": figure(), "batch": figure(), "context": figure(),
+                            "floor_ms": figure()}),
+                        &[],
+                    ),
+                }),
+                &[],
+            ),
+        ),
+        (
+            5,
+            "Step5Body",
+            object(
+                json!({
+                    "kernels": rows(object(
+                        json!({"name": {"type": "string"}, "share": figure(), "time_ms": figure(),
+                            "occupancy_pct": figure(), "notes": {"type": "string"}}),
+                        &[],
+                    )),
+                    "phase_total_ms": figure(),
+                }),
+                &[],
+            ),
+        ),
+        (
+            6,
+            "Step6Body",
+            object(
+                json!({
+                    "candidates": rows(object(
+                        json!({"description": {"type": "string"}, "share": figure(),
+                            "speedup": figure(), "effort_days": figure()}),
+                        &[],
+                    )),
+                }),
+                &[],
+            ),
+        ),
+        (
+            7,
+            "Step7Body",
+            object(
+                json!({
+                    "change": {"type": "string"},
+                    "after_config": object(config(), &[]),
+                    "after_value": figure(),
+                    "verdict": {"type": "string", "enum": ["confirmed", "improved",
+                        "inconclusive", "regressed", "invalid_comparison"]},
+                    "quality": {"type": "string"},
+                    "tradeoff": object(
+                        json!({"metric": {"type": "string", "enum": metrics},
+                            "percentile": {"type": "string", "enum": percentiles}}),
+                        &[],
+                    ),
+                }),
+                &["change", "after_value", "quality"],
+            ),
+        ),
+    ]
+    .into_iter()
+    .map(|(n, name, mut body)| {
+        body["properties"]["version"] = json!({"type": "integer", "minimum": 0,
+            "maximum": 2147483647,
+            "description": "the step's version the change starts from (0 when not yet \
+                recorded); a save from an older version is refused with 409"});
+        body["properties"][crate::investigations::EVIDENCE_FIELD] = json!({
+            "type": "integer", "minimum": 1,
+            "description": "the artifact whose analysis filled this step"});
+        body["description"] = json!(format!("Step {n}'s fields, as the step's form names them."));
+        (n, name, body)
+    })
+    .collect()
 }
 
 /// Request bodies by (method, path).
@@ -182,8 +353,16 @@ fn bodies() -> Vec<(&'static str, &'static str, Value)> {
             }),
         ),
         ("post", "/proposals/{id}/observed", observed()),
-        ("post", "/journal", journal_entry(false)),
-        ("put", "/journal/{id}", journal_entry(true)),
+        (
+            "post",
+            "/journal",
+            json!({"$ref": "#/components/schemas/NewJournalEntry"}),
+        ),
+        (
+            "put",
+            "/journal/{id}",
+            json!({"$ref": "#/components/schemas/JournalEntryEdit"}),
+        ),
     ]
 }
 
@@ -203,8 +382,9 @@ fn observed() -> Value {
     json!({"type": "object", "additionalProperties": false, "properties": properties})
 }
 
-/// Query parameters by (method, path, name); `name` on an upload is required (the
-/// document's body is the raw file, which carries no name of its own).
+/// Query parameters by (method, path, name). None is required: an upload's `name` is
+/// needed only for a raw body (a multipart part carries its file name), and its
+/// `investigation` and `journal_entry` only attach the file.
 fn parameters() -> Vec<(&'static str, &'static str, &'static str, Value)> {
     // Empty: no bound (what a blank form field sends).
     let date = || json!({"type": "string", "anyOf": [{"format": "date"}, {"maxLength": 0}]});
@@ -357,15 +537,49 @@ pub(crate) fn apply(doc: &mut Value) {
         };
         for parameter in list.iter_mut().filter(|p| p["name"] == name) {
             parameter["schema"] = shape.clone();
-            if method == "post" {
-                parameter["required"] = Value::Bool(true);
-            }
         }
     }
     if let Some(Value::Object(known)) = doc.pointer_mut("/components/schemas") {
         for (name, body) in components() {
             known.insert(name.to_string(), body);
         }
+        known.insert("NewJournalEntry".into(), journal_entry(false));
+        known.insert("JournalEntryEdit".into(), journal_entry(true));
+        for (_, name, body) in step_bodies() {
+            known.insert(name.to_string(), body);
+        }
+    }
+    typed_steps(doc);
+}
+
+/// `PUT /investigations/{id}/steps/{step}` takes any step's body; each step also has
+/// its own path, `…/steps/0` to `…/steps/7` (the same handler), whose body is that
+/// step's schema, so a generated client has one typed call per step.
+fn typed_steps(doc: &mut Value) {
+    const PATH: &str = "/investigations/{id}/steps/{step}";
+    let refs: Vec<Value> = step_bodies()
+        .iter()
+        .map(|(_, name, _)| json!({"$ref": format!("#/components/schemas/{name}")}))
+        .collect();
+    let pointer = format!("/paths/{}/put", escape(PATH));
+    let Some(put) = doc.pointer_mut(&pointer) else {
+        return;
+    };
+    put["requestBody"]["content"]["application/json"]["schema"] = json!({"anyOf": refs});
+    let template = put.clone();
+    let Some(Value::Object(paths)) = doc.get_mut("paths") else {
+        return;
+    };
+    for (n, name, _) in step_bodies() {
+        let mut op = template.clone();
+        op["operationId"] = json!(format!("put_step_{n}"));
+        op["summary"] = json!(format!("Records step {n} (editor role)."));
+        op["requestBody"]["content"]["application/json"]["schema"] =
+            json!({"$ref": format!("#/components/schemas/{name}")});
+        if let Some(Value::Array(params)) = op.get_mut("parameters") {
+            params.retain(|p| p["name"] != "step");
+        }
+        paths.insert(PATH.replace("{step}", &n.to_string()), json!({"put": op}));
     }
 }
 

@@ -341,6 +341,30 @@ pub async fn put_step(
     Ok(Json(step_json(&loaded, step, state_now)).into_response())
 }
 
+/// The investigation's journal entry (editor role): the one it has, or a new draft
+/// written from its steps, as the page's "Write the journal entry" makes it. Publish it
+/// with `PUT /journal/{id}`.
+#[utoipa::path(post, path = "/investigations/{id}/journal", tag = "investigations",
+    params(("id" = i64, Path, description = "investigation id")),
+    responses((status = 201, body = EntryLink), (status = 403, body = ErrorBody),
+        (status = 404, body = ErrorBody)))]
+pub async fn draft_journal_entry(
+    State(state): State<AppState>,
+    me: ApiUser,
+    Path(id): Path<i64>,
+) -> ApiResult<(StatusCode, Json<EntryLink>)> {
+    me.require(Role::Editor)?;
+    let loaded = inv::load_or_404(&state.pool, id).await?;
+    let entry = inv::draft_journal(&state.pool, &loaded, &me.0).await?;
+    Ok((
+        StatusCode::CREATED,
+        Json(EntryLink {
+            id: entry,
+            url: format!("/journal/{entry}"),
+        }),
+    ))
+}
+
 /// A step save refused because the step changed since the version it started from.
 #[derive(Serialize, ToSchema)]
 pub struct StepConflictJson {

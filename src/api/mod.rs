@@ -130,6 +130,7 @@ pub fn router() -> OpenApiRouter<AppState> {
         ))
         .routes(routes!(investigations::get_investigation))
         .routes(routes!(investigations::put_step))
+        .routes(routes!(investigations::draft_journal_entry))
         .routes(routes!(journal::list_entries, journal::create_entry))
         .routes(routes!(journal::get_entry, journal::put_entry))
         .routes(routes!(search::search_documents))

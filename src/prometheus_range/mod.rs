@@ -569,13 +569,10 @@ pub async fn fetch(request: &WindowRequest) -> Result<RangeFetch, String> {
     let names: Vec<String> = serde_json::from_value(names)
         .map_err(|_| "the list of metric names is not a list of strings".to_string())?;
     let plan = range::plan(&request.engine, &names);
-    if plan.histograms.is_empty() && plan.counters.is_empty() && plan.gauges.is_empty() {
-        return Err(format!(
-            "{} has no {} metrics ({}*) between the start and the end: is it the Prometheus \
-             that scraped the engine, and is the engine right?",
-            request.base,
-            request.engine,
-            range::engine_prefix(&request.engine).unwrap_or("")
+    if !plan.reads_engine() {
+        return Err(range::no_engine_metrics(
+            request.base.as_str(),
+            &request.engine,
         ));
     }
     let window_s = (request.end - request.start).round() as i64;

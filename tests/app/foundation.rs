@@ -182,12 +182,15 @@ async fn anonymous_requests_to_private_routes_are_redirected_or_get_401() {
         assert_eq!(r.status, StatusCode::SEE_OTHER, "{path}");
         assert!(r.location().unwrap().starts_with("/login?next="), "{path}");
     }
-    for path in [
-        "/api/v1/me",
-        "/api/v1/openapi.json",
-        "/api/v1/nothing",
-        "/metrics",
-    ] {
+    // The API document is public (it describes the API, it holds no data), so client
+    // generators can read it; /api/openapi.json leads to it.
+    let doc = anon.get("/api/v1/openapi.json").await;
+    assert_eq!(doc.status, StatusCode::OK);
+    assert!(doc.json()["paths"]["/investigations"].is_object());
+    let short = anon.get("/api/openapi.json").await;
+    assert_eq!(short.status, StatusCode::PERMANENT_REDIRECT);
+    assert_eq!(short.location(), Some("/api/v1/openapi.json"));
+    for path in ["/api/v1/me", "/api/v1/nothing", "/metrics"] {
         let r = anon.get(path).await;
         assert_eq!(r.status, StatusCode::UNAUTHORIZED, "{path}");
         assert!(

@@ -31,6 +31,7 @@ mod perfetto;
 mod prometheus_window;
 mod prop_inputs;
 mod proposals;
+mod real_fixtures;
 mod replicas;
 mod search;
 mod search_cli;

@@ -4,8 +4,9 @@
 //! then fuzzes every operation for a bounded number of examples: no 5xx, no response
 //! outside the document.
 //!
-//! The Python side needs openapi-spec-validator, openapi-core, requests and schemathesis;
-//! `.ci/run` installs them in a venv and points PERFJOURNAL_PYTHON at it.
+//! The Python side needs openapi-spec-validator, openapi-core, requests, schemathesis,
+//! openapi-python-client and datamodel-code-generator; `.ci/run` installs them in a venv
+//! and points PERFJOURNAL_PYTHON at it.
 
 use crate::common;
 
@@ -70,6 +71,32 @@ async fn the_document_validates_and_a_client_made_from_it_uploads_a_file() {
     println!("{text}");
     assert!(ok, "{text}");
     assert!(text.contains("client round trip ok"), "{text}");
+}
+
+/// Two generators read the document (fetched without a token from `/api/openapi.json`):
+/// openapi-python-client's client package and datamodel-code-generator's pydantic models
+/// each open an investigation, record steps 1 and 7 through the steps' own schemas, draft
+/// the journal entry and publish it (tests/app/openapi_generated.py).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn generated_clients_drive_an_investigation_to_a_published_entry() {
+    let test = "generated_clients_drive_an_investigation_to_a_published_entry";
+    let Some(python) = python(test) else {
+        return;
+    };
+    let (_app, token, base) = served_admin().await;
+    let script = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/tests/app/openapi_generated.py"
+    );
+    let work = tempfile::tempdir().unwrap();
+    let dir = work.path().to_str().unwrap().to_string();
+    let (ok, text) =
+        tokio::task::spawn_blocking(move || run(&python, &[script, &base, &token, &dir]))
+            .await
+            .unwrap();
+    println!("{text}");
+    assert!(ok, "{text}");
+    assert!(text.contains("generated clients ok"), "{text}");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -276,6 +276,8 @@ async fn spans_from_the_sdk_exporter_land_as_request_rows_in_ms() {
         ("protobuf", true),
         ("json", false),
         ("json", true),
+        // The SDK's JSON printer as it writes by default: enum names, base64 ids.
+        ("sdk_json", false),
     ];
     for (i, (mode, gzip)) in cases.into_iter().enumerate() {
         let reqs: Vec<Req> = (0..4)
@@ -308,7 +310,7 @@ async fn spans_from_the_sdk_exporter_land_as_request_rows_in_ms() {
         }
         all.extend(reqs);
     }
-    assert_eq!(count(&app, "otlp_span_rows").await, 20);
+    assert_eq!(count(&app, "otlp_span_rows").await, 24);
     let listed = windows(&mut app, &token, "").await;
     let w = &listed["items"][0];
     assert_eq!(listed["items"].as_array().unwrap().len(), 1, "{listed}");
@@ -318,7 +320,7 @@ async fn spans_from_the_sdk_exporter_land_as_request_rows_in_ms() {
             w["spans"].as_i64(),
             w["ignored"].as_i64()
         ),
-        (Some("vllm-a"), Some(20), Some(0))
+        (Some("vllm-a"), Some(24), Some(0))
     );
     assert_eq!(w["status"], "closed", "{w}");
 
@@ -335,9 +337,9 @@ async fn spans_from_the_sdk_exporter_land_as_request_rows_in_ms() {
     let a = artifact_json(&mut app, &token, artifact).await;
     assert_eq!(a["kind"], "otlp_spans", "{a}");
     let analysis = &a["analysis"];
-    assert_eq!(analysis["rows"], 20, "{a}");
-    assert_eq!(analysis["spans"]["requests"], 20);
-    assert_eq!(analysis["spans"]["engines"]["vllm"], 20);
+    assert_eq!(analysis["rows"], 24, "{a}");
+    assert_eq!(analysis["spans"]["requests"], 24);
+    assert_eq!(analysis["spans"]["engines"]["vllm"], 24);
     // Nothing new: the sweep leaves it be.
     assert_eq!(
         perfjournal::otlp::build_closed(&app.state.artifacts())

@@ -11,6 +11,9 @@ process has one), then sent:
 - MODE "protobuf": the SDK's encoding of the same export request, posted as is;
 - MODE "json": that request in OTLP/JSON (protobuf's JSON mapping with trace and span
   ids in hex and enums as integers, as the OTLP specification requires);
+- MODE "sdk_json": that request as protobuf's JSON printer writes it by default
+  (`json_format.MessageToJson`, as Go's `protojson` does too): enums by name
+  ("SPAN_KIND_SERVER"), ids in base64, 64-bit integers as strings;
 - MODE "dump": that OTLP/JSON printed on one line instead of sent (a file line).
 
 Prints one JSON object: {"result": ...} for the exporter, else {"status", "body",
@@ -97,7 +100,10 @@ def main():
         # writes each batch.
         print(json.dumps(hex_ids(json_format.MessageToDict(message, use_integers_for_enums=True))))
         return
-    if mode == "json":
+    if mode == "sdk_json":
+        body = json_format.MessageToJson(message).encode()
+        headers["Content-Type"] = "application/json"
+    elif mode == "json":
         body = json.dumps(hex_ids(json_format.MessageToDict(message, use_integers_for_enums=True))).encode()
         headers["Content-Type"] = "application/json"
     else:

@@ -94,13 +94,18 @@ impl Drop for Exporter {
 }
 
 async fn exporter() -> Exporter {
+    exporter_of(exposition).await
+}
+
+/// An exporter whose scrape `n` answers `body(n)`.
+async fn exporter_of(body: fn(u64) -> String) -> Exporter {
     let scrapes = Arc::new(AtomicU64::new(0));
     let counter = scrapes.clone();
     let router = axum::Router::new().route(
         "/metrics",
         get(move || {
             let counter = counter.clone();
-            async move { exposition(counter.fetch_add(1, Ordering::SeqCst)) }
+            async move { body(counter.fetch_add(1, Ordering::SeqCst)) }
         }),
     );
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
@@ -178,6 +183,32 @@ async fn prometheus(target: std::net::SocketAddr) -> Option<Prometheus> {
 }
 
 impl Prometheus {
+    /// Our window quantiles (`x`, an analysis) equal, within 1 %, Prometheus's own
+    /// `histogram_quantile` over `increase(…[window_s])` of each (key, family), at `end`.
+    async fn agrees_on_quantiles(
+        &self,
+        x: &Value,
+        series: &[(&str, &str)],
+        window_s: i64,
+        end: f64,
+    ) {
+        for (key, family) in series {
+            for (q, name) in [(0.5, "p50"), (0.9, "p90"), (0.95, "p95"), (0.99, "p99")] {
+                let query = format!(
+                    "histogram_quantile({q}, sum by (le) (increase({family}_bucket[{window_s}s])))"
+                );
+                let theirs = self.scalar(&query, end).await * 1000.0;
+                let ours = x["quantiles"][key][name]
+                    .as_f64()
+                    .unwrap_or_else(|| panic!("no {key}.{name}: {x}"));
+                assert!(
+                    (ours - theirs).abs() <= 0.01 * theirs.abs(),
+                    "{key} {name}: ours {ours} ms, Prometheus {theirs} ms"
+                );
+            }
+        }
+    }
+
     /// Prometheus's own answer to an instant query: the single sample's value.
     async fn scalar(&self, query: &str, time: f64) -> f64 {
         let url = reqwest::Url::parse_with_params(
@@ -314,33 +345,20 @@ async fn window_quantiles_equal_prometheus_histogram_quantile_over_the_window() 
     assert_eq!(x["metrics"]["kv_usage"], "vllm:gpu_cache_usage_perc");
 
     // Our quantiles against Prometheus's own histogram_quantile over the same window.
-    for (key, family) in [
-        ("ttft_ms", "vllm:time_to_first_token_seconds"),
-        ("itl_ms", "vllm:time_per_output_token_seconds"),
-        ("queue_ms", "vllm:request_queue_time_seconds"),
-        ("prefill_ms", "vllm:request_prefill_time_seconds"),
-        ("decode_ms", "vllm:request_decode_time_seconds"),
-        ("e2e_ms", "vllm:e2e_request_latency_seconds"),
-    ] {
-        for (q, name) in [(0.5, "p50"), (0.9, "p90"), (0.95, "p95"), (0.99, "p99")] {
-            let theirs = prom
-                .scalar(
-                    &format!(
-                        "histogram_quantile({q}, sum by (le) (increase({family}_bucket[12s])))"
-                    ),
-                    end,
-                )
-                .await
-                * 1000.0;
-            let ours = x["quantiles"][key][name]
-                .as_f64()
-                .unwrap_or_else(|| panic!("no {key}.{name}: {x}"));
-            assert!(
-                (ours - theirs).abs() <= 0.01 * theirs.abs(),
-                "{key} {name}: ours {ours} ms, Prometheus {theirs} ms"
-            );
-        }
-    }
+    prom.agrees_on_quantiles(
+        x,
+        &[
+            ("ttft_ms", "vllm:time_to_first_token_seconds"),
+            ("itl_ms", "vllm:time_per_output_token_seconds"),
+            ("queue_ms", "vllm:request_queue_time_seconds"),
+            ("prefill_ms", "vllm:request_prefill_time_seconds"),
+            ("decode_ms", "vllm:request_decode_time_seconds"),
+            ("e2e_ms", "vllm:e2e_request_latency_seconds"),
+        ],
+        12,
+        end,
+    )
+    .await;
     // The bucket each quantile fell in is stated.
     assert!(x["quantiles"]["ttft_ms"]["buckets"]["p95"]["lo"].is_number());
 
@@ -461,6 +479,110 @@ async fn window_quantiles_equal_prometheus_histogram_quantile_over_the_window() 
         sources.iter().any(|s| s.starts_with("from prometheus-")
             && s.ends_with("(Prometheus window, bucket estimates)")),
         "{sources:?}"
+    );
+}
+
+/// [`exposition`] with vLLM's names escaped as an exporter that escapes names with
+/// underscores writes them (`prometheus_client` 0.26 does for a scraper that asks for
+/// it): every `:` becomes `_`. Prometheus stores them so.
+fn escaped_exposition(n: u64) -> String {
+    exposition(n).replace("vllm:", "vllm_")
+}
+
+/// Scrapes of a host with no engine: only a GPU exporter's gauge and process metrics.
+fn no_engine_exposition(n: u64) -> String {
+    format!(
+        "# TYPE DCGM_FI_DEV_GPU_UTIL gauge\nDCGM_FI_DEV_GPU_UTIL{{gpu=\"0\"}} {}\n\
+         # TYPE process_cpu_seconds_total counter\nprocess_cpu_seconds_total {n}\n",
+        n % 100
+    )
+}
+
+/// Lets Prometheus scrape `engine` `n` times; the window of the last `len` s, ending a
+/// second ago (ingested by now).
+async fn scraped(engine: &Exporter, n: u64, len: f64) -> (f64, f64) {
+    for _ in 0..400 {
+        if engine.scrapes.load(Ordering::SeqCst) >= n {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    assert!(
+        engine.scrapes.load(Ordering::SeqCst) >= n,
+        "Prometheus never scraped enough"
+    );
+    let end = (now_s() - 1.0).floor();
+    (end - len, end)
+}
+
+#[tokio::test]
+async fn escaped_names_are_read_and_a_window_without_the_engine_fails() {
+    let engine = exporter_of(escaped_exposition).await;
+    let Some(prom) = prometheus(engine.addr).await else {
+        return;
+    };
+    let (mut app, token, inv) = admin_app().await;
+    allow(&mut app, prom.base.trim_start_matches("http://")).await;
+    let (start, end) = scraped(&engine, 8, 6.0).await;
+    let r = read_window(
+        &mut app,
+        &token,
+        inv,
+        json!({"url": prom.base, "start": start.to_string(), "end": end.to_string(), "step": 1}),
+    )
+    .await;
+    assert_eq!(r.status, StatusCode::ACCEPTED, "{}", r.body);
+    let a = settled(&mut app, &token, r.json()["artifact_id"].as_i64().unwrap()).await;
+    assert_eq!(a["status"], "done", "{a}");
+    let x = &a["analysis"];
+    assert_eq!(x["metrics"]["ttft_s"], "vllm_time_to_first_token_seconds");
+    assert_eq!(x["metrics"]["waiting"], "vllm_num_requests_waiting");
+    assert!(
+        x["notes"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|n| n.as_str().unwrap().contains("names escaped")),
+        "{x}"
+    );
+    prom.agrees_on_quantiles(
+        x,
+        &[
+            ("ttft_ms", "vllm_time_to_first_token_seconds"),
+            ("e2e_ms", "vllm_e2e_request_latency_seconds"),
+        ],
+        6,
+        end,
+    )
+    .await;
+    assert!(x["window"]["gauges"]["waiting"].is_number(), "{x}");
+    assert!(
+        x["totals"]["generation_tokens"].as_f64().unwrap() > 0.0,
+        "{x}"
+    );
+    drop(prom);
+
+    // A Prometheus that scraped no engine (only a GPU exporter): `failed`, saying so.
+    let other = exporter_of(no_engine_exposition).await;
+    let Some(prom) = prometheus(other.addr).await else {
+        return;
+    };
+    allow(&mut app, prom.base.trim_start_matches("http://")).await;
+    let (start, end) = scraped(&other, 4, 3.0).await;
+    let r = read_window(
+        &mut app,
+        &token,
+        inv,
+        json!({"url": prom.base, "start": start.to_string(), "end": end.to_string()}),
+    )
+    .await;
+    assert_eq!(r.status, StatusCode::ACCEPTED, "{}", r.body);
+    let a = settled(&mut app, &token, r.json()["artifact_id"].as_i64().unwrap()).await;
+    assert_eq!(a["status"], "failed", "{a}");
+    let error = a["error"].as_str().unwrap();
+    assert!(
+        error.contains("has no vllm metrics (vllm:* or vllm_*)"),
+        "{error}"
     );
 }
 

@@ -169,6 +169,19 @@ struct Schema {
     tables: HashMap<&'static str, HashSet<String>>,
     /// `StringIds.id` is the rowid (INTEGER PRIMARY KEY), so a lookup is one b-tree seek.
     strings_indexed: bool,
+    /// A table only Nsight Systems writes (see [`is_nsight_table`]): the file is an
+    /// export even without CUDA tables.
+    nsight: bool,
+}
+
+/// Tables every Nsight Systems export has, whatever was traced: its enumerations
+/// (`ENUM_NSYS_EVENT_TYPE` …), the session's start time and the export's metadata.
+fn is_nsight_table(name: &str) -> bool {
+    name.starts_with("ENUM_NSYS_")
+        || matches!(
+            name,
+            "TARGET_INFO_SESSION_START_TIME" | "META_DATA_EXPORT" | "EXPORT_META_DATA"
+        )
 }
 
 impl Schema {
@@ -181,12 +194,14 @@ impl Schema {
             .query([])
             .map_err(|e| sql_error("reading the schema", e))?;
         let mut found = Vec::new();
+        let mut nsight = false;
         while let Some(row) = rows
             .next()
             .map_err(|e| sql_error("reading the schema", e))?
         {
             let name = text(row, 0)?.unwrap_or_default();
             let sql = text(row, 1)?.unwrap_or_default();
+            nsight |= is_nsight_table(&name);
             let Some(t) = TABLES.iter().find(|t| **t == name) else {
                 continue;
             };
@@ -223,6 +238,7 @@ impl Schema {
         Ok(Schema {
             tables,
             strings_indexed,
+            nsight,
         })
     }
 
@@ -299,9 +315,14 @@ pub(crate) fn analyze_bounded(
     harden(conn)?;
     let schema = Schema::read(conn)?;
     if !schema.has(KERNEL_TABLE) {
-        return Err(AnalyzeError::malformed(format!(
-            "not an Nsight Systems export: no {KERNEL_TABLE} table"
-        )));
+        return Err(AnalyzeError::malformed(if schema.nsight {
+            format!(
+                "an Nsight Systems export that holds no GPU work: no {KERNEL_TABLE} table, \
+                 so no CUDA activity was recorded (profile with `nsys profile --trace=cuda`)"
+            )
+        } else {
+            format!("not an Nsight Systems export: no {KERNEL_TABLE} table")
+        }));
     }
     let mut notes = Vec::new();
     let mut fold = TraceFold::new();

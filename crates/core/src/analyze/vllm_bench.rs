@@ -30,7 +30,7 @@ use std::io::{BufReader, Read};
 use std::rc::Rc;
 
 /// Bump when the JSON output of [`analyze`] changes.
-pub const ANALYZER_VERSION: u32 = 2;
+pub const ANALYZER_VERSION: u32 = 3;
 
 /// Arrays longer than this inside metadata are dropped (they are per-request
 /// data we don't use, e.g. GuideLLM's `requests`).
@@ -50,7 +50,8 @@ const SMALL_OBJECT: usize = 512;
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Flag {
     /// Stable identifier: `failures`, `errors`, `zero_output`, `short_outputs`,
-    /// `very_short_outputs`, `nan_values`, `incomplete`, `no_distributions`.
+    /// `very_short_outputs`, `nan_values`, `incomplete`, `no_distributions`,
+    /// `no_successes` (no request completed: no latency at all).
     pub code: String,
     pub message: String,
 }
@@ -88,7 +89,7 @@ impl Samples {
 /// One benchmark run.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct BenchResult {
-    /// `vllm`, `genai_perf` or `guidellm`.
+    /// `vllm`, `genai_perf`, `aiperf` or `guidellm` ([`tool_label`] in words).
     pub source: String,
     pub completed: Option<u64>,
     pub failed: Option<u64>,
@@ -144,7 +145,11 @@ pub fn analyze<R: Read>(reader: R) -> Result<VllmBenchAnalysis, AnalyzeError> {
         let doc = doc?;
         let nan_now = replaced.get() - seen_nan;
         seen_nan = replaced.get();
-        results.extend(doc.into_results(nan_now)?);
+        results.extend(
+            doc.into_results(nan_now)?
+                .into_iter()
+                .map(without_placeholders),
+        );
     }
     let Some(last) = results.pop() else {
         return Err(AnalyzeError::malformed(
@@ -172,6 +177,51 @@ pub fn analyze<R: Read>(reader: R) -> Result<VllmBenchAnalysis, AnalyzeError> {
         runs,
         points,
     })
+}
+
+/// A run in which no request completed measured no latency: the tools still write
+/// figures (vLLM 0.0 for every mean, median and p99; GenAI-Perf and GuideLLM may too),
+/// and they are placeholders, not measurements. They are dropped (absent, not zero) and
+/// a flag says why.
+fn without_placeholders(mut r: BenchResult) -> BenchResult {
+    if r.completed != Some(0) {
+        return r;
+    }
+    let had: bool = [&r.ttft_ms, &r.tpot_ms, &r.itl_ms, &r.e2el_ms]
+        .iter()
+        .any(|s| has_any(s));
+    for s in [
+        &mut r.ttft_ms,
+        &mut r.tpot_ms,
+        &mut r.itl_ms,
+        &mut r.e2el_ms,
+    ] {
+        *s = Summary::default();
+    }
+    r.samples = Samples::default();
+    r.flags
+        .retain(|f| f.code != "no_distributions" && f.code != "failures");
+    let failed = match r.failed.filter(|f| *f > 0) {
+        Some(f) => format!("all {f} requests failed"),
+        None => "no request completed".to_string(),
+    };
+    let placeholders = if had {
+        format!(
+            "; the latency figures the file gives ({}) are placeholders and are not shown",
+            if r.source == "vllm" {
+                "0.0 ms, as vLLM writes when nothing completed"
+            } else {
+                "the tool's, over no request"
+            }
+        )
+    } else {
+        String::new()
+    };
+    r.flags.push(flag(
+        "no_successes",
+        format!("{failed}: no latency was measured{placeholders}"),
+    ));
+    r
 }
 
 /// Exposes the NaN rewrite count while the deserializer owns the reader.
@@ -953,7 +1003,12 @@ fn genai_perf_result(small: &Map<String, Value>, nan_replaced: u64) -> Option<Be
         ));
     }
     Some(BenchResult {
-        source: "genai_perf".into(),
+        source: if is_aiperf(small) {
+            "aiperf"
+        } else {
+            "genai_perf"
+        }
+        .into(),
         completed,
         failed,
         ttft_ms,
@@ -969,6 +1024,32 @@ fn genai_perf_result(small: &Map<String, Value>, nan_replaced: u64) -> Option<Be
         reported,
         distributions_from: "summary".into(),
     })
+}
+
+/// Whether a GenAI-Perf-shaped export was written by AIPerf, its successor: AIPerf's
+/// own top-level fields (`was_cancelled`, `error_summary`, `benchmark_duration`), its
+/// `input_config.loadgen` section, or its command line.
+fn is_aiperf(small: &Map<String, Value>) -> bool {
+    let config = small.get("input_config");
+    ["was_cancelled", "error_summary", "benchmark_duration"]
+        .iter()
+        .any(|k| small.contains_key(*k))
+        || config.and_then(|c| c.get("loadgen")).is_some()
+        || config
+            .and_then(|c| c.get("cli_command"))
+            .and_then(Value::as_str)
+            .is_some_and(|c| c.trim_start().starts_with("aiperf"))
+}
+
+/// The tool that wrote a run, for a page: `source` in words.
+pub fn tool_label(source: &str) -> &str {
+    match source {
+        "vllm" => "vLLM bench serve",
+        "genai_perf" => "GenAI-Perf",
+        "aiperf" => "AIPerf",
+        "guidellm" => "GuideLLM",
+        other => other,
+    }
 }
 
 /// One GuideLLM benchmark: `metrics.<name>.successful` distribution summaries
@@ -1243,6 +1324,65 @@ mod tests {
             "{:?}",
             a.result.flags
         );
+    }
+
+    /// Shaped like vLLM 0.25.1's `bench serve --save-result` of a run whose 8 requests
+    /// all failed: no per-request arrays, and 0.0 for every latency figure.
+    #[test]
+    fn a_run_with_no_completed_request_shows_no_latency() {
+        let mut doc = json!({"date": "20260818-041350", "endpoint_type": "vllm", "backend": "vllm",
+            "label": null, "model_id": "facebook/opt-125m", "num_prompts": 8, "request_rate": "inf",
+            "burstiness": 1.0, "max_concurrency": null, "duration": 0.005, "completed": 0, "failed": 8,
+            "total_input_tokens": 0, "total_output_tokens": 0, "request_throughput": 0.0,
+            "request_goodput": null, "output_throughput": 0.0, "total_token_throughput": 0.0,
+            "max_output_tokens_per_s": 0.0, "max_concurrent_requests": 0, "rtfx": 0.0});
+        for m in ["ttft", "tpot", "itl"] {
+            for stat in ["mean", "median", "std", "p99"] {
+                doc[format!("{stat}_{m}_ms")] = json!(0.0);
+            }
+        }
+        let r = run(&doc.to_string()).result;
+        assert_eq!((r.completed, r.failed), (Some(0), Some(8)));
+        for s in [&r.ttft_ms, &r.tpot_ms, &r.itl_ms, &r.e2el_ms] {
+            assert_eq!(*s, Summary::default(), "absent, not zero");
+        }
+        // The throughputs are true: nothing completed per second.
+        assert_eq!(r.request_throughput, Some(0.0));
+        let codes: Vec<&str> = r.flags.iter().map(|f| f.code.as_str()).collect();
+        assert_eq!(codes, ["no_successes"], "{:?}", r.flags);
+        assert_eq!(
+            r.flags[0].message,
+            "all 8 requests failed: no latency was measured; the latency figures the file \
+             gives (0.0 ms, as vLLM writes when nothing completed) are placeholders and are \
+             not shown"
+        );
+        // As the tool wrote them, still.
+        assert_eq!(r.reported["mean_ttft_ms"], 0.0);
+        // One run that completed keeps its figures.
+        doc["completed"] = json!(1);
+        doc["failed"] = json!(7);
+        let r = run(&doc.to_string()).result;
+        assert_eq!(r.ttft_ms.mean, Some(0.0));
+        assert!(r.flags.iter().any(|f| f.code == "failures"));
+    }
+
+    #[test]
+    fn aiperf_exports_are_labelled_aiperf() {
+        let mut doc = json!({
+            "request_latency": {"unit": "ms", "avg": 900.0, "p50": 850.0},
+            "time_to_first_token": {"unit": "ms", "avg": 80.0, "p50": 70.0},
+            "request_count": {"unit": "requests", "avg": 100.0},
+            "was_cancelled": false,
+            "input_config": {"loadgen": {"concurrency": 1}, "cli_command": "aiperf profile -m x"}
+        });
+        assert_eq!(run(&doc.to_string()).result.source, "aiperf");
+        assert_eq!(tool_label("aiperf"), "AIPerf");
+        doc.as_object_mut().unwrap().remove("was_cancelled");
+        doc["input_config"] = json!({"cli_command": "aiperf profile"});
+        assert_eq!(run(&doc.to_string()).result.source, "aiperf");
+        doc["input_config"] = json!({"perf_analyzer": {"stimulus": {"concurrency": 1}}});
+        assert_eq!(run(&doc.to_string()).result.source, "genai_perf");
+        assert_eq!(tool_label("genai_perf"), "GenAI-Perf");
     }
 
     #[test]

@@ -4,6 +4,7 @@
 
 pub mod bootstrap;
 pub mod mann_whitney;
+pub mod outlier;
 pub mod quantile;
 
 pub use bootstrap::{
@@ -11,6 +12,7 @@ pub use bootstrap::{
     SortedSample, DEFAULT_RESAMPLES,
 };
 pub use mann_whitney::{mann_whitney_sorted, mann_whitney_u, MannWhitney};
+pub use outlier::upper_outlier_threshold;
 pub use quantile::{quantile, Statistic, Summary};
 
 /// Why a statistic could not be computed from the given numbers.

@@ -2,10 +2,19 @@
 
 use super::{num, pct, summary_cells, Section, Table};
 use crate::charts;
-use crate::core::analyze::pytorch_trace::TraceAnalysis;
+use crate::core::analyze::pytorch_trace::{exact_if_differs, TraceAnalysis};
 
 fn us(x: f64) -> String {
     num(x)
+}
+
+/// HTA's figure, and the exact one beside it where they differ by more than 1 %
+/// (a trace with fractional times; the notes say why).
+fn hta_us(hta: f64, exact: Option<f64>) -> String {
+    match exact.and_then(|x| exact_if_differs(hta, x)) {
+        Some(x) => format!("{} (exact {})", us(hta), us(x)),
+        None => us(hta),
+    }
 }
 
 pub(super) fn sections(x: &TraceAnalysis) -> Vec<Section> {
@@ -53,19 +62,33 @@ fn trace_temporal(x: &TraceAnalysis) -> Section {
         "non-compute %",
     ]);
     for r in &x.temporal {
+        let e = r.exact.as_ref();
         t.row(vec![
             r.rank.to_string(),
-            us(r.span_us),
-            us(r.idle_us),
-            us(r.sync_us),
-            us(r.compute_us),
-            us(r.non_compute_us),
+            hta_us(r.span_us, e.map(|e| e.span_us)),
+            hta_us(r.idle_us, e.map(|e| e.idle_us)),
+            hta_us(r.sync_us, e.map(|e| e.sync_us)),
+            hta_us(r.compute_us, e.map(|e| e.compute_us)),
+            hta_us(r.non_compute_us, e.map(|e| e.non_compute_us)),
             format!("{:.1}%", r.idle_pct),
             format!("{:.1}%", r.compute_pct),
             format!("{:.1}%", r.non_compute_pct),
         ]);
     }
     s.table = Some(t);
+    let definition = if x.rounded {
+        "HTA's get_temporal_breakdown, its rounding included: this trace's times have \
+         fractions of a µs, and HTA rounds each GPU event's start up and its end down to \
+         a whole µs. \"exact\" is the trace's own arithmetic, shown where it differs by \
+         more than 1 %."
+    } else {
+        "HTA's get_temporal_breakdown: span = first GPU work to last; idle = no kernel, copy \
+         or set running; compute = computation kernels; non-compute = the other GPU work."
+    };
+    if let Some(lead) = s.lead.as_mut() {
+        lead.push(' ');
+        lead.push_str(definition);
+    }
     if let Some(r) = x.temporal.first() {
         if r.span_us > 0.0 {
             let parts = vec![
@@ -202,13 +225,20 @@ fn trace_idle(x: &TraceAnalysis) -> Section {
         "longest gap",
         "longest gap at",
     ]);
+    if x.rounded {
+        i.lead.as_mut().unwrap().push_str(
+            " As HTA's get_idle_time_breakdown, on its rounded times (see the GPU time notes); \
+             \"exact\" where the trace's own times differ by more than 1 %.",
+        );
+    }
     for r in &x.idle {
+        let e = r.exact.as_ref();
         t.row(vec![
             stream_label(r.device, r.stream),
             num(r.kernels as f64),
-            us(r.host_wait_us),
-            us(r.kernel_wait_us),
-            us(r.other_us),
+            hta_us(r.host_wait_us, e.map(|e| e.host_wait_us)),
+            hta_us(r.kernel_wait_us, e.map(|e| e.kernel_wait_us)),
+            hta_us(r.other_us, e.map(|e| e.other_us)),
             us(r.longest_gap_us),
             at_in_trace(r.longest_gap_at_us, x.first_ts_us),
         ]);

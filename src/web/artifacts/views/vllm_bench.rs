@@ -2,14 +2,15 @@
 
 use super::{num, opt, summary_cells, Section, Table};
 use crate::charts;
-use crate::core::analyze::vllm_bench::VllmBenchAnalysis;
+use crate::core::analyze::vllm_bench::{tool_label, VllmBenchAnalysis};
 
 pub(super) fn sections(x: &VllmBenchAnalysis) -> Vec<Section> {
     let r = &x.result;
     let mut out = Vec::new();
     let mut head = Section::new("summary", "Benchmark");
     head.lead = Some(format!(
-        "{} completed, {} failed; {} req/s, {} output tok/s.",
+        "{}: {} completed, {} failed; {} req/s, {} output tok/s.",
+        tool_label(&r.source),
         r.completed
             .map(|v| num(v as f64))
             .unwrap_or_else(|| "?".into()),

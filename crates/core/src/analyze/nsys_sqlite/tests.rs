@@ -226,6 +226,25 @@ fn a_sqlite_file_that_is_not_an_nsight_export_is_refused_by_name() {
 }
 
 #[test]
+fn an_export_without_cuda_activity_says_it_holds_no_gpu_work() {
+    // What `nsys profile --trace=osrt` exports: Nsight's own tables, no CUDA ones.
+    let conn = Connection::open_in_memory().unwrap();
+    conn.execute_batch(
+        "CREATE TABLE ENUM_NSYS_EVENT_TYPE (id INTEGER PRIMARY KEY, name TEXT);
+         CREATE TABLE TARGET_INFO_SESSION_START_TIME (utcEpochNs INTEGER, utcTime TEXT);
+         CREATE TABLE StringIds (id INTEGER PRIMARY KEY, value TEXT);
+         CREATE TABLE OSRT_API (start INTEGER, end INTEGER, nameId INTEGER);",
+    )
+    .unwrap();
+    let err = analyze(&conn, &Options::default()).unwrap_err().to_string();
+    assert!(
+        err.starts_with("an Nsight Systems export that holds no GPU work"),
+        "{err}"
+    );
+    assert!(!err.contains("not an Nsight Systems export"), "{err}");
+}
+
+#[test]
 fn text_where_a_time_belongs_is_refused_naming_the_table_and_column() {
     let conn = example();
     conn.execute_batch(

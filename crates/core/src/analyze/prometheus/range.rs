@@ -74,10 +74,42 @@ pub fn engine_prefix(engine: &str) -> Option<&'static str> {
     }
 }
 
-/// The label-values selector that lists the names worth reading for `engine`.
+/// A name as Prometheus stores it when the exporter escapes names with underscores
+/// (OpenMetrics' underscore escaping, e.g. `prometheus_client` 0.26 scraped by
+/// Prometheus 2.x): every `:` becomes `_`, so `vllm:num_requests_running` is stored as
+/// `vllm_num_requests_running`. `None` when escaping changes nothing.
+pub fn escaped(name: &str) -> Option<String> {
+    name.contains(':').then(|| name.replace(':', "_"))
+}
+
+/// The label-values selector that lists the names worth reading for `engine`: its
+/// prefix as the engine writes it and, for `vllm:` and `sglang:`, escaped.
 pub fn names_selector(engine: &str) -> String {
     let prefix = engine_prefix(engine).unwrap_or("vllm:");
-    format!("{{__name__=~\"{prefix}.*|DCGM_.*\"}}")
+    match escaped(prefix) {
+        Some(esc) => format!("{{__name__=~\"{prefix}.*|{esc}.*|DCGM_.*\"}}"),
+        None => format!("{{__name__=~\"{prefix}.*|DCGM_.*\"}}"),
+    }
+}
+
+/// Every name the analyzer reads, as the engines write them.
+fn candidate_names() -> impl Iterator<Item = &'static str> {
+    HISTOGRAMS
+        .iter()
+        .flat_map(|(_, families, _)| families.iter().copied())
+        .chain(COUNTERS.iter().flat_map(|(_, names)| names.iter().copied()))
+        .chain(RUNNING.iter().copied())
+        .chain(WAITING.iter().copied())
+        .chain(KV_USAGE.iter().copied())
+}
+
+/// The name as the engine writes it, for a name read from the server escaped (see
+/// [`escaped`]); other names as they are.
+pub fn canonical(name: &str) -> String {
+    candidate_names()
+        .find(|c| escaped(c).is_some_and(|e| e == name))
+        .unwrap_or(name)
+        .to_string()
 }
 
 /// The step for a window: `requested` when given, else about [`DEFAULT_POINTS`] points; never
@@ -163,24 +195,35 @@ pub struct Plan {
 /// For each series perfjournal reads, the first candidate name (current name first, then
 /// the older ones: `inter_token_latency_seconds` before `time_per_output_token_seconds`,
 /// `kv_cache_usage_perc` before `gpu_cache_usage_perc`) that `present` holds.
+/// A name the server has is taken as it is or escaped ([`escaped`]), as it has it.
 pub fn plan(engine: &str, present: &[String]) -> Plan {
     let prefix = engine_prefix(engine).unwrap_or("vllm:");
-    let has = |n: &str| n.starts_with(prefix) && present.iter().any(|p| p == n);
+    let is_present = |n: &str| present.iter().any(|p| p == n);
+    // The name as the server has it: as the engine writes it, else escaped.
+    let found = |n: &str, suffix: &str| -> Option<String> {
+        if !n.starts_with(prefix) {
+            return None;
+        }
+        if is_present(&format!("{n}{suffix}")) {
+            return Some(n.to_string());
+        }
+        escaped(n).filter(|e| is_present(&format!("{e}{suffix}")))
+    };
     let mut out = Plan::default();
     for (key, families, filter) in HISTOGRAMS {
-        if let Some(f) = families.iter().find(|f| has(&format!("{f}_bucket"))) {
+        if let Some(f) = families.iter().find_map(|f| found(f, "_bucket")) {
             out.histograms.push(HistogramPlan {
                 key: key.to_string(),
-                family: f.to_string(),
+                family: f,
                 filter: filter.map(|(k, v)| (k.to_string(), v.to_string())),
             });
         }
     }
     for (key, names) in COUNTERS {
-        if let Some(n) = names.iter().find(|n| has(n)) {
+        if let Some(n) = names.iter().find_map(|n| found(n, "")) {
             out.counters.push(SeriesPlan {
                 key: key.to_string(),
-                name: n.to_string(),
+                name: n,
             });
         }
     }
@@ -189,10 +232,10 @@ pub fn plan(engine: &str, present: &[String]) -> Plan {
         ("waiting", WAITING),
         ("kv_usage", KV_USAGE),
     ] {
-        if let Some(n) = names.iter().find(|n| has(n)) {
+        if let Some(n) = names.iter().find_map(|n| found(n, "")) {
             out.gauges.push(SeriesPlan {
                 key: key.to_string(),
-                name: n.to_string(),
+                name: n,
             });
         }
     }
@@ -205,6 +248,41 @@ pub fn plan(engine: &str, present: &[String]) -> Plan {
         }
     }
     out
+}
+
+impl Plan {
+    /// Whether the plan reads any of the engine's own metrics (DCGM's GPU gauges alone
+    /// say nothing of the engine: such a window has none of its metrics).
+    pub fn reads_engine(&self) -> bool {
+        !self.histograms.is_empty()
+            || !self.counters.is_empty()
+            || self
+                .gauges
+                .iter()
+                .any(|g| DCGM_GAUGES.iter().all(|(key, _)| *key != g.key))
+    }
+
+    /// Whether any name read is escaped (see [`escaped`]).
+    pub fn escaped_names(&self) -> bool {
+        self.histograms
+            .iter()
+            .map(|h| &h.family)
+            .chain(self.counters.iter().chain(&self.gauges).map(|s| &s.name))
+            .any(|n| canonical(n) != *n)
+    }
+}
+
+/// Why a window cannot be read: none of the engine's metrics in it.
+pub fn no_engine_metrics(base: &str, engine: &str) -> String {
+    let prefix = engine_prefix(engine).unwrap_or("");
+    let names = match escaped(prefix) {
+        Some(esc) => format!("{prefix}* or {esc}*"),
+        None => format!("{prefix}*"),
+    };
+    format!(
+        "{base} has no {engine} metrics ({names}) between the start and the end: is it the \
+         Prometheus that scraped the engine, and is the engine right?"
+    )
 }
 
 /// One answer of the server as stored: the query and its `data` (`resultType`, `result`).
@@ -426,7 +504,7 @@ pub fn analyze_fetch(f: &RangeFetch) -> Result<PrometheusRangeAnalysis, AnalyzeE
             Some(series) => {
                 increases
                     .hists
-                    .entry(h.plan.family.clone())
+                    .entry(canonical(&h.plan.family))
                     .or_default()
                     .push(series);
             }
@@ -442,7 +520,7 @@ pub fn analyze_fetch(f: &RangeFetch) -> Result<PrometheusRangeAnalysis, AnalyzeE
                 totals.insert(c.plan.key.clone(), *v);
                 increases
                     .scalars
-                    .entry(c.plan.name.clone())
+                    .entry(canonical(&c.plan.name))
                     .or_default()
                     .push((Vec::new(), *v));
             }
@@ -457,7 +535,7 @@ pub fn analyze_fetch(f: &RangeFetch) -> Result<PrometheusRangeAnalysis, AnalyzeE
         if let Some(last) = series.last() {
             at_end
                 .scalars
-                .entry(g.plan.name.clone())
+                .entry(canonical(&g.plan.name))
                 .or_default()
                 .push((Vec::new(), last[1]));
         }
@@ -499,6 +577,18 @@ pub fn analyze_fetch(f: &RangeFetch) -> Result<PrometheusRangeAnalysis, AnalyzeE
                 f.engine
             ));
         }
+    }
+    let read = Plan {
+        histograms: f.histograms.iter().map(|h| h.plan.clone()).collect(),
+        counters: f.counters.iter().map(|c| c.plan.clone()).collect(),
+        gauges: f.gauges.iter().map(|g| g.plan.clone()).collect(),
+    };
+    if read.escaped_names() {
+        notes.push(format!(
+            "the server stores {}'s names escaped (`_` for `:`, as Prometheus keeps them \
+             from an exporter that escapes names): read under those names",
+            f.engine
+        ));
     }
     notes.extend(window.notes.iter().cloned());
     Ok(PrometheusRangeAnalysis {
@@ -656,6 +746,48 @@ mod tests {
             p.histograms[0].buckets_query(3600),
             "sum by (le) (increase(vllm:inter_token_latency_seconds_bucket[3600s]))"
         );
+    }
+
+    #[test]
+    fn escaped_names_are_read_as_the_engine_names_them() {
+        // What Prometheus keeps from an exporter that escapes names with underscores.
+        let stored = names(&[
+            "vllm_time_to_first_token_seconds_bucket",
+            "vllm_num_requests_waiting",
+            "vllm_generation_tokens_total",
+            "DCGM_FI_DEV_GPU_UTIL",
+        ]);
+        assert_eq!(
+            names_selector("vllm"),
+            "{__name__=~\"vllm:.*|vllm_.*|DCGM_.*\"}"
+        );
+        assert_eq!(names_selector("tgi"), "{__name__=~\"tgi_.*|DCGM_.*\"}");
+        let p = plan("vllm", &stored);
+        assert!(p.reads_engine() && p.escaped_names());
+        assert_eq!(p.histograms[0].family, "vllm_time_to_first_token_seconds");
+        assert_eq!(
+            p.histograms[0].buckets_query(60),
+            "sum by (le) (increase(vllm_time_to_first_token_seconds_bucket[60s]))"
+        );
+        assert_eq!(p.gauges[0].name, "vllm_num_requests_waiting");
+        assert_eq!(
+            canonical("vllm_time_to_first_token_seconds"),
+            "vllm:time_to_first_token_seconds"
+        );
+        assert_eq!(canonical("DCGM_FI_DEV_GPU_UTIL"), "DCGM_FI_DEV_GPU_UTIL");
+        // The unescaped name wins when the server has both.
+        let both = names(&["vllm_num_requests_waiting", "vllm:num_requests_waiting"]);
+        assert_eq!(
+            plan("vllm", &both).gauges[0].name,
+            "vllm:num_requests_waiting"
+        );
+        // DCGM alone is none of the engine's metrics.
+        let p = plan(
+            "vllm",
+            &names(&["DCGM_FI_DEV_GPU_UTIL", "process_cpu_seconds_total"]),
+        );
+        assert!(!p.gauges.is_empty() && !p.reads_engine());
+        assert!(no_engine_metrics("http://p:9090/", "vllm").contains("(vllm:* or vllm_*)"));
     }
 
     #[test]

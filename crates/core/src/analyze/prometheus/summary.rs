@@ -63,7 +63,7 @@ pub(super) fn summarize(
         counters.get("prefix_cache_queries"),
     ) {
         (Some(h), Some(q)) if *q > 0.0 => Some(h / q),
-        _ => scalar_mean(gauges_from, HIT_RATE_GAUGES),
+        _ => hit_rate_gauge(gauges_from, &mut notes),
     };
     let mut models: Vec<String> = gauges_from
         .scalars
@@ -136,6 +136,28 @@ pub(super) fn summarize(
         capture: None,
         waiting_series: Vec::new(),
     }
+}
+
+/// The prefix-cache hit-rate gauge averaged over its series, leaving out vLLM v0's
+/// `-1`, which means "no prefix-cache queries yet" (no data), not a rate.
+fn hit_rate_gauge(m: &Model, notes: &mut Vec<String>) -> Option<f64> {
+    let (name, series) = HIT_RATE_GAUGES
+        .iter()
+        .find_map(|n| Some((*n, m.scalars.get(*n)?)))?;
+    let rates: Vec<f64> = series
+        .iter()
+        .map(|(_, x)| *x)
+        .filter(|x| x.is_finite() && *x >= 0.0)
+        .collect();
+    if rates.len() < series.len() {
+        notes.push(format!(
+            "{name} is negative in {} of {} series (vLLM v0 writes -1 before any prefix-cache \
+             query): no data there, not a rate",
+            series.len() - rates.len(),
+            series.len()
+        ));
+    }
+    crate::stats::mean(&rates)
 }
 
 /// Analyze one scrape.

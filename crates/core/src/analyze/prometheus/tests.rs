@@ -114,6 +114,43 @@ fn single_scrape() {
 }
 
 #[test]
+fn escaped_names_in_a_scrape_are_read_as_the_engine_names() {
+    let escaped = vllm_scrape(1.0, 3.0).replace("vllm:", "vllm_");
+    assert!(!escaped.contains("vllm:"));
+    let a = analyze_snapshot(&snap(&escaped));
+    let b = analyze_snapshot(&snap(&vllm_scrape(1.0, 3.0)));
+    assert_eq!(a.engine, "vllm");
+    assert_eq!(a.quantiles, b.quantiles);
+    assert_eq!(a.gauges, b.gauges);
+    assert_eq!(a.prefix_cache_hit_rate, Some(0.25));
+    assert_eq!(a.counters, b.counters);
+}
+
+#[test]
+fn vllm_v0_minus_one_hit_rate_is_no_data() {
+    // vLLM v0 exposes the hit rate as a gauge, -1 until the first prefix-cache query.
+    let text = "# TYPE vllm:num_requests_running gauge\n\
+                vllm:num_requests_running{model_name=\"m\"} 1\n\
+                # TYPE vllm:gpu_prefix_cache_hit_rate gauge\n\
+                vllm:gpu_prefix_cache_hit_rate{model_name=\"m\"} -1.0\n";
+    let a = analyze_snapshot(&snap(text));
+    assert_eq!(a.prefix_cache_hit_rate, None);
+    assert!(
+        a.notes
+            .iter()
+            .any(|n| n.contains("no data there, not a rate")),
+        "{:?}",
+        a.notes
+    );
+    // A real rate beside it is kept, alone.
+    let text = format!("{text}vllm:gpu_prefix_cache_hit_rate{{model_name=\"n\"}} 0.4\n");
+    assert_eq!(
+        analyze_snapshot(&snap(&text)).prefix_cache_hit_rate,
+        Some(0.4)
+    );
+}
+
+#[test]
 fn window_deltas_and_resets() {
     let a = snap(&vllm_scrape(1.0, 3.0));
     let b = snap(&vllm_scrape(3.0, 10.0));

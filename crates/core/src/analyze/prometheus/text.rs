@@ -160,13 +160,17 @@ impl SnapshotBuilder {
             let mut parts = c.split_whitespace();
             if parts.next() == Some("TYPE") {
                 if let (Some(name), Some(kind)) = (parts.next(), parts.next()) {
-                    self.snap.types.insert(name.to_string(), kind.to_string());
+                    let name = unescaped(name).unwrap_or_else(|| name.to_string());
+                    self.snap.types.insert(name, kind.to_string());
                 }
             }
             return Ok(());
         }
         match parse_sample_line(line) {
-            Some(s) => {
+            Some(mut s) => {
+                if let Some(name) = unescaped(&s.name) {
+                    s.name = name;
+                }
                 if self.snap.samples.len() >= MAX_SAMPLES {
                     return Err(AnalyzeError::at_line(
                         line_no,
@@ -185,6 +189,17 @@ impl SnapshotBuilder {
             }
         }
     }
+}
+
+/// vLLM's and SGLang's names as the engines write them, for names written escaped
+/// (`vllm_num_requests_running` for `vllm:num_requests_running`: OpenMetrics' underscore
+/// escaping, as a Prometheus that stored them so, or an exporter asked to escape, writes
+/// them). Neither engine names a metric with that prefix otherwise.
+pub(super) fn unescaped(name: &str) -> Option<String> {
+    ["vllm", "sglang"].iter().find_map(|engine| {
+        let rest = name.strip_prefix(engine)?.strip_prefix('_')?;
+        Some(format!("{engine}:{rest}"))
+    })
 }
 
 /// Calls `each` with every trimmed, non-empty line and its 1-based number.

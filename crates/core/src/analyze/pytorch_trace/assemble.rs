@@ -3,15 +3,16 @@
 
 use super::super::Options;
 use super::breakdown::{
-    idle_breakdown, idle_intervals, kernel_breakdown, launch_stats, shown_idle_rows,
-    stream_timelines, temporal_breakdown,
+    exact_temporal, idle_breakdown, idle_intervals, kernel_breakdown, launch_stats, round_like_hta,
+    shown_idle_rows, stream_timelines, temporal_breakdown,
 };
 use super::distributed::{distributed, Distributed};
 use super::state::{Counts, GpuEv, State, MAX_KERNEL_NAMES, MAX_STREAMS, OTHER_KERNELS};
 use super::{
-    DeviceInfo, EventCounts, IdleRow, LaunchStats, TraceAnalysis, IDLE_INTERVAL_MIN_US, POOLED,
+    DeviceInfo, EventCounts, ExactIdle, IdleRow, LaunchStats, Temporal, TraceAnalysis,
+    IDLE_INTERVAL_MIN_US, POOLED,
 };
-use crate::fmt::grouped;
+use crate::fmt::{format_number, grouped};
 use serde_json::Value;
 use std::collections::HashMap;
 
@@ -37,11 +38,12 @@ pub(super) fn finish(mut st: State, opts: &Options, mut notes: Vec<String>) -> T
             idle: Vec::new(),
             launch: LaunchStats::default(),
             gpu_busy_ratio: None,
-            devices: device_list(&st, &[], &[]),
+            devices: device_list(&st, &[]),
             events,
             profiler_steps: st.step_names.len() as u64,
             excluded_gpu_events: excluded,
             base_time_ns: st.base_time_ns,
+            rounded: false,
             first_ts_us: st.first_ts,
             notes,
             timeline: Vec::new(),
@@ -57,8 +59,14 @@ pub(super) fn finish(mut st: State, opts: &Options, mut notes: Vec<String>) -> T
         };
     }
     gpu.sort_unstable_by(|a, b| a.start.total_cmp(&b.start));
-    let syncs = std::mem::take(&mut st.syncs);
-    let temporal = temporal_breakdown(rank, &gpu, &syncs, &st.names, &mut notes);
+    let mut syncs = std::mem::take(&mut st.syncs);
+    // With fractional times, the exact breakdowns first; HTA's rounded ones below.
+    let exact = st.float_ts.then(|| {
+        (
+            temporal_breakdown(rank, &gpu, &syncs, &st.names, &mut Vec::new()),
+            idle_breakdown(rank, &gpu, &st),
+        )
+    });
     let (idle_kept, idle_found, idle_dropped_us) = idle_intervals(&gpu, &st, &syncs);
     if idle_found > idle_kept.len() as u64 {
         notes.push(format!(
@@ -78,11 +86,32 @@ pub(super) fn finish(mut st: State, opts: &Options, mut notes: Vec<String>) -> T
         opts.top_kernels
     };
     let (kernels, kernel_categories) = kernel_breakdown(&gpu, &st.names, top);
-    let idle = idle_breakdown(rank, &gpu, &st);
     let launch = launch_stats(&gpu, &st.launches, &mut notes);
-    let devices = device_list(&st, &gpu, &idle);
-    let idle = shown_idle_rows(idle, &mut notes);
     let timeline = stream_timelines(&gpu, &st.streams, &mut notes);
+    let devices_exact = device_list(&st, &gpu);
+    // The collectives, steps and busy timeline keep the exact times; the kernel-type
+    // time and the overlap (HTA's) are taken from the rounded ones below.
+    let distributed_exact = exact
+        .is_some()
+        .then(|| distributed_of(&st, &gpu, &mut notes));
+    if exact.is_some() {
+        round_like_hta(&mut gpu, &mut syncs, &mut st.launches);
+    }
+    let mut temporal = temporal_breakdown(rank, &gpu, &syncs, &st.names, &mut notes);
+    let mut idle = idle_breakdown(rank, &gpu, &st);
+    if let Some((exact_t, exact_idle)) = exact {
+        notes.push(rounding_note(&temporal, &exact_t));
+        temporal.exact = Some(exact_temporal(&exact_t));
+        for (r, x) in idle.iter_mut().zip(exact_idle) {
+            r.exact = Some(ExactIdle {
+                host_wait_us: x.host_wait_us,
+                kernel_wait_us: x.kernel_wait_us,
+                other_us: x.other_us,
+            });
+        }
+    }
+    let devices = with_stream_counts(devices_exact, &idle);
+    let idle = shown_idle_rows(idle, &mut notes);
     if st.pooled_streams > 0 {
         notes.push(format!(
             "the trace names more than {} GPU streams; {} events on the streams after those \
@@ -99,16 +128,18 @@ pub(super) fn finish(mut st: State, opts: &Options, mut notes: Vec<String>) -> T
             grouped(st.names.pooled)
         ));
     }
-    let distributed = distributed(
-        &gpu,
-        &st.names.names,
-        &st.launches,
-        &st.step_ranges,
-        &st.coll,
-        st.rank.is_some(),
-        st.world_size,
-        &mut notes,
-    );
+    let distributed = match distributed_exact {
+        Some(exact) => {
+            let hta = distributed_of(&st, &gpu, &mut Vec::new());
+            Distributed {
+                kernel_types: hta.kernel_types,
+                comm_comp_overlap_pct: hta.comm_comp_overlap_pct,
+                comm_us: hta.comm_us,
+                ..exact
+            }
+        }
+        None => distributed_of(&st, &gpu, &mut notes),
+    };
     TraceAnalysis {
         distributed: Some(distributed),
         timeline,
@@ -124,6 +155,7 @@ pub(super) fn finish(mut st: State, opts: &Options, mut notes: Vec<String>) -> T
         profiler_steps: st.step_names.len() as u64,
         excluded_gpu_events: excluded,
         base_time_ns: st.base_time_ns,
+        rounded: st.float_ts,
         first_ts_us: st.first_ts,
         notes,
         gpu_window_us,
@@ -143,15 +175,25 @@ fn keep_work_before_last_step(st: &mut State, opts: &Options, notes: &mut Vec<St
         return 0;
     }
     let launches = &st.launches;
+    // With fractional times, on HTA's rounded times (module docs).
+    let round = st.float_ts;
     let (limit, inclusive) = if opts.include_last_profiler_step {
-        (st.last_step_end.unwrap_or(f64::INFINITY), true)
+        let end = st.last_step_end.unwrap_or(f64::INFINITY);
+        (if round { end.floor() } else { end }, true)
     } else {
-        (st.last_step_start.unwrap_or(f64::INFINITY), false)
+        let start = st.last_step_start.unwrap_or(f64::INFINITY);
+        (if round { start.ceil() } else { start }, false)
     };
     let before = st.gpu.len();
     let kept = |correlation: u64| match launches.get(&correlation) {
-        Some(l) if inclusive => l.ts <= limit,
-        Some(l) => l.ts < limit,
+        Some(l) => {
+            let ts = if round { l.ts.ceil() } else { l.ts };
+            if inclusive {
+                ts <= limit
+            } else {
+                ts < limit
+            }
+        }
         None => false,
     };
     st.gpu.retain(|e| kept(e.correlation));
@@ -214,7 +256,45 @@ fn describe_without_gpu(ev: &EventCounts, excluded: u64) -> String {
     }
 }
 
-fn device_list(st: &State, gpu: &[GpuEv], idle: &[IdleRow]) -> Vec<DeviceInfo> {
+/// The distributed view of the (filtered) GPU work.
+fn distributed_of(st: &State, gpu: &[GpuEv], notes: &mut Vec<String>) -> Distributed {
+    distributed(
+        gpu,
+        &st.names.names,
+        &st.launches,
+        &st.step_ranges,
+        &st.coll,
+        st.rank.is_some(),
+        st.world_size,
+        notes,
+    )
+}
+
+/// Each device's stream count: the idle table's rows on it (one per stream).
+fn with_stream_counts(mut devices: Vec<DeviceInfo>, idle: &[IdleRow]) -> Vec<DeviceInfo> {
+    for d in &mut devices {
+        d.streams = idle.iter().filter(|r| r.device == d.device).count() as u64;
+    }
+    devices
+}
+
+/// What the rounding did to the temporal breakdown, in words.
+fn rounding_note(hta: &Temporal, exact: &Temporal) -> String {
+    format!(
+        "the trace's times have fractions of a µs: the temporal and idle breakdowns round \
+         each start up and each end down to a whole µs, as HTA does, and so equal HTA's; \
+         in exact arithmetic the GPU is busy {} µs of {} (HTA: {} of {}), idle {} µs \
+         (HTA: {}); an exact figure is shown beside HTA's where they differ by more than 1 %",
+        format_number(exact.busy_us, 1),
+        format_number(exact.span_us, 1),
+        format_number(hta.busy_us, 1),
+        format_number(hta.span_us, 1),
+        format_number(exact.idle_us, 1),
+        format_number(hta.idle_us, 1),
+    )
+}
+
+fn device_list(st: &State, gpu: &[GpuEv]) -> Vec<DeviceInfo> {
     // Busy union per device in one pass (events are sorted by start).
     struct Acc {
         count: u64,
@@ -269,7 +349,7 @@ fn device_list(st: &State, gpu: &[GpuEv], idle: &[IdleRow]) -> Vec<DeviceInfo> {
                     .and_then(Value::as_u64),
                 num_sms: p.and_then(|p| p.get("numSms")).and_then(Value::as_u64),
                 gpu_events: a.count,
-                streams: idle.iter().filter(|r| r.device == dev).count() as u64,
+                streams: 0,
                 busy_us: a.busy,
                 span_us: span,
                 busy_ratio: (span > 0.0).then(|| a.busy / span),

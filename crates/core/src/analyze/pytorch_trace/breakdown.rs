@@ -2,19 +2,19 @@
 //! idle time per stream, launch delays, GPU idle intervals and stream timelines.
 
 use super::super::stats::union_length_sorted;
+use super::distributed::{kernel_type, KernelType};
 use super::state::{FastMap, GpuEv, Interner, Launch, State};
 use super::{
-    CategoryStat, IdleInterval, IdleRow, KernelStat, LaunchStats, Preceded, StreamTimeline,
-    Temporal, IDLE_INTERVAL_MIN_US, KERNEL_WAIT_THRESHOLD_US, MAX_IDLE_INTERVALS, POOLED,
+    CategoryStat, ExactIdle, ExactTemporal, IdleInterval, IdleRow, KernelStat, LaunchStats,
+    Preceded, StreamTimeline, Temporal, IDLE_INTERVAL_MIN_US, KERNEL_WAIT_THRESHOLD_US,
+    MAX_IDLE_INTERVALS, POOLED,
 };
 use crate::fmt::grouped;
-use crate::stats::Summary;
+use crate::stats::{upper_outlier_threshold, Summary};
 use std::collections::HashMap;
 
 /// HTA's `runtime_cutoff`: a launch call longer than this is an outlier.
 const LAUNCH_OUTLIER_US: f64 = 50.0;
-/// HTA's `launch_delay_cutoff`.
-const DELAY_OUTLIER_US: f64 = 100.0;
 
 /// Streams drawn in the timeline and listed in the idle table; the rest are summed into
 /// one "other streams" row (and said so in the notes).
@@ -46,6 +46,7 @@ pub(super) fn shown_idle_rows(mut idle: Vec<IdleRow>, notes: &mut Vec<String>) -
         kernels: 0,
         longest_gap_us: 0.0,
         longest_gap_at_us: None,
+        exact: None,
     };
     for r in rest {
         if r.longest_gap_us > other.longest_gap_us {
@@ -55,6 +56,16 @@ pub(super) fn shown_idle_rows(mut idle: Vec<IdleRow>, notes: &mut Vec<String>) -
         other.host_wait_us += r.host_wait_us;
         other.kernel_wait_us += r.kernel_wait_us;
         other.other_us += r.other_us;
+        if let Some(x) = r.exact {
+            let sum = other.exact.get_or_insert(ExactIdle {
+                host_wait_us: 0.0,
+                kernel_wait_us: 0.0,
+                other_us: 0.0,
+            });
+            sum.host_wait_us += x.host_wait_us;
+            sum.kernel_wait_us += x.kernel_wait_us;
+            sum.other_us += x.other_us;
+        }
         other.kernels += r.kernels;
     }
     idle.push(other);
@@ -267,12 +278,12 @@ pub(super) fn temporal_breakdown(
     let is_comp: Vec<bool> = names
         .names
         .iter()
-        .map(|n| category(n, false) == "COMP")
+        .map(|n| kernel_type(n) == KernelType::Computation)
         .collect();
     let busy = union_length_sorted(gpu.iter().map(|e| (e.start, e.end)));
     let compute = union_length_sorted(
         gpu.iter()
-            .filter(|e| !e.is_mem && is_comp[e.name as usize])
+            .filter(|e| is_comp[e.name as usize])
             .map(|e| (e.start, e.end)),
     );
     let sync_idle = if syncs.is_empty() {
@@ -301,6 +312,40 @@ pub(super) fn temporal_breakdown(
         idle_pct: pct(span - busy, span),
         compute_pct: pct(compute, span),
         non_compute_pct: pct(busy - compute, span),
+        exact: None,
+    }
+}
+
+/// HTA's rounding of a trace with fractional times (module docs): every start up and
+/// every end down to a whole µs, GPU work, synchronisation and launch calls alike. GPU
+/// work stays sorted by start (rounding up keeps the order).
+pub(super) fn round_like_hta(
+    gpu: &mut [GpuEv],
+    syncs: &mut [(f64, f64, u64)],
+    launches: &mut FastMap<u64, Launch>,
+) {
+    for e in gpu.iter_mut() {
+        (e.start, e.end) = (e.start.ceil(), e.end.floor());
+    }
+    for s in syncs.iter_mut() {
+        (s.0, s.1) = (s.0.ceil(), s.1.floor());
+    }
+    for l in launches.values_mut() {
+        let start = l.ts.ceil();
+        l.dur = (l.ts + l.dur).floor() - start;
+        l.ts = start;
+    }
+}
+
+/// The exact figures of a temporal breakdown, kept beside HTA's rounded ones.
+pub(super) fn exact_temporal(t: &Temporal) -> ExactTemporal {
+    ExactTemporal {
+        span_us: t.span_us,
+        idle_us: t.idle_us,
+        sync_us: t.sync_us,
+        compute_us: t.compute_us,
+        non_compute_us: t.non_compute_us,
+        busy_us: t.busy_us,
     }
 }
 
@@ -426,6 +471,7 @@ pub(super) fn idle_breakdown(rank: i64, gpu: &[GpuEv], st: &State) -> Vec<IdleRo
                 kernels: 1,
                 longest_gap_us: 0.0,
                 longest_gap_at_us: None,
+                exact: None,
             }),
         }
         prev = Some(e);
@@ -447,11 +493,13 @@ pub(super) fn launch_stats(
     let mut corr_seen: Vec<u64> = Vec::new();
     let mut graph_corr: Vec<u64> = Vec::new();
     let mut all_us = 0.0;
+    let mut kernels_matched = 0u64;
     for e in gpu {
         all_us += e.end - e.start;
         match launches.get(&e.correlation) {
             Some(l) => {
                 launch.matched += 1;
+                kernels_matched += u64::from(!e.is_mem);
                 if l.graph {
                     launch.graph_gpu_events += 1;
                     launch.graph_gpu_us += e.end - e.start;
@@ -461,7 +509,12 @@ pub(super) fn launch_stats(
                 let d = e.end - e.start;
                 delays.push(delay);
                 if delay < 0.0 {
-                    launch.negative_delays += 1;
+                    if e.is_mem {
+                        launch.negative_delay_copies += 1;
+                    } else {
+                        launch.negative_delays += 1;
+                        launch.negative_delays_in_graphs += u64::from(l.graph);
+                    }
                 }
                 cpu.push(l.dur);
                 gpu_d.push(d);
@@ -470,9 +523,6 @@ pub(super) fn launch_stats(
                 }
                 if l.dur > LAUNCH_OUTLIER_US {
                     launch.launch_outliers += 1;
-                }
-                if delay > DELAY_OUTLIER_US {
-                    launch.delay_outliers += 1;
                 }
                 corr_seen.push(e.correlation);
             }
@@ -488,15 +538,53 @@ pub(super) fn launch_stats(
     graph_corr.dedup();
     launch.graph_launches = graph_corr.len() as u64;
     launch.graph_share = (all_us > 0.0).then(|| launch.graph_gpu_us / all_us);
+    launch.delay_outlier_above_us = upper_outlier_threshold(&delays);
+    if let Some(limit) = launch.delay_outlier_above_us {
+        launch.delay_outliers = delays.iter().filter(|d| **d > limit).count() as u64;
+    }
     launch.launch_delay_us = Summary::from_values(&mut delays);
     launch.cpu_launch_us = Summary::from_values(&mut cpu);
     launch.gpu_duration_us = Summary::from_values(&mut gpu_d);
     if launch.negative_delays > 0 {
+        let graphs = match launch.negative_delays_in_graphs {
+            0 => String::new(),
+            n if n == launch.negative_delays => {
+                "; all of them were run by CUDA-graph launches, one long call that enqueues \
+                 many kernels"
+                    .to_string()
+            }
+            n => format!(
+                "; {} of them were run by CUDA-graph launches, one long call that enqueues \
+                 many kernels",
+                grouped(n)
+            ),
+        };
         notes.push(format!(
-            "{} of {} kernels started before their launch call returned (negative launch delay): an idle GPU picks a kernel up while the call is still running, and a CUDA graph launch enqueues many kernels in one long call; the delay is kept signed, as HTA does",
+            "{} of {} kernels started before their launch call returned (negative launch \
+             delay): an idle GPU picks a kernel up while the call is still running{graphs}; \
+             the delay is kept signed, as HTA does",
             grouped(launch.negative_delays),
-            grouped(launch.matched)
+            grouped(kernels_matched)
         ));
+    }
+    if launch.negative_delay_copies > 0 {
+        notes.push(format!(
+            "{} memory copies or sets started before their call returned: a synchronous copy \
+             runs inside its call (these are not counted as kernels above)",
+            grouped(launch.negative_delay_copies)
+        ));
+    }
+    if launch.delay_outliers > 0 {
+        if let Some(limit) = launch.delay_outlier_above_us {
+            notes.push(format!(
+                "{} of {} launch delays are outliers: above {} µs, far out of this trace's own \
+                 (modified z-score above {}: median and median absolute deviation)",
+                grouped(launch.delay_outliers),
+                grouped(launch.matched),
+                crate::fmt::format_number(limit, 1),
+                crate::stats::outlier::MODIFIED_Z_LIMIT
+            ));
+        }
     }
     if launch.multi_kernel_launches > 0 {
         notes.push(format!(

@@ -87,6 +87,31 @@ impl Scalar for TimeReader {
     }
 }
 
+/// `ts`: a [`TimeReader`] that also says whether the value makes pandas' `ts` column
+/// float (a JSON float, null or any non-number but a string), which is when HTA rounds
+/// the trace's times (see the module docs).
+struct TsReader;
+
+impl Scalar for TsReader {
+    type Value = (Option<f64>, bool);
+    const EXPECTING: &'static str = "a time in microseconds";
+    fn float<E: de::Error>(self, v: f64) -> Result<Self::Value, E> {
+        Ok((TimeReader("ts").checked(v)?, true))
+    }
+    fn int<E: de::Error>(self, v: i64) -> Result<Self::Value, E> {
+        Ok((TimeReader("ts").checked(v as f64)?, false))
+    }
+    fn uint<E: de::Error>(self, v: u64) -> Result<Self::Value, E> {
+        Ok((TimeReader("ts").checked(v as f64)?, false))
+    }
+    fn text<E: de::Error>(self, v: &str) -> Result<Self::Value, E> {
+        Ok((TimeReader("ts").text(v)?, false))
+    }
+    fn other(self) -> Self::Value {
+        (None, true)
+    }
+}
+
 /// Keys of an event we look at.
 #[derive(Deserialize)]
 #[serde(field_identifier, rename_all = "lowercase")]
@@ -199,6 +224,8 @@ impl<'de> Visitor<'de> for EventSeed<'_> {
         let mut pid = Id::Missing;
         let mut tid = Id::Missing;
         let mut ts = None;
+        // An event without `ts` makes pandas' column float, as a float literal does.
+        let mut float_ts = true;
         let mut dur = None;
         let mut args = Args::default();
         st.name_buf.clear();
@@ -215,7 +242,7 @@ impl<'de> Visitor<'de> for EventSeed<'_> {
                 EventKey::Name => map.next_value_seed(Lenient(TextInto(&mut st.name_buf)))?,
                 EventKey::Pid => pid = map.next_value_seed(Lenient(IdReader))?,
                 EventKey::Tid => tid = map.next_value_seed(Lenient(IdReader))?,
-                EventKey::Ts => ts = map.next_value_seed(Lenient(TimeReader("ts")))?,
+                EventKey::Ts => (ts, float_ts) = map.next_value_seed(Lenient(TsReader))?,
                 EventKey::Dur => dur = map.next_value_seed(Lenient(TimeReader("dur")))?,
                 EventKey::Args => args = map.next_value_seed(ArgsSeed)?,
                 EventKey::Other => {
@@ -223,6 +250,7 @@ impl<'de> Visitor<'de> for EventSeed<'_> {
                 }
             }
         }
+        st.float_ts |= float_ts;
         st.fold_event(is_complete, cat, pid, tid, ts, dur, args);
         Ok(())
     }

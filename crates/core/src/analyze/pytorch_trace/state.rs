@@ -161,6 +161,8 @@ pub(super) struct State {
     /// idle interval holds a step boundary.
     pub(super) step_ends: Vec<f64>,
     pub(super) counts: Counts,
+    /// Some event's `ts` is a JSON float or missing: HTA rounds the trace's times.
+    pub(super) float_ts: bool,
     pub(super) rank: Option<i64>,
     pub(super) base_time_ns: Option<u64>,
     /// Earliest `ts` of a complete event.
