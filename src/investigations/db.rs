@@ -180,6 +180,38 @@ pub async fn steps(pool: &PgPool, id: i64) -> sqlx::Result<Vec<StepRow>> {
     .await
 }
 
+/// One step of a past investigation whose step 4 measured a decode step: what the
+/// fleet history is built from.
+#[derive(sqlx::FromRow)]
+pub struct FleetRow {
+    pub investigation_id: i64,
+    pub title: String,
+    pub step: i16,
+    pub data: serde_json::Value,
+}
+
+/// Steps 0, 1, 2 and 4 of the most recent investigations (other than `exclude`) whose
+/// step 4 holds a measured decode step; the caller keeps those of the same setup.
+pub async fn fleet_rows(pool: &PgPool, exclude: i64) -> sqlx::Result<Vec<FleetRow>> {
+    sqlx::query_as(
+        "WITH measured AS ( \
+             SELECT i.id, i.title FROM investigations i \
+             JOIN investigation_steps d ON d.investigation_id = i.id AND d.step = 4 \
+             WHERE i.id <> $1 AND jsonb_typeof(d.data -> 'decode') = 'object' \
+             ORDER BY i.updated_at DESC LIMIT $2) \
+         SELECT m.id AS investigation_id, m.title, s.step, s.data \
+         FROM measured m JOIN investigation_steps s ON s.investigation_id = m.id \
+         WHERE s.step IN (0, 1, 2, 4) ORDER BY m.id, s.step",
+    )
+    .bind(exclude)
+    .bind(FLEET_INVESTIGATIONS)
+    .fetch_all(pool)
+    .await
+}
+
+/// How many past investigations the fleet history looks through.
+const FLEET_INVESTIGATIONS: i64 = 500;
+
 /// Stores a step's record (replacing an earlier one) with its history line.
 /// A step saved before the steps it builds on: the steps missing and why the order
 /// matters.

@@ -152,7 +152,10 @@ pub async fn load(pool: &PgPool, id: i64) -> Result<Option<Loaded>> {
             });
         }
     }
-    let evaluation = evaluate(&records);
+    let mut evaluation = evaluate(&records);
+    if let Some(history) = fleet_history(pool, id, &records).await? {
+        evaluation.apply_fleet(history);
+    }
     Ok(Some(Loaded {
         investigation,
         evaluation,
@@ -162,6 +165,42 @@ pub async fn load(pool: &PgPool, id: i64) -> Result<Option<Loaded>> {
         expected: db::expected(pool, id).await?,
         journal_id: journal::by_investigation(pool, id).await?,
     }))
+}
+
+/// This investigation's setup on the team's fleet: the decode steps past investigations
+/// of the same setup measured, against what was expected of them. Only looked up when
+/// step 4 has a measured decode step to hold against it.
+async fn fleet_history(
+    pool: &PgPool,
+    id: i64,
+    records: &Records,
+) -> Result<Option<crate::core::method::fleet::FleetHistory>> {
+    use crate::core::method::fleet;
+    let measured = records.regime.as_ref().is_some_and(|r| r.decode.is_some());
+    let Some(key) = records.reproduce.as_ref().and_then(fleet::setup_key) else {
+        return Ok(None);
+    };
+    if !measured {
+        return Ok(None);
+    }
+    let rows = db::fleet_rows(pool, id).await?;
+    let mut points = Vec::new();
+    for chunk in rows.chunk_by(|a, b| a.investigation_id == b.investigation_id) {
+        let mut past = Records::default();
+        for row in chunk {
+            if let Some(record) = StepRecord::from_json(row.step as u8, row.data.clone()) {
+                past.set(record);
+            }
+        }
+        if past.reproduce.as_ref().and_then(fleet::setup_key).as_ref() == Some(&key) {
+            points.extend(fleet::points(
+                chunk[0].investigation_id,
+                &chunk[0].title,
+                &past,
+            ));
+        }
+    }
+    Ok(fleet::history(key, points))
 }
 
 pub async fn load_or_404(pool: &PgPool, id: i64) -> Result<Loaded> {
@@ -492,10 +531,14 @@ pub fn step_summary(step: u8, records: &Records, e: &Evaluation) -> String {
                 .map(|k| format!("{} {}", short_kernel_name(&k.name), k.regime.label()))
                 .collect();
             if let Some(d) = &r.decode {
-                parts.push(format!(
-                    "decode at {:.0}% of its floor",
-                    d.band.ratio * 100.0
-                ));
+                parts.push(match d.band.over_expected {
+                    Some(o) => format!(
+                        "decode {} at {o:.2}× expected ({:.0}% of its floor)",
+                        d.band.band.label(),
+                        d.band.ratio * 100.0
+                    ),
+                    None => format!("decode at {:.0}% of its floor", d.band.ratio * 100.0),
+                });
             }
             parts.join("; ")
         }),

@@ -167,8 +167,12 @@ struct EstimatorPage {
     example: Option<&'static str>,
     overrides_open: bool,
     has_overrides: bool,
-    /// This estimator against published measurements (docs/accuracy.md).
+    /// This estimator against published measurements (docs/accuracy.md), held out by
+    /// source, in all and per category (architecture × precision × TP).
     published: Vec<RecordRow>,
+    categories: Vec<RecordRow>,
+    /// The bands' thresholds, for the estimators that band a measured step.
+    thresholds: Option<String>,
     /// This estimator's figures against what the team's proposals later observed.
     observed: Vec<RecordRow>,
 }
@@ -261,8 +265,12 @@ async fn show_estimator(
             .filter(|r| r.estimator.split(" + ").any(|e| e == info.name))
             .collect(),
     );
+    let (published, categories) = accuracy::record_for(info.name);
     let page = EstimatorPage {
-        published: record_rows(accuracy::summary_for(info.name)),
+        published: record_rows(published),
+        categories: record_rows(categories),
+        thresholds: matches!(info.name, "decode-floor" | "mixed-step")
+            .then(crate::core::estimate::expected_cost::thresholds),
         observed,
         ctx,
         info,
@@ -284,16 +292,25 @@ async fn show_estimator(
 struct AccuracyPage {
     ctx: PageCtx,
     summary: Vec<RecordRow>,
+    categories: Vec<RecordRow>,
+    thresholds: String,
     rows: Vec<accuracy::Row>,
     sources: Vec<&'static accuracy::Source>,
 }
 
 /// Every published comparison (the same table as docs/accuracy.md).
 async fn accuracy_page(ctx: PageCtx) -> Result<impl IntoResponse> {
-    let rows = accuracy::rows();
+    let rows = accuracy::table().to_vec();
     render(&AccuracyPage {
         ctx,
         summary: record_rows(accuracy::summary(&rows)),
+        categories: record_rows(
+            ["decode-floor", "mixed-step"]
+                .into_iter()
+                .flat_map(|e| accuracy::categories(&rows, e))
+                .collect(),
+        ),
+        thresholds: crate::core::estimate::expected_cost::thresholds(),
         rows,
         sources: accuracy::sources(),
     })
@@ -336,6 +353,13 @@ async fn list_models(ctx: PageCtx) -> Result<impl IntoResponse> {
                 (Some(m), None) => format!("MoE {}×, top-{}; GQA", m.experts, m.experts_per_tok),
                 (None, Some(_)) => "dense; MLA".to_string(),
                 (None, None) => "dense; GQA".to_string(),
+            };
+            let layers = s.spec.layer_kinds.describe();
+            let kind = match (&s.spec.quant, layers.is_empty()) {
+                (Some(q), true) => format!("{kind}; checkpoint {}", q.describe()),
+                (Some(q), false) => format!("{kind}; {layers}; checkpoint {}", q.describe()),
+                (None, true) => kind,
+                (None, false) => format!("{kind}; {layers}"),
             };
             ModelRow {
                 total: estimate::show_in_unit(&serde_json::Value::from(s.params.total), ""),

@@ -147,7 +147,11 @@ async fn each_step_computes_what_it_promises() {
     );
     // decode-floor from the step-0 setup: 15.05 ms of a 24 ms step → 63%.
     let band = p.select(".decode-band")[0].clone();
-    assert!(band.contains("floor of 15.05 ms"), "{band}");
+    assert!(band.contains("The floor is 15.05 ms"), "{band}");
+    // and against what a well-run server of the setup takes
+    assert!(band.contains("expected 17.61 ms"), "{band}");
+    assert_eq!(p.select(".decode-band .over-expected"), ["1.36× expected"]);
+    assert!(p.select(".band-thresholds")[0].contains("healthy up to 1.2×"));
     assert_eq!(
         p.select(".decode-band .ratio"),
         ["63% of the physical limit"]

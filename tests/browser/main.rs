@@ -9,6 +9,7 @@ mod artifacts;
 mod bubbles;
 mod capture;
 mod comparison;
+mod fleet_history;
 mod fp8_incident;
 mod grafana;
 mod incident_window;

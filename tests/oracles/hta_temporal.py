@@ -1,7 +1,7 @@
 """Prints HTA 0.5.0's temporal, idle and kernel-type breakdowns and its
 communication/computation overlap for single-rank real fixtures.
 
-The numbers are the oracles kept in src/core/analyze/pytorch_trace/tests.rs
+The numbers are the oracles kept in crates/core/src/analyze/pytorch_trace/tests.rs
 (HTA_TEMPORAL, HTA_KERNEL_TYPES). Each trace is copied alone into a folder and read with
 `TraceAnalysis(trace_dir=..., include_last_profiler_step=...)`.
 Run: python tests/oracles/hta_temporal.py FIXTURES_DIR

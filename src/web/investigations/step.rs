@@ -304,11 +304,11 @@ pub trait StepResults {
     }
 
     fn band_class(&self, band: impl Copied<Band>) -> &'static str {
-        match band.value() {
-            Band::NearLimit => "near-limit",
-            Band::Overhead => "overhead",
-            Band::Structural => "structural",
-        }
+        band.value().label()
+    }
+
+    fn band_thresholds(&self) -> String {
+        crate::core::estimate::expected_cost::thresholds()
     }
 }
 

@@ -7,7 +7,7 @@
 use super::chain::Work;
 use super::fmt;
 use super::input::{Parser, Rule};
-use super::memory_fit::{default_other_bytes, DEFAULT_BATCHED_TOKENS, UTILIZATION};
+use super::memory_fit::{default_other_bytes, vllm_defaults, UTILIZATION};
 use super::setup::{self, need, opt, Setup};
 use super::{Chain, EstimatorInfo, FieldError, FieldSpec, Inputs};
 use crate::fmt::ByteStyle;
@@ -103,13 +103,13 @@ fn run(inputs: &Inputs) -> Result<Chain, Vec<FieldError>> {
     let tokens = if p.given("max_num_batched_tokens") {
         p.opt("max_num_batched_tokens", Rule::Count)
     } else {
-        Some(DEFAULT_BATCHED_TOKENS)
+        setup.as_ref().map(|s| vllm_defaults(s.gpu.hbm_bytes).0)
     };
     // Without other_bytes, the same ledger as memory-fit (it needs the hidden size).
     let ledger = match (&setup, other_given, tokens) {
         (Some(s), false, Some(t)) => match s.model.hidden {
             Some(h) => {
-                let (bytes, formula) = default_other_bytes(t, h as f64, s.tp);
+                let (bytes, formula) = default_other_bytes(s, t, h as f64);
                 p.record_number("max_num_batched_tokens", t);
                 p.record_number("other_bytes", bytes);
                 Some((bytes, formula))
@@ -353,9 +353,9 @@ mod tests {
             c.inputs["device_bytes"],
             serde_json::json!(85_020_000_000u64)
         );
-        // "Everything else" is memory-fit's ledger: 8,192 tokens × 4,096 × 2 B × 20 of
-        // activations + 1 GB CUDA graphs + 0.2 GB other (no NCCL at TP 1).
-        let other = 8192.0 * 4096.0 * 2.0 * 20.0 + 1.0e9 + 0.2e9;
+        // "Everything else" is memory-fit's ledger: the sampler run's 1,024 seqs ×
+        // 128,256 vocab × 38.9 B of activations + 0.14 GB other (no NCCL at TP 1).
+        let other = 1024.0 * 128_256.0 * 38.9 + 0.14e9;
         close(&c, "other_bytes", other);
         let pool = ((0.92_f64 * 85.02e9 - 16_060_522_496.0 - other) / (16.0 * 131_072.0)).floor();
         close(&c, "pool_pages", pool);

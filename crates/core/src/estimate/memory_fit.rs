@@ -1,26 +1,31 @@
 //! memory-fit: why a server runs out of memory at start-up.
 //!
-//! budget = gpu_memory_utilization × GPU memory; left = budget − weights per GPU;
-//! fits ⇔ weights + activation peak + overhead + max_model_len × KV bytes per token per GPU ≤ budget;
-//! max_kv_tokens = ⌊(left − activation − overhead) / KV bytes per token per GPU⌋ (0 if negative).
+//! budget = gpu_memory_utilization × GPU memory (as CUDA reports it); left = budget −
+//! weights per GPU; fits ⇔ weights + activation peak + overhead + one max_model_len
+//! sequence's KV ≤ budget; max_kv_tokens = ⌊(left − activation − overhead) / KV bytes
+//! per token per GPU⌋ (0 if negative).
 //!
-//! Unless given, activations and overhead default to what vLLM typically reserves, so a
-//! "fits" is not an optimistic 0 B assumption (each figure is stated in the chain):
-//! - activation peak ≈ max_num_batched_tokens × hidden × 2 B × [`WORKSPACE_FACTOR`]: the
-//!   profiling forward pass holds about 20 hidden-sized BF16 vectors per token at its
-//!   peak (MLP gate/up outputs, attention q/k/v, residual, norms). Fitted to vLLM's own
-//!   profile of Llama 3 8B (hidden 4,096) on an H100: "PyTorch activation peak memory
-//!   1.26 GiB" at 8,192 tokens, the same at TP 1 and TP 2 (vllm-project/vllm PR 10511),
-//!   hence not divided by TP;
-//! - CUDA graphs ≈ [`CUDA_GRAPH_BYTES`]: vLLM logs "Graph capturing finished …, took
-//!   0.13 GiB" for a ~0.5B model and 6–28 MiB per captured batch size for larger ones,
-//!   over ~67 default sizes (PRs 22897, 23184; mellea PR 416); 1 GB is a typical 7–70B
-//!   figure. `cuda_graph_bytes=0` for `--enforce-eager`;
-//! - NCCL and custom all-reduce buffers ≈ [`NCCL_BYTES`] per GPU when TP > 1: vLLM's
-//!   non-torch memory for Llama 3 8B grew from 1.79 GiB at TP 1 to 3.58 GiB at TP 2 in
-//!   the same profile (PR 10511);
-//! - other runtime memory (CUDA context, library workspaces) ≈ [`OTHER_BYTES`]: vLLM V1
-//!   logs "non_torch_memory takes 0.16 GiB" on single-GPU H100 runs.
+//! Unless given, the reservation follows vLLM's own start-up profile (V1, 0.9–0.11):
+//! KV = u × total − weights − the torch activation peak of one dummy forward and sampler
+//! pass − the non-torch memory the instance adds. Each figure is stated in the chain:
+//! - activation peak = the larger of the forward pass at `max_num_batched_tokens`
+//!   (tokens × hidden × 2 B × [`WORKSPACE_FACTOR`]: about 20 hidden-sized BF16 vectors a
+//!   token at the peak; 1.26 GiB for Llama 3 8B at 8,192 tokens, vllm-project/vllm PR
+//!   10511) and the dummy sampler run over `min(max_num_batched_tokens, max_num_seqs)`
+//!   sequences (sequences × vocab × [`SAMPLER_BYTES`]: the logits and the sampler's
+//!   copies of them). The second wins on every model the llm-d-planner start-up logs
+//!   profile (vLLM 0.11, H100): 4.76 GiB for Llama 3.1 8B, 5.56 for Qwen3-0.6B, 5.64
+//!   for Qwen3-32B, 7.38 for gpt-oss: it follows the vocabulary, not the hidden size;
+//! - non-torch memory ≈ [`OTHER_BYTES`], plus [`NCCL_BYTES`] at TP > 1 (0.13 GiB at TP 1,
+//!   0.54–0.55 GiB at TP 2 in the same logs; from vLLM 0.11 the NCCL buffers set up
+//!   before the memory snapshot fall outside the budget, in 0.9–0.10 they are inside);
+//! - CUDA graphs: 0 in the budget. Through vLLM 0.11 they are captured after the KV
+//!   cache is allocated, into the (1 − u) headroom (0.1–1 GiB in those logs): the chain
+//!   states the headroom. Give `cuda_graph_bytes` for an engine that reserves them
+//!   first (vLLM ≥ 0.21 estimates them before sizing the KV cache).
+//!
+//! Defaults as `vllm serve` sets them: max_num_batched_tokens 8,192 and max_num_seqs
+//! 1,024 on GPUs with 70 GiB or more, 2,048 and 256 below.
 
 use super::chain::Work;
 use super::fmt;
@@ -57,36 +62,43 @@ const FIELDS: &[FieldSpec] = &[
         "max_num_batched_tokens",
         "Tokens per profiling step",
         "tokens",
-        Some("8192"),
+        Some("8192 on GPUs of 70 GiB or more, else 2048"),
         "vLLM's max_num_batched_tokens: the tokens of the forward pass that sets the activation peak.",
+    ),
+    opt(
+        "max_num_seqs",
+        "Sequences per step",
+        "sequences",
+        Some("1024 on GPUs of 70 GiB or more, else 256"),
+        "vLLM's max_num_seqs: the profiling sampler run holds logits for this many sequences.",
     ),
     opt(
         "activation_bytes",
         "Activation peak",
         "B",
-        Some("tokens × hidden × 2 B × 20"),
-        "Peak activation memory per GPU during the profiling forward pass (e.g. 1.3 GiB from vLLM's start-up log).",
+        Some("the larger of the forward pass and the sampler run"),
+        "Peak activation memory per GPU during the profiling pass (e.g. 4.76 GiB from vLLM's start-up log).",
     ),
     opt(
         "cuda_graph_bytes",
         "CUDA graphs",
         "B",
-        Some("1 GB"),
-        "Memory of the captured CUDA graphs per GPU; 0 with --enforce-eager.",
+        Some("0: captured after the KV cache, in the headroom"),
+        "Memory of the captured CUDA graphs per GPU, for an engine that reserves it before the KV cache.",
     ),
     opt(
         "nccl_bytes",
         "NCCL buffers",
         "B",
-        Some("1.9 GB when TP > 1"),
-        "NCCL and custom all-reduce buffers per GPU.",
+        Some("0.44 GB when TP > 1"),
+        "NCCL and custom all-reduce buffers per GPU inside the budget.",
     ),
     opt(
         "overhead_bytes",
         "Other runtime memory",
         "B",
-        Some("0.2 GB"),
-        "CUDA context and library workspaces per GPU.",
+        Some("0.14 GB"),
+        "Non-torch memory the instance adds (CUDA context, library workspaces) per GPU.",
     ),
     setup::PARAMS,
     setup::LAYERS,
@@ -96,36 +108,86 @@ const FIELDS: &[FieldSpec] = &[
     setup::HBM_BYTES,
 ];
 
-/// Hidden-sized BF16 vectors per token at the profiling pass's activation peak.
+/// Hidden-sized BF16 vectors per token at the forward pass's activation peak.
 pub const WORKSPACE_FACTOR: f64 = 20.0;
 /// Bytes per activation element (BF16/FP16).
 const ACTIVATION_ELEMENT_BYTES: f64 = 2.0;
-/// vLLM's max_num_batched_tokens when not given (a common setting with chunked prefill).
+/// Bytes the profiling sampler run holds per vocabulary entry per sequence: about ten
+/// FP32 copies of the logits. The mean of the llm-d-planner start-up logs (vLLM 0.11,
+/// H100, 1,024 sequences): 38.4–39.6 over Llama 3.1 8B, Llama 3.3 70B FP8, Qwen3-0.6B,
+/// Qwen3-32B and gpt-oss.
+pub const SAMPLER_BYTES: f64 = 38.9;
+/// vLLM's defaults on GPUs with at least [`LARGE_GPU_BYTES`] of memory, and below.
 pub const DEFAULT_BATCHED_TOKENS: f64 = 8192.0;
-/// Captured CUDA graphs per GPU, typical for 7–70B models.
-pub const CUDA_GRAPH_BYTES: f64 = 1.0e9;
-/// NCCL and custom all-reduce buffers per GPU when TP > 1.
-pub const NCCL_BYTES: f64 = 1.9e9;
-/// CUDA context and library workspaces per GPU.
-pub const OTHER_BYTES: f64 = 0.2e9;
+const SMALL_GPU_BATCHED_TOKENS: f64 = 2048.0;
+const DEFAULT_MAX_NUM_SEQS: f64 = 1024.0;
+const SMALL_GPU_MAX_NUM_SEQS: f64 = 256.0;
+const LARGE_GPU_BYTES: f64 = 70.0 * 1024.0 * 1024.0 * 1024.0;
+/// NCCL and custom all-reduce buffers per GPU inside the budget when TP > 1.
+pub const NCCL_BYTES: f64 = 0.44e9;
+/// Non-torch memory an instance adds: CUDA context, library workspaces.
+pub const OTHER_BYTES: f64 = 0.14e9;
 
-/// The memory per GPU that is neither weights nor KV, as vLLM reserves it by default:
-/// the profiling pass's activation peak at `tokens` batched tokens, CUDA graphs, NCCL
-/// buffers when TP > 1, and other runtime memory. memory-fit and kv-pages share this one
-/// ledger. Returns the bytes and the worked formula.
-pub(crate) fn default_other_bytes(tokens: f64, hidden: f64, tp: u64) -> (f64, String) {
-    let act = tokens * hidden * ACTIVATION_ELEMENT_BYTES * WORKSPACE_FACTOR;
-    let nccl = if tp > 1 { NCCL_BYTES } else { 0.0 };
-    let total = act + CUDA_GRAPH_BYTES + nccl + OTHER_BYTES;
-    let formula = format!(
-        "{} activations ({} tokens × {} hidden × {} B × {}) + {} CUDA graphs + {} NCCL + {} \
-         other (memory-fit's typical vLLM figures)",
-        crate::fmt::bytes(act, ByteStyle::Figure),
+/// vLLM's `max_num_batched_tokens` and `max_num_seqs` defaults for a GPU of this memory.
+pub(crate) fn vllm_defaults(hbm_bytes: f64) -> (f64, f64) {
+    if hbm_bytes >= LARGE_GPU_BYTES {
+        (DEFAULT_BATCHED_TOKENS, DEFAULT_MAX_NUM_SEQS)
+    } else {
+        (SMALL_GPU_BATCHED_TOKENS, SMALL_GPU_MAX_NUM_SEQS)
+    }
+}
+
+/// The activation peak of vLLM's profiling pass: the larger of the forward pass at
+/// `tokens` and the sampler run over `min(tokens, seqs)` sequences. Returns the bytes
+/// and the formula.
+pub(crate) fn activation_peak(
+    tokens: f64,
+    seqs: f64,
+    hidden: f64,
+    vocab: Option<f64>,
+) -> (f64, String) {
+    let forward = tokens * hidden * ACTIVATION_ELEMENT_BYTES * WORKSPACE_FACTOR;
+    let forward_text = format!(
+        "forward {} ({} tokens × {} hidden × {} B × {})",
+        crate::fmt::bytes(forward, ByteStyle::Figure),
         fmt::num(tokens),
         fmt::num(hidden),
         fmt::num(ACTIVATION_ELEMENT_BYTES),
-        fmt::num(WORKSPACE_FACTOR),
-        crate::fmt::bytes(CUDA_GRAPH_BYTES, ByteStyle::Figure),
+        fmt::num(WORKSPACE_FACTOR)
+    );
+    let Some(vocab) = vocab else {
+        return (
+            forward,
+            format!("{forward_text}; no vocabulary to size the sampler"),
+        );
+    };
+    let sampled = tokens.min(seqs);
+    let sampler = sampled * vocab * SAMPLER_BYTES;
+    (
+        forward.max(sampler),
+        format!(
+            "max({forward_text}, sampler {} ({} seqs × {} vocab × {} B))",
+            crate::fmt::bytes(sampler, ByteStyle::Figure),
+            fmt::num(sampled),
+            fmt::num(vocab),
+            fmt::num(SAMPLER_BYTES)
+        ),
+    )
+}
+
+/// The memory per GPU that is neither weights nor KV, as vLLM reserves it by default:
+/// the profiling pass's activation peak, NCCL buffers when TP > 1, and other non-torch
+/// memory (CUDA graphs are captured after the KV cache). memory-fit and kv-pages share
+/// this one ledger. Returns the bytes and the worked formula.
+pub(crate) fn default_other_bytes(s: &Setup, tokens: f64, hidden: f64) -> (f64, String) {
+    let (_, seqs) = vllm_defaults(s.gpu.hbm_bytes);
+    let (act, act_text) = activation_peak(tokens, seqs, hidden, s.model.vocab.map(|v| v as f64));
+    let nccl = if s.tp > 1 { NCCL_BYTES } else { 0.0 };
+    let total = act + nccl + OTHER_BYTES;
+    let formula = format!(
+        "{} activations ({act_text}) + {} NCCL + {} other (vLLM's start-up profile; CUDA \
+         graphs come after the KV cache)",
+        crate::fmt::bytes(act, ByteStyle::Figure),
         crate::fmt::bytes(nccl, ByteStyle::Figure),
         crate::fmt::bytes(OTHER_BYTES, ByteStyle::Figure)
     );
@@ -152,14 +214,13 @@ fn run(inputs: &Inputs) -> Result<Chain, Vec<FieldError>> {
         Rule::Fraction,
     );
     let max_len = p.req("max_model_len", Rule::Count);
-    let tokens = p.or(
-        "max_num_batched_tokens",
-        DEFAULT_BATCHED_TOKENS,
-        Rule::Count,
-    );
+    let tokens_given = p.given("max_num_batched_tokens");
+    let tokens = p.opt("max_num_batched_tokens", Rule::Count);
+    let seqs_given = p.given("max_num_seqs");
+    let seqs = p.opt("max_num_seqs", Rule::Count);
     let act_given = p.given("activation_bytes");
     let act = p.bytes_or("activation_bytes", 0.0);
-    let graphs = p.bytes_or("cuda_graph_bytes", CUDA_GRAPH_BYTES);
+    let graphs = p.bytes_or("cuda_graph_bytes", 0.0);
     let nccl_default = match &setup {
         Some(s) if s.tp > 1 => NCCL_BYTES,
         _ => 0.0,
@@ -178,31 +239,41 @@ fn run(inputs: &Inputs) -> Result<Chain, Vec<FieldError>> {
             );
         }
     }
+    let bad_count = (tokens_given && tokens.is_none()) || (seqs_given && seqs.is_none());
     let (
         Some(s),
         Some(util),
         Some(max_len),
-        Some(tokens),
         Some(act),
         Some(graphs),
         Some(nccl),
         Some(other),
-    ) = (setup, util, max_len, tokens, act, graphs, nccl, other)
+        false,
+    ) = (setup, util, max_len, act, graphs, nccl, other, bad_count)
     else {
         return Err(p.into_errors());
     };
+    let (default_tokens, default_seqs) = vllm_defaults(s.gpu.hbm_bytes);
+    let tokens = tokens.unwrap_or_else(|| {
+        p.record_number("max_num_batched_tokens", default_tokens);
+        default_tokens
+    });
+    let seqs = seqs.unwrap_or_else(|| {
+        p.record_number("max_num_seqs", default_seqs);
+        default_seqs
+    });
     let hidden = match (act_given, s.model.hidden) {
         (true, _) => None,
         (false, Some(h)) => Some(h as f64),
         (false, None) => return Err(p.into_errors()),
     };
-    let act = match hidden {
+    let (act, act_formula) = match hidden {
         Some(h) => {
-            let a = tokens * h * ACTIVATION_ELEMENT_BYTES * WORKSPACE_FACTOR;
+            let (a, formula) = activation_peak(tokens, seqs, h, s.model.vocab.map(|v| v as f64));
             p.record_number("activation_bytes", a);
-            a
+            (a, Some(formula))
         }
-        None => act,
+        None => (act, None),
     };
     let used = p.finish()?;
 
@@ -236,28 +307,28 @@ fn run(inputs: &Inputs) -> Result<Chain, Vec<FieldError>> {
         left,
     );
     let per_token = s.kv_token_line(&mut w);
-    let one_seq = max_len * per_token;
+    let one_seq = s.model.kv.bytes_per_seq_per_gpu(s.kv_dtype, s.tp, max_len);
+    let bounded = s.model.kv.bounded_formula(s.kv_dtype, s.tp, max_len);
     w.bytes_line(
         "kv_bytes_one_seq_per_gpu",
         "KV of one max-length sequence",
         format!(
-            "{} tokens × {}",
+            "{} tokens × {}{}",
             fmt::num(max_len),
-            crate::fmt::bytes(per_token, ByteStyle::Figure)
+            crate::fmt::bytes(per_token, ByteStyle::Figure),
+            if bounded.is_empty() {
+                String::new()
+            } else {
+                format!(" + {bounded}")
+            }
         ),
         one_seq,
     );
-    match hidden {
-        Some(h) => w.bytes_line(
+    match act_formula {
+        Some(formula) => w.bytes_line(
             "activation_bytes_per_gpu",
             "Activation peak (assumed)",
-            format!(
-                "{} tokens × {} hidden × {} B × {} (vLLM's profiling pass; give activation_bytes to override)",
-                fmt::num(tokens),
-                fmt::num(h),
-                fmt::num(ACTIVATION_ELEMENT_BYTES),
-                fmt::num(WORKSPACE_FACTOR)
-            ),
+            format!("{formula} (vLLM's profiling pass; give activation_bytes to override)"),
             act,
         ),
         None => w.bytes_line(
@@ -277,7 +348,7 @@ fn run(inputs: &Inputs) -> Result<Chain, Vec<FieldError>> {
             crate::fmt::bytes(nccl, ByteStyle::Figure),
             crate::fmt::bytes(other, ByteStyle::Figure),
             if overhead_typical {
-                " (typical vLLM figures; override each)"
+                " (vLLM 0.11's start-up profile: graphs come after the KV cache; override each)"
             } else {
                 ""
             }
@@ -325,6 +396,19 @@ fn run(inputs: &Inputs) -> Result<Chain, Vec<FieldError>> {
         "tokens",
     );
 
+    let headroom = (1.0 - util) * s.gpu.hbm_bytes;
+    w.bytes_line(
+        "headroom_bytes_per_gpu",
+        "Headroom outside the budget",
+        format!(
+            "(1 − {}) × {}: CUDA graphs (0.1–1 GiB in vLLM 0.11's logs) and other processes \
+             must fit here",
+            fmt::num(util),
+            crate::fmt::bytes(s.gpu.hbm_bytes, ByteStyle::Figure)
+        ),
+        headroom,
+    );
+    w.result("headroom_bytes_per_gpu", fmt::whole(headroom));
     w.result("weight_bytes_per_gpu", fmt::whole(weights));
     w.result("budget_bytes_per_gpu", fmt::whole(budget));
     w.result("left_bytes_per_gpu", fmt::whole(left));
@@ -334,12 +418,13 @@ fn run(inputs: &Inputs) -> Result<Chain, Vec<FieldError>> {
     w.result("overhead_bytes_per_gpu", fmt::whole(overhead));
     w.result("fits", fits.into());
     w.result("max_kv_tokens", fmt::whole(max_tokens));
+    w.result("kv_pool_bytes_per_gpu", fmt::whole(for_kv.max(0.0)));
 
     let assumed = if hidden.is_some() {
         format!(
-            " (Assumes vLLM's typical {} of activations and {} of runtime overhead per GPU; \
-             override activation_bytes, cuda_graph_bytes, nccl_bytes or overhead_bytes with \
-             the figures from the server's start-up log.)",
+            " (Assumes vLLM's start-up profile: {} of activations and {} of runtime overhead \
+             per GPU; override activation_bytes, cuda_graph_bytes, nccl_bytes or \
+             overhead_bytes with the figures from the server's start-up log.)",
             crate::fmt::bytes(act, ByteStyle::Figure),
             crate::fmt::bytes(overhead, ByteStyle::Figure)
         )
@@ -397,9 +482,9 @@ mod tests {
             serde_json::json!(21_474_836_480u64)
         );
         assert_eq!(c.results["fits"], serde_json::json!(false));
-        // (7.66 GB − 2.68 GB activations − 3.1 GB overhead) / 163,840 B per token
+        // (7.66 GB − 5.11 GB sampler activations − 0.58 GB non-torch) / 163,840 B per token
         let left = 0.92_f64 * 85.02e9 - 70_553_706_496.0;
-        let for_kv = left - 8192.0 * 8192.0 * 2.0 * 20.0 - 3.1e9;
+        let for_kv = left - 1024.0 * 128_256.0 * 38.9 - 0.58e9;
         assert_eq!(num(&c, "max_kv_tokens"), (for_kv / 163_840.0).floor());
         assert!(c.sanity.contains("Does not fit"));
     }
@@ -443,40 +528,46 @@ mod tests {
     }
 
     #[test]
-    fn activations_and_overhead_default_to_typical_vllm_figures() {
-        // Llama 3.1 8B (hidden 4,096), one GPU: 8,192 × 4,096 × 2 B × 20 = 1.342 GB of
-        // activations (vLLM logs 1.26 GiB = 1.353 GB for Llama 3 8B); graphs 1 GB, no NCCL
-        // at TP 1, 0.2 GB other.
+    fn activations_and_overhead_follow_vllms_start_up_profile() {
+        // Llama 3.1 8B on an H100: the sampler run's 1,024 seqs × 128,256 vocab × 38.9 B
+        // = 5.11 GB outweighs the forward pass's 8,192 × 4,096 × 2 B × 20 = 1.34 GB
+        // (vLLM 0.11 logs 4.76 GiB = 5.11 GB); no graphs in the budget, no NCCL at TP 1.
         let c = ok("memory-fit", "model=llama-3.1-8b max_model_len=8192");
-        assert_eq!(
-            c.results["activation_bytes_per_gpu"],
-            serde_json::json!(1_342_177_280u64)
-        );
-        close(&c, "overhead_bytes_per_gpu", 1.2e9);
+        close(&c, "activation_bytes_per_gpu", 1024.0 * 128_256.0 * 38.9);
+        close(&c, "overhead_bytes_per_gpu", 0.14e9);
         let budget = 0.92_f64 * 85.02e9;
-        let for_kv = budget - 16_060_522_496.0 - 1_342_177_280.0 - 1.2e9;
+        let for_kv = budget - 16_060_522_496.0 - 1024.0 * 128_256.0 * 38.9 - 0.14e9;
         close(&c, "max_kv_tokens", (for_kv / 131_072.0).floor());
+        close(&c, "headroom_bytes_per_gpu", 0.08 * 85.02e9);
         let line = c
             .lines
             .iter()
             .find(|l| l.key == "activation_bytes_per_gpu")
             .unwrap();
         assert!(line.label.contains("assumed"), "{line:?}");
-        assert!(line
-            .formula
-            .contains("8,192 tokens × 4,096 hidden × 2 B × 20"));
-        assert!(c.sanity.contains("Assumes vLLM's typical"), "{}", c.sanity);
-        // TP > 1 adds NCCL buffers; 70B's hidden is 8,192.
+        assert!(
+            line.formula.contains("1,024 seqs × 128,256 vocab"),
+            "{}",
+            line.formula
+        );
+        assert!(c.sanity.contains("vLLM's start-up profile"), "{}", c.sanity);
+        // TP > 1 adds NCCL buffers
         let c = ok("memory-fit", &format!("{BASE} tp=2"));
-        close(&c, "overhead_bytes_per_gpu", 3.1e9);
-        close(&c, "activation_bytes_per_gpu", 8192.0 * 8192.0 * 2.0 * 20.0);
+        close(&c, "overhead_bytes_per_gpu", 0.58e9);
+        // A smaller GPU takes vLLM's smaller defaults (2,048 tokens, 256 seqs).
+        let c = ok(
+            "memory-fit",
+            "model=llama-3.1-8b gpu=l40s max_model_len=8192",
+        );
+        close(&c, "activation_bytes_per_gpu", 256.0 * 128_256.0 * 38.9);
+        assert_eq!(c.inputs["max_num_seqs"], serde_json::json!(256));
         // Each figure can be overridden, with units.
         let c = ok(
             "memory-fit",
-            "model=llama-3.1-8b max_model_len=8192 max_num_batched_tokens=2048 cuda_graph_bytes=0 overhead_bytes=0.5GB nccl_bytes=1GiB",
+            "model=llama-3.1-8b max_model_len=8192 max_num_batched_tokens=2048 max_num_seqs=64 cuda_graph_bytes=1GB overhead_bytes=0.5GB nccl_bytes=1GiB",
         );
         close(&c, "activation_bytes_per_gpu", 2048.0 * 4096.0 * 2.0 * 20.0);
-        close(&c, "overhead_bytes_per_gpu", 0.5e9 + 1_073_741_824.0);
+        close(&c, "overhead_bytes_per_gpu", 1e9 + 0.5e9 + 1_073_741_824.0);
         let c = ok(
             "memory-fit",
             "model=llama-3.1-8b max_model_len=8192 activation_bytes=1.26GiB",

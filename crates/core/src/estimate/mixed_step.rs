@@ -1,12 +1,22 @@
 //! mixed-step: a decode step that also carries a prefill chunk.
 //!
 //! step_tokens = chunk_tokens + batch; compute = 2 × params × step_tokens / TP at
-//! peak × MFU, the peak of the compute precision weights × activations map to; KV read = batch × context × KV bytes per token per GPU / bandwidth;
-//! step ≈ compute + KV read. The weight read overlaps the (compute-bound) GEMMs and
-//! the chunk's attention over its own prefix is left out, so this is a lower estimate.
+//! peak × MFU, the peak of the compute precision weights × activations map to; the
+//! weight read = the weights the step's tokens touch (every expert a large chunk
+//! routes to) / bandwidth; KV read = batch × context × KV bytes per token per GPU /
+//! bandwidth; step ≈ max(compute, weight read) + KV read: the GEMMs stream the weights
+//! while they multiply, so the step is never faster than reading them.
+//!
+//! The expected step ([`super::expected_cost`]) adds what a well-run server spends: the
+//! compute at the fitted prefill efficiency with the chunk's attention over itself, the
+//! bytes at the achievable bandwidth, and the fixed costs per layer, MoE layer,
+//! collective and step. With no decodes riding along (batch 0) it is a lone request's
+//! prefill, and its TTFT adds the fitted request path.
 
 use super::chain::Work;
-use super::decode_floor::{BATCH, CONTEXT};
+use super::decode_floor::CONTEXT;
+use super::expected_cost::{self, Constants, PrefillParts};
+use super::fitted::FITTED;
 use super::fmt;
 use super::input::{Parser, Rule};
 use super::setup::{self, need, opt, Mfu, Setup};
@@ -31,22 +41,39 @@ pub(crate) const CHUNK: FieldSpec = need(
     "Prefill tokens scheduled into the step (chunked prefill budget).",
 );
 
+const DECODES: FieldSpec = need(
+    "batch",
+    "Decoding sequences",
+    "sequences",
+    "Sequences decoding in the step beside the chunk; 0 for a lone request's prefill.",
+);
+
 const FIELDS: &[FieldSpec] = &[
     setup::MODEL,
     setup::CONFIG,
     setup::GPU,
     setup::TP,
+    setup::EP,
     setup::WEIGHT_DTYPE,
     setup::ACTIVATION_DTYPE,
     setup::KV_DTYPE,
-    BATCH,
+    DECODES,
     CONTEXT,
     CHUNK,
     MFU,
+    opt(
+        "measured_ms",
+        "Measured step",
+        "ms",
+        None,
+        "A measured step carrying such a chunk (or, with batch 0, a lone request's TTFT) to \
+         read against the expected one.",
+    ),
     setup::PARAMS,
     setup::LAYERS,
     setup::KV_HEADS,
     setup::HEAD_DIM,
+    setup::HIDDEN,
     setup::BANDWIDTH,
     setup::PEAK_FLOPS,
 ];
@@ -54,19 +81,127 @@ const FIELDS: &[FieldSpec] = &[
 pub(super) const INFO: EstimatorInfo = EstimatorInfo {
     name: NAME,
     title: "Mixed prefill/decode step",
-    summary: "Time of a decode step that also carries a prefill chunk: compute for all its tokens plus the KV read.",
+    summary: "Time of a decode step that also carries a prefill chunk (or a lone prefill): compute or weight read, KV read, and what a well-run server takes.",
     fields: FIELDS,
     example: "model=llama-3.1-8b&gpu=h100-sxm&batch=64&context=4096&chunk_tokens=2048&mfu=0.5",
     run,
 };
 
-fn run(inputs: &Inputs) -> Result<Chain, Vec<FieldError>> {
+/// The expected step (and, for a lone prefill, its TTFT) as chain lines.
+pub(crate) struct Expected {
+    pub step_ms: f64,
+    pub ttft_ms: Option<f64>,
+}
+
+pub(crate) fn expected(
+    w: &mut Work,
+    s: &Setup,
+    c: &Constants,
+    (tokens, chunk, batch): (f64, f64, f64),
+    (weights_ms, kv_ms): (f64, f64),
+    mfu: Mfu,
+) -> (Expected, PrefillParts) {
+    let compute_at_peak = s.prefill_ms_at_peak(tokens);
+    let attention_flops = s.chunk_attention_flops(chunk);
+    let attention_at_peak = attention_flops / s.gpu.spec.bf16_flops.value * 1e3;
+    let parts = PrefillParts {
+        compute_ms: (compute_at_peak + attention_at_peak) / mfu.value,
+        weights_ms,
+        kv_ms,
+        fixed: s.basis((0.0, 0.0), 0.0, tokens),
+    };
+    let compute = parts.compute_ms;
+    w.ms_line(
+        "expected_compute_ms",
+        "Compute with the chunk's attention",
+        format!(
+            "({} GEMMs + {} attention over the chunk ({} at the 16-bit peak)) at peak / {} \
+             MFU ({})",
+            fmt::ms(compute_at_peak),
+            fmt::ms(attention_at_peak),
+            fmt::flop(attention_flops),
+            fmt::num(mfu.value),
+            super::defaults::provenance(mfu.given, &super::defaults::MFU)
+        ),
+        compute,
+    );
+    let weights = parts.weights(c);
+    w.ms_line(
+        "expected_weights_ms",
+        "Weight read at the achievable bandwidth",
+        format!(
+            "{} × {} (kernels reach {}% of HBM bandwidth; fitted)",
+            fmt::ms(weights_ms),
+            fmt::num(c.bandwidth_factor),
+            fmt::pct(1.0 / c.bandwidth_factor)
+        ),
+        weights,
+    );
+    let kv = kv_ms * c.kv_bandwidth_factor;
+    w.ms_line(
+        "expected_kv_ms",
+        "KV read at the achievable bandwidth",
+        format!(
+            "{} × {} (attention reaches {}% of HBM bandwidth; fitted)",
+            fmt::ms(kv_ms),
+            fmt::num(c.kv_bandwidth_factor),
+            fmt::pct(1.0 / c.kv_bandwidth_factor)
+        ),
+        kv,
+    );
+    let shape = s.shape(tokens, 0.0, String::new());
+    let fixed = expected_cost::fixed_lines(w, c, &parts.fixed, &shape);
+    let step = parts.expected(c);
+    w.ms_line(
+        "expected_ms",
+        "Expected step",
+        format!(
+            "max({} compute, {} weights) + {} KV + {} fixed",
+            fmt::ms(compute),
+            fmt::ms(weights),
+            fmt::ms(kv),
+            fmt::ms(fixed)
+        ),
+        step,
+    );
+    let ttft = (batch == 0.0).then(|| {
+        let ttft = step + c.request_ms;
+        w.ms_line(
+            "expected_ttft_ms",
+            "Lone request's TTFT",
+            format!(
+                "{} prefill + {} request path (HTTP, tokenizing, scheduling, the first \
+                 token's return; fitted on {} published TTFTs from {} sources)",
+                fmt::ms(step),
+                fmt::ms(c.request_ms),
+                c.ttft_cases,
+                c.ttft_sources
+            ),
+            ttft,
+        );
+        ttft
+    });
+    (
+        Expected {
+            step_ms: step,
+            ttft_ms: ttft,
+        },
+        parts,
+    )
+}
+
+/// The chain with these constants, and the step's parts before them.
+pub(crate) fn evaluate(
+    inputs: &Inputs,
+    c: &Constants,
+) -> Result<(Chain, PrefillParts), Vec<FieldError>> {
     let mut p = Parser::new(inputs, FIELDS);
     let setup = Setup::resolve(&mut p);
-    let batch = p.req("batch", Rule::Count);
-    let context = p.req("context", Rule::Count);
+    let batch = p.req("batch", Rule::CountOrZero);
+    let context = p.req("context", Rule::CountOrZero);
     let chunk = p.req("chunk_tokens", Rule::Count);
     let mfu = Mfu::read(&mut p);
+    let measured = p.opt("measured_ms", Rule::Positive);
     let (Some(s), Some(batch), Some(context), Some(chunk), Some(mfu)) =
         (setup, batch, context, chunk, mfu)
     else {
@@ -85,6 +220,19 @@ fn run(inputs: &Inputs) -> Result<Chain, Vec<FieldError>> {
     );
     let (flop, compute_ms) =
         s.compute_lines(&mut w, step_tokens, mfu, "prefill_flops", "compute_ms");
+    let resident = s.weight_bytes_per_gpu(s.weight_dtype);
+    let weights = s.weights_read(&mut w, s.weight_dtype, step_tokens, resident, "");
+    let weights_ms = weights / s.gpu.bandwidth * 1e3;
+    w.ms_line(
+        "weight_read_ms",
+        "Weight read time",
+        format!(
+            "{} / {} (every weight the step's tokens touch, read once)",
+            crate::fmt::bytes(weights, ByteStyle::Figure),
+            fmt::rate(s.gpu.bandwidth)
+        ),
+        weights_ms,
+    );
     let per_token = s.kv_token_line(&mut w);
     let kv_bytes = s.kv_step_line(&mut w, batch, context, per_token);
     let kv_ms = kv_bytes / s.gpu.bandwidth * 1e3;
@@ -98,35 +246,91 @@ fn run(inputs: &Inputs) -> Result<Chain, Vec<FieldError>> {
         ),
         kv_ms,
     );
-    let step_ms = compute_ms + kv_ms;
+    let step_ms = compute_ms.max(weights_ms) + kv_ms;
     w.ms_line(
         "step_ms",
         "Mixed step",
-        format!("{} + {}", fmt::ms(compute_ms), fmt::ms(kv_ms)),
+        format!(
+            "max({} compute, {} weight read) + {}",
+            fmt::ms(compute_ms),
+            fmt::ms(weights_ms),
+            fmt::ms(kv_ms)
+        ),
         step_ms,
+    );
+    let (e, parts) = expected(
+        &mut w,
+        &s,
+        c,
+        (step_tokens, chunk, batch),
+        (weights_ms, kv_ms),
+        mfu,
     );
 
     w.result("step_tokens", fmt::whole(step_tokens));
     w.result("prefill_flops", fmt::whole(flop));
     w.result("compute_ms", fmt::float(compute_ms));
+    w.result("weight_bytes_per_gpu", fmt::whole(resident));
+    w.result("weight_bytes_read_per_step", fmt::whole(weights));
+    w.result("weight_read_ms", fmt::float(weights_ms));
     w.result("kv_bytes_per_step", fmt::whole(kv_bytes));
     w.result("kv_ms", fmt::float(kv_ms));
     w.result("step_ms", fmt::float(step_ms));
+    w.result("expected_ms", fmt::float(e.step_ms));
+    if let Some(t) = e.ttft_ms {
+        w.result("expected_ttft_ms", fmt::float(t));
+    }
 
     let peak = s.compute.as_ref().map_or("", |c| c.precision.name());
-    let sanity = format!(
-        "A step carrying a {}-token prefill chunk takes about {} ({} compute at {}% of the {} \
-         peak, {} reading KV), and every running request waits that long for its next token. \
-         A smaller chunk trades TTFT for ITL.{}",
+    let bound = if weights_ms > compute_ms {
+        format!(
+            "reading the {} of weights its tokens touch ({}) outlasts the compute ({} at {}% \
+             of the {} peak)",
+            crate::fmt::bytes(weights, ByteStyle::Figure),
+            fmt::ms(weights_ms),
+            fmt::ms(compute_ms),
+            fmt::pct(mfu.value),
+            peak
+        )
+    } else {
+        format!(
+            "{} compute at {}% of the {} peak",
+            fmt::ms(compute_ms),
+            fmt::pct(mfu.value),
+            peak
+        )
+    };
+    let mut sanity = format!(
+        "A step carrying a {}-token prefill chunk takes about {} ({bound}, {} reading KV), \
+         and every running request waits that long for its next token; a well-run server \
+         takes about {} with its fixed costs. A smaller chunk trades TTFT for ITL.{}",
         fmt::num(chunk),
         fmt::ms(step_ms),
-        fmt::ms(compute_ms),
-        fmt::pct(mfu.value),
-        peak,
         fmt::ms(kv_ms),
+        fmt::ms(e.step_ms),
         mfu.caveat()
     );
-    Ok(w.finish(NAME, used, sanity))
+    if let Some(t) = e.ttft_ms {
+        sanity.push_str(&format!(
+            " Alone, the request's TTFT should be about {}.",
+            fmt::ms(t)
+        ));
+    }
+    if let Some(m) = measured {
+        let against = e.ttft_ms.unwrap_or(e.step_ms);
+        let b = expected_cost::judge(&mut w, against, m);
+        sanity.push_str(&format!(
+            " The measured {} is {}× the expected {}: {b}.",
+            fmt::ms(m),
+            fmt::num(m / against),
+            if e.ttft_ms.is_some() { "TTFT" } else { "step" }
+        ));
+    }
+    Ok((w.finish(NAME, used, sanity), parts))
+}
+
+fn run(inputs: &Inputs) -> Result<Chain, Vec<FieldError>> {
+    evaluate(inputs, &FITTED).map(|(chain, _)| chain)
 }
 
 #[cfg(test)]
@@ -283,6 +487,37 @@ mod tests {
             .unwrap()
             .active as f64;
         close(&c, "prefill_flops", 2.0 * active * 1000.0);
+    }
+
+    /// A 1,000-token prefill touches essentially every expert: each GPU streams all its
+    /// weights once, so the step can never be faster than that read.
+    #[test]
+    fn a_moe_prefill_step_is_never_faster_than_reading_its_weights() {
+        for model in [
+            "deepseek-r1 gpu=h200 tp=8",
+            "qwen3-next-80b-a3b gpu=h100-sxm tp=2 weight_dtype=fp8",
+            "minimax-m2 gpu=mi300x tp=2",
+        ] {
+            let c = ok(
+                "mixed-step",
+                &format!("model={model} batch=0 context=0 chunk_tokens=1000"),
+            );
+            let read = num(&c, "weight_bytes_read_per_step");
+            let all = num(&c, "weight_bytes_per_gpu");
+            assert!(read / all > 0.95, "{model}: {read} of {all}");
+            let bw: f64 = c.inputs["bandwidth"].as_f64().unwrap();
+            let read_ms = read / bw * 1e3;
+            assert!(num(&c, "step_ms") >= read_ms, "{model}");
+            assert!(num(&c, "expected_ms") >= read_ms, "{model}");
+            assert!(num(&c, "expected_ttft_ms") > num(&c, "expected_ms"));
+        }
+        // and never below the same batch's decode floor
+        let setup =
+            "model=qwen3-next-80b-a3b gpu=h100-sxm tp=2 weight_dtype=fp8 batch=8 context=1000";
+        let mixed = ok("mixed-step", &format!("{setup} chunk_tokens=512"));
+        let floor = ok("decode-floor", setup);
+        assert!(num(&mixed, "step_ms") >= num(&floor, "floor_ms"));
+        assert!(num(&mixed, "expected_ms") >= num(&floor, "expected_ms"));
     }
 
     #[test]

@@ -20,10 +20,13 @@ mod cost;
 mod decode_floor;
 pub mod defaults;
 pub mod dtype;
+pub mod expected_cost;
+pub mod fitted;
 pub mod fmt;
 pub mod gpus;
 mod input;
 mod kv_pages;
+pub mod layers;
 mod memory_fit;
 mod mixed_step;
 pub mod models;
@@ -31,6 +34,7 @@ mod periodic_tail;
 pub mod precision;
 mod precision_change;
 mod prefix_reuse;
+pub mod quant;
 mod setup;
 pub mod spelling;
 mod tp_allreduce;
@@ -117,6 +121,23 @@ pub fn find(name: &str) -> Option<&'static EstimatorInfo> {
 
 fn names() -> Vec<&'static str> {
     REGISTRY.iter().map(|e| e.name).collect()
+}
+
+/// decode-floor on raw inputs with these constants, and its expected step's basis (what
+/// the calibration fits the constants on).
+pub fn decode_terms(
+    inputs: &Inputs,
+    constants: &expected_cost::Constants,
+) -> Result<(Chain, expected_cost::Basis), EstimateError> {
+    decode_floor::evaluate(inputs, constants).map_err(EstimateError::Invalid)
+}
+
+/// mixed-step on raw inputs with these constants, and its step's parts before them.
+pub fn prefill_terms(
+    inputs: &Inputs,
+    constants: &expected_cost::Constants,
+) -> Result<(Chain, expected_cost::PrefillParts), EstimateError> {
+    mixed_step::evaluate(inputs, constants).map_err(EstimateError::Invalid)
 }
 
 /// Runs the estimator `name` on raw inputs.

@@ -6,6 +6,8 @@ use std::collections::BTreeMap;
 use serde::Serialize;
 use serde_json::{Map, Value};
 
+use super::layers::{self, Kind, LayerKinds};
+use super::quant::{self, LayerShape, Quant};
 use super::{fmt, spelling, Dtype};
 
 /// Which attention projections carry a bias vector.
@@ -75,6 +77,12 @@ pub struct ModelSpec {
     pub qk_norm: bool,
     pub moe: Option<Moe>,
     pub mla: Option<Mla>,
+    /// Which layers run full, sliding-window or linear attention.
+    pub layer_kinds: LayerKinds,
+    /// Qwen3-Next gates each full-attention output: q_proj is twice as wide.
+    pub gated_attention: bool,
+    /// The checkpoint's own quantization (`quantization_config`), when it has one.
+    pub quant: Option<Quant>,
 }
 
 /// Parameters of a model: all of them, and those one token uses.
@@ -85,12 +93,18 @@ pub struct ParamCount {
     pub active: u64,
     /// All routed-expert weights (0 for dense models); the rest is read every step.
     pub routed: u64,
+    /// Weights no quantization touches: embeddings, `lm_head`, norms, MoE routers and
+    /// biases (16-bit in every quantized checkpoint we know).
+    pub unquantized: u64,
 }
 
 /// What the KV cache stores per token.
 ///
 /// GQA: `2 (K and V) × layers × kv_heads × head_dim × bytes`, heads split over TP ranks
-/// (`ceil(kv_heads / tp)` per rank, so never below one: heads are replicated when tp > kv_heads).
+/// (`ceil(kv_heads / tp)` per rank, so never below one: heads are replicated when tp > kv_heads),
+/// where `layers` counts the full-attention layers only: sliding-window layers hold at most
+/// `window` tokens each and linear-attention layers a fixed state per sequence, whatever
+/// the context ([`KvLayout::bytes_per_seq_per_gpu`] adds both).
 /// MLA: `layers × (kv_lora_rank + qk_rope_head_dim) × bytes`, the same latent on every rank.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(tag = "kind", rename_all = "snake_case")]
@@ -99,6 +113,12 @@ pub enum KvLayout {
         layers: u64,
         kv_heads: u64,
         head_dim: u64,
+        /// Sliding-window layers and their window (0 when there are none).
+        window_layers: u64,
+        window: u64,
+        /// Linear-attention layers and the elements of one layer's state per sequence.
+        linear_layers: u64,
+        linear_state: u64,
     },
     Mla {
         layers: u64,
@@ -107,7 +127,30 @@ pub enum KvLayout {
     },
 }
 
+/// The state of linear-attention layers is kept in the model's 16-bit dtype.
+const STATE_BYTES: f64 = 2.0;
+
 impl KvLayout {
+    /// Plain GQA: every layer full attention.
+    pub const fn gqa(layers: u64, kv_heads: u64, head_dim: u64) -> Self {
+        KvLayout::Gqa {
+            layers,
+            kv_heads,
+            head_dim,
+            window_layers: 0,
+            window: 0,
+            linear_layers: 0,
+            linear_state: 0,
+        }
+    }
+
+    /// Layers whose KV grows with the context.
+    pub fn growing_layers(&self) -> u64 {
+        match *self {
+            KvLayout::Gqa { layers, .. } | KvLayout::Mla { layers, .. } => layers,
+        }
+    }
+
     /// KV heads each TP rank holds (GQA); MLA has one latent per rank.
     pub fn heads_per_gpu(&self, tp: u64) -> u64 {
         match *self {
@@ -116,7 +159,8 @@ impl KvLayout {
         }
     }
 
-    /// KV-cache bytes one token occupies on one GPU.
+    /// KV bytes one token of context adds on one GPU: the full-attention layers' K and V
+    /// (the part that grows with the context).
     pub fn bytes_per_token_per_gpu(&self, dtype: Dtype, tp: u64) -> f64 {
         match *self {
             KvLayout::Gqa {
@@ -135,6 +179,72 @@ impl KvLayout {
         }
     }
 
+    /// What one sequence holds on one GPU beyond its growing KV at this context: the
+    /// sliding layers' last `min(context, window)` tokens and the linear layers' state
+    /// (its heads split over TP like the KV heads).
+    pub fn bounded_bytes_per_seq_per_gpu(&self, dtype: Dtype, tp: u64, context: f64) -> f64 {
+        match *self {
+            KvLayout::Gqa {
+                head_dim,
+                window_layers,
+                window,
+                linear_layers,
+                linear_state,
+                ..
+            } => {
+                let per_layer_token =
+                    2.0 * self.heads_per_gpu(tp) as f64 * head_dim as f64 * dtype.bytes();
+                window_layers as f64 * context.min(window as f64) * per_layer_token
+                    + linear_layers as f64 * linear_state as f64 * STATE_BYTES / tp.max(1) as f64
+            }
+            KvLayout::Mla { .. } => 0.0,
+        }
+    }
+
+    /// Everything one sequence of `context` tokens holds on one GPU.
+    pub fn bytes_per_seq_per_gpu(&self, dtype: Dtype, tp: u64, context: f64) -> f64 {
+        context * self.bytes_per_token_per_gpu(dtype, tp)
+            + self.bounded_bytes_per_seq_per_gpu(dtype, tp, context)
+    }
+
+    /// The bounded part's formula, e.g. `18 sliding layers × min(4,096, 128) tokens × 2,048 B`;
+    /// empty when the model has none.
+    pub fn bounded_formula(&self, dtype: Dtype, tp: u64, context: f64) -> String {
+        let KvLayout::Gqa {
+            head_dim,
+            window_layers,
+            window,
+            linear_layers,
+            linear_state,
+            ..
+        } = *self
+        else {
+            return String::new();
+        };
+        let mut parts = Vec::new();
+        if window_layers > 0 {
+            let per = 2.0 * self.heads_per_gpu(tp) as f64 * head_dim as f64 * dtype.bytes();
+            parts.push(format!(
+                "{window_layers} sliding-window layers × min({}, {window}) tokens × {} B",
+                fmt::num(context),
+                fmt::num(per)
+            ));
+        }
+        if linear_layers > 0 {
+            let tp_part = if tp > 1 {
+                format!(" / TP {tp}")
+            } else {
+                String::new()
+            };
+            parts.push(format!(
+                "{linear_layers} linear-attention layers × {} state elements × 2 B{tp_part} \
+                 (a fixed state per sequence)",
+                fmt::num(linear_state as f64)
+            ));
+        }
+        parts.join(" + ")
+    }
+
     /// The formula with numbers, e.g. `2 × 80 layers × (8 KV heads / TP 2 = 4) × 128 × 2 B (bf16)`.
     pub fn formula(&self, dtype: Dtype, tp: u64) -> String {
         match *self {
@@ -142,6 +252,9 @@ impl KvLayout {
                 layers,
                 kv_heads,
                 head_dim,
+                window_layers,
+                linear_layers,
+                ..
             } => {
                 let heads = if tp <= 1 {
                     format!("{kv_heads} KV heads")
@@ -153,8 +266,13 @@ impl KvLayout {
                         self.heads_per_gpu(tp)
                     )
                 };
+                let which = if window_layers + linear_layers > 0 {
+                    " full-attention"
+                } else {
+                    ""
+                };
                 format!(
-                    "2 × {layers} layers × {heads} × {head_dim} dims × {}",
+                    "2 × {layers}{which} layers × {heads} × {head_dim} dims × {}",
                     dtype.describe()
                 )
             }
@@ -209,39 +327,49 @@ impl std::ops::Mul for Count {
     }
 }
 
+/// One decoder layer's parameters by module, as [`ModelSpec::params`] counts them.
+#[derive(Debug, Clone, Copy)]
+struct Modules {
+    /// Softmax attention's projections: q (gate included), k, v, o; for MLA only `attention`.
+    q: Count,
+    k: Count,
+    v: Count,
+    o: Count,
+    attention: Count,
+    /// The small unquantizable part of an attention layer: biases, q/k norms, MLA's latent norms.
+    attention_small: Count,
+    linear: Count,
+    norms: Count,
+    dense_mlp: Count,
+    /// Per MoE layer: router (+ shared-expert gate), shared experts, one routed expert.
+    router: Count,
+    shared: Count,
+    expert: Count,
+}
+
 impl ModelSpec {
-    /// Parameters from the architecture (see the type's doc for the formula); `None` when
-    /// a count does not fit 64 bits (`from_config_json` refuses such a config).
-    pub fn params(&self) -> Option<ParamCount> {
+    fn modules(&self) -> Modules {
         let c = Count::of;
         let h = c(self.hidden);
         let heads = c(self.heads);
-        let embeddings = c(self.vocab) * h;
-        let lm_head = if self.tied_embeddings {
-            c(0)
-        } else {
-            embeddings
-        };
-
-        let attention = match self.mla {
+        let (q, k, v, o, small) = match self.mla {
             Some(m) => {
                 let qk_dim = c(m.qk_nope_head_dim) + c(m.qk_rope_head_dim);
                 // q: down-projection to a rank-r latent, its RMSNorm, then up to all heads
-                let q = match m.q_lora_rank {
-                    Some(r) => h * c(r) + c(r) + c(r) * heads * qk_dim,
-                    None => h * heads * qk_dim,
+                let (q, q_norm) = match m.q_lora_rank {
+                    Some(r) => (h * c(r) + c(r) * heads * qk_dim, c(r)),
+                    None => (h * heads * qk_dim, c(0)),
                 };
                 // kv: joint down-projection (latent + shared rope key), its norm, up-projection
                 let kv = h * (c(m.kv_lora_rank) + c(m.qk_rope_head_dim))
-                    + c(m.kv_lora_rank)
                     + c(m.kv_lora_rank) * heads * (c(m.qk_nope_head_dim) + c(m.v_head_dim));
                 let o = heads * c(m.v_head_dim) * h;
-                q + kv + o
+                (q, kv, c(0), o, q_norm + c(m.kv_lora_rank))
             }
             None => {
                 let q_dim = heads * c(self.head_dim);
                 let kv_dim = c(self.kv_heads) * c(self.head_dim);
-                let weights = h * q_dim + c(2) * h * kv_dim + q_dim * h;
+                let gate = if self.gated_attention { c(2) } else { c(1) };
                 let bias = match self.attention_bias {
                     AttentionBias::None => c(0),
                     AttentionBias::Qkv => q_dim + c(2) * kv_dim,
@@ -252,45 +380,122 @@ impl ModelSpec {
                 } else {
                     c(0)
                 };
-                weights + bias + qk_norm
-            }
-        };
-        let norms = c(2) * h;
-        let dense_mlp = c(3) * h * c(self.intermediate);
-
-        let (dense_layers, moe_layers, moe_fixed, expert, routed_per_layer) = match self.moe {
-            Some(m) => {
-                let dense = m.first_dense_layers.min(self.layers);
-                let expert = c(3) * h * c(m.expert_intermediate);
-                let router = c(m.experts) * h;
-                let gate = if m.shared_gate { h } else { c(0) };
-                let shared = c(3) * h * c(m.shared_intermediate) + gate;
                 (
-                    c(dense),
-                    c(self.layers - dense),
-                    router + shared,
-                    expert,
-                    c(m.experts) * expert,
+                    h * q_dim * gate,
+                    h * kv_dim,
+                    h * kv_dim,
+                    q_dim * h,
+                    bias + qk_norm,
                 )
             }
-            None => (c(self.layers), c(0), c(0), c(0), c(0)),
         };
+        let (router, shared, expert) = match self.moe {
+            Some(m) => {
+                let gate = if m.shared_gate { h } else { c(0) };
+                (
+                    c(m.experts) * h + gate,
+                    c(3) * h * c(m.shared_intermediate),
+                    c(3) * h * c(m.expert_intermediate),
+                )
+            }
+            None => (c(0), c(0), c(0)),
+        };
+        Modules {
+            q,
+            k,
+            v,
+            o,
+            attention: q + k + v + o,
+            attention_small: small,
+            linear: c(self.layer_kinds.linear_params),
+            norms: c(2) * h,
+            dense_mlp: c(3) * h * c(self.intermediate),
+            router,
+            shared,
+            expert,
+        }
+    }
 
-        let total = embeddings
+    /// Leading layers with a dense MLP; the rest are MoE (all dense without experts).
+    fn dense_layers(&self) -> u64 {
+        match self.moe {
+            Some(m) => m.first_dense_layers.min(self.layers),
+            None => self.layers,
+        }
+    }
+
+    /// Parameters from the architecture (see the type's doc for the formula); `None` when
+    /// a count does not fit 64 bits (`from_config_json` refuses such a config).
+    pub fn params(&self) -> Option<ParamCount> {
+        let c = Count::of;
+        let m = self.modules();
+        let h = c(self.hidden);
+        let embeddings = c(self.vocab) * h;
+        let lm_head = if self.tied_embeddings {
+            c(0)
+        } else {
+            embeddings
+        };
+        let kinds = self.layer_kinds;
+        let softmax = c(kinds.softmax().min(self.layers));
+        let linear = c(self.layers.saturating_sub(kinds.softmax()));
+        let dense_layers = c(self.dense_layers());
+        let moe_layers = c(self.layers - self.dense_layers());
+        let (experts, skipped_per_layer) = match self.moe {
+            Some(moe) => (
+                c(moe.experts),
+                c(moe.experts.saturating_sub(moe.experts_per_tok)),
+            ),
+            None => (c(0), c(0)),
+        };
+        let routed = moe_layers * experts * m.expert;
+        let unquantized = embeddings
             + lm_head
             + h
-            + c(self.layers) * (attention + norms)
-            + dense_layers * dense_mlp
-            + moe_layers * (moe_fixed + routed_per_layer);
-        let skipped = match self.moe {
-            Some(m) => moe_layers * c(m.experts.saturating_sub(m.experts_per_tok)) * expert,
-            None => c(0),
-        };
+            + c(self.layers) * m.norms
+            + softmax * m.attention_small
+            + moe_layers * m.router;
+        let total = unquantized
+            + softmax * m.attention
+            + linear * m.linear
+            + dense_layers * m.dense_mlp
+            + moe_layers * m.shared
+            + routed;
+        let skipped = moe_layers * skipped_per_layer * m.expert;
         Some(ParamCount {
             total: total.0?,
             active: (total - skipped).0?,
-            routed: (moe_layers * routed_per_layer).0?,
+            routed: routed.0?,
+            unquantized: unquantized.0?,
         })
+    }
+
+    /// One shape per decoder layer, for reading a quantization config's module list.
+    fn layer_shapes(&self, kinds: &[Kind]) -> Vec<LayerShape> {
+        let m = self.modules();
+        let n = |x: Count| x.0.unwrap_or(u64::MAX);
+        let experts = self.moe.map_or(0, |e| e.experts);
+        (0..self.layers)
+            .map(|i| {
+                let linear = kinds.get(i as usize) == Some(&Kind::Linear);
+                let dense = i < self.dense_layers();
+                let mut shape = LayerShape {
+                    attention: if linear { n(m.linear) } else { n(m.attention) },
+                    mlp: if dense { n(m.dense_mlp) } else { 0 },
+                    shared: if dense { 0 } else { n(m.shared) },
+                    routed: if dense {
+                        0
+                    } else {
+                        n(m.expert).saturating_mul(experts)
+                    },
+                    ..LayerShape::default()
+                };
+                if !linear && self.mla.is_none() {
+                    (shape.q, shape.k, shape.v, shape.o) = (n(m.q), n(m.k), n(m.v), n(m.o));
+                }
+                shape
+            })
+            .collect()
     }
 
     /// The field with the largest value, for saying which one made a count overflow.
@@ -333,11 +538,18 @@ impl ModelSpec {
                 kv_lora_rank: m.kv_lora_rank,
                 qk_rope_head_dim: m.qk_rope_head_dim,
             },
-            None => KvLayout::Gqa {
-                layers: self.layers,
-                kv_heads: self.kv_heads,
-                head_dim: self.head_dim,
-            },
+            None => {
+                let k = self.layer_kinds;
+                KvLayout::Gqa {
+                    layers: k.full,
+                    kv_heads: self.kv_heads,
+                    head_dim: self.head_dim,
+                    window_layers: k.sliding,
+                    window: k.window,
+                    linear_layers: k.linear,
+                    linear_state: k.linear_state,
+                }
+            }
         }
     }
 
@@ -366,10 +578,17 @@ impl ModelSpec {
                 }
             }
         };
+        let model_type = cfg.string("model_type").unwrap_or_default();
+        // Gemma 3's text_config leaves vocab_size and tie_word_embeddings at the
+        // library's defaults (262,208 and tied).
+        let gemma3 = model_type.starts_with("gemma3");
         let hidden = need("hidden_size")?;
         let layers = need("num_hidden_layers")?;
         let heads = need("num_attention_heads")?;
-        let vocab = need("vocab_size")?;
+        let vocab = match cfg.uint("vocab_size")? {
+            None if gemma3 => GEMMA3_VOCAB,
+            _ => need("vocab_size")?,
+        };
         let intermediate = cfg.uint("intermediate_size")?;
         if !missing.is_empty() {
             let where_ = if cfg.text.is_some() {
@@ -380,7 +599,6 @@ impl ModelSpec {
             return Err(format!("config.json has no {}{where_}", missing.join(", ")));
         }
 
-        let model_type = cfg.string("model_type").unwrap_or_default();
         let kv_heads = cfg.uint("num_key_value_heads")?.unwrap_or(heads);
         if kv_heads == 0 || heads % kv_heads != 0 {
             return Err(format!(
@@ -475,7 +693,9 @@ impl ModelSpec {
             AttentionBias::None
         };
 
-        let spec = ModelSpec {
+        let kinds = layer_kinds(&cfg, &model_type, layers)?;
+        let (linear_state, linear_params) = linear_attention(&cfg, hidden)?;
+        let mut spec = ModelSpec {
             hidden,
             layers,
             heads,
@@ -483,18 +703,112 @@ impl ModelSpec {
             head_dim,
             intermediate,
             vocab,
-            // Llama, Qwen2, Mixtral and DeepSeek all default to untied when the key is absent.
-            tied_embeddings: cfg.boolean("tie_word_embeddings")?.unwrap_or(false),
+            // Llama, Qwen2, Mixtral and DeepSeek all default to untied when the key is
+            // absent; Gemma ties.
+            tied_embeddings: cfg
+                .boolean("tie_word_embeddings")?
+                .unwrap_or(model_type.starts_with("gemma")),
             attention_bias,
-            qk_norm: model_type.starts_with("qwen3"),
+            qk_norm: model_type.starts_with("qwen3")
+                || model_type.starts_with("gemma3")
+                || cfg.boolean("use_qk_norm")?.unwrap_or(false),
             moe,
             mla,
+            layer_kinds: layers::count(
+                &kinds,
+                cfg.uint("sliding_window")?.unwrap_or(0),
+                linear_state,
+                linear_params,
+            ),
+            gated_attention: model_type == "qwen3_next",
+            quant: None,
         };
         if spec.params().is_none() {
             let (key, value) = spec.largest_field();
             return Err(too_large(key, value));
         }
+        if let Some(q) = top.get("quantization_config").and_then(Value::as_object) {
+            spec.quant = Some(quant::read(q, &spec.layer_shapes(&kinds))?);
+        }
         Ok(spec)
+    }
+}
+
+/// Gemma 3's vocabulary when its `text_config` leaves it at the library default.
+const GEMMA3_VOCAB: u64 = 262_208;
+
+/// Each layer's attention kind, from `layer_types` or the pattern keys (see
+/// [`super::layers`]); every layer full when the config says nothing.
+fn layer_kinds(cfg: &Config, model_type: &str, layers: u64) -> Result<Vec<Kind>, String> {
+    if let Some(list) = cfg.get("layer_types").and_then(Value::as_array) {
+        let kinds = list
+            .iter()
+            .map(|v| Kind::parse(v.as_str().unwrap_or("")))
+            .collect::<Result<Vec<_>, _>>()?;
+        if kinds.len() as u64 != layers {
+            return Err(format!(
+                "config.json: layer_types lists {} layers but num_hidden_layers is {layers}",
+                kinds.len()
+            ));
+        }
+        return Ok(kinds);
+    }
+    if let Some(list) = cfg.get("attn_type_list").and_then(Value::as_array) {
+        // MiniMax: 1 softmax attention, 0 lightning (linear) attention
+        return Ok(list
+            .iter()
+            .take(layers as usize)
+            .map(|v| {
+                if v.as_u64() == Some(0) {
+                    Kind::Linear
+                } else {
+                    Kind::Full
+                }
+            })
+            .collect());
+    }
+    if let Some(n) = cfg.uint("full_attention_interval")? {
+        return Ok(layers::pattern(layers, n, Kind::Full, Kind::Linear));
+    }
+    let window = cfg.uint("sliding_window")?.unwrap_or(0);
+    if window > 0 {
+        if let Some(n) = cfg.uint("sliding_window_pattern")? {
+            return Ok(layers::pattern(layers, n, Kind::Full, Kind::Sliding));
+        }
+        if model_type.starts_with("gemma3") {
+            return Ok(layers::pattern(layers, 6, Kind::Full, Kind::Sliding));
+        }
+        if model_type == "mistral" && cfg.boolean("use_sliding_window")?.unwrap_or(true) {
+            return Ok(vec![Kind::Sliding; layers as usize]);
+        }
+    }
+    Ok(vec![Kind::Full; layers as usize])
+}
+
+/// A linear-attention layer (Gated DeltaNet): the elements of its state per sequence —
+/// the recurrent state (value heads × key dim × value dim) plus the short convolution's
+/// last `kernel − 1` inputs — and its parameters (in_proj_qkvz, in_proj_ba, the
+/// convolution, out_proj). (0, 0) when the config has no linear attention.
+fn linear_attention(cfg: &Config, hidden: u64) -> Result<(u64, u64), String> {
+    let (Some(nk), Some(nv)) = (
+        cfg.uint("linear_num_key_heads")?,
+        cfg.uint("linear_num_value_heads")?,
+    ) else {
+        return Ok((0, 0));
+    };
+    let dk = cfg.uint("linear_key_head_dim")?.unwrap_or(128);
+    let dv = cfg.uint("linear_value_head_dim")?.unwrap_or(128);
+    let kernel = cfg.uint("linear_conv_kernel_dim")?.unwrap_or(4);
+    let c = Count::of;
+    let conv_dim = c(2) * c(nk) * c(dk) + c(nv) * c(dv);
+    let state = c(nv) * c(dk) * c(dv) + conv_dim * c(kernel.saturating_sub(1));
+    let params = c(hidden) * (c(2) * c(nk) * c(dk) + c(2) * c(nv) * c(dv))
+        + c(hidden) * c(2) * c(nv)
+        + conv_dim * c(kernel)
+        + c(nv) * c(dv) * c(hidden);
+    match (state.0, params.0) {
+        (Some(s), Some(p)) => Ok((s, p)),
+        _ => Err(too_large("linear_num_value_heads", nv)),
     }
 }
 
@@ -581,6 +895,9 @@ const fn llama(
         qk_norm: false,
         moe: None,
         mla: None,
+        layer_kinds: LayerKinds::all_full(layers),
+        gated_attention: false,
+        quant: None,
     }
 }
 
@@ -603,6 +920,161 @@ const fn qwen2(
     spec.attention_bias = AttentionBias::Qkv;
     spec
 }
+
+/// q, k, v and o of one GQA layer: `2 × hidden × heads × head_dim + 2 × hidden × kv_heads × head_dim`.
+const fn gqa_attention(hidden: u64, heads: u64, kv_heads: u64, head_dim: u64) -> u64 {
+    2 * hidden * heads * head_dim + 2 * hidden * kv_heads * head_dim
+}
+
+/// A checkpoint that quantizes every linear layer to FP8 (block scales negligible).
+const fn fp8_all(method: &'static str) -> Quant {
+    Quant {
+        method,
+        dtype: Dtype::Fp8,
+        scale_bits: 0,
+        block: 0,
+        kept: 0,
+        kept_routed: 0,
+        kept_attention_layers: 0,
+        kept_mlp_layers: 0,
+    }
+}
+
+/// An MoE model of Llama-style attention: `(experts, per token, expert width)`.
+const fn moe_model(
+    hidden: u64,
+    layers: u64,
+    heads: u64,
+    kv_heads: u64,
+    vocab: u64,
+    experts: (u64, u64, u64),
+    shared: u64,
+) -> ModelSpec {
+    let mut spec = llama(hidden, layers, heads, kv_heads, 0, vocab, false);
+    spec.moe = Some(Moe {
+        experts: experts.0,
+        experts_per_tok: experts.1,
+        expert_intermediate: experts.2,
+        shared_intermediate: shared,
+        shared_gate: shared > 0,
+        first_dense_layers: 0,
+    });
+    spec.qk_norm = true;
+    spec
+}
+
+/// Qwen3 (q/k norms, head_dim 128, untied, vocab 151,936), dense or MoE.
+const fn qwen3(
+    hidden: u64,
+    layers: u64,
+    heads: u64,
+    kv_heads: u64,
+    intermediate: u64,
+    experts: Option<(u64, u64, u64)>,
+) -> ModelSpec {
+    let mut spec = match experts {
+        Some(e) => moe_model(hidden, layers, heads, kv_heads, 151_936, e, 0),
+        None => llama(
+            hidden,
+            layers,
+            heads,
+            kv_heads,
+            intermediate,
+            151_936,
+            false,
+        ),
+    };
+    spec.intermediate = intermediate;
+    spec.head_dim = 128;
+    spec.qk_norm = true;
+    spec
+}
+
+/// gpt-oss: 64 heads of 64 over hidden 2,880, biases, alternating sliding (128 tokens)
+/// and full layers, 4 experts a token; experts MXFP4, attention kept BF16.
+const fn gpt_oss(layers: u64, experts: u64) -> ModelSpec {
+    let mut spec = moe_model(2880, layers, 64, 8, 201_088, (experts, 4, 2880), 0);
+    spec.head_dim = 64;
+    spec.intermediate = 2880;
+    spec.qk_norm = false;
+    spec.attention_bias = AttentionBias::QkvO;
+    spec.layer_kinds = LayerKinds {
+        full: layers / 2,
+        sliding: layers / 2,
+        window: 128,
+        linear: 0,
+        linear_state: 0,
+        linear_params: 0,
+    };
+    spec.quant = Some(Quant {
+        method: "mxfp4",
+        dtype: Dtype::Fp4,
+        scale_bits: 8,
+        block: 32,
+        kept: layers * gqa_attention(2880, 64, 8, 64),
+        kept_routed: 0,
+        kept_attention_layers: layers,
+        kept_mlp_layers: 0,
+    });
+    spec
+}
+
+/// DeepSeek-V3 (and R1): MLA, 256 routed experts of 2,048 with 8 a token, one shared
+/// expert, 3 dense layers first.
+const DEEPSEEK_V3: ModelSpec = ModelSpec {
+    hidden: 7168,
+    layers: 61,
+    heads: 128,
+    kv_heads: 128,
+    head_dim: 192,
+    intermediate: 18432,
+    vocab: 129_280,
+    tied_embeddings: false,
+    attention_bias: AttentionBias::None,
+    qk_norm: false,
+    moe: Some(Moe {
+        experts: 256,
+        experts_per_tok: 8,
+        expert_intermediate: 2048,
+        shared_intermediate: 2048,
+        shared_gate: false,
+        first_dense_layers: 3,
+    }),
+    mla: Some(Mla {
+        q_lora_rank: Some(1536),
+        kv_lora_rank: 512,
+        qk_rope_head_dim: 64,
+        qk_nope_head_dim: 128,
+        v_head_dim: 128,
+    }),
+    layer_kinds: LayerKinds::all_full(61),
+    gated_attention: false,
+    quant: None,
+};
+
+/// Qwen3-Next-80B-A3B: 48 layers, every 4th gated full attention (16 heads, 2 KV heads
+/// of 256), the other 36 Gated DeltaNet (16 key heads, 32 value heads of 128, a
+/// 4-wide convolution); 512 experts of 512, 10 a token, plus a gated shared expert of 512.
+const QWEN3_NEXT: ModelSpec = {
+    let mut spec = moe_model(2048, 48, 16, 2, 151_936, (512, 10, 512), 512);
+    spec.head_dim = 256;
+    spec.intermediate = 5120;
+    spec.gated_attention = true;
+    let (nk, nv, dk, dv, kernel) = (16, 32, 128, 128, 4);
+    let conv = 2 * nk * dk + nv * dv;
+    spec.layer_kinds = LayerKinds {
+        full: 12,
+        sliding: 0,
+        window: 0,
+        linear: 36,
+        linear_state: nv * dk * dv + conv * (kernel - 1),
+        linear_params: 2048 * (2 * nk * dk + 2 * nv * dv)
+            + 2048 * 2 * nv
+            + conv * kernel
+            + nv * dv * 2048,
+    };
+    spec
+};
 
 /// Well-known models, from their Hugging Face `config.json` files.
 pub const CATALOG: &[CatalogModel] = &[
@@ -664,33 +1136,104 @@ pub const CATALOG: &[CatalogModel] = &[
     CatalogModel {
         name: "deepseek-v3",
         hf_repo: "deepseek-ai/DeepSeek-V3",
+        spec: DEEPSEEK_V3,
+    },
+    CatalogModel {
+        name: "deepseek-r1",
+        hf_repo: "deepseek-ai/DeepSeek-R1",
+        // The same architecture; the checkpoint is block-scaled FP8 with no module kept
+        // (lm_head and the routers are 16-bit anyway).
         spec: ModelSpec {
-            hidden: 7168,
-            layers: 61,
-            heads: 128,
-            kv_heads: 128,
-            head_dim: 192,
-            intermediate: 18432,
-            vocab: 129_280,
-            tied_embeddings: false,
-            attention_bias: AttentionBias::None,
-            qk_norm: false,
-            moe: Some(Moe {
-                experts: 256,
-                experts_per_tok: 8,
-                expert_intermediate: 2048,
-                shared_intermediate: 2048,
-                shared_gate: false,
-                first_dense_layers: 3,
-            }),
-            mla: Some(Mla {
-                q_lora_rank: Some(1536),
-                kv_lora_rank: 512,
-                qk_rope_head_dim: 64,
-                qk_nope_head_dim: 128,
-                v_head_dim: 128,
-            }),
+            quant: Some(fp8_all("fp8")),
+            ..DEEPSEEK_V3
         },
+    },
+    CatalogModel {
+        name: "llama-3.1-405b-fp8",
+        hf_repo: "meta-llama/Llama-3.1-405B-Instruct-FP8",
+        // fbgemm_fp8 keeps q/k/v/o of all 126 layers and the MLPs of layers 0 and 125 in
+        // BF16 (Llama 3 paper §6.2): only the 124 middle MLPs are FP8.
+        spec: ModelSpec {
+            quant: Some(Quant {
+                kept: 126 * gqa_attention(16384, 128, 8, 128) + 2 * 3 * 16384 * 53248,
+                kept_attention_layers: 126,
+                kept_mlp_layers: 2,
+                ..fp8_all("fbgemm_fp8")
+            }),
+            ..llama(16384, 126, 128, 8, 53248, 128_256, false)
+        },
+    },
+    CatalogModel {
+        name: "qwen3-0.6b",
+        hf_repo: "Qwen/Qwen3-0.6B",
+        spec: ModelSpec {
+            tied_embeddings: true,
+            ..qwen3(1024, 28, 16, 8, 3072, None)
+        },
+    },
+    CatalogModel {
+        name: "mistral-small-3.2-24b",
+        hf_repo: "mistralai/Mistral-Small-3.2-24B-Instruct-2506",
+        // The language model (40 layers, 32 heads of 128 over hidden 5,120); the vision
+        // tower of the multimodal checkpoint is not counted.
+        spec: ModelSpec {
+            head_dim: 128,
+            ..llama(5120, 40, 32, 8, 32768, 131_072, false)
+        },
+    },
+    CatalogModel {
+        name: "qwen3-8b",
+        hf_repo: "Qwen/Qwen3-8B",
+        spec: qwen3(4096, 36, 32, 8, 12288, None),
+    },
+    CatalogModel {
+        name: "qwen3-32b",
+        hf_repo: "Qwen/Qwen3-32B",
+        spec: qwen3(5120, 64, 64, 8, 25600, None),
+    },
+    CatalogModel {
+        name: "qwen3-30b-a3b",
+        hf_repo: "Qwen/Qwen3-30B-A3B",
+        spec: qwen3(2048, 48, 32, 4, 6144, Some((128, 8, 768))),
+    },
+    CatalogModel {
+        name: "qwen3-235b-a22b",
+        hf_repo: "Qwen/Qwen3-235B-A22B",
+        spec: qwen3(4096, 94, 64, 4, 12288, Some((128, 8, 1536))),
+    },
+    CatalogModel {
+        name: "qwen3-235b-a22b-fp8",
+        hf_repo: "Qwen/Qwen3-235B-A22B-FP8",
+        // Block-scaled FP8; its ignore list names lm_head, the norms and the routers only.
+        spec: ModelSpec {
+            quant: Some(fp8_all("fp8")),
+            ..qwen3(4096, 94, 64, 4, 12288, Some((128, 8, 1536)))
+        },
+    },
+    CatalogModel {
+        name: "qwen3-next-80b-a3b",
+        hf_repo: "Qwen/Qwen3-Next-80B-A3B-Instruct",
+        spec: QWEN3_NEXT,
+    },
+    CatalogModel {
+        name: "minimax-m2",
+        hf_repo: "MiniMaxAI/MiniMax-M2",
+        // Native block-scaled FP8 for attention and experts; 62 softmax layers.
+        spec: ModelSpec {
+            head_dim: 128,
+            quant: Some(fp8_all("fp8")),
+            ..moe_model(3072, 62, 48, 8, 200_064, (256, 8, 1536), 0)
+        },
+    },
+    CatalogModel {
+        name: "gpt-oss-120b",
+        hf_repo: "openai/gpt-oss-120b",
+        spec: gpt_oss(36, 128),
+    },
+    CatalogModel {
+        name: "gpt-oss-20b",
+        hf_repo: "openai/gpt-oss-20b",
+        spec: gpt_oss(24, 32),
     },
 ];
 
@@ -777,7 +1320,7 @@ pub fn summaries() -> Vec<ModelSummary> {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
 
     fn spec(name: &str) -> ModelSpec {
@@ -966,6 +1509,171 @@ mod tests {
             "qk_rope_head_dim": 18446744073709551615, "qk_nope_head_dim": 2, "v_head_dim": 2}"#;
         let err = ModelSpec::from_config_json(mla).unwrap_err();
         assert!(err.contains("qk_nope_head_dim"), "{err}");
+    }
+
+    /// Qwen3-Next-80B-A3B's config.json (the Hub file's fields).
+    pub(crate) const QWEN3_NEXT_CONFIG: &str = r#"{
+      "architectures": ["Qwen3NextForCausalLM"], "model_type": "qwen3_next",
+      "decoder_sparse_step": 1, "full_attention_interval": 4, "head_dim": 256,
+      "hidden_size": 2048, "intermediate_size": 5120, "linear_conv_kernel_dim": 4,
+      "linear_key_head_dim": 128, "linear_num_key_heads": 16, "linear_num_value_heads": 32,
+      "linear_value_head_dim": 128, "max_position_embeddings": 262144, "mlp_only_layers": [],
+      "moe_intermediate_size": 512, "norm_topk_prob": true, "num_attention_heads": 16,
+      "num_experts": 512, "num_experts_per_tok": 10, "num_hidden_layers": 48,
+      "num_key_value_heads": 2, "partial_rotary_factor": 0.25, "rope_theta": 10000000,
+      "shared_expert_intermediate_size": 512, "tie_word_embeddings": false,
+      "torch_dtype": "bfloat16", "use_sliding_window": false, "vocab_size": 151936
+    }"#;
+
+    #[test]
+    fn qwen3_next_holds_kv_at_its_full_attention_layers_only() {
+        let parsed = ModelSpec::from_config_json(QWEN3_NEXT_CONFIG).unwrap();
+        assert_eq!(parsed, spec("qwen3-next-80b-a3b"));
+        let k = parsed.layer_kinds;
+        assert_eq!((k.full, k.linear, k.sliding), (12, 36, 0));
+        let kv = parsed.kv_layout();
+        assert_eq!(kv.growing_layers(), 12);
+        // 2 × 12 layers × 2 KV heads × 256 × 2 B, not 48 layers' worth (4× more)
+        assert_eq!(kv.bytes_per_token_per_gpu(Dtype::Bf16, 1), 24_576.0);
+        // each DeltaNet layer keeps 32 × 128 × 128 + 8,192 × 3 elements per sequence
+        assert_eq!(k.linear_state, 548_864);
+        let one_seq = kv.bytes_per_seq_per_gpu(Dtype::Bf16, 1, 4096.0);
+        assert_eq!(one_seq, 4096.0 * 24_576.0 + 36.0 * 548_864.0 * 2.0);
+        let p = parsed.params().unwrap();
+        near(p.total, 79.7e9, 0.01);
+        // "A3B": 3.6 B a token without the embedding table, which is a lookup, not compute
+        near(p.active - parsed.vocab * parsed.hidden, 3.56e9, 0.01);
+    }
+
+    #[test]
+    fn sliding_window_layers_cap_their_kv_at_the_window() {
+        let gpt_oss = spec("gpt-oss-120b");
+        let kv = gpt_oss.kv_layout();
+        // 18 full layers grow; 18 sliding layers hold at most 128 tokens
+        assert_eq!(
+            kv.bytes_per_token_per_gpu(Dtype::Bf16, 1),
+            2.0 * 18.0 * 8.0 * 64.0 * 2.0
+        );
+        let at = |ctx: f64| kv.bytes_per_seq_per_gpu(Dtype::Bf16, 1, ctx);
+        assert_eq!(at(100.0), 100.0 * 36_864.0 * 2.0);
+        assert_eq!(at(8192.0), 8192.0 * 36_864.0 + 128.0 * 36_864.0);
+        let p = gpt_oss.params().unwrap();
+        near(p.total, 116.8e9, 0.01);
+        // published active counts leave out the embedding table (a lookup)
+        near(p.active - gpt_oss.vocab * gpt_oss.hidden, 5.13e9, 0.01);
+        // Gemma 3: 1 layer in 6 global, window 1,024; vocab and tying from the defaults
+        let gemma = r#"{"architectures": ["Gemma3ForConditionalGeneration"], "model_type": "gemma3",
+          "text_config": {"head_dim": 128, "hidden_size": 5376, "intermediate_size": 21504,
+          "model_type": "gemma3_text", "num_attention_heads": 32, "num_hidden_layers": 62,
+          "num_key_value_heads": 16, "sliding_window": 1024}}"#;
+        let g = ModelSpec::from_config_json(gemma).unwrap();
+        assert_eq!((g.layer_kinds.full, g.layer_kinds.sliding), (10, 52));
+        assert_eq!((g.vocab, g.tied_embeddings), (262_208, true));
+        near(g.params().unwrap().total, 27.0e9, 0.02);
+        let listed = r#"{"hidden_size": 64, "intermediate_size": 128, "num_attention_heads": 4,
+            "num_hidden_layers": 2, "vocab_size": 100, "sliding_window": 8,
+            "layer_types": ["sliding_attention", "full_attention"]}"#;
+        let l = ModelSpec::from_config_json(listed).unwrap();
+        assert_eq!(
+            (
+                l.layer_kinds.full,
+                l.layer_kinds.sliding,
+                l.layer_kinds.window
+            ),
+            (1, 1, 8)
+        );
+        let short = listed.replace(r#", "full_attention""#, "");
+        assert!(ModelSpec::from_config_json(&short)
+            .unwrap_err()
+            .contains("layer_types"));
+    }
+
+    /// Meta's FP8 405B keeps q/k/v/o of all 126 layers and the first and last layers'
+    /// MLPs in BF16 (its `modules_to_not_convert`).
+    pub(crate) fn llama_405b_fp8_config() -> String {
+        let mut kept = vec!["lm_head".to_string()];
+        for i in 0..126 {
+            for p in ["k_proj", "o_proj", "q_proj", "v_proj"] {
+                kept.push(format!("model.layers.{i}.self_attn.{p}"));
+            }
+        }
+        for i in [0, 125] {
+            for p in ["down_proj", "gate_proj", "up_proj"] {
+                kept.push(format!("model.layers.{i}.mlp.{p}"));
+            }
+        }
+        serde_json::json!({
+            "architectures": ["LlamaForCausalLM"], "model_type": "llama",
+            "hidden_size": 16384, "num_hidden_layers": 126, "num_attention_heads": 128,
+            "num_key_value_heads": 8, "intermediate_size": 53248, "vocab_size": 128256,
+            "tie_word_embeddings": false,
+            "quantization_config": {"quant_method": "fbgemm_fp8", "activation_scale_ub": 1200.0,
+                "modules_to_not_convert": kept}
+        })
+        .to_string()
+    }
+
+    #[test]
+    fn llama_405b_fp8_keeps_attention_in_bf16() {
+        let parsed = ModelSpec::from_config_json(&llama_405b_fp8_config()).unwrap();
+        assert_eq!(parsed, spec("llama-3.1-405b-fp8"));
+        let q = parsed.quant.unwrap();
+        assert_eq!((q.kept_attention_layers, q.kept_mlp_layers), (126, 2));
+        assert_eq!(q.kept, 126 * 570_425_344 + 2 * 3 * 16384 * 53248);
+        let p = parsed.params().unwrap();
+        assert_eq!(p.total, 405_853_388_800);
+        // embeddings, lm_head and norms: never quantized
+        assert_eq!(p.unquantized, 2 * 128_256 * 16384 + 16384 + 126 * 2 * 16384);
+        // 324.5 B params at 1 B + 81.3 B params at 2 B = 487 GB, not 406 GB all-FP8
+        let kept = q.kept + p.unquantized;
+        let bytes = (p.total - kept) as f64 + 2.0 * kept as f64;
+        assert!((bytes / 1e9 - 487.17).abs() < 0.01, "{bytes}");
+    }
+
+    #[test]
+    fn new_catalog_models_match_their_published_sizes() {
+        for (name, total, active) in [
+            ("qwen3-8b", 8.19e9, 8.19e9),
+            ("qwen3-32b", 32.8e9, 32.8e9),
+            ("qwen3-30b-a3b", 30.5e9, 3.3e9),
+            ("qwen3-235b-a22b", 235.1e9, 22.1e9),
+            ("minimax-m2", 228.7e9, 10.0e9),
+            ("gpt-oss-20b", 20.9e9, 3.6e9),
+            ("deepseek-r1", 671e9, 37.5e9),
+        ] {
+            let m = spec(name);
+            let p = m.params().unwrap();
+            near(p.total, total, 0.02);
+            // vendors differ on whether the embedding table (a lookup) counts as active
+            let without = p.active - m.vocab * m.hidden;
+            assert!(
+                (p.active as f64 - active).abs() <= 0.05 * active
+                    || (without as f64 - active).abs() <= 0.05 * active,
+                "{name}: {} / {without} vs {active}",
+                p.active
+            );
+        }
+        // the FP8 Qwen3 and MiniMax checkpoints quantize attention and experts alike
+        for name in ["qwen3-235b-a22b-fp8", "minimax-m2", "deepseek-r1"] {
+            let q = spec(name).quant.unwrap();
+            assert_eq!(
+                (q.dtype, q.kept, q.kept_routed),
+                (Dtype::Fp8, 0, 0),
+                "{name}"
+            );
+        }
+        let cfg = r#"{"model_type": "qwen3_moe", "hidden_size": 4096, "num_hidden_layers": 94,
+          "num_attention_heads": 64, "num_key_value_heads": 4, "head_dim": 128,
+          "intermediate_size": 12288, "moe_intermediate_size": 1536, "num_experts": 128,
+          "num_experts_per_tok": 8, "vocab_size": 151936, "tie_word_embeddings": false,
+          "quantization_config": {"quant_method": "fp8", "fmt": "e4m3",
+            "activation_scheme": "dynamic", "weight_block_size": [128, 128],
+            "modules_to_not_convert": ["lm_head", "model.layers.0.input_layernorm",
+              "model.layers.0.mlp.gate", "model.layers.0.post_attention_layernorm"]}}"#;
+        assert_eq!(
+            ModelSpec::from_config_json(cfg).unwrap(),
+            spec("qwen3-235b-a22b-fp8")
+        );
     }
 
     #[test]

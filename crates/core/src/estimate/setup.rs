@@ -3,9 +3,11 @@
 //! plus the decode-floor arithmetic several estimators build on.
 
 use super::chain::Work;
+use super::expected_cost::{self, Basis, Shape};
 use super::input::{Parser, Rule};
 use super::models::{self, KvLayout, ModelSpec};
 use super::precision::{self, ComputePeak};
+use super::quant::Quant;
 use super::{defaults, fmt, gpus, Dtype, FieldSpec};
 use crate::fmt::ByteStyle;
 
@@ -59,9 +61,11 @@ pub(crate) const MODEL: FieldSpec = field(
     "Model",
     "",
     None,
-    "Catalog name: llama-3.1-8b, llama-3.1-70b, llama-3.1-405b, llama-3.2-1b, llama-3.2-3b, \
-     llama-3.3-70b, qwen2.5-7b, qwen2.5-72b, mixtral-8x7b, deepseek-v3. Give this, or config, \
-     or all of params, layers, kv_heads and head_dim.",
+    "Catalog name: llama-3.1-8b, llama-3.1-70b, llama-3.1-405b(-fp8), llama-3.2-1b, \
+     llama-3.2-3b, llama-3.3-70b, qwen2.5-7b, qwen2.5-72b, qwen3-8b, qwen3-32b, \
+     qwen3-30b-a3b, qwen3-235b-a22b(-fp8), qwen3-next-80b-a3b, mixtral-8x7b, deepseek-v3, \
+     deepseek-r1, minimax-m2, gpt-oss-20b, gpt-oss-120b. Give this, or config, or all of \
+     params, layers, kv_heads and head_dim.",
 );
 pub(crate) const CONFIG: FieldSpec = field(
     "config",
@@ -75,7 +79,18 @@ pub(crate) const GPU: FieldSpec = field(
     "GPU",
     "",
     Some("h100-sxm"),
-    "h100-sxm, h100-pcie, h200, a100-80gb, a100-40gb, l40s, l4, b200 or mi300x.",
+    "A catalog GPU (the GPU catalog page lists each with its sources): h100-sxm, h100-pcie, \
+     h100-nvl, h200, h800, h20, h20-141gb, a100-80gb, a100-40gb, l40s, l20, l4, b200, b300, \
+     gb200, gb300, gh200, gh200-96gb, mi300x, mi325x or mi355x. Another GPU: its name with \
+     bandwidth, peak_flops and hbm_bytes from its datasheet.",
+);
+pub(crate) const EP: FieldSpec = field(
+    "ep",
+    "Expert parallelism",
+    "GPUs",
+    Some("1"),
+    "GPUs the experts are spread over (vLLM --enable-expert-parallel: the TP ranks); MoE \
+     layers then exchange tokens by all-to-all instead of all-reducing.",
 );
 pub(crate) const TP: FieldSpec = field(
     "tp",
@@ -118,7 +133,7 @@ pub(crate) const LAYERS: FieldSpec = field(
     "Layers",
     "layers",
     None,
-    "Overrides num_hidden_layers.",
+    "Overrides num_hidden_layers (every layer then counts as full attention).",
 );
 pub(crate) const KV_HEADS: FieldSpec = field(
     "kv_heads",
@@ -174,6 +189,19 @@ pub(crate) struct Model {
     pub routed: Option<Routed>,
     pub kv: KvLayout,
     pub hidden: Option<u64>,
+    /// Parameters no quantization touches (embeddings, lm_head, norms, routers).
+    pub unquantized: f64,
+    /// The checkpoint's own quantization, from the catalog or a config's
+    /// `quantization_config`.
+    pub quant: Option<Quant>,
+    /// Decoder layers (every kind) and those with an MoE feed-forward.
+    pub layers: u64,
+    pub moe_layers: u64,
+    /// The vocabulary (the sampler's logits are this wide), when the model gives it.
+    pub vocab: Option<u64>,
+    /// `heads × (q·k dims + v dims)` of one softmax-attention layer: the attention FLOPs a
+    /// pair of tokens costs (0 when only overrides describe the model).
+    pub attention_width: f64,
 }
 
 #[derive(Debug, Clone, Copy)]
@@ -201,6 +229,8 @@ pub(crate) struct Setup {
     pub model: Model,
     pub gpu: Gpu,
     pub tp: u64,
+    /// Expert parallelism (1: experts split by TP like every other weight).
+    pub ep: u64,
     pub weight_dtype: Dtype,
     pub kv_dtype: Dtype,
     /// The compute peak, for the estimators that take `activation_dtype`.
@@ -227,18 +257,74 @@ fn dtype(p: &mut Parser, key: &str) -> Option<Dtype> {
     }
 }
 
+/// The catalog GPU `name` means, or — for a GPU the catalog lacks — the nearest entry as
+/// a template, when the estimate gives every figure it takes from the catalog
+/// (`bandwidth`, `peak_flops`, `hbm_bytes`, whichever it accepts).
+fn lookup_gpu(p: &mut Parser, name: &str) -> Option<&'static gpus::GpuSpec> {
+    if let Some(g) = gpus::find(name) {
+        p.record("gpu", g.name);
+        return Some(g);
+    }
+    let figures = ["bandwidth", "peak_flops", "hbm_bytes"];
+    let taken: Vec<&str> = figures.into_iter().filter(|k| p.accepts(k)).collect();
+    let described = !taken.is_empty() && taken.iter().all(|k| p.given(k));
+    if !described {
+        p.fail("gpu", gpus::unknown(name));
+        return None;
+    }
+    let near = super::spelling::nearest(name, gpus::GPUS.iter().map(|g| g.name));
+    let template = near.first().and_then(|n| gpus::find(n))?;
+    p.record(
+        "gpu",
+        format!(
+            "{} (not in the catalog: {} as given; tensor-core precisions and link as the \
+             nearest entry, {})",
+            name.trim(),
+            taken.join(", "),
+            template.name
+        ),
+    );
+    Some(template)
+}
+
+/// The weight dtype: given, else the checkpoint's own quantization, else bf16.
+fn weight_dtype(p: &mut Parser, quant: Option<Quant>) -> Option<Dtype> {
+    let Some(q) = quant else {
+        return dtype(p, "weight_dtype");
+    };
+    match p.text("weight_dtype").map(Dtype::parse) {
+        None => {
+            p.record(
+                "weight_dtype",
+                format!("{} (the checkpoint's quantization_config)", q.describe()),
+            );
+            Some(q.dtype)
+        }
+        Some(Ok(d)) if d == q.dtype => {
+            p.record("weight_dtype", q.describe());
+            Some(d)
+        }
+        Some(Ok(d)) => {
+            p.record(
+                "weight_dtype",
+                format!(
+                    "{} (given: every weight at it, not the checkpoint's {})",
+                    d.name(),
+                    q.describe()
+                ),
+            );
+            Some(d)
+        }
+        Some(Err(msg)) => {
+            p.fail("weight_dtype", msg);
+            None
+        }
+    }
+}
+
 fn resolve_gpu(p: &mut Parser) -> Option<Gpu> {
     let spec = match p.text("gpu") {
-        Some(name) => match gpus::find(name) {
-            Some(g) => {
-                p.record("gpu", g.name);
-                Some(g)
-            }
-            None => {
-                p.fail("gpu", gpus::unknown(name));
-                None
-            }
-        },
+        Some(name) => lookup_gpu(p, name),
         None => {
             p.record("gpu", format!("{} (default)", gpus::DEFAULT_GPU));
             gpus::find(gpus::DEFAULT_GPU)
@@ -399,17 +485,20 @@ fn resolve_model(p: &mut Parser) -> Option<(Model, Option<u64>)> {
     };
 
     let layers = layers_o.or(base.map(|b| b.layers))?;
-    let kv = match (base.and_then(|b| b.mla), kv_heads_o, head_dim_o) {
-        (Some(m), None, None) => KvLayout::Mla {
+    // The architecture's own layout unless an override reshapes it (every layer then
+    // counts as full attention).
+    let kv = match (base, layers_o, kv_heads_o, head_dim_o) {
+        (Some(b), None, None, None) => b.kv_layout(),
+        (Some(ModelSpec { mla: Some(m), .. }), Some(_), None, None) => KvLayout::Mla {
             layers,
             kv_lora_rank: m.kv_lora_rank,
             qk_rope_head_dim: m.qk_rope_head_dim,
         },
-        _ => KvLayout::Gqa {
+        _ => KvLayout::gqa(
             layers,
-            kv_heads: kv_heads_o.or(base.map(|b| b.kv_heads))?,
-            head_dim: head_dim_o.or(base.map(|b| b.head_dim))?,
-        },
+            kv_heads_o.or(base.map(|b| b.kv_heads))?,
+            head_dim_o.or(base.map(|b| b.head_dim))?,
+        ),
     };
     let hidden = hidden_o.or(base.map(|b| b.hidden));
 
@@ -418,6 +507,14 @@ fn resolve_model(p: &mut Parser) -> Option<(Model, Option<u64>)> {
         p.record_number("active_params", active_params);
     }
     p.record_number("layers", layers as f64);
+    if let Some(kinds) = base
+        .filter(|_| layers_o.is_none())
+        .map(|b| b.layer_kinds.describe())
+    {
+        if !kinds.is_empty() {
+            p.record("attention_layers", kinds);
+        }
+    }
     match kv {
         KvLayout::Gqa {
             kv_heads, head_dim, ..
@@ -437,12 +534,33 @@ fn resolve_model(p: &mut Parser) -> Option<(Model, Option<u64>)> {
     if let (true, Some(h)) = (p.accepts("hidden"), hidden) {
         p.record_number("hidden", h as f64);
     }
+    // An explicit params count has no module split: its weights are all at weight_dtype.
+    let whole = base.filter(|_| params_o.is_none());
     let model = Model {
         params,
         active_params,
         routed,
         kv,
         hidden,
+        unquantized: counts
+            .filter(|_| whole.is_some())
+            .map_or(0.0, |c| c.unquantized as f64),
+        quant: whole.and_then(|b| b.quant),
+        layers,
+        vocab: base.map(|b| b.vocab),
+        attention_width: base.filter(|_| layers_o.is_none()).map_or(0.0, |b| {
+            let (qk, v) = match b.mla {
+                Some(m) => (m.qk_nope_head_dim + m.qk_rope_head_dim, m.v_head_dim),
+                None => (b.head_dim, b.head_dim),
+            };
+            (b.heads * (qk + v)) as f64
+        }),
+        moe_layers: match (routed, base) {
+            (Some(_), Some(b)) => b
+                .moe
+                .map_or(0, |m| b.layers - m.first_dense_layers.min(b.layers)),
+            _ => 0,
+        },
     };
     Some((model, base.map(|b| b.heads)))
 }
@@ -451,7 +569,14 @@ impl Setup {
     /// Reads the common fields this estimator accepts, reporting every problem.
     pub fn resolve(p: &mut Parser) -> Option<Setup> {
         let tp = p.or("tp", 1.0, Rule::Count).map(|v| v as u64);
-        let weight_dtype = dtype(p, "weight_dtype");
+        let ep = if p.accepts("ep") {
+            p.or("ep", 1.0, Rule::Count).map(|v| v as u64)
+        } else {
+            Some(1)
+        };
+        let model = resolve_model(p);
+        let quant = model.as_ref().and_then(|(m, _)| m.quant);
+        let weight_dtype = weight_dtype(p, quant);
         let kv_dtype = dtype(p, "kv_dtype");
         let gpu = resolve_gpu(p);
         let compute = match (&gpu, weight_dtype) {
@@ -460,7 +585,6 @@ impl Setup {
             }
             _ => Some(None),
         };
-        let model = resolve_model(p);
         if let (Some(tp), Some((_, Some(heads)))) = (tp, &model) {
             if heads % tp != 0 {
                 p.fail(
@@ -474,15 +598,42 @@ impl Setup {
             model: model?.0,
             gpu: gpu?,
             tp: tp?,
+            ep: ep?,
             weight_dtype: weight_dtype?,
             kv_dtype: kv_dtype?,
             compute: compute?,
         })
     }
 
-    /// `params × bytes per weight / TP`: what each GPU holds.
+    /// The checkpoint's quantization when weights are stored at it (`dtype` is its dtype).
+    fn split(&self, dtype: Dtype) -> Option<Quant> {
+        self.model.quant.filter(|q| q.dtype == dtype)
+    }
+
+    /// Bytes of the weights read every step and of the routed experts, for the whole
+    /// model: at one dtype, or — for a checkpoint that keeps some modules in 16 bits —
+    /// quantized modules at its precision and the rest at 2 B.
+    pub fn weight_split(&self, dtype: Dtype) -> (f64, f64) {
+        let routed = self.model.routed.map_or(0.0, |r| r.params);
+        let always = self.model.params - routed;
+        match self.split(dtype) {
+            Some(q) => {
+                let qb = q.bytes_per_weight();
+                let kept = q.kept as f64 + self.model.unquantized;
+                let kept_routed = q.kept_routed as f64;
+                (
+                    (always - kept) * qb + kept * 2.0,
+                    (routed - kept_routed) * qb + kept_routed * 2.0,
+                )
+            }
+            None => (always * dtype.bytes(), routed * dtype.bytes()),
+        }
+    }
+
+    /// Weight bytes per GPU: the [`Setup::weight_split`] over TP.
     pub fn weight_bytes_per_gpu(&self, dtype: Dtype) -> f64 {
-        self.model.params * dtype.bytes() / self.tp as f64
+        let (always, routed) = self.weight_split(dtype);
+        (always + routed) / self.tp as f64
     }
 
     pub fn kv_bytes_per_token_per_gpu(&self) -> f64 {
@@ -501,12 +652,31 @@ impl Setup {
 
     pub fn weights_line(&self, w: &mut Work, key: &str, label: &str, dtype: Dtype) -> f64 {
         let bytes = self.weight_bytes_per_gpu(dtype);
-        let formula = format!(
-            "{} params × {}{}",
-            fmt::num(self.model.params),
-            dtype.describe(),
-            self.per_tp()
-        );
+        let formula = match self.split(dtype) {
+            Some(q) => {
+                let kept = q.kept as f64 + q.kept_routed as f64 + self.model.unquantized;
+                let narrow = self.model.params - kept;
+                let which = if q.kept_attention_layers + q.kept_mlp_layers > 0 {
+                    "embeddings, lm_head, norms, routers and the kept modules"
+                } else {
+                    "embeddings, lm_head, norms, routers"
+                };
+                format!(
+                    "({} params × {} B ({}) + {} params × 2 B (16-bit: {which})){}",
+                    fmt::num(narrow),
+                    fmt::num(q.bytes_per_weight()),
+                    q.describe(),
+                    fmt::num(kept),
+                    self.per_tp()
+                )
+            }
+            None => format!(
+                "{} params × {}{}",
+                fmt::num(self.model.params),
+                dtype.describe(),
+                self.per_tp()
+            ),
+        };
         w.bytes_line(key, label, formula, bytes);
         bytes
     }
@@ -524,14 +694,32 @@ impl Setup {
     }
 
     /// `batch × context × KV bytes per token per GPU`: the KV a decode step reads.
+    /// Sliding-window layers add their last `min(context, window)` tokens and linear
+    /// layers their fixed state, per sequence.
     pub fn kv_step_line(&self, w: &mut Work, batch: f64, context: f64, per_token: f64) -> f64 {
-        let bytes = batch * context * per_token;
-        let formula = format!(
-            "{} seqs × {} tokens × {}",
-            fmt::num(batch),
-            fmt::num(context),
-            crate::fmt::bytes(per_token, ByteStyle::Figure)
-        );
+        let bounded = self
+            .model
+            .kv
+            .bounded_bytes_per_seq_per_gpu(self.kv_dtype, self.tp, context);
+        let bytes = batch * (context * per_token + bounded);
+        let formula = if bounded > 0.0 {
+            format!(
+                "{} seqs × ({} tokens × {} + {})",
+                fmt::num(batch),
+                fmt::num(context),
+                crate::fmt::bytes(per_token, ByteStyle::Figure),
+                self.model
+                    .kv
+                    .bounded_formula(self.kv_dtype, self.tp, context)
+            )
+        } else {
+            format!(
+                "{} seqs × {} tokens × {}",
+                fmt::num(batch),
+                fmt::num(context),
+                crate::fmt::bytes(per_token, ByteStyle::Figure)
+            )
+        };
         w.bytes_line(
             "kv_bytes_per_step",
             "KV read per step per GPU",
@@ -555,8 +743,7 @@ impl Setup {
         let Some(r) = self.model.routed else {
             return resident;
         };
-        let (k, e) = (r.per_tok as f64, r.experts as f64);
-        let touched = 1.0 - (1.0 - k / e).powf(batch);
+        let touched = self.touched_fraction(batch);
         w.line(
             &format!("experts_touched_fraction{suffix}"),
             "Routed experts touched per layer",
@@ -564,22 +751,30 @@ impl Setup {
             fmt::float(touched),
             "",
         );
-        let always = self.model.params - r.params;
-        let bytes = (always + touched * r.params) * dtype.bytes() / self.tp as f64;
+        let (always, routed) = self.weight_split(dtype);
+        let bytes = (always + touched * routed) / self.tp as f64;
         w.bytes_line(
             &format!("weight_bytes_read_per_step{suffix}"),
             "Weights read per step per GPU",
             format!(
-                "({} always-used + {} × {} routed params) × {}{}",
-                fmt::num(always),
+                "({} always-used + {} × {} routed){}",
+                crate::fmt::bytes(always, ByteStyle::Figure),
                 fmt::num(touched),
-                fmt::num(r.params),
-                dtype.describe(),
+                crate::fmt::bytes(routed, ByteStyle::Figure),
                 self.per_tp()
             ),
             bytes,
         );
         bytes
+    }
+
+    /// Share of each MoE layer's routed experts that `tokens` tokens touch under uniform
+    /// routing: `1 − (1 − k/E)^tokens` (1 for a dense model).
+    pub fn touched_fraction(&self, tokens: f64) -> f64 {
+        match self.model.routed {
+            Some(r) => 1.0 - (1.0 - r.per_tok as f64 / r.experts as f64).powf(tokens),
+            None => 1.0,
+        }
     }
 
     /// `(weights + KV) / HBM bandwidth`, in ms.
@@ -620,6 +815,110 @@ impl Setup {
             kv_per_token,
             kv_per_step,
             ms,
+        }
+    }
+
+    /// The peers one collective spans: TP, or EP where experts are spread wider.
+    pub fn peers(&self) -> u64 {
+        self.tp.max(self.ep)
+    }
+
+    /// The compute peak of weights × activations: the estimator's, or — for one that
+    /// takes no activation dtype — the one the weights run at by default on this GPU.
+    pub fn peak(&self) -> ComputePeak {
+        if let Some(c) = &self.compute {
+            return c.clone();
+        }
+        let activation = precision::default_activation(self.weight_dtype, self.gpu.spec);
+        let mut peak = precision::compute_peak(self.gpu.spec, self.weight_dtype, activation)
+            .or_else(|_| precision::compute_peak(self.gpu.spec, Dtype::Bf16, Dtype::Bf16))
+            .expect("bf16 × bf16 always has a peak");
+        if let Some(v) = self.gpu.peak_override {
+            peak.flops = v;
+        }
+        peak
+    }
+
+    /// `2 × active params × tokens / TP / peak`, in ms: prefill compute at the peak.
+    pub fn prefill_ms_at_peak(&self, tokens: f64) -> f64 {
+        2.0 * self.model.active_params * tokens / self.tp as f64 / self.peak().flops * 1e3
+    }
+
+    /// FLOPs of a fresh prompt chunk's attention over itself per GPU: `heads × (d_qk +
+    /// d_v) × chunk²` a full layer (causal: half the pairs, 2 FLOPs a multiply-add), a
+    /// sliding layer up to its window.
+    pub fn chunk_attention_flops(&self, chunk: f64) -> f64 {
+        let (full, sliding, window) = match self.model.kv {
+            KvLayout::Gqa {
+                layers,
+                window_layers,
+                window,
+                ..
+            } => (layers as f64, window_layers as f64, window as f64),
+            KvLayout::Mla { layers, .. } => (layers as f64, 0.0, 0.0),
+        };
+        self.model.attention_width * chunk * (full * chunk + sliding * chunk.min(window))
+            / self.tp as f64
+    }
+
+    /// Bytes one GPU sends in a step's collectives: 2 a layer, each `2 (p − 1)/p ×
+    /// hidden × 2 B` a token (a ring all-reduce; the all-to-alls of EP move about as
+    /// much); 0 without peers or a known hidden size.
+    pub fn collective_bytes(&self, tokens: f64) -> f64 {
+        let p = self.peers() as f64;
+        match self.model.hidden {
+            Some(h) if p > 1.0 => {
+                2.0 * self.model.layers as f64 * 2.0 * (p - 1.0) / p
+                    * h as f64
+                    * super::defaults::ALLREDUCE_ELEMENT_BYTES.value
+                    * tokens
+            }
+            _ => 0.0,
+        }
+    }
+
+    /// What the fitted constants multiply for a step reading `reads` bytes (weights, KV),
+    /// with `prefill_tokens` riding in it and `tokens` through its collectives.
+    pub fn basis(&self, reads: (f64, f64), prefill_tokens: f64, tokens: f64) -> Basis {
+        let ms = |bytes: f64| bytes / self.gpu.bandwidth * 1e3;
+        let p = self.peers() as f64;
+        let calls = if p > 1.0 {
+            2.0 * self.model.layers as f64 * (p - 1.0) / p
+        } else {
+            0.0
+        };
+        Basis {
+            values: [
+                ms(reads.0),
+                self.model.layers as f64,
+                self.model.moe_layers as f64,
+                calls,
+                1.0,
+                self.prefill_ms_at_peak(prefill_tokens),
+                ms(reads.1),
+            ],
+            link_ms: self.collective_bytes(tokens)
+                / (self.gpu.link_bandwidth * expected_cost::LINK_EFFICIENCY)
+                * 1e3,
+        }
+    }
+
+    /// The wording the expected-cost lines need.
+    pub fn shape(&self, tokens: f64, prefill_tokens: f64, prefill_formula: String) -> Shape {
+        let peak = self.peak();
+        Shape {
+            layers: self.model.layers as f64,
+            peers: self.peers(),
+            expert_parallel: self.ep > 1 && self.model.routed.is_some(),
+            collective_bytes: self.collective_bytes(tokens),
+            link: self.gpu.link,
+            link_bandwidth: self.gpu.link_bandwidth,
+            prefill_tokens,
+            prefill_tokens_formula: prefill_formula,
+            active_params: self.model.active_params,
+            tp: self.tp,
+            peak: peak.flops,
+            peak_name: peak.precision.name().to_string(),
         }
     }
 
@@ -737,6 +1036,109 @@ mod tests {
         has_err(&e, "model", "llama-3.1-8b");
         has_err(&e, "gpu", "h100-sxm");
         has_err(&e, "kv_dtype", "bf16, fp16, fp8, int8, int4");
+    }
+
+    #[test]
+    fn a_gpu_the_catalog_lacks_runs_on_its_own_figures() {
+        let e = errs(
+            "decode-floor",
+            "model=llama-3.1-8b gpu=rtx-9090 batch=1 context=1",
+        );
+        has_err(&e, "gpu", "give its own datasheet figures: bandwidth");
+        let c = ok(
+            "decode-floor",
+            "model=llama-3.1-8b gpu=rtx-9090 bandwidth=2e12 peak_flops=400e12 batch=64 \
+             context=4096",
+        );
+        close(
+            &c,
+            "floor_ms",
+            (16.060522496e9 + 34.359738368e9) / 2e12 * 1e3,
+        );
+        let gpu = c.inputs["gpu"].as_str().unwrap();
+        assert!(gpu.starts_with("rtx-9090 (not in the catalog"), "{gpu}");
+        // mixed-step also takes the compute peak from the catalog: it must be given too
+        let e = errs(
+            "mixed-step",
+            "model=llama-3.1-8b gpu=rtx-9090 bandwidth=2e12 batch=1 context=1 chunk_tokens=1",
+        );
+        has_err(&e, "gpu", "peak_flops");
+    }
+
+    #[test]
+    fn a_hybrid_model_reads_kv_at_its_full_attention_layers_and_its_state() {
+        let mut raw = inputs("tp=2 batch=8 context=4096");
+        raw.insert(
+            "config".into(),
+            crate::estimate::models::tests::QWEN3_NEXT_CONFIG.into(),
+        );
+        let c = crate::estimate::run("decode-floor", &raw).unwrap();
+        // 2 × 12 layers × 1 KV head per GPU × 256 × 2 B
+        assert_eq!(num(&c, "kv_bytes_per_token_per_gpu"), 12_288.0);
+        let state = 36.0 * 548_864.0 * 2.0 / 2.0;
+        assert_eq!(
+            num(&c, "kv_bytes_per_step"),
+            8.0 * (4096.0 * 12_288.0 + state)
+        );
+        assert_eq!(
+            c.inputs["attention_layers"],
+            "48 layers: 12 full attention, 36 linear attention"
+        );
+        let line = c
+            .lines
+            .iter()
+            .find(|l| l.key == "kv_bytes_per_step")
+            .unwrap();
+        assert!(
+            line.formula.contains("linear-attention layers"),
+            "{}",
+            line.formula
+        );
+    }
+
+    #[test]
+    fn a_checkpoint_that_keeps_modules_in_bf16_weighs_them_at_2_bytes() {
+        let c = ok(
+            "decode-floor",
+            "model=llama-3.1-405b-fp8 tp=8 batch=1 context=1",
+        );
+        // 324.5 B FP8 params + 81.3 B BF16 params (attention, 2 MLPs, embeddings), / 8
+        close(&c, "weight_bytes_per_gpu", 487.17e9 / 8.0);
+        let w = c
+            .lines
+            .iter()
+            .find(|l| l.key == "weight_bytes_per_gpu")
+            .unwrap();
+        assert!(
+            w.formula.contains("attention of 126 layers"),
+            "{}",
+            w.formula
+        );
+        assert!(c.inputs["weight_dtype"]
+            .as_str()
+            .unwrap()
+            .contains("quantization_config"));
+        // the same from the config's own text
+        let mut raw = inputs("tp=8 batch=1 context=1");
+        raw.insert(
+            "config".into(),
+            crate::estimate::models::tests::llama_405b_fp8_config(),
+        );
+        let from_config = crate::estimate::run("decode-floor", &raw).unwrap();
+        assert_eq!(
+            from_config.results["weight_bytes_per_gpu"],
+            c.results["weight_bytes_per_gpu"]
+        );
+        // weight_dtype given as something else: every weight at it
+        let bf16 = ok(
+            "decode-floor",
+            "model=llama-3.1-405b-fp8 tp=8 weight_dtype=bf16 batch=1 context=1",
+        );
+        close(&bf16, "weight_bytes_per_gpu", 405_853_388_800.0 * 2.0 / 8.0);
+        // gpt-oss: MXFP4 experts (4.25 bits), BF16 attention; a decode reads the touched experts
+        let g = ok("decode-floor", "model=gpt-oss-120b batch=1 context=1");
+        let w = num(&g, "weight_bytes_per_gpu");
+        assert!((w / 1e9 - 65.1).abs() < 0.5, "{w}");
     }
 
     #[test]

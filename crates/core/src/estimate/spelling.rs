@@ -58,17 +58,41 @@ pub fn gpu_alias(name: &str) -> Option<&'static str> {
                 && !after.is_some_and(|c| c.is_ascii_digit())
         })
     };
-    Some(if has("h100") {
-        if s.contains("nvl") {
-            return None;
+    let big_memory = |g: &str| s.contains(g);
+    Some(if has("gb200") {
+        "gb200"
+    } else if has("gb300") {
+        "gb300"
+    } else if has("gh200") {
+        if big_memory("96g") || big_memory("480g") || (s.contains("hbm3") && !s.contains("hbm3e")) {
+            "gh200-96gb"
+        } else {
+            "gh200"
         }
-        if s.contains("pcie") {
+    } else if has("h100") {
+        if s.contains("nvl") {
+            "h100-nvl"
+        } else if s.contains("pcie") {
             "h100-pcie"
         } else {
             "h100-sxm"
         }
     } else if has("h200") {
+        if s.contains("nvl") {
+            return None;
+        }
         "h200"
+    } else if has("h800") {
+        if s.contains("pcie") {
+            return None;
+        }
+        "h800"
+    } else if has("h20") {
+        if big_memory("141g") || big_memory("3e") || big_memory("144g") {
+            "h20-141gb"
+        } else {
+            "h20"
+        }
     } else if has("a100") {
         if s.contains("40g") {
             "a100-40gb"
@@ -77,12 +101,20 @@ pub fn gpu_alias(name: &str) -> Option<&'static str> {
         }
     } else if has("l40s") {
         "l40s"
+    } else if has("l20") {
+        "l20"
     } else if has("l4") {
         "l4"
     } else if has("b200") {
         "b200"
+    } else if has("b300") {
+        "b300"
     } else if has("mi300x") {
         "mi300x"
+    } else if has("mi325x") {
+        "mi325x"
+    } else if has("mi355x") {
+        "mi355x"
     } else {
         return None;
     })
@@ -147,7 +179,19 @@ mod tests {
             ("AMD Instinct MI300X", Some("mi300x")),
             ("NVIDIA L4", Some("l4")),
             ("L40S", Some("l40s")),
-            ("H100 NVL", None),
+            ("H100 NVL", Some("h100-nvl")),
+            ("H200 NVL", None),
+            ("NVIDIA GB200", Some("gb200")),
+            ("GB300", Some("gb300")),
+            ("NVIDIA GH200 480GB", Some("gh200-96gb")),
+            ("GH200 144G HBM3e", Some("gh200")),
+            ("NVIDIA H20", Some("h20")),
+            ("H20 141GB", Some("h20-141gb")),
+            ("NVIDIA H800 80GB HBM3", Some("h800")),
+            ("L20", Some("l20")),
+            ("B300", Some("b300")),
+            ("AMD Instinct MI325X", Some("mi325x")),
+            ("MI355X", Some("mi355x")),
             ("t4", None),
             ("h1000", None),
             ("a1000", None),

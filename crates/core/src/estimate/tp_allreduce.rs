@@ -7,6 +7,7 @@
 
 use super::chain::Work;
 use super::decode_floor::{BATCH, CONTEXT};
+use super::fitted::FITTED;
 use super::fmt;
 use super::input::{Parser, Rule};
 use super::setup::{self, opt, Setup};
@@ -142,21 +143,47 @@ fn run(inputs: &Inputs) -> Result<Chain, Vec<FieldError>> {
         ),
         ar_ms,
     );
+    let calls = 2.0 * layers;
+    let per_call = FITTED.collective_ms * (tp - 1.0) / tp;
+    let latency_ms = calls * per_call;
+    w.ms_line(
+        "allreduce_latency_ms",
+        "All-reduce latency",
+        format!(
+            "{} all-reduces × {} × ({} − 1)/{} (each call's fixed latency, growing with the \
+             peers a ring visits; fitted on {} published decode steps, docs/accuracy.md)",
+            fmt::num(calls),
+            format_args!("{} µs", fmt::num(FITTED.collective_ms * 1e3)),
+            s.tp,
+            s.tp,
+            FITTED.decode_cases
+        ),
+        latency_ms,
+    );
     let floor = s.decode_floor(&mut w, batch, context);
-    let step_ms = floor.ms + ar_ms;
+    let step_ms = floor.ms + ar_ms + latency_ms;
     w.ms_line(
         "step_ms",
         "Step with all-reduce",
-        format!("{} + {}", fmt::ms(floor.ms), fmt::ms(ar_ms)),
+        format!(
+            "{} + {} + {}",
+            fmt::ms(floor.ms),
+            fmt::ms(ar_ms),
+            fmt::ms(latency_ms)
+        ),
         step_ms,
     );
 
     w.result("bytes_per_token_per_gpu", fmt::whole(per_token));
     w.result("bytes_per_step_per_gpu", fmt::whole(per_step));
     w.result("allreduce_ms", fmt::float(ar_ms));
+    w.result("allreduce_latency_ms", fmt::float(latency_ms));
     w.result("base_step_ms", fmt::float(floor.ms));
     w.result("step_ms", fmt::float(step_ms));
-    w.result("allreduce_share", fmt::float(ar_ms / step_ms));
+    w.result(
+        "allreduce_share",
+        fmt::float((ar_ms + latency_ms) / step_ms),
+    );
 
     let sanity = if s.tp == 1 {
         format!(
@@ -166,17 +193,18 @@ fn run(inputs: &Inputs) -> Result<Chain, Vec<FieldError>> {
         )
     } else {
         format!(
-            "At TP {} each GPU moves {} per step over {} ({}), adding {} to the {} floor \
-             ({}% of the step). This counts bandwidth only: each of the {} all-reduces also \
-             has a fixed latency of a few µs, and the slowest GPU in the group sets the pace.",
+            "At TP {} each GPU moves {} per step over {} ({}), adding {} of transfer and {} of \
+             latency ({} calls) to the {} floor ({}% of the step); the slowest GPU in the group \
+             sets the pace.",
             s.tp,
             crate::fmt::bytes(per_step, ByteStyle::Figure),
             s.gpu.link,
             fmt::rate(link),
             fmt::ms(ar_ms),
+            fmt::ms(latency_ms),
+            fmt::num(calls),
             fmt::ms(floor.ms),
-            fmt::pct(ar_ms / step_ms),
-            fmt::num(2.0 * layers)
+            fmt::pct((ar_ms + latency_ms) / step_ms)
         )
     };
     Ok(w.finish(NAME, used, sanity))
@@ -198,7 +226,13 @@ mod tests {
         close(&c, "allreduce_ms", per_token * 64.0 / 450e9 * 1e3);
         let base = (70_553_706_496.0 * 2.0 / 4.0 + 64.0 * 4096.0 * 81_920.0) / 3.35e12 * 1e3;
         close(&c, "base_step_ms", base);
-        close(&c, "step_ms", base + per_token * 64.0 / 450e9 * 1e3);
+        let latency = 160.0 * super::super::fitted::FITTED.collective_ms * 3.0 / 4.0;
+        close(&c, "allreduce_latency_ms", latency);
+        close(
+            &c,
+            "step_ms",
+            base + per_token * 64.0 / 450e9 * 1e3 + latency,
+        );
         assert_eq!(
             c.inputs["link_bandwidth"],
             serde_json::json!(450_000_000_000u64)
@@ -231,6 +265,7 @@ mod tests {
     fn tp1_moves_nothing() {
         let c = ok("tp-allreduce", "model=llama-3.1-8b batch=64 context=4096");
         assert_eq!(c.results["bytes_per_token_per_gpu"], serde_json::json!(0));
+        assert_eq!(c.results["allreduce_latency_ms"], serde_json::json!(0.0));
         close(&c, "step_ms", 15.05);
         assert!(c.sanity.contains("nothing to all-reduce"));
     }

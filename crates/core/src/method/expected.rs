@@ -125,7 +125,7 @@ fn headline(chain: &Chain) -> Option<&str> {
 
 /// Runs the estimator and picks `result_key`. When it is blank: the headline result
 /// if it is in the observed value's dimension, else the last result that is (on step
-/// 4's decode step, decode-floor's `floor_ms`, never the ratio `floor_over_measured`).
+/// 4's decode step, decode-floor's `expected_ms`, never the ratio `floor_over_measured`).
 /// A result of another dimension than the observed value is refused naming both
 /// units; the observed value is converted into the result's unit.
 pub fn attach(
@@ -278,7 +278,7 @@ mod tests {
         assert_eq!(e.unit, "ms");
         assert!((e.ratio(Some(Unit::Ms)).unwrap().unwrap() - 1.595).abs() < 0.01);
         let e = attach("decode-floor", inputs.clone(), "", None).unwrap();
-        assert_eq!(e.result_key, "floor_ms");
+        assert_eq!(e.result_key, "expected_ms");
         assert_eq!(e.ratio(None), Ok(None));
         let errors = attach("decode-floor", inputs.clone(), "nope", None).unwrap_err();
         assert_eq!(errors[0].field, "result_key");
@@ -306,7 +306,7 @@ mod tests {
             observed(21.0, Some(Unit::Ms)),
         )
         .unwrap();
-        assert_eq!(e.result_key, "floor_ms");
+        assert_eq!(e.result_key, "expected_ms");
         // Seconds typed on the observed side are converted into the result's ms.
         let e = attach(
             "decode-floor",

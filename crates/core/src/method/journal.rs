@@ -578,22 +578,16 @@ fn diagnosis_line(input: &DraftInput) -> String {
     }
     if let Some(d) = input.decode.filter(|_| decode_counts) {
         let band = match d.band {
-            Band::NearLimit => "near the physical limit",
-            Band::Overhead => "kernel or launch overhead",
+            Band::Healthy => "what a well-run server of this setup takes",
+            Band::Overhead => "overhead a well-run server does not pay",
             Band::Structural => "a structural problem",
         };
-        // ratio = floor / measured: the measured step is 1/ratio times the floor.
         let step = if tail.is_some() {
             "The typical (median) decode step"
         } else {
             "The measured decode step"
         };
-        sentences.push(format!(
-            "{step} is {:.1}× its bandwidth floor: it reaches {:.0}% of the memory-bandwidth \
-             limit ({band}).",
-            1.0 / d.ratio,
-            d.ratio * 100.0
-        ));
+        sentences.push(format!("{step} is {} ({band}).", d.reading()));
     }
     let findings = input.findings.trim();
     if !findings.is_empty() {
@@ -872,7 +866,7 @@ mod tests {
             }],
         };
         let dominance = crate::method::phases::dominant(&table, &target);
-        let band = crate::method::regime::decode_band(7.6, 23.0).unwrap();
+        let band = crate::method::regime::decode_band(7.6, None, 23.0).unwrap();
         let entry = draft(&DraftInput {
             date: "2026-12-01",
             target: Some(&target),
@@ -886,7 +880,7 @@ mod tests {
             "Decode dominates the p99 ITL (97%). At the p99, decode is 5.9× its median \
              (23.0 ms → 136 ms): the tail comes from a minority of slow steps or requests, \
              not from the typical one. The typical (median) decode step is 3.0× its bandwidth \
-             floor: it reaches 33% of the memory-bandwidth limit (a structural problem)."
+             floor (33% of the memory-bandwidth limit) (a structural problem)."
         );
     }
 }

@@ -8,6 +8,7 @@ pub mod comparison_input;
 pub mod evidence;
 pub mod expected;
 pub mod fixes;
+pub mod fleet;
 pub mod journal;
 pub mod kernels;
 pub mod load_sweep;
@@ -26,7 +27,7 @@ pub use journal::{DraftInput, JournalEntry, ParseError};
 pub use kernels::{KernelRow, RankedKernel};
 pub use order::{skip_warning, StepInfo, STEPS};
 pub use phases::{dominant, next_checks, Dominance, NextChecks, Phase, PhaseRow, PhaseTable};
-pub use regime::{decode_band, helps, regime, Band, DecodeBand, Regime};
+pub use regime::{decode_band, helps, regime, Against, Band, DecodeBand, Regime};
 pub use reproduce::{
     check_single_change, diff, ConfigChange, ConfigField, FieldKind, FrozenConfig, Reproducible,
     SingleChangeCheck, CONFIG_FIELDS, CONFIG_GROUPS,

@@ -43,7 +43,7 @@ pub const STEPS: [StepInfo; 8] = [
         number: 4,
         slug: "regime",
         title: "Which regime",
-        purpose: "Tell compute-bound from memory-bound from latency-bound, and decode time from its bandwidth floor.",
+        purpose: "Tell compute-bound from memory-bound from latency-bound, and a decode step from what it should cost and from its bandwidth floor.",
     },
     StepInfo {
         number: 5,

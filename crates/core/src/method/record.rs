@@ -516,7 +516,7 @@ fn parse_regime(pairs: &Pairs) -> Result<RegimeStep, Vec<FieldError>> {
         match measured {
             Some(measured_ms) if measured_ms > 0.0 => {
                 if let Some(f) = floor {
-                    if let Err(es) = decode_band(f, measured_ms) {
+                    if let Err(es) = decode_band(f, None, measured_ms) {
                         errors
                             .extend(es.into_iter().map(|e| {
                                 FieldError::new(format!("decode.{}", e.field), e.message)
@@ -848,10 +848,14 @@ pub struct DecodeEval {
     pub floor_ms: f64,
     /// "estimate" (decode-floor from the step-0 setup) or "entered".
     pub floor_source: &'static str,
+    /// decode-floor's expected step (published calibration), when estimated.
+    pub expected_ms: Option<f64>,
     pub measured_ms: f64,
     pub band: DecodeBand,
     /// The decode-floor link with the inputs used.
     pub estimator_href: Option<String>,
+    /// This setup's record on the team's fleet, from past investigations.
+    pub fleet: Option<super::fleet::FleetHistory>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -895,6 +899,20 @@ pub struct Evaluation {
 }
 
 impl Evaluation {
+    /// Holds step 4's decode step against the team's own history of the setup: shown
+    /// beside the expected step always, and used by the band when it has enough points.
+    pub fn apply_fleet(&mut self, history: super::fleet::FleetHistory) {
+        let Some(d) = self.regime.as_mut().and_then(|r| r.decode.as_mut()) else {
+            return;
+        };
+        if history.enough() && d.expected_ms.is_some() {
+            d.band = d
+                .band
+                .with_fleet(history.ratio, history.points.len(), d.measured_ms);
+        }
+        d.fleet = Some(history);
+    }
+
     /// One step's computed results as JSON (null when there are none).
     pub fn step_json(&self, step: u8) -> serde_json::Value {
         let v = match step {
@@ -1220,13 +1238,19 @@ fn evaluate_regime(step: &RegimeStep, config: Option<&FrozenConfig>) -> RegimeEv
                 }
             }
         };
-        let band = decode_band(floor, d.measured_ms).ok()?;
+        let expected = match source {
+            "estimate" => super::fleet::expected_ms(config, d.batch, d.context),
+            _ => None,
+        };
+        let band = decode_band(floor, expected, d.measured_ms).ok()?;
         Some(DecodeEval {
             floor_ms: floor,
             floor_source: source,
+            expected_ms: expected,
             measured_ms: d.measured_ms,
             band,
             estimator_href: href,
+            fleet: None,
         })
     });
     RegimeEval {
@@ -1758,6 +1782,7 @@ mod tests {
         let d = evaluate(&r).regime.unwrap().decode.unwrap();
         assert_eq!(d.floor_source, "entered");
         assert_eq!(d.band.band, crate::method::Band::Overhead);
+        assert_eq!(d.band.against, crate::method::Against::FloorOnly);
     }
 
     #[test]

@@ -1,8 +1,10 @@
 //! Statistics used by the before/after comparison: linear-interpolated
 //! quantiles, a seeded percentile bootstrap of the difference of a statistic,
-//! and the Mann–Whitney U test. Pure functions: no I/O, no clock, no global RNG.
+//! and the Mann–Whitney U test; and the least-relative-error fit that calibrates the
+//! estimators' expected costs on published measurements. Pure functions: no I/O, no clock, no global RNG.
 
 pub mod bootstrap;
+pub mod fit;
 pub mod mann_whitney;
 pub mod outlier;
 pub mod quantile;

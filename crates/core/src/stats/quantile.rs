@@ -241,7 +241,7 @@ mod tests {
     use super::*;
 
     // Reference: numpy 2.4.6, `np.quantile(DATA, p)` (default method "linear"),
-    // src/core/stats/reference.py:
+    // crates/core/src/stats/reference.py:
     //   0.0 95.5 | 0.5 130.5 | 0.9 310.2 | 0.95 590.1 | 0.99 814.0200000000002
     //   1.0 870.0 | mean 207.2818181818182 | [7.0] p95 7.0 | [1, 2] p95 1.95
     const DATA: [f64; 11] = [

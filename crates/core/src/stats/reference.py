@@ -1,5 +1,5 @@
 # Reference numbers for the core::stats and core::method tests (numpy/scipy).
-# Run: python3 src/core/stats/reference.py  (needs numpy, scipy). Output kept at the end.
+# Run: python3 crates/core/src/stats/reference.py  (needs numpy, scipy). Output kept at the end.
 import itertools, numpy as np, scipy
 from scipy import stats
 print("numpy", np.__version__, "scipy", scipy.__version__)

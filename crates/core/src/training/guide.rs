@@ -97,7 +97,7 @@ pub const PAGES: &[Page] = &[
         paragraphs: &[
             "Queue wait dominates: compare the average running batch with the configured maximum. A low batch means the scheduler or admission holds requests back (max_num_seqs, preemption, long prefills blocking without chunked prefill); a batch at its maximum means the replica is full and needs company.",
             "Prefill dominates: first ask whether prompts got longer, then look at the prefix-cache hit rate, then compare prefill with the compute roofline, and only then at kernels.",
-            "Decode dominates: compute the bandwidth floor — the bytes a step must read (weights plus the batch's KV cache) divided by memory bandwidth — and the ratio floor / measured. Above 0.8 the step is near the physical limit and only fewer bytes help; 0.4 to 0.8 points at kernel or launch overhead; under 0.4 something structural is wasting most of each step.",
+            "Decode dominates: compute the bandwidth floor — the bytes a step must read (weights plus the batch's KV cache) divided by memory bandwidth — and the expected step, what a well-run server of the same engine, GPU, parallelism and precision takes: the floor at the bandwidth kernels really reach, plus the fixed costs every step pays (collectives, MoE routing, sampling and scheduling), fitted on published runs. Read the measured step against the expected one: up to 1.2× it is healthy and only fewer bytes or fewer fixed costs help; 1.2 to 2.5× is overhead to profile; beyond 2.5× something structural is wasting most of each step. A small MoE step can sit at a fifth of its floor and still be healthy: its fixed costs dwarf the few experts it reads. Once your team has measured a setup three times, the band uses your own record of it.",
             "Tokenize or detokenize dominates: a slow tokenizer, or detokenizing token by token. Network dominates (client TTFT far above server TTFT): usually a proxy that buffers the stream.",
         ],
         practice: &[
@@ -107,8 +107,8 @@ pub const PAGES: &[Page] = &[
         ],
         questions: &[
             Question {
-                prompt: "Decode dominates; the floor is 6 ms and the measured step is 24 ms. Which band is it in, and what do you do next?",
-                model_answer: "6 / 24 = 0.25, under 0.4: structural. Before profiling kernels, look for what wastes whole steps — tiny batches, prefills interleaved with decode, host syncs, scheduling gaps.",
+                prompt: "Decode dominates; the floor is 6 ms, the expected step 8 ms and the measured step 24 ms. Which band is it in, and what do you do next?",
+                model_answer: "24 / 8 = 3× the expected step, beyond 2.5×: structural (the floor ratio, 6 / 24 = 0.25, says the same). Before profiling kernels, look for what wastes whole steps — tiny batches, prefills interleaved with decode, host syncs, scheduling gaps.",
             },
             Question {
                 prompt: "Queue wait dominates and the running batch sits at max_num_seqs all day. What is the fix family?",
