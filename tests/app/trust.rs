@@ -156,7 +156,8 @@ async fn an_expected_value_must_be_in_the_unit_the_step_observes() {
     );
     assert_eq!(expected_rows(app.pool.clone()).await, before);
 
-    // Result left blank: the estimator's time, floor_ms, is the expected value.
+    // Result left blank: the estimator's expected step, expected_ms, is the expected
+    // value (the floor is a limit, not an expectation).
     let r = app
         .post_form(
             &format!("{url}/steps/4/expected"),
@@ -172,9 +173,9 @@ async fn an_expected_value_must_be_in_the_unit_the_step_observes() {
         .fetch_one(&app.pool)
         .await
         .unwrap();
-    assert_eq!(key, "floor_ms");
+    assert_eq!(key, "expected_ms");
     let p = app.get(&format!("{url}/steps/4")).await;
-    assert_eq!(p.select(".expected-figures .gap-ratio-cell"), ["1.40×"]);
+    assert_eq!(p.select(".expected-figures .gap-ratio-cell"), ["1.19×"]);
 
     // An expected value attached under the old rules (a ratio against a time) is
     // flagged and shows no gap.
