@@ -30,22 +30,6 @@ use crate::auth::extract::{require_api_user, require_login};
 use crate::error::{ApiError, AppError};
 use crate::state::AppState;
 
-/// The Content-Security-Policy: scripts and styles only from this origin, no inline code,
-/// no framing. htmx is configured (in base.html) so it needs neither eval nor inline style.
-pub const CSP: &str =
-    "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data:; \
-     font-src 'self'; connect-src 'self'; form-action 'self'; frame-ancestors 'none'; \
-     base-uri 'none'; object-src 'none'";
-
-/// [`CSP`] with forms also allowed to lead to `origin` (the sign-in page's "Sign in with
-/// …" form is answered by a redirect to the OpenID provider).
-pub fn csp_with_form_action(origin: &str) -> String {
-    CSP.replace(
-        "form-action 'self'",
-        &format!("form-action 'self' {origin}"),
-    )
-}
-
 pub fn app(state: AppState) -> Router {
     let timeout = || {
         TimeoutLayer::with_status_code(StatusCode::REQUEST_TIMEOUT, state.config.request_timeout)
@@ -132,10 +116,10 @@ pub fn app(state: AppState) -> Router {
         .layer(DefaultBodyLimit::max(state.config.body_limit))
         .layer(
             ServiceBuilder::new()
-                // A page may send its own (the sign-in page, see csp_with_form_action).
+                // A page may send its own (the sign-in page, see web::csp::with_form_action).
                 .layer(SetResponseHeaderLayer::if_not_present(
                     header::CONTENT_SECURITY_POLICY,
-                    HeaderValue::from_static(CSP),
+                    HeaderValue::from_static(crate::web::csp::CSP),
                 ))
                 .layer(header_layer(header::X_CONTENT_TYPE_OPTIONS, "nosniff"))
                 .layer(header_layer(header::REFERRER_POLICY, "same-origin"))
@@ -180,7 +164,16 @@ pub async fn serve(state: AppState, bind: &str) -> anyhow::Result<()> {
             Duration::from_secs(600),
         ),
     );
-    let worker = tokio::spawn(crate::artifacts::ingest::run_worker(state.artifacts()));
+    // Trace sets whose last rank just finished (here or in another replica) are
+    // summarised at every pass of the analysis worker.
+    let worker = tokio::spawn(crate::artifacts::ingest::run_worker(
+        state.artifacts(),
+        |pool| async move {
+            if let Err(e) = crate::trace_sets::settle_all(&pool).await {
+                tracing::error!(error = %e, "summarising trace sets");
+            }
+        },
+    ));
     let blob_sweeper = tokio::spawn(sweep_blobs(state.clone()));
     // OTLP span windows are analysed once they close.
     let span_windows = tokio::spawn(crate::otlp::sweep(state.artifacts()));

@@ -184,7 +184,7 @@ async fn upload_trace_set(
     req: axum::extract::Request,
 ) -> ApiResult<(StatusCode, Json<TraceSetDoc>)> {
     user.require(Role::Editor)?;
-    let id = trace_sets::upload(&state, req, raw.as_deref(), &user.0).await?;
+    let id = trace_sets::upload(&state.artifacts(), req, raw.as_deref(), &user.0).await?;
     answer(&state, id).await
 }
 

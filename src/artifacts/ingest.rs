@@ -31,7 +31,15 @@ pub(crate) struct Job {
 
 /// Runs forever: processes jobs as they are queued (woken by `store.jobs`), and at
 /// least every few seconds in case another replica queued one or stopped mid-analysis.
-pub async fn run_worker(state: ArtifactStore) {
+///
+/// `after_pass` runs at the start of every pass, after stale analyses are requeued: the
+/// layers above use it for what follows analyses (trace sets summarised once their last
+/// rank is done), so this worker needs to know nothing of them.
+pub async fn run_worker<F, Fut>(state: ArtifactStore, after_pass: F)
+where
+    F: Fn(PgPool) -> Fut,
+    Fut: std::future::Future<Output = ()>,
+{
     loop {
         // Every pass, in every replica: an analysis whose worker died (kill -9, out of
         // memory, a lost machine) is taken over once its lease runs out.
@@ -40,10 +48,7 @@ pub async fn run_worker(state: ArtifactStore) {
             Ok(n) => tracing::warn!(requeued = n, "took over analyses whose worker stopped"),
             Err(e) => tracing::error!(error = %e, "requeueing interrupted analyses"),
         }
-        // Trace sets whose last rank just finished (here or in another replica).
-        if let Err(e) = crate::trace_sets::settle_all(&state.pool).await {
-            tracing::error!(error = %e, "summarising trace sets");
-        }
+        after_pass(state.pool.clone()).await;
         match process_next(&state).await {
             Ok(true) => continue,
             Ok(false) => {}

@@ -112,21 +112,20 @@ impl Ask {
 /// name (query, or a form field before the files) is checked before any file is read.
 /// Returns the set's id.
 pub async fn upload(
-    state: &crate::state::AppState,
+    store: &crate::artifacts::ArtifactStore,
     req: axum::extract::Request,
     raw_query: Option<&str>,
     user: &crate::auth::User,
 ) -> Result<i64, AppError> {
     let (query, owner) = crate::artifacts::upload::parse_upload_query(raw_query)?;
-    let (name, traces) =
-        upload::receive_traces(&state.artifacts(), req, owner, user, query.name).await?;
+    let (name, traces) = upload::receive_traces(store, req, owner, user, query.name).await?;
     let ask = Ask {
         name,
         artifacts: traces.iter().map(|a| a.id).collect(),
         investigation: owner.investigation_id,
     };
-    let id = create(&state.pool, &ask, user.id).await?;
-    state.jobs.notify_one();
+    let id = create(&store.pool, &ask, user.id).await?;
+    store.jobs.notify_one();
     Ok(id)
 }
 

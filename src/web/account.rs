@@ -181,7 +181,7 @@ impl LoginPage {
     fn respond(&self, state: &AppState, status: StatusCode) -> Result<Response> {
         let mut response = (status, render(self)?).into_response();
         if let Some(origin) = state.oidc.as_ref().and_then(|o| o.settings.issuer_origin()) {
-            if let Ok(v) = crate::server::csp_with_form_action(&origin).parse() {
+            if let Ok(v) = super::csp::with_form_action(&origin).parse() {
                 response
                     .headers_mut()
                     .insert(axum::http::header::CONTENT_SECURITY_POLICY, v);
@@ -360,11 +360,7 @@ async fn settings_page(
     errors: Vec<FieldError>,
     notice: Option<String>,
 ) -> Result<Response> {
-    let status = if errors.is_empty() {
-        StatusCode::OK
-    } else {
-        StatusCode::UNPROCESSABLE_ENTITY
-    };
+    let status = super::form_page::status(&errors);
     let page = SettingsPage {
         ctx,
         tokens: tokens::list(&state.pool, user.id).await?,
@@ -512,11 +508,7 @@ async fn users_page(
     errors: Vec<FieldError>,
     name: String,
 ) -> Result<Response> {
-    let status = if errors.is_empty() {
-        StatusCode::OK
-    } else {
-        StatusCode::UNPROCESSABLE_ENTITY
-    };
+    let status = super::form_page::status(&errors);
     let page = UsersPage {
         me_id: ctx.user.as_ref().map_or(0, |u| u.id),
         ctx,

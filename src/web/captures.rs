@@ -4,7 +4,6 @@
 use crate::extract::Path;
 use askama::Template;
 use axum::extract::State;
-use axum::http::StatusCode;
 use axum::response::{IntoResponse, Redirect, Response};
 use axum::routing::{get, post};
 use axum::{Form, Router};
@@ -58,7 +57,7 @@ async fn capture_page(
     form: CaptureForm,
     errors: Vec<FieldError>,
 ) -> Result<Response> {
-    let (inv, status) = super::prometheus::investigation_form(state, id, &errors).await?;
+    let (inv, status) = super::form_page::investigation_form(state, id, &errors).await?;
     let page = CapturePage {
         ctx,
         investigation_id: id,
@@ -127,11 +126,7 @@ async fn hosts_page(
     errors: Vec<FieldError>,
     form: HostForm,
 ) -> Result<Response> {
-    let status = if errors.is_empty() {
-        StatusCode::OK
-    } else {
-        StatusCode::UNPROCESSABLE_ENTITY
-    };
+    let status = super::form_page::status(&errors);
     let page = HostsPage {
         ctx,
         hosts: capture::list_hosts(&state.pool).await?,

@@ -4,7 +4,6 @@
 use crate::extract::Path;
 use askama::Template;
 use axum::extract::{RawQuery, State};
-use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use axum::routing::get;
 use axum::Router;
@@ -229,11 +228,7 @@ async fn show_estimator(
             }
         }
     };
-    let status = if errors.is_empty() {
-        StatusCode::OK
-    } else {
-        StatusCode::UNPROCESSABLE_ENTITY
-    };
+    let status = super::form_page::status(&errors);
     let query = canonical_query(&inputs);
     // htmx re-renders only the chain as inputs change; everything else gets the page.
     // That live preview answers 200 even while inputs are missing or wrong: the fragment

@@ -95,7 +95,7 @@ async fn window_page(
     typed: Option<WindowForm>,
     errors: Vec<FieldError>,
 ) -> Result<Response> {
-    let (inv, status) = super::prometheus::investigation_form(state, id, &errors).await?;
+    let (inv, status) = super::form_page::investigation_form(state, id, &errors).await?;
     let card = card(state, id).await?;
     let page = WindowPage {
         ctx,

@@ -57,7 +57,7 @@ async fn page(
     form: Option<TakeFields>,
     errors: Vec<FieldError>,
 ) -> Result<Response> {
-    let (inv, status) = super::prometheus::investigation_form(state, id, &errors).await?;
+    let (inv, status) = super::form_page::investigation_form(state, id, &errors).await?;
     let (services, offered) = offer(state, &inv).await?;
     let page = SpansPage {
         ctx,

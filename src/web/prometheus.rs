@@ -3,7 +3,6 @@
 
 use askama::Template;
 use axum::extract::State;
-use axum::http::StatusCode;
 use axum::response::{IntoResponse, Redirect, Response};
 use axum::routing::{get, post};
 use axum::{Form, Router};
@@ -57,11 +56,7 @@ async fn sources_page(
     mut form: SourceForm,
     errors: Vec<FieldError>,
 ) -> Result<Response> {
-    let status = if errors.is_empty() {
-        StatusCode::OK
-    } else {
-        StatusCode::UNPROCESSABLE_ENTITY
-    };
+    let status = super::form_page::status(&errors);
     // A secret is never sent back, not even to the admin who typed it.
     form.secret.clear();
     let page = SourcesPage {
@@ -122,24 +117,6 @@ async fn remove(
 
 // ---------- the window form ----------
 
-/// The investigation a form on its own page belongs to (404 when there is none), and
-/// the page's status: 422 when fields were refused.
-pub(super) async fn investigation_form(
-    state: &AppState,
-    id: i64,
-    errors: &[FieldError],
-) -> Result<(crate::investigations::db::Investigation, StatusCode)> {
-    let inv = crate::investigations::db::get(&state.pool, id)
-        .await?
-        .ok_or_else(|| AppError::not_found(format!("no investigation {id}")))?;
-    let status = if errors.is_empty() {
-        StatusCode::OK
-    } else {
-        StatusCode::UNPROCESSABLE_ENTITY
-    };
-    Ok((inv, status))
-}
-
 /// What the investigation page's form offers: the sources to choose from and the window
 /// it starts with.
 pub struct WindowOffer {
@@ -186,7 +163,7 @@ async fn window_page(
     form: Option<WindowFields>,
     errors: Vec<FieldError>,
 ) -> Result<Response> {
-    let (inv, status) = investigation_form(state, id, &errors).await?;
+    let (inv, status) = super::form_page::investigation_form(state, id, &errors).await?;
     let offer = offer(state, &inv).await?;
     let form = form.unwrap_or(WindowFields {
         start: offer.start,

@@ -65,11 +65,7 @@ async fn render_thesaurus(
     editing: String,
     text: String,
 ) -> Result<Response> {
-    let status = if errors.is_empty() {
-        StatusCode::OK
-    } else {
-        StatusCode::UNPROCESSABLE_ENTITY
-    };
+    let status = super::form_page::status(&errors);
     let page = ThesaurusPage {
         ctx,
         groups: thesaurus::list(&state.pool).await?,

@@ -3,7 +3,6 @@
 
 use askama::Template;
 use axum::extract::State;
-use axum::http::StatusCode;
 use axum::response::{IntoResponse, Redirect, Response};
 use axum::routing::{get, post};
 use axum::Router;
@@ -54,11 +53,7 @@ async fn page(
     form: AddForm,
     errors: Vec<FieldError>,
 ) -> Result<Response> {
-    let status = if errors.is_empty() {
-        StatusCode::OK
-    } else {
-        StatusCode::UNPROCESSABLE_ENTITY
-    };
+    let status = super::form_page::status(&errors);
     let page = Page {
         ctx,
         hooks: hooks::list(&state.pool).await?,

@@ -19,7 +19,7 @@
 //!   summed time, and bytes (`In msg nelems` × the size of `dtype`) where the trace has
 //!   them.
 
-use super::state::{FastMap, GpuEv, Launch};
+use super::state::{CollArgs, FastMap, GpuEv, Launch};
 use serde::{Deserialize, Serialize};
 
 /// Steps kept per rank (the first ones); the rest are counted.
@@ -129,26 +129,6 @@ pub struct Distributed {
     /// Busy fraction (0–1, any stream of any device) in [`BUSY_BUCKETS`] equal buckets
     /// from the first GPU start to the last end.
     pub busy: Vec<f64>,
-}
-
-/// What the reader kept of an NCCL kernel's arguments.
-#[derive(Clone, Debug, Default)]
-pub struct CollArgs {
-    pub name: Option<String>,
-    pub bytes: Option<f64>,
-}
-
-/// Bytes per element of an NCCL `dtype` argument as PyTorch writes it.
-pub fn dtype_bytes(dtype: &str) -> Option<f64> {
-    let d = dtype.trim().to_ascii_lowercase();
-    Some(match d.as_str() {
-        "float" | "float32" | "int" | "int32" | "uint32" => 4.0,
-        "double" | "float64" | "long" | "int64" | "uint64" => 8.0,
-        "half" | "float16" | "bfloat16" | "short" | "int16" => 2.0,
-        "byte" | "char" | "int8" | "uint8" | "bool" => 1.0,
-        _ if d.starts_with("float8") => 1.0,
-        _ => return None,
-    })
 }
 
 /// The collective of an NCCL kernel name: `ncclKernel_AllReduce_RING_LL_Sum_float` and
@@ -399,6 +379,7 @@ fn busy_timeline(gpu: &[GpuEv]) -> Vec<f64> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::analyze::pytorch_trace::state::dtype_bytes;
 
     #[test]
     fn kernel_types_follow_hta() {

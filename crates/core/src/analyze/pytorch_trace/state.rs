@@ -1,7 +1,6 @@
 //! What is kept while a trace streams by, and how one event is folded into it: GPU
 //! intervals, launches by correlation id, interned kernel names, step markers, counts.
 
-use super::distributed::{dtype_bytes, CollArgs};
 use super::POOLED;
 use serde_json::Value;
 use std::collections::{HashMap, HashSet};
@@ -346,4 +345,24 @@ pub(super) fn step_number(name: &str) -> Option<i64> {
         .find(|c: char| !c.is_ascii_digit())
         .unwrap_or(digits.len());
     digits[..end].parse().ok()
+}
+
+/// What the reader kept of an NCCL kernel's arguments.
+#[derive(Clone, Debug, Default)]
+pub(super) struct CollArgs {
+    pub(super) name: Option<String>,
+    pub(super) bytes: Option<f64>,
+}
+
+/// Bytes per element of an NCCL `dtype` argument as PyTorch writes it.
+pub(super) fn dtype_bytes(dtype: &str) -> Option<f64> {
+    let d = dtype.trim().to_ascii_lowercase();
+    Some(match d.as_str() {
+        "float" | "float32" | "int" | "int32" | "uint32" => 4.0,
+        "double" | "float64" | "long" | "int64" | "uint64" => 8.0,
+        "half" | "float16" | "bfloat16" | "short" | "int16" => 2.0,
+        "byte" | "char" | "int8" | "uint8" | "bool" => 1.0,
+        _ if d.starts_with("float8") => 1.0,
+        _ => return None,
+    })
 }
