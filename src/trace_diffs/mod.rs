@@ -16,7 +16,7 @@ use sqlx::PgPool;
 
 use crate::artifacts::{self, Artifact};
 use crate::core::analyze::pytorch_trace::trace_diff::{
-    diff, merge, op_totals, OpTotals, TraceDiffResult,
+    diff, op_totals, OpTotals, SideSum, TraceDiffResult,
 };
 use crate::core::analyze::Kind;
 use crate::core::json_input::{artifact_ids, id_field};
@@ -314,7 +314,9 @@ fn compute(
 ) -> Result<TraceDiffResult, String> {
     let handle = tokio::runtime::Handle::current();
     let totals = |side: &str, shas: &[Blob]| -> Result<OpTotals, String> {
-        let mut parts = Vec::new();
+        // Each rank's totals are folded in as soon as they are read: a side of 64 ranks
+        // holds one table of names, not 64.
+        let mut sum = SideSum::default();
         for (i, (sha, encoding)) in shas.iter().enumerate() {
             let open = || {
                 handle
@@ -326,9 +328,9 @@ fn compute(
             } else {
                 format!("the {side} trace")
             };
-            parts.push(op_totals(open, max_decompressed).map_err(|e| format!("{which}: {e}"))?);
+            sum.add(op_totals(open, max_decompressed).map_err(|e| format!("{which}: {e}"))?);
         }
-        Ok(merge(parts))
+        Ok(sum.finish())
     };
     let control = totals("control", control_shas)?;
     let test = totals("test", test_shas)?;

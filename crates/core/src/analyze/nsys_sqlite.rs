@@ -166,10 +166,19 @@ pub fn is_sqlite(head: &[u8]) -> bool {
     head.starts_with(SQLITE_HEADER)
 }
 
-/// GPU rows (kernels, copies, sets) and host calls read at most: every GPU interval and
-/// launch is kept (about 100 B each with the breakdowns), and SQLite rows can be far
-/// smaller than a trace's JSON events, so the file size alone does not bound them.
-pub const MAX_ROWS: u64 = 20_000_000;
+/// What the analysis may keep of an export's rows, in bytes. The file's size does not
+/// bound them (SQLite rows can be far smaller than a trace's JSON events), so the count
+/// of rows does.
+pub const ROW_MEMORY: u64 = 256 * 1024 * 1024;
+
+/// What one kept row costs at the peak, in bytes: every GPU interval and every launch
+/// is kept with its breakdowns. Measured: an export of 5,000,000 kernels with as many
+/// runtime calls peaked at 976 MiB, about 100 B a row.
+pub const ROW_BYTES: u64 = 100;
+
+/// GPU rows (kernels, copies, sets) and runtime/driver calls read at most, together:
+/// 2,684,354, what [`ROW_MEMORY`] holds at [`ROW_BYTES`] a row.
+pub const MAX_ROWS: u64 = ROW_MEMORY / ROW_BYTES;
 
 /// Analyze an Nsight Systems SQLite export through an open connection (the caller opens
 /// the file read-only).
@@ -177,7 +186,7 @@ pub fn analyze(conn: &Connection, opts: &Options) -> Result<NsysSqliteAnalysis, 
     analyze_bounded(conn, opts, MAX_ROWS)
 }
 
-/// [`analyze`] with at most `max_rows` GPU rows and as many host calls.
+/// [`analyze`] with at most `max_rows` GPU rows and host calls together.
 pub(crate) fn analyze_bounded(
     conn: &Connection,
     opts: &Options,
@@ -217,7 +226,14 @@ pub(crate) fn analyze_bounded(
         fold.base_time_ns(ns);
     }
     let gpu = read_gpu_work(conn, &schema, by_process, max_rows, &mut fold)?;
-    let calls = read_calls(conn, &schema, by_process, max_rows, &mut fold)?;
+    let gpu_rows = gpu.kernels + gpu.memcpy + gpu.memset + gpu.skipped;
+    let calls = read_calls(
+        conn,
+        &schema,
+        by_process,
+        (max_rows.saturating_sub(gpu_rows), max_rows),
+        &mut fold,
+    )?;
     read_syncs(conn, &schema, by_process, &mut fold)?;
     let nvtx = read_nvtx(conn, &schema, &gpu.busy)?;
 
@@ -390,12 +406,15 @@ fn us(ns: i64) -> f64 {
     ns as f64 / 1000.0
 }
 
-/// The failure for an export with more rows of `what` than are kept.
+/// The failure for an export with more rows than are kept (`what`: where it ran out).
 fn too_many(what: &str, max_rows: u64) -> AnalyzeError {
     AnalyzeError::malformed(format!(
-        "the export holds more than {} {what}; every one would be kept, so it is not \
-         analyzed: profile a shorter window (nsys profile --duration, or a capture range)",
-        grouped(max_rows)
+        "the export holds more than {} rows of GPU work and runtime/driver calls together \
+         (it ran out at its {what}); each is kept (about {ROW_BYTES} B a row, {} MiB at \
+         most), so it is not analyzed: profile a shorter window (nsys profile --duration, \
+         or a capture range)",
+        grouped(max_rows),
+        ROW_MEMORY / (1024 * 1024)
     ))
 }
 
@@ -526,12 +545,13 @@ fn read_gpu_work(
     Ok(pass)
 }
 
-/// Runtime and driver calls into the fold's launch map; how many were read.
+/// Runtime and driver calls into the fold's launch map; how many were read. `room` is
+/// how many calls may still be read and the bound on all rows (for the message).
 fn read_calls(
     conn: &Connection,
     schema: &Schema,
     by_process: bool,
-    max_rows: u64,
+    (room, max_rows): (u64, u64),
     fold: &mut TraceFold,
 ) -> Result<u64, AnalyzeError> {
     let mut n = 0;
@@ -555,7 +575,7 @@ fn read_calls(
         let mut stmt = conn.prepare(&sql).map_err(|e| sql_error(&what, e))?;
         let mut rows = stmt.query([]).map_err(|e| sql_error(&what, e))?;
         while let Some(row) = rows.next().map_err(|e| sql_error(&what, e))? {
-            if n >= max_rows {
+            if n >= room {
                 return Err(too_many("runtime and driver calls", max_rows));
             }
             let (Some(start), Some(end)) = (

@@ -355,14 +355,25 @@ fn the_result_serializes_flat_like_a_trace_analysis_and_reads_back() {
 #[test]
 fn an_export_with_more_rows_than_are_kept_is_refused_saying_so() {
     let conn = example();
-    // Five GPU rows and four calls: a limit of four refuses the GPU rows, of five the calls.
+    // Five GPU rows and four calls, counted together: a limit of four refuses the GPU
+    // rows, of eight the calls, of nine none.
     let err = analyze_bounded(&conn, &Options::default(), 4)
         .unwrap_err()
         .to_string();
     assert!(
-        err.starts_with("the export holds more than 4 GPU rows (kernels, copies, sets)"),
+        err.starts_with("the export holds more than 4 rows of GPU work and runtime/driver calls")
+            && err.contains("ran out at its GPU rows (kernels, copies, sets)")
+            && err.contains("256 MiB at most"),
         "{err}"
     );
+    let err = analyze_bounded(&example(), &Options::default(), 8)
+        .unwrap_err()
+        .to_string();
+    assert!(
+        err.contains("ran out at its runtime and driver calls"),
+        "{err}"
+    );
+    assert!(analyze_bounded(&example(), &Options::default(), 9).is_ok());
     let conn = example();
     conn.execute_batch(
         "INSERT INTO CUPTI_ACTIVITY_KIND_RUNTIME (start, end, eventClass, globalTid,
@@ -370,14 +381,13 @@ fn an_export_with_more_rows_than_are_kept_is_refused_saying_so() {
            (3, 4, 1, 1677721701, 98, 5, 0);",
     )
     .unwrap();
-    let err = analyze_bounded(&conn, &Options::default(), 5)
+    let err = analyze_bounded(&conn, &Options::default(), 9)
         .unwrap_err()
         .to_string();
     assert!(
-        err.contains("more than 5 runtime and driver calls"),
+        err.contains("more than 9 rows") && err.contains("runtime and driver calls"),
         "{err}"
     );
-    assert!(analyze_bounded(&example(), &Options::default(), 5).is_ok());
 }
 
 #[test]

@@ -173,17 +173,38 @@ impl SideInfo {
 /// name, as HTA sums the ranks it is given; each trace is counted over its own first
 /// `ProfilerStep` (the lowest one is reported).
 pub fn merge(parts: Vec<OpTotals>) -> OpTotals {
-    let mut parts = parts.into_iter();
-    let Some(mut out) = parts.next() else {
-        return OpTotals::default();
-    };
-    let mut index: FastMap<String, usize> = out
-        .ops
-        .iter()
-        .enumerate()
-        .map(|(i, o)| (o.name.clone(), i))
-        .collect();
+    let mut side = SideSum::default();
     for p in parts {
+        side.add(p);
+    }
+    side.finish()
+}
+
+/// A side's totals summed one trace at a time, so that a side of many ranks holds one
+/// table of names (the ranks of a run share their names) rather than one per rank. The
+/// summed table keeps at most [`MAX_OP_NAMES`] names as one trace does; ranks that
+/// together name more are counted under [`OTHER_OPS`].
+#[derive(Default)]
+pub struct SideSum {
+    out: Option<OpTotals>,
+    index: FastMap<String, usize>,
+    /// Events of names past the bound, counted under [`OTHER_OPS`].
+    pooled: u64,
+}
+
+impl SideSum {
+    /// Adds one trace's totals; the trace's own table is dropped here.
+    pub fn add(&mut self, p: OpTotals) {
+        let Some(out) = self.out.as_mut() else {
+            self.index = p
+                .ops
+                .iter()
+                .enumerate()
+                .map(|(i, o)| (o.name.clone(), i))
+                .collect();
+            self.out = Some(p);
+            return;
+        };
         out.iteration = match (out.iteration, p.iteration) {
             (Some(a), Some(b)) => Some(a.min(b)),
             (a, b) => a.or(b),
@@ -196,21 +217,38 @@ pub fn merge(parts: Vec<OpTotals>) -> OpTotals {
                 out.notes.push(n);
             }
         }
-        for o in p.ops {
-            match index.get(&o.name) {
+        for mut o in p.ops {
+            if !self.index.contains_key(&o.name) && out.ops.len() >= MAX_OP_NAMES {
+                self.pooled += o.count;
+                o.name = OTHER_OPS.to_string();
+            }
+            match self.index.get(&o.name) {
                 Some(&i) => {
                     out.ops[i].count += o.count;
                     out.ops[i].dur_us += o.dur_us;
                 }
                 None => {
-                    index.insert(o.name.clone(), out.ops.len());
+                    self.index.insert(o.name.clone(), out.ops.len());
                     out.ops.push(o);
                 }
             }
         }
     }
-    out.ops.sort_by(|a, b| a.name.cmp(&b.name));
-    out
+
+    /// The summed side, its names in order.
+    pub fn finish(self) -> OpTotals {
+        let mut out = self.out.unwrap_or_default();
+        if self.pooled > 0 {
+            out.notes.push(format!(
+                "the traces together name more than {} distinct ops: {} events are \
+                 counted under \"{OTHER_OPS}\"",
+                grouped(MAX_OP_NAMES as u64),
+                grouped(self.pooled)
+            ));
+        }
+        out.ops.sort_by(|a, b| a.name.cmp(&b.name));
+        out
+    }
 }
 
 /// Compare two traces' totals.
@@ -983,6 +1021,38 @@ mod tests {
             .map(|o| (o.name.as_str(), o.count, o.dur_us))
             .collect();
         assert_eq!(got, [("add", 1, 1.0), ("mm", 5, 30.0), ("nccl", 1, 7.0)]);
+    }
+
+    #[test]
+    fn ranks_with_distinct_names_sum_into_one_bounded_table() {
+        // Each rank names its own ops: the summed side keeps the bound one trace keeps,
+        // and the rest are counted under one name with a note.
+        let rank = |r: usize| {
+            let names: Vec<String> = (0..MAX_OP_NAMES / 4)
+                .map(|i| format!("r{r}op{i}"))
+                .collect();
+            let ops: Vec<(&str, u64, f64)> = names.iter().map(|n| (n.as_str(), 2, 1.0)).collect();
+            side(&ops)
+        };
+        let mut sum = SideSum::default();
+        for r in 0..6 {
+            sum.add(rank(r));
+        }
+        let m = sum.finish();
+        assert_eq!(m.ops.len(), MAX_OP_NAMES + 1);
+        let other = op(&m, OTHER_OPS).expect("the pooled names");
+        assert_eq!(other.count, 2 * 2 * (MAX_OP_NAMES / 4) as u64);
+        assert_eq!(
+            m.ops.iter().map(|o| o.count).sum::<u64>(),
+            6 * 2 * (MAX_OP_NAMES / 4) as u64
+        );
+        assert!(
+            m.notes
+                .iter()
+                .any(|n| n.contains("together name more than 50,000")),
+            "{:?}",
+            m.notes
+        );
     }
 
     fn side(ops: &[(&str, u64, f64)]) -> OpTotals {
