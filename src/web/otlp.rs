@@ -80,8 +80,10 @@ async fn show_form(
     page(&state, ctx, id, None, Vec::new()).await
 }
 
-/// Takes the spans and goes to their artifact's page; a refused field comes back on the
-/// form (its own page), with what was typed.
+/// Takes the spans and goes to their artifact's page, which follows the analysis as the
+/// worker runs it (as `POST /api/v1/otlp/…/take` queues it: one way, within the worker's
+/// bound on analyses at once); a refused field comes back on the form (its own page),
+/// with what was typed.
 async fn take(
     State(state): State<AppState>,
     user: CurrentUser,
@@ -92,11 +94,7 @@ async fn take(
     user.require(Role::Editor)?;
     let max_rows = state.config.otlp.max_rows_per_window;
     match crate::otlp::take(&state.artifacts(), id, &form, max_rows, user.0.id).await {
-        Ok(artifact) => {
-            // A small selection is analysed before the page shows it.
-            let _ = crate::artifacts::ingest::analyze_now(&state.artifacts(), artifact).await;
-            Ok(Redirect::to(&format!("/artifacts/{artifact}")).into_response())
-        }
+        Ok(artifact) => Ok(Redirect::to(&format!("/artifacts/{artifact}")).into_response()),
         Err(AppError::Invalid(errors)) => page(&state, ctx, id, Some(form), errors).await,
         Err(e) => Err(e),
     }

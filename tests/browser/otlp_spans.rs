@@ -111,6 +111,9 @@ async fn spans_between_two_times_are_taken_from_the_investigation_page_form() {
         .await;
     b.fill("#span-end", &typed(t0 + 3600)).await;
     b.click("#otlp-spans-submit").await;
+    // The spans are queued as the API queues them; the page follows the worker's run.
+    b.wait_text("#status", "queued").await;
+    app.drain_queue().await;
     b.wait_text("#status", "done").await;
     b.wait_text("#section-spans", "6 request spans became rows")
         .await;
