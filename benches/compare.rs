@@ -3,7 +3,7 @@
 //!
 //! (a) A comparison of two request logs of 100,000 requests each:
 //!     `POST /api/v1/comparisons` reads both sides' rows, compares every latency series
-//!     (p50/p90/p95/p99 bootstrap intervals, 2,000 resamples each, and Mann–Whitney on
+//!     (p50/p90/p95/p99 bootstrap intervals and their p-values, 2,000 resamples each,
 //!     every value, no subsampling) and stores the report. Beside it, in this process:
 //!     reading the two runs, and the statistics of one series (TTFT) — as `compare` runs
 //!     them now (each side sorted once) and as before (a sort per statistic and test).
@@ -284,6 +284,7 @@ async fn run() -> anyhow::Result<()> {
             cause_proven: false,
             prediction: None,
             bootstrap: cfg,
+            min_effect_pct: perfjournal::core::method::verdict::DEFAULT_MIN_EFFECT_PCT,
         })
         .map_err(|e| anyhow::anyhow!("{e:?}"))?;
         now.push(secs(t0.elapsed()));
@@ -291,7 +292,7 @@ async fn run() -> anyhow::Result<()> {
     }
     add(
         &mut t,
-        "(in process) one series: summaries, Mann–Whitney, 4 bootstraps — sorted once".into(),
+        "(in process) one series: summaries, 4 bootstraps with their p-values — sorted once".into(),
         &now,
     );
     let (xb, xa) = (

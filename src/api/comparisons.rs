@@ -75,13 +75,17 @@ pub struct MetricCell {
     /// Seeded percentile-bootstrap 95% interval of the difference (requests resampled).
     pub ci_low: f64,
     pub ci_high: f64,
-    /// Two-sided Mann–Whitney U p-value of the two distributions.
+    /// Two-sided p-value of the same bootstrap: the interval leaves 0 out exactly when
+    /// p < 0.05.
     pub p_value: f64,
     pub verdict: String,
     pub n_before: usize,
     pub n_after: usize,
     /// For an inconclusive result: about how many more requests per side would resolve it.
     pub more_requests_per_side: Option<u64>,
+    /// The same as a phrase ("needs ≈ 1,500 more requests per side to tell"; beyond
+    /// 1,000,000, "more than 1,000,000 — the difference is too small to matter").
+    pub more_requests_text: Option<String>,
     /// Range of the per-run value on each side (several runs per side only).
     pub before_run_range: Option<f64>,
     pub after_run_range: Option<f64>,
@@ -92,8 +96,15 @@ pub struct ComparisonDoc {
     pub id: i64,
     /// The comparison page.
     pub url: String,
-    /// confirmed, improved, inconclusive, invalid_comparison or regressed
+    /// confirmed, improved, inconclusive, no_change, invalid_comparison or regressed
     pub verdict: String,
+    /// The smallest relative change (percent of the before value) a verdict calls a
+    /// change; smaller moves are no_change.
+    pub min_effect_pct: f64,
+    /// Where ITL came from on both sides (per_token_gaps, itl_p50_ms or tpot), and the
+    /// sentence saying so; absent when ITL was not compared.
+    pub itl_source: Option<String>,
+    pub itl_source_text: Option<String>,
     /// Why; for an invalid comparison, each dimension that broke it.
     pub reasons: Vec<String>,
     /// Defects that do not invalidate it (present on both sides, or within tolerance).
@@ -110,10 +121,10 @@ pub struct ComparisonDoc {
     pub metric: String,
     pub percentile: String,
     pub headline: String,
-    /// Series key (ttft_ms, itl_ms, tpot_ms, e2el_ms, queue_wait_ms, prefill_ms,
-    /// decode_ms) → percentile (p50, p90, p95, p99) → cell.
+    /// Series key (ttft_ms, itl_ms, itl_p99_ms, tpot_ms, e2el_ms, queue_wait_ms,
+    /// prefill_ms, decode_ms) → percentile (p50, p90, p95, p99) → cell.
     pub metrics: BTreeMap<String, BTreeMap<String, MetricCell>>,
-    /// Output tokens per second, one value per run; judged with two or more runs per side.
+    /// Output tokens per second, one value per run; judged with three or more runs per side.
     #[schema(value_type = Option<Object>)]
     pub throughput: Option<serde_json::Value>,
     /// The prediction and its score (inside, below or above the range).
@@ -140,6 +151,10 @@ fn cell(r: &PercentileRow, n_before: usize, n_after: usize) -> MetricCell {
         n_before,
         n_after,
         more_requests_per_side: r.more_requests_per_side,
+        more_requests_text: r
+            .more_requests_per_side
+            .filter(|_| r.verdict == crate::core::method::Verdict::Inconclusive)
+            .map(crate::core::method::verdict::more_requests_text),
         before_run_range: r.before_run_range,
         after_run_range: r.after_run_range,
     }
@@ -169,6 +184,9 @@ pub fn doc(c: &Comparison, baseline: Vec<i64>, candidate: Vec<i64>) -> Compariso
         id: c.id,
         url: c.url(),
         verdict: c.verdict.clone(),
+        min_effect_pct: r.min_effect_pct,
+        itl_source: r.itl_source.map(|s| s.key().to_string()),
+        itl_source_text: r.itl_source.map(|s| s.describe().to_string()),
         reasons: r.reasons.clone(),
         warnings: r.warnings.clone(),
         variable: c.variable.clone(),

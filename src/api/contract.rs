@@ -231,7 +231,7 @@ pub fn step_bodies() -> Vec<(u8, &'static str, Value)> {
                     "after_config": object(config(), &[]),
                     "after_value": figure(),
                     "verdict": {"type": "string", "enum": ["confirmed", "improved",
-                        "inconclusive", "regressed", "invalid_comparison"]},
+                        "inconclusive", "no_change", "regressed", "invalid_comparison"]},
                     "quality": {"type": "string"},
                     "tradeoff": object(
                         json!({"metric": {"type": "string", "enum": metrics},
@@ -295,6 +295,7 @@ fn bodies() -> Vec<(&'static str, &'static str, Value)> {
                     "baseline_config": {"type": "object"},
                     "candidate_config": {"type": "object"},
                     "prediction": {"type": "object"},
+                    "min_effect_pct": {"type": "number", "minimum": 0, "maximum": 100},
                 }
             }),
         ),

@@ -14,7 +14,7 @@ use crate::artifacts::{self, Artifact};
 use crate::core::analyze::request_log::{outcome, Outcome, RequestLogAnalysis};
 use crate::core::analyze::vllm_bench::VllmBenchAnalysis;
 use crate::core::analyze::Kind;
-use crate::core::method::comparison::{compare, Defect, Report, Request, Run, Series};
+use crate::core::method::comparison::{compare, Defect, ItlSource, Report, Request, Run, Series};
 pub use crate::core::method::comparison_input::NewComparison;
 use crate::core::method::{setup_check, FrozenConfig, RunHealth};
 use crate::core::settings::{setting_text, workload_setting_keys};
@@ -174,10 +174,13 @@ fn bench_run(field: &str, a: &Artifact) -> Result<Run, FieldError> {
                 message: f.message,
             })
             .collect(),
+        itl_source: (!r.samples.itl_ms.is_empty()).then_some(ItlSource::PerTokenGaps),
     })
 }
 
 type RequestRowValues = (
+    Option<f64>,
+    Option<f64>,
     Option<f64>,
     Option<f64>,
     Option<f64>,
@@ -190,11 +193,14 @@ type RequestRowValues = (
     Option<String>,
 );
 
-/// One run from a request log's loaded rows.
+/// One run from a request log's loaded rows. ITL is each request's `itl_p50_ms` when
+/// the log carries that field, and otherwise each request's TPOT,
+/// `decode_ms ÷ (output_tokens − 1)` (computed here: a per-request figure from
+/// per-request ones); the run says which ([`ItlSource`]).
 async fn log_run(pool: &PgPool, a: &Artifact) -> Result<Run, AppError> {
     let rows: Vec<RequestRowValues> = sqlx::query_as(
         "SELECT first_token_ms, total_ms, queue_wait_ms, prefill_ms, decode_ms,
-                prompt_tokens, output_tokens,
+                itl_p50_ms, itl_p99_ms, prompt_tokens, output_tokens,
                 extra->>'status', extra->>'finish_reason', extra->>'error'
          FROM request_rows WHERE artifact_id = $1
          ORDER BY arrival_ts NULLS LAST, request_id NULLS LAST",
@@ -211,7 +217,21 @@ async fn log_run(pool: &PgPool, a: &Artifact) -> Result<Run, AppError> {
     let mut prompts = Vec::new();
     let mut output_tokens = 0u64;
     let (mut errors, mut cancelled) = (0u64, 0u64);
-    for (ttft, total, queue, prefill, decode, prompt, output, status, finish, error) in &rows {
+    for (
+        ttft,
+        total,
+        queue,
+        prefill,
+        decode,
+        itl50,
+        itl99,
+        prompt,
+        output,
+        status,
+        finish,
+        error,
+    ) in &rows
+    {
         match outcome(status.as_deref(), finish.as_deref(), error.as_deref()) {
             Outcome::Succeeded => {}
             Outcome::Errored => errors += 1,
@@ -222,6 +242,8 @@ async fn log_run(pool: &PgPool, a: &Artifact) -> Result<Run, AppError> {
         push(Series::QueueWaitMs, *queue);
         push(Series::PrefillMs, *prefill);
         push(Series::DecodeMs, *decode);
+        push(Series::ItlMs, *itl50);
+        push(Series::ItlP99Ms, *itl99);
         // Time per output token after the first: decode time over the later tokens.
         if let (Some(d), Some(o)) = (decode, output.filter(|o| *o > 1)) {
             push(Series::TpotMs, Some(d / (o - 1) as f64));
@@ -231,6 +253,14 @@ async fn log_run(pool: &PgPool, a: &Artifact) -> Result<Run, AppError> {
         }
         output_tokens += output.unwrap_or(0).max(0) as u64;
     }
+    let itl_source = if cols.contains_key(&Series::ItlMs) {
+        Some(ItlSource::RequestItlP50)
+    } else if let Some(tpot) = cols.get(&Series::TpotMs).cloned() {
+        cols.insert(Series::ItlMs, tpot);
+        Some(ItlSource::RequestTpot)
+    } else {
+        None
+    };
     let series = cols;
     let analysis: Option<RequestLogAnalysis> = a
         .analysis
@@ -264,6 +294,7 @@ async fn log_run(pool: &PgPool, a: &Artifact) -> Result<Run, AppError> {
                     .collect()
             })
             .unwrap_or_default(),
+        itl_source,
     })
 }
 
@@ -338,6 +369,11 @@ pub async fn create(
         }
         None => Vec::new(),
     };
+    let min_effect_pct = match (input.min_effect_pct, input.investigation) {
+        (Some(m), _) => m,
+        (None, Some(inv)) => investigation_min_effect(pool, inv).await?,
+        (None, None) => crate::core::method::verdict::DEFAULT_MIN_EFFECT_PCT,
+    };
     let job = input.clone();
     // Thousands of resamples per percentile: keep them off the async workers.
     let mut report = crate::memory::spawn_blocking(move || {
@@ -351,6 +387,7 @@ pub async fn create(
             cause_proven: job.cause_proven,
             prediction: job.prediction.as_ref(),
             bootstrap: BootstrapConfig::default(),
+            min_effect_pct,
         })
     })
     .await
@@ -365,6 +402,21 @@ pub async fn create(
         }
     }
     insert(pool, &input, kind, &report, user_id).await
+}
+
+/// The minimum effect an investigation's comparisons use (percent of the before value).
+pub async fn investigation_min_effect(pool: &PgPool, investigation: i64) -> Result<f64, AppError> {
+    let m: Option<f64> =
+        sqlx::query_scalar("SELECT min_effect_pct FROM investigations WHERE id = $1")
+            .bind(investigation)
+            .fetch_optional(pool)
+            .await?;
+    m.ok_or_else(|| {
+        AppError::field(
+            "investigation",
+            format!("there is no investigation {investigation}"),
+        )
+    })
 }
 
 /// The same file (by content) on both sides compares a run with itself: refused,
@@ -436,6 +488,15 @@ async fn insert(
             .execute(&mut *tx)
             .await?;
         }
+    }
+    // A minimum effect given with an investigation becomes that investigation's
+    // setting, for its later comparisons too.
+    if let (Some(inv), Some(m)) = (input.investigation, input.min_effect_pct) {
+        sqlx::query("UPDATE investigations SET min_effect_pct = $2 WHERE id = $1")
+            .bind(inv)
+            .bind(m)
+            .execute(&mut *tx)
+            .await?;
     }
     if let Some(p) = &report.prediction {
         sqlx::query(

@@ -18,6 +18,8 @@ use crate::charts;
 use crate::comparisons::{self, Comparison, Listed, NewComparison, ScoredPrediction};
 use crate::core::analyze::sweep::{self, Slo, SloAnswer, SweepPoint};
 use crate::core::method::comparison::{ttft_phase_shares, Report, Run, Series};
+use crate::core::method::comparison_pick::pick_pair;
+use crate::core::method::verdict::DEFAULT_MIN_EFFECT_PCT;
 use crate::core::method::Verdict;
 use crate::core::metric::format_value;
 use crate::core::metric::{Percentile, Unit};
@@ -77,6 +79,10 @@ struct ListPage {
     errors: FormErrors,
     series: Vec<(&'static str, &'static str)>,
     percentiles: Vec<&'static str>,
+    /// The minimum effect the form starts from (the investigation's, or the default).
+    min_effect_default: String,
+    /// Why the runs are (or are not) ticked in advance.
+    pick_note: Option<String>,
 }
 
 fn series_options() -> Vec<(&'static str, &'static str)> {
@@ -87,10 +93,42 @@ fn percentile_options() -> Vec<&'static str> {
     Percentile::ALL.iter().map(|p| p.slug()).collect()
 }
 
+/// A fresh form for an investigation ticks a before/after pair only when the
+/// investigation's runs name it (see `core::method::comparison_pick`); upload order
+/// says nothing about which run came first in the experiment.
+fn preselect(form: &mut FormState, artifacts: &[Artifact]) -> Option<String> {
+    let inv = crate::core::json_input::typed_id(form.value("investigation"))?;
+    if !form.value("baseline").is_empty() || !form.value("candidate").is_empty() {
+        return None;
+    }
+    let own: Vec<(i64, &str)> = artifacts
+        .iter()
+        .filter(|a| a.investigation_id == Some(inv))
+        .map(|a| (a.id, a.name.as_str()))
+        .collect();
+    if own.is_empty() {
+        return None;
+    }
+    Some(match pick_pair(&own) {
+        Some((b, c)) => {
+            let name = |id: i64| own.iter().find(|(i, _)| *i == id).map_or("", |x| x.1);
+            let note = format!(
+                "Ticked from their names: {} as the baseline (before) and {} as the candidate (after). Check them before comparing.",
+                name(b),
+                name(c)
+            );
+            form.pairs.push(("baseline".into(), b.to_string()));
+            form.pairs.push(("candidate".into(), c.to_string()));
+            note
+        }
+        None => "Nothing is ticked: the names of this investigation's runs do not say which is before and which after the change (upload order does not tell). Choose each side.".to_string(),
+    })
+}
+
 async fn list_page(
     state: &AppState,
     ctx: PageCtx,
-    form: FormState,
+    mut form: FormState,
     errors: FormErrors,
     paging: Option<&Paging>,
 ) -> Result<ListPage> {
@@ -110,15 +148,32 @@ async fn list_page(
             }
         }
     };
+    let artifacts = comparisons::candidates(&state.pool, 300).await?;
+    let pick_note = if errors.is_empty() {
+        preselect(&mut form, &artifacts)
+    } else {
+        None
+    };
+    let min_effect = match crate::core::json_input::typed_id(form.value("investigation")) {
+        Some(inv) => comparisons::investigation_min_effect(&state.pool, inv)
+            .await
+            .unwrap_or(DEFAULT_MIN_EFFECT_PCT),
+        None => DEFAULT_MIN_EFFECT_PCT,
+    };
     Ok(ListPage {
         ctx,
         comparisons: list,
         pager,
-        artifacts: comparisons::candidates(&state.pool, 300).await?,
+        artifacts,
         form,
         errors,
         series: series_options(),
         percentiles: percentile_options(),
+        min_effect_default: crate::core::fmt::format_number(min_effect, 2)
+            .trim_end_matches('0')
+            .trim_end_matches('.')
+            .to_string(),
+        pick_note,
     })
 }
 
@@ -235,9 +290,14 @@ fn metric_lines(r: &Report) -> Vec<MetricLine> {
                 verdict: row.verdict.slug(),
                 verdict_label: row.verdict.label(),
                 runs,
-                more: row.more_requests_per_side.map_or(String::new(), |n| {
-                    format!("+{} per side", crate::core::fmt::format_number(n as f64, 0))
-                }),
+                more: if row.verdict == Verdict::Inconclusive {
+                    row.more_requests_per_side.map_or(
+                        String::new(),
+                        crate::core::method::verdict::more_requests_text,
+                    )
+                } else {
+                    String::new()
+                },
                 headline: m.series == r.headline && row.percentile == r.percentile,
             });
         }
@@ -334,6 +394,21 @@ struct ShowPage {
     charts_note: Option<String>,
     journal_result: String,
     prediction: Option<String>,
+    /// "2%": the minimum effect the verdicts used.
+    min_effect: String,
+    /// Where ITL came from, when compared.
+    itl_source: Option<&'static str>,
+}
+
+/// A percentage as the page writes it: "2%", "0.5%".
+pub fn percent_text(v: f64) -> String {
+    let t = crate::core::fmt::format_number(v, 2);
+    let t = if t.contains('.') {
+        t.trim_end_matches('0').trim_end_matches('.').to_string()
+    } else {
+        t
+    };
+    format!("{t}%")
 }
 
 async fn show_comparison(
@@ -409,6 +484,8 @@ async fn show_comparison(
         charts_note,
         journal_result: c.journal_result(),
         prediction,
+        min_effect: percent_text(report.min_effect_pct),
+        itl_source: report.itl_source.map(|s| s.describe()),
         ctx,
         c,
     })

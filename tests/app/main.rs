@@ -12,6 +12,7 @@ mod bounded;
 mod bubbles;
 mod capture;
 mod cli;
+mod comparison_effects;
 mod comparisons;
 mod embedded;
 mod estimators;

@@ -115,3 +115,141 @@ async fn comparison_of_two_vllm_runs_in_a_browser() {
     b.screenshot("comparison-metrics").await;
     b.quit().await;
 }
+
+/// A request log shaped like the incident (Qwen3-30B-A3B on 2×H100, TP 2): TTFT about
+/// `ttft` ms, each request's median gap between tokens about `itl` ms (`itl_p50_ms`),
+/// 200 output tokens.
+fn incident_log(ttft: f64, itl: f64, tag: &str) -> Vec<u8> {
+    let n = 600;
+    let mut out = String::new();
+    for i in 0..n {
+        let u = (((i * 37) % n) as f64 + 0.5) / n as f64;
+        let first = ttft * (1.0 + 0.05 * u);
+        let gap = itl * (1.0 + 0.1 * u);
+        let decode = gap * 199.0;
+        out.push_str(
+            &serde_json::json!({
+                "request_id": format!("{tag}{i}"), "arrival_ts": 1_764_400_000.0 + i as f64,
+                "queue_wait_ms": 5.0, "prefill_ms": 178.0 * (1.0 + 0.05 * u),
+                "first_token_ms": first, "decode_ms": decode, "total_ms": first + decode,
+                "itl_p50_ms": gap, "itl_p99_ms": 2.0 * gap,
+                "prompt_tokens": 1800, "output_tokens": 200,
+            })
+            .to_string(),
+        );
+        out.push('\n');
+    }
+    out.into_bytes()
+}
+
+async fn upload_to(
+    app: &mut common::TestApp,
+    token: &str,
+    name: &str,
+    body: Vec<u8>,
+    investigation: i64,
+) -> i64 {
+    use axum::http::{header, Request, StatusCode};
+    let req = Request::post(format!(
+        "/api/v1/artifacts?name={name}&investigation={investigation}"
+    ))
+    .header(header::AUTHORIZATION, format!("Bearer {token}"))
+    .header(header::CONTENT_TYPE, "application/octet-stream")
+    .body(axum::body::Body::from(body))
+    .unwrap();
+    let r = app.send(req).await;
+    assert_eq!(r.status, StatusCode::CREATED, "{}", r.body);
+    assert_eq!(r.json()["status"], "done", "{}", r.body);
+    r.json()["id"].as_i64().unwrap()
+}
+
+#[tokio::test]
+async fn an_itl_comparison_of_two_request_logs_in_a_browser() {
+    let mut app = spawn_app().await;
+    let Some(b) = browser::start(&app, "an_itl_comparison_of_two_request_logs_in_a_browser").await
+    else {
+        return;
+    };
+    b.goto("/").await;
+    b.fill("#name", "ada").await;
+    b.fill("#password", PASSWORD).await;
+    b.fill("#confirm", PASSWORD).await;
+    b.click("form[action='/setup'] button[type=submit]").await;
+    b.wait_text(".user-name", "ada").await;
+
+    // The upgraded build's log (ITL 23 ms) is the baseline, the fixed build's (14 ms,
+    // TTFT +0.7%) the candidate; the before log is uploaded last.
+    let token = app.api_token("ada").await;
+    let inv = app
+        .open_investigation(&token, "ITL p50 14 → 23 ms after a vLLM upgrade")
+        .await;
+    let after = upload_to(
+        &mut app,
+        &token,
+        "fixed-after.jsonl",
+        incident_log(1007.0, 14.0, "a"),
+        inv,
+    )
+    .await;
+    let before = upload_to(
+        &mut app,
+        &token,
+        "upgraded-before.jsonl",
+        incident_log(1000.0, 23.0, "b"),
+        inv,
+    )
+    .await;
+
+    // The form for the investigation ticks the pair by name, not the newest upload.
+    b.goto(&format!("/comparisons?investigation={inv}")).await;
+    b.wait_text("main h1", "Comparisons").await;
+    let ticked = |id: String| {
+        let driver = b.driver.clone();
+        async move {
+            driver
+                .find(thirtyfour::By::Css(&id))
+                .await
+                .unwrap()
+                .is_selected()
+                .await
+                .unwrap()
+        }
+    };
+    assert!(ticked(format!("#baseline-{before}")).await);
+    assert!(ticked(format!("#candidate-{after}")).await);
+    assert!(!ticked(format!("#candidate-{before}")).await);
+    assert!(b.text("#pick-note").await.contains("upgraded-before.jsonl"));
+    assert_eq!(b.value("#min_effect_pct").await, "2");
+    b.fill("#variable", "vLLM version").await;
+    b.click("#metric option[value=itl_ms]").await;
+    b.click("#percentile option[value=p50]").await;
+    b.screenshot("itl-comparison-form").await;
+    b.click("#compare").await;
+
+    let verdict = b.wait_text("#verdict-label", "Improved").await;
+    assert_eq!(verdict, "Improved");
+    let headline = b.text(".verdict-headline").await;
+    assert!(headline.contains("p50 ITL fell from 24"), "{headline}");
+    assert!(b.text("#itl-source").await.contains("itl_p50_ms"));
+    assert_eq!(b.text("#min-effect").await, "2%");
+    // TTFT moved +0.7%: real, but under 2% — "No change" on every TTFT row, no
+    // "Regressed" anywhere, and nothing listed as a finding.
+    let rows = b
+        .driver
+        .find_all(thirtyfour::By::Css("#metrics tbody tr"))
+        .await
+        .unwrap();
+    let mut ttft_rows = 0;
+    for row in rows {
+        let text = row.text().await.unwrap();
+        assert!(!text.contains("Regressed"), "{text}");
+        if text.starts_with("TTFT") {
+            assert!(text.contains("No change"), "{text}");
+            ttft_rows += 1;
+        }
+    }
+    assert_eq!(ttft_rows, 4);
+    assert!(!b.text("#reasons").await.contains("Elsewhere"));
+    b.screenshot("itl-comparison").await;
+    b.quit().await;
+}

@@ -211,7 +211,7 @@ pub(super) struct StepPage {
     metrics: [Metric; 7],
     percentiles: [Percentile; 4],
     phases: [Phase; 6],
-    verdicts: [Verdict; 5],
+    verdicts: [Verdict; 6],
     journal_id: Option<i64>,
     /// Analyzed artifacts of this investigation that can fill this step's form.
     fillers: Vec<ArtifactLink>,
@@ -509,6 +509,7 @@ pub(super) fn step_page(ctx: PageCtx, loaded: Loaded, step: u8, view: StepView) 
             Verdict::Confirmed,
             Verdict::Improved,
             Verdict::Inconclusive,
+            Verdict::NoChange,
             Verdict::Regressed,
             Verdict::InvalidComparison,
         ],

@@ -1,8 +1,8 @@
 //! Step 7 end to end: a matched before/after comparison of one or more runs per
 //! side. Checks the pairing first (only the declared variable may differ, the
 //! same work must have been done), then compares every latency series at
-//! p50/p90/p95/p99 with a seeded bootstrap interval and a Mann–Whitney p-value,
-//! judges each with [`judge`], scores a prediction, and writes the journal's
+//! p50/p90/p95/p99 with a seeded bootstrap interval and the p-value of the same
+//! bootstrap, judges each with [`judge`] against a minimum effect, scores a prediction, and writes the journal's
 //! RESULT line. Pure: the shell hands in each run's per-request values.
 
 use std::collections::{BTreeMap, BTreeSet};
@@ -12,21 +12,23 @@ use serde::{Deserialize, Serialize};
 use super::reproduce::{check_single_change, FrozenConfig, SingleChangeCheck};
 use super::verdict::{
     comparison_problems, judge, score_prediction, MetricComparison, MetricVerdict, PredictionScore,
-    RunHealth, Verdict,
+    RunHealth, Verdict, MORE_REQUESTS_CAP,
 };
 use super::FieldError;
 use crate::fmt::{format_number, grouped};
 use crate::metric::{format_value, Metric, MetricReading, Percentile, Unit};
 use crate::settings::{setting_differences, workload_settings, WORKLOAD_SETTINGS};
 use crate::stats::{
-    bootstrap_diff_ci, bootstrap_diff_ci_sorted, mann_whitney_sorted, mann_whitney_u, mean,
-    run_spread, BootstrapConfig, RunSpread, SortedSample, Statistic, Summary,
+    bootstrap_diff_ci, bootstrap_diff_ci_sorted, mean, run_spread, BootstrapConfig, RunSpread,
+    SortedSample, Statistic, Summary,
 };
 
 /// Mean prompt length per request may differ by this fraction between the sides.
 pub const PROMPT_TOKENS_TOLERANCE: f64 = 0.05;
 /// Requests per run may differ by this fraction between the sides.
 pub const REQUEST_COUNT_TOLERANCE: f64 = 0.01;
+/// Runs per side below which output throughput (one number per run) is not judged.
+pub const THROUGHPUT_MIN_RUNS: usize = 3;
 
 /// A per-request latency series a comparison can carry (milliseconds).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
@@ -34,6 +36,8 @@ pub const REQUEST_COUNT_TOLERANCE: f64 = 0.01;
 pub enum Series {
     TtftMs,
     ItlMs,
+    /// A request log's `itl_p99_ms`: each request's own p99 gap between tokens.
+    ItlP99Ms,
     TpotMs,
     E2elMs,
     QueueWaitMs,
@@ -42,9 +46,10 @@ pub enum Series {
 }
 
 impl Series {
-    pub const ALL: [Series; 7] = [
+    pub const ALL: [Series; 8] = [
         Series::TtftMs,
         Series::ItlMs,
+        Series::ItlP99Ms,
         Series::TpotMs,
         Series::E2elMs,
         Series::QueueWaitMs,
@@ -57,6 +62,7 @@ impl Series {
         match self {
             Series::TtftMs => "ttft_ms",
             Series::ItlMs => "itl_ms",
+            Series::ItlP99Ms => "itl_p99_ms",
             Series::TpotMs => "tpot_ms",
             Series::E2elMs => "e2el_ms",
             Series::QueueWaitMs => "queue_wait_ms",
@@ -77,6 +83,7 @@ impl Series {
         match self {
             Series::PrefillMs => "prefill",
             Series::DecodeMs => "decode",
+            Series::ItlP99Ms => "per-request p99 ITL",
             other => other.metric().short_label(),
         }
     }
@@ -88,10 +95,50 @@ impl Series {
     fn metric(self) -> Metric {
         match self {
             Series::TtftMs => Metric::Ttft,
-            Series::ItlMs => Metric::Itl,
+            Series::ItlMs | Series::ItlP99Ms => Metric::Itl,
             Series::TpotMs => Metric::Tpot,
             Series::E2elMs | Series::PrefillMs | Series::DecodeMs => Metric::E2e,
             Series::QueueWaitMs => Metric::QueueWait,
+        }
+    }
+}
+
+/// Where a run's inter-token latency values come from. Two sides must share one
+/// source: a per-request median ITL and a per-request mean decode time per token
+/// measure different things.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ItlSource {
+    /// A benchmark's per-token gaps (vLLM `itls`): one value per token.
+    PerTokenGaps,
+    /// A request log's `itl_p50_ms`: one value (that request's median gap) per request.
+    RequestItlP50,
+    /// A request log without ITL fields: each request's TPOT,
+    /// `decode_ms ÷ (output_tokens − 1)`, one value per request.
+    RequestTpot,
+}
+
+impl ItlSource {
+    /// The sentence the comparison page shows beside ITL.
+    pub fn describe(self) -> &'static str {
+        match self {
+            ItlSource::PerTokenGaps => {
+                "ITL from the benchmark's per-token gaps (one value per output token after the first)"
+            }
+            ItlSource::RequestItlP50 => {
+                "ITL from the request log's itl_p50_ms field (each request's median gap between tokens, one value per request)"
+            }
+            ItlSource::RequestTpot => {
+                "ITL from per-request TPOT, decode_ms ÷ (output_tokens − 1), since the request log has no itl_p50_ms field (one value per request)"
+            }
+        }
+    }
+
+    pub fn key(self) -> &'static str {
+        match self {
+            ItlSource::PerTokenGaps => "per_token_gaps",
+            ItlSource::RequestItlP50 => "itl_p50_ms",
+            ItlSource::RequestTpot => "tpot",
         }
     }
 }
@@ -119,6 +166,9 @@ pub struct Run {
     /// Output tokens per second over the run, as the tool reported it.
     pub output_throughput: Option<f64>,
     pub defects: Vec<Defect>,
+    /// Where the `ItlMs` series came from (absent without ITL values).
+    #[serde(default)]
+    pub itl_source: Option<ItlSource>,
 }
 
 /// What the diagnosis expected the change to do: a relative change of one
@@ -150,6 +200,8 @@ pub struct Request<'a> {
     pub cause_proven: bool,
     pub prediction: Option<&'a Prediction>,
     pub bootstrap: BootstrapConfig,
+    /// The smallest relative change (percent) a verdict calls a change.
+    pub min_effect_pct: f64,
 }
 
 /// One workload setting on both sides, and whether it broke the comparison.
@@ -256,6 +308,16 @@ pub struct Report {
     pub runs_before: usize,
     pub runs_after: usize,
     pub bootstrap: BootstrapConfig,
+    /// The minimum effect the verdicts used (percent of the before value).
+    #[serde(default = "default_min_effect")]
+    pub min_effect_pct: f64,
+    /// Where ITL came from on both sides, when compared.
+    #[serde(default)]
+    pub itl_source: Option<ItlSource>,
+}
+
+fn default_min_effect() -> f64 {
+    super::verdict::DEFAULT_MIN_EFFECT_PCT
 }
 
 impl Report {
@@ -265,12 +327,16 @@ impl Report {
 
     /// The before and after readings at the headline percentile of every series
     /// that is an investigation metric, for a journal draft's BASELINE and RESULT
-    /// (`journal::DraftInput::{baseline, after}`). Phases (prefill, decode) are left out.
+    /// (`journal::DraftInput::{baseline, after}`). Phases (prefill, decode) and the
+    /// per-request p99 ITL (ITL is read once, from `itl_ms`) are left out.
     pub fn readings(&self) -> (Vec<MetricReading>, Vec<MetricReading>) {
         let mut before = Vec::new();
         let mut after = Vec::new();
         for m in &self.metrics {
-            if matches!(m.series, Series::PrefillMs | Series::DecodeMs) {
+            if matches!(
+                m.series,
+                Series::PrefillMs | Series::DecodeMs | Series::ItlP99Ms
+            ) {
                 continue;
             }
             if let Some(r) = m.row(self.percentile) {
@@ -293,8 +359,20 @@ impl Report {
 pub fn compare(req: &Request) -> Result<Report, Vec<FieldError>> {
     let before = pooled(req.baseline);
     let after = pooled(req.candidate);
-    let common = common_series(req, &before, &after)?;
-    let (settings, problems, warnings) = validity(req);
+    let mut common = common_series(req, &before, &after)?;
+    let (settings, problems, mut warnings) = validity(req);
+    let itl_source = if common.contains(&Series::ItlMs) {
+        match itl_source(req)? {
+            Ok(source) => source,
+            Err(why) => {
+                common.retain(|s| *s != Series::ItlMs);
+                warnings.push(format!("ITL is left out of this comparison: {why}"));
+                None
+            }
+        }
+    } else {
+        None
+    };
     let metrics: Vec<SeriesResult> = common
         .iter()
         .map(|&s| series_result(req, s, &before[&s], &after[&s], &problems))
@@ -326,7 +404,46 @@ pub fn compare(req: &Request) -> Result<Report, Vec<FieldError>> {
         runs_before: req.baseline.len(),
         runs_after: req.candidate.len(),
         bootstrap: req.bootstrap,
+        min_effect_pct: req.min_effect_pct,
+        itl_source,
     })
+}
+
+/// The one ITL source of every run on both sides. Runs of different sources are a
+/// field error when the verdict or the prediction is on ITL, and otherwise the reason
+/// ITL is left out (`Ok(Err(why))`).
+#[allow(clippy::type_complexity)]
+fn itl_source(req: &Request) -> Result<Result<Option<ItlSource>, String>, Vec<FieldError>> {
+    let side = |runs: &[Run]| -> BTreeSet<ItlSource> {
+        runs.iter()
+            .filter(|r| r.series.get(&Series::ItlMs).is_some_and(|v| !v.is_empty()))
+            .filter_map(|r| r.itl_source)
+            .collect()
+    };
+    let (b, a) = (side(req.baseline), side(req.candidate));
+    let all: BTreeSet<ItlSource> = b.union(&a).copied().collect();
+    if all.len() <= 1 {
+        return Ok(Ok(all.into_iter().next()));
+    }
+    let list =
+        |s: &BTreeSet<ItlSource>| s.iter().map(|x| x.key()).collect::<Vec<_>>().join(" and ");
+    let why = format!(
+        "the baseline's ITL comes from {} and the candidate's from {}; a per-request median gap (itl_p50_ms) and a per-request decode time per token (TPOT) are different measures, so they are not compared. Compare logs that both carry itl_p50_ms, or compare tpot_ms",
+        list(&b),
+        list(&a)
+    );
+    let mut errors = Vec::new();
+    if req.headline.0 == Series::ItlMs {
+        errors.push(FieldError::new("metric", why.clone()));
+    }
+    if req.prediction.is_some_and(|p| p.series == Series::ItlMs) {
+        errors.push(FieldError::new("prediction.metric", why.clone()));
+    }
+    if errors.is_empty() {
+        Ok(Err(why))
+    } else {
+        Err(errors)
+    }
 }
 
 /// The latency series both sides carry (at least two values each); refuses empty
@@ -443,11 +560,18 @@ fn headline_verdict(
     let mut reasons = head.reasons.clone();
     if let Some(n) = head.more_requests_per_side {
         let have = (metric_n(metrics, req.headline.0) as u64).max(1);
-        reasons.push(format!(
-            "About {} more requests per side ({} in all per side) would narrow the interval enough to tell, if the change is as large as observed.",
-            grouped(n),
-            grouped(n + have)
-        ));
+        reasons.push(if n > MORE_REQUESTS_CAP {
+            format!(
+                "Telling would take more than {} more requests per side: the difference is too small to matter.",
+                grouped(MORE_REQUESTS_CAP)
+            )
+        } else {
+            format!(
+                "About {} more requests per side ({} in all per side) would narrow the interval enough to tell, if the change is as large as observed.",
+                grouped(n),
+                grouped(n + have)
+            )
+        });
     }
     if verdict == Verdict::Confirmed {
         if let Some(p) = req.prediction.filter(|p| wrong_direction(p)) {
@@ -686,12 +810,12 @@ fn series_result(
     // The common-series filter guarantees two finite values per side (`pooled` keeps
     // finite values only), so the statistics below cannot fail. Each side is sorted
     // once: the summaries, the rank test and the four bootstraps read the same sorted
-    // copies. The p-value is shared by all percentiles.
+    // copies. Each percentile's p-value comes from its own bootstrap, so interval and
+    // p-value agree.
     let b_sorted = SortedSample::new(before).expect("checked non-empty and finite");
     let a_sorted = SortedSample::new(after).expect("checked non-empty and finite");
     let sb = Summary::from_sorted(&b_sorted.sorted);
     let sa = Summary::from_sorted(&a_sorted.sorted);
-    let p_value = mann_whitney_sorted(&b_sorted.sorted, &a_sorted.sorted).p_value;
     let rows = Percentile::ALL
         .into_iter()
         .map(|pct| {
@@ -705,7 +829,7 @@ fn series_result(
                 before: sb,
                 after: sa,
                 ci,
-                p_value,
+                min_effect_pct: req.min_effect_pct,
                 before_runs: spreads(req.baseline, s, statistic),
                 after_runs: spreads(req.candidate, s, statistic),
                 invalid_reasons: problems.to_vec(),
@@ -758,9 +882,9 @@ fn row(
     }
 }
 
-/// Throughput is one number per run: with at least two runs per side it is
-/// judged over the runs (bootstrap of the mean, rank test of the run values);
-/// with fewer it is reported without a verdict.
+/// Throughput is one number per run: with at least [`THROUGHPUT_MIN_RUNS`] runs per
+/// side it is judged over the runs (bootstrap of the mean, whose p-value comes from
+/// the same resamples); with fewer it is reported without a verdict.
 fn throughput_result(req: &Request, problems: &[String]) -> Option<ThroughputResult> {
     let values = |runs: &[Run]| -> Option<Vec<f64>> {
         runs.iter()
@@ -782,8 +906,8 @@ fn throughput_result(req: &Request, problems: &[String]) -> Option<ThroughputRes
         judged: None,
         note: None,
     };
-    if bv.len() < 2 || av.len() < 2 {
-        result.note = Some("Throughput is one number per run: with fewer than two runs per side it has no interval and no verdict. Repeat the runs (A/B/B/A) to judge it.".into());
+    if bv.len() < THROUGHPUT_MIN_RUNS || av.len() < THROUGHPUT_MIN_RUNS {
+        result.note = Some(format!("Throughput is one number per run: with fewer than {THROUGHPUT_MIN_RUNS} runs per side its bootstrap has too few values to give an honest interval, so it has no verdict. Repeat the runs (A/B/B/A) to judge it."));
         return Some(result);
     }
     let ci = bootstrap_diff_ci(&bv, &av, Statistic::Mean, &req.bootstrap).ok()?;
@@ -794,7 +918,7 @@ fn throughput_result(req: &Request, problems: &[String]) -> Option<ThroughputRes
         before: Summary::of(&bv).ok()?,
         after: Summary::of(&av).ok()?,
         ci,
-        p_value: mann_whitney_u(&bv, &av).ok()?.p_value,
+        min_effect_pct: req.min_effect_pct,
         before_runs: run_spread(
             &bv.iter().map(|v| [*v]).collect::<Vec<_>>(),
             Statistic::Mean,
@@ -954,6 +1078,7 @@ mod tests {
             input_tokens_mean: Some(500.0),
             output_throughput: Some(1000.0),
             defects: vec![],
+            itl_source: Some(ItlSource::PerTokenGaps),
         }
     }
 
@@ -968,6 +1093,7 @@ mod tests {
             cause_proven: false,
             prediction: None,
             bootstrap: BootstrapConfig::default(),
+            min_effect_pct: crate::method::verdict::DEFAULT_MIN_EFFECT_PCT,
         }
     }
 
@@ -1109,15 +1235,63 @@ mod tests {
         let t = r.throughput.as_ref().unwrap();
         assert_eq!((t.before_runs.len(), t.after_runs.len()), (4, 4));
         let judged = t.judged.as_ref().unwrap();
-        // Four runs a side: the rank test can reach p ≈ 0.03 (U = 0, n₁ = n₂ = 4).
         assert_eq!(judged.verdict, Verdict::Improved, "{}", judged.summary);
+        assert!(judged.p_value < 0.05 && judged.ci_low > 0.0);
         assert!(journal_result(&r, "/c/1").contains("tok/s"));
 
-        // Two runs a side can never pass the rank test: inconclusive, honestly.
+        // Two runs a side are too few for an honest bootstrap: no verdict.
         let r = compare(&request(&b[..2], &a[..2])).unwrap();
-        let judged = r.throughput.unwrap().judged.unwrap();
-        assert_eq!(judged.verdict, Verdict::Inconclusive);
-        assert!(judged.p_value > 0.05);
+        let t = r.throughput.unwrap();
+        assert!(t.judged.is_none());
+        assert!(t.note.unwrap().contains("fewer than 3 runs per side"));
+    }
+
+    #[test]
+    fn itl_sources_must_match() {
+        let b = [run(1, 100.0, 300)];
+        let mut tpot = run(2, 70.0, 300);
+        tpot.itl_source = Some(ItlSource::RequestTpot);
+        let a = [tpot];
+        // A TTFT verdict goes ahead without ITL, saying why.
+        let r = compare(&request(&b, &a)).unwrap();
+        assert!(r.series(Series::ItlMs).is_none());
+        assert!(r.itl_source.is_none());
+        assert!(
+            r.warnings
+                .iter()
+                .any(|w| w.starts_with("ITL is left out") && w.contains("tpot")),
+            "{:?}",
+            r.warnings
+        );
+        // A verdict on ITL is refused.
+        let mut req = request(&b, &a);
+        req.headline = (Series::ItlMs, Percentile::P50);
+        let e = compare(&req).unwrap_err();
+        assert_eq!(e[0].field, "metric");
+        assert!(e[0].message.contains("per_token_gaps"), "{}", e[0].message);
+        // One source on both sides: named in the report.
+        let r = compare(&request(&b, &b)).unwrap();
+        assert_eq!(r.itl_source, Some(ItlSource::PerTokenGaps));
+    }
+
+    #[test]
+    fn sub_minimum_moves_are_no_change_and_not_findings() {
+        // TTFT +0.7%: far under 2%, whatever the interval says.
+        let b = [run(1, 100.0, 2000)];
+        let a = [run(2, 100.7, 2000)];
+        let r = compare(&request(&b, &a)).unwrap();
+        assert_ne!(r.verdict, Verdict::Regressed, "{:?}", r.reasons);
+        assert_eq!(r.verdict, Verdict::NoChange, "{:?}", r.reasons);
+        assert!(r.reasons.iter().all(|x| !x.starts_with("Elsewhere")));
+        for row in &r.series(Series::TtftMs).unwrap().rows {
+            assert_eq!(row.ci_low > 0.0 || row.ci_high < 0.0, row.p_value < 0.05);
+        }
+        // With a 0.5% minimum the same move counts.
+        let mut req = request(&b, &a);
+        req.min_effect_pct = 0.5;
+        let r = compare(&req).unwrap();
+        assert_eq!(r.verdict, Verdict::Regressed, "{:?}", r.reasons);
+        assert_eq!(r.min_effect_pct, 0.5);
     }
 
     #[test]

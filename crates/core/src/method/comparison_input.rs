@@ -23,6 +23,29 @@ pub struct NewComparison {
     pub baseline_config: Option<FrozenConfig>,
     pub candidate_config: Option<FrozenConfig>,
     pub prediction: Option<Prediction>,
+    /// The smallest relative change (percent) worth a verdict; `None`: the
+    /// investigation's setting, or [`super::verdict::DEFAULT_MIN_EFFECT_PCT`].
+    pub min_effect_pct: Option<f64>,
+}
+
+/// The largest minimum effect accepted (percent).
+pub const MAX_MIN_EFFECT_PCT: f64 = 100.0;
+
+fn min_effect(raw: Option<&str>, errors: &mut Vec<FieldError>) -> Option<f64> {
+    let raw = raw.map(str::trim).filter(|s| !s.is_empty())?;
+    let parsed = crate::quantity::read(raw, crate::quantity::Unit::Percent).ok();
+    match parsed {
+        Some(v) if v.is_finite() && (0.0..=MAX_MIN_EFFECT_PCT).contains(&v) => Some(v),
+        _ => {
+            errors.push(FieldError::new(
+                "min_effect_pct",
+                format!(
+                    "{raw:?} is not a minimum effect: the smallest change worth a verdict, in percent of the before value, from 0 to 100 (e.g. 2)"
+                ),
+            ));
+            None
+        }
+    }
 }
 
 fn series_or(field: &str, raw: Option<&str>, errors: &mut Vec<FieldError>) -> Series {
@@ -112,6 +135,7 @@ struct Draft {
     baseline_config: Option<ConfigDraft>,
     candidate_config: Option<ConfigDraft>,
     prediction: Option<PredictionDraft>,
+    min_effect_pct: Option<String>,
     /// Problems of shape the adapter found (e.g. a JSON value of the wrong type).
     errors: Vec<FieldError>,
 }
@@ -283,6 +307,7 @@ impl Draft {
         let cause_proven = flag("cause_proven", self.cause_proven.as_deref(), &mut errors);
         let metric = series_or("metric", self.metric.as_deref(), &mut errors);
         let percentile = percentile_or("percentile", self.percentile.as_deref(), &mut errors);
+        let min_effect_pct = min_effect(self.min_effect_pct.as_deref(), &mut errors);
         let baseline_config = config_of("baseline_config", self.baseline_config, &mut errors);
         let candidate_config = config_of("candidate_config", self.candidate_config, &mut errors);
         let prediction = self.prediction.map(|p| Prediction {
@@ -312,6 +337,7 @@ impl Draft {
             baseline_config,
             candidate_config,
             prediction,
+            min_effect_pct,
         })
     }
 }
@@ -330,7 +356,7 @@ fn json_text(v: &Value) -> Option<String> {
 impl NewComparison {
     /// The API body: `{"baseline": [ids], "candidate": [ids], "variable": "…",
     /// "investigation"?, "cause_proven"?, "metric"?, "percentile"?,
-    /// "baseline_config"?, "candidate_config"?, "prediction"?}`.
+    /// "baseline_config"?, "candidate_config"?, "prediction"?, "min_effect_pct"?}`.
     pub fn from_json(body: &Value) -> Result<NewComparison, Vec<FieldError>> {
         let Some(obj) = body.as_object() else {
             return Err(vec![FieldError::new("body", "expected a JSON object")]);
@@ -384,6 +410,7 @@ impl NewComparison {
             baseline_config: config("baseline_config"),
             candidate_config: config("candidate_config"),
             prediction,
+            min_effect_pct: obj.get("min_effect_pct").and_then(strict),
             errors,
         }
         .check(&JSON_PREDICTION)
@@ -426,6 +453,7 @@ impl NewComparison {
             baseline_config: one("baseline_config").map(ConfigDraft::Lines),
             candidate_config: one("candidate_config").map(ConfigDraft::Lines),
             prediction,
+            min_effect_pct: one("min_effect_pct"),
             errors: Vec::new(),
         }
         .check(&FORM_PREDICTION)
@@ -456,15 +484,40 @@ mod tests {
             ("prediction_low", "-30%"),
             ("prediction_high", "-20"),
             ("prediction_source", "mixed-step"),
+            ("min_effect_pct", "5"),
         ]))
         .unwrap();
         let json = NewComparison::from_json(&serde_json::json!({
             "baseline": [3, 4], "candidate": [5], "variable": "chunked prefill on",
             "investigation": 9, "cause_proven": true, "metric": "itl_ms", "percentile": "p99",
-            "prediction": {"low_pct": -30, "high_pct": -20, "source": "mixed-step"}
+            "prediction": {"low_pct": -30, "high_pct": -20, "source": "mixed-step"},
+            "min_effect_pct": 5
         }))
         .unwrap();
         assert_eq!(format!("{form:?}"), format!("{json:?}"));
+        assert_eq!(form.min_effect_pct, Some(5.0));
+    }
+
+    #[test]
+    fn the_minimum_effect_is_a_percentage_from_0_to_100() {
+        let base = [("baseline", "3"), ("candidate", "4"), ("variable", "tp")];
+        let with = |v: &str| {
+            let mut p = pairs(&base);
+            p.push(("min_effect_pct".into(), v.into()));
+            NewComparison::from_form(&p)
+        };
+        assert_eq!(with("").unwrap().min_effect_pct, None);
+        assert_eq!(with("0.5%").unwrap().min_effect_pct, Some(0.5));
+        for bad in ["-1", "150", "lots"] {
+            let e = with(bad).unwrap_err();
+            assert_eq!(e[0].field, "min_effect_pct");
+            assert!(e[0].message.contains("from 0 to 100"), "{}", e[0].message);
+        }
+        let e = NewComparison::from_json(&serde_json::json!({
+            "baseline": [3], "candidate": [4], "variable": "tp", "min_effect_pct": "2"
+        }))
+        .unwrap_err();
+        assert_eq!(e[0].field, "min_effect_pct");
     }
 
     #[test]

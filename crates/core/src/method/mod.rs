@@ -5,6 +5,7 @@
 pub mod bubbles;
 pub mod comparison;
 pub mod comparison_input;
+pub mod comparison_pick;
 pub mod evidence;
 pub mod expected;
 pub mod fixes;

@@ -7,8 +7,13 @@ use super::reproduce::SingleChangeCheck;
 use crate::metric::{format_value, Metric, Unit};
 use crate::stats::{DiffCi, RunSpread, Statistic, Summary};
 
-/// Significance level for the Mann–Whitney p-value.
-pub const ALPHA: f64 = 0.05;
+/// The smallest relative change (percent of the before value) a verdict calls a
+/// change, when the investigation sets none: smaller moves are "no change" however
+/// significant, since no one would act on them.
+pub const DEFAULT_MIN_EFFECT_PCT: f64 = 2.0;
+/// Estimates of the extra requests a side would need beyond this are not worth
+/// stating as a number.
+pub const MORE_REQUESTS_CAP: u64 = 1_000_000;
 /// Failure rates (errors + cancellations) may differ by this much (absolute).
 pub const FAILURE_RATE_TOLERANCE: f64 = 0.01;
 /// Mean output tokens per request may differ by this fraction.
@@ -23,8 +28,12 @@ pub enum Verdict {
     Confirmed,
     /// Moved beyond noise in the good direction; cause not proven.
     Improved,
-    /// Within noise.
+    /// Within noise, and the interval still allows a change of at least the minimum
+    /// effect.
     Inconclusive,
+    /// Any change is smaller than the minimum effect: significant but small, or an
+    /// interval lying within ± the minimum effect.
+    NoChange,
     /// More than the declared variable differed, or the runs did different
     /// work: no conclusion can be drawn.
     InvalidComparison,
@@ -38,6 +47,7 @@ impl Verdict {
             Verdict::Confirmed => "confirmed",
             Verdict::Improved => "improved",
             Verdict::Inconclusive => "inconclusive",
+            Verdict::NoChange => "no_change",
             Verdict::InvalidComparison => "invalid_comparison",
             Verdict::Regressed => "regressed",
         }
@@ -48,6 +58,7 @@ impl Verdict {
             Verdict::Confirmed => "Confirmed",
             Verdict::Improved => "Improved",
             Verdict::Inconclusive => "Inconclusive",
+            Verdict::NoChange => "No change",
             Verdict::InvalidComparison => "Invalid comparison",
             Verdict::Regressed => "Regressed",
         }
@@ -58,6 +69,7 @@ impl Verdict {
             Verdict::Confirmed,
             Verdict::Improved,
             Verdict::Inconclusive,
+            Verdict::NoChange,
             Verdict::InvalidComparison,
             Verdict::Regressed,
         ]
@@ -75,10 +87,11 @@ pub struct MetricComparison {
     pub statistic: Statistic,
     pub before: Summary,
     pub after: Summary,
-    /// Bootstrap CI of `T(after) − T(before)`.
+    /// Bootstrap CI of `T(after) − T(before)`, with the p-value of the same bootstrap.
     pub ci: DiffCi,
-    /// Two-sided Mann–Whitney p-value of before vs after.
-    pub p_value: f64,
+    /// The smallest relative change (percent) worth calling a change.
+    #[serde(default = "default_min_effect")]
+    pub min_effect_pct: f64,
     /// Per-run spread when each side was measured in several runs.
     #[serde(default)]
     pub before_runs: Option<RunSpread>,
@@ -90,6 +103,10 @@ pub struct MetricComparison {
     /// The diagnosis proved the cause this change removes.
     #[serde(default)]
     pub cause_proven: bool,
+}
+
+fn default_min_effect() -> f64 {
+    DEFAULT_MIN_EFFECT_PCT
 }
 
 /// The verdict on one metric, with the evidence behind it.
@@ -114,43 +131,46 @@ pub struct MetricVerdict {
     pub summary: String,
 }
 
-/// Judge one metric.
+/// Judge one metric. One method gives both the interval and the p-value (the
+/// bootstrap of [`DiffCi`]), so the interval leaves 0 out exactly when
+/// `p < α = 1 − confidence`: "significant" below means both.
 ///
 /// 1. Any invalid reason → InvalidComparison.
-/// 2. The CI of Δ = after − before lies entirely on the improving side of 0
-///    (below for latency and cost, above for throughput), p < 0.05, and, with
-///    several runs per side, |Δ| exceeds the run-to-run spread
-///    (`max(range_before, range_after)` of the per-run statistic) →
-///    Confirmed when the cause was proven, Improved otherwise.
-/// 3. The CI lies entirely on the worsening side and |Δ| exceeds the run
-///    spread → Regressed. No p-value is required: a possible regression is
-///    cheaper to re-check than to ship.
-/// 4. Otherwise Inconclusive. When the CI spans 0, the extra sample is
-///    estimated from the CI's `1/√n` scaling: the half-width w shrinks to |Δ|
-///    at `n' = n · (w / |Δ|)²`, so about `n' − n` more requests per side
-///    (n = mean of the two sample sizes). It assumes the true change equals
-///    the observed one — a rough guide, not a power calculation.
+/// 2. Significant, the relative change |Δ| / T(before) at least the minimum
+///    effect, and, with several runs per side, |Δ| above the run-to-run spread
+///    (`max(range_before, range_after)` of the per-run statistic): on the
+///    improving side (down for latency, up for throughput) → Confirmed when the
+///    cause was proven, Improved otherwise; on the worsening side → Regressed.
+/// 3. Significant but smaller than the minimum effect → NoChange.
+/// 4. Not significant: when the whole interval lies within ± the minimum effect →
+///    NoChange; when it still allows a change of the minimum effect → Inconclusive,
+///    with roughly how many more requests per side would tell. The CI half-width w
+///    shrinks as `1/√n`: to leave 0 out when |Δ| ≥ m (m the minimum effect in the
+///    metric's unit) it must reach |Δ|, `n' = n · (w / |Δ|)²`; when |Δ| < m, to fit
+///    within ±m it must reach `m − |Δ|`, `n' = n · (w / (m − |Δ|))²`; about
+///    `n' − n` more (n = mean of the two sample sizes). It assumes the true change
+///    equals the observed one — a rough guide, not a power calculation.
+/// 5. Significant and large but within the run spread → Inconclusive.
 pub fn judge(input: &MetricComparison) -> MetricVerdict {
     let ci = &input.ci;
     let d = ci.observed_diff;
     let before_stat = input.before.get(input.statistic);
     let relative_change_pct = before_stat.filter(|b| *b != 0.0).map(|b| d / b * 100.0);
+    let min_effect = input.min_effect_pct.max(0.0);
+    // The minimum effect in the metric's unit; without a before value there is no
+    // relative scale, and any significant change counts.
+    let min_abs = before_stat
+        .filter(|b| *b != 0.0)
+        .map_or(0.0, |b| b.abs() * min_effect / 100.0);
     let good_sign = if input.metric.higher_is_better() {
         1.0
     } else {
         -1.0
     };
-    let improving = if good_sign > 0.0 {
-        ci.low > 0.0
-    } else {
-        ci.high < 0.0
-    };
-    let worsening = if good_sign > 0.0 {
-        ci.high < 0.0
-    } else {
-        ci.low > 0.0
-    };
-    let significant = input.p_value < ALPHA;
+    let significant = ci.excludes_zero();
+    let improving = significant && d * good_sign > 0.0;
+    let large = d.abs() >= min_abs;
+    let possibly_large = ci.low.abs().max(ci.high.abs()) >= min_abs;
     let spread = [&input.before_runs, &input.after_runs]
         .into_iter()
         .flatten()
@@ -167,43 +187,60 @@ pub fn judge(input: &MetricComparison) -> MetricVerdict {
         signed(ci.low, unit),
         signed(ci.high, unit)
     );
-    let p_text = format_p(input.p_value);
+    let alpha = 1.0 - ci.confidence;
+    let p_text = format_p(ci.p_value);
+    let min_text = format!(
+        "the minimum effect of {}% ({})",
+        crate::fmt::format_number(min_effect, 1).trim_end_matches(".0"),
+        format_value(min_abs, unit)
+    );
+    let pct_text = relative_change_pct.map_or_else(|| signed(d, unit), |p| format!("{p:+.1}%"));
     let mut reasons = Vec::new();
     let mut more_requests_per_side = None;
 
     let verdict = if !input.invalid_reasons.is_empty() {
         reasons.extend(input.invalid_reasons.iter().cloned());
         Verdict::InvalidComparison
-    } else if improving && significant && beyond_spread {
+    } else if significant && large && beyond_spread {
+        let side = if improving { "improving" } else { "worsening" };
         reasons.push(format!(
-            "{ci_text}, entirely on the improving side, and {p_text}"
+            "{ci_text}, entirely on the {side} side ({p_text}), and the change ({pct_text}) reaches {min_text}"
         ));
-        if input.cause_proven {
+        if !improving {
+            Verdict::Regressed
+        } else if input.cause_proven {
             reasons.push("The change removed the cause the diagnosis proved.".into());
             Verdict::Confirmed
         } else {
             reasons.push("The diagnosis did not prove that this change removes the cause, so the gain is not yet explained.".into());
             Verdict::Improved
         }
-    } else if worsening && beyond_spread {
+    } else if significant && !large {
         reasons.push(format!(
-            "{ci_text}, entirely on the worsening side ({p_text})"
+            "{ci_text} ({p_text}): the change ({pct_text}) is real but smaller than {min_text}"
         ));
-        Verdict::Regressed
+        Verdict::NoChange
+    } else if !significant && !possibly_large {
+        reasons.push(format!(
+            "{ci_text}, which includes 0 ({p_text} ≥ {alpha:.2}) and lies within ± {min_text}: any change is too small to matter"
+        ));
+        Verdict::NoChange
     } else {
-        if improving || worsening {
-            reasons.push(format!("{ci_text}, excluding 0"));
-            if improving && !significant {
-                reasons.push(format!(
-                    "but the rank test does not agree ({p_text} ≥ {ALPHA})"
-                ));
-            }
+        if significant {
+            reasons.push(format!("{ci_text}, excluding 0 ({p_text})"));
         } else {
-            reasons.push(format!("{ci_text}, which includes 0 ({p_text})"));
+            reasons.push(format!(
+                "{ci_text}, which includes 0 ({p_text} ≥ {alpha:.2}) but reaches beyond ± {min_text}"
+            ));
             let w = ci.half_width();
-            if d != 0.0 && w > 0.0 {
+            let target = if d.abs() >= min_abs {
+                d.abs()
+            } else {
+                min_abs - d.abs()
+            };
+            if target > 0.0 && w > 0.0 {
                 let n = (ci.n_before + ci.n_after) as f64 / 2.0;
-                let needed = n * (w / d.abs()).powi(2);
+                let needed = n * (w / target).powi(2);
                 // Saturating float→int cast: absurd estimates stay finite.
                 more_requests_per_side = Some((needed - n).max(0.0).ceil() as u64);
             }
@@ -247,10 +284,27 @@ pub fn judge(input: &MetricComparison) -> MetricVerdict {
         relative_change_pct,
         ci_low: ci.low,
         ci_high: ci.high,
-        p_value: input.p_value,
+        p_value: ci.p_value,
         reasons,
         more_requests_per_side,
         summary,
+    }
+}
+
+/// How many more requests per side an inconclusive result needs, as a phrase:
+/// "needs ≈ 1,500 more requests per side to tell", and beyond
+/// [`MORE_REQUESTS_CAP`] an honest "more than 1,000,000".
+pub fn more_requests_text(n: u64) -> String {
+    if n > MORE_REQUESTS_CAP {
+        format!(
+            "needs more than {} more requests per side — the difference is too small to matter",
+            crate::fmt::grouped(MORE_REQUESTS_CAP)
+        )
+    } else {
+        format!(
+            "needs ≈ {} more requests per side to tell",
+            crate::fmt::grouped(n)
+        )
     }
 }
 
@@ -363,7 +417,7 @@ pub fn score_prediction(predicted_low: f64, predicted_high: f64, observed: f64) 
 mod tests {
     use super::*;
     use crate::method::reproduce::{check_single_change, FrozenConfig};
-    use crate::stats::{bootstrap_diff_ci, mann_whitney_u, run_spread, BootstrapConfig};
+    use crate::stats::{bootstrap_diff_ci, run_spread, BootstrapConfig};
 
     fn summary(p95: f64) -> Summary {
         Summary {
@@ -379,12 +433,13 @@ mod tests {
         }
     }
 
-    fn ci(observed_diff: f64, low: f64, high: f64) -> DiffCi {
+    fn ci(observed_diff: f64, low: f64, high: f64, p_value: f64) -> DiffCi {
         DiffCi {
             statistic: Statistic::P95,
             observed_diff,
             low,
             high,
+            p_value,
             confidence: 0.95,
             resamples: 2000,
             seed: 1,
@@ -411,8 +466,8 @@ mod tests {
             statistic: Statistic::P95,
             before: summary(before),
             after: summary(after),
-            ci: ci(after - before, low, high),
-            p_value: p,
+            ci: ci(after - before, low, high, p),
+            min_effect_pct: DEFAULT_MIN_EFFECT_PCT,
             before_runs: None,
             after_runs: None,
             invalid_reasons: vec![],
@@ -429,6 +484,11 @@ mod tests {
             v.summary,
             "Improved: p95 TTFT fell from 3,200 ms to 780 ms (-75.6%); the 95% CI of the change is [-2,600 ms, -2,250 ms], p < 0.001"
         );
+        assert!(
+            v.reasons[0].contains("reaches the minimum effect of 2% (64.0 ms)"),
+            "{:?}",
+            v.reasons
+        );
         c.cause_proven = true;
         assert_eq!(judge(&c).verdict, Verdict::Confirmed);
     }
@@ -443,39 +503,61 @@ mod tests {
 
     #[test]
     fn regressed_latency() {
-        let v = judge(&comparison(Metric::Itl, 50.0, 58.0, 4.0, 12.0, 0.2));
-        assert_eq!(
-            v.verdict,
-            Verdict::Regressed,
-            "no p-value needed to flag a regression"
-        );
+        let v = judge(&comparison(Metric::Itl, 50.0, 58.0, 4.0, 12.0, 0.004));
+        assert_eq!(v.verdict, Verdict::Regressed);
         assert!(v.reasons[0].contains("worsening"));
     }
 
     #[test]
+    fn a_small_move_is_no_change_however_significant() {
+        // p95 prefill 178 → 179 ms (+0.56%), the interval clear of 0: real, but
+        // far below 2%.
+        let v = judge(&comparison(Metric::Ttft, 178.0, 179.0, 0.4, 1.6, 0.001));
+        assert_eq!(v.verdict, Verdict::NoChange, "{:?}", v.reasons);
+        assert!(v.reasons[0].contains("smaller than the minimum effect of 2%"));
+        assert!(
+            v.summary.starts_with("No change: p95 TTFT rose"),
+            "{}",
+            v.summary
+        );
+        // +0.7% at p = 0.27, the interval within ±2%: no change either.
+        let v = judge(&comparison(Metric::Ttft, 1000.0, 1007.0, -6.0, 19.0, 0.27));
+        assert_eq!(v.verdict, Verdict::NoChange, "{:?}", v.reasons);
+        assert_eq!(v.more_requests_per_side, None);
+        // The same move judged against 0.5%: large enough, but not significant.
+        let mut c = comparison(Metric::Ttft, 1000.0, 1007.0, -6.0, 19.0, 0.27);
+        c.min_effect_pct = 0.5;
+        assert_eq!(judge(&c).verdict, Verdict::Inconclusive);
+        // A significant +3% with a 5% minimum: no change.
+        let mut c = comparison(Metric::Ttft, 1000.0, 1030.0, 10.0, 50.0, 0.002);
+        assert_eq!(judge(&c).verdict, Verdict::Regressed);
+        c.min_effect_pct = 5.0;
+        assert_eq!(judge(&c).verdict, Verdict::NoChange);
+    }
+
+    #[test]
     fn inconclusive_with_more_requests_estimate() {
-        // Δ = −20, CI [−60, +20] → w = 40, n' = 500 · (40/20)² = 2000 → 1500 more.
+        // Δ = −20 (2.5% of 800, above the 16 ms minimum), CI [−60, +20] → w = 40,
+        // n' = 500 · (40/20)² = 2000 → 1500 more.
         let v = judge(&comparison(Metric::Ttft, 800.0, 780.0, -60.0, 20.0, 0.3));
         assert_eq!(v.verdict, Verdict::Inconclusive);
         assert_eq!(v.more_requests_per_side, Some(1500));
         assert!(v.reasons[0].contains("includes 0"));
-        // No observed difference: no estimate.
+        // No observed difference, wide interval: to fit within ±16 ms the half-width
+        // 30 must shrink to 16, n' = 500 · (30/16)² = 1757.8 → 1258 more.
         let flat = judge(&comparison(Metric::Ttft, 800.0, 800.0, -30.0, 30.0, 0.9));
         assert_eq!(
             (flat.verdict, flat.more_requests_per_side),
-            (Verdict::Inconclusive, None)
+            (Verdict::Inconclusive, Some(1258))
         );
-    }
-
-    #[test]
-    fn ci_and_rank_test_disagree() {
-        let v = judge(&comparison(Metric::Ttft, 800.0, 760.0, -70.0, -5.0, 0.08));
-        assert_eq!(v.verdict, Verdict::Inconclusive);
-        assert!(v
-            .reasons
-            .iter()
-            .any(|r| r.contains("rank test does not agree")));
-        assert_eq!(v.more_requests_per_side, None);
+        assert_eq!(
+            more_requests_text(1258),
+            "needs ≈ 1,258 more requests per side to tell"
+        );
+        assert_eq!(
+            more_requests_text(17_005_247),
+            "needs more than 1,000,000 more requests per side — the difference is too small to matter"
+        );
     }
 
     #[test]
@@ -491,6 +573,7 @@ mod tests {
     #[test]
     fn must_exceed_run_to_run_spread() {
         let mut c = comparison(Metric::Ttft, 800.0, 760.0, -55.0, -25.0, 0.001);
+        assert_eq!(judge(&c).verdict, Verdict::Improved);
         let runs = |values: &[f64]| RunSpread {
             statistic: Statistic::P95,
             per_run: values.to_vec(),
@@ -522,7 +605,6 @@ mod tests {
         ];
         let ci = bootstrap_diff_ci(&before, &after, Statistic::P50, &BootstrapConfig::default())
             .unwrap();
-        let mw = mann_whitney_u(&before, &after).unwrap();
         let c = MetricComparison {
             metric: Metric::Ttft,
             unit: Unit::Ms,
@@ -530,7 +612,7 @@ mod tests {
             before: Summary::of(&before).unwrap(),
             after: Summary::of(&after).unwrap(),
             ci,
-            p_value: mw.p_value,
+            min_effect_pct: DEFAULT_MIN_EFFECT_PCT,
             before_runs: Some(run_spread(&[&before[..5], &before[5..]], Statistic::P50).unwrap()),
             after_runs: Some(run_spread(&[&after[..5], &after[5..]], Statistic::P50).unwrap()),
             invalid_reasons: vec![],
@@ -549,6 +631,7 @@ mod tests {
             (Verdict::Confirmed, "confirmed"),
             (Verdict::Improved, "improved"),
             (Verdict::Inconclusive, "inconclusive"),
+            (Verdict::NoChange, "no_change"),
             (Verdict::InvalidComparison, "invalid_comparison"),
             (Verdict::Regressed, "regressed"),
         ] {

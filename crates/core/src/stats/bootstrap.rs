@@ -52,6 +52,14 @@ impl Default for BootstrapConfig {
 /// The mean is resampled value by value. The interval is
 /// `[Q(α/2), Q(1 − α/2)]` of the B values of `Δ*` with `α = 1 − confidence`,
 /// using the linear quantile rule. Negative Δ means the statistic went down.
+///
+/// The p-value comes from the same B values: it is the smallest α at which the
+/// `1 − α` percentile interval (same quantile rule) leaves 0 out, i.e.
+/// `p = 2 · min(q₋, 1 − q₊)` where `q₋ = sup{q : Q(q) ≤ 0}` and
+/// `q₊ = inf{q : Q(q) ≥ 0}` on the linear quantile curve of the sorted `Δ*`, floored
+/// at `1/B` (B resamples cannot tell a smaller one). So the interval at `confidence`
+/// leaves 0 out exactly when `p < 1 − confidence`: the interval and the p-value
+/// never disagree.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 pub struct DiffCi {
     pub statistic: Statistic,
@@ -59,6 +67,9 @@ pub struct DiffCi {
     pub observed_diff: f64,
     pub low: f64,
     pub high: f64,
+    /// Two-sided bootstrap p-value of Δ = 0 (see above).
+    #[serde(default = "one")]
+    pub p_value: f64,
     pub confidence: f64,
     pub resamples: usize,
     pub seed: u64,
@@ -66,11 +77,51 @@ pub struct DiffCi {
     pub n_after: usize,
 }
 
+fn one() -> f64 {
+    1.0
+}
+
 impl DiffCi {
     /// `(high − low) / 2`.
     pub fn half_width(&self) -> f64 {
         (self.high - self.low) / 2.0
     }
+
+    /// The interval leaves 0 out (equivalently, `p_value < 1 − confidence`).
+    pub fn excludes_zero(&self) -> bool {
+        self.low > 0.0 || self.high < 0.0
+    }
+}
+
+/// The p-value of [`DiffCi`] from the sorted resampled differences: the level at which
+/// the linear quantile curve `Q(q)` of `sorted` crosses 0, doubled on its nearer tail.
+fn bootstrap_p_value(sorted: &[f64]) -> f64 {
+    let b = sorted.len();
+    if b < 2 {
+        return 1.0;
+    }
+    let last = (b - 1) as f64;
+    // The level q at which Q runs through 0 between ranks j and j + 1.
+    let crossing = |j: usize| -> f64 {
+        let (lo, hi) = (sorted[j], sorted[j + 1]);
+        let frac = if hi > lo { (0.0 - lo) / (hi - lo) } else { 0.0 };
+        (j as f64 + frac.clamp(0.0, 1.0)) / last
+    };
+    // q₋ = sup{q : Q(q) ≤ 0}: past the last value ≤ 0.
+    let at_most_zero = sorted.partition_point(|d| *d <= 0.0);
+    let q_minus = match at_most_zero {
+        0 => 0.0,
+        n if n == b => 1.0,
+        n => crossing(n - 1),
+    };
+    // q₊ = inf{q : Q(q) ≥ 0}: up to the first value ≥ 0.
+    let below_zero = sorted.partition_point(|d| *d < 0.0);
+    let q_plus = match below_zero {
+        0 => 0.0,
+        n if n == b => 1.0,
+        n => crossing(n - 1),
+    };
+    (2.0 * q_minus.min(1.0 - q_plus)).clamp(1.0 / b as f64, 1.0)
 }
 
 /// A sample checked (non-empty, finite) and sorted once, for the several statistics
@@ -188,11 +239,25 @@ fn interval(
 ) -> DiffCi {
     diffs.sort_by(f64::total_cmp);
     let alpha = 1.0 - config.confidence;
+    let (low, high) = (
+        quantile_sorted(&diffs, alpha / 2.0),
+        quantile_sorted(&diffs, 1.0 - alpha / 2.0),
+    );
+    let mut p_value = bootstrap_p_value(&diffs);
+    // The two are one computation read two ways; where rounding of the crossing level
+    // lands exactly on α the interval's endpoints decide.
+    let excludes = low > 0.0 || high < 0.0;
+    if excludes && p_value >= alpha {
+        p_value = alpha * (1.0 - f64::EPSILON);
+    } else if !excludes && p_value < alpha {
+        p_value = alpha;
+    }
     DiffCi {
         statistic,
         observed_diff,
-        low: quantile_sorted(&diffs, alpha / 2.0),
-        high: quantile_sorted(&diffs, 1.0 - alpha / 2.0),
+        low,
+        high,
+        p_value,
         confidence: config.confidence,
         resamples: config.resamples,
         seed: config.seed,
@@ -510,6 +575,68 @@ mod tests {
         );
         assert!(bootstrap_diff_ci(&[1.0], &[1.0], Statistic::Quantile(2.0), &cfg).is_err());
         assert!(bootstrap_diff_ci(&[1.0], &[1.0], Statistic::Mean, &config(10, 1)).is_err());
+    }
+
+    #[test]
+    fn the_p_value_and_the_interval_never_disagree() {
+        // Shifts from none to clear, at every statistic and two confidence levels:
+        // the interval leaves 0 out exactly when p < 1 − confidence.
+        let before = shaped(100.0, 400);
+        let mut seen = (0, 0);
+        for shift in [
+            0.8, 0.9, 0.95, 0.97, 0.99, 1.0, 1.01, 1.02, 1.05, 1.08, 1.15,
+        ] {
+            let after: Vec<f64> = shaped(100.0 * shift, 380);
+            for statistic in [
+                Statistic::P50,
+                Statistic::P90,
+                Statistic::P99,
+                Statistic::Mean,
+            ] {
+                for confidence in [0.95, 0.9] {
+                    for seed in 1..4 {
+                        let cfg = BootstrapConfig {
+                            resamples: 500,
+                            confidence,
+                            seed,
+                        };
+                        let ci = bootstrap_diff_ci(&before, &after, statistic, &cfg).unwrap();
+                        let alpha = 1.0 - confidence;
+                        assert_eq!(
+                            ci.excludes_zero(),
+                            ci.p_value < alpha,
+                            "{statistic:?} ×{shift} seed {seed}: [{}, {}] p = {}",
+                            ci.low,
+                            ci.high,
+                            ci.p_value
+                        );
+                        assert!(ci.p_value >= 1.0 / 500.0 && ci.p_value <= 1.0);
+                        if ci.excludes_zero() {
+                            seen.0 += 1;
+                        } else {
+                            seen.1 += 1;
+                        }
+                    }
+                }
+            }
+        }
+        assert!(
+            seen.0 > 20 && seen.1 > 20,
+            "both outcomes exercised: {seen:?}"
+        );
+    }
+
+    #[test]
+    fn bootstrap_p_value_reads_the_crossing_level() {
+        // Δ* = −4 … 5 (ten values): Q(q) = −4 + 9q crosses 0 at q = 4/9, so
+        // p = 2 · min(4/9, 5/9) = 8/9.
+        let d: Vec<f64> = (-4..=5).map(f64::from).collect();
+        assert!((bootstrap_p_value(&d) - 8.0 / 9.0).abs() < 1e-12);
+        // Every resample above 0: as small as B resamples can say.
+        let up: Vec<f64> = (1..=200).map(f64::from).collect();
+        assert_eq!(bootstrap_p_value(&up), 1.0 / 200.0);
+        // All exactly 0: no evidence of a change at all.
+        assert_eq!(bootstrap_p_value(&[0.0; 50]), 1.0);
     }
 
     #[test]
