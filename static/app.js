@@ -61,3 +61,29 @@ document.addEventListener("click", function (ev) {
   button.setAttribute("aria-expanded", open ? "true" : "false");
   document.getElementById(button.getAttribute("aria-controls")).classList.toggle("open", open);
 });
+// Step 1: a metric brings its own unit (an ITL is in ms, a throughput in tok/s), and a
+// throughput or a cost has no percentile; the server refuses a unit that cannot
+// measure the metric either way.
+function syncMetric(select, resetUnit) {
+  var form = select.form;
+  var chosen = select.options[select.selectedIndex];
+  if (!form || !chosen) return;
+  var percentile = form.querySelector("select[name=percentile]");
+  if (percentile) {
+    var none = chosen.getAttribute("data-percentile") === "no";
+    if (none) percentile.value = "";
+    percentile.disabled = none;
+  }
+  var unit = form.querySelector("input[name=unit]");
+  if (resetUnit && unit && chosen.getAttribute("data-unit")) unit.value = chosen.getAttribute("data-unit");
+}
+document.addEventListener("change", function (ev) {
+  var select = ev.target;
+  if (select && select.id === "f-metric") syncMetric(select, true);
+});
+function syncMetrics() {
+  var select = document.getElementById("f-metric");
+  if (select) syncMetric(select, false);
+}
+document.addEventListener("DOMContentLoaded", syncMetrics);
+document.addEventListener("htmx:afterSettle", syncMetrics);

@@ -156,14 +156,15 @@ pub fn step_bodies() -> Vec<(u8, &'static str, Value)> {
             object(
                 json!({
                     "metric": {"type": "string", "enum": metrics},
-                    "percentile": {"type": "string", "enum": percentiles},
+                    "percentile": {"type": "string", "enum": percentiles,
+                        "description": "required for a latency; none for throughput or cost per million tokens, which are measured over the whole run"},
                     "observed": figure(),
                     "target": figure(),
                     "unit": {"type": "string"},
                     "confirm_target": {"type": ["boolean", "string"],
                         "description": "true saves a target far outside what the metric can be"},
                 }),
-                &["metric", "percentile", "observed", "target"],
+                &["metric", "observed", "target"],
             ),
         ),
         (2, "Step2Body", object(Value::Object(phases), &[])),
@@ -172,7 +173,8 @@ pub fn step_bodies() -> Vec<(u8, &'static str, Value)> {
             "Step3Body",
             object(
                 json!({"gpu_total": figure(), "cpu_total": figure(), "wall": figure()}),
-                &["gpu_total", "cpu_total", "wall"],
+                // CPU busy time is optional: without it only "GPU-bound or not" is judged.
+                &["gpu_total", "wall"],
             ),
         ),
         (

@@ -153,3 +153,57 @@ async fn next(b: &browser::Browser, title: &str) {
     b.click(".step-nav a.next-link").await;
     b.wait_text("h1.step-title", title).await;
 }
+
+/// Polls a form field until its value is `want`.
+async fn wait_value(b: &browser::Browser, css: &str, want: &str) {
+    let mut last = String::new();
+    for _ in 0..100 {
+        last = b.value(css).await;
+        if last == want {
+            return;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    }
+    panic!("{css} never held {want:?}; last value: {last:?}");
+}
+
+#[tokio::test]
+async fn switching_step_1_metric_brings_its_own_unit_and_percentile() {
+    let (app, url) =
+        common::app_with_investigation("ITL p50 14 → 23 ms after a vLLM upgrade").await;
+    let test = "switching_step_1_metric_brings_its_own_unit_and_percentile";
+    let Some(b) = browser::start(&app, test).await else {
+        return;
+    };
+    b.goto("/login").await;
+    b.fill("#name", "ada").await;
+    b.fill("#password", PASSWORD).await;
+    b.click("form[action='/login'] button[type=submit]").await;
+    b.wait_text(".user-name", "ada").await;
+    b.goto(&format!("{url}/steps/1")).await;
+    b.wait_text("h1.step-title", "Step 1").await;
+
+    // A throughput: tok/s, and no percentile to choose.
+    b.click("#f-metric option[value=throughput]").await;
+    wait_value(&b, "[name=unit]", "tok/s").await;
+    wait_value(&b, "#f-percentile", "").await;
+    b.fill("[name=observed]", "1800").await;
+    b.fill("[name=target]", "2500").await;
+    submit_and_wait(
+        &b,
+        ".symptom-line",
+        "throughput 1,800 tok/s vs target 2,500 tok/s (1.4× short)",
+    )
+    .await;
+
+    // Switching to ITL resets the unit to ms and gives the percentile back.
+    b.click("#f-metric option[value=itl]").await;
+    wait_value(&b, "[name=unit]", "ms").await;
+    b.click("#f-percentile option[value=p50]").await;
+    wait_value(&b, "#f-percentile", "p50").await;
+    b.fill("[name=observed]", "23").await;
+    b.fill("[name=target]", "14").await;
+    submit_and_wait(&b, ".symptom-line", "p50 ITL 23.0 ms vs target 14.0 ms").await;
+    assert!(b.console_errors().await.is_empty());
+    b.quit().await;
+}

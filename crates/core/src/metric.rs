@@ -88,6 +88,13 @@ impl Metric {
         }
     }
 
+    /// Whether the metric is read at a percentile of a per-request (or per-token)
+    /// distribution. A throughput is a rate over the whole run and a cost per million
+    /// tokens a ratio over it: neither is a percentile statistic.
+    pub fn has_percentile(self) -> bool {
+        !matches!(self, Metric::Throughput | Metric::CostPerMillion)
+    }
+
     /// Only throughput improves upwards; latencies and cost improve downwards.
     pub fn higher_is_better(self) -> bool {
         matches!(self, Metric::Throughput)
@@ -193,21 +200,30 @@ pub fn format_value(value: f64, unit: Unit) -> String {
     format!("{} {}", format_number(value, decimals), unit.slug())
 }
 
-/// One measured value of a metric at a percentile ("p99 ITL 145 ms").
+/// One measured value of a metric at a percentile ("p99 ITL 145 ms"), or of a metric
+/// that has none ("throughput 1,800 tok/s").
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 pub struct MetricReading {
     pub metric: Metric,
-    pub percentile: Percentile,
+    #[serde(default)]
+    pub percentile: Option<Percentile>,
     pub value: f64,
     pub unit: Unit,
+}
+
+/// "p95 TTFT", or "throughput" for a metric without a percentile.
+pub fn metric_name(metric: Metric, percentile: Option<Percentile>) -> String {
+    match percentile {
+        Some(p) => format!("{} {}", p.slug(), metric.short_label()),
+        None => metric.short_label().to_string(),
+    }
 }
 
 impl MetricReading {
     pub fn line(&self) -> String {
         format!(
-            "{} {} {}",
-            self.percentile.slug(),
-            self.metric.short_label(),
+            "{} {}",
+            metric_name(self.metric, self.percentile),
             format_value(self.value, self.unit)
         )
     }
@@ -249,9 +265,8 @@ impl TradeOff {
             s => format!(" ({s})"),
         };
         format!(
-            "{} {}{scope} {} → {} ({:+.1}%, {})",
-            self.after.percentile.slug(),
-            self.after.metric.short_label(),
+            "{}{scope} {} → {} ({:+.1}%, {})",
+            metric_name(self.after.metric, self.after.percentile),
             format_value(self.before.value, self.before.unit),
             format_value(self.after.value, self.after.unit),
             self.change_pct(),
@@ -268,7 +283,9 @@ impl TradeOff {
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 pub struct MetricTarget {
     pub metric: Metric,
-    pub percentile: Percentile,
+    /// `None` for a metric without one ([`Metric::has_percentile`]).
+    #[serde(default)]
+    pub percentile: Option<Percentile>,
     pub observed: f64,
     pub target: f64,
     /// Unit of `observed` and `target` (never seconds: they are stored as ms).
@@ -426,9 +443,8 @@ impl MetricTarget {
             format!("{gap:.digits$}× {word}")
         };
         format!(
-            "{} {} {} vs target {} ({verdict})",
-            self.percentile.slug(),
-            self.metric.short_label(),
+            "{} {} vs target {} ({verdict})",
+            metric_name(self.metric, self.percentile),
             format_value(self.observed, self.unit),
             format_value(self.target, self.unit),
         )
@@ -446,13 +462,26 @@ impl MetricTarget {
                 format!("Choose one metric: {}", names.join(", ")),
             ));
         }
-        let percentile = Percentile::parse(&form.percentile);
-        if percentile.is_none() {
+        let pct_text = form.percentile.trim();
+        let percentile = Percentile::parse(pct_text);
+        let wants_percentile = metric.is_none_or(Metric::has_percentile);
+        if let Some(m) = metric.filter(|_| !wants_percentile && !pct_text.is_empty()) {
+            // A rate or a cost over the run: no percentile, and none is invented.
+            errors.push(FieldError::new(
+                "percentile",
+                format!(
+                    "{} is measured over the whole run, not as a percentile of requests: \
+                     leave the percentile blank",
+                    m.label()
+                ),
+            ));
+        } else if wants_percentile && percentile.is_none() {
             errors.push(FieldError::new(
                 "percentile",
                 "Choose the percentile the target is about: p50, p90, p95 or p99",
             ));
         }
+        let percentile = percentile.filter(|_| wants_percentile);
         let form_unit = if form.unit.trim().is_empty() {
             None
         } else {
@@ -474,7 +503,11 @@ impl MetricTarget {
             }
         }
 
+        // A unit that cannot measure the metric (tok/s left over from a throughput, for
+        // an ITL) is refused above; the amounts are read in the metric's own unit, so no
+        // second error asks for them in the wrong one.
         let unit = form_unit
+            .filter(|u| metric.is_none_or(|m| m.accepts(*u)))
             .or(metric.map(Metric::default_unit))
             .unwrap_or(Unit::Ms);
         let pct = percentile.map_or("value", Percentile::slug);
@@ -505,10 +538,8 @@ impl MetricTarget {
                 (None, None)
             }
         };
-        match (metric, percentile, observed, target) {
-            (Some(metric), Some(percentile), Some((observed, unit)), Some((target, _)))
-                if errors.is_empty() =>
-            {
+        match (metric, observed, target) {
+            (Some(metric), Some((observed, unit)), Some((target, _))) if errors.is_empty() => {
                 let parsed = MetricTarget {
                     metric,
                     percentile,
@@ -537,18 +568,24 @@ impl MetricTarget {
     }
 }
 
-fn unit_mismatch(field: &str, metric: Metric, unit: Unit) -> FieldError {
-    let allowed = match metric {
-        Metric::Throughput => "tok/s or req/s",
+/// The units a metric may be given in, its own unit first: "ms (or s)".
+pub fn allowed_units(metric: Metric) -> &'static str {
+    match metric {
+        Metric::Throughput => "tok/s (or req/s)",
         Metric::CostPerMillion => "usd",
-        _ => "ms or s",
-    };
+        _ => "ms (or s)",
+    }
+}
+
+fn unit_mismatch(field: &str, metric: Metric, unit: Unit) -> FieldError {
     FieldError::new(
         field,
         format!(
-            "'{}' does not measure {}: use {allowed}",
+            "'{}' does not measure {}: {} is in {}",
             unit.slug(),
-            metric.short_label()
+            metric.short_label(),
+            metric.short_label(),
+            allowed_units(metric)
         ),
     )
 }
@@ -645,8 +682,8 @@ mod tests {
         assert!(MetricTarget::parse(&form("itl", "p99", "140", "60", "")).is_ok());
         assert!(MetricTarget::parse(&form("ttft", "p95", "90 s", "59 s", "")).is_ok());
         assert!(MetricTarget::parse(&form("ttft", "p95", "90 s", "60 s", "")).is_err());
-        assert!(MetricTarget::parse(&form("throughput", "p50", "20", "200000", "req/s")).is_err());
-        assert!(MetricTarget::parse(&form("throughput", "p50", "20", "200000", "tok/s")).is_ok());
+        assert!(MetricTarget::parse(&form("throughput", "", "20", "200000", "req/s")).is_err());
+        assert!(MetricTarget::parse(&form("throughput", "", "20", "200000", "tok/s")).is_ok());
     }
 
     #[test]
@@ -662,13 +699,13 @@ mod tests {
 
     #[test]
     fn gap_ratio_throughput_is_target_over_observed() {
-        let t = MetricTarget::parse(&form("throughput", "p50", "2000", "2500", "tok/s")).unwrap();
+        let t = MetricTarget::parse(&form("throughput", "", "2000", "2500", "tok/s")).unwrap();
         assert_eq!(t.gap_ratio(), 1.25);
         assert_eq!(
             t.symptom_line(),
-            "p50 throughput 2,000 tok/s vs target 2,500 tok/s (1.2× short)"
+            "throughput 2,000 tok/s vs target 2,500 tok/s (1.2× short)"
         );
-        let ok = MetricTarget::parse(&form("throughput", "p50", "3000", "2500", "")).unwrap();
+        let ok = MetricTarget::parse(&form("throughput", "", "3000", "2500", "")).unwrap();
         assert!(ok.meets_target());
         assert!(ok.symptom_line().ends_with("(meets target)"));
     }
@@ -679,8 +716,7 @@ mod tests {
         assert_eq!((t.observed, t.target, t.unit), (3200.0, 800.0, Unit::Ms));
         let inline = MetricTarget::parse(&form("e2e", "p99", "12.5 s", "8000ms", "")).unwrap();
         assert_eq!((inline.observed, inline.target), (12500.0, 8000.0));
-        let cost =
-            MetricTarget::parse(&form("cost_per_million", "p50", "$1.20", "0.8", "")).unwrap();
+        let cost = MetricTarget::parse(&form("cost_per_million", "", "$1.20", "0.8", "")).unwrap();
         assert_eq!((cost.unit, cost.observed), (Unit::Usd, 1.2));
     }
 
@@ -719,11 +755,50 @@ mod tests {
             MetricTarget::parse(&form("ttft", "p95", "3200", "800", "tok/s")).unwrap_err();
         assert_eq!(
             wrong_unit[0].message,
-            "'tok/s' does not measure TTFT: use ms or s"
+            "'tok/s' does not measure TTFT: TTFT is in ms (or s)"
         );
-        let mixed = MetricTarget::parse(&form("throughput", "p50", "40 req/s", "2500", "tok/s"))
-            .unwrap_err();
+        // The unit left over from a throughput: one error, naming the ITL's own unit.
+        let left_over =
+            MetricTarget::parse(&form("itl", "p50", "23 ms", "14 ms", "tok/s")).unwrap_err();
+        assert_eq!(left_over.len(), 1, "{left_over:?}");
+        assert_eq!(left_over[0].field, "unit");
+        assert_eq!(
+            left_over[0].message,
+            "'tok/s' does not measure ITL: ITL is in ms (or s)"
+        );
+        let mixed =
+            MetricTarget::parse(&form("throughput", "", "40 req/s", "2500", "tok/s")).unwrap_err();
         assert_eq!(mixed[0].field, "observed");
+    }
+
+    #[test]
+    fn a_throughput_has_no_percentile() {
+        let t = MetricTarget::parse(&form("throughput", "", "1800", "2500", "tok/s")).unwrap();
+        assert_eq!(t.percentile, None);
+        assert_eq!(
+            t.symptom_line(),
+            "throughput 1,800 tok/s vs target 2,500 tok/s (1.4× short)"
+        );
+        assert_eq!(t.reading().line(), "throughput 1,800 tok/s");
+        let cost = MetricTarget::parse(&form("cost_per_million", "", "1.20", "0.80", "")).unwrap();
+        assert_eq!(cost.percentile, None);
+        let given =
+            MetricTarget::parse(&form("throughput", "p95", "1800", "2500", "tok/s")).unwrap_err();
+        assert_eq!(given[0].field, "percentile");
+        assert!(
+            given[0].message.contains("not as a percentile of requests"),
+            "{}",
+            given[0].message
+        );
+        // A latency still needs one.
+        let none = MetricTarget::parse(&form("ttft", "", "3200", "800", "ms")).unwrap_err();
+        assert_eq!(none[0].field, "percentile");
+        // Records stored with a percentile still read.
+        let old: MetricTarget = serde_json::from_str(
+            r#"{"metric":"itl","percentile":"p50","observed":23,"target":14,"unit":"ms"}"#,
+        )
+        .unwrap();
+        assert_eq!(old.percentile, Some(Percentile::P50));
     }
 
     #[test]
@@ -731,7 +806,7 @@ mod tests {
         assert!(Metric::Throughput.higher_is_better());
         let ttft = |value| MetricReading {
             metric: Metric::Ttft,
-            percentile: Percentile::P95,
+            percentile: Some(Percentile::P95),
             value,
             unit: Unit::Ms,
         };
@@ -763,7 +838,7 @@ mod tests {
         }
         let r = MetricReading {
             metric: Metric::Itl,
-            percentile: Percentile::P99,
+            percentile: Some(Percentile::P99),
             value: 52.0,
             unit: Unit::Ms,
         };

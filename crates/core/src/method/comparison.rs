@@ -9,7 +9,7 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use serde::{Deserialize, Serialize};
 
-use super::reproduce::{check_single_change, FrozenConfig, SingleChangeCheck};
+use super::reproduce::{check_single_change, fields_named_in, FrozenConfig, SingleChangeCheck};
 use super::verdict::{
     comparison_problems, judge, score_prediction, MetricComparison, MetricVerdict, PredictionScore,
     RunHealth, Verdict, MORE_REQUESTS_CAP,
@@ -342,7 +342,7 @@ impl Report {
             if let Some(r) = m.row(self.percentile) {
                 let reading = |value| MetricReading {
                     metric: m.series.metric(),
-                    percentile: self.percentile,
+                    percentile: Some(self.percentile),
                     value,
                     unit: Unit::Ms,
                 };
@@ -503,12 +503,7 @@ fn common_series(
 /// problems that make the comparison invalid (another change than the declared one,
 /// other health or workload) and the warnings that do not.
 fn validity(req: &Request) -> (Vec<SettingRow>, Vec<String>, Vec<String>) {
-    let declared = check_single_change(
-        &FrozenConfig::default(),
-        &FrozenConfig::default(),
-        req.variable,
-    )
-    .declared_fields;
+    let declared = fields_named_in(req.variable);
     let (settings, mut problems) = settings_check(req, &declared);
     let mut warnings = Vec::new();
 
@@ -522,6 +517,7 @@ fn validity(req: &Request) -> (Vec<SettingRow>, Vec<String>, Vec<String>) {
                 unexpected: vec![],
                 declared_fields: declared.clone(),
                 problems: vec![],
+                note: None,
                 ok: true,
             }
         }

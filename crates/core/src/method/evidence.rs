@@ -119,7 +119,12 @@ pub fn fill(step: u8, kind: &str, analysis: &Value) -> Option<(Pairs, String)> {
             ];
             Some((
                 Pairs::new(pairs),
-                "GPU busy and span in ms; a GPU trace holds no CPU busy time: add it from a CPU profile of the same window".to_string(),
+                "GPU busy and span in ms. CPU busy time is left blank: the trace records when \
+                 operators ran, not how busy the host thread was. The step saves without it \
+                 and then judges only whether the GPU is the limit; add the busiest \
+                 request-path thread's CPU time from a CPU profile of the same window to tell \
+                 CPU-bound from waiting"
+                    .to_string(),
             ))
         }
         // An Nsight Systems export's analysis holds a trace analysis (flattened into it).
@@ -625,6 +630,11 @@ mod tests {
         assert_eq!(pairs.get("gpu_total"), Some("8"));
         assert_eq!(pairs.get("wall"), Some("10"));
         assert_eq!(pairs.get("cpu_total"), None, "the person adds the CPU time");
+        // The filled form saves as it is: only the GPU question is judged.
+        let Ok(StepRecord::Resources(r)) = parse_step(3, &pairs) else {
+            panic!("a trace's step 3 saves without CPU time");
+        };
+        assert_eq!((r.gpu_total, r.cpu_total, r.wall), (8.0, None, 10.0));
         let (pairs, _) = fill(5, "pytorch_trace", &value).unwrap();
         assert_eq!(pairs.get("kernels[0].name"), Some("gemm"));
         assert_eq!(pairs.get("kernels[0].time_ms"), Some("8"));

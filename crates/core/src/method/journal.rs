@@ -522,26 +522,25 @@ fn workload_line(config: &FrozenConfig) -> String {
 /// tail percentile and step 2's table holds both: (phase, percentile, p50, tail) in ms.
 /// Only a spread of 1.5× or more is worth a sentence.
 fn tail_spread(input: &DraftInput) -> Option<(Phase, Percentile, f64, f64)> {
-    let t = input.target?;
-    if t.percentile == Percentile::P50 {
+    let percentile = input.target?.percentile?;
+    if percentile == Percentile::P50 {
         return None;
     }
     let Some(Dominance::Phase { phase, .. }) = input.dominance else {
         return None;
     };
     let row = input.phases?.rows.iter().find(|r| r.phase == *phase)?;
-    let tail = row.at(t.percentile)?;
-    (row.p50 > 0.0 && tail / row.p50 >= 1.5).then_some((*phase, t.percentile, row.p50, tail))
+    let tail = row.at(percentile)?;
+    (row.p50 > 0.0 && tail / row.p50 >= 1.5).then_some((*phase, percentile, row.p50, tail))
 }
 
 fn diagnosis_line(input: &DraftInput) -> String {
     let mut sentences = Vec::new();
     match (input.dominance, input.target) {
         (Some(Dominance::Phase { phase, share }), Some(t)) => sentences.push(format!(
-            "{} dominates the {} {} ({:.0}%).",
+            "{} dominates the {} ({:.0}%).",
             phase.label(),
-            t.percentile.slug(),
-            t.metric.short_label(),
+            crate::metric::metric_name(t.metric, t.percentile),
             share * 100.0
         )),
         (Some(Dominance::Phase { phase, .. }), None) => {
@@ -774,7 +773,7 @@ mod tests {
     fn draft_from_steps() {
         let target = MetricTarget {
             metric: Metric::Ttft,
-            percentile: Percentile::P95,
+            percentile: Some(Percentile::P95),
             observed: 3200.0,
             target: 800.0,
             unit: Unit::Ms,
@@ -787,7 +786,7 @@ mod tests {
         };
         let itl = |value| MetricReading {
             metric: Metric::Itl,
-            percentile: Percentile::P99,
+            percentile: Some(Percentile::P99),
             value,
             unit: Unit::Ms,
         };
@@ -802,7 +801,7 @@ mod tests {
             phase: Phase::QueueWait,
             share: 0.92,
         };
-        let resources = classify(35.0, 20.0, 100.0).unwrap();
+        let resources = classify(35.0, Some(20.0), 100.0).unwrap();
         let entry = draft(&DraftInput {
             date: "2025-03-14",
             config: Some(&config),
@@ -848,7 +847,7 @@ mod tests {
     fn a_tail_metric_draft_names_the_spread_and_the_floor_the_right_way_round() {
         let target = MetricTarget {
             metric: Metric::Itl,
-            percentile: Percentile::P99,
+            percentile: Some(Percentile::P99),
             observed: 140.0,
             target: 60.0,
             unit: Unit::Ms,

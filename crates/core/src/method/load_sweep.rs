@@ -21,7 +21,7 @@ pub fn slo_of(target: &MetricTarget) -> Option<Slo> {
     let ms = target.unit.convert(target.target, Unit::Ms)?;
     (latency && ms > 0.0).then_some(Slo {
         metric: target.metric,
-        percentile: target.percentile,
+        percentile: target.percentile?,
         max_ms: ms,
     })
 }
@@ -60,7 +60,7 @@ mod tests {
     fn target(metric: Metric, target: f64, unit: Unit) -> MetricTarget {
         MetricTarget {
             metric,
-            percentile: Percentile::P99,
+            percentile: Some(Percentile::P99),
             observed: 300.0,
             target,
             unit,

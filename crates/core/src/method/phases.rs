@@ -172,9 +172,10 @@ impl PhaseTable {
             .filter_map(|r| {
                 let share = match r.share {
                     Some(s) => Some(s),
-                    None if target.observed > 0.0 => {
-                        r.at(target.percentile).map(|v| v / target.observed)
-                    }
+                    None if target.observed > 0.0 => target
+                        .percentile
+                        .and_then(|p| r.at(p))
+                        .map(|v| v / target.observed),
                     None => None,
                 };
                 share.filter(|s| s.is_finite()).map(|s| (r.phase, s))
@@ -251,10 +252,9 @@ pub fn dominant(table: &PhaseTable, target: &MetricTarget) -> Dominance {
     let total: f64 = shares.iter().map(|s| s.1).sum();
     let reason = if total < DOMINANT_SHARE {
         format!(
-            "The recorded phases explain only {:.0}% of the {} {}: the rest is between phases or the measurement is off.",
+            "The recorded phases explain only {:.0}% of the {}: the rest is between phases or the measurement is off.",
             total * 100.0,
-            target.percentile.slug(),
-            target.metric.short_label()
+            crate::metric::metric_name(target.metric, target.percentile)
         )
     } else {
         let runner_up = shares.get(1).map_or("nothing", |s| s.0.label());
@@ -314,14 +314,15 @@ pub fn tail_spread(
     let Dominance::Phase { phase, .. } = dominance else {
         return None;
     };
-    if *phase != Phase::Decode || target.percentile == Percentile::P50 {
+    let percentile = target.percentile?;
+    if *phase != Phase::Decode || percentile == Percentile::P50 {
         return None;
     }
     let row = table.rows.iter().find(|r| r.phase == *phase)?;
-    let tail = row.at(target.percentile)?;
+    let tail = row.at(percentile)?;
     let spread = TailSpread {
         phase: *phase,
-        percentile: target.percentile,
+        percentile,
         tail,
         median: row.p50,
     };
@@ -453,7 +454,7 @@ mod tests {
     fn ttft(observed: f64) -> MetricTarget {
         MetricTarget {
             metric: Metric::Ttft,
-            percentile: Percentile::P95,
+            percentile: Some(Percentile::P95),
             observed,
             target: 800.0,
             unit: Unit::Ms,
@@ -507,8 +508,8 @@ mod tests {
             target: 60.0,
             unit: Unit::Ms,
         };
-        let d = dominant(&table, &itl(Percentile::P99));
-        let tail = tail_spread(&table, &itl(Percentile::P99), &d).expect("a tail");
+        let d = dominant(&table, &itl(Some(Percentile::P99)));
+        let tail = tail_spread(&table, &itl(Some(Percentile::P99)), &d).expect("a tail");
         assert!((tail.ratio() - 136.0 / 23.0).abs() < 1e-9);
         assert!(
             tail.rule().contains("5.9×") && tail.rule().contains("2×"),
@@ -528,14 +529,14 @@ mod tests {
             .any(|c| c.contains("preemptions") || c.contains("Preemptions")));
         assert!(next.checks.last().unwrap().contains("floor"));
         // The median metric, or a tail close to the median, keeps the floor first.
-        assert!(tail_spread(&table, &itl(Percentile::P50), &d).is_none());
+        assert!(tail_spread(&table, &itl(Some(Percentile::P50)), &d).is_none());
         let tight = PhaseTable {
             rows: vec![PhaseRow {
                 p99: Some(40.0),
                 ..table.rows[0]
             }],
         };
-        assert!(tail_spread(&tight, &itl(Percentile::P99), &d).is_none());
+        assert!(tail_spread(&tight, &itl(Some(Percentile::P99)), &d).is_none());
         assert_eq!(next_checks(&d, false).estimator, Some("decode-floor"));
     }
 
@@ -609,7 +610,7 @@ mod tests {
     fn per_token_metrics_go_to_decode() {
         let itl = MetricTarget {
             metric: Metric::Itl,
-            percentile: Percentile::P99,
+            percentile: Some(Percentile::P99),
             observed: 145.0,
             target: 50.0,
             unit: Unit::Ms,
@@ -658,7 +659,7 @@ mod tests {
     #[test]
     fn p90_needs_p90_values() {
         let mut target = ttft(1000.0);
-        target.percentile = Percentile::P90;
+        target.percentile = Some(Percentile::P90);
         let table = table_from_timings(&[(
             Phase::QueueWait,
             (1..=100).map(|v| v as f64 * 10.0).collect(),

@@ -27,11 +27,14 @@ use crate::quantity::{self, Quantity, Unit};
 /// Rows a table step reads at most (forms show a few; the API may send more).
 pub const MAX_ROWS: usize = 20;
 
-/// Step 3: summed busy times and the wall-clock time of the same window (any one unit).
+/// Step 3: summed busy times and the wall-clock time of the same window (ms). The CPU
+/// busy time is optional (a GPU trace does not hold it): without it only "GPU-bound or
+/// not" is judged.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 pub struct ResourceTimes {
     pub gpu_total: f64,
-    pub cpu_total: f64,
+    #[serde(default)]
+    pub cpu_total: Option<f64>,
     pub wall: f64,
 }
 
@@ -447,9 +450,9 @@ fn parse_phases(pairs: &Pairs) -> Result<PhaseTable, Vec<FieldError>> {
 fn parse_resources(pairs: &Pairs) -> Result<ResourceTimes, Vec<FieldError>> {
     let mut errors = Vec::new();
     let gpu = pairs.required("gpu_total", "GPU kernel time", Unit::Ms, &mut errors);
-    let cpu = pairs.required("cpu_total", "CPU busy time", Unit::Ms, &mut errors);
+    let cpu_total = pairs.number("cpu_total", "CPU busy time", Unit::Ms, &mut errors);
     let wall = pairs.required("wall", "Wall-clock time", Unit::Ms, &mut errors);
-    let (Some(gpu_total), Some(cpu_total), Some(wall)) = (gpu, cpu, wall) else {
+    let (Some(gpu_total), Some(wall), true) = (gpu, wall, errors.is_empty()) else {
         return Err(errors);
     };
     classify(gpu_total, cpu_total, wall)?;
@@ -744,7 +747,7 @@ fn parse_tradeoff(pairs: &Pairs, errors: &mut Vec<FieldError>) -> Option<crate::
         }
         Some(MetricReading {
             metric,
-            percentile: percentile?,
+            percentile: Some(percentile?),
             value: v,
             unit,
         })
@@ -991,7 +994,7 @@ pub fn observed_itl_ms(records: &Records) -> Option<f64> {
         .and_then(|t| t.rows.iter().find(|r| r.phase == Phase::Decode))
         .map(|r| r.p50);
     decode_p50
-        .or((metric.percentile == Percentile::P50).then_some(metric.observed))
+        .or((metric.percentile == Some(Percentile::P50)).then_some(metric.observed))
         .filter(|v| v.is_finite() && *v > 0.0)
 }
 
@@ -1001,7 +1004,7 @@ pub fn observed_itl_ms(records: &Records) -> Option<f64> {
 pub fn periodic_tail_inputs(config: Option<&FrozenConfig>, records: &Records) -> Option<Inputs> {
     use crate::metric::Percentile;
     let metric = records.metric.as_ref()?;
-    if metric.percentile == Percentile::P50 {
+    if metric.percentile.is_none_or(|p| p == Percentile::P50) {
         return None;
     }
     let plain = observed_itl_ms(records)?;
@@ -1188,6 +1191,7 @@ fn regime_context(c: &Classification) -> Option<String> {
     let what = match &c.bound {
         super::resources::Boundness::GpuBound => return None,
         super::resources::Boundness::CpuBound => "the CPU was the busy resource",
+        super::resources::Boundness::NotGpuBound => "the CPU busy time was not recorded",
         super::resources::Boundness::Waiting { .. } => "both GPU and CPU were mostly idle",
     };
     Some(format!(
@@ -1650,7 +1654,7 @@ mod tests {
         // A p99 ITL metric: the decode p50 of step 2 is the measured step, not the p99.
         let mut tail = r.clone();
         tail.metric = Some(MetricTarget {
-            percentile: crate::metric::Percentile::P99,
+            percentile: Some(crate::metric::Percentile::P99),
             observed: 140.0,
             ..r.metric.unwrap()
         });
@@ -1798,7 +1802,10 @@ mod tests {
         .unwrap() else {
             panic!("step 3")
         };
-        assert_eq!((r.gpu_total, r.cpu_total, r.wall), (620.0, 400.0, 3200.0));
+        assert_eq!(
+            (r.gpu_total, r.cpu_total, r.wall),
+            (620.0, Some(400.0), 3200.0)
+        );
         // p50 plus any one of p90/p95/p99 is a phase row.
         let StepRecord::Phases(t) = parse_step(
             2,

@@ -86,7 +86,13 @@ pub fn record_view(record: &StepRecord, metric_unit: Option<Unit>) -> RecordView
         }
         StepRecord::Metric(m) => {
             v.field("Metric", m.metric.label().to_string());
-            v.field("Percentile", m.percentile.slug().to_string());
+            v.field(
+                "Percentile",
+                m.percentile.map_or_else(
+                    || "none (measured over the whole run)".to_string(),
+                    |p| p.slug().to_string(),
+                ),
+            );
             v.field("Observed", format_value(m.observed, m.unit));
             v.field("Target", format_value(m.target, m.unit));
         }
@@ -111,7 +117,10 @@ pub fn record_view(record: &StepRecord, metric_unit: Option<Unit>) -> RecordView
         }),
         StepRecord::Resources(r) => {
             v.field("GPU kernel time", ms(r.gpu_total));
-            v.field("CPU busy time", ms(r.cpu_total));
+            v.field(
+                "CPU busy time",
+                r.cpu_total.map_or_else(|| "not recorded".to_string(), ms),
+            );
             v.field("Wall-clock time", ms(r.wall));
         }
         StepRecord::Regime(r) => {

@@ -499,6 +499,18 @@ pub fn validate(config: &FrozenConfig) -> Vec<FieldError> {
             ));
         }
     }
+    if let Some(text) = config
+        .model_config
+        .as_deref()
+        .filter(|t| !t.trim().is_empty())
+    {
+        if let Err(e) = read_model_config(text) {
+            errors.push(FieldError::new(
+                "model_config",
+                format!("{e}. Paste the model's whole config.json, or leave the box empty"),
+            ));
+        }
+    }
     match config.reproducible {
         Reproducible::Yes | Reproducible::NotYet => {}
         Reproducible::Unanswered => errors.push(FieldError::new(
@@ -555,70 +567,144 @@ pub fn diff(before: &FrozenConfig, after: &FrozenConfig) -> Vec<ConfigChange> {
         .collect()
 }
 
-/// Outcome of checking that only the declared setting changed.
+/// Outcome of checking that only the declared change differs between two runs.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct SingleChangeCheck {
     /// Every setting that differs.
     pub changed: Vec<ConfigChange>,
-    /// Settings that differ but were not declared.
+    /// Settings that differ beyond the one that carries the declared change.
     pub unexpected: Vec<ConfigChange>,
-    /// The fields the declaration names (by name, label or alias).
+    /// The differing settings that carry the declared change: those it names (by name,
+    /// label or alias), or else the one setting that differs.
     pub declared_fields: Vec<&'static str>,
     /// Human explanations when `ok` is false.
     pub problems: Vec<String>,
-    /// True when the declaration names at least one field, something changed,
-    /// and nothing undeclared changed.
+    /// What the check took the declaration to mean, when it had to infer it ("The
+    /// declared change shows in Container image"), or that it lies outside the record.
+    pub note: Option<String>,
+    /// True when at most the declared change differs.
     pub ok: bool,
 }
 
-/// Compare two configurations against a declared change such as
-/// "chunked_prefill", "Chunked prefill" or "enable chunked prefill with a
-/// 4096-token budget". Matching is case-insensitive on whole words of the
-/// field's name, label or aliases; when two matches overlap the longer one
-/// wins ("model revision" is not also "model"). A declaration may name more
-/// than one field when one change needs two knobs (chunked prefill plus its
-/// token budget).
+/// Compare two configurations against a declared change. The declaration is free
+/// text ("tuned fused_moe config file for H100", "enable chunked prefill with a
+/// 4096-token budget") or a field's name ("chunked_prefill"):
+///
+/// - the differing settings it names (case-insensitive whole words of a field's name,
+///   label or aliases; of two overlapping matches the longer wins, so "model revision"
+///   is not also "model") carry the change; one change may need two knobs (chunked
+///   prefill plus its token budget). Any other differing setting is undeclared;
+/// - when it names none of the differing settings, the one setting that differs
+///   carries it (a new container image holding the tuned file); two or more differing
+///   settings make the comparison invalid, since one of them is not the change;
+/// - when nothing recorded differs the change lies outside the record (a file, a
+///   patch) and the comparison stands, unless the declaration is just a setting's
+///   name, which then must differ.
 pub fn check_single_change(
     before: &FrozenConfig,
     after: &FrozenConfig,
     declared: &str,
 ) -> SingleChangeCheck {
     let changed = diff(before, after);
-    let declared_fields = fields_named_in(declared);
-    let unexpected: Vec<ConfigChange> = changed
+    let named = fields_named_in(declared);
+    let mut declared_fields: Vec<&'static str> = changed
         .iter()
-        .filter(|c| !declared_fields.contains(&c.field))
-        .cloned()
+        .filter(|c| named.contains(&c.field))
+        .map(|c| c.field)
         .collect();
-
     let mut problems = Vec::new();
-    if declared_fields.is_empty() {
+    let mut note = None;
+    let listed = |list: &[ConfigChange]| {
+        list.iter()
+            .map(|c| {
+                format!(
+                    "{} ({} → {})",
+                    c.label,
+                    c.before.as_deref().unwrap_or("not recorded"),
+                    c.after.as_deref().unwrap_or("not recorded")
+                )
+            })
+            .collect::<Vec<_>>()
+            .join(", ")
+    };
+    let bare = exact_field(declared).filter(|f| !changed.iter().any(|c| c.field == f.name));
+    let unexpected: Vec<ConfigChange> = if let Some(f) = bare {
+        // The declaration is just a setting's name, and that setting did not change.
+        let instead = if changed.is_empty() {
+            String::new()
+        } else {
+            format!(" What differs instead: {}.", listed(&changed))
+        };
         problems.push(format!(
-            "'{}' does not name a recorded setting: name the field the change touches, e.g. \
-             \"code revision\" for a patch or \"chunked prefill\" for a scheduler flag",
-            declared.trim()
+            "'{}' names a recorded setting, but {} is the same in both configurations: \
+             record its value after the change.{instead}",
+            declared.trim(),
+            f.label
         ));
-    }
-    if changed.is_empty() {
-        problems.push(
-            "Nothing differs between the two configurations: record the setting that was changed."
-                .into(),
-        );
-    }
-    if !unexpected.is_empty() {
-        let names: Vec<&str> = unexpected.iter().map(|c| c.label).collect();
-        problems.push(format!(
-            "Also changed without being declared: {}. A comparison is valid only when one thing changes.",
-            names.join(", ")
-        ));
-    }
+        changed.clone()
+    } else if declared_fields.is_empty() {
+        match changed.as_slice() {
+            [] => {
+                note = Some(
+                    "No recorded setting differs: the declared change lies outside the \
+                     step-0 record, and everything recorded matched."
+                        .into(),
+                );
+                Vec::new()
+            }
+            [one] => {
+                declared_fields.push(one.field);
+                note = Some(format!(
+                    "The declared change shows in {}: the one recorded setting that differs.",
+                    listed(std::slice::from_ref(one))
+                ));
+                Vec::new()
+            }
+            many => {
+                problems.push(format!(
+                    "{} recorded settings differ: {}. A comparison is valid only when one \
+                     thing changes: re-run with all but the changed one equal, or name in \
+                     the declared change each setting it needed.",
+                    many.len(),
+                    listed(many)
+                ));
+                many.to_vec()
+            }
+        }
+    } else {
+        let rest: Vec<ConfigChange> = changed
+            .iter()
+            .filter(|c| !declared_fields.contains(&c.field))
+            .cloned()
+            .collect();
+        if !rest.is_empty() {
+            problems.push(format!(
+                "Also changed without being declared: {}. A comparison is valid only when one \
+                 thing changes.",
+                listed(&rest)
+            ));
+        }
+        rest
+    };
     SingleChangeCheck {
         ok: problems.is_empty(),
         changed,
         unexpected,
         declared_fields,
         problems,
+        note,
     }
+}
+
+/// The field a declaration is nothing but the name, label or alias of.
+fn exact_field(declared: &str) -> Option<&'static ConfigField> {
+    let text = normalize(declared);
+    CONFIG_FIELDS.iter().find(|f| {
+        [f.name, f.label]
+            .into_iter()
+            .chain(f.aliases.iter().copied())
+            .any(|p| normalize(p) == text)
+    })
 }
 
 /// Lower-case, every run of non-alphanumeric characters becomes one space.
@@ -631,7 +717,7 @@ fn normalize(text: &str) -> String {
 }
 
 /// Fields named in free text, by whole-word match of name, label or alias.
-fn fields_named_in(declared: &str) -> Vec<&'static str> {
+pub fn fields_named_in(declared: &str) -> Vec<&'static str> {
     let haystack = format!(" {} ", normalize(declared));
     // (field, start, end) of every whole-word occurrence.
     let mut hits: Vec<(&'static str, usize, usize)> = Vec::new();
@@ -892,33 +978,190 @@ mod tests {
     }
 
     #[test]
-    fn longer_phrase_wins_and_unknown_words_fail() {
+    fn longer_phrase_wins() {
         assert_eq!(fields_named_in("new model revision"), ["model_revision"]);
         assert_eq!(fields_named_in("tp 4 -> 8"), ["tp"]);
         assert_eq!(fields_named_in("KV cache dtype fp8"), ["kv_dtype"]);
+    }
+
+    #[test]
+    fn a_free_text_change_is_carried_by_the_one_differing_setting() {
         let before = baseline();
         let mut after = baseline();
-        after.code_revision = Some("e5f6".into());
-        let check = check_single_change(&before, &after, "patched the attention kernel");
+        after.container_image = Some("vllm:0.10.1-moe-tuned".into());
+        // The words name no differing setting ("H100" is the unchanged GPU type): the
+        // one setting that differs carries the change.
+        let declared = "tuned fused_moe config file for H100";
+        let check = check_single_change(&before, &after, declared);
+        assert!(check.ok, "{:?}", check.problems);
+        assert_eq!(check.declared_fields, ["container_image"]);
+        assert!(check.unexpected.is_empty());
+        let note = check.note.unwrap();
+        assert!(
+            note.contains("Container image (not recorded → vllm:0.10.1-moe-tuned)"),
+            "{note}"
+        );
+        // A second differing setting is still flagged, both named with their values.
+        after.engine_version = Some("0.10.1".into());
+        let check = check_single_change(&before, &after, declared);
         assert!(!check.ok);
-        assert!(check.declared_fields.is_empty());
-        assert!(check.problems[0].contains("does not name a recorded setting"));
+        assert_eq!(check.unexpected.len(), 2);
+        assert!(
+            check.problems[0].starts_with("2 recorded settings differ: Container image"),
+            "{:?}",
+            check.problems
+        );
+        assert!(
+            check.problems[0].contains("Engine version (0.6.3 → 0.10.1)"),
+            "{:?}",
+            check.problems
+        );
+        // Naming one of them makes the other the undeclared one.
+        let check = check_single_change(&before, &after, "new container image");
+        assert_eq!(check.declared_fields, ["container_image"]);
+        assert_eq!(check.unexpected[0].field, "engine_version");
+        assert!(
+            check.problems[0].starts_with("Also changed without being declared: Engine version")
+        );
+    }
+
+    #[test]
+    fn a_change_outside_the_record_stands_but_a_bare_field_name_must_differ() {
+        let before = baseline();
+        let outside = check_single_change(&before, &before, "patched the attention kernel");
+        assert!(outside.ok, "{:?}", outside.problems);
+        assert!(outside
+            .note
+            .unwrap()
+            .starts_with("No recorded setting differs"));
         let nothing = check_single_change(&before, &before, "tp");
         assert!(!nothing.ok);
-        assert!(nothing.problems[0].starts_with("Nothing differs"));
+        assert!(
+            nothing.problems[0].contains("Tensor parallelism is the same in both"),
+            "{:?}",
+            nothing.problems
+        );
+        let mut after = baseline();
+        after.chunked_prefill = Some(true);
+        let elsewhere = check_single_change(&before, &after, "TP");
+        assert!(!elsewhere.ok);
+        assert!(
+            elsewhere.problems[0].ends_with("What differs instead: Chunked prefill (off → on)."),
+            "{:?}",
+            elsewhere.problems
+        );
     }
 }
 
 /// How step 0's model and GPU read against the estimators' catalogs.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct CatalogMatch {
-    /// `model` or `gpu_type`.
+    /// `model`, `gpu_type` or `model_config` (a pasted config.json).
     pub field: &'static str,
     pub typed: String,
     /// The catalog entry it maps to, when it maps to one.
     pub catalog: Option<&'static str>,
     /// Why it maps to none, with the nearest catalog names.
     pub problem: Option<String>,
+    /// What a pasted config.json was read as, for the person to confirm.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub read: Option<ModelConfigReading>,
+}
+
+/// What the estimators read from a pasted Hugging Face config.json.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct ModelConfigReading {
+    /// `model_type` ("qwen3_moe").
+    pub model_type: Option<String>,
+    /// The first of `architectures` ("Qwen3MoeForCausalLM").
+    pub architecture: Option<String>,
+    /// `_name_or_path`, when the file carries it.
+    pub name: Option<String>,
+    pub layers: u64,
+    pub hidden: u64,
+    pub heads: u64,
+    pub kv_heads: u64,
+    /// Routed experts per MoE layer and those a token uses; `None` for a dense model.
+    pub experts: Option<u64>,
+    pub experts_per_token: Option<u64>,
+    /// Parameters from the architecture: all, and those one token uses.
+    pub params: Option<u64>,
+    pub active_params: Option<u64>,
+    /// The reading in one sentence.
+    pub line: String,
+}
+
+/// Reads a pasted config.json as the estimators will; the error says what is wrong.
+pub fn read_model_config(text: &str) -> Result<ModelConfigReading, String> {
+    use crate::estimate::models::ModelSpec;
+    let spec = ModelSpec::from_config_json(text)?;
+    // The spec's reader accepted the text, so it is a JSON object.
+    let root: Value = serde_json::from_str(text).unwrap_or(Value::Null);
+    let text_of = |key: &str| {
+        root.get(key)
+            .or_else(|| root.get("text_config").and_then(|t| t.get(key)))
+            .and_then(Value::as_str)
+            .map(str::trim)
+            .filter(|s| !s.is_empty())
+            .map(str::to_string)
+    };
+    let architecture = root
+        .get("architectures")
+        .and_then(Value::as_array)
+        .and_then(|a| a.first())
+        .and_then(Value::as_str)
+        .map(str::to_string);
+    let params = spec.params();
+    let billions = |n: u64| format!("{} B", crate::fmt::format_number(n as f64 / 1e9, 1));
+    let mut parts = Vec::new();
+    let kind = match (text_of("model_type"), &architecture) {
+        (Some(t), Some(a)) => format!("{t} ({a})"),
+        (Some(t), None) => t,
+        (None, Some(a)) => a.clone(),
+        (None, None) => "a model of no stated type".to_string(),
+    };
+    parts.push(match text_of("_name_or_path") {
+        Some(n) => format!("{n}: {kind}"),
+        None => kind,
+    });
+    parts.push(format!("{} layers", spec.layers));
+    parts.push(format!("hidden size {}", crate::fmt::grouped(spec.hidden)));
+    parts.push(format!(
+        "{} attention heads, {} KV heads",
+        spec.heads, spec.kv_heads
+    ));
+    match spec.moe {
+        Some(m) => parts.push(format!(
+            "{} experts, {} per token",
+            m.experts, m.experts_per_tok
+        )),
+        None => parts.push("dense (no experts)".to_string()),
+    }
+    if let Some(p) = params {
+        parts.push(if spec.moe.is_some() {
+            format!(
+                "{} parameters ({} active per token)",
+                billions(p.total),
+                billions(p.active)
+            )
+        } else {
+            format!("{} parameters", billions(p.total))
+        });
+    }
+    Ok(ModelConfigReading {
+        model_type: text_of("model_type"),
+        architecture,
+        name: text_of("_name_or_path"),
+        layers: spec.layers,
+        hidden: spec.hidden,
+        heads: spec.heads,
+        kv_heads: spec.kv_heads,
+        experts: spec.moe.map(|m| m.experts),
+        experts_per_token: spec.moe.map(|m| m.experts_per_tok),
+        params: params.map(|p| p.total),
+        active_params: params.map(|p| p.active),
+        line: format!("Read from config.json: {}.", parts.join(", ")),
+    })
 }
 
 /// The catalog entries step 0's model and GPU map to ("H100 SXM 80GB" is `h100-sxm`,
@@ -938,6 +1181,20 @@ pub fn catalog_matches(config: &FrozenConfig) -> Vec<CatalogMatch> {
             typed: name.to_string(),
             catalog,
             problem: (catalog.is_none() && !pasted).then(|| models::unknown(name)),
+            read: None,
+        });
+    }
+    if let Some(text) = typed(&config.model_config) {
+        let (read, problem) = match read_model_config(text) {
+            Ok(r) => (Some(r), None),
+            Err(e) => (None, Some(e)),
+        };
+        out.push(CatalogMatch {
+            field: "model_config",
+            typed: "config.json".to_string(),
+            catalog: None,
+            problem,
+            read,
         });
     }
     if let Some(name) = typed(&config.gpu_type) {
@@ -947,6 +1204,7 @@ pub fn catalog_matches(config: &FrozenConfig) -> Vec<CatalogMatch> {
             typed: name.to_string(),
             catalog,
             problem: catalog.is_none().then(|| gpus::unknown(name)),
+            read: None,
         });
     }
     out
@@ -986,5 +1244,58 @@ mod catalog_tests {
             ..FrozenConfig::default()
         };
         assert_eq!(catalog_matches(&config)[0].problem, None);
+        // …but one that does not read is flagged where it is shown.
+        assert!(catalog_matches(&config)[1]
+            .problem
+            .as_deref()
+            .unwrap()
+            .contains("config.json has no hidden_size"));
+    }
+
+    /// Qwen/Qwen3-30B-A3B's config.json, abridged to the fields the reader takes.
+    pub(crate) const QWEN3_30B_A3B_CONFIG: &str = r#"{
+      "architectures": ["Qwen3MoeForCausalLM"], "model_type": "qwen3_moe",
+      "hidden_size": 2048, "num_hidden_layers": 48, "num_attention_heads": 32,
+      "num_key_value_heads": 4, "head_dim": 128, "intermediate_size": 6144,
+      "moe_intermediate_size": 768, "num_experts": 128, "num_experts_per_tok": 8,
+      "vocab_size": 151936, "tie_word_embeddings": false, "torch_dtype": "bfloat16"
+    }"#;
+
+    #[test]
+    fn a_pasted_config_is_read_back_for_confirmation() {
+        let r = read_model_config(QWEN3_30B_A3B_CONFIG).unwrap();
+        assert_eq!(r.model_type.as_deref(), Some("qwen3_moe"));
+        assert_eq!(
+            (r.layers, r.experts, r.experts_per_token),
+            (48, Some(128), Some(8))
+        );
+        assert_eq!(
+            r.line,
+            "Read from config.json: qwen3_moe (Qwen3MoeForCausalLM), 48 layers, hidden size \
+             2,048, 32 attention heads, 4 KV heads, 128 experts, 8 per token, 30.5 B \
+             parameters (3.4 B active per token)."
+        );
+        let config = FrozenConfig {
+            model_config: Some(QWEN3_30B_A3B_CONFIG.into()),
+            reproducible: Reproducible::Yes,
+            ..FrozenConfig::default()
+        };
+        let m = catalog_matches(&config);
+        assert_eq!(m[0].field, "model_config");
+        assert_eq!(m[0].read.as_ref().unwrap().params, r.params);
+        assert!(validate(&config).is_empty());
+        let broken = FrozenConfig {
+            model_config: Some("{\"hidden_size\": 2048,".into()),
+            ..config
+        };
+        let errors = validate(&broken);
+        assert_eq!(errors[0].field, "model_config");
+        assert!(
+            errors[0]
+                .message
+                .starts_with("config.json is not valid JSON"),
+            "{}",
+            errors[0].message
+        );
     }
 }

@@ -70,7 +70,7 @@ impl Profile {
             percentile: records
                 .metric
                 .as_ref()
-                .map(|m| m.percentile.slug().to_string()),
+                .and_then(|m| m.percentile.map(|p| p.slug().to_string())),
             phase: evaluation.phases.as_ref().map(|p| match &p.dominance {
                 Dominance::Phase { phase, .. } => phase.slug().to_string(),
                 Dominance::Nothing { .. } => "nothing".to_string(),
