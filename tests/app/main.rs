@@ -21,6 +21,7 @@ mod hostile_editor;
 mod hostile_uploads;
 mod incident_window;
 mod investigations;
+mod itl_incident;
 mod journal;
 mod learn;
 mod nsys_sqlite;
