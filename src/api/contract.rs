@@ -95,6 +95,11 @@ fn figure() -> Value {
     json!({"type": ["number", "string"]})
 }
 
+/// A per-token figure of step 2: a number of milliseconds per token (or text with a unit).
+fn figure_ms_per_token(label: &str) -> Value {
+    json!({"type": ["number", "string"], "description": format!("{label}, ms per token")})
+}
+
 /// An object of figures (and other named fields), none required.
 fn object(properties: Value, required: &[&str]) -> Value {
     let mut o = json!({"type": "object", "properties": properties});
@@ -143,6 +148,17 @@ pub fn step_bodies() -> Vec<(u8, &'static str, Value)> {
                     "share": figure(),
                     "source": {"type": "integer", "minimum": 1,
                         "description": "the artifact the row came from; leave out for numbers typed by hand"}}),
+                &[],
+            ),
+        );
+    }
+    for step_figure in crate::core::method::per_token::StepFigure::ALL {
+        phases.insert(
+            step_figure.slug().to_string(),
+            object(
+                json!({"p50": figure_ms_per_token(step_figure.label()), "p90": figure(), "p95": figure(), "p99": figure(),
+                    "source": {"type": "integer", "minimum": 1,
+                        "description": "the artifact the figure came from; leave out for numbers typed by hand"}}),
                 &[],
             ),
         );

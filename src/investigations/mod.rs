@@ -518,9 +518,11 @@ pub fn step_summary(step: u8, records: &Records, e: &Evaluation) -> String {
         }),
         1 => e.metric.as_ref().map(|m| m.symptom_line.clone()),
         2 => e.phases.as_ref().map(|p| match &p.dominance {
-            Dominance::Phase { phase, share } => {
-                format!("{} dominates ({:.0}%)", phase.label(), share * 100.0)
-            }
+            Dominance::Phase { share, .. } | Dominance::Step { share, .. } => format!(
+                "{} dominates ({:.0}%)",
+                p.dominance.name().unwrap_or_default(),
+                share * 100.0
+            ),
             Dominance::Nothing { .. } => "nothing dominates".into(),
         }),
         3 => e.resources.as_ref().map(|c| c.line()),

@@ -236,9 +236,11 @@ async fn investigation_document(
         .phases
         .as_ref()
         .map(|p| match &p.dominance {
-            Dominance::Phase { phase, share } => {
-                format!("{} dominates ({:.0}%)", phase.label(), share * 100.0)
-            }
+            Dominance::Phase { share, .. } | Dominance::Step { share, .. } => format!(
+                "{} dominates ({:.0}%)",
+                p.dominance.name().unwrap_or_default(),
+                share * 100.0
+            ),
             Dominance::Nothing { reason } => format!("No phase dominates: {reason}"),
         })
         .unwrap_or_default();

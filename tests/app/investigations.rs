@@ -720,7 +720,10 @@ async fn step_2_offers_decode_floor_prefilled_from_step_0() {
         ),
         "the measured ITL step 2 holds is passed along"
     );
-    assert_eq!(p.select(".dominant-phase"), ["Decode (100% of the metric)"]);
+    assert_eq!(
+        p.select(".dominant-phase"),
+        ["Decode step (100% of the metric)"]
+    );
     // The estimator page opens with the step-0 setup filled in; only the context is
     // left to give.
     let href = link.value().attr("href").unwrap().to_string();

@@ -22,6 +22,7 @@ mod hostile_editor;
 mod hostile_uploads;
 mod incident_window;
 mod investigations;
+mod itl_incident;
 mod itl_steps;
 mod journal;
 mod learn;

@@ -13,6 +13,7 @@ use crate::core::estimate;
 use crate::core::fmt::format_number;
 use crate::core::method::bubbles::suspects_with;
 use crate::core::method::order::{skip_warning, StepInfo, STEPS};
+use crate::core::method::per_token::StepFigure;
 use crate::core::method::record::{
     observed_at, step_pairs, Evaluation, Records, StepRecord, MAX_ROWS,
 };
@@ -50,8 +51,11 @@ fn row_sources(step: u8, values: &Pairs, known: &[&ArtifactLink]) -> Vec<RowSour
         return Vec::new();
     }
     let mut out = Vec::new();
-    for phase in Phase::ALL {
-        let slug = phase.slug();
+    let slugs = Phase::ALL
+        .iter()
+        .map(|p| p.slug())
+        .chain(StepFigure::ALL.iter().map(|f| f.slug()));
+    for slug in slugs {
         let f = |c: &str| format!("{slug}.{c}");
         if values.get(&f("p50")).is_none() {
             continue;
@@ -114,9 +118,24 @@ impl StepForm {
         self.bucket(&format!("{}.{col}", phase.value().slug()))
     }
 
+    /// The value of a per-token figure's column (`itl_p50.p99`).
+    pub fn fv(&self, figure: impl Copied<StepFigure>, col: &str) -> &str {
+        self.v(&format!("{}.{col}", figure.value().slug()))
+    }
+
+    pub fn fe(&self, figure: impl Copied<StepFigure>, col: &str) -> Option<&str> {
+        self.e(&format!("{}.{col}", figure.value().slug()))
+    }
+
     /// Where a phase row's numbers came from, when it holds numbers.
     pub fn row_source(&self, phase: impl Copied<Phase>) -> Option<&RowSource> {
         let slug = phase.value().slug();
+        self.sources.iter().find(|s| s.phase == slug)
+    }
+
+    /// Where a per-token figure's numbers came from, when it holds numbers.
+    pub fn figure_source(&self, figure: impl Copied<StepFigure>) -> Option<&RowSource> {
+        let slug = figure.value().slug();
         self.sources.iter().find(|s| s.phase == slug)
     }
 
@@ -211,6 +230,7 @@ pub(super) struct StepPage {
     metrics: [Metric; 7],
     percentiles: [Percentile; 4],
     phases: [Phase; 6],
+    figures: [StepFigure; 3],
     verdicts: [Verdict; 6],
     journal_id: Option<i64>,
     /// Analyzed artifacts of this investigation that can fill this step's form.
@@ -261,12 +281,10 @@ pub trait StepResults {
     fn inv_id(&self) -> i64;
 
     fn dominant_label(&self) -> Option<String> {
-        self.eval().phases.as_ref().map(|p| match &p.dominance {
-            Dominance::Phase { phase, share } => {
-                format!("{} ({:.0}% of the metric)", phase.label(), share * 100.0)
-            }
-            Dominance::Nothing { .. } => "Nothing dominates".into(),
-        })
+        self.eval()
+            .phases
+            .as_ref()
+            .map(|p| p.dominant_label.clone())
     }
 
     fn nothing_reason(&self) -> Option<&str> {
@@ -354,7 +372,7 @@ macro_rules! copied {
         }
     )*};
 }
-copied!(f64, Phase, Band);
+copied!(f64, Phase, Band, StepFigure);
 
 impl<T: Copy, R: Copied<T> + ?Sized> Copied<T> for &R {
     fn value(&self) -> T {
@@ -505,6 +523,7 @@ pub(super) fn step_page(ctx: PageCtx, loaded: Loaded, step: u8, view: StepView) 
         metrics: Metric::ALL,
         percentiles: Percentile::ALL,
         phases: Phase::ALL,
+        figures: StepFigure::ALL,
         verdicts: [
             Verdict::Confirmed,
             Verdict::Improved,

@@ -151,6 +151,14 @@ impl RequestRow {
         ]
     }
 
+    /// The request's time per output token after the first, ms per token:
+    /// `decode_ms ÷ (output_tokens − 1)`; `None` without both, or with fewer than two
+    /// output tokens (no decode step to divide by).
+    pub fn tpot_ms(&self) -> Option<f64> {
+        let steps = self.output_tokens.filter(|n| *n >= 2)? - 1;
+        self.decode_ms.map(|d| d / steps as f64)
+    }
+
     fn floats(&self) -> [Option<f64>; 10] {
         [
             self.arrival_ts,
@@ -724,8 +732,9 @@ pub struct RequestLogAnalysis {
     /// All rows in the file.
     pub rows_total: u64,
     /// Per phase field (`tokenize_ms`, `queue_wait_ms`, `prefill_ms`,
-    /// `first_token_ms`, `decode_ms`, `detokenize_ms`, `total_ms`, `itl_p50_ms`,
-    /// `itl_p99_ms`): distribution over rows that have it.
+    /// `first_token_ms`, `decode_ms`, `detokenize_ms`, `total_ms`, in ms per request;
+    /// `itl_p50_ms`, `itl_p99_ms` and the computed `tpot_ms`, in ms per token):
+    /// distribution over rows that have it.
     pub phases: BTreeMap<String, Summary>,
     /// Σ phase / Σ first_token_ms over rows with both, for tokenize, queue
     /// wait and prefill; `other_ms` is the unexplained rest (sampling, gaps).
@@ -763,7 +772,8 @@ pub(super) const FIRST: usize = 3;
 const DECODE: usize = 4;
 const DETOK: usize = 5;
 const TOTAL: usize = 6;
-const NCOLS: usize = 9;
+const NCOLS: usize = 10;
+/// The kept columns; `tpot_ms` is computed per request ([`RequestRow::tpot_ms`]).
 pub(super) const COL_NAMES: [&str; NCOLS] = [
     "tokenize_ms",
     "queue_wait_ms",
@@ -774,6 +784,7 @@ pub(super) const COL_NAMES: [&str; NCOLS] = [
     "total_ms",
     "itl_p50_ms",
     "itl_p99_ms",
+    "tpot_ms",
 ];
 pub(super) const TTFT_PARTS: [usize; 3] = [TOK, QUEUE, PREFILL];
 const E2E_PARTS: [usize; 5] = [TOK, QUEUE, PREFILL, DECODE, DETOK];
@@ -943,6 +954,7 @@ impl<'a> Accumulator<'a> {
             total,
             row.itl_p50_ms,
             row.itl_p99_ms,
+            row.tpot_ms(),
         ];
         if vals.iter().flatten().any(|v| *v < 0.0) {
             self.negative_rows += 1;
@@ -1214,6 +1226,27 @@ mod tests {
             ));
         }
         s
+    }
+
+    #[test]
+    fn each_requests_tpot_is_its_decode_over_the_tokens_after_the_first() {
+        // 7,303.43 ms over 318 tokens: 317 steps of 23.04 ms; 1 output token has no step.
+        let log =
+            "{\"decode_ms\":7303.43,\"output_tokens\":318,\"itl_p50_ms\":22.1,\"itl_p99_ms\":61}\n\
+                   {\"decode_ms\":40,\"output_tokens\":1}\n\
+                   {\"decode_ms\":900}\n";
+        let a = run(log, &Options::default()).unwrap();
+        let tpot = &a.phases["tpot_ms"];
+        assert_eq!(tpot.count, 1);
+        assert!((tpot.p50.unwrap() - 7303.43 / 317.0).abs() < 1e-9);
+        assert_eq!(a.phases["itl_p50_ms"].p50, Some(22.1));
+        assert_eq!(a.phases["decode_ms"].count, 3);
+        let row = RequestRow {
+            decode_ms: Some(100.0),
+            output_tokens: Some(2),
+            ..RequestRow::default()
+        };
+        assert_eq!(row.tpot_ms(), Some(100.0));
     }
 
     #[test]

@@ -1373,6 +1373,7 @@ mod diagnosis_tests {
                 source: None,
                 edited: false,
             }],
+            steps: Vec::new(),
         });
         assert!(diagnosis_names_change(&r, "enable chunked prefill"));
         assert!(

@@ -10,6 +10,7 @@ use std::collections::BTreeMap;
 use serde::de::DeserializeOwned;
 use serde_json::Value;
 
+use super::per_token::StepFigure;
 use super::phases::{Phase, PhaseRow};
 use super::regime::regime;
 use super::setup_check::Claimed;
@@ -206,12 +207,18 @@ fn round2(v: f64) -> String {
     format!("{}", (v * 100.0).round() / 100.0)
 }
 
-/// Each phase's p50/p90/p95/p99 (`queue_wait_ms` → queue wait, …). Network time is
-/// not in server telemetry.
+/// Each phase's p50/p90/p95/p99 (`queue_wait_ms` → queue wait, …), ms per request,
+/// and the per-token figures of the decode step (each request's TPOT, ITL p50 and ITL
+/// p99: `tpot_ms` → `tpot.p50`, …), ms per token. Network time is not in server
+/// telemetry.
 pub fn phases(analysis: &RequestLogAnalysis) -> Pairs {
     let mut pairs = Vec::new();
-    for phase in Phase::ALL {
-        let Some(s) = analysis.phases.get(&format!("{}_ms", phase.slug())) else {
+    let slugs = Phase::ALL
+        .iter()
+        .map(|p| p.slug())
+        .chain(StepFigure::ALL.iter().map(|f| f.slug()));
+    for slug in slugs {
+        let Some(s) = analysis.phases.get(&format!("{slug}_ms")) else {
             continue;
         };
         for (col, v) in [
@@ -221,7 +228,7 @@ pub fn phases(analysis: &RequestLogAnalysis) -> Pairs {
             ("p99", s.p99),
         ] {
             if let Some(v) = v {
-                pairs.push((format!("{}.{col}", phase.slug()), round2(v)));
+                pairs.push((format!("{slug}.{col}"), round2(v)));
             }
         }
     }
@@ -442,8 +449,11 @@ pub fn with_row_sources(step: u8, filled: Pairs, artifact: i64) -> Pairs {
         return filled;
     }
     let mut out = filled;
-    for phase in Phase::ALL {
-        let slug = phase.slug();
+    let slugs = Phase::ALL
+        .iter()
+        .map(|p| p.slug())
+        .chain(StepFigure::ALL.iter().map(|f| f.slug()));
+    for slug in slugs {
         if out.get(&format!("{slug}.p50")).is_some() {
             out = out.with(&format!("{slug}.source"), artifact.to_string());
         }
@@ -779,6 +789,35 @@ mod tests {
             unreachable!()
         };
         assert_eq!(table.rows.len(), 2);
+    }
+
+    #[test]
+    fn telemetry_with_output_tokens_and_itl_fills_the_per_token_figures() {
+        let lines: String = (0..20)
+            .map(|i| {
+                format!(
+                    "{{\"decode_ms\":{},\"output_tokens\":318,\"itl_p50_ms\":{},\"itl_p99_ms\":60}}\n",
+                    7000 + i * 30,
+                    21 + i % 3
+                )
+            })
+            .collect();
+        let analysis = crate::analyze::request_log::analyze(
+            lines.as_bytes(),
+            &crate::analyze::Options::default(),
+        )
+        .unwrap();
+        let (pairs, _) = fill(2, "request_log", &serde_json::to_value(&analysis).unwrap()).unwrap();
+        assert_eq!(pairs.get("itl_p50.p50"), Some("22"));
+        assert_eq!(pairs.get("itl_p99.p99"), Some("60"));
+        assert!(pairs.get("tpot.p50").is_some() && pairs.get("decode.p50").is_some());
+        let pairs = with_row_sources(2, pairs, 7);
+        assert_eq!(pairs.get("tpot.source"), Some("7"));
+        let StepRecord::Phases(table) = parse_step(2, &pairs).unwrap() else {
+            unreachable!()
+        };
+        assert_eq!(table.steps.len(), 3);
+        assert!(table.steps.iter().all(|r| r.source == Some(7)));
     }
 
     fn launch(name: &str, us: f64, sm: f64, dram: f64, occ: f64) -> NcuKernel {

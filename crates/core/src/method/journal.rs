@@ -522,16 +522,26 @@ fn workload_line(config: &FrozenConfig) -> String {
 /// tail percentile and step 2's table holds both: (phase, percentile, p50, tail) in ms.
 /// Only a spread of 1.5× or more is worth a sentence.
 fn tail_spread(input: &DraftInput) -> Option<(Phase, Percentile, f64, f64)> {
-    let percentile = input.target?.percentile?;
+    let t = input.target?;
+    let percentile = t.percentile?;
     if percentile == Percentile::P50 {
         return None;
     }
-    let Some(Dominance::Phase { phase, .. }) = input.dominance else {
-        return None;
+    let (median, tail) = match input.dominance? {
+        // A per-token metric: the step figures against the typical step, never a
+        // request's whole decode time.
+        Dominance::Step { .. } => {
+            let d = crate::method::per_token::decompose(input.phases?, t).ok()?;
+            (d.typical_ms, d.at_percentile_ms.unwrap_or(d.observed_ms))
+        }
+        Dominance::Phase { phase, .. } => {
+            let row = input.phases?.rows.iter().find(|r| r.phase == *phase)?;
+            (row.p50, row.at(percentile)?)
+        }
+        Dominance::Nothing { .. } => return None,
     };
-    let row = input.phases?.rows.iter().find(|r| r.phase == *phase)?;
-    let tail = row.at(percentile)?;
-    (row.p50 > 0.0 && tail / row.p50 >= 1.5).then_some((*phase, percentile, row.p50, tail))
+    let phase = input.dominance?.phase()?;
+    (median > 0.0 && tail / median >= 1.5).then_some((phase, percentile, median, tail))
 }
 
 fn diagnosis_line(input: &DraftInput) -> String {
@@ -543,8 +553,26 @@ fn diagnosis_line(input: &DraftInput) -> String {
             crate::metric::metric_name(t.metric, t.percentile),
             share * 100.0
         )),
-        (Some(Dominance::Phase { phase, .. }), None) => {
-            sentences.push(format!("{} dominates.", phase.label()));
+        (Some(Dominance::Step { part, share }), Some(t)) => {
+            let step = input
+                .phases
+                .and_then(|table| crate::method::per_token::decompose(table, t).ok());
+            let detail = step.map_or(String::new(), |d| {
+                format!(
+                    ": a typical step of {} per token, of the observed {}",
+                    format_value(d.typical_ms, Unit::Ms),
+                    format_value(d.observed_ms, Unit::Ms)
+                )
+            });
+            sentences.push(format!(
+                "{} dominates the {} ({:.0}%{detail}).",
+                part.label(),
+                crate::metric::metric_name(t.metric, t.percentile),
+                share * 100.0
+            ));
+        }
+        (Some(d @ (Dominance::Phase { .. } | Dominance::Step { .. })), None) => {
+            sentences.push(format!("{} dominates.", d.name().unwrap_or_default()));
         }
         (Some(Dominance::Nothing { reason }), _) => {
             sentences.push(format!("No phase dominates: {reason}"));
@@ -863,6 +891,7 @@ mod tests {
                 source: None,
                 edited: false,
             }],
+            steps: Vec::new(),
         };
         let dominance = crate::method::phases::dominant(&table, &target);
         let band = crate::method::regime::decode_band(7.6, None, 23.0).unwrap();
@@ -876,7 +905,8 @@ mod tests {
         });
         assert_eq!(
             entry.diagnosis,
-            "Decode dominates the p99 ITL (97%). At the p99, decode is 5.9× its median \
+            "Above the typical decode step dominates the p99 ITL (84%: a typical step of 23.0 ms \
+             per token, of the observed 140 ms). At the p99, decode is 5.9× its median \
              (23.0 ms → 136 ms): the tail comes from a minority of slow steps or requests, \
              not from the typical one. The typical (median) decode step is 3.0× its bandwidth \
              floor (33% of the memory-bandwidth limit) (a structural problem)."

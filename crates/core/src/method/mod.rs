@@ -14,6 +14,7 @@ pub mod journal;
 pub mod kernels;
 pub mod load_sweep;
 pub mod order;
+pub mod per_token;
 pub mod phases;
 pub mod record;
 pub mod record_view;

@@ -3,6 +3,7 @@
 
 use serde::{Deserialize, Serialize};
 
+use super::per_token::{self, StepPart, StepRow};
 use super::FieldError;
 use crate::metric::{Metric, MetricTarget, Percentile};
 
@@ -54,6 +55,8 @@ impl Phase {
     /// TTFT = tokenize + queue wait + prefill (+ network when measured at the
     /// client); ITL/TPOT = decode; queue wait = queue wait; E2E, throughput
     /// and cost = every phase (a request's whole life is what they pay for).
+    /// A per-token metric lives in decode, but a phase row holds a request's whole
+    /// decode: its share is never taken (see [`per_token`]).
     pub fn counted_in(metric: Metric) -> &'static [Phase] {
         match metric {
             Metric::Ttft => &[
@@ -115,6 +118,10 @@ impl PhaseRow {
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct PhaseTable {
     pub rows: Vec<PhaseRow>,
+    /// Per-token figures of the decode step (ms per token, per request), which a
+    /// per-token metric (ITL, TPOT) is decomposed by.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub steps: Vec<StepRow>,
 }
 
 impl PhaseTable {
@@ -158,12 +165,17 @@ impl PhaseTable {
                 ));
             }
         }
+        errors.extend(per_token::validate(&self.steps));
         errors
     }
 
     /// Shares of the phases counted in the target's metric, largest first.
-    /// Phases without a usable value at the percentile are left out.
+    /// Phases without a usable value at the percentile are left out, and a per-token
+    /// metric has none: a per-request time is never divided by a per-token one.
     pub fn shares(&self, target: &MetricTarget) -> Vec<(Phase, f64)> {
+        if per_token::is_per_token(target.metric) {
+            return Vec::new();
+        }
         let counted = Phase::counted_in(target.metric);
         let mut shares: Vec<(Phase, f64)> = self
             .rows
@@ -197,8 +209,50 @@ pub const LEAD_FACTOR: f64 = 2.0;
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "kind", rename_all = "snake_case")]
 pub enum Dominance {
-    Phase { phase: Phase, share: f64 },
-    Nothing { reason: String },
+    Phase {
+        phase: Phase,
+        share: f64,
+    },
+    /// A per-token metric: the part of the decode step that holds it.
+    Step {
+        part: StepPart,
+        share: f64,
+    },
+    Nothing {
+        reason: String,
+    },
+}
+
+impl Dominance {
+    /// The phase that holds the time (decode for a part of the step).
+    pub fn phase(&self) -> Option<Phase> {
+        match self {
+            Dominance::Phase { phase, .. } => Some(*phase),
+            Dominance::Step { .. } => Some(Phase::Decode),
+            Dominance::Nothing { .. } => None,
+        }
+    }
+
+    /// What dominates, as the pages name it: "Queue wait", "Decode step".
+    pub fn name(&self) -> Option<&'static str> {
+        match self {
+            Dominance::Phase { phase, .. } => Some(phase.label()),
+            Dominance::Step { part, .. } => Some(part.label()),
+            Dominance::Nothing { .. } => None,
+        }
+    }
+
+    /// "Decode step (96% of the metric)", or "Nothing dominates".
+    pub fn label(&self) -> String {
+        match self {
+            Dominance::Phase { share, .. } | Dominance::Step { share, .. } => format!(
+                "{} ({:.0}% of the metric)",
+                self.name().unwrap_or_default(),
+                share * 100.0
+            ),
+            Dominance::Nothing { .. } => "Nothing dominates".into(),
+        }
+    }
 }
 
 /// The dominant phase of the target's metric.
@@ -209,31 +263,18 @@ pub enum Dominance {
 ///    it is the one clear place to look even though it is under half;
 /// 3. otherwise nothing dominates.
 ///
-/// Per-token metrics (ITL, TPOT) live entirely inside decode, so decode is
-/// their dominant phase by definition when it was recorded.
+/// A per-token metric (ITL, TPOT) is decomposed into the decode step instead
+/// ([`per_token::decompose`]): the typical step or the time above it, whichever holds
+/// more of the observed value; nothing, with the reason, when the rows hold no
+/// per-token figures.
 pub fn dominant(table: &PhaseTable, target: &MetricTarget) -> Dominance {
-    if matches!(target.metric, Metric::Itl | Metric::Tpot) {
-        return if table.rows.iter().any(|r| r.phase == Phase::Decode) {
-            // The share shown is the table's (decode's value at the metric's percentile
-            // over the observed value), so the heading and the table agree; 1 when the
-            // table cannot say, or holds whole-request decode times (a "share" over 1 of
-            // a per-token metric).
-            let share = table
-                .shares(target)
-                .into_iter()
-                .find(|(p, s)| *p == Phase::Decode && *s <= 1.0)
-                .map_or(1.0, |(_, s)| s);
-            Dominance::Phase {
-                phase: Phase::Decode,
-                share,
+    if per_token::is_per_token(target.metric) {
+        return match per_token::decompose(table, target) {
+            Ok(d) => {
+                let (part, share) = d.leading();
+                Dominance::Step { part, share }
             }
-        } else {
-            Dominance::Nothing {
-                reason: format!(
-                    "{} is per-token decode time, but no decode timings were recorded",
-                    target.metric.short_label()
-                ),
-            }
+            Err(reason) => Dominance::Nothing { reason },
         };
     }
     let shares = table.shares(target);
@@ -311,22 +352,33 @@ pub fn tail_spread(
     target: &MetricTarget,
     dominance: &Dominance,
 ) -> Option<TailSpread> {
-    let Dominance::Phase { phase, .. } = dominance else {
-        return None;
-    };
     let percentile = target.percentile?;
-    if *phase != Phase::Decode || percentile == Percentile::P50 {
+    if percentile == Percentile::P50 {
         return None;
     }
-    let row = table.rows.iter().find(|r| r.phase == *phase)?;
-    let tail = row.at(percentile)?;
+    let (median, tail) = match dominance {
+        // A per-token metric: the step figures' value at the percentile (step 1's
+        // observed value when they hold none) against the typical step.
+        Dominance::Step { .. } => {
+            let d = per_token::decompose(table, target).ok()?;
+            (d.typical_ms, d.at_percentile_ms.unwrap_or(d.observed_ms))
+        }
+        Dominance::Phase {
+            phase: Phase::Decode,
+            ..
+        } => {
+            let row = table.rows.iter().find(|r| r.phase == Phase::Decode)?;
+            (row.p50, row.at(percentile)?)
+        }
+        _ => return None,
+    };
     let spread = TailSpread {
-        phase: *phase,
+        phase: Phase::Decode,
         percentile,
         tail,
-        median: row.p50,
+        median,
     };
-    (row.p50 > 0.0 && spread.ratio() >= TAIL_SPREAD).then_some(spread)
+    (median > 0.0 && spread.ratio() >= TAIL_SPREAD).then_some(spread)
 }
 
 /// What to check next for a dominance finding (the step-2 decision table).
@@ -341,11 +393,27 @@ pub struct NextChecks {
     pub go_to_step: Option<u8>,
 }
 
+/// Next checks when step 2's rows cannot decompose a per-token metric (no per-token
+/// figures): record them; meanwhile the median ITL itself is a per-token step to hold
+/// against the floor.
+pub fn per_token_unanswered_checks() -> NextChecks {
+    NextChecks {
+        summary: "These rows cannot decompose a per-token metric: record the per-token figures of the decode step, then compare the typical step with the floor.",
+        checks: vec![
+            "Fill step 2 from a request log with output_tokens (each request's TPOT) or itl_p50_ms / itl_p99_ms, or type those figures in ms per token.",
+            "Meanwhile hold step 1's median ITL (ms per token) against the bandwidth floor with decode-floor; a request's whole decode time is not a step.",
+        ],
+        estimator: Some("decode-floor"),
+        go_to_step: None,
+    }
+}
+
 /// The step-2 decision table: dominant phase → next checks; `tail` when
 /// [`tail_spread`] found the metric's percentile far above the phase's median.
 pub fn next_checks(dominance: &Dominance, tail: bool) -> NextChecks {
     let phase = match dominance {
         Dominance::Phase { phase, .. } => *phase,
+        Dominance::Step { .. } => Phase::Decode,
         Dominance::Nothing { .. } => {
             return NextChecks {
                 summary: "No phase holds the time: either the measurement is wrong or the time sits in gaps between phases.",
@@ -471,6 +539,7 @@ mod tests {
                 row(Phase::Prefill, 180.0),
                 row(Phase::Decode, 9000.0), // not part of TTFT
             ],
+            steps: Vec::new(),
         };
         let d = dominant(&table, &ttft(2500.0));
         assert_eq!(
@@ -500,6 +569,7 @@ mod tests {
                 source: None,
                 edited: false,
             }],
+            steps: Vec::new(),
         };
         let itl = |percentile| MetricTarget {
             metric: Metric::Itl,
@@ -535,6 +605,7 @@ mod tests {
                 p99: Some(40.0),
                 ..table.rows[0]
             }],
+            steps: Vec::new(),
         };
         assert!(tail_spread(&tight, &itl(Some(Percentile::P99)), &d).is_none());
         assert_eq!(next_checks(&d, false).estimator, Some("decode-floor"));
@@ -549,6 +620,7 @@ mod tests {
                 row(Phase::QueueWait, 180.0),
                 row(Phase::Tokenize, 150.0),
             ],
+            steps: Vec::new(),
         };
         assert_eq!(
             dominant(&table, &ttft(1000.0)),
@@ -564,6 +636,7 @@ mod tests {
                 row(Phase::QueueWait, 250.0),
                 row(Phase::Tokenize, 200.0),
             ],
+            steps: Vec::new(),
         };
         match dominant(&close, &ttft(1000.0)) {
             Dominance::Nothing { reason } => {
@@ -581,6 +654,7 @@ mod tests {
                 row(Phase::Prefill, 150.0),
                 row(Phase::Tokenize, 100.0),
             ],
+            steps: Vec::new(),
         };
         let d = dominant(&table, &ttft(3000.0));
         match &d {
@@ -601,31 +675,53 @@ mod tests {
         prefill.share = Some(0.7);
         let table = PhaseTable {
             rows: vec![prefill, row(Phase::QueueWait, 900.0)],
+            steps: Vec::new(),
         };
         let shares = table.shares(&ttft(1000.0));
         assert_eq!(shares, vec![(Phase::QueueWait, 0.9), (Phase::Prefill, 0.7)]);
     }
 
     #[test]
-    fn per_token_metrics_go_to_decode() {
+    fn per_token_metrics_decompose_the_step_never_a_request() {
         let itl = MetricTarget {
             metric: Metric::Itl,
-            percentile: Some(Percentile::P99),
-            observed: 145.0,
-            target: 50.0,
+            percentile: Some(Percentile::P50),
+            observed: 23.0,
+            target: 14.0,
             unit: Unit::Ms,
         };
+        // Whole-request decode times: no share of a per-token metric, and no dominance.
         let table = PhaseTable {
             rows: vec![row(Phase::Decode, 30_000.0), row(Phase::QueueWait, 5.0)],
+            steps: Vec::new(),
         };
-        let d = dominant(&table, &itl);
-        assert_eq!(
-            d,
-            Dominance::Phase {
-                phase: Phase::Decode,
-                share: 1.0
+        assert!(table.shares(&itl).is_empty());
+        match dominant(&table, &itl) {
+            Dominance::Nothing { reason } => {
+                assert!(reason.contains("per-request decode times"), "{reason}")
             }
-        );
+            other => panic!("{other:?}"),
+        }
+        // Each request's ITL p50: the typical step holds 22 of the 23 ms.
+        let with_steps = PhaseTable {
+            steps: vec![StepRow {
+                figure: per_token::StepFigure::ItlP50,
+                p50: 22.0,
+                p90: None,
+                p95: None,
+                p99: Some(25.0),
+                source: None,
+            }],
+            ..table
+        };
+        let d = dominant(&with_steps, &itl);
+        let Dominance::Step { part, share } = d else {
+            panic!("{d:?}")
+        };
+        assert_eq!(part, StepPart::TypicalStep);
+        assert!((share - 22.0 / 23.0).abs() < 1e-12);
+        assert_eq!(d.label(), "Decode step (96% of the metric)");
+        assert_eq!(d.phase(), Some(Phase::Decode));
         let next = next_checks(&d, false);
         assert_eq!(next.estimator, Some("decode-floor"));
         assert!(next.checks[0].contains("bandwidth"));
@@ -653,7 +749,10 @@ mod tests {
                 })
             })
             .collect::<Result<Vec<_>, StatsError>>()?;
-        Ok(PhaseTable { rows })
+        Ok(PhaseTable {
+            rows,
+            steps: Vec::new(),
+        })
     }
 
     #[test]
@@ -672,6 +771,7 @@ mod tests {
         assert!((shares[0].1 - 0.901).abs() < 1e-12);
         let without = PhaseTable {
             rows: vec![row(Phase::QueueWait, 900.0)],
+            steps: Vec::new(),
         };
         assert!(without.shares(&target).is_empty());
     }
@@ -696,11 +796,13 @@ mod tests {
         share.share = Some(1.5);
         let table = PhaseTable {
             rows: vec![bad, share, row(Phase::Prefill, 1.0)],
+            steps: Vec::new(),
         };
         let fields: Vec<String> = table.validate().into_iter().map(|e| e.field).collect();
         assert_eq!(fields, ["phases[0]", "phases[1].share", "phases[2]"]);
         assert!(PhaseTable {
-            rows: vec![row(Phase::Decode, 1.0)]
+            rows: vec![row(Phase::Decode, 1.0)],
+            steps: Vec::new(),
         }
         .validate()
         .is_empty());

@@ -7,6 +7,7 @@ use serde::{Deserialize, Serialize};
 use super::fixes::{self, Candidate, RankedCandidate};
 use super::journal::{self, DraftInput, JournalEntry};
 use super::kernels::{self, KernelRow, RankedKernel};
+use super::per_token::{self, StepDecomposition, StepFigure, StepRow};
 use super::phases::{
     dominant, next_checks, tail_spread, Dominance, NextChecks, Phase, PhaseRow, PhaseTable,
     TailSpread,
@@ -414,13 +415,14 @@ fn parse_phases(pairs: &Pairs) -> Result<PhaseTable, Vec<FieldError>> {
             });
         }
     }
-    if rows.is_empty() && errors.is_empty() {
+    let steps = parse_step_figures(pairs, &mut errors);
+    if rows.is_empty() && steps.is_empty() && errors.is_empty() {
         errors.push(FieldError::new(
             "phases",
             "Fill in at least one phase: its p50 and any of p90, p95 or p99 (ms, or with a unit: 1.2 s)",
         ));
     }
-    let table = PhaseTable { rows };
+    let table = PhaseTable { rows, steps };
     if errors.is_empty() {
         // The core names rows by position; the form names them by phase.
         errors = table
@@ -445,6 +447,54 @@ fn parse_phases(pairs: &Pairs) -> Result<PhaseTable, Vec<FieldError>> {
     } else {
         Err(errors)
     }
+}
+
+/// Step 2's per-token figures (`tpot.p50`, `itl_p50.p99`, …), in ms per token: a row is
+/// there when its p50 or any percentile is given, and needs the p50.
+fn parse_step_figures(pairs: &Pairs, errors: &mut Vec<FieldError>) -> Vec<StepRow> {
+    let mut steps = Vec::new();
+    for figure in StepFigure::ALL {
+        let slug = figure.slug();
+        let f = |p: &str| format!("{slug}.{p}");
+        if !["p50", "p90", "p95", "p99"]
+            .iter()
+            .any(|c| pairs.get(&f(c)).is_some())
+        {
+            continue;
+        }
+        let label = format!("{} (ms per token)", figure.label());
+        let p50 = pairs.required(&f("p50"), &format!("{label} p50"), Unit::Ms, errors);
+        let p90 = pairs.number(&f("p90"), &format!("{label} p90"), Unit::Ms, errors);
+        let p95 = pairs.number(&f("p95"), &format!("{label} p95"), Unit::Ms, errors);
+        let p99 = pairs.number(&f("p99"), &format!("{label} p99"), Unit::Ms, errors);
+        let source = match pairs.get(&f("source")) {
+            None => None,
+            Some(text) => match text.parse::<i64>() {
+                Ok(id) if id > 0 => Some(id),
+                _ => {
+                    errors.push(FieldError::new(
+                        f("source"),
+                        format!(
+                            "{}: the source '{text}' is not an artifact id (a whole number above 0)",
+                            figure.label()
+                        ),
+                    ));
+                    None
+                }
+            },
+        };
+        if let Some(p50) = p50 {
+            steps.push(StepRow {
+                figure,
+                p50,
+                p90,
+                p95,
+                p99,
+                source,
+            });
+        }
+    }
+    steps
 }
 
 fn parse_resources(pairs: &Pairs) -> Result<ResourceTimes, Vec<FieldError>> {
@@ -778,6 +828,18 @@ pub fn step_pairs(step: u8, value: &serde_json::Value) -> Pairs {
                     by_phase.insert(phase, serde_json::Value::Object(obj.clone()));
                 }
             }
+            // The per-token figures: `{"steps": [{"figure": "itl_p50", …}]}`.
+            let steps = value.get("steps").and_then(|r| r.as_array()).cloned();
+            for mut row in steps.into_iter().flatten() {
+                let figure = row
+                    .get("figure")
+                    .and_then(|p| p.as_str())
+                    .map(str::to_string);
+                if let (Some(figure), Some(obj)) = (figure, row.as_object_mut()) {
+                    obj.remove("figure");
+                    by_phase.insert(figure, serde_json::Value::Object(obj.clone()));
+                }
+            }
             value = serde_json::Value::Object(by_phase);
         }
     }
@@ -821,6 +883,12 @@ pub struct PhaseEval {
     /// A phase slug, or "nothing".
     pub dominant_phase: String,
     pub dominance: Dominance,
+    /// "Decode step (96% of the metric)", "Queue wait (92% of the metric)", or
+    /// "Nothing dominates".
+    pub dominant_label: String,
+    /// A per-token metric (ITL, TPOT) decomposed into the decode step, when step 2's
+    /// figures answer it.
+    pub per_token: Option<StepDecomposition>,
     /// Share of the chosen metric per phase counted in it, largest first.
     pub shares: Vec<(Phase, f64)>,
     pub next_checks: NextChecks,
@@ -979,21 +1047,22 @@ pub fn decode_floor_inputs(
     inputs
 }
 
-/// The measured ITL the investigation already holds: step 2's decode p50 when the
-/// metric is ITL or TPOT (a per-token table), else step 1's observed value when it is
-/// the median itself. The estimators then start from it instead of a floor.
+/// The measured ITL the investigation already holds, in ms per token: step 2's typical
+/// decode step when the metric is ITL or TPOT (the per-token figures, never a request's
+/// whole decode time), else step 1's observed value when it is the median itself. The
+/// estimators then start from it instead of a floor.
 pub fn observed_itl_ms(records: &Records) -> Option<f64> {
-    use crate::metric::{Metric, Percentile};
+    use crate::metric::Percentile;
     let metric = records.metric.as_ref()?;
-    if !matches!(metric.metric, Metric::Itl | Metric::Tpot) || metric.unit != Unit::Ms {
+    if !per_token::is_per_token(metric.metric) || metric.unit != Unit::Ms {
         return None;
     }
-    let decode_p50 = records
+    let typical = records
         .phases
         .as_ref()
-        .and_then(|t| t.rows.iter().find(|r| r.phase == Phase::Decode))
-        .map(|r| r.p50);
-    decode_p50
+        .and_then(|t| per_token::decompose(t, metric).ok())
+        .map(|d| d.typical_ms);
+    typical
         .or((metric.percentile == Some(Percentile::P50)).then_some(metric.observed))
         .filter(|v| v.is_finite() && *v > 0.0)
 }
@@ -1057,7 +1126,12 @@ pub fn evaluate(records: &Records) -> Evaluation {
         (Some(table), Some(target)) => {
             let dominance = dominant(table, target);
             let tail = tail_spread(table, target, &dominance);
-            let checks = next_checks(&dominance, tail.is_some());
+            let checks = match &dominance {
+                Dominance::Nothing { .. } if per_token::is_per_token(target.metric) => {
+                    super::phases::per_token_unanswered_checks()
+                }
+                _ => next_checks(&dominance, tail.is_some()),
+            };
             let tail_estimator_href = periodic_tail_inputs(config, records)
                 .map(|inputs| estimator_href("periodic-tail", &inputs));
             let mixed_step_href = tail
@@ -1080,10 +1154,9 @@ pub fn evaluate(records: &Records) -> Evaluation {
                 tail_estimator_href,
                 tail,
                 mixed_step_href,
-                dominant_phase: match &dominance {
-                    Dominance::Phase { phase, .. } => phase.slug().to_string(),
-                    Dominance::Nothing { .. } => "nothing".into(),
-                },
+                dominant_phase: dominance.phase().map_or("nothing", Phase::slug).to_string(),
+                dominant_label: dominance.label(),
+                per_token: per_token::decompose(table, target).ok(),
                 shares: table.shares(target),
                 dominance,
                 next_checks: checks,
@@ -1743,11 +1816,25 @@ mod tests {
             ("prefill.p50", "100"),
             ("prefill.p95", "180"),
             ("prefill.p99", "220"),
+            ("itl_p50.p50", "22.1"),
+            ("itl_p50.p99", "25"),
+            ("tpot.p50", "23 ms"),
+            ("tpot.source", "4"),
         ]);
         let record = parse_step(2, &phases).unwrap();
         let again = step_pairs(2, &record.to_json());
         assert_eq!(again.get("prefill.p95"), Some("180"));
+        assert_eq!(again.get("itl_p50.p50"), Some("22.1"));
         assert_eq!(parse_step(2, &again).unwrap(), record);
+        let StepRecord::Phases(t) = &record else {
+            unreachable!()
+        };
+        assert_eq!(t.steps.len(), 2);
+        // A per-token figure alone is a step-2 record; a bad one names its field.
+        assert!(parse_step(2, &pairs(&[("itl_p50.p50", "22")])).is_ok());
+        let errors = parse_step(2, &pairs(&[("itl_p99.p99", "fast")])).unwrap_err();
+        let fields: Vec<&str> = errors.iter().map(|e| e.field.as_str()).collect();
+        assert!(fields.contains(&"itl_p99.p99"), "{fields:?}");
         let change = pairs(&[
             ("change", "tp"),
             ("after_config.tp", "2"),

@@ -96,25 +96,48 @@ pub fn record_view(record: &StepRecord, metric_unit: Option<Unit>) -> RecordView
             v.field("Observed", format_value(m.observed, m.unit));
             v.field("Target", format_value(m.target, m.unit));
         }
-        StepRecord::Phases(t) => v.tables.push(RecordTable {
-            caption: "Per-request phase durations",
-            head: vec!["Phase", "p50", "p90", "p95", "p99", "Share"],
-            text_columns: 0,
-            rows: t
-                .rows
-                .iter()
-                .map(|r| {
-                    vec![
-                        r.phase.label().to_string(),
-                        ms(r.p50),
-                        opt(r.p90, ms),
-                        opt(r.p95, ms),
-                        opt(r.p99, ms),
-                        opt(r.share, pct),
-                    ]
-                })
-                .collect(),
-        }),
+        StepRecord::Phases(t) => {
+            v.tables.push(RecordTable {
+                caption: "Per-request phase durations",
+                head: vec!["Phase", "p50", "p90", "p95", "p99", "Share"],
+                text_columns: 0,
+                rows: t
+                    .rows
+                    .iter()
+                    .map(|r| {
+                        vec![
+                            r.phase.label().to_string(),
+                            ms(r.p50),
+                            opt(r.p90, ms),
+                            opt(r.p95, ms),
+                            opt(r.p99, ms),
+                            opt(r.share, pct),
+                        ]
+                    })
+                    .collect(),
+            });
+            let per_token = |v: f64| format!("{} per token", ms(v));
+            if !t.steps.is_empty() {
+                v.tables.push(RecordTable {
+                    caption: "Per-token figures of the decode step (over the requests)",
+                    head: vec!["Figure", "p50", "p90", "p95", "p99"],
+                    text_columns: 0,
+                    rows: t
+                        .steps
+                        .iter()
+                        .map(|r| {
+                            vec![
+                                r.figure.label().to_string(),
+                                per_token(r.p50),
+                                opt(r.p90, per_token),
+                                opt(r.p95, per_token),
+                                opt(r.p99, per_token),
+                            ]
+                        })
+                        .collect(),
+                });
+            }
+        }
         StepRecord::Resources(r) => {
             v.field("GPU kernel time", ms(r.gpu_total));
             v.field(
@@ -239,6 +262,7 @@ mod tests {
                     source: None,
                     edited: false,
                 }],
+                steps: Vec::new(),
             }),
             None,
         );

@@ -5,7 +5,7 @@
 use serde::{Deserialize, Serialize};
 
 use crate::method::record::{Evaluation, Records};
-use crate::method::{Dominance, JournalEntry, Phase, Regime};
+use crate::method::{JournalEntry, Phase, Regime};
 use crate::metric::{Metric, Percentile};
 
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
@@ -71,9 +71,11 @@ impl Profile {
                 .metric
                 .as_ref()
                 .and_then(|m| m.percentile.map(|p| p.slug().to_string())),
-            phase: evaluation.phases.as_ref().map(|p| match &p.dominance {
-                Dominance::Phase { phase, .. } => phase.slug().to_string(),
-                Dominance::Nothing { .. } => "nothing".to_string(),
+            phase: evaluation.phases.as_ref().map(|p| {
+                p.dominance
+                    .phase()
+                    .map_or("nothing", Phase::slug)
+                    .to_string()
             }),
             regime,
             verdict,

@@ -10,7 +10,13 @@ use crate::core::analyze::request_columns::{GroupNumbers, PHASES, TTFT_PARTS};
 use crate::core::analyze::request_log::{share_of, RequestLogAnalysis, SHARE_DEFINITION};
 
 fn phase_label(key: &str) -> String {
-    key.trim_end_matches("_ms").replace('_', " ")
+    let name = key.trim_end_matches("_ms").replace('_', " ");
+    // Each request's own ITL and TPOT are per generated token, not per request.
+    if matches!(key, "itl_p50_ms" | "itl_p99_ms" | "tpot_ms") {
+        format!("{name} (ms per token)")
+    } else {
+        name
+    }
 }
 
 pub(super) fn sections(id: i64, x: &RequestLogAnalysis) -> Vec<Section> {
