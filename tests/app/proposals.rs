@@ -990,6 +990,10 @@ async fn a_measurement_is_compared_at_the_benchs_concurrency_and_explained() {
     assert!(row.contains("at the bench's concurrency"), "{row}");
     assert!(row.contains("the bench's 16 requests in flight"), "{row}");
     assert!(row.contains("what the bench measured"), "{row}");
+    assert_eq!(
+        page.select("#measured-input"),
+        ["Measured in a bench: 1000 output tokens/s per replica with 16 requests in flight"]
+    );
     assert!(
         row.contains(&format!("At the sized batch of {}", s["batch"])),
         "{row}"
