@@ -1,7 +1,6 @@
 use std::process::ExitCode;
 
-use clap::Parser;
-use perfjournal::cli::{run, Cli};
+use perfjournal::cli::{parse, run};
 
 /// See Cargo.toml: glibc's malloc showed in the server's profile under load.
 #[global_allocator]
@@ -17,5 +16,5 @@ fn main() -> ExitCode {
         .thread_keep_alive(std::time::Duration::from_secs(1))
         .build()
         .expect("starting the async runtime");
-    runtime.block_on(run(Cli::parse()))
+    runtime.block_on(run(parse()))
 }

@@ -26,11 +26,17 @@ use crate::state::AppState;
     long_about = "perfjournal walks an inference engineer through a performance investigation, \
 computes what each symptom should have cost, and keeps every diagnosis, change and result as \
 the team's searchable memory.\n\nWithout DATABASE_URL the app runs its own PostgreSQL cluster \
-under the data directory (PostgreSQL server binaries must be installed)."
+under the data directory (PostgreSQL server binaries must be installed).\n\nThe server's \
+flags (--bind, --public-url, …) work with or without `serve`: `perfjournal --bind ADDR` is \
+`perfjournal serve --bind ADDR`."
 )]
 pub struct Cli {
     #[command(flatten)]
     pub db: DbArgs,
+
+    /// The server's settings when no subcommand is named (serving is the default).
+    #[command(flatten)]
+    pub serve: ServeArgs,
 
     #[command(subcommand)]
     pub command: Option<Command>,
@@ -143,10 +149,71 @@ fn exit_code(outcome: anyhow::Result<()>) -> ExitCode {
     }
 }
 
+/// Ids of the server's flags, as clap names them.
+fn serve_arg_ids() -> Vec<String> {
+    use clap::Args;
+    ServeArgs::augment_args(clap::Command::new("serve"))
+        .get_arguments()
+        .map(|a| a.get_id().to_string())
+        .collect()
+}
+
+/// The server flags typed on the command line (not from the environment or defaults).
+fn typed(matches: &clap::ArgMatches, ids: &[String]) -> Vec<String> {
+    ids.iter()
+        .filter(|id| {
+            matches.value_source(id.as_str()) == Some(clap::parser::ValueSource::CommandLine)
+        })
+        .cloned()
+        .collect()
+}
+
+/// Parses the command line. The server's flags may come without `serve` (serving is the
+/// default), before it, or after it; given before any other subcommand they are refused,
+/// since only the server reads them.
+pub fn parse() -> Cli {
+    use clap::{CommandFactory, FromArgMatches};
+    let mut command = Cli::command();
+    let matches = command.clone().get_matches();
+    let mut cli = Cli::from_arg_matches(&matches).unwrap_or_else(|e| e.format(&mut command).exit());
+    let ids = serve_arg_ids();
+    let top = typed(&matches, &ids);
+    if top.is_empty() {
+        return cli;
+    }
+    let flags = top
+        .iter()
+        .map(|id| format!("--{}", id.replace('_', "-")))
+        .collect::<Vec<_>>()
+        .join(", ");
+    match (&cli.command, matches.subcommand()) {
+        (None, _) => {}
+        (Some(Command::Serve(_)), Some((_, sub))) if typed(sub, &ids).is_empty() => {
+            cli.command = Some(Command::Serve(cli.serve.clone()));
+        }
+        (Some(Command::Serve(_)), _) => command
+            .error(
+                clap::error::ErrorKind::ArgumentConflict,
+                format!(
+                    "{flags}: give the server's flags either before `serve` or after it, not both"
+                ),
+            )
+            .exit(),
+        (Some(_), _) => command
+            .error(
+                clap::error::ErrorKind::ArgumentConflict,
+                format!(
+                    "{flags} only set the server: use them without a subcommand \
+                     (`perfjournal {flags} …`) or with `serve`"
+                ),
+            )
+            .exit(),
+    }
+    cli
+}
+
 pub async fn run(cli: Cli) -> ExitCode {
-    let command = cli
-        .command
-        .unwrap_or_else(|| Command::Serve(ServeArgs::parse_from_env()));
+    let command = cli.command.unwrap_or(Command::Serve(cli.serve));
     let command = match command {
         Command::Estimate(args) => return estimate::run(args),
         Command::Upload(args) => {
@@ -167,18 +234,6 @@ pub async fn run(cli: Cli) -> ExitCode {
             eprintln!("error: {e:#}");
             ExitCode::FAILURE
         }
-    }
-}
-
-impl ServeArgs {
-    /// `perfjournal` with no subcommand: the serve flags from the environment only.
-    fn parse_from_env() -> ServeArgs {
-        #[derive(Parser)]
-        struct Only {
-            #[command(flatten)]
-            serve: ServeArgs,
-        }
-        Only::parse_from(["perfjournal"]).serve
     }
 }
 

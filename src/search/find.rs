@@ -19,6 +19,7 @@ use crate::core::recall::query::{SearchQuery, PAGE_SIZE};
 use crate::core::recall::snippet::{self, START, STOP};
 use crate::core::recall::thesaurus::{self, Part, Thesaurus};
 use crate::core::recall::tsquery;
+use crate::core::recall::vocabulary;
 
 /// One result, its snippet already safe HTML (escaped text, `<mark>` around matches).
 #[derive(Debug, Clone, Serialize)]
@@ -827,7 +828,9 @@ async fn page_texts(
 }
 
 /// The query with each unknown word replaced by the closest word the documents use
-/// (trigram similarity ≥ 0.3); `None` when nothing would change. Words found among the
+/// (trigram similarity ≥ 0.3); `None` when nothing would change. A word is known when
+/// the documents use it, the thesaurus holds it or it is one of the domain's words
+/// (`core::recall::vocabulary`). Words found among the
 /// documents' words are remembered in `known` (that list only grows), so a query of
 /// known words costs no round trip.
 async fn correct(
@@ -836,12 +839,13 @@ async fn correct(
     thesaurus: &Thesaurus,
     q: &str,
 ) -> sqlx::Result<Option<String>> {
-    // Words of the thesaurus are the domain's own: never "corrected" into others.
+    // Words of the thesaurus and the domain's vocabulary are spelled right: never
+    // "corrected" into others, whether or not a document uses them yet.
     let mut words: Vec<String> = q
         .split(|c: char| !c.is_alphanumeric())
         .filter(|w| w.chars().count() >= 3 && *w != "OR")
         .map(str::to_lowercase)
-        .filter(|w| !thesaurus.knows_word(w))
+        .filter(|w| !thesaurus.knows_word(w) && !vocabulary::is_domain_word(w))
         .collect();
     if let Ok(known) = known.lock() {
         words.retain(|w| !known.contains(w));

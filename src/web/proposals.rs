@@ -383,6 +383,17 @@ struct ShowPage {
     observed_fields: Vec<(&'static str, &'static str, &'static str)>,
     headline: String,
     is_owner: bool,
+    review_form: ReviewForm,
+}
+
+/// The review form as last submitted: kept when the review is refused, with why.
+#[derive(Default)]
+pub struct ReviewForm {
+    pub state: String,
+    pub section: String,
+    pub comment: String,
+    /// The refusal: which field and why (or the version conflict's account).
+    pub error: Option<String>,
 }
 
 async fn show(
@@ -390,7 +401,16 @@ async fn show(
     ctx: PageCtx,
     Path(id): Path<i64>,
 ) -> Result<Response> {
-    let p = load(&state, id).await?;
+    Ok(render(&show_page(&state, ctx, id, ReviewForm::default()).await?)?.into_response())
+}
+
+async fn show_page(
+    state: &AppState,
+    ctx: PageCtx,
+    id: i64,
+    review_form: ReviewForm,
+) -> Result<ShowPage> {
+    let p = load(state, id).await?;
     let evidence = proposals::evidence(&state.pool, &p).await?;
     let suggestions = proposals::suggestions(&state.pool, &p).await?;
     let history = proposals::events(&state.pool, id, 0).await?;
@@ -441,14 +461,14 @@ async fn show(
             problem: v.problem.clone().unwrap_or_default(),
         })
         .collect();
+    let is_owner = ctx.user.as_ref().map(|u| u.id) == p.owner_id && p.owner_id.is_some();
     let next_states = p
         .state
-        .next()
-        .iter()
+        .offered(is_owner)
+        .into_iter()
         .map(|s| (s.slug(), s.label()))
         .collect();
-    let is_owner = ctx.user.as_ref().map(|u| u.id) == p.owner_id && p.owner_id.is_some();
-    Ok(render(&ShowPage {
+    Ok(ShowPage {
         ctx,
         figures: s.figures.clone(),
         runs,
@@ -462,21 +482,24 @@ async fn show(
         observed_fields: FIGURES.iter().map(|f| (f.0, f.1, f.2)).collect(),
         headline,
         is_owner,
+        review_form,
         p,
-    })?
-    .into_response())
+    })
 }
 
 /// A review from the page: a state change and/or a comment over the page's version.
+/// A refused one (422: not allowed or incomplete; 409: the proposal changed meanwhile)
+/// shows the page again with the form as typed and why it was refused.
 async fn review(
     State(state): State<AppState>,
+    ctx: PageCtx,
     user: CurrentUser,
     Path(id): Path<i64>,
     body: Bytes,
 ) -> Result<Response> {
     user.require(Role::Editor)?;
     let (pairs, version) = versioned_form(&body)?;
-    proposals::review(
+    let outcome = proposals::review(
         &state.pool,
         id,
         user.0.id,
@@ -485,8 +508,28 @@ async fn review(
         pairs.raw("comment").unwrap_or(""),
         pairs.raw("section"),
     )
-    .await?;
-    Ok(Redirect::to(&format!("/proposals/{id}#history")).into_response())
+    .await;
+    let (status, error) = match outcome {
+        Ok(_) => return Ok(Redirect::to(&format!("/proposals/{id}#history")).into_response()),
+        Err(AppError::Invalid(errors)) => (
+            StatusCode::UNPROCESSABLE_ENTITY,
+            errors
+                .iter()
+                .map(ToString::to_string)
+                .collect::<Vec<_>>()
+                .join("; "),
+        ),
+        Err(AppError::Conflict(what)) => (StatusCode::CONFLICT, what),
+        Err(e) => return Err(e),
+    };
+    let form = ReviewForm {
+        state: pairs.raw("state").unwrap_or("").to_string(),
+        section: pairs.raw("section").unwrap_or("").to_string(),
+        comment: pairs.raw("comment").unwrap_or("").to_string(),
+        error: Some(error),
+    };
+    let page = show_page(&state, ctx, id, form).await?;
+    Ok((status, render(&page)?).into_response())
 }
 
 /// Links (or unlinks) evidence by kind and id.
@@ -537,10 +580,15 @@ async fn use_measurement(
                  artifact or a comparison of benches first",
             )
         })?;
-    let mut input = p.input.clone();
-    input.measured_tokens_per_s_per_replica = Some(measured);
-    input.use_measured = true;
-    let prepared = proposals::prepare(&input.to_pairs()).map_err(AppError::Invalid)?;
+    let mut pairs_in = p.input.to_pairs();
+    pairs_in.insert("measured_tokens_per_s_per_replica", measured.to_string());
+    pairs_in.insert("use_measured", "true");
+    // The bench's concurrency as typed beside the button (required: 422 naming it).
+    pairs_in.remove("measured_concurrency");
+    if let Some(c) = pairs.raw("measured_concurrency") {
+        pairs_in.insert("measured_concurrency", c);
+    }
+    let prepared = proposals::prepare(&pairs_in).map_err(AppError::Invalid)?;
     proposals::edit(&state.pool, id, user.0.id, version, &prepared).await?;
     Ok(Redirect::to(&format!("/proposals/{id}#headline")).into_response())
 }

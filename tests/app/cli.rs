@@ -189,3 +189,86 @@ fn embedded_mode_prints_only_the_token_on_stdout() {
         }
     }
 }
+
+/// Asks `GET /healthz` on `addr` over a plain connection; the status line, if any.
+fn healthz(addr: &str) -> Option<String> {
+    use std::io::Read;
+    let mut s = std::net::TcpStream::connect(addr).ok()?;
+    s.set_read_timeout(Some(std::time::Duration::from_secs(5)))
+        .ok()?;
+    s.write_all(
+        format!("GET /healthz HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\n\r\n").as_bytes(),
+    )
+    .ok()?;
+    let mut answer = String::new();
+    s.read_to_string(&mut answer).ok()?;
+    answer.lines().next().map(str::to_string)
+}
+
+/// README's configuration table: `perfjournal --data-dir D --bind ADDR` serves, without
+/// naming `serve`; the same flags before `serve` work too, and a server flag given to
+/// another subcommand is refused with a message naming it.
+#[tokio::test]
+async fn server_flags_work_without_serve() {
+    let (_pool, url) = fresh_db().await;
+    let dir = tempfile::Builder::new()
+        .prefix("pj-cli-bind-")
+        .tempdir()
+        .unwrap();
+    let data = dir.path().to_path_buf();
+    tokio::task::spawn_blocking(move || {
+        for before_serve in [false, true] {
+            let port = std::net::TcpListener::bind("127.0.0.1:0")
+                .unwrap()
+                .local_addr()
+                .unwrap()
+                .port();
+            let addr = format!("127.0.0.1:{port}");
+            let mut args = vec![
+                "--data-dir".to_string(),
+                data.display().to_string(),
+                "--bind".to_string(),
+                addr.clone(),
+            ];
+            if before_serve {
+                args.push("serve".to_string());
+            }
+            let mut child = Command::new(env!("CARGO_BIN_EXE_perfjournal"))
+                .env("DATABASE_URL", &url)
+                .env("RUST_LOG", "warn")
+                .env_remove("PERFJOURNAL_BIND")
+                .args(&args)
+                .stdout(Stdio::null())
+                .stderr(Stdio::piped())
+                .spawn()
+                .unwrap();
+            let started = std::time::Instant::now();
+            let mut status = None;
+            while started.elapsed() < std::time::Duration::from_secs(60) {
+                if let Some(line) = healthz(&addr) {
+                    status = Some(line);
+                    break;
+                }
+                if let Some(exit) = child.try_wait().unwrap() {
+                    let out = child.wait_with_output().unwrap();
+                    panic!(
+                        "{args:?} exited with {exit}: {}",
+                        String::from_utf8_lossy(&out.stderr)
+                    );
+                }
+                std::thread::sleep(std::time::Duration::from_millis(100));
+            }
+            child.kill().unwrap();
+            child.wait().unwrap();
+            let status = status.unwrap_or_else(|| panic!("{args:?}: no answer on {addr}"));
+            assert!(status.contains(" 200 "), "{args:?}: {status}");
+            assert!(data.join("blobs").is_dir(), "uploads go under --data-dir");
+        }
+        let refused = perfjournal(&url, &["--bind", "127.0.0.1:1", "migrate"], "");
+        assert!(!refused.status.success());
+        let stderr = String::from_utf8_lossy(&refused.stderr);
+        assert!(stderr.contains("--bind only set the server"), "{stderr}");
+    })
+    .await
+    .unwrap();
+}

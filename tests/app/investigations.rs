@@ -203,11 +203,14 @@ async fn each_step_computes_what_it_promises() {
             ("candidates[1].description", "chunked prefill"),
             ("candidates[1].share", "0.7"),
             ("candidates[1].speedup", "3"),
-            ("candidates[1].effort_days", "0.5"),
+            ("candidates[1].effort_days", "0.25"),
         ],
     )
     .await;
     let p = app.get(&format!("{url}/steps/6")).await;
+    // Effort and speedup are shown as typed: 0.25 days, not 0.2.
+    let effort = p.select(".ranked-fixes td[data-label='Effort (days)']");
+    assert_eq!(effort, ["0.25", "1"]);
     assert_eq!(
         p.select(".ranked-fixes td.name")[0],
         "chunked prefill",
@@ -1207,4 +1210,36 @@ async fn step_2_says_where_each_rows_numbers_came_from() {
         r.body
     );
     assert_eq!(stored_step(&app, &url, 2).await, before);
+}
+
+/// The demo's own results stay within the Amdahl ceilings their step 6 computes: no
+/// step-7 page and no journal entry of the examples says a result beat its ceiling.
+#[tokio::test]
+async fn demo_results_stay_within_their_amdahl_ceilings() {
+    let (mut app, _) = app_with_investigation().await;
+    app.seed_demo().await;
+    let ids: Vec<i64> =
+        sqlx::query_scalar("SELECT id FROM investigations WHERE demo_key IS NOT NULL ORDER BY id")
+            .fetch_all(&app.pool)
+            .await
+            .unwrap();
+    assert_eq!(ids.len(), 3);
+    for id in ids {
+        let p = app.get(&format!("/investigations/{id}/steps/7")).await;
+        assert_eq!(p.status, StatusCode::OK);
+        assert!(
+            p.select(".ceiling-flag").is_empty(),
+            "investigation {id}: {:?}",
+            p.select(".ceiling-flag")
+        );
+    }
+    let results: Vec<String> =
+        sqlx::query_scalar("SELECT result FROM journal_entries WHERE demo_key IS NOT NULL")
+            .fetch_all(&app.pool)
+            .await
+            .unwrap();
+    assert_eq!(results.len(), 3);
+    for r in results {
+        assert!(!r.contains("Amdahl ceiling"), "{r}");
+    }
 }

@@ -760,12 +760,26 @@ async fn a_linked_bench_shows_estimate_vs_measurement_and_sizes_from_it_when_ask
         shown.contains(&format!("measured {measured:.0} output tokens/s")),
         "{shown}"
     );
+    // Without the bench's concurrency the measurement is refused, naming the field.
     let r = app
         .post_form(
             &format!("/proposals/{id}/use-measurement"),
             &[
                 ("kind", "artifact"),
                 ("source_id", &artifact.to_string()),
+                ("version", "1"),
+            ],
+        )
+        .await;
+    assert_eq!(r.status, StatusCode::UNPROCESSABLE_ENTITY, "{}", r.body);
+    assert!(r.body.contains("measured_concurrency"), "{}", r.body);
+    let r = app
+        .post_form(
+            &format!("/proposals/{id}/use-measurement"),
+            &[
+                ("kind", "artifact"),
+                ("source_id", &artifact.to_string()),
+                ("measured_concurrency", "64"),
                 ("version", "1"),
             ],
         )
@@ -934,4 +948,292 @@ async fn proposal_inputs_take_separators_and_units_where_the_unit_fits() {
         "{field}"
     );
     assert_eq!(count(&app).await, 2);
+}
+
+/// A measured throughput needs the bench's concurrency (422 naming it, nothing saved);
+/// with it the page compares the estimate at that concurrency and says what the ratio
+/// means.
+#[tokio::test]
+async fn a_measurement_is_compared_at_the_benchs_concurrency_and_explained() {
+    let (mut app, ada, _, _) = app().await;
+    let mut body = chat_api();
+    body["measured_tokens_per_s_per_replica"] = json!(1000);
+    let r = app
+        .api("POST", "/api/v1/proposals", &ada, Some(body.clone()))
+        .await;
+    assert_eq!(r.status, StatusCode::UNPROCESSABLE_ENTITY, "{}", r.body);
+    assert!(r.body.contains("measured_concurrency"), "{}", r.body);
+    assert!(r.body.contains("is required with"), "{}", r.body);
+    assert_eq!(count(&app).await, 0);
+
+    body["measured_concurrency"] = json!(16);
+    let doc = create(&mut app, &ada, body).await;
+    let s = &doc["sizing"];
+    assert_eq!(s["compared_batch"], 16);
+    let at16 = s["estimated_tokens_per_s_at_measured_concurrency"]
+        .as_f64()
+        .unwrap();
+    let sized = s["estimated_tokens_per_s_per_replica"].as_f64().unwrap();
+    assert!(at16 < sized, "fewer requests in flight, less throughput");
+    let figure = s["figures"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|f| f["key"] == "estimate_over_measured")
+        .unwrap();
+    assert!((figure["value"].as_f64().unwrap() - at16 / 1000.0).abs() < 1e-9);
+
+    app.login("ada").await;
+    let id = doc["id"].as_i64().unwrap();
+    let page = app.get(&format!("/proposals/{id}")).await;
+    let row = page.select("#figure-estimate_over_measured").join(" ");
+    assert!(row.contains("at the bench's concurrency"), "{row}");
+    assert!(row.contains("the bench's 16 requests in flight"), "{row}");
+    assert!(row.contains("what the bench measured"), "{row}");
+    assert_eq!(
+        page.select("#measured-input"),
+        ["Measured in a bench: 1000 output tokens/s per replica with 16 requests in flight"]
+    );
+    assert!(
+        row.contains(&format!("At the sized batch of {}", s["batch"])),
+        "{row}"
+    );
+}
+
+/// The README's example: Qwen3-30B-A3B BF16 on 2×H100 TP 2 at batch 256 with
+/// max_num_batched_tokens 8,192 prefills 8,192 − 256 = 7,936 tokens in the step that
+/// sets ITL p99: 59.9 ms on the page, as `perfjournal estimate` adds it up.
+#[tokio::test]
+async fn itl_p99_carries_the_whole_chunk_budget_as_the_cli_computes_it() {
+    let (mut app, ada, _, _) = app().await;
+    let mut body = chat_api();
+    for (k, v) in [
+        ("model", json!("qwen3-30b-a3b")),
+        ("gpus_per_replica", json!(2)),
+        ("tp", json!(2)),
+        ("max_num_seqs", json!(256)),
+        ("max_num_batched_tokens", json!(8192)),
+        ("prompt_tokens_mean", json!(1000)),
+        ("prompt_tokens_p95", json!(1100)),
+        ("output_tokens_mean", json!(200)),
+        ("output_tokens_p95", json!(400)),
+        ("shared_prefix_tokens", json!(0)),
+        ("prefix_hit_rate", json!(0)),
+        ("slo_ttft_p95_ms", json!(2000)),
+        ("slo_itl_p99_ms", json!(100)),
+    ] {
+        body[k] = v;
+    }
+    let doc = create(&mut app, &ada, body.clone()).await;
+    let s = &doc["sizing"];
+    assert_eq!(s["batch"], 256);
+    assert_eq!(s["chunk_tokens"], 7936);
+    let cli = |name: &str| {
+        let out = std::process::Command::new(env!("CARGO_BIN_EXE_perfjournal"))
+            .args([
+                "estimate",
+                name,
+                "model=qwen3-30b-a3b",
+                "gpu=h100-sxm",
+                "tp=2",
+                "batch=256",
+                "context=1100",
+                "chunk_tokens=7936",
+                "--json",
+            ])
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        serde_json::from_slice::<Value>(&out.stdout).unwrap()["results"].clone()
+    };
+    let mixed = cli("mixed-step")["step_ms"].as_f64().unwrap();
+    let allreduce = {
+        let out = std::process::Command::new(env!("CARGO_BIN_EXE_perfjournal"))
+            .args([
+                "estimate",
+                "tp-allreduce",
+                "model=qwen3-30b-a3b",
+                "gpu=h100-sxm",
+                "tp=2",
+                "batch=256",
+                "context=1100",
+                "--json",
+            ])
+            .output()
+            .unwrap();
+        serde_json::from_slice::<Value>(&out.stdout).unwrap()["results"]["allreduce_ms"]
+            .as_f64()
+            .unwrap()
+    };
+    let itl = s["itl_p99_ms"].as_f64().unwrap();
+    assert!(
+        (itl - (mixed + allreduce)).abs() < 1e-9,
+        "{itl} vs {mixed} + {allreduce}"
+    );
+    assert!((itl - 59.9).abs() < 0.05, "{itl}");
+    app.login("ada").await;
+    let id = doc["id"].as_i64().unwrap();
+    let page = app.get(&format!("/proposals/{id}")).await;
+    let row = page.select("#figure-itl_p99_ms").join(" ");
+    assert!(row.contains("59.9 ms"), "{row}");
+    assert!(row.contains("7936 chunk tokens + 256 decode"), "{row}");
+
+    // Against the 50 ms SLO the settings are kept with a finding naming the budget.
+    body["slo_itl_p99_ms"] = json!(50);
+    let tight = create(&mut app, &ada, body).await;
+    assert_eq!(tight["sizing"]["meets_slo"], false);
+    let finding = tight["sizing"]["slo_findings"][0]["message"]
+        .as_str()
+        .unwrap();
+    assert!(
+        finding.contains("max_num_batched_tokens of at most"),
+        "{finding}"
+    );
+}
+
+/// A model given by its config.json keeps the name the person gave it, so its entry
+/// reads as the same model as the journal's; without one, the config's _name_or_path.
+#[tokio::test]
+async fn a_config_json_model_keeps_the_name_given() {
+    let (mut app, ada, _, _) = app().await;
+    let config = json!({"model_type": "qwen3_moe", "architectures": ["Qwen3MoeForCausalLM"],
+        "hidden_size": 2048, "num_hidden_layers": 48, "num_attention_heads": 32,
+        "num_key_value_heads": 4, "head_dim": 128, "intermediate_size": 6144,
+        "moe_intermediate_size": 768, "num_experts": 128, "num_experts_per_tok": 8,
+        "vocab_size": 151936, "torch_dtype": "bfloat16"});
+    let mut body = chat_api();
+    body["model"] = json!("Qwen3-30B-A3B");
+    body["config"] = config.clone();
+    body["gpus_per_replica"] = json!(2);
+    body["tp"] = json!(2);
+    let doc = create(&mut app, &ada, body.clone()).await;
+    let id = doc["id"].as_i64().unwrap();
+    let model: String = sqlx::query_scalar("SELECT model FROM proposals WHERE id = $1")
+        .bind(id)
+        .fetch_one(&app.pool)
+        .await
+        .unwrap();
+    assert_eq!(model, "qwen3-30b-a3b");
+    app.login("ada").await;
+    let page = app.get(&format!("/proposals/{id}")).await;
+    let inputs = page.select("#inputs li").join(" ");
+    assert!(inputs.contains("Qwen3-30B-A3B on 2 × h100-sxm"), "{inputs}");
+    assert!(!inputs.contains("qwen3_moe"), "{inputs}");
+    let md = app.get(&format!("/proposals/{id}/export.md")).await;
+    assert!(md.body.contains("Qwen3-30B-A3B"), "{}", md.body);
+
+    // A config alone is named by its _name_or_path.
+    body.as_object_mut().unwrap().remove("model");
+    let mut named = config;
+    named["_name_or_path"] = json!("Qwen/Qwen3-30B-A3B");
+    body["config"] = named;
+    let doc = create(&mut app, &ada, body).await;
+    let page = app.get(&format!("/proposals/{}", doc["id"])).await;
+    let inputs = page.select("#inputs li").join(" ");
+    assert!(inputs.contains("Qwen/Qwen3-30B-A3B on"), "{inputs}");
+}
+
+/// The owner is not offered a verdict on their own proposal; a refused review shows the
+/// form again with the comment kept and why (422), and a stale one says what changed
+/// (409); the API answers the same codes with the message.
+#[tokio::test]
+async fn a_refused_review_keeps_the_comment_and_says_why() {
+    let (mut app, ada, bob, _) = app().await;
+    let id = create(&mut app, &ada, chat_api()).await["id"]
+        .as_i64()
+        .unwrap();
+    let r = review(
+        &mut app,
+        &ada,
+        id,
+        json!({"state": "in_review", "version": 1}),
+    )
+    .await;
+    assert_eq!(r.status, StatusCode::OK, "{}", r.body);
+
+    app.login("ada").await;
+    let page = app.get(&format!("/proposals/{id}")).await;
+    let offered = page.select("#review-state option");
+    assert_eq!(offered, ["(comment only)"], "the owner gets no verdict");
+    assert!(!page.select("#owner-review-note").is_empty());
+
+    // A hand-made approval by the owner: 422, the form again with the comment kept.
+    let comment = "Sizing checked against last week's bench";
+    let r = app
+        .post_form(
+            &format!("/proposals/{id}/review"),
+            &[
+                ("state", "approved"),
+                ("comment", comment),
+                ("section", "sizing"),
+                ("version", "2"),
+            ],
+        )
+        .await;
+    assert_eq!(r.status, StatusCode::UNPROCESSABLE_ENTITY, "{}", r.body);
+    let html = scraper::Html::parse_document(&r.body);
+    let text = |sel: &str| {
+        html.select(&scraper::Selector::parse(sel).unwrap())
+            .map(|e| e.text().collect::<String>())
+            .collect::<Vec<_>>()
+    };
+    assert!(text("#review-error")[0].contains("the owner cannot approve their own proposal"));
+    assert_eq!(text("#review-comment"), [comment]);
+    assert_eq!(text("#review-section option[selected]"), ["sizing"]);
+    let version: i32 = sqlx::query_scalar("SELECT version FROM proposals WHERE id = $1")
+        .bind(id)
+        .fetch_one(&app.pool)
+        .await
+        .unwrap();
+    assert_eq!(version, 2, "nothing changed");
+
+    // bob is offered the verdicts; a stale version gets 409 with the account, comment kept.
+    let r = review(
+        &mut app,
+        &bob,
+        id,
+        json!({"comment": "p95 from when?", "version": 2}),
+    )
+    .await;
+    assert_eq!(r.status, StatusCode::OK);
+    let r = app
+        .post_form(
+            &format!("/proposals/{id}/review"),
+            &[("comment", "and the prefix hit rate?"), ("version", "2")],
+        )
+        .await;
+    assert_eq!(r.status, StatusCode::CONFLICT, "{}", r.body);
+    assert!(r.body.contains("version 3: bob commented"), "{}", r.body);
+    assert!(r.body.contains("and the prefix hit rate?"), "{}", r.body);
+
+    app.login("bob").await;
+    let page = app.get(&format!("/proposals/{id}")).await;
+    assert_eq!(
+        page.select("#review-state option"),
+        [
+            "(comment only)",
+            "approved",
+            "changes requested",
+            "rejected"
+        ]
+    );
+    // The API: the owner's approval is 422 with the message.
+    let r = review(
+        &mut app,
+        &ada,
+        id,
+        json!({"state": "approved", "version": 3}),
+    )
+    .await;
+    assert_eq!(r.status, StatusCode::UNPROCESSABLE_ENTITY);
+    assert!(
+        r.body
+            .contains("the owner cannot approve their own proposal"),
+        "{}",
+        r.body
+    );
 }

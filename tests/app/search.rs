@@ -427,6 +427,40 @@ async fn a_typo_falls_back_to_trigram_correction() {
     assert!(v["corrected"].is_null());
 }
 
+/// A correctly spelled word is never rewritten, even when no document uses it yet:
+/// "ITL regression MoE" stays as typed (it once became "ITL revision MoE", the nearest
+/// word of another entry); a misspelt word is still corrected.
+#[tokio::test]
+async fn a_correct_word_no_document_uses_is_not_rewritten() {
+    let (mut app, token) = admin().await;
+    entry(
+        &mut app,
+        "ITL after the vLLM upgrade",
+        &[(
+            "symptom",
+            "ITL p50 14 → 23 ms after a vLLM upgrade; Qwen3-30B-A3B MoE BF16 on 2×H100 TP 2",
+        )],
+    )
+    .await;
+    entry(
+        &mut app,
+        "Prefix cache misses",
+        &[("change", "code revision: the date after the shared prefix")],
+    )
+    .await;
+    let v = search(&mut app, &token, "q=ITL+regression+MoE").await;
+    assert!(v["corrected"].is_null(), "{v}");
+    assert!(!v.to_string().contains("revision"), "{v}");
+    // The best partial match is the ITL entry (two of the three words).
+    assert_eq!(titles(&v), ["ITL after the vLLM upgrade"]);
+    let page = app.get("/search?q=ITL+regression+MoE").await;
+    assert!(page.select(".corrected-query").is_empty());
+    // A typo is still corrected towards the documents' words.
+    let v = search(&mut app, &token, "q=ITL+upgarde").await;
+    assert_eq!(v["corrected"], "ITL upgrade", "{v}");
+    assert_eq!(titles(&v), ["ITL after the vLLM upgrade"]);
+}
+
 #[tokio::test]
 async fn bad_search_parameters_are_422s_naming_the_field() {
     let (mut app, token) = admin().await;

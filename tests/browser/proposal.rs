@@ -79,6 +79,40 @@ async fn a_proposal_is_written_reviewed_rolled_out_and_scored_in_a_browser() {
     b.click("#review-state option[value='in_review']").await;
     b.click("#submit-review").await;
     b.wait_text("#state", "in review").await;
+    // ada owns it: the form offers her no verdict, and says who gives one.
+    let offered = b.text("#review-state").await;
+    assert!(
+        !offered.contains("approved") && !offered.contains("rejected"),
+        "{offered}"
+    );
+    b.wait_text("#owner-review-note", "another editor").await;
+    // bob comments through the API while ada's page is open: her comment, sent from the
+    // older version, is refused with what changed, and kept in the form to send again.
+    let bob_token = app.api_token("bob").await;
+    let r = app
+        .api(
+            "POST",
+            &format!("/api/v1{url}/review"),
+            &bob_token,
+            Some(serde_json::json!({"comment": "looking at it now", "version": 2})),
+        )
+        .await;
+    assert_eq!(r.status, axum::http::StatusCode::OK, "{}", r.body);
+    b.fill("#review-comment", "FP8 KV would double the pool")
+        .await;
+    b.click("#submit-review").await;
+    let why = b
+        .wait_text("#review-error", "changed since your version")
+        .await;
+    assert!(why.contains("bob commented"), "{why}");
+    assert_eq!(
+        b.value("#review-comment").await,
+        "FP8 KV would double the pool"
+    );
+    b.screenshot("proposal-review-refused").await;
+    b.click("#submit-review").await;
+    b.wait_text("#history", "FP8 KV would double the pool")
+        .await;
     sign_out(&b).await;
 
     // bob reviews as a second user: a comment on the workload, then approves.

@@ -314,6 +314,11 @@ pub trait StepResults {
         format_number(value.value(), decimals)
     }
 
+    /// A number the person typed, shown as typed (0.25 stays 0.25, 3 stays 3).
+    fn typed(&self, value: impl Copied<f64>) -> String {
+        crate::core::fmt::num(value.value())
+    }
+
     fn reproducible_label(&self) -> &'static str {
         self.records()
             .reproduce

@@ -55,9 +55,11 @@ pub const FIELDS: &[(Section, FieldSpec)] = &[
     (Section::Question, f("question", "Question", "", None, true,
         "What must hold, e.g. serve chat-api at 45 req/s with p95 TTFT < 800 ms and p99 ITL < 60 ms.")),
     (Section::Deployment, f("model", "Model", "", None, false,
-        "Catalog name (llama-3.1-8b, llama-3.3-70b, …); or give config instead.")),
+        "Catalog name (llama-3.1-8b, llama-3.3-70b, …); with a config.json, the name the \
+         proposal goes by (e.g. Qwen3-30B-A3B).")),
     (Section::Deployment, f("config", "config.json", "", None, false,
-        "The text of a Hugging Face config.json, instead of a catalog model.")),
+        "The text of a Hugging Face config.json, instead of a catalog model; it is named by \
+         the model field, else its _name_or_path, else its model_type.")),
     (Section::Deployment, f("gpu_type", "GPU type", "", None, true,
         "h100-sxm, h100-pcie, h200, a100-80gb, a100-40gb, l40s, l4, b200 or mi300x.")),
     (Section::Deployment, f("gpus_per_replica", "GPUs per replica", "GPUs", None, true,
@@ -110,6 +112,9 @@ pub const FIELDS: &[(Section, FieldSpec)] = &[
         "Spare capacity at peak, e.g. 0.2 sizes for 120 % of the peak arrival rate.")),
     (Section::Cost, f("measured_tokens_per_s_per_replica", "Measured tokens/s per replica",
         "tokens/s", None, false, "Output tokens/s one replica sustained inside the SLO in a bench.")),
+    (Section::Cost, f("measured_concurrency", "Bench concurrency", "requests", None, false,
+        "Requests the bench kept in flight (e.g. --max-concurrency 64); required with a \
+         measured throughput, which is compared with the estimate at this concurrency.")),
     (Section::Cost, f("use_measured", "Size from the measurement", "", Some("false"), false,
         "true: replicas come from the measured throughput instead of the estimate.")),
 ];
@@ -157,20 +162,29 @@ pub struct ProposalInput {
     pub gpu_hour_usd: f64,
     pub headroom: f64,
     pub measured_tokens_per_s_per_replica: Option<f64>,
+    /// Requests in flight during the bench that measured it (required with it).
+    #[serde(default)]
+    pub measured_concurrency: Option<u64>,
     pub use_measured: bool,
 }
 
 impl ProposalInput {
-    /// The model as the catalog or config names it, for facets and evidence matching.
+    /// The model as the person named it (the catalog name, or the name given beside a
+    /// config.json), else the config's `_name_or_path`, else its `model_type`; for the
+    /// page, facets and evidence matching.
     pub fn model_name(&self) -> String {
         match (&self.model, &self.config) {
             (Some(m), _) => m.clone(),
             (None, Some(c)) => serde_json::from_str::<serde_json::Value>(c)
                 .ok()
                 .and_then(|v| {
-                    ["_name_or_path", "model_type"]
-                        .iter()
-                        .find_map(|k| v.get(k).and_then(|n| n.as_str()).map(str::to_lowercase))
+                    ["_name_or_path", "model_type"].iter().find_map(|k| {
+                        v.get(k)
+                            .and_then(|n| n.as_str())
+                            .map(str::trim)
+                            .filter(|n| !n.is_empty())
+                            .map(str::to_string)
+                    })
                 })
                 .unwrap_or_else(|| "config.json".to_string()),
             (None, None) => String::new(),
@@ -243,6 +257,9 @@ impl ProposalInput {
         put("headroom", self.headroom.to_string());
         if let Some(m) = self.measured_tokens_per_s_per_replica {
             put("measured_tokens_per_s_per_replica", m.to_string());
+        }
+        if let Some(c) = self.measured_concurrency {
+            put("measured_concurrency", c.to_string());
         }
         put("use_measured", self.use_measured.to_string());
         p
@@ -517,10 +534,18 @@ pub fn parse(pairs: &Pairs) -> Result<ProposalInput, Vec<FieldError>> {
     let title = r.string("title", 200);
     let question = r.string("question", 2000);
     let (model, config) = match (r.text("model"), r.text("config")) {
-        (Some(_), Some(_)) => {
-            r.fail("config", "give either model or config, not both");
-            (None, None)
-        }
+        // The config sets the architecture; the model field names it as the person does.
+        (Some(m), Some(c)) => match ModelSpec::from_config_json(c) {
+            Ok(_) if m.trim().chars().count() > 200 => {
+                r.fail("model", "must be at most 200 characters");
+                (None, None)
+            }
+            Ok(_) => (Some(m.trim().to_string()), Some(c.to_string())),
+            Err(e) => {
+                r.fail("config", e);
+                (None, None)
+            }
+        },
         (Some(m), None) => match models::find(m) {
             Some(c) => (Some(c.name.to_string()), None),
             None => {
@@ -598,7 +623,25 @@ pub fn parse(pairs: &Pairs) -> Result<ProposalInput, Vec<FieldError>> {
     let price = r.number("gpu_hour_usd", positive);
     let headroom = r.number("headroom", non_negative);
     let measured = r.optional("measured_tokens_per_s_per_replica", positive);
+    let measured_concurrency = match r.text("measured_concurrency") {
+        None => Some(None),
+        Some(_) => r.count("measured_concurrency").map(Some),
+    };
     let use_measured = r.flag("use_measured");
+    match (measured, measured_concurrency) {
+        (Some(Some(_)), Some(None)) => r.fail(
+            "measured_concurrency",
+            "is required with measured_tokens_per_s_per_replica: the requests the bench kept in \
+             flight (e.g. 64 for --max-concurrency 64), so the estimate is compared at the same \
+             concurrency",
+        ),
+        (Some(None), Some(Some(_))) => r.fail(
+            "measured_concurrency",
+            "goes with measured_tokens_per_s_per_replica: give the throughput the bench measured \
+             too, or leave it blank",
+        ),
+        _ => {}
+    }
 
     if let (Some(m), Some(p)) = (prompt_mean, prompt_p95) {
         if p < m {
@@ -702,6 +745,7 @@ pub fn parse(pairs: &Pairs) -> Result<ProposalInput, Vec<FieldError>> {
         gpu_hour_usd: price.unwrap_or(1.0),
         headroom: headroom.unwrap_or(0.2),
         measured_tokens_per_s_per_replica: measured.flatten(),
+        measured_concurrency: measured_concurrency.flatten(),
         use_measured: use_measured.unwrap_or(false),
     })
 }

@@ -66,6 +66,24 @@ impl State {
         }
     }
 
+    /// States this person may move to from here: [`State::next`] without the reviewer's
+    /// verdicts (approve, request changes, reject) when they own the proposal.
+    pub fn offered(self, is_owner: bool) -> Vec<State> {
+        self.next()
+            .iter()
+            .copied()
+            .filter(|to| !(is_owner && self == State::InReview && to.is_verdict()))
+            .collect()
+    }
+
+    /// A reviewer's verdict on a proposal in review: for another editor than the owner.
+    fn is_verdict(self) -> bool {
+        matches!(
+            self,
+            State::Approved | State::ChangesRequested | State::Rejected
+        )
+    }
+
     /// Whether the inputs may still be edited (re-sized).
     pub fn editable(self) -> bool {
         matches!(
@@ -144,16 +162,18 @@ pub fn check(
             },
         ));
     }
-    if from == State::InReview
-        && matches!(
-            to,
-            State::Approved | State::ChangesRequested | State::Rejected
-        )
-        && is_owner
-    {
+    if from == State::InReview && to.is_verdict() && is_owner {
         return Err(FieldError::new(
             "state",
-            "the owner cannot review their own proposal: ask another editor",
+            format!(
+                "the owner cannot {} their own proposal: another editor approves, requests \
+                 changes or rejects it; you may comment meanwhile",
+                match to {
+                    State::Approved => "approve",
+                    State::ChangesRequested => "request changes on",
+                    _ => "reject",
+                }
+            ),
         ));
     }
     let needs_comment = to == from || matches!(to, State::ChangesRequested | State::Rejected);
@@ -193,6 +213,28 @@ mod tests {
         assert_eq!(r.to, State::RolledOut);
         let e = check(State::RolledOut, Some("draft"), "", None, true).unwrap_err();
         assert!(e.message.contains("comments and observations"), "{e:?}");
+    }
+
+    #[test]
+    fn the_owner_is_offered_no_verdict_on_their_own_proposal() {
+        assert!(State::InReview.offered(true).is_empty());
+        assert_eq!(
+            State::InReview.offered(false),
+            [State::Approved, State::ChangesRequested, State::Rejected]
+        );
+        assert_eq!(State::Draft.offered(true), [State::InReview]);
+        assert_eq!(
+            State::Approved.offered(true),
+            [State::RolledOut, State::InReview]
+        );
+        // Whatever is offered is accepted.
+        for from in State::ALL {
+            for owner in [true, false] {
+                for to in from.offered(owner) {
+                    assert!(check(from, Some(to.slug()), "why", None, owner).is_ok());
+                }
+            }
+        }
     }
 
     #[test]

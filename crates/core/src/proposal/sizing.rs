@@ -143,6 +143,16 @@ pub struct Sizing {
     /// What sizing used: the estimate, or the measurement when the person said so.
     pub tokens_per_s_per_replica: f64,
     pub measured_tokens_per_s_per_replica: Option<f64>,
+    /// Requests the bench kept in flight, as the proposal says.
+    #[serde(default)]
+    pub measured_concurrency: Option<u64>,
+    /// The running batch the estimate is compared at: the bench's concurrency, capped by
+    /// what the replica admits (KV pool, max_num_seqs, step budget).
+    #[serde(default)]
+    pub compared_batch: Option<u64>,
+    /// The estimated output tokens/s at `compared_batch`: like for like with the bench.
+    #[serde(default)]
+    pub estimated_tokens_per_s_at_measured_concurrency: Option<f64>,
     pub uses_measurement: bool,
     pub replicas_needed: u64,
     pub gpus: u64,
@@ -218,9 +228,10 @@ impl ProposalInput {
     /// estimators that turn FLOPs into time (they take the activation dtype too).
     fn setup(&self, compute: bool) -> Vec<(&'static str, String)> {
         let mut v = Vec::new();
+        // A config.json sets the architecture; a model beside it is only its name.
         match (&self.model, &self.config) {
-            (Some(m), _) => v.push(("model", m.clone())),
-            (None, Some(c)) => v.push(("config", c.clone())),
+            (_, Some(c)) => v.push(("config", c.clone())),
+            (Some(m), None) => v.push(("model", m.clone())),
             _ => {}
         }
         v.push(("gpu", self.gpu_type.clone()));
@@ -303,7 +314,10 @@ fn at_batch(p: &ProposalInput, fx: &Fixed, batch: u64) -> Result<Point, Vec<Fiel
     } else {
         fx.computed_p95.ceil() as u64
     };
-    let in_step = (chunk as f64).min(fx.computed_p95).ceil().max(1.0) as u64;
+    // At peak the scheduler fills the step's whole token budget with prefill chunks of
+    // waiting prompts (several prompts when one is shorter than the chunk), so the step
+    // carrying prefill carries `chunk` tokens, not one prompt's.
+    let in_step = chunk.max(1);
     let ctx = fx.context.to_string();
     let b = batch.to_string();
     let floor = run_estimator(
@@ -511,8 +525,51 @@ pub fn size(p: &ProposalInput) -> Result<Sizing, Vec<FieldError>> {
     let (fx, reuse) = fixed_inputs(p)?;
     let op = operating_point(p, &fx, &memory)?;
     let fleet = fleet(p, &op.point)?;
-    let figures = figures(p, &memory, &fx, &op, &fleet);
-    Ok(assemble(p, memory, fx, reuse, op, fleet, figures))
+    let bench = at_bench(p, &fx, &op)?;
+    let figures = figures(p, &memory, &fx, &op, &fleet, bench.as_ref());
+    let mut sizing = assemble(p, memory, fx, reuse, op, fleet, figures);
+    if let Some(b) = bench {
+        sizing.compared_batch = Some(b.batch);
+        sizing.estimated_tokens_per_s_at_measured_concurrency = Some(b.estimated_tps);
+    }
+    Ok(sizing)
+}
+
+/// The estimate at the bench's concurrency, for a like-for-like comparison with a
+/// measured throughput.
+struct AtBench {
+    concurrency: u64,
+    /// The concurrency capped by what the replica admits.
+    batch: u64,
+    estimated_tps: f64,
+    measured_tps: f64,
+}
+
+fn at_bench(
+    p: &ProposalInput,
+    fx: &Fixed,
+    op: &Operating,
+) -> Result<Option<AtBench>, Vec<FieldError>> {
+    let (Some(measured_tps), Some(concurrency)) =
+        (p.measured_tokens_per_s_per_replica, p.measured_concurrency)
+    else {
+        return Ok(None);
+    };
+    let batch = concurrency.clamp(1, op.ceiling.max(1));
+    let point = if batch == op.point.batch {
+        None
+    } else {
+        Some(at_batch(p, fx, batch)?)
+    };
+    let rps = point
+        .as_ref()
+        .map_or(op.point.requests_per_s, |x| x.requests_per_s);
+    Ok(Some(AtBench {
+        concurrency,
+        batch,
+        estimated_tps: rps * p.output_tokens_mean as f64,
+        measured_tps,
+    }))
 }
 
 /// What memory allows at every batch: the memory-fit and KV-pool runs, and how many
@@ -761,10 +818,11 @@ fn figures(
     fx: &Fixed,
     op: &Operating,
     fleet: &Fleet,
+    bench: Option<&AtBench>,
 ) -> Vec<Figure> {
     let mut figures = memory_figures(p, memory);
     figures.extend(step_figures(p, fx, op));
-    figures.extend(fleet_figures(p, &op.point, fleet));
+    figures.extend(fleet_figures(p, &op.point, fleet, bench));
     figures
 }
 
@@ -979,7 +1037,12 @@ fn step_figures(p: &ProposalInput, fx: &Fixed, op: &Operating) -> Vec<Figure> {
 }
 
 /// Throughput per replica, replicas at peak and their cost.
-fn fleet_figures(p: &ProposalInput, point: &Point, fleet: &Fleet) -> Vec<Figure> {
+fn fleet_figures(
+    p: &ProposalInput,
+    point: &Point,
+    fleet: &Fleet,
+    bench: Option<&AtBench>,
+) -> Vec<Figure> {
     let Fleet {
         estimated_tps,
         tps,
@@ -1059,19 +1122,68 @@ fn fleet_figures(p: &ProposalInput, point: &Point, fleet: &Fleet) -> Vec<Figure>
             &["arrival_rate", "output_tokens_mean"],
         ),
     ];
-    if let Some(m) = p.measured_tokens_per_s_per_replica {
-        figures.push(figure(
-            "estimate_over_measured",
-            "Estimated / measured tokens/s per replica",
-            estimated_tps / m,
-            "×",
-            format!("{} / {}", fmt::num(estimated_tps), fmt::num(m)),
-            "measurement",
-            &["measured_tokens_per_s_per_replica"],
-        ));
+    if let Some(b) = bench {
+        figures.push(measurement_figure(point, estimated_tps, b));
     }
 
     figures
+}
+
+/// Estimated ÷ measured output tokens/s, like for like (at the bench's concurrency),
+/// said in words: which way the estimate errs and what the sized batch would give.
+fn measurement_figure(point: &Point, estimated_tps: f64, b: &AtBench) -> Figure {
+    let ratio = b.estimated_tps / b.measured_tps;
+    let direction = if ratio > 1.0 {
+        format!(
+            "the estimate is {}× what the bench measured: the server ran slower than the \
+             floors the estimate assumes",
+            fmt::num(ratio)
+        )
+    } else if ratio < 1.0 {
+        format!(
+            "the estimate is {}× what the bench measured ({}× lower): the bench beat the \
+             floors, so an input (lengths, precision, concurrency) differs from the bench's",
+            fmt::num(ratio),
+            fmt::num(1.0 / ratio)
+        )
+    } else {
+        "the estimate matches the bench".to_string()
+    };
+    let capped = if b.batch < b.concurrency {
+        format!(
+            " (the bench's {} requests in flight, capped at the {} the replica runs at once)",
+            b.concurrency, b.batch
+        )
+    } else {
+        format!(" (the bench's {} requests in flight)", b.concurrency)
+    };
+    let sized = if point.batch == b.batch {
+        " The sized batch is the same concurrency.".to_string()
+    } else {
+        format!(
+            " At the sized batch of {} sequences the estimate is {} tokens/s ({}× the \
+             measurement), which compares a fuller batch with a lighter bench.",
+            point.batch,
+            fmt::num(estimated_tps),
+            fmt::num(estimated_tps / b.measured_tps)
+        )
+    };
+    figure(
+        "estimate_over_measured",
+        "Estimated ÷ measured output tokens/s per replica, at the bench's concurrency",
+        ratio,
+        "×",
+        format!(
+            "estimate at batch {}{capped}: {} tokens/s ÷ measured {} tokens/s = {}×; \
+             {direction}.{sized}",
+            b.batch,
+            fmt::num(b.estimated_tps),
+            fmt::num(b.measured_tps),
+            fmt::num(ratio),
+        ),
+        "measurement",
+        &["measured_tokens_per_s_per_replica", "measured_concurrency"],
+    )
 }
 
 /// The [`Sizing`]: every figure, and the runs in the order they were made.
@@ -1122,6 +1234,9 @@ fn assemble(
         estimated_tokens_per_s_per_replica: fleet.estimated_tps,
         tokens_per_s_per_replica: fleet.tps,
         measured_tokens_per_s_per_replica: p.measured_tokens_per_s_per_replica,
+        measured_concurrency: p.measured_concurrency,
+        compared_batch: None,
+        estimated_tokens_per_s_at_measured_concurrency: None,
         uses_measurement: fleet.uses_measurement,
         replicas_needed: fleet.replicas,
         gpus: fleet.gpus,
@@ -1432,7 +1547,11 @@ mod tests {
     #[test]
     fn measurement_replaces_the_estimate_only_when_asked() {
         let base = sized(&[]).unwrap();
-        let shown = sized(&[("measured_tokens_per_s_per_replica", "1000")]).unwrap();
+        let shown = sized(&[
+            ("measured_tokens_per_s_per_replica", "1000"),
+            ("measured_concurrency", "64"),
+        ])
+        .unwrap();
         assert_eq!(shown.replicas_needed, base.replicas_needed);
         assert!(shown
             .figures
@@ -1440,6 +1559,7 @@ mod tests {
             .any(|f| f.key == "estimate_over_measured"));
         let used = sized(&[
             ("measured_tokens_per_s_per_replica", "1000"),
+            ("measured_concurrency", "64"),
             ("use_measured", "true"),
         ])
         .unwrap();
@@ -1448,6 +1568,145 @@ mod tests {
             used.replicas_needed,
             (45.0_f64 * 1.2 / (1000.0 / 300.0)).ceil() as u64
         );
+    }
+
+    /// The guide's example: Qwen3-30B-A3B BF16 on 2×H100 SXM, TP 2, batch 256 and
+    /// max_num_batched_tokens 8,192: the step carrying prefill carries the whole rest of
+    /// the budget, 8,192 − 256 = 7,936 tokens (not one 1,100-token prompt).
+    fn qwen_moe(slo_itl: &str) -> Result<Sizing, Vec<FieldError>> {
+        sized(&[
+            ("model", "qwen3-30b-a3b"),
+            ("gpus_per_replica", "2"),
+            ("tp", "2"),
+            ("max_num_seqs", "256"),
+            ("max_num_batched_tokens", "8192"),
+            ("prompt_tokens_mean", "1000"),
+            ("prompt_tokens_p95", "1100"),
+            ("output_tokens_mean", "200"),
+            ("output_tokens_p95", "400"),
+            ("shared_prefix_tokens", "0"),
+            ("prefix_hit_rate", "0"),
+            ("slo_ttft_p95_ms", "2000"),
+            ("slo_itl_p99_ms", slo_itl),
+        ])
+    }
+
+    #[test]
+    fn itl_p99_carries_the_whole_chunk_budget() {
+        let s = qwen_moe("100").unwrap();
+        assert_eq!((s.batch, s.chunk_tokens), (256, 7936), "{s:?}");
+        let mixed = s.runs.iter().find(|r| r.estimator == "mixed-step").unwrap();
+        assert_eq!(mixed.inputs["chunk_tokens"], "7936");
+        assert_eq!(mixed.inputs["context"], "1100");
+        let alone = estimate::run("mixed-step", &mixed.inputs).unwrap();
+        let ar = s
+            .runs
+            .iter()
+            .find(|r| r.estimator == "tp-allreduce")
+            .unwrap();
+        let expected = num(&alone, "step_ms") + num(&ar.chain, "allreduce_ms");
+        assert!((s.itl_p99_ms - expected).abs() < 1e-9);
+        assert_eq!(fmt::ms(s.itl_p99_ms), "59.9 ms");
+        // Against a 50 ms SLO the settings fail, and the finding names the budget.
+        let tight = qwen_moe("50").unwrap();
+        assert!(!tight.meets_slo);
+        let f = &tight.slo_findings[0];
+        assert_eq!(f.slo, "slo_itl_p99_ms");
+        assert!(
+            f.message.contains("max_num_batched_tokens of at most"),
+            "{}",
+            f.message
+        );
+    }
+
+    #[test]
+    fn a_measurement_is_compared_at_the_benchs_concurrency() {
+        let p = parse(&with(&[
+            ("measured_tokens_per_s_per_replica", "1000"),
+            ("measured_concurrency", "16"),
+        ]))
+        .unwrap();
+        let s = size(&p).unwrap();
+        assert_eq!(s.compared_batch, Some(16));
+        let fx = Fixed {
+            context: s.context_tokens,
+            computed_mean: s.computed_prompt_tokens_mean,
+            computed_p95: s.computed_prompt_tokens_p95,
+        };
+        let at16 = at_batch(&p, &fx, 16).unwrap().requests_per_s * 300.0;
+        assert_eq!(s.estimated_tokens_per_s_at_measured_concurrency, Some(at16));
+        let f = s
+            .figures
+            .iter()
+            .find(|f| f.key == "estimate_over_measured")
+            .unwrap();
+        assert!((f.value - at16 / 1000.0).abs() < 1e-12);
+        assert!(
+            f.formula.contains("the bench's 16 requests in flight"),
+            "{}",
+            f.formula
+        );
+        assert!(
+            f.formula.contains(&format!("sized batch of {}", s.batch)),
+            "{}",
+            f.formula
+        );
+        assert!(
+            f.formula.contains("what the bench measured"),
+            "{}",
+            f.formula
+        );
+        // A bench at more concurrency than the replica runs is compared at its cap.
+        let big = sized(&[
+            ("measured_tokens_per_s_per_replica", "1000"),
+            ("measured_concurrency", "100000"),
+        ])
+        .unwrap();
+        let cap = big.compared_batch.unwrap();
+        assert!(cap < 100000);
+        let f = big
+            .figures
+            .iter()
+            .find(|f| f.key == "estimate_over_measured")
+            .unwrap();
+        assert!(f.formula.contains("capped at"), "{}", f.formula);
+    }
+
+    #[test]
+    fn a_measured_throughput_needs_the_benchs_concurrency() {
+        let e = parse(&with(&[("measured_tokens_per_s_per_replica", "1000")])).unwrap_err();
+        assert!(
+            e.iter().any(|e| e.field == "measured_concurrency"
+                && e.message
+                    .contains("is required with measured_tokens_per_s_per_replica")),
+            "{e:?}"
+        );
+        let e = parse(&with(&[("measured_concurrency", "64")])).unwrap_err();
+        assert_eq!(e[0].field, "measured_concurrency");
+    }
+
+    #[test]
+    fn a_config_keeps_the_name_the_person_gave() {
+        let config = r#"{"model_type": "qwen3_moe", "architectures": ["Qwen3MoeForCausalLM"],
+            "hidden_size": 2048, "num_hidden_layers": 48, "num_attention_heads": 32,
+            "num_key_value_heads": 4, "head_dim": 128, "intermediate_size": 6144,
+            "moe_intermediate_size": 768, "num_experts": 128, "num_experts_per_tok": 8,
+            "vocab_size": 151936, "torch_dtype": "bfloat16"}"#;
+        let named = parse(&with(&[("model", "Qwen3-30B-A3B"), ("config", config)])).unwrap();
+        assert_eq!(named.model_name(), "Qwen3-30B-A3B");
+        let mut pairs = with(&[("config", config)]);
+        pairs.remove("model");
+        let bare = parse(&pairs).unwrap();
+        assert_eq!(bare.model_name(), "qwen3_moe");
+        let with_path = config.replacen('{', r#"{"_name_or_path": "Qwen/Qwen3-30B-A3B","#, 1);
+        pairs.insert("config", with_path.as_str());
+        assert_eq!(parse(&pairs).unwrap().model_name(), "Qwen/Qwen3-30B-A3B");
+        // The config sizes it, whatever the name.
+        let s = size(&named).unwrap();
+        assert!(s
+            .runs
+            .iter()
+            .all(|r| r.inputs.contains_key("config") || !r.inputs.contains_key("model")));
     }
 
     #[test]

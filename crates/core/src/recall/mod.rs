@@ -13,6 +13,7 @@ pub mod similarity;
 pub mod snippet;
 pub mod thesaurus;
 pub mod tsquery;
+pub mod vocabulary;
 pub mod window_shape;
 
 pub use profile::Profile;
