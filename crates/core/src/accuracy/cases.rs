@@ -183,9 +183,17 @@ pub const ACCELMARK: Source = Source {
     title: "AccelMark verified results: the interactive scenario (one request at a time, \
             in process) of the reference vLLM runner on NVIDIA GPUs",
     location: "FreedomIntelligence/AccelMark@5797fc42745be2494e6213938d9e5afa0c6c5bef:\
-               results/verified/<run>/interactive/result.json (scenario: loadgen/loadgen.py; \
-               prompts: datasets/*/requests.jsonl; suites: suites/suite_*/suite.json)",
+               results/verified/<run>/interactive/result.json and \
+               results/community/<run>/result.json (scenario: loadgen/loadgen.py; prompts: \
+               datasets/*/requests.jsonl; suites: suites/suite_*/suite.json)",
 };
+
+/// SGLang keeps its radix (prefix) cache on by default, and the AccelMark runner does
+/// not flush it between passes.
+const ACCELMARK_RADIX_CACHE: &str = "SGLang's radix cache is on by default and the \
+    interactive scenario replays the same prompts on each of its passes, so most of the \
+    measured TTFTs may be cache hits rather than prefills (the 28K-token suite evicts its \
+    prompts before they return, and is scored); shown, not fitted";
 
 /// AccelMark's interactive scenario keeps no prompt cache warm in vLLM 0.7.3 (V0 engine,
 /// prefix caching off by default), but vLLM 0.20 turns prefix caching on, and the
@@ -1311,10 +1319,35 @@ pub const CASES: &[Case] = &[
         11.24,
         Some(ACCELMARK_PREFIX_CACHE),
     ),
+    accelmark(
+        "accelmark a100-40gb llama3-8b sglang",
+        "SGLang 0.5.6, AccelMark runner (community result), Meta-Llama-3-8B-Instruct BF16 (the Llama 3.1 8B architecture), 1× A100 SXM4 40GB, TP 1, suite A: the first 150 sharegpt_standard_v1 prompts, median 193.5 tokens before the chat template, 3 passes, one request at a time",
+        "model=llama-3.1-8b gpu=a100-40gb tp=1 weight_dtype=bf16 kv_dtype=bf16",
+        (193.5, 310.0),
+        32.52,
+        Some(ACCELMARK_RADIX_CACHE),
+    ),
+    accelmark(
+        "accelmark a100-40gb llama3.1-8b 28k sglang",
+        "SGLang 0.5.6, AccelMark runner (community result), Llama-3.1-8B-Instruct BF16, 1× A100 SXM4 40GB, TP 1, suite D: the first 100 sharegpt_longctx_v1 prompts, the suite's published median 28,650 tokens, 2 passes, one request at a time",
+        "model=llama-3.1-8b gpu=a100-40gb tp=1 weight_dtype=bf16 kv_dtype=bf16",
+        (28650.0, 256.0),
+        2987.93,
+        None,
+    ),
+    accelmark(
+        "accelmark a100-40gb qwen2.5-0.5b sglang",
+        "SGLang 0.5.6, AccelMark runner (community result), Qwen2.5-0.5B-Instruct BF16, 1× A100 SXM4 40GB, TP 1, suite F: the first 150 sharegpt_edge_v1 prompts, median 57 tokens before the chat template, 3 passes, one request at a time",
+        "gpu=a100-40gb tp=1 weight_dtype=bf16 kv_dtype=bf16 params=0.494e9 layers=24 kv_heads=2 head_dim=64",
+        (57.0, 150.0),
+        16.46,
+        Some(ACCELMARK_RADIX_CACHE),
+    ),
 ];
 
 /// One AccelMark interactive result: the p50 TTFT of requests sent one at a time to an
-/// in-process vLLM engine (no HTTP server), with the median prompt of the prompts sent.
+/// in-process engine (vLLM or SGLang, no HTTP server), with the median prompt of the
+/// prompts sent.
 const fn accelmark(
     id: &'static str,
     setup: &'static str,
@@ -1334,7 +1367,7 @@ const fn accelmark(
         decode: None,
         ttft: Some(Measured {
             ms: ttft_p50,
-            what: "p50 TTFT (in process, vLLM AsyncLLMEngine)",
+            what: "p50 TTFT (in process)",
             includes_prefills: false,
             unscored,
         }),
