@@ -408,7 +408,8 @@ pub fn markdown() -> String {
          since freely fitted it trades off against the KV factor) and {} TTFTs from {} \
          sources (the prefill efficiency and the request path together, by least mean \
          absolute relative error; a prefill step is the larger of its compute, counted as \
-         the kernels run it, and its weight read). The KV \
+         the kernels run it, and its weight read; a TTFT at paced load also waits, on \
+         average, half of the decode step in flight when the request arrives). The KV \
          factor sits at its bound: the published loads cannot tell KV reads from the \
          prefills that ride along. \
          Collectives are assumed to reach {:.0} % of the link's per-direction bandwidth.\n",
