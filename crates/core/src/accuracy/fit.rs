@@ -5,9 +5,10 @@
 //!   layer, per collective and per step) minimise the mean absolute relative error of the
 //!   expected decode step over every scored decode figure ([`crate::stats::fit`]); the
 //!   prefill riding in decode steps is costed at the house MFU, 0.5.
-//! - The request path is the median of (measured TTFT − expected prefill step) over the
-//!   scored TTFTs (lone requests and paced load): one robust number, since the front
-//!   ends differ. The prefill step itself runs at mixed-step's default MFU (0.5).
+//! - The prefill efficiency (1 / the fraction of the dense peak a prefill step's kernels
+//!   reach) and the request path are fitted together on the scored TTFTs (lone requests
+//!   and paced load) by the same least mean absolute relative error; a TTFT at paced load
+//!   also waits half the decode step in flight ([`ARRIVAL_WAIT`]).
 //! - Leave-one-source-out: each figure is predicted by constants fitted without any case
 //!   of its source, so a source's shared quirks cannot flatter its own error.
 //!
@@ -54,8 +55,14 @@ impl Figure {
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub enum Terms {
     Decode(Basis),
-    Prefill(PrefillParts),
+    /// A prefill step, and for a request arriving into a running server the decode step
+    /// it waits behind (see [`ARRIVAL_WAIT`]).
+    Prefill(PrefillParts, Option<Basis>),
 }
+
+/// A request arriving at a random moment into a server that is decoding waits, on
+/// average, half of the step in flight before its prefill can be scheduled.
+pub const ARRIVAL_WAIT: f64 = 0.5;
 
 /// One published figure with everything needed to predict it under any constants.
 #[derive(Debug, Clone)]
@@ -75,7 +82,9 @@ impl Point {
     pub fn predict(&self, c: &Constants) -> f64 {
         match self.terms {
             Terms::Decode(b) => b.expected(c),
-            Terms::Prefill(p) => p.expected(c) + c.request_ms,
+            Terms::Prefill(p, wait) => {
+                p.expected(c) + c.request_ms + wait.map_or(0.0, |b| ARRIVAL_WAIT * b.expected(c))
+            }
         }
     }
 
@@ -150,11 +159,20 @@ fn ttft_point(c: &'static Case, m: &'static Measured) -> Option<Point> {
     i.insert("measured_ms".into(), format!("{:.3}", m.ms));
     let (chain, parts) = estimate::prefill_terms(&i, &FITTED)
         .unwrap_or_else(|e| panic!("{}: mixed-step on {i:?}: {e}", c.id));
+    // Arriving into a decoding server, the request first waits for the step in flight.
+    let wait = (decodes > 0.0).then(|| {
+        let mut d = parse(c.inputs);
+        d.insert("batch".into(), format!("{decodes}"));
+        d.insert("context".into(), format!("{}", c.context().round()));
+        estimate::decode_terms(&d, &FITTED)
+            .unwrap_or_else(|e| panic!("{}: decode-floor on {d:?}: {e}", c.id))
+            .1
+    });
     Some(Point {
         case: c,
         figure,
         measured: m,
-        terms: Terms::Prefill(parts),
+        terms: Terms::Prefill(parts, wait),
         category: category(&chain),
         chain,
         inputs: i,
@@ -211,7 +229,7 @@ pub fn fit(points: &[&Point]) -> Constants {
                     y: p.measured.ms,
                 })
             }
-            Terms::Prefill(_) => None,
+            Terms::Prefill(..) => None,
         })
         .collect();
     let mut coefficients = least_relative_error(&obs, &LOWER);
@@ -221,18 +239,9 @@ pub fn fit(points: &[&Point]) -> Constants {
         .iter()
         .filter(|p| p.scored() && p.figure != Figure::DecodeStep)
         .collect();
-    let without_request = Constants {
-        request_ms: 0.0,
-        ..base
-    };
-    let residuals: Vec<f64> = lone
-        .iter()
-        .map(|p| p.measured.ms - p.predict(&without_request))
-        .collect();
-    let request_ms = crate::stats::quantile(&residuals, 0.5)
-        .unwrap_or(0.0)
-        .max(0.0);
+    let (prefill_compute_factor, request_ms) = fit_ttft(&lone, &base);
     Constants {
+        prefill_compute_factor,
         request_ms,
         decode_cases: decode.len(),
         decode_sources: sources(decode.iter().map(|p| **p)),
@@ -240,6 +249,57 @@ pub fn fit(points: &[&Point]) -> Constants {
         ttft_sources: sources(lone.iter().map(|p| **p)),
         ..base
     }
+}
+
+/// Rounds of the TTFT fit: each settles which cases the compute bounds (rather than the
+/// weight read) under the last round's efficiency, then refits.
+const TTFT_ROUNDS: usize = 8;
+/// Where the TTFT fit starts: the house MFU, 0.5.
+const TTFT_START: f64 = 1.0 / crate::estimate::defaults::MFU.value;
+
+/// The prefill efficiency (as 1 / the fraction of the dense peak) and the request path,
+/// fitted together on the scored TTFTs by least mean absolute relative error (factor ≥ 1,
+/// request path ≥ 0). A lone prefill is max(compute, weight read) + KV + fixed: linear in
+/// the two constants once each case's bound is known, so the bounds are settled in rounds.
+fn fit_ttft(points: &[&&Point], base: &Constants) -> (f64, f64) {
+    let mut c = Constants {
+        prefill_compute_factor: TTFT_START,
+        request_ms: 0.0,
+        ..*base
+    };
+    if points.is_empty() {
+        return (TTFT_START, 0.0);
+    }
+    for _ in 0..TTFT_ROUNDS {
+        let obs: Vec<Observation> = points
+            .iter()
+            .filter_map(|p| match p.terms {
+                Terms::Prefill(parts, wait) => {
+                    let rest = parts.kv_ms * c.kv_bandwidth_factor
+                        + parts.fixed.expected(&c)
+                        + wait.map_or(0.0, |b| ARRIVAL_WAIT * b.expected(&c));
+                    Some(if parts.compute_bound(&c) {
+                        Observation {
+                            x: vec![parts.compute_at_peak_ms, 1.0],
+                            offset: rest,
+                            y: p.measured.ms,
+                        }
+                    } else {
+                        Observation {
+                            x: vec![0.0, 1.0],
+                            offset: rest + parts.weights(&c),
+                            y: p.measured.ms,
+                        }
+                    })
+                }
+                Terms::Decode(_) => None,
+            })
+            .collect();
+        let theta = least_relative_error(&obs, &[1.0, 0.0]);
+        c.prefill_compute_factor = theta[0];
+        c.request_ms = theta[1];
+    }
+    (c.prefill_compute_factor, c.request_ms)
 }
 
 /// Each point's prediction by constants fitted without its source (`None` for the
@@ -291,6 +351,10 @@ pub fn fitted_rs(c: &Constants) -> String {
     {
         s.push_str(&format!("    {name}: {},\n", sig(v)));
     }
+    s.push_str(&format!(
+        "    prefill_compute_factor: {},\n",
+        sig(c.prefill_compute_factor)
+    ));
     s.push_str(&format!("    request_ms: {},\n", sig(c.request_ms)));
     s.push_str(&format!(
         "    decode_cases: {},\n    decode_sources: {},\n    ttft_cases: {},\n    ttft_sources: {},\n}};\n",
@@ -330,6 +394,14 @@ pub fn constants_table(c: &Constants) -> Vec<(String, String)> {
                 "{} (attention reaches {:.0} % of HBM bandwidth)",
                 sig(v[6]),
                 100.0 / v[6]
+            ),
+        ),
+        (
+            "prefill efficiency (TTFT)".into(),
+            format!(
+                "{} (a prefill step's GEMMs and attention reach {:.0} % of the dense peak)",
+                sig(c.prefill_compute_factor),
+                100.0 / c.prefill_compute_factor
             ),
         ),
         (

@@ -332,8 +332,10 @@ pub fn markdown() -> String {
          the floor at the bandwidth kernels reach, plus fixed costs per layer, per MoE layer, \
          per collective and per step, plus the prefills that ride in decode steps at the \
          load (the terms are in [estimators.md](estimators.md)). mixed-step's expected step \
-         adds a prefill's weight read (every expert its tokens touch) and its attention; a \
-         lone request's TTFT adds the request path. memory-fit's KV pool is what vLLM's \
+         adds a prefill's weight read (every expert its tokens touch) and its attention, and \
+         runs its GEMMs (counted as the kernels run them: no matmul for the embedding \
+         lookup, the LM head for the last prompt token only) at a fitted fraction of the \
+         dense peak; a lone request's TTFT adds the request path. memory-fit's KV pool is what vLLM's \
          start-up profile leaves: u × memory − weights − the profiling pass's activation \
          peak (the larger of the forward pass and the sampler run) − non-torch memory; CUDA \
          graphs come after the KV cache through vLLM 0.11.\n\n\
@@ -404,7 +406,10 @@ pub fn markdown() -> String {
         "\nFitted on {} decode steps from {} sources (least mean absolute relative error; \
          bandwidth factors ≥ 1 and times ≥ 0; the prefill factor held at the house MFU, 0.5, \
          since freely fitted it trades off against the KV factor) and {} TTFTs from {} \
-         sources (median residual; the prefill at mixed-step's default MFU, 0.5). The KV \
+         sources (the prefill efficiency and the request path together, by least mean \
+         absolute relative error; a prefill step is the larger of its compute, counted as \
+         the kernels run it, and its weight read; a TTFT at paced load also waits, on \
+         average, half of the decode step in flight when the request arrives). The KV \
          factor sits at its bound: the published loads cannot tell KV reads from the \
          prefills that ride along. \
          Collectives are assumed to reach {:.0} % of the link's per-direction bandwidth.\n",

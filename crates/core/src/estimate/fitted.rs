@@ -12,9 +12,10 @@ pub const FITTED: Constants = Constants {
     step_ms: 0.9764,
     prefill_factor: 2.000,
     kv_bandwidth_factor: 1.000,
-    request_ms: 36.65,
+    prefill_compute_factor: 1.499,
+    request_ms: 24.03,
     decode_cases: 73,
     decode_sources: 21,
-    ttft_cases: 16,
-    ttft_sources: 7,
+    ttft_cases: 43,
+    ttft_sources: 8,
 };

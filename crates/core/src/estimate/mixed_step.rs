@@ -8,10 +8,12 @@
 //! while they multiply, so the step is never faster than reading them.
 //!
 //! The expected step ([`super::expected_cost`]) adds what a well-run server spends: the
-//! compute at the fitted prefill efficiency with the chunk's attention over itself, the
-//! bytes at the achievable bandwidth, and the fixed costs per layer, MoE layer,
-//! collective and step. With no decodes riding along (batch 0) it is a lone request's
-//! prefill, and its TTFT adds the fitted request path.
+//! compute counted as the kernels run it (no matmul for the embedding lookup, the LM head
+//! for the chunk's last token and each decode only) with the chunk's attention over
+//! itself, at the fitted prefill efficiency; the bytes at the achievable bandwidth; and
+//! the fixed costs per layer, MoE layer, collective and step. With no decodes riding
+//! along (batch 0) it is a lone request's prefill, and its TTFT adds the fitted request
+//! path.
 
 use super::chain::Work;
 use super::decode_floor::CONTEXT;
@@ -99,29 +101,38 @@ pub(crate) fn expected(
     c: &Constants,
     (tokens, chunk, batch): (f64, f64, f64),
     (weights_ms, kv_ms): (f64, f64),
-    mfu: Mfu,
 ) -> (Expected, PrefillParts) {
-    let compute_at_peak = s.prefill_ms_at_peak(tokens);
+    // logits for the chunk's last token and for each decode
+    let gemm_at_peak = s.step_gemm_ms_at_peak(tokens, 1.0 + batch);
     let attention_flops = s.chunk_attention_flops(chunk);
     let attention_at_peak = attention_flops / s.gpu.spec.bf16_flops.value * 1e3;
     let parts = PrefillParts {
-        compute_ms: (compute_at_peak + attention_at_peak) / mfu.value,
+        compute_at_peak_ms: gemm_at_peak + attention_at_peak,
         weights_ms,
         kv_ms,
         fixed: s.basis((0.0, 0.0), 0.0, tokens),
     };
-    let compute = parts.compute_ms;
+    let compute = parts.compute(c);
     w.ms_line(
         "expected_compute_ms",
         "Compute with the chunk's attention",
         format!(
-            "({} GEMMs + {} attention over the chunk ({} at the 16-bit peak)) at peak / {} \
-             MFU ({})",
-            fmt::ms(compute_at_peak),
+            "({} GEMMs as the kernels run them (the layers for every token, the LM head for \
+             {} (the embedding lookup is no matmul)) + {} attention over the chunk ({} at \
+             the 16-bit peak)) at peak × {} (prefill reaches {}% of the dense peak; fitted \
+             on {} published TTFTs from {} sources)",
+            fmt::ms(gemm_at_peak),
+            if batch > 0.0 {
+                format!("the last prompt token and the {} decodes", fmt::num(batch))
+            } else {
+                "the last prompt token only".to_string()
+            },
             fmt::ms(attention_at_peak),
             fmt::flop(attention_flops),
-            fmt::num(mfu.value),
-            super::defaults::provenance(mfu.given, &super::defaults::MFU)
+            fmt::num(c.prefill_compute_factor),
+            fmt::pct(1.0 / c.prefill_compute_factor),
+            c.ttft_cases,
+            c.ttft_sources
         ),
         compute,
     );
@@ -264,7 +275,6 @@ pub(crate) fn evaluate(
         c,
         (step_tokens, chunk, batch),
         (weights_ms, kv_ms),
-        mfu,
     );
 
     w.result("step_tokens", fmt::whole(step_tokens));

@@ -202,6 +202,12 @@ pub(crate) struct Model {
     /// `heads × (q·k dims + v dims)` of one softmax-attention layer: the attention FLOPs a
     /// pair of tokens costs (0 when only overrides describe the model).
     pub attention_width: f64,
+    /// The vocabulary matrices (vocab × hidden) counted in the active parameters: the
+    /// embedding table, and the LM head unless tied (0 when an explicit params count
+    /// replaces the architecture's).
+    pub vocab_params: f64,
+    /// The LM head's parameters (vocab × hidden; 0 as above).
+    pub head_params: f64,
 }
 
 #[derive(Debug, Clone, Copy)]
@@ -548,6 +554,15 @@ fn resolve_model(p: &mut Parser) -> Option<(Model, Option<u64>)> {
         quant: whole.and_then(|b| b.quant),
         layers,
         vocab: base.map(|b| b.vocab),
+        vocab_params: whole.map_or(0.0, |b| {
+            let matrix = (b.vocab * b.hidden) as f64;
+            if b.tied_embeddings {
+                matrix
+            } else {
+                2.0 * matrix
+            }
+        }),
+        head_params: whole.map_or(0.0, |b| (b.vocab * b.hidden) as f64),
         attention_width: base.filter(|_| layers_o.is_none()).map_or(0.0, |b| {
             let (qk, v) = match b.mla {
                 Some(m) => (m.qk_nope_head_dim + m.qk_rope_head_dim, m.v_head_dim),
@@ -842,6 +857,20 @@ impl Setup {
     /// `2 × active params × tokens / TP / peak`, in ms: prefill compute at the peak.
     pub fn prefill_ms_at_peak(&self, tokens: f64) -> f64 {
         2.0 * self.model.active_params * tokens / self.tp as f64 / self.peak().flops * 1e3
+    }
+
+    /// The GEMMs of a step of `tokens` of which `logits` need logits (a prefill's last
+    /// token and each decode), per GPU at the peak, in ms, counted as the kernels run
+    /// them: `2 × (active params − vocabulary matrices) × tokens` for the layers (the
+    /// embedding lookup is a gather, not a matmul) `+ 2 × LM head params × logits`,
+    /// `/ TP / peak`.
+    pub fn step_gemm_ms_at_peak(&self, tokens: f64, logits: f64) -> f64 {
+        let m = &self.model;
+        let layers = (m.active_params - m.vocab_params).max(0.0);
+        2.0 * (layers * tokens + m.head_params.min(m.vocab_params) * logits)
+            / self.tp as f64
+            / self.peak().flops
+            * 1e3
     }
 
     /// FLOPs of a fresh prompt chunk's attention over itself per GPU: `heads × (d_qk +
