@@ -416,6 +416,16 @@ pub struct EvidenceItem {
     pub measured_tokens_per_s: Option<f64>,
     /// How a load sweep's figure was chosen (which point, which SLOs).
     pub measured_note: Option<String>,
+    /// Requests the bench kept in flight where it measured that figure: its concurrency
+    /// limit, else by Little's law (achieved req/s × mean end-to-end latency).
+    pub measured_concurrency: Option<f64>,
+}
+
+impl EvidenceItem {
+    /// [`Self::measured_concurrency`] as a whole number of requests (at least 1).
+    pub fn concurrency_in_flight(&self) -> Option<u64> {
+        self.measured_concurrency.map(|c| c.round().max(1.0) as u64)
+    }
 }
 
 #[derive(sqlx::FromRow)]
@@ -431,6 +441,7 @@ struct EvidenceRow {
     engine_version: Option<String>,
     precision: Option<String>,
     measured: Option<f64>,
+    measured_concurrency: Option<f64>,
 }
 
 impl EvidenceRow {
@@ -461,6 +472,9 @@ impl EvidenceRow {
             facets,
             measured_tokens_per_s: self.measured.filter(|v| v.is_finite() && *v > 0.0),
             measured_note: None,
+            measured_concurrency: self
+                .measured_concurrency
+                .filter(|v| v.is_finite() && *v > 0.0),
         }
     }
 }
@@ -475,7 +489,14 @@ const EVIDENCE_COLUMNS: &str = "x.title, x.url, d.model, d.gpu, d.engine, d.engi
      WHEN d.kind = 'comparison' THEN (SELECT avg((a.analysis->>'output_throughput')::float8) \
          FROM comparison_artifacts ca JOIN artifacts a ON a.id = ca.artifact_id \
          WHERE ca.comparison_id = d.source_id AND ca.side = 'candidate' \
-         AND a.kind = 'vllm_bench') END AS measured";
+         AND a.kind = 'vllm_bench') END AS measured, \
+     CASE WHEN d.kind = 'artifact' THEN (SELECT COALESCE( \
+         (a.analysis->'config'->>'max_concurrency')::float8, \
+         (a.analysis->>'request_throughput')::float8 \
+             * (a.analysis->'e2el_ms'->>'mean')::float8 / 1000.0) \
+         FROM artifacts a WHERE a.id = d.source_id AND a.kind = 'vllm_bench' \
+         AND jsonb_typeof(a.analysis->'config'->'max_concurrency') IS DISTINCT FROM 'string') \
+     END AS measured_concurrency";
 
 pub async fn evidence(pool: &PgPool, p: &Proposal) -> sqlx::Result<Vec<EvidenceItem>> {
     let rows: Vec<EvidenceRow> = sqlx::query_as(&format!(
@@ -514,6 +535,7 @@ async fn sweep_measurement(
     let capacity =
         evidence::sweep_capacity(&first, p.input.slo_ttft_p95_ms, p.input.slo_itl_p99_ms);
     item.measured_tokens_per_s = capacity.as_ref().map(|c| c.tokens_per_s);
+    item.measured_concurrency = capacity.as_ref().and_then(|c| c.concurrency);
     item.measured_note = Some(capacity.map_or_else(
         || {
             "load sweep: no measured point meets the proposal's TTFT p95 and ITL p99 SLOs"

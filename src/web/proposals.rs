@@ -568,25 +568,36 @@ async fn use_measurement(
     let p = load(&state, id).await?;
     let kind = pairs.raw("kind").unwrap_or("");
     let source = source_id(&pairs)?;
-    let measured = proposals::evidence(&state.pool, &p)
+    let item = proposals::evidence(&state.pool, &p)
         .await?
         .into_iter()
-        .find(|e| e.kind == kind && e.id == source)
-        .and_then(|e| e.measured_tokens_per_s)
-        .ok_or_else(|| {
-            AppError::field(
-                "source_id",
-                "names no linked benchmark with a measured output throughput; link a vLLM bench \
+        .find(|e| e.kind == kind && e.id == source);
+    // The bench's own concurrency where it holds one (its limit, or Little's law from
+    // what it achieved); a number typed beside the button takes precedence.
+    let bench_concurrency = item.as_ref().and_then(|e| e.concurrency_in_flight());
+    let measured = item.and_then(|e| e.measured_tokens_per_s).ok_or_else(|| {
+        AppError::field(
+            "source_id",
+            "names no linked benchmark with a measured output throughput; link a vLLM bench \
                  artifact or a comparison of benches first",
-            )
-        })?;
+        )
+    })?;
     let mut pairs_in = p.input.to_pairs();
     pairs_in.insert("measured_tokens_per_s_per_replica", measured.to_string());
     pairs_in.insert("use_measured", "true");
-    // The bench's concurrency as typed beside the button (required: 422 naming it).
+    // The bench's concurrency as typed beside the button, else as the bench holds it;
+    // with neither, a 422 naming it.
     pairs_in.remove("measured_concurrency");
-    if let Some(c) = pairs.raw("measured_concurrency") {
-        pairs_in.insert("measured_concurrency", c);
+    match pairs
+        .raw("measured_concurrency")
+        .filter(|c| !c.trim().is_empty())
+    {
+        Some(c) => pairs_in.insert("measured_concurrency", c),
+        None => {
+            if let Some(c) = bench_concurrency {
+                pairs_in.insert("measured_concurrency", c.to_string());
+            }
+        }
     }
     let prepared = proposals::prepare(&pairs_in).map_err(AppError::Invalid)?;
     proposals::edit(&state.pool, id, user.0.id, version, &prepared).await?;

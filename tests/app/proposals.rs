@@ -750,7 +750,8 @@ async fn a_linked_bench_shows_estimate_vs_measurement_and_sizes_from_it_when_ask
     body["max_num_batched_tokens"] = json!(1024);
     let doc = create(&mut app, &ada, body).await;
     let id = doc["id"].as_i64().unwrap();
-    let artifact = common::uploads::upload_analyzed(&mut app, &ada, "bench.json", bench).await;
+    let artifact =
+        common::uploads::upload_analyzed(&mut app, &ada, "bench.json", bench.clone()).await;
 
     app.login("ada").await;
     link(&mut app, id, "artifact", artifact).await;
@@ -760,26 +761,36 @@ async fn a_linked_bench_shows_estimate_vs_measurement_and_sizes_from_it_when_ask
         shown.contains(&format!("measured {measured:.0} output tokens/s")),
         "{shown}"
     );
-    // Without the bench's concurrency the measurement is refused, naming the field.
+    // The bench's concurrency is read from it (its limit, else Little's law: req/s ×
+    // mean end-to-end latency), offered in the box beside the button and used when the
+    // box is left empty.
+    let json_bench: Value = serde_json::from_slice(&bench).unwrap();
+    // This file has no limit and no mean E2E: each request's E2E is its TTFT plus its
+    // gaps between tokens (s), as vLLM's own per-request arrays give them.
+    let f = |v: &Value| v.as_f64().unwrap();
+    let e2e: Vec<f64> = json_bench["ttfts"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .zip(json_bench["itls"].as_array().unwrap())
+        .map(|(t, gaps)| f(t) + gaps.as_array().unwrap().iter().map(f).sum::<f64>())
+        .collect();
+    let mean_e2e_s = e2e.iter().sum::<f64>() / e2e.len() as f64;
+    let in_flight = json_bench["max_concurrency"]
+        .as_f64()
+        .unwrap_or(f(&json_bench["request_throughput"]) * mean_e2e_s);
+    let in_flight = in_flight.round().max(1.0);
+    assert_eq!(
+        common::form_value(&page, "#evidence input[name=measured_concurrency]"),
+        format!("{in_flight}")
+    );
     let r = app
         .post_form(
             &format!("/proposals/{id}/use-measurement"),
             &[
                 ("kind", "artifact"),
                 ("source_id", &artifact.to_string()),
-                ("version", "1"),
-            ],
-        )
-        .await;
-    assert_eq!(r.status, StatusCode::UNPROCESSABLE_ENTITY, "{}", r.body);
-    assert!(r.body.contains("measured_concurrency"), "{}", r.body);
-    let r = app
-        .post_form(
-            &format!("/proposals/{id}/use-measurement"),
-            &[
-                ("kind", "artifact"),
-                ("source_id", &artifact.to_string()),
-                ("measured_concurrency", "64"),
+                ("measured_concurrency", ""),
                 ("version", "1"),
             ],
         )
@@ -789,6 +800,11 @@ async fn a_linked_bench_shows_estimate_vs_measurement_and_sizes_from_it_when_ask
         .api("GET", &format!("/api/v1/proposals/{id}"), &ada, None)
         .await
         .json();
+    assert_eq!(
+        after["input"]["measured_concurrency"].as_f64(),
+        Some(in_flight),
+        "{after}"
+    );
     let s = &after["sizing"];
     assert_eq!(s["uses_measurement"], true);
     assert_eq!(s["tokens_per_s_per_replica"], measured);

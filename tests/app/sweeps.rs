@@ -387,6 +387,21 @@ async fn a_proposal_sizes_from_a_sweeps_throughput_at_its_slos_only_when_asked()
             ],
         )
         .await;
+    // A summary table holds no concurrency and no mean latency: the box beside the
+    // button is required, and a post without it is refused naming the field.
+    assert_eq!(r.status, StatusCode::UNPROCESSABLE_ENTITY, "{}", r.body);
+    assert!(r.body.contains("measured_concurrency"), "{}", r.body);
+    let r = app
+        .post_form(
+            &format!("/proposals/{id}/use-measurement"),
+            &[
+                ("kind", "artifact"),
+                ("source_id", &sweep.to_string()),
+                ("measured_concurrency", "32"),
+                ("version", "1"),
+            ],
+        )
+        .await;
     assert_eq!(r.status, StatusCode::SEE_OTHER, "{}", r.body);
     let after = app
         .api("GET", &format!("/api/v1/proposals/{id}"), &token, None)

@@ -203,21 +203,9 @@ async fn an_itl_comparison_of_two_request_logs_in_a_browser() {
     // The form for the investigation ticks the pair by name, not the newest upload.
     b.goto(&format!("/comparisons?investigation={inv}")).await;
     b.wait_text("main h1", "Comparisons").await;
-    let ticked = |id: String| {
-        let driver = b.driver.clone();
-        async move {
-            driver
-                .find(thirtyfour::By::Css(&id))
-                .await
-                .unwrap()
-                .is_selected()
-                .await
-                .unwrap()
-        }
-    };
-    assert!(ticked(format!("#baseline-{before}")).await);
-    assert!(ticked(format!("#candidate-{after}")).await);
-    assert!(!ticked(format!("#candidate-{before}")).await);
+    assert!(b.is_ticked(&format!("#baseline-{before}")).await);
+    assert!(b.is_ticked(&format!("#candidate-{after}")).await);
+    assert!(!b.is_ticked(&format!("#candidate-{before}")).await);
     assert!(b.text("#pick-note").await.contains("upgraded-before.jsonl"));
     assert_eq!(b.value("#min_effect_pct").await, "2");
     b.fill("#variable", "vLLM version").await;

@@ -14,6 +14,7 @@ mod fp8_incident;
 mod grafana;
 mod incident_window;
 mod investigation;
+mod itl_incident;
 mod layout;
 mod learn;
 mod nsys_sqlite;

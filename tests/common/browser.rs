@@ -146,6 +146,17 @@ impl Browser {
             .unwrap_or_default()
     }
 
+    /// Whether the checkbox or radio button matching `css` is ticked.
+    pub async fn is_ticked(&self, css: &str) -> bool {
+        self.driver
+            .find(By::Css(css))
+            .await
+            .unwrap()
+            .is_selected()
+            .await
+            .unwrap()
+    }
+
     /// Waits until an element matching `css` has text containing `needle`.
     pub async fn wait_text(&self, css: &str, needle: &str) -> String {
         let mut last = String::new();

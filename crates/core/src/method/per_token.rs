@@ -203,10 +203,7 @@ pub fn per_token_decode(table: &PhaseTable, target: &MetricTarget) -> Option<Ste
     if row.source.is_some() {
         return None;
     }
-    let value = target
-        .percentile
-        .and_then(|p| row.at(p))
-        .unwrap_or(row.p50);
+    let value = target.percentile.and_then(|p| row.at(p)).unwrap_or(row.p50);
     (target.observed > 0.0 && value <= PER_TOKEN_DECODE_SLACK * target.observed).then_some(
         StepRow {
             figure: StepFigure::ItlP50,
@@ -303,7 +300,7 @@ pub fn decompose(table: &PhaseTable, target: &MetricTarget) -> Result<StepDecomp
         typical_from,
         at_percentile_ms,
         observed_ms: observed,
-        percentile: percentile,
+        percentile,
         parts: vec![
             (StepPart::TypicalStep, typical_part / observed),
             (StepPart::AboveTypical, above / observed),

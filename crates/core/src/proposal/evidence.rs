@@ -56,6 +56,21 @@ pub struct SweepCapacity {
     pub achieved_rps: f64,
     /// Which point, under which reading of the SLOs, and whether the limit may be higher.
     pub note: String,
+    /// Requests in flight at that point: its concurrency limit when that set the load,
+    /// else by Little's law (achieved req/s × mean end-to-end latency).
+    pub concurrency: Option<f64>,
+}
+
+/// Requests a bench kept in flight: its concurrency limit when that set the load, else by
+/// Little's law from what it achieved (req/s × mean end-to-end latency in s).
+pub fn in_flight(
+    limit: Option<f64>,
+    achieved_rps: Option<f64>,
+    mean_e2e_ms: Option<f64>,
+) -> Option<f64> {
+    limit
+        .or_else(|| Some(achieved_rps? * mean_e2e_ms? / 1000.0))
+        .filter(|c| c.is_finite() && *c > 0.0)
 }
 
 /// The highest output throughput among the sweep's points (in load order) whose TTFT
@@ -105,10 +120,12 @@ pub fn sweep_capacity(
             "; the highest load measured still meets them, so the true capacity may be higher",
         );
     }
+    let point = points[i];
     Some(SweepCapacity {
         tokens_per_s,
         achieved_rps,
         note,
+        concurrency: in_flight(point.concurrency, Some(achieved_rps), point.e2el_ms.mean),
     })
 }
 
@@ -116,6 +133,15 @@ pub fn sweep_capacity(
 mod tests {
     use super::super::input::{parse, tests::chat_api};
     use super::*;
+
+    #[test]
+    fn in_flight_is_the_limit_or_littles_law() {
+        assert_eq!(in_flight(Some(64.0), Some(8.0), Some(790.0)), Some(64.0));
+        let c = in_flight(None, Some(8.0), Some(790.0)).unwrap();
+        assert!((c - 6.32).abs() < 1e-9, "{c}");
+        assert_eq!(in_flight(None, Some(8.0), None), None);
+        assert_eq!(in_flight(None, Some(0.0), Some(790.0)), None);
+    }
 
     #[test]
     fn the_same_model_and_gpu_spelled_differently_is_not_stale() {
