@@ -702,7 +702,7 @@ pub(super) async fn trace_set_offers(
     loaded: &Loaded,
     step: u8,
 ) -> Result<Vec<SetOffer>> {
-    use crate::core::analyze::trace_set::allreduce_offer;
+    use crate::core::method::allreduce::allreduce_offer;
     if !matches!(step, 3 | 5 | 7) {
         return Ok(Vec::new());
     }

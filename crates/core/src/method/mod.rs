@@ -2,6 +2,7 @@
 //! verdict and the journal entry. Pure domain code: no I/O, no clock, no
 //! environment; dates and measurements come in as arguments.
 
+pub mod allreduce;
 pub mod bubbles;
 pub mod comparison;
 pub mod comparison_input;
