@@ -196,7 +196,8 @@ async fn fleet_history(
             points.extend(fleet::points(
                 chunk[0].investigation_id,
                 &chunk[0].title,
-                &past,
+                past.reproduce.as_ref(),
+                crate::core::method::record::fleet_measured(&past),
             ));
         }
     }

@@ -10,8 +10,7 @@
 
 use serde::Serialize;
 
-use super::record::{decode_floor_inputs, observed_itl_ms, Records};
-use super::reproduce::FrozenConfig;
+use super::reproduce::{decode_floor_inputs, FrozenConfig};
 use crate::estimate::{self, gpus, models};
 
 /// Points a setup needs before its history replaces the published calibration.
@@ -101,26 +100,39 @@ pub fn expected_ms(
     chain.results.get("expected_ms").and_then(|v| v.as_f64())
 }
 
-/// The points one investigation's records give: step 4's measured decode step, and the
-/// ITL its step 1 or 2 measured when it differs, both against the expected step at step
-/// 4's batch and context (without them nothing can be expected, so nothing counts).
-pub fn points(investigation_id: i64, title: &str, records: &Records) -> Vec<FleetPoint> {
-    let config = records.reproduce.as_ref();
-    let Some(check) = records.regime.as_ref().and_then(|r| r.decode) else {
+/// What one investigation measured for its setup (from its records): step 4's decode
+/// step at its batch and context, and the ITL step 1 or 2 measured (step, ms per token).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Measured {
+    pub decode_ms: f64,
+    pub batch: Option<i64>,
+    pub context: Option<i64>,
+    pub itl: Option<(u8, f64)>,
+}
+
+/// The points one investigation gives: step 4's measured decode step, and the ITL its
+/// step 1 or 2 measured when it differs, both against the expected step at step 4's
+/// batch and context (without them nothing can be expected, so nothing counts).
+pub fn points(
+    investigation_id: i64,
+    title: &str,
+    config: Option<&FrozenConfig>,
+    measured: Option<Measured>,
+) -> Vec<FleetPoint> {
+    let Some(m) = measured else {
         return Vec::new();
     };
-    let Some(expected) = expected_ms(config, check.batch, check.context) else {
+    let Some(expected) = expected_ms(config, m.batch, m.context) else {
         return Vec::new();
     };
     let mut out = vec![FleetPoint {
         investigation_id,
         title: title.to_string(),
         step: 4,
-        measured_ms: check.measured_ms,
+        measured_ms: m.decode_ms,
         expected_ms: expected,
     }];
-    if let Some(itl) = observed_itl_ms(records).filter(|v| (v - check.measured_ms).abs() > 1e-9) {
-        let step = if records.phases.is_some() { 2 } else { 1 };
+    if let Some((step, itl)) = m.itl.filter(|(_, v)| (v - m.decode_ms).abs() > 1e-9) {
         out.push(FleetPoint {
             investigation_id,
             title: title.to_string(),
@@ -189,7 +201,6 @@ pub fn history(key: SetupKey, points: Vec<FleetPoint>) -> Option<FleetHistory> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::method::record::{DecodeCheck, RegimeStep};
 
     fn config(engine: &str, gpu: &str) -> FrozenConfig {
         FrozenConfig {
@@ -212,24 +223,18 @@ mod tests {
 
     #[test]
     fn step_four_gives_a_point_and_history_takes_the_median() {
-        let records = Records {
-            reproduce: Some(config("vllm", "h100-sxm")),
-            regime: Some(RegimeStep {
-                kernels: vec![],
-                decode: Some(DecodeCheck {
-                    measured_ms: 24.0,
-                    batch: Some(64),
-                    context: Some(4096),
-                    floor_ms: None,
-                }),
-            }),
-            ..Records::default()
+        let setup = config("vllm", "h100-sxm");
+        let measured = Measured {
+            decode_ms: 24.0,
+            batch: Some(64),
+            context: Some(4096),
+            itl: None,
         };
-        let p = points(7, "slow decode", &records);
+        let p = points(7, "slow decode", Some(&setup), Some(measured));
         assert_eq!(p.len(), 1);
         assert_eq!(p[0].step, 4);
         assert!(p[0].expected_ms > 15.05 && p[0].expected_ms < 24.0, "{p:?}");
-        let key = setup_key(records.reproduce.as_ref().unwrap()).unwrap();
+        let key = setup_key(&setup).unwrap();
         let mut all = p.clone();
         for (id, m) in [(8, 20.0), (9, 22.0)] {
             all.push(FleetPoint {

@@ -866,6 +866,8 @@ pub fn step_pairs(step: u8, value: &serde_json::Value) -> Pairs {
     pairs::from_json(&value, JsonReading::Form).unwrap_or_default()
 }
 
+pub use super::reproduce::decode_floor_inputs;
+
 // ---------- evaluation ----------
 
 /// Step 1 computed.
@@ -1013,38 +1015,17 @@ struct ResourcesJson<'a> {
     detail: &'a Classification,
 }
 
-/// Inputs for decode-floor from the step-0 setup (model, GPU, TP, precisions) plus a
-/// batch and context; blank settings are left out so the estimator's defaults apply.
-pub fn decode_floor_inputs(
-    config: Option<&FrozenConfig>,
-    batch: Option<i64>,
-    context: Option<i64>,
-) -> Inputs {
-    let mut inputs = Inputs::new();
-    let mut put = |k: &str, v: Option<String>| {
-        if let Some(v) = v.filter(|v| !v.trim().is_empty()) {
-            inputs.insert(k.to_string(), v.trim().to_string());
-        }
-    };
-    if let Some(c) = config {
-        // A pasted config.json stands for the model (the estimators take one or the other).
-        match c.model_config.as_deref().filter(|t| !t.trim().is_empty()) {
-            Some(json) => put("config", Some(json.to_string())),
-            None => put("model", c.model.clone()),
-        }
-        put("gpu", c.gpu_type.clone());
-        put("tp", c.tp.map(|v| v.to_string()));
-        put("weight_dtype", c.weight_dtype.clone());
-        put("kv_dtype", c.kv_dtype.clone());
-    }
-    put(
-        "batch",
-        batch
-            .or(config.and_then(|c| c.concurrency.or(c.max_num_seqs)))
-            .map(|v| v.to_string()),
-    );
-    put("context", context.map(|v| v.to_string()));
-    inputs
+/// What the team's fleet history takes from these records: step 4's measured decode
+/// step with its batch and context, and the ITL step 1 or 2 measured (ms per token).
+pub fn fleet_measured(records: &Records) -> Option<super::fleet::Measured> {
+    let check = records.regime.as_ref().and_then(|r| r.decode)?;
+    Some(super::fleet::Measured {
+        decode_ms: check.measured_ms,
+        batch: check.batch,
+        context: check.context,
+        itl: observed_itl_ms(records)
+            .map(|itl| (if records.phases.is_some() { 2 } else { 1 }, itl)),
+    })
 }
 
 /// The measured ITL the investigation already holds, in ms per token: step 2's typical

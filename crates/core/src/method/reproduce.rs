@@ -755,6 +755,40 @@ pub fn fields_named_in(declared: &str) -> Vec<&'static str> {
     fields
 }
 
+/// Inputs for decode-floor from the step-0 setup (model, GPU, TP, precisions) plus a
+/// batch and context; blank settings are left out so the estimator's defaults apply.
+pub fn decode_floor_inputs(
+    config: Option<&FrozenConfig>,
+    batch: Option<i64>,
+    context: Option<i64>,
+) -> crate::estimate::Inputs {
+    let mut inputs = crate::estimate::Inputs::new();
+    let mut put = |k: &str, v: Option<String>| {
+        if let Some(v) = v.filter(|v| !v.trim().is_empty()) {
+            inputs.insert(k.to_string(), v.trim().to_string());
+        }
+    };
+    if let Some(c) = config {
+        // A pasted config.json stands for the model (the estimators take one or the other).
+        match c.model_config.as_deref().filter(|t| !t.trim().is_empty()) {
+            Some(json) => put("config", Some(json.to_string())),
+            None => put("model", c.model.clone()),
+        }
+        put("gpu", c.gpu_type.clone());
+        put("tp", c.tp.map(|v| v.to_string()));
+        put("weight_dtype", c.weight_dtype.clone());
+        put("kv_dtype", c.kv_dtype.clone());
+    }
+    put(
+        "batch",
+        batch
+            .or(config.and_then(|c| c.concurrency.or(c.max_num_seqs)))
+            .map(|v| v.to_string()),
+    );
+    put("context", context.map(|v| v.to_string()));
+    inputs
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
