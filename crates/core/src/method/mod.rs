@@ -16,6 +16,7 @@ pub mod kernels;
 pub mod load_sweep;
 pub mod order;
 pub mod per_token;
+pub mod phase_table;
 pub mod phases;
 pub mod record;
 pub mod record_view;

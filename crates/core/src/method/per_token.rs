@@ -5,140 +5,14 @@
 //! chunk, preemptions, stalls), both as shares of step 1's observed value, which add up
 //! to 100 % and never pass it.
 
-use serde::{Deserialize, Serialize};
+use serde::Serialize;
 
-use super::phases::{Phase, PhaseTable};
-use super::FieldError;
+pub use super::phase_table::{
+    is_per_token, validate_steps as validate, StepFigure, StepPart, StepRow,
+};
+use super::phase_table::{Phase, PhaseTable};
 use crate::estimate::fmt::ms;
 use crate::metric::{Metric, MetricTarget, Percentile};
-
-/// Whether a metric is read per generated token (ITL, TPOT) rather than per request
-/// (TTFT, E2E, queue wait) or per second (throughput, cost).
-pub fn is_per_token(metric: Metric) -> bool {
-    matches!(metric, Metric::Itl | Metric::Tpot)
-}
-
-/// A per-token figure a request log holds for each request, in ms per token.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum StepFigure {
-    /// The request's decode time over its generated tokens after the first:
-    /// `decode_ms ÷ (output_tokens − 1)`, its mean step.
-    Tpot,
-    /// The request's own median inter-token latency (`itl_p50_ms`).
-    ItlP50,
-    /// The request's own 99th-percentile inter-token latency (`itl_p99_ms`).
-    ItlP99,
-}
-
-impl StepFigure {
-    pub const ALL: [StepFigure; 3] = [StepFigure::Tpot, StepFigure::ItlP50, StepFigure::ItlP99];
-
-    /// The form's and the API's name, and the request-log column without `_ms`.
-    pub fn slug(self) -> &'static str {
-        match self {
-            StepFigure::Tpot => "tpot",
-            StepFigure::ItlP50 => "itl_p50",
-            StepFigure::ItlP99 => "itl_p99",
-        }
-    }
-
-    pub fn label(self) -> &'static str {
-        match self {
-            StepFigure::Tpot => "TPOT of each request (decode ÷ (output tokens − 1))",
-            StepFigure::ItlP50 => "ITL p50 of each request",
-            StepFigure::ItlP99 => "ITL p99 of each request",
-        }
-    }
-}
-
-/// One per-token figure's distribution over the requests (ms per token).
-#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
-pub struct StepRow {
-    pub figure: StepFigure,
-    pub p50: f64,
-    #[serde(default)]
-    pub p90: Option<f64>,
-    #[serde(default)]
-    pub p95: Option<f64>,
-    #[serde(default)]
-    pub p99: Option<f64>,
-    /// The artifact whose analysis gave the numbers; `None` when typed.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub source: Option<i64>,
-}
-
-impl StepRow {
-    pub fn at(&self, percentile: Percentile) -> Option<f64> {
-        match percentile {
-            Percentile::P50 => Some(self.p50),
-            Percentile::P90 => self.p90,
-            Percentile::P95 => self.p95,
-            Percentile::P99 => self.p99,
-        }
-    }
-}
-
-/// Values finite and ≥ 0, percentiles ordered, each figure at most once; fields named
-/// like the form (`itl_p50.p99`).
-pub fn validate(rows: &[StepRow]) -> Vec<FieldError> {
-    let mut errors = Vec::new();
-    for (i, row) in rows.iter().enumerate() {
-        let slug = row.figure.slug();
-        let values = [Some(row.p50), row.p90, row.p95, row.p99];
-        if values.iter().flatten().any(|v| !v.is_finite() || *v < 0.0) {
-            errors.push(FieldError::new(
-                format!("{slug}.p50"),
-                format!(
-                    "{}: values are milliseconds per token ≥ 0",
-                    row.figure.label()
-                ),
-            ));
-        } else if !values.iter().flatten().is_sorted() {
-            errors.push(FieldError::new(
-                format!("{slug}.p50"),
-                format!(
-                    "{}: percentiles must not decrease (p50 ≤ p90 ≤ p95 ≤ p99)",
-                    row.figure.label()
-                ),
-            ));
-        }
-        if rows[..i].iter().any(|r| r.figure == row.figure) {
-            errors.push(FieldError::new(
-                format!("{slug}.p50"),
-                format!("{} is listed twice", row.figure.label()),
-            ));
-        }
-    }
-    errors
-}
-
-/// A part of a per-token metric.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum StepPart {
-    /// The typical (median) decode step.
-    TypicalStep,
-    /// What the metric holds above the typical step: steps that carry a prefill chunk,
-    /// preemptions, stalls.
-    AboveTypical,
-}
-
-impl StepPart {
-    pub fn slug(self) -> &'static str {
-        match self {
-            StepPart::TypicalStep => "typical_step",
-            StepPart::AboveTypical => "above_typical",
-        }
-    }
-
-    pub fn label(self) -> &'static str {
-        match self {
-            StepPart::TypicalStep => "Decode step",
-            StepPart::AboveTypical => "Above the typical decode step",
-        }
-    }
-}
 
 /// A per-token metric decomposed into the decode step.
 #[derive(Debug, Clone, PartialEq, Serialize)]

@@ -3,200 +3,10 @@
 
 use serde::{Deserialize, Serialize};
 
-use super::per_token::{self, StepPart, StepRow};
-use super::FieldError;
-use crate::metric::{Metric, MetricTarget, Percentile};
-
-/// A phase of one request's life in the server.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum Phase {
-    Tokenize,
-    QueueWait,
-    Prefill,
-    Decode,
-    Detokenize,
-    Network,
-}
-
-impl Phase {
-    pub const ALL: [Phase; 6] = [
-        Phase::Tokenize,
-        Phase::QueueWait,
-        Phase::Prefill,
-        Phase::Decode,
-        Phase::Detokenize,
-        Phase::Network,
-    ];
-
-    pub fn slug(self) -> &'static str {
-        match self {
-            Phase::Tokenize => "tokenize",
-            Phase::QueueWait => "queue_wait",
-            Phase::Prefill => "prefill",
-            Phase::Decode => "decode",
-            Phase::Detokenize => "detokenize",
-            Phase::Network => "network",
-        }
-    }
-
-    pub fn label(self) -> &'static str {
-        match self {
-            Phase::Tokenize => "Tokenize",
-            Phase::QueueWait => "Queue wait",
-            Phase::Prefill => "Prefill",
-            Phase::Decode => "Decode",
-            Phase::Detokenize => "Detokenize",
-            Phase::Network => "Network",
-        }
-    }
-
-    /// Phases that make up a metric:
-    /// TTFT = tokenize + queue wait + prefill (+ network when measured at the
-    /// client); ITL/TPOT = decode; queue wait = queue wait; E2E, throughput
-    /// and cost = every phase (a request's whole life is what they pay for).
-    /// A per-token metric lives in decode, but a phase row holds a request's whole
-    /// decode: its share is never taken (see [`per_token`]).
-    pub fn counted_in(metric: Metric) -> &'static [Phase] {
-        match metric {
-            Metric::Ttft => &[
-                Phase::Tokenize,
-                Phase::QueueWait,
-                Phase::Prefill,
-                Phase::Network,
-            ],
-            Metric::Itl | Metric::Tpot => &[Phase::Decode],
-            Metric::QueueWait => &[Phase::QueueWait],
-            Metric::E2e | Metric::Throughput | Metric::CostPerMillion => &Phase::ALL,
-        }
-    }
-}
-
-/// Percentiles of one phase's duration (ms) and, optionally, its share of
-/// the chosen metric (0..1) when the telemetry can attribute it exactly.
-#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
-pub struct PhaseRow {
-    pub phase: Phase,
-    pub p50: f64,
-    #[serde(default)]
-    pub p90: Option<f64>,
-    #[serde(default)]
-    pub p95: Option<f64>,
-    #[serde(default)]
-    pub p99: Option<f64>,
-    #[serde(default)]
-    pub share: Option<f64>,
-    /// The artifact whose analysis gave the row's numbers (request log, OTLP spans,
-    /// a Prometheus window, `/metrics` snapshots); `None` when they were typed.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub source: Option<i64>,
-    /// A number of the row was changed after it was filled from `source` (set when the
-    /// step is saved, by holding the row against the artifact's analysis).
-    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
-    pub edited: bool,
-}
-
-impl PhaseRow {
-    pub fn at(&self, percentile: Percentile) -> Option<f64> {
-        match percentile {
-            Percentile::P50 => Some(self.p50),
-            Percentile::P90 => self.p90,
-            Percentile::P95 => self.p95,
-            Percentile::P99 => self.p99,
-        }
-    }
-}
-
-/// Per-phase percentiles for one investigation.
-///
-/// Share of phase *i* in the metric, when not given explicitly:
-/// `sᵢ = Qₚ(phaseᵢ) / observed`, the phase's value at the metric's
-/// percentile p over the metric's observed value. Percentiles do not add up
-/// (the p95 of a sum is not the sum of p95s), so these shares are an
-/// approximation and need not sum to 1; a sum far below 1 means time is
-/// spent between the recorded phases.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
-pub struct PhaseTable {
-    pub rows: Vec<PhaseRow>,
-    /// Per-token figures of the decode step (ms per token, per request), which a
-    /// per-token metric (ITL, TPOT) is decomposed by.
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub steps: Vec<StepRow>,
-}
-
-impl PhaseTable {
-    /// Values must be finite and ≥ 0, percentiles ordered, shares in [0, 1],
-    /// each phase at most once.
-    pub fn validate(&self) -> Vec<FieldError> {
-        let mut errors = Vec::new();
-        for (i, row) in self.rows.iter().enumerate() {
-            let name = row.phase.slug();
-            let values = [Some(row.p50), row.p90, row.p95, row.p99];
-            if values.iter().flatten().any(|v| !v.is_finite() || *v < 0.0) {
-                errors.push(FieldError::new(
-                    format!("phases[{i}]"),
-                    format!(
-                        "{}: durations must be numbers of milliseconds ≥ 0",
-                        row.phase.label()
-                    ),
-                ));
-            } else if !values.iter().flatten().is_sorted() {
-                errors.push(FieldError::new(
-                    format!("phases[{i}]"),
-                    format!(
-                        "{}: percentiles must not decrease (p50 ≤ p90 ≤ p95 ≤ p99)",
-                        row.phase.label()
-                    ),
-                ));
-            }
-            if let Some(s) = row.share.filter(|s| !(0.0..=1.0).contains(s)) {
-                errors.push(FieldError::new(
-                    format!("phases[{i}].share"),
-                    format!(
-                        "{}: a share is a fraction between 0 and 1, got {s}",
-                        row.phase.label()
-                    ),
-                ));
-            }
-            if self.rows[..i].iter().any(|r| r.phase == row.phase) {
-                errors.push(FieldError::new(
-                    format!("phases[{i}]"),
-                    format!("{} is listed twice ({name})", row.phase.label()),
-                ));
-            }
-        }
-        errors.extend(per_token::validate(&self.steps));
-        errors
-    }
-
-    /// Shares of the phases counted in the target's metric, largest first.
-    /// Phases without a usable value at the percentile are left out, and a per-token
-    /// metric has none: a per-request time is never divided by a per-token one.
-    pub fn shares(&self, target: &MetricTarget) -> Vec<(Phase, f64)> {
-        if per_token::is_per_token(target.metric) {
-            return Vec::new();
-        }
-        let counted = Phase::counted_in(target.metric);
-        let mut shares: Vec<(Phase, f64)> = self
-            .rows
-            .iter()
-            .filter(|r| counted.contains(&r.phase))
-            .filter_map(|r| {
-                let share = match r.share {
-                    Some(s) => Some(s),
-                    None if target.observed > 0.0 => target
-                        .percentile
-                        .and_then(|p| r.at(p))
-                        .map(|v| v / target.observed),
-                    None => None,
-                };
-                share.filter(|s| s.is_finite()).map(|s| (r.phase, s))
-            })
-            .collect();
-        shares.sort_by(|a, b| b.1.total_cmp(&a.1));
-        shares
-    }
-}
+use super::per_token;
+use super::phase_table::{is_per_token, StepPart};
+pub use super::phase_table::{Phase, PhaseRow, PhaseTable};
+use crate::metric::{MetricTarget, Percentile};
 
 /// A phase holding at least this share of the metric dominates.
 pub const DOMINANT_SHARE: f64 = 0.5;
@@ -268,7 +78,7 @@ impl Dominance {
 /// more of the observed value; nothing, with the reason, when the rows hold no
 /// per-token figures.
 pub fn dominant(table: &PhaseTable, target: &MetricTarget) -> Dominance {
-    if per_token::is_per_token(target.metric) {
+    if is_per_token(target.metric) {
         return match per_token::decompose(table, target) {
             Ok(d) => {
                 let (part, share) = d.leading();
@@ -503,6 +313,8 @@ pub fn next_checks(dominance: &Dominance, tail: bool) -> NextChecks {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::method::phase_table::StepRow;
+    use crate::metric::Metric;
     use crate::metric::Unit;
     use crate::stats::{StatsError, Summary};
 
