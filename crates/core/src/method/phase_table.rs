@@ -131,22 +131,15 @@ impl PhaseTable {
         let mut errors = Vec::new();
         for (i, row) in self.rows.iter().enumerate() {
             let name = row.phase.slug();
-            let values = [Some(row.p50), row.p90, row.p95, row.p99];
-            if values.iter().flatten().any(|v| !v.is_finite() || *v < 0.0) {
+            let problem = match quantiles_problem([Some(row.p50), row.p90, row.p95, row.p99]) {
+                Some(Quantiles::NotTimes) => Some("durations must be numbers of milliseconds ≥ 0"),
+                Some(Quantiles::Decreasing) => Some(DECREASING),
+                None => None,
+            };
+            if let Some(problem) = problem {
                 errors.push(FieldError::new(
                     format!("phases[{i}]"),
-                    format!(
-                        "{}: durations must be numbers of milliseconds ≥ 0",
-                        row.phase.label()
-                    ),
-                ));
-            } else if !values.iter().flatten().is_sorted() {
-                errors.push(FieldError::new(
-                    format!("phases[{i}]"),
-                    format!(
-                        "{}: percentiles must not decrease (p50 ≤ p90 ≤ p95 ≤ p99)",
-                        row.phase.label()
-                    ),
+                    format!("{}: {problem}", row.phase.label()),
                 ));
             }
             if let Some(s) = row.share.filter(|s| !(0.0..=1.0).contains(s)) {
@@ -195,6 +188,26 @@ impl PhaseTable {
             .collect();
         shares.sort_by(|a, b| b.1.total_cmp(&a.1));
         shares
+    }
+}
+
+/// What is wrong with a row's quantiles (p50, p90, p95, p99), if anything.
+enum Quantiles {
+    /// A value that is not a finite time ≥ 0.
+    NotTimes,
+    /// A higher percentile below a lower one.
+    Decreasing,
+}
+
+const DECREASING: &str = "percentiles must not decrease (p50 ≤ p90 ≤ p95 ≤ p99)";
+
+fn quantiles_problem(values: [Option<f64>; 4]) -> Option<Quantiles> {
+    if values.iter().flatten().any(|v| !v.is_finite() || *v < 0.0) {
+        Some(Quantiles::NotTimes)
+    } else if !values.iter().flatten().is_sorted() {
+        Some(Quantiles::Decreasing)
+    } else {
+        None
     }
 }
 
@@ -271,22 +284,15 @@ pub fn validate_steps(rows: &[StepRow]) -> Vec<FieldError> {
     let mut errors = Vec::new();
     for (i, row) in rows.iter().enumerate() {
         let slug = row.figure.slug();
-        let values = [Some(row.p50), row.p90, row.p95, row.p99];
-        if values.iter().flatten().any(|v| !v.is_finite() || *v < 0.0) {
+        let problem = match quantiles_problem([Some(row.p50), row.p90, row.p95, row.p99]) {
+            Some(Quantiles::NotTimes) => Some("values are milliseconds per token ≥ 0"),
+            Some(Quantiles::Decreasing) => Some(DECREASING),
+            None => None,
+        };
+        if let Some(problem) = problem {
             errors.push(FieldError::new(
                 format!("{slug}.p50"),
-                format!(
-                    "{}: values are milliseconds per token ≥ 0",
-                    row.figure.label()
-                ),
-            ));
-        } else if !values.iter().flatten().is_sorted() {
-            errors.push(FieldError::new(
-                format!("{slug}.p50"),
-                format!(
-                    "{}: percentiles must not decrease (p50 ≤ p90 ≤ p95 ≤ p99)",
-                    row.figure.label()
-                ),
+                format!("{}: {problem}", row.figure.label()),
             ));
         }
         if rows[..i].iter().any(|r| r.figure == row.figure) {
