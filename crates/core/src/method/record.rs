@@ -386,22 +386,7 @@ fn parse_phases(pairs: &Pairs) -> Result<PhaseTable, Vec<FieldError>> {
                 format!("{label}: give at least one of p90, p95 or p99 beside the p50"),
             ));
         }
-        let source = match pairs.get(&f("source")) {
-            None => None,
-            Some(text) => match text.parse::<i64>() {
-                Ok(id) if id > 0 => Some(id),
-                _ => {
-                    errors.push(FieldError::new(
-                        f("source"),
-                        format!(
-                            "{label}: the source '{text}' is not an artifact id (a whole number \
-                             above 0); leave it out for numbers typed by hand"
-                        ),
-                    ));
-                    None
-                }
-            },
-        };
+        let source = source_field(pairs, &f("source"), label, &mut errors);
         if let (Some(p50), true) = (p50, p90.is_some() || p95.is_some() || p99.is_some()) {
             rows.push(PhaseRow {
                 phase,
@@ -467,22 +452,7 @@ fn parse_step_figures(pairs: &Pairs, errors: &mut Vec<FieldError>) -> Vec<StepRo
         let p90 = pairs.number(&f("p90"), &format!("{label} p90"), Unit::Ms, errors);
         let p95 = pairs.number(&f("p95"), &format!("{label} p95"), Unit::Ms, errors);
         let p99 = pairs.number(&f("p99"), &format!("{label} p99"), Unit::Ms, errors);
-        let source = match pairs.get(&f("source")) {
-            None => None,
-            Some(text) => match text.parse::<i64>() {
-                Ok(id) if id > 0 => Some(id),
-                _ => {
-                    errors.push(FieldError::new(
-                        f("source"),
-                        format!(
-                            "{}: the source '{text}' is not an artifact id (a whole number above 0)",
-                            figure.label()
-                        ),
-                    ));
-                    None
-                }
-            },
-        };
+        let source = source_field(pairs, &f("source"), figure.label(), errors);
         if let Some(p50) = p50 {
             steps.push(StepRow {
                 figure,
@@ -864,6 +834,28 @@ pub fn step_pairs(step: u8, value: &serde_json::Value) -> Pairs {
     }
     // The form reading never refuses.
     pairs::from_json(&value, JsonReading::Form).unwrap_or_default()
+}
+
+/// A step-2 row's `source`: the artifact its numbers were filled from, or none for
+/// numbers typed by hand; anything else is named as an error.
+fn source_field(
+    pairs: &Pairs,
+    name: &str,
+    label: &str,
+    errors: &mut Vec<FieldError>,
+) -> Option<i64> {
+    let text = pairs.get(name)?;
+    let id = crate::json_input::typed_id(text);
+    if id.is_none() {
+        errors.push(FieldError::new(
+            name,
+            format!(
+                "{label}: the source '{text}' is not an artifact id (a whole number above 0); \
+                 leave it out for numbers typed by hand"
+            ),
+        ));
+    }
+    id
 }
 
 pub use super::reproduce::decode_floor_inputs;
