@@ -1,0 +1,656 @@
+//! One request line of the telemetry: its typed fields, how a line is read
+//! and checked, and its binary COPY form.
+
+use super::MAX_LINE_BYTES;
+use crate::analyze::readers::{read_line_bounded, Line};
+use crate::analyze::{decompressing_reader, AnalyzeError, DEFAULT_MAX_DECOMPRESSED_BYTES};
+use serde::{Deserialize, Serialize};
+use serde_json::{Map, Value};
+use std::io::{BufReader, Read};
+
+/// One request line. Known fields are typed; everything else is in `extra`.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct RequestRow {
+    /// 1-based line number in the (decompressed) file.
+    pub line: u64,
+    pub request_id: Option<String>,
+    /// Arrival time, seconds since the Unix epoch (numbers as given; RFC 3339
+    /// strings such as `2025-01-02T03:04:05.5Z` are converted).
+    pub arrival_ts: Option<f64>,
+    pub tokenize_ms: Option<f64>,
+    pub queue_wait_ms: Option<f64>,
+    pub prefill_ms: Option<f64>,
+    /// Time to first token = tokenize + queue + prefill + sampling (methodology.md).
+    pub first_token_ms: Option<f64>,
+    pub decode_ms: Option<f64>,
+    pub itl_p50_ms: Option<f64>,
+    pub itl_p99_ms: Option<f64>,
+    pub detokenize_ms: Option<f64>,
+    pub total_ms: Option<f64>,
+    pub prompt_tokens: Option<i64>,
+    pub output_tokens: Option<i64>,
+    pub batch_size_at_admission: Option<i64>,
+    pub kv_blocks_used: Option<i64>,
+    pub prefix_cache_hit_tokens: Option<i64>,
+    pub model_version: Option<String>,
+    pub tenant: Option<String>,
+    /// Fields not listed above, as given.
+    pub extra: Map<String, Value>,
+}
+
+impl RequestRow {
+    /// The first text field (or `extra` key) holding a NUL character, which PostgreSQL
+    /// text and jsonb cannot store.
+    pub fn field_with_nul(&self) -> Option<String> {
+        fn value_has_nul(v: &Value) -> bool {
+            match v {
+                Value::String(s) => s.contains('\0'),
+                Value::Array(a) => a.iter().any(value_has_nul),
+                Value::Object(o) => o.iter().any(|(k, v)| k.contains('\0') || value_has_nul(v)),
+                _ => false,
+            }
+        }
+        for (name, v) in [
+            ("request_id", &self.request_id),
+            ("model_version", &self.model_version),
+            ("tenant", &self.tenant),
+        ] {
+            if v.as_deref().is_some_and(|s| s.contains('\0')) {
+                return Some(name.to_string());
+            }
+        }
+        self.extra
+            .iter()
+            .find(|(k, v)| k.contains('\0') || value_has_nul(v))
+            .map(|(k, _)| k.replace('\0', "\\u0000"))
+    }
+}
+
+/// Column order of [`RequestRow::write_copy_binary`] (after the artifact id), for
+/// `COPY <the artifact's partition of request_rows> (artifact_id, <these columns>) FROM STDIN
+/// WITH (FORMAT binary)`.
+/// Types: `request_id` text, `arrival_ts` float8 (epoch seconds), `*_ms`
+/// float8, token/batch/block counts int8, `model_version`/`tenant` text,
+/// `extra` jsonb (`{}` when empty).
+pub const COPY_COLUMNS: &[&str] = &[
+    "request_id",
+    "arrival_ts",
+    "tokenize_ms",
+    "queue_wait_ms",
+    "prefill_ms",
+    "first_token_ms",
+    "decode_ms",
+    "itl_p50_ms",
+    "itl_p99_ms",
+    "detokenize_ms",
+    "total_ms",
+    "prompt_tokens",
+    "output_tokens",
+    "batch_size_at_admission",
+    "kv_blocks_used",
+    "prefix_cache_hit_tokens",
+    "model_version",
+    "tenant",
+    "extra",
+];
+
+const FLOAT_FIELDS: [&str; 10] = [
+    "arrival_ts",
+    "tokenize_ms",
+    "queue_wait_ms",
+    "prefill_ms",
+    "first_token_ms",
+    "decode_ms",
+    "itl_p50_ms",
+    "itl_p99_ms",
+    "detokenize_ms",
+    "total_ms",
+];
+
+const INT_FIELDS: [&str; 5] = [
+    "prompt_tokens",
+    "output_tokens",
+    "batch_size_at_admission",
+    "kv_blocks_used",
+    "prefix_cache_hit_tokens",
+];
+
+impl RequestRow {
+    /// The seven phase times in the decomposition's order: tokenize, queue wait,
+    /// prefill, first token, decode, detokenize, total.
+    pub fn phases(&self) -> [Option<f64>; 7] {
+        [
+            self.tokenize_ms,
+            self.queue_wait_ms,
+            self.prefill_ms,
+            self.first_token_ms,
+            self.decode_ms,
+            self.detokenize_ms,
+            self.total_ms,
+        ]
+    }
+
+    /// The request's time per output token after the first, ms per token:
+    /// `decode_ms ÷ (output_tokens − 1)`; `None` without both, or with fewer than two
+    /// output tokens (no decode step to divide by).
+    pub fn tpot_ms(&self) -> Option<f64> {
+        let steps = self.output_tokens.filter(|n| *n >= 2)? - 1;
+        self.decode_ms.map(|d| d / steps as f64)
+    }
+
+    fn floats(&self) -> [Option<f64>; 10] {
+        [
+            self.arrival_ts,
+            self.tokenize_ms,
+            self.queue_wait_ms,
+            self.prefill_ms,
+            self.first_token_ms,
+            self.decode_ms,
+            self.itl_p50_ms,
+            self.itl_p99_ms,
+            self.detokenize_ms,
+            self.total_ms,
+        ]
+    }
+
+    fn ints(&self) -> [Option<i64>; 5] {
+        [
+            self.prompt_tokens,
+            self.output_tokens,
+            self.batch_size_at_admission,
+            self.kv_blocks_used,
+            self.prefix_cache_hit_tokens,
+        ]
+    }
+}
+
+/// Start of a PostgreSQL binary COPY stream: signature, flags, header extension length
+/// (PostgreSQL docs, "COPY", File Formats → Binary Format).
+pub const COPY_BINARY_HEADER: &[u8] = b"PGCOPY\n\xff\r\n\0\0\0\0\0\0\0\0\0";
+/// End of a binary COPY stream: a field count of −1.
+pub const COPY_BINARY_TRAILER: &[u8] = &[0xff, 0xff];
+
+impl RequestRow {
+    /// One row in PostgreSQL's binary COPY format, `artifact_id` first, then the
+    /// columns of [`COPY_COLUMNS`]. The server reads floats and integers as bytes
+    /// instead of parsing text, which is most of a COPY's cost.
+    pub fn write_copy_binary(&self, artifact_id: i64, out: &mut Vec<u8>) {
+        let fields = 1 + COPY_COLUMNS.len() as i16;
+        out.extend_from_slice(&fields.to_be_bytes());
+        out.extend_from_slice(&8i32.to_be_bytes());
+        out.extend_from_slice(&artifact_id.to_be_bytes());
+        binary_text(out, self.request_id.as_deref());
+        for v in self.floats() {
+            match v {
+                Some(x) => {
+                    out.extend_from_slice(&8i32.to_be_bytes());
+                    out.extend_from_slice(&x.to_bits().to_be_bytes());
+                }
+                None => out.extend_from_slice(&(-1i32).to_be_bytes()),
+            }
+        }
+        for v in self.ints() {
+            match v {
+                Some(x) => {
+                    out.extend_from_slice(&8i32.to_be_bytes());
+                    out.extend_from_slice(&x.to_be_bytes());
+                }
+                None => out.extend_from_slice(&(-1i32).to_be_bytes()),
+            }
+        }
+        binary_text(out, self.model_version.as_deref());
+        binary_text(out, self.tenant.as_deref());
+        // jsonb's binary form: a version byte (1), then the JSON text.
+        let written;
+        let extra = if self.extra.is_empty() {
+            "{}"
+        } else {
+            written = serde_json::to_string(&self.extra).unwrap_or_else(|_| "{}".to_string());
+            written.as_str()
+        };
+        out.extend_from_slice(&(extra.len() as i32 + 1).to_be_bytes());
+        out.push(1);
+        out.extend_from_slice(extra.as_bytes());
+    }
+}
+
+fn binary_text(out: &mut Vec<u8>, v: Option<&str>) {
+    match v {
+        Some(s) => {
+            out.extend_from_slice(&(s.len() as i32).to_be_bytes());
+            out.extend_from_slice(s.as_bytes());
+        }
+        None => out.extend_from_slice(&(-1i32).to_be_bytes()),
+    }
+}
+
+/// Stream every request line of `reader` (gzip is undone transparently) to
+/// `cb`, in file order. Empty lines are skipped; any malformed line stops the
+/// stream with a `Malformed` error naming it. Returns the number of rows.
+/// The callback's error type only needs `From<AnalyzeError>` (e.g. `anyhow::Error`).
+pub fn for_each_request<R: Read, E: From<AnalyzeError>>(
+    reader: R,
+    mut cb: impl FnMut(RequestRow) -> Result<(), E>,
+) -> Result<u64, E> {
+    let input = decompressing_reader(reader, DEFAULT_MAX_DECOMPRESSED_BYTES);
+    let mut r = BufReader::with_capacity(256 << 10, input);
+    let mut buf = Vec::with_capacity(4096);
+    let mut line_no = 0u64;
+    let mut rows = 0u64;
+    loop {
+        match read_line_bounded(&mut r, &mut buf, MAX_LINE_BYTES).map_err(AnalyzeError::from)? {
+            Line::Eof => break,
+            Line::TooLong => {
+                return Err(AnalyzeError::at_line(
+                    line_no + 1,
+                    format!("line is longer than {MAX_LINE_BYTES} bytes; is this really one request per line?"),
+                )
+                .into())
+            }
+            Line::Got => {}
+        }
+        line_no += 1;
+        let mut bytes: &[u8] = &buf;
+        if line_no == 1 {
+            bytes = bytes.strip_prefix(b"\xEF\xBB\xBF").unwrap_or(bytes);
+        }
+        if bytes.iter().all(u8::is_ascii_whitespace) {
+            continue;
+        }
+        let row = parse_row(bytes, line_no)?;
+        if let Some(field) = row.field_with_nul() {
+            return Err(AnalyzeError::at_line(
+                line_no,
+                format!("{field} contains a NUL character (\\u0000), which cannot be stored"),
+            )
+            .into());
+        }
+        rows += 1;
+        cb(row)?;
+    }
+    Ok(rows)
+}
+
+/// Parse one JSON line into a [`RequestRow`].
+pub fn parse_row(bytes: &[u8], line_no: u64) -> Result<RequestRow, AnalyzeError> {
+    // Most lines hold exactly the method's fields with plain types: read those straight
+    // into the row. Anything else (unknown fields, quoted numbers, RFC 3339 times,
+    // errors) takes the general path below, which keeps extras and explains problems.
+    // The line is checked as UTF-8 once, here: parsing from a `str` then skips the
+    // check serde_json would otherwise make for every key and string (7 % of the worker's
+    // samples in a profile of the load).
+    if let Ok(text) = std::str::from_utf8(bytes) {
+        if let Ok(k) = serde_json::from_str::<KnownFields>(text) {
+            let row = k.into_row(line_no);
+            if row
+                .floats()
+                .into_iter()
+                .flatten()
+                .all(crate::analyze::in_range)
+            {
+                return Ok(row);
+            }
+            // A number out of range: the general path names the field and the line.
+        }
+    }
+    let value: Value = match serde_json::from_slice(bytes) {
+        Ok(v) => v,
+        Err(e) => return Err(line_error(bytes, line_no, &e)),
+    };
+    let Value::Object(mut map) = value else {
+        return Err(AnalyzeError::at_line(
+            line_no,
+            "expected a JSON object (one request per line)",
+        ));
+    };
+    let mut row = RequestRow {
+        line: line_no,
+        ..RequestRow::default()
+    };
+    row.request_id = take_text(&mut map, "request_id", line_no)?;
+    row.model_version = take_text(&mut map, "model_version", line_no)?;
+    row.tenant = take_text(&mut map, "tenant", line_no)?;
+    row.arrival_ts = take_timestamp(&mut map, "arrival_ts", line_no)?;
+    let floats = [
+        &mut row.tokenize_ms,
+        &mut row.queue_wait_ms,
+        &mut row.prefill_ms,
+        &mut row.first_token_ms,
+        &mut row.decode_ms,
+        &mut row.itl_p50_ms,
+        &mut row.itl_p99_ms,
+        &mut row.detokenize_ms,
+        &mut row.total_ms,
+    ];
+    for (slot, name) in floats.into_iter().zip(&FLOAT_FIELDS[1..]) {
+        *slot = take_float(&mut map, name, line_no)?;
+    }
+    let ints = [
+        &mut row.prompt_tokens,
+        &mut row.output_tokens,
+        &mut row.batch_size_at_admission,
+        &mut row.kv_blocks_used,
+        &mut row.prefix_cache_hit_tokens,
+    ];
+    for (slot, name) in ints.into_iter().zip(INT_FIELDS) {
+        *slot = take_int(&mut map, name, line_no)?;
+    }
+    row.extra = map;
+    Ok(row)
+}
+
+/// A request line holding only the method's fields, each with its plain JSON type.
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct KnownFields<'a> {
+    #[serde(borrow, default)]
+    request_id: Option<std::borrow::Cow<'a, str>>,
+    #[serde(default)]
+    arrival_ts: Option<f64>,
+    #[serde(default)]
+    tokenize_ms: Option<f64>,
+    #[serde(default)]
+    queue_wait_ms: Option<f64>,
+    #[serde(default)]
+    prefill_ms: Option<f64>,
+    #[serde(default)]
+    first_token_ms: Option<f64>,
+    #[serde(default)]
+    decode_ms: Option<f64>,
+    #[serde(default)]
+    itl_p50_ms: Option<f64>,
+    #[serde(default)]
+    itl_p99_ms: Option<f64>,
+    #[serde(default)]
+    detokenize_ms: Option<f64>,
+    #[serde(default)]
+    total_ms: Option<f64>,
+    #[serde(default)]
+    prompt_tokens: Option<i64>,
+    #[serde(default)]
+    output_tokens: Option<i64>,
+    #[serde(default)]
+    batch_size_at_admission: Option<i64>,
+    #[serde(default)]
+    kv_blocks_used: Option<i64>,
+    #[serde(default)]
+    prefix_cache_hit_tokens: Option<i64>,
+    #[serde(borrow, default)]
+    model_version: Option<std::borrow::Cow<'a, str>>,
+    #[serde(borrow, default)]
+    tenant: Option<std::borrow::Cow<'a, str>>,
+}
+
+impl KnownFields<'_> {
+    fn into_row(self, line: u64) -> RequestRow {
+        RequestRow {
+            line,
+            request_id: self.request_id.map(|s| s.into_owned()),
+            arrival_ts: self.arrival_ts,
+            tokenize_ms: self.tokenize_ms,
+            queue_wait_ms: self.queue_wait_ms,
+            prefill_ms: self.prefill_ms,
+            first_token_ms: self.first_token_ms,
+            decode_ms: self.decode_ms,
+            itl_p50_ms: self.itl_p50_ms,
+            itl_p99_ms: self.itl_p99_ms,
+            detokenize_ms: self.detokenize_ms,
+            total_ms: self.total_ms,
+            prompt_tokens: self.prompt_tokens,
+            output_tokens: self.output_tokens,
+            batch_size_at_admission: self.batch_size_at_admission,
+            kv_blocks_used: self.kv_blocks_used,
+            prefix_cache_hit_tokens: self.prefix_cache_hit_tokens,
+            model_version: self.model_version.map(|s| s.into_owned()),
+            tenant: self.tenant.map(|s| s.into_owned()),
+            extra: Map::new(),
+        }
+    }
+}
+
+/// Explain a JSON error on a line, calling out Python's NaN/Infinity tokens.
+fn line_error(bytes: &[u8], line_no: u64, e: &serde_json::Error) -> AnalyzeError {
+    let col = e.column();
+    if let Some((token, field)) = find_non_finite(bytes) {
+        let field = field
+            .map(|f| format!(" in field '{f}'"))
+            .unwrap_or_default();
+        return AnalyzeError::at_line(
+            line_no,
+            format!(
+                "{token}{field} is not valid JSON; write null for a missing value (column {col})"
+            ),
+        );
+    }
+    let text = e.to_string();
+    let reason = text.split(" at line ").next().unwrap_or(&text);
+    AnalyzeError::at_line(line_no, format!("invalid JSON at column {col}: {reason}"))
+}
+
+/// Find a bare NaN/Infinity token outside strings, with the key before it.
+fn find_non_finite(bytes: &[u8]) -> Option<(&'static str, Option<String>)> {
+    let mut in_str = false;
+    let mut esc = false;
+    let mut str_start = 0;
+    let mut last_string: Option<(usize, usize)> = None;
+    let mut i = 0;
+    while i < bytes.len() {
+        let b = bytes[i];
+        if in_str {
+            if esc {
+                esc = false;
+            } else if b == b'\\' {
+                esc = true;
+            } else if b == b'"' {
+                in_str = false;
+                last_string = Some((str_start, i));
+            }
+        } else if b == b'"' {
+            in_str = true;
+            str_start = i + 1;
+        } else {
+            let rest = &bytes[i..];
+            let token = if rest.starts_with(b"NaN") {
+                Some("NaN")
+            } else if rest.starts_with(b"-Infinity") {
+                Some("-Infinity")
+            } else if rest.starts_with(b"Infinity") {
+                Some("Infinity")
+            } else {
+                None
+            };
+            if let Some(t) = token {
+                let key =
+                    last_string.map(|(s, e)| String::from_utf8_lossy(&bytes[s..e]).into_owned());
+                return Some((t, key));
+            }
+        }
+        i += 1;
+    }
+    None
+}
+
+fn type_name(v: &Value) -> &'static str {
+    match v {
+        Value::Null => "null",
+        Value::Bool(_) => "a boolean",
+        Value::Number(_) => "a number",
+        Value::String(_) => "a string",
+        Value::Array(_) => "an array",
+        Value::Object(_) => "an object",
+    }
+}
+
+fn take_text(
+    map: &mut Map<String, Value>,
+    key: &str,
+    line: u64,
+) -> Result<Option<String>, AnalyzeError> {
+    match map.remove(key) {
+        None | Some(Value::Null) => Ok(None),
+        Some(Value::String(s)) => Ok(Some(s)),
+        Some(Value::Number(n)) => Ok(Some(n.to_string())),
+        Some(other) => Err(AnalyzeError::at_line(
+            line,
+            format!("field '{key}' must be a string, got {}", type_name(&other)),
+        )),
+    }
+}
+
+fn take_float(
+    map: &mut Map<String, Value>,
+    key: &str,
+    line: u64,
+) -> Result<Option<f64>, AnalyzeError> {
+    let x = match map.remove(key) {
+        None | Some(Value::Null) => Ok(None),
+        Some(Value::Number(n)) => Ok(n.as_f64()),
+        // Some exporters quote numbers; accept them when they parse.
+        Some(Value::String(s)) => match s.trim().parse::<f64>() {
+            Ok(x) if x.is_finite() => Ok(Some(x)),
+            Ok(_) => Err(AnalyzeError::at_line(
+                line,
+                format!("field '{key}' is \"{s}\"; NaN/Infinity are not accepted, write null for a missing value"),
+            )),
+            Err(_) if s.trim().is_empty() => Ok(None),
+            Err(_) => Err(AnalyzeError::at_line(
+                line,
+                format!("field '{key}' must be a number, got the string \"{s}\""),
+            )),
+        },
+        Some(other) => Err(AnalyzeError::at_line(
+            line,
+            format!("field '{key}' must be a number, got {}", type_name(&other)),
+        )),
+    }?;
+    match x {
+        Some(v) if !crate::analyze::in_range(v) => Err(AnalyzeError::at_line(
+            line,
+            crate::analyze::out_of_range(key, v, ""),
+        )),
+        x => Ok(x),
+    }
+}
+
+fn take_int(
+    map: &mut Map<String, Value>,
+    key: &str,
+    line: u64,
+) -> Result<Option<i64>, AnalyzeError> {
+    let v = take_float_or_int(map, key, line)?;
+    match v {
+        None => Ok(None),
+        Some(IntOrFloat::Int(i)) => Ok(Some(i)),
+        Some(IntOrFloat::Float(x)) if x.fract() == 0.0 && x.abs() < 9.0e15 => Ok(Some(x as i64)),
+        Some(IntOrFloat::Float(x)) => Err(AnalyzeError::at_line(
+            line,
+            format!("field '{key}' must be a whole number, got {x}"),
+        )),
+    }
+}
+
+enum IntOrFloat {
+    Int(i64),
+    Float(f64),
+}
+
+fn take_float_or_int(
+    map: &mut Map<String, Value>,
+    key: &str,
+    line: u64,
+) -> Result<Option<IntOrFloat>, AnalyzeError> {
+    match map.get(key) {
+        Some(Value::Number(n)) if n.is_i64() => {
+            let i = n.as_i64();
+            map.remove(key);
+            Ok(i.map(IntOrFloat::Int))
+        }
+        _ => Ok(take_float(map, key, line)?.map(IntOrFloat::Float)),
+    }
+}
+
+fn take_timestamp(
+    map: &mut Map<String, Value>,
+    key: &str,
+    line: u64,
+) -> Result<Option<f64>, AnalyzeError> {
+    if let Some(Value::String(s)) = map.get(key) {
+        if s.trim().parse::<f64>().is_err() && !s.trim().is_empty() {
+            let parsed = parse_rfc3339(s.trim());
+            return match parsed {
+                Some(t) => {
+                    map.remove(key);
+                    Ok(Some(t))
+                }
+                None => Err(AnalyzeError::at_line(
+                    line,
+                    format!("field '{key}' must be epoch seconds or an RFC 3339 time, got \"{s}\""),
+                )),
+            };
+        }
+    }
+    take_float(map, key, line)
+}
+
+/// Parse `YYYY-MM-DD[T ]HH:MM:SS[.frac][Z|±HH:MM]` (RFC 3339; a missing offset
+/// means UTC) into epoch seconds.
+pub(crate) fn parse_rfc3339(s: &str) -> Option<f64> {
+    let b = s.as_bytes();
+    if b.len() < 19
+        || b[4] != b'-'
+        || b[7] != b'-'
+        || !(b[10] == b'T' || b[10] == b't' || b[10] == b' ')
+    {
+        return None;
+    }
+    let num = |r: std::ops::Range<usize>| -> Option<i64> { s.get(r)?.parse().ok() };
+    let (y, mo, d) = (num(0..4)?, num(5..7)?, num(8..10)?);
+    if b[13] != b':' || b[16] != b':' {
+        return None;
+    }
+    let (h, mi, sec) = (num(11..13)?, num(14..16)?, num(17..19)?);
+    if !(1..=12).contains(&mo) || !(1..=31).contains(&d) || h > 23 || mi > 59 || sec > 60 {
+        return None;
+    }
+    let mut rest = s.get(19..)?;
+    let mut frac = 0.0;
+    if let Some(r) = rest.strip_prefix('.') {
+        let digits = r.bytes().take_while(u8::is_ascii_digit).count();
+        if digits == 0 {
+            return None;
+        }
+        frac = format!("0.{}", &r[..digits]).parse().ok()?;
+        rest = &r[digits..];
+    }
+    // Byte-wise: a multi-byte character where a digit belongs is refused, never sliced.
+    let offset = match rest.as_bytes() {
+        [] | [b'Z'] | [b'z'] => 0,
+        [sign @ (b'+' | b'-'), h1, h2, b':', m1, m2] => {
+            let two = |a: u8, b: u8| -> Option<i64> {
+                (a.is_ascii_digit() && b.is_ascii_digit())
+                    .then(|| i64::from(a - b'0') * 10 + i64::from(b - b'0'))
+            };
+            let v = two(*h1, *h2)? * 3600 + two(*m1, *m2)? * 60;
+            if *sign == b'-' {
+                -v
+            } else {
+                v
+            }
+        }
+        _ => return None,
+    };
+    let days = days_from_civil(y, mo, d);
+    Some((days * 86_400 + h * 3600 + mi * 60 + sec - offset) as f64 + frac)
+}
+
+/// Days since 1970-01-01 of a proleptic Gregorian date (H. Hinnant's
+/// "days_from_civil" algorithm).
+pub(crate) fn days_from_civil(y: i64, m: i64, d: i64) -> i64 {
+    let y = if m <= 2 { y - 1 } else { y };
+    let era = if y >= 0 { y } else { y - 399 } / 400;
+    let yoe = y - era * 400;
+    let mp = (m + 9) % 12;
+    let doy = (153 * mp + 2) / 5 + d - 1;
+    let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
+    era * 146_097 + doe - 719_468
+}
