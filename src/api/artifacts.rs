@@ -188,7 +188,7 @@ impl From<Artifact> for ArtifactDoc {
             investigation: a.investigation_id,
             journal_entry: a.journal_entry_id,
             analyzer_version: a.analyzer_version,
-            analysis: a.analysis,
+            analysis: a.analysis.as_ref().map(|x| x.to_json()),
             source_url: a.source_url,
             damaged: a.damaged.is_some(),
             damaged_reason: a.damaged,

@@ -15,7 +15,7 @@ use serde::Serialize;
 use sqlx::PgPool;
 use tokio::sync::Notify;
 
-use crate::core::analyze::{self, Kind};
+use crate::core::analyze::{self, Analysis, Kind, Of};
 use crate::core::blob::BlobEncoding;
 use crate::storage::{BlobStore, StoredBlob};
 
@@ -142,7 +142,8 @@ pub struct Artifact {
     pub status: String,
     pub error: Option<String>,
     pub progress_bytes: i64,
-    pub analysis: Option<serde_json::Value>,
+    /// The stored result, read back once as its kind's type.
+    pub analysis: Option<Analysis>,
     pub analyzer_version: Option<i32>,
     pub uploaded_by: Option<i64>,
     pub uploader: Option<String>,
@@ -161,10 +162,20 @@ impl<'r> sqlx::FromRow<'r, sqlx::postgres::PgRow> for Artifact {
         // The analysis arrives as text and is parsed here, so a value no f64 holds (or
         // any other surprise in the stored JSON) marks this one row, not the query.
         let text: Option<String> = row.try_get("analysis_text")?;
+        let kind: String = row.try_get("kind")?;
         let (analysis, damaged) = match text {
             None => (None, None),
             Some(t) => match serde_json::from_str::<serde_json::Value>(&t) {
-                Ok(v) => (Some(v), None),
+                Ok(v) => match kind.parse().ok().and_then(|k| Analysis::read(k, &v)) {
+                    Some(a) => (Some(a), None),
+                    None => (
+                        None,
+                        Some(format!(
+                            "the stored analysis does not read as a {kind} analysis of this \
+                             version; re-analyze or delete it"
+                        )),
+                    ),
+                },
                 Err(e) => (
                     None,
                     Some(format!(
@@ -178,7 +189,7 @@ impl<'r> sqlx::FromRow<'r, sqlx::postgres::PgRow> for Artifact {
             investigation_id: row.try_get("investigation_id")?,
             journal_entry_id: row.try_get("journal_entry_id")?,
             name: row.try_get("name")?,
-            kind: row.try_get("kind")?,
+            kind,
             sha256: row.try_get("sha256")?,
             size_bytes: row.try_get("size_bytes")?,
             blob_encoding: BlobEncoding::parse(row.try_get::<&str, _>("blob_encoding")?).map_err(
@@ -233,8 +244,8 @@ impl Artifact {
             Kind::NcuCsv => self
                 .analysis
                 .as_ref()
-                .and_then(|v| serde_json::from_value::<analyze::ncu::NcuAnalysis>(v.clone()).ok())
-                .and_then(|x| x.profile_error),
+                .and_then(analyze::ncu::NcuAnalysis::of)
+                .and_then(|x| x.profile_error.clone()),
             _ => None,
         };
         analyze::ncu::listed_status(&self.kind, &self.status, profile_error.as_deref())
@@ -311,52 +322,98 @@ pub struct NewArtifact<'a> {
     pub idempotency_key: Option<&'a str>,
 }
 
+/// Every column an artifact row starts with. [`insert_row`] is the one place a row is
+/// made: uploads ([`insert`]), span windows' files and captures all come through it.
+pub struct ArtifactRow<'a> {
+    /// An id reserved before (a request log loaded while it arrived), else a new one.
+    pub id: Option<i64>,
+    pub owner: Owner,
+    pub name: &'a str,
+    pub kind: Kind,
+    /// `None` while the bytes are still being gathered (a capture): the empty blob.
+    pub blob: Option<&'a StoredBlob>,
+    pub gzip: bool,
+    pub status: &'a str,
+    pub error: Option<&'a str>,
+    pub uploaded_by: Option<i64>,
+    pub options: &'a analyze::Options,
+    pub idempotency_key: Option<&'a str>,
+    /// Where the server fetched the bytes from (captures, Prometheus windows).
+    pub source_url: Option<&'a str>,
+}
+
+/// Inserts `row` through `executor` (a pool or an open transaction); returns its id.
+pub async fn insert_row<'e>(
+    executor: impl sqlx::PgExecutor<'e>,
+    row: &ArtifactRow<'_>,
+) -> sqlx::Result<i64> {
+    let (sha256, size, encoding, stored) = match row.blob {
+        Some(b) => (
+            b.sha256.as_str(),
+            b.size as i64,
+            b.encoding.slug(),
+            Some(b.stored_size as i64),
+        ),
+        None => (EMPTY_SHA256, 0, BlobEncoding::Identity.slug(), None),
+    };
+    sqlx::query_scalar(
+        "INSERT INTO artifacts (investigation_id, journal_entry_id, name, kind, sha256, size_bytes,
+                                gzip, status, error, uploaded_by, options, blob_encoding,
+                                stored_bytes, id, idempotency_key, source_url)
+         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13,
+                 COALESCE($14, nextval(pg_get_serial_sequence('artifacts', 'id'))), $15, $16)
+         RETURNING id",
+    )
+    .bind(row.owner.investigation_id)
+    .bind(row.owner.journal_entry_id)
+    .bind(row.name)
+    .bind(row.kind.slug())
+    .bind(sha256)
+    .bind(size)
+    .bind(row.gzip)
+    .bind(row.status)
+    .bind(row.error)
+    .bind(row.uploaded_by)
+    .bind(sqlx::types::Json(row.options))
+    .bind(encoding)
+    .bind(stored)
+    .bind(row.id)
+    .bind(row.idempotency_key)
+    .bind(row.source_url)
+    .fetch_one(executor)
+    .await
+}
+
 /// Records an upload (under `id` when one was reserved for it). Unknown content is kept
 /// but marked "not analyzed".
 pub async fn insert(pool: &PgPool, new: &NewArtifact<'_>) -> sqlx::Result<Artifact> {
-    let NewArtifact {
-        id,
-        owner,
-        name,
-        blob,
-        uploaded_by,
-        options,
-        idempotency_key,
-    } = *new;
-    let (kind, gzip) = detect_kind(blob);
-    let status = if kind == Kind::Unknown {
-        "not_analyzed"
+    let (kind, gzip) = detect_kind(new.blob);
+    let (status, error) = if kind == Kind::Unknown {
+        (
+            "not_analyzed",
+            Some(
+                "not analyzed: the content matches none of the supported kinds; the file is \
+                 stored and downloadable",
+            ),
+        )
     } else {
-        "queued"
+        ("queued", None)
     };
-    let error = (kind == Kind::Unknown).then_some(
-        "not analyzed: the content matches none of the supported kinds; the file is stored and downloadable",
-    );
-    let id: i64 = sqlx::query_scalar(
-        "INSERT INTO artifacts (investigation_id, journal_entry_id, name, kind, sha256, size_bytes,
-                                gzip, status, error, uploaded_by, options, blob_encoding,
-                                stored_bytes, id, idempotency_key)
-         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13,
-                 COALESCE($14, nextval(pg_get_serial_sequence('artifacts', 'id'))), $15)
-         RETURNING id",
-    )
-    .bind(owner.investigation_id)
-    .bind(owner.journal_entry_id)
-    .bind(name)
-    .bind(kind.slug())
-    .bind(&blob.sha256)
-    .bind(blob.size as i64)
-    .bind(gzip)
-    .bind(status)
-    .bind(error)
-    .bind(uploaded_by)
-    .bind(sqlx::types::Json(options))
-    .bind(blob.encoding.slug())
-    .bind(blob.stored_size as i64)
-    .bind(id)
-    .bind(idempotency_key)
-    .fetch_one(pool)
-    .await?;
+    let row = ArtifactRow {
+        id: new.id,
+        owner: new.owner,
+        name: new.name,
+        kind,
+        blob: Some(new.blob),
+        gzip,
+        status,
+        error,
+        uploaded_by: new.uploaded_by,
+        options: new.options,
+        idempotency_key: new.idempotency_key,
+        source_url: None,
+    };
+    let id = insert_row(pool, &row).await?;
     Ok(get(pool, id).await?.expect("the row was just inserted"))
 }
 
@@ -384,24 +441,23 @@ pub async fn by_idempotency_key(
 pub async fn analyses_of(
     pool: &PgPool,
     investigation: i64,
-    kinds: &[&str],
-) -> sqlx::Result<Vec<(i64, String, serde_json::Value)>> {
-    let kinds: Vec<String> = kinds.iter().map(|k| k.to_string()).collect();
+    kinds: &[Kind],
+) -> sqlx::Result<Vec<(i64, Analysis)>> {
+    let slugs: Vec<&str> = kinds.iter().map(|k| k.slug()).collect();
     let rows: Vec<(i64, String, String)> = sqlx::query_as(
         "SELECT id, kind, analysis::text FROM artifacts
          WHERE investigation_id = $1 AND status = 'done' AND analysis IS NOT NULL
            AND kind = ANY($2) ORDER BY id",
     )
     .bind(investigation)
-    .bind(&kinds)
+    .bind(&slugs)
     .fetch_all(pool)
     .await?;
     Ok(rows
         .into_iter()
         .filter_map(|(id, kind, text)| {
-            serde_json::from_str(&text)
-                .ok()
-                .map(|analysis| (id, kind, analysis))
+            let value = serde_json::from_str(&text).ok()?;
+            Analysis::read(kind.parse().ok()?, &value).map(|a| (id, a))
         })
         .collect())
 }

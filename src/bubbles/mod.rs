@@ -12,7 +12,7 @@ use crate::artifacts::{self, Artifact};
 use crate::core::analyze::prometheus::range::PrometheusRangeAnalysis;
 use crate::core::analyze::prometheus::PrometheusAnalysis;
 use crate::core::analyze::pytorch_trace::TraceAnalysis;
-use crate::core::analyze::Kind;
+use crate::core::analyze::{Kind, Of};
 use crate::core::method::bubbles::{
     attribute, check_knobs, queue_window, Attribution, QueueTimeline, RequestQueue,
 };
@@ -99,8 +99,8 @@ async fn analyzed(
     Ok(a)
 }
 
-fn decode<T: serde::de::DeserializeOwned>(field: &str, a: &Artifact) -> Result<T, AppError> {
-    serde_json::from_value(a.analysis.clone().unwrap_or_default()).map_err(|_| {
+fn decode<T: Of + Clone>(field: &str, a: &Artifact) -> Result<T, AppError> {
+    a.analysis.as_ref().and_then(T::of).cloned().ok_or_else(|| {
         AppError::field(
             field,
             format!(

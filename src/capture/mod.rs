@@ -13,8 +13,8 @@ use bytes::Bytes;
 use chrono::{DateTime, Utc};
 use sqlx::PgPool;
 
-use crate::artifacts::{ingest, ArtifactStore, EMPTY_SHA256};
-use crate::core::analyze::Options;
+use crate::artifacts::{ingest, insert_row, ArtifactRow, ArtifactStore, Owner};
+use crate::core::analyze::{Kind, Options};
 use crate::core::capture::{self, Target, Window};
 use crate::core::FieldError;
 use crate::storage::StoreError;
@@ -170,7 +170,7 @@ pub async fn start(
         store,
         investigation_id,
         &name,
-        "prometheus",
+        Kind::Prometheus,
         user_id,
         request.url.as_str(),
     )
@@ -186,7 +186,7 @@ pub(crate) async fn insert_capturing(
     store: &ArtifactStore,
     investigation_id: i64,
     name: &str,
-    kind: &str,
+    kind: Kind,
     user_id: i64,
     source_url: &str,
 ) -> sqlx::Result<i64> {
@@ -194,20 +194,24 @@ pub(crate) async fn insert_capturing(
         max_decompressed_bytes: store.max_decompressed_bytes,
         ..Options::default()
     };
-    sqlx::query_scalar(
-        "INSERT INTO artifacts (investigation_id, name, kind, sha256, size_bytes, status,
-                                uploaded_by, options, source_url)
-         VALUES ($1, $2, $3, $4, 0, 'capturing', $5, $6, $7) RETURNING id",
-    )
-    .bind(investigation_id)
-    .bind(name)
-    .bind(kind)
-    .bind(EMPTY_SHA256)
-    .bind(user_id)
-    .bind(sqlx::types::Json(&options))
-    .bind(source_url)
-    .fetch_one(&store.pool)
-    .await
+    let row = ArtifactRow {
+        id: None,
+        owner: Owner {
+            investigation_id: Some(investigation_id),
+            journal_entry_id: None,
+        },
+        name,
+        kind,
+        blob: None,
+        gzip: false,
+        status: "capturing",
+        error: None,
+        uploaded_by: Some(user_id),
+        options: &options,
+        idempotency_key: None,
+        source_url: Some(source_url),
+    };
+    insert_row(&store.pool, &row).await
 }
 
 /// Scrapes while keeping the row's heartbeat; stops early when the row stops being

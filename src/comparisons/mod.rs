@@ -13,7 +13,7 @@ use sqlx::PgPool;
 use crate::artifacts::{self, Artifact};
 use crate::core::analyze::request_log::{outcome, Outcome, RequestLogAnalysis};
 use crate::core::analyze::vllm_bench::VllmBenchAnalysis;
-use crate::core::analyze::Kind;
+use crate::core::analyze::{Kind, Of};
 use crate::core::method::comparison::{compare, Defect, ItlSource, Report, Request, Run, Series};
 pub use crate::core::method::comparison_input::NewComparison;
 use crate::core::method::{setup_check, FrozenConfig, RunHealth};
@@ -107,8 +107,9 @@ async fn fetch_sides(
 fn bench_run(field: &str, a: &Artifact) -> Result<Run, FieldError> {
     let x: VllmBenchAnalysis = a
         .analysis
-        .clone()
-        .and_then(|v| serde_json::from_value(v).ok())
+        .as_ref()
+        .and_then(VllmBenchAnalysis::of)
+        .cloned()
         .ok_or_else(|| {
             FieldError::new(
                 field,
@@ -264,8 +265,9 @@ async fn log_run(pool: &PgPool, a: &Artifact) -> Result<Run, AppError> {
     let series = cols;
     let analysis: Option<RequestLogAnalysis> = a
         .analysis
-        .clone()
-        .and_then(|v| serde_json::from_value(v).ok());
+        .as_ref()
+        .and_then(RequestLogAnalysis::of)
+        .cloned();
     let n = rows.len() as u64;
     Ok(Run {
         artifact_id: a.id,
@@ -744,7 +746,9 @@ pub async fn compare_windows(
             )),
             Some(a) => match a
                 .analysis
-                .and_then(|v| serde_json::from_value::<PrometheusRangeAnalysis>(v).ok())
+                .as_ref()
+                .and_then(PrometheusRangeAnalysis::of)
+                .cloned()
             {
                 Some(x) => sides.push(x),
                 None => errors.push(FieldError::new(

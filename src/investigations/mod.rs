@@ -14,6 +14,7 @@ use sqlx::PgPool;
 
 use crate::auth::User;
 use crate::comparisons::{self, NewComparison};
+use crate::core::analyze::Analysis;
 use crate::core::fmt::{format_number, short_kernel_name};
 use crate::core::method::bubbles::with_report;
 use crate::core::method::expected::Expected;
@@ -332,8 +333,11 @@ async fn mark_row_sources(
                 ),
             ));
         };
+        let analysis = analysis
+            .zip(kind.parse().ok())
+            .and_then(|(v, k)| Analysis::read(k, &v));
         row.edited = !analysis
-            .is_some_and(|a| crate::core::method::evidence::row_as_filled(row, &kind, &a, metric));
+            .is_some_and(|a| crate::core::method::evidence::row_as_filled(row, &a, metric));
     }
     Ok(())
 }

@@ -6,6 +6,7 @@ use chrono::{DateTime, Utc};
 use serde::Serialize;
 use sqlx::PgPool;
 
+use crate::core::analyze::Kind;
 use crate::core::window::{show_time, span};
 
 /// The window as recorded, with who set it.
@@ -148,12 +149,14 @@ impl WindowTelemetry {
     }
 
     pub fn what(&self) -> &str {
-        crate::core::method::evidence::source_noun(&self.kind)
+        crate::core::method::evidence::source_noun(
+            Kind::from_slug(&self.kind).unwrap_or(Kind::Unknown),
+        )
     }
 }
 
 /// The artifact kinds read over a window.
-const WINDOW_KINDS: [&str; 2] = ["prometheus_range", "otlp_spans"];
+const WINDOW_KINDS: [Kind; 2] = [Kind::PrometheusRange, Kind::OtlpSpans];
 
 /// The investigation's window telemetry, oldest first.
 pub async fn telemetry(pool: &PgPool, investigation: i64) -> sqlx::Result<Vec<WindowTelemetry>> {
@@ -170,7 +173,7 @@ pub async fn telemetry(pool: &PgPool, investigation: i64) -> sqlx::Result<Vec<Wi
          FROM artifacts WHERE investigation_id = $1 AND kind = ANY($2) ORDER BY id",
     )
     .bind(investigation)
-    .bind(&WINDOW_KINDS[..])
+    .bind(WINDOW_KINDS.map(Kind::slug).as_slice())
     .fetch_all(pool)
     .await
 }
@@ -183,7 +186,7 @@ pub async fn shape_of(pool: &PgPool, investigation: i64) -> sqlx::Result<Option<
     let analysis: Option<serde_json::Value> = sqlx::query_scalar(
         "SELECT a.analysis FROM artifacts a \
          LEFT JOIN incident_windows w ON w.investigation_id = a.investigation_id \
-         WHERE a.investigation_id = $1 AND a.kind = 'prometheus_range' AND a.status = 'done' \
+         WHERE a.investigation_id = $1 AND a.kind = $2 AND a.status = 'done' \
            AND jsonb_typeof(a.analysis->'start') = 'number' \
            AND jsonb_typeof(a.analysis->'end') = 'number' \
          ORDER BY CASE WHEN w.investigation_id IS NULL THEN 0 ELSE \
@@ -193,6 +196,7 @@ pub async fn shape_of(pool: &PgPool, investigation: i64) -> sqlx::Result<Option<
          LIMIT 1",
     )
     .bind(investigation)
+    .bind(Kind::PrometheusRange.slug())
     .fetch_optional(pool)
     .await?;
     Ok(analysis

@@ -22,7 +22,7 @@ use utoipa::ToSchema;
 
 use crate::artifacts::ArtifactStore;
 use crate::core::analyze::otlp::{reason, Group};
-use crate::core::analyze::Options;
+use crate::core::analyze::{Kind, Options};
 use crate::core::FieldError;
 use crate::error::AppError;
 
@@ -412,18 +412,26 @@ pub async fn build(store: &ArtifactStore, window_id: i64) -> Result<Option<i64>,
     let artifact = match updated {
         Some(id) => id,
         None => {
-            sqlx::query_scalar(
-                "INSERT INTO artifacts (name, kind, sha256, size_bytes, gzip, status, options,
-                                        blob_encoding, stored_bytes)
-                 VALUES ($1, 'otlp_spans', $2, $3, false, 'queued', $4, $5, $6) RETURNING id",
+            crate::artifacts::insert_row(
+                &mut *tx,
+                &crate::artifacts::ArtifactRow {
+                    id: None,
+                    owner: crate::artifacts::Owner {
+                        investigation_id: None,
+                        journal_entry_id: None,
+                    },
+                    name: &name,
+                    kind: Kind::OtlpSpans,
+                    blob: Some(&blob),
+                    gzip: false,
+                    status: "queued",
+                    error: None,
+                    uploaded_by: None,
+                    options: &options,
+                    idempotency_key: None,
+                    source_url: None,
+                },
             )
-            .bind(&name)
-            .bind(&blob.sha256)
-            .bind(blob.size as i64)
-            .bind(sqlx::types::Json(&options))
-            .bind(blob.encoding.slug())
-            .bind(blob.stored_size as i64)
-            .fetch_one(&mut *tx)
             .await?
         }
     };

@@ -19,6 +19,7 @@ use crate::capture::target_of;
 use crate::core::analyze::prometheus::range::{
     self, Answer, CounterFetch, GaugeFetch, HistogramFetch, RangeFetch, ENGINES, MAX_WINDOW_S,
 };
+use crate::core::analyze::Kind;
 use crate::core::capture::check_target;
 use crate::core::FieldError;
 use crate::error::AppError;
@@ -379,7 +380,7 @@ async fn start(
         store,
         investigation_id,
         &name,
-        "prometheus_range",
+        Kind::PrometheusRange,
         user_id,
         request.base.as_str(),
     )

@@ -705,7 +705,7 @@ pub async fn observe(
             )]));
         }
         if let Some(analysis) = &a.analysis {
-            measured.push(outcome::from_analysis(&a.kind, analysis));
+            measured.push(outcome::from_analysis(analysis));
         }
     }
     let observed =

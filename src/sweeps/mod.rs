@@ -7,11 +7,9 @@ use serde_json::Value;
 use sqlx::PgPool;
 
 use crate::artifacts::{self, Artifact};
-use crate::core::analyze::sweep::{
-    self, Knee, LatencyOf, Member, Slo, SloAnswer, SweepAnalysis, SweepPoint,
-};
+use crate::core::analyze::sweep::{self, Knee, LatencyOf, Member, Slo, SloAnswer, SweepPoint};
 use crate::core::analyze::vllm_bench::VllmBenchAnalysis;
-use crate::core::analyze::Kind;
+use crate::core::analyze::{Analysis, Kind, Of};
 use crate::core::FieldError;
 use crate::error::AppError;
 
@@ -237,10 +235,9 @@ pub fn points_of(a: &Artifact) -> Option<Vec<SweepPoint>> {
     if a.status != "done" {
         return None;
     }
-    let v = a.analysis.clone()?;
-    let points = match a.kind() {
-        Kind::Sweep => serde_json::from_value::<SweepAnalysis>(v).ok()?.points,
-        Kind::VllmBench => serde_json::from_value::<VllmBenchAnalysis>(v).ok()?.points,
+    let points = match a.analysis.as_ref()? {
+        Analysis::Sweep(x) => x.points.clone(),
+        Analysis::VllmBench(x) => x.points.clone(),
         _ => return None,
     };
     (!points.is_empty()).then_some(points)
@@ -276,10 +273,9 @@ pub async fn load_points(pool: &PgPool, source: &Source) -> Result<Vec<SweepPoin
             let mut errors = Vec::new();
             for id in ids {
                 let a = artifact(pool, "artifacts", *id).await?;
-                let analysis = (a.kind() == Kind::VllmBench && a.status == "done")
-                    .then(|| a.analysis.clone())
-                    .flatten()
-                    .and_then(|v| serde_json::from_value::<VllmBenchAnalysis>(v).ok());
+                let analysis = (a.status == "done")
+                    .then(|| a.analysis.as_ref().and_then(VllmBenchAnalysis::of).cloned())
+                    .flatten();
                 match analysis {
                     Some(x) => loaded.push((a, x)),
                     None => errors.push(FieldError::new(

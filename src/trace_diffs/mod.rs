@@ -442,12 +442,13 @@ pub async fn candidates(
 ) -> sqlx::Result<Vec<(i64, String)>> {
     sqlx::query_as(
         "SELECT id, name FROM artifacts
-         WHERE kind = 'pytorch_trace' AND status = 'done' AND id <> $1
+         WHERE kind = $3 AND status = 'done' AND id <> $1
          ORDER BY (investigation_id IS NOT DISTINCT FROM $2 AND $2 IS NOT NULL) DESC, id DESC
          LIMIT 100",
     )
     .bind(artifact)
     .bind(investigation)
+    .bind(crate::core::analyze::Kind::PytorchTrace.slug())
     .fetch_all(pool)
     .await
 }

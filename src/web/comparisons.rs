@@ -800,9 +800,10 @@ async fn compare_windows(
     let q: WindowCompareQuery = serde_urlencoded::from_str(raw.as_deref().unwrap_or(""))
         .map_err(|e| AppError::BadRequest(format!("the query string is malformed: {e}")))?;
     let candidates: Vec<(i64, String)> = sqlx::query_as(
-        "SELECT id, name FROM artifacts WHERE kind = 'prometheus_range' AND status = 'done' \
+        "SELECT id, name FROM artifacts WHERE kind = $1 AND status = 'done' \
          ORDER BY id DESC LIMIT 300",
     )
+    .bind(crate::core::analyze::Kind::PrometheusRange.slug())
     .fetch_all(&state.pool)
     .await?;
     let mut errors = Vec::new();

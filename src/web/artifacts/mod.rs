@@ -183,7 +183,7 @@ fn fillable_steps(a: &Artifact) -> Vec<(u8, &'static str)> {
     };
     crate::core::method::order::STEPS
         .iter()
-        .filter(|s| crate::core::method::evidence::fill(s.number, &a.kind, analysis).is_some())
+        .filter(|s| crate::core::method::evidence::fill(s.number, analysis).is_some())
         .map(|s| (s.number, s.title))
         .collect()
 }

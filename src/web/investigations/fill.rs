@@ -46,10 +46,10 @@ pub(super) async fn filled_values(
     let filled = found
         .analysis
         .as_ref()
-        .and_then(|a| evidence::fill_for(step, &found.kind, a, metric));
+        .and_then(|a| evidence::fill_for(step, a, metric));
     let setup_warnings = match (&loaded.records.reproduce, &found.analysis) {
         (Some(step0), Some(analysis)) => {
-            setup_check::mismatches(step0, &evidence::claimed_setup(&found.kind, analysis))
+            setup_check::mismatches(step0, &evidence::claimed_setup(analysis))
                 .iter()
                 .map(|m| {
                     format!(

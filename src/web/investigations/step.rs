@@ -69,7 +69,7 @@ fn row_sources(step: u8, values: &Pairs, known: &[&ArtifactLink]) -> Vec<RowSour
             phase: slug,
             id,
             name: link.map_or_else(|| format!("artifact {id}"), |a| a.name.clone()),
-            what: link.map_or_else(String::new, |a| evidence::source_noun(&a.kind).to_string()),
+            what: link.map_or_else(String::new, |a| evidence::source_noun(a.kind()).to_string()),
             edited: matches!(values.get(&f("edited")), Some("on" | "true")),
         });
     }
@@ -268,7 +268,7 @@ impl StepPage {
 
     /// The artifact kinds that can fill this step, for the help text.
     fn filler_kinds(&self) -> String {
-        evidence::kinds_for(self.step.number).join(" or ")
+        evidence::kinds_named(self.step.number)
     }
 }
 
@@ -595,8 +595,8 @@ pub(super) async fn step_with(
             crate::artifacts::analyses_of(&state.pool, id, kinds)
                 .await?
                 .into_iter()
-                .filter(|(_, kind, analysis)| evidence::fill(step, kind, analysis).is_some())
-                .map(|(artifact, ..)| artifact)
+                .filter(|(_, analysis)| evidence::fill(step, analysis).is_some())
+                .map(|(artifact, _)| artifact)
                 .collect();
         for a in db::artifacts(&state.pool, Some(id), None).await? {
             if fill.contains(&a.id) {

@@ -243,10 +243,85 @@ impl Analysis {
         }
     }
 
+    /// Reads a stored result back as the kind it was stored under: the one decode of a
+    /// stored analysis. `None` for [`Kind::Unknown`] or a value that is not that kind's
+    /// shape (a result written by an analyzer older than its kind's version).
+    pub fn read(kind: Kind, value: &serde_json::Value) -> Option<Analysis> {
+        fn de<'a, T: serde::Deserialize<'a>>(v: &'a serde_json::Value) -> Option<T> {
+            T::deserialize(v).ok()
+        }
+        Some(match kind {
+            Kind::RequestLog => Analysis::RequestLog(de(value)?),
+            Kind::VllmBench => Analysis::VllmBench(de(value)?),
+            Kind::Prometheus => Analysis::Prometheus(de(value)?),
+            Kind::PrometheusRange => Analysis::PrometheusRange(de(value)?),
+            Kind::PytorchTrace => Analysis::PytorchTrace(de(value)?),
+            Kind::NcuCsv => Analysis::NcuCsv(de(value)?),
+            Kind::NsysKernSum => Analysis::NsysKernSum(de(value)?),
+            Kind::NsysSqlite => Analysis::NsysSqlite(de(value)?),
+            Kind::GpuTelemetry => Analysis::GpuTelemetry(de(value)?),
+            Kind::Sweep => Analysis::Sweep(de(value)?),
+            Kind::OtlpSpans => Analysis::OtlpSpans(de(value)?),
+            Kind::Unknown => return None,
+        })
+    }
+
     /// The result as a JSON value (what the shell stores).
     pub fn to_json(&self) -> serde_json::Value {
         // Serializing plain structs of numbers/strings cannot fail.
         serde_json::to_value(self).unwrap_or(serde_json::Value::Null)
+    }
+}
+
+/// A kind's own result type, taken out of an [`Analysis`] without decoding it again.
+/// A request log's result is also the one request spans carry, and a PyTorch trace's
+/// the one an Nsight Systems export carries.
+pub trait Of: Sized {
+    fn of(analysis: &Analysis) -> Option<&Self>;
+}
+
+macro_rules! of {
+    ($($variant:ident => $ty:ty),* $(,)?) => {
+        $(impl Of for $ty {
+            fn of(analysis: &Analysis) -> Option<&Self> {
+                match analysis {
+                    Analysis::$variant(a) => Some(a),
+                    _ => None,
+                }
+            }
+        })*
+    };
+}
+
+of! {
+    VllmBench => vllm_bench::VllmBenchAnalysis,
+    Prometheus => prometheus::PrometheusAnalysis,
+    PrometheusRange => prometheus::range::PrometheusRangeAnalysis,
+    NcuCsv => ncu::NcuAnalysis,
+    NsysKernSum => nsys::NsysAnalysis,
+    NsysSqlite => nsys_sqlite::NsysSqliteAnalysis,
+    GpuTelemetry => gpu_telemetry::GpuTelemetryAnalysis,
+    Sweep => sweep::SweepAnalysis,
+    OtlpSpans => otlp::OtlpSpansAnalysis,
+}
+
+impl Of for request_log::RequestLogAnalysis {
+    fn of(analysis: &Analysis) -> Option<&Self> {
+        match analysis {
+            Analysis::RequestLog(a) => Some(a),
+            Analysis::OtlpSpans(a) => Some(&a.requests),
+            _ => None,
+        }
+    }
+}
+
+impl Of for pytorch_trace::TraceAnalysis {
+    fn of(analysis: &Analysis) -> Option<&Self> {
+        match analysis {
+            Analysis::PytorchTrace(a) => Some(a),
+            Analysis::NsysSqlite(a) => Some(&a.trace),
+            _ => None,
+        }
     }
 }
 

@@ -90,7 +90,7 @@ pub fn listed_status<'a>(
     status: &'a str,
     profile_error: Option<&str>,
 ) -> (&'a str, &'static str) {
-    if kind == "ncu_csv" && status == "done" && profile_error.is_some() {
+    if kind == super::Kind::NcuCsv.slug() && status == "done" && profile_error.is_some() {
         ("failed profile", "failed")
     } else {
         (status, "")

@@ -7,20 +7,16 @@
 
 use std::collections::BTreeMap;
 
-use serde::de::DeserializeOwned;
-use serde_json::Value;
-
 use super::per_token::StepFigure;
 use super::phases::{Phase, PhaseRow};
 use super::regime::regime;
 use super::setup_check::Claimed;
 use crate::analyze::ncu::NcuAnalysis;
 use crate::analyze::nsys::NsysAnalysis;
-use crate::analyze::prometheus::range::PrometheusRangeAnalysis;
 use crate::analyze::prometheus::{Bucket, PrometheusAnalysis};
 use crate::analyze::pytorch_trace::TraceAnalysis;
 use crate::analyze::request_log::RequestLogAnalysis;
-use crate::analyze::vllm_bench::VllmBenchAnalysis;
+use crate::analyze::{Analysis, Kind};
 use crate::metric::Metric;
 use crate::pairs::Pairs;
 
@@ -28,44 +24,47 @@ use crate::pairs::Pairs;
 const TOP_KERNELS: usize = 8;
 
 /// Artifact kinds whose analysis can fill `step`'s form.
-pub fn kinds_for(step: u8) -> &'static [&'static str] {
+pub fn kinds_for(step: u8) -> &'static [Kind] {
     match step {
-        1 => &["vllm_bench", "prometheus", "prometheus_range"],
+        1 => &[Kind::VllmBench, Kind::Prometheus, Kind::PrometheusRange],
         2 => &[
-            "request_log",
-            "otlp_spans",
-            "prometheus",
-            "prometheus_range",
+            Kind::RequestLog,
+            Kind::OtlpSpans,
+            Kind::Prometheus,
+            Kind::PrometheusRange,
         ],
-        3 => &["pytorch_trace", "nsys_sqlite"],
-        4 => &["ncu_csv"],
-        5 => &["nsys_kern_sum", "ncu_csv", "pytorch_trace", "nsys_sqlite"],
+        3 => &[Kind::PytorchTrace, Kind::NsysSqlite],
+        4 => &[Kind::NcuCsv],
+        5 => &[
+            Kind::NsysKernSum,
+            Kind::NcuCsv,
+            Kind::PytorchTrace,
+            Kind::NsysSqlite,
+        ],
         _ => &[],
     }
 }
 
-/// The form pairs for `step` from a stored analysis of `kind`, with a few words on
-/// what they came from ("40 requests", "6 kernels"); `None` when that kind cannot fill
-/// that step or the analysis does not read as that kind.
-pub fn fill(step: u8, kind: &str, analysis: &Value) -> Option<(Pairs, String)> {
-    if !kinds_for(step).contains(&kind) {
+/// [`kinds_for`] as the page names them ("vllm_bench or prometheus …").
+pub fn kinds_named(step: u8) -> String {
+    let slugs: Vec<&str> = kinds_for(step).iter().map(|k| k.slug()).collect();
+    slugs.join(" or ")
+}
+
+/// The form pairs for `step` from an artifact's analysis, with a few words on what they
+/// came from ("40 requests", "6 kernels"); `None` when that kind cannot fill that step.
+pub fn fill(step: u8, analysis: &Analysis) -> Option<(Pairs, String)> {
+    if !kinds_for(step).contains(&analysis.kind()) {
         return None;
     }
-    if kind == "otlp_spans" {
-        // Request spans are analysed as a request log (the analysis carries its fields).
-        return fill(step, "request_log", analysis);
-    }
-    if kind == "prometheus_range" {
+    match (step, analysis) {
         // A server's window reads as two scrapes do: its `window` summary.
-        let a: PrometheusRangeAnalysis = decode(analysis)?;
-        let window = serde_json::to_value(&a.window).ok()?;
-        let (pairs, what) = fill(step, "prometheus", &window)?;
-        let span = crate::fmt::format_number(a.window_s as f64, 0);
-        return Some((pairs, format!("{what}; Prometheus window of {span} s")));
-    }
-    match (step, kind) {
-        (1, "prometheus") => {
-            let a: PrometheusAnalysis = decode(analysis)?;
+        (_, Analysis::PrometheusRange(a)) => {
+            let (pairs, what) = fill(step, &Analysis::Prometheus(a.window.clone()))?;
+            let span = crate::fmt::format_number(a.window_s as f64, 0);
+            Some((pairs, format!("{what}; Prometheus window of {span} s")))
+        }
+        (1, Analysis::Prometheus(a)) => {
             let q = a.quantiles.get("ttft_s")?;
             let p95 = q.p95?;
             let mut pairs = vec![
@@ -86,8 +85,7 @@ pub fn fill(step: u8, kind: &str, analysis: &Value) -> Option<(Pairs, String)> {
                 ),
             ))
         }
-        (1, _) => {
-            let a: VllmBenchAnalysis = decode(analysis)?;
+        (1, Analysis::VllmBench(a)) => {
             let p95 = a.result.ttft_ms.p95?;
             let pairs = vec![
                 ("metric".to_string(), "ttft".to_string()),
@@ -101,9 +99,8 @@ pub fn fill(step: u8, kind: &str, analysis: &Value) -> Option<(Pairs, String)> {
                 format!("TTFT p95 of {n} requests; add the target"),
             ))
         }
-        (2, "prometheus") => {
-            let a: PrometheusAnalysis = decode(analysis)?;
-            let pairs = histogram_phases(&a);
+        (2, Analysis::Prometheus(a)) => {
+            let pairs = histogram_phases(a);
             (!pairs.is_empty()).then(|| {
                 (
                     Pairs::new(pairs),
@@ -111,9 +108,13 @@ pub fn fill(step: u8, kind: &str, analysis: &Value) -> Option<(Pairs, String)> {
                 )
             })
         }
+        (2, Analysis::RequestLog(a)) => Some((phases(a), format!("{} requests", a.rows))),
+        // Request spans are analysed as a request log (the analysis carries its fields).
+        (2, Analysis::OtlpSpans(a)) => {
+            Some((phases(&a.requests), format!("{} requests", a.requests.rows)))
+        }
         (3, _) => {
-            let a: TraceAnalysis = decode(analysis)?;
-            let t = a.temporal.first()?;
+            let t = trace_of(analysis)?.temporal.first()?;
             let pairs = vec![
                 ("gpu_total".to_string(), round2(t.busy_us / 1000.0)),
                 ("wall".to_string(), round2(t.span_us / 1000.0)),
@@ -128,37 +129,47 @@ pub fn fill(step: u8, kind: &str, analysis: &Value) -> Option<(Pairs, String)> {
                     .to_string(),
             ))
         }
-        // An Nsight Systems export's analysis holds a trace analysis (flattened into it).
-        (5, "pytorch_trace" | "nsys_sqlite") => {
-            let a: TraceAnalysis = decode(analysis)?;
-            let pairs = trace_kernels(&a);
-            Some((
-                pairs,
-                format!("{} kernels", a.kernels.len().min(TOP_KERNELS)),
-            ))
-        }
-        (2, _) => {
-            let a: RequestLogAnalysis = decode(analysis)?;
-            Some((phases(&a), format!("{} requests", a.rows)))
-        }
-        (4, _) => {
-            let a: NcuAnalysis = decode(analysis)?;
-            let top = by_kernel(&a);
+        (4, Analysis::NcuCsv(a)) => {
+            let top = by_kernel(a);
             Some((throughputs(&top), format!("{} kernels", top.len())))
         }
-        (5, "nsys_kern_sum") => {
-            let a: NsysAnalysis = decode(analysis)?;
-            let pairs = nsys_kernels(&a);
+        (5, Analysis::NsysKernSum(a)) => {
+            let pairs = nsys_kernels(a);
             Some((
                 pairs,
                 format!("{} kernels", a.kernels.len().min(TOP_KERNELS)),
             ))
         }
-        (5, _) => {
-            let a: NcuAnalysis = decode(analysis)?;
-            let top = by_kernel(&a);
+        (5, Analysis::NcuCsv(a)) => {
+            let top = by_kernel(a);
             Some((ncu_kernels(&top), format!("{} kernels", top.len())))
         }
+        (5, _) => {
+            let a = trace_of(analysis)?;
+            Some((
+                trace_kernels(a),
+                format!("{} kernels", a.kernels.len().min(TOP_KERNELS)),
+            ))
+        }
+        _ => None,
+    }
+}
+
+/// The trace analysis a result holds: a PyTorch trace's, or the one an Nsight Systems
+/// export's analysis carries.
+fn trace_of(analysis: &Analysis) -> Option<&TraceAnalysis> {
+    match analysis {
+        Analysis::PytorchTrace(a) => Some(a),
+        Analysis::NsysSqlite(a) => Some(&a.trace),
+        _ => None,
+    }
+}
+
+/// The request-log analysis a result holds (a request log's, or request spans').
+fn requests_of(analysis: &Analysis) -> Option<&RequestLogAnalysis> {
+    match analysis {
+        Analysis::RequestLog(a) => Some(a),
+        Analysis::OtlpSpans(a) => Some(&a.requests),
         _ => None,
     }
 }
@@ -166,15 +177,10 @@ pub fn fill(step: u8, kind: &str, analysis: &Value) -> Option<(Pairs, String)> {
 /// [`fill`] for an investigation whose step 1 chose `metric`: a request log's step-2
 /// rows also carry each phase's share of that metric as the analysis computed it
 /// (Σ phase ÷ Σ TTFT, or ÷ Σ E2E), so the step uses the one definition of a share.
-pub fn fill_for(
-    step: u8,
-    kind: &str,
-    analysis: &Value,
-    metric: Option<Metric>,
-) -> Option<(Pairs, String)> {
-    let (mut pairs, what) = fill(step, kind, analysis)?;
-    if step == 2 && (kind == "request_log" || kind == "otlp_spans") {
-        if let Some(a) = decode::<RequestLogAnalysis>(analysis) {
+pub fn fill_for(step: u8, analysis: &Analysis, metric: Option<Metric>) -> Option<(Pairs, String)> {
+    let (mut pairs, what) = fill(step, analysis)?;
+    if step == 2 {
+        if let Some(a) = requests_of(analysis) {
             let shares = match metric {
                 Some(Metric::Ttft) => Some(&a.share_of_ttft),
                 Some(Metric::E2e) => Some(&a.share_of_e2e),
@@ -197,10 +203,6 @@ pub fn fill_for(
         }
     }
     Some((pairs, what))
-}
-
-fn decode<T: DeserializeOwned>(v: &Value) -> Option<T> {
-    T::deserialize(v).ok()
 }
 
 fn round2(v: f64) -> String {
@@ -432,13 +434,13 @@ pub fn merge(current: &Pairs, filled: &Pairs) -> Merged {
 
 /// What a source of phase numbers is, in a few words, by artifact kind: step 2 says
 /// which one each row came from.
-pub fn source_noun(kind: &str) -> &str {
+pub fn source_noun(kind: Kind) -> &'static str {
     match kind {
-        "request_log" => "per-request log",
-        "otlp_spans" => "OTLP request spans",
-        "prometheus_range" => "Prometheus window, bucket estimates",
-        "prometheus" => "/metrics snapshots, bucket estimates",
-        other => other,
+        Kind::RequestLog => "per-request log",
+        Kind::OtlpSpans => "OTLP request spans",
+        Kind::PrometheusRange => "Prometheus window, bucket estimates",
+        Kind::Prometheus => "/metrics snapshots, bucket estimates",
+        other => other.slug(),
     }
 }
 
@@ -462,10 +464,10 @@ pub fn with_row_sources(step: u8, filled: Pairs, artifact: i64) -> Pairs {
 }
 
 /// Whether a saved phase row still holds the numbers its source artifact's analysis
-/// gives (`kind`, `analysis`, with shares of step 1's `metric`): false when a person
-/// changed one after filling, or when the analysis no longer fills that row.
-pub fn row_as_filled(row: &PhaseRow, kind: &str, analysis: &Value, metric: Option<Metric>) -> bool {
-    let Some((pairs, _)) = fill_for(2, kind, analysis, metric) else {
+/// gives (with shares of step 1's `metric`): false when a person changed one after
+/// filling, or when the analysis no longer fills that row.
+pub fn row_as_filled(row: &PhaseRow, analysis: &Analysis, metric: Option<Metric>) -> bool {
+    let Some((pairs, _)) = fill_for(2, analysis, metric) else {
         return false;
     };
     let parsed = super::record::parse_step_in(2, &pairs, &Default::default());
@@ -489,37 +491,27 @@ pub fn row_as_filled(row: &PhaseRow, kind: &str, analysis: &Value, metric: Optio
 
 /// What an artifact's analysis says about the setup it was measured on (model, GPU,
 /// engine), to hold against step 0.
-pub fn claimed_setup(kind: &str, analysis: &Value) -> Claimed {
-    match kind {
-        "prometheus_range" => decode::<PrometheusRangeAnalysis>(analysis)
-            .and_then(|a| serde_json::to_value(a.window).ok())
-            .map_or_else(Claimed::default, |w| claimed_setup("prometheus", &w)),
-        "prometheus" => {
-            decode::<PrometheusAnalysis>(analysis).map_or_else(Claimed::default, |a| Claimed {
-                model: a.models.first().cloned(),
-                engine: Some(a.engine).filter(|e| e != "unknown"),
-                ..Claimed::default()
-            })
-        }
-        "vllm_bench" => decode::<VllmBenchAnalysis>(analysis).map_or_else(Claimed::default, |a| {
-            let text = |k: &str| {
-                a.result
-                    .config
-                    .get(k)
-                    .and_then(|v| v.as_str())
-                    .map(str::to_string)
-            };
-            Claimed {
-                model: text("model_id"),
-                ..Claimed::default()
-            }
-        }),
-        "pytorch_trace" | "nsys_sqlite" => {
-            decode::<TraceAnalysis>(analysis).map_or_else(Claimed::default, |a| Claimed {
-                gpu: a.devices.iter().find_map(|d| d.name.clone()),
-                ..Claimed::default()
-            })
-        }
+pub fn claimed_setup(analysis: &Analysis) -> Claimed {
+    match analysis {
+        Analysis::PrometheusRange(a) => claimed_setup(&Analysis::Prometheus(a.window.clone())),
+        Analysis::Prometheus(a) => Claimed {
+            model: a.models.first().cloned(),
+            engine: Some(a.engine.clone()).filter(|e| e != "unknown"),
+            ..Claimed::default()
+        },
+        Analysis::VllmBench(a) => Claimed {
+            model: a
+                .result
+                .config
+                .get("model_id")
+                .and_then(|v| v.as_str())
+                .map(str::to_string),
+            ..Claimed::default()
+        },
+        Analysis::PytorchTrace(_) | Analysis::NsysSqlite(_) => Claimed {
+            gpu: trace_of(analysis).and_then(|a| a.devices.iter().find_map(|d| d.name.clone())),
+            ..Claimed::default()
+        },
         _ => Claimed::default(),
     }
 }
@@ -563,6 +555,19 @@ fn nsys_kernels(a: &NsysAnalysis) -> Pairs {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use serde_json::Value;
+
+    fn as_kind(kind: &str, v: &Value) -> Option<Analysis> {
+        Analysis::read(Kind::from_slug(kind)?, v)
+    }
+
+    fn fill_as(step: u8, kind: &str, v: &Value) -> Option<(Pairs, String)> {
+        fill(step, &as_kind(kind, v)?)
+    }
+
+    fn filled_as(row: &PhaseRow, kind: &str, v: &Value, metric: Option<Metric>) -> bool {
+        as_kind(kind, v).is_some_and(|a| row_as_filled(row, &a, metric))
+    }
     use crate::analyze::ncu::NcuKernel;
     use crate::analyze::nsys::NsysKernel;
     use crate::method::record::{parse_step, StepRecord};
@@ -580,7 +585,7 @@ mod tests {
     fn filled_rows_name_their_source_and_an_edit_is_seen() {
         let prom = crate::analyze::prometheus::analyze(QUEUE_HISTOGRAM.as_bytes()).unwrap();
         let prom = serde_json::to_value(&prom).unwrap();
-        let (pairs, _) = fill(2, "prometheus", &prom).unwrap();
+        let (pairs, _) = fill_as(2, "prometheus", &prom).unwrap();
         let pairs = with_row_sources(2, pairs, 42);
         assert_eq!(pairs.get("queue_wait.source"), Some("42"));
         assert_eq!(
@@ -593,16 +598,16 @@ mod tests {
         };
         let mut row = table.rows[0];
         assert_eq!(row.source, Some(42));
-        assert!(row_as_filled(&row, "prometheus", &prom, None));
+        assert!(filled_as(&row, "prometheus", &prom, None));
         row.p50 = 900.0;
-        assert!(!row_as_filled(&row, "prometheus", &prom, None));
+        assert!(!filled_as(&row, "prometheus", &prom, None));
         row.p50 = 1000.0;
         row.share = Some(0.5);
         assert!(
-            !row_as_filled(&row, "prometheus", &prom, None),
+            !filled_as(&row, "prometheus", &prom, None),
             "a typed share is not the artifact's"
         );
-        assert!(!row_as_filled(&table.rows[0], "pytorch_trace", &prom, None));
+        assert!(!filled_as(&table.rows[0], "pytorch_trace", &prom, None));
         // Other steps are left as they are; a bad source is named on its row.
         let untouched = with_row_sources(5, pairs.clone(), 42);
         assert!(untouched.iter().eq(pairs.iter()));
@@ -636,7 +641,7 @@ mod tests {
         )
         .unwrap();
         let value = serde_json::to_value(&analysis).unwrap();
-        let (pairs, _) = fill(3, "pytorch_trace", &value).unwrap();
+        let (pairs, _) = fill_as(3, "pytorch_trace", &value).unwrap();
         assert_eq!(pairs.get("gpu_total"), Some("8"));
         assert_eq!(pairs.get("wall"), Some("10"));
         assert_eq!(pairs.get("cpu_total"), None, "the person adds the CPU time");
@@ -645,7 +650,7 @@ mod tests {
             panic!("a trace's step 3 saves without CPU time");
         };
         assert_eq!((r.gpu_total, r.cpu_total, r.wall), (8.0, None, 10.0));
-        let (pairs, _) = fill(5, "pytorch_trace", &value).unwrap();
+        let (pairs, _) = fill_as(5, "pytorch_trace", &value).unwrap();
         assert_eq!(pairs.get("kernels[0].name"), Some("gemm"));
         assert_eq!(pairs.get("kernels[0].time_ms"), Some("8"));
         assert_eq!(pairs.get("kernels[0].share"), Some("1"));
@@ -659,10 +664,10 @@ mod tests {
             crate::analyze::nsys_sqlite::analyze(&conn, &crate::analyze::Options::default())
                 .unwrap();
         let value = serde_json::to_value(&export).unwrap();
-        let (pairs, _) = fill(3, "nsys_sqlite", &value).unwrap();
+        let (pairs, _) = fill_as(3, "nsys_sqlite", &value).unwrap();
         assert_eq!(pairs.get("gpu_total"), Some("0.21"));
         assert_eq!(pairs.get("wall"), Some("0.4"));
-        let (pairs, _) = fill(5, "nsys_sqlite", &value).unwrap();
+        let (pairs, _) = fill_as(5, "nsys_sqlite", &value).unwrap();
         assert_eq!(
             pairs.get("kernels[0].name"),
             Some("ncclKernel_AllReduce_RING_LL_Sum_float(ncclDevComm*, unsigned long, ncclWork*)")
@@ -670,14 +675,14 @@ mod tests {
 
         let prom = crate::analyze::prometheus::analyze(QUEUE_HISTOGRAM.as_bytes()).unwrap();
         let prom = serde_json::to_value(&prom).unwrap();
-        let (pairs, _) = fill(2, "prometheus", &prom).unwrap();
+        let (pairs, _) = fill_as(2, "prometheus", &prom).unwrap();
         assert_eq!(pairs.get("queue_wait.p50"), Some("1000"));
         assert_eq!(
             pairs.get("queue_wait.p95.bucket"),
             Some("in the 1,000–2,000 ms bucket")
         );
         assert!(matches!(parse_step(2, &pairs), Ok(StepRecord::Phases(_))));
-        assert!(fill(3, "nsys_kern_sum", &prom).is_none());
+        assert!(fill_as(3, "nsys_kern_sum", &prom).is_none());
 
         // SGLang's queue histogram fills the same row; its TTFT fills step 1.
         let text = "sglang:queue_time_seconds_bucket{le=\"0.5\"} 80\n\
@@ -692,11 +697,11 @@ mod tests {
             sglang:time_to_first_token_seconds_sum 60\n";
         let prom = crate::analyze::prometheus::analyze(text.as_bytes()).unwrap();
         let prom = serde_json::to_value(&prom).unwrap();
-        let (pairs, what) = fill(2, "prometheus", &prom).unwrap();
+        let (pairs, what) = fill_as(2, "prometheus", &prom).unwrap();
         assert!(what.starts_with("sglang"), "{what}");
         assert!(pairs.get("queue_wait.p50").is_some());
         assert!(pairs.get("prefill.p50").is_none());
-        let (pairs, _) = fill(1, "prometheus", &prom).unwrap();
+        let (pairs, _) = fill_as(1, "prometheus", &prom).unwrap();
         assert_eq!(pairs.get("observed"), Some("1500"));
         assert_eq!(
             pairs.get("observed.bucket"),
@@ -746,19 +751,21 @@ mod tests {
         };
         let a = serde_json::to_value(analyze_fetch(&fetch).unwrap()).unwrap();
         assert_eq!(
-            kinds_for(1),
-            ["vllm_bench", "prometheus", "prometheus_range"]
+            kinds_named(1),
+            "vllm_bench or prometheus or prometheus_range"
         );
-        let (pairs, what) = fill(1, "prometheus_range", &a).unwrap();
+        let (pairs, what) = fill_as(1, "prometheus_range", &a).unwrap();
         // p95: rank 95 in (1, 2] holding 50 above 50 → 1.9 s.
         assert_eq!(pairs.get("observed"), Some("1900"));
         assert!(what.contains("Prometheus window of 3,600 s"), "{what}");
-        let (pairs, _) = fill(2, "prometheus_range", &a).unwrap();
+        let (pairs, _) = fill_as(2, "prometheus_range", &a).unwrap();
         assert_eq!(pairs.get("queue_wait.p50"), Some("1000"));
         assert!(matches!(parse_step(2, &pairs), Ok(StepRecord::Phases(_))));
-        assert!(fill(3, "prometheus_range", &a).is_none());
+        assert!(fill_as(3, "prometheus_range", &a).is_none());
         assert_eq!(
-            claimed_setup("prometheus_range", &a).engine.as_deref(),
+            claimed_setup(&as_kind("prometheus_range", &a).unwrap())
+                .engine
+                .as_deref(),
             Some("vllm")
         );
     }
@@ -780,7 +787,7 @@ mod tests {
         )
         .unwrap();
         let (pairs, what) =
-            fill(2, "request_log", &serde_json::to_value(&analysis).unwrap()).unwrap();
+            fill_as(2, "request_log", &serde_json::to_value(&analysis).unwrap()).unwrap();
         assert_eq!(what, "20 requests");
         assert_eq!(pairs.get("prefill.p95"), Some("150"));
         assert!(pairs.get("queue_wait.p50").is_some());
@@ -807,7 +814,8 @@ mod tests {
             &crate::analyze::Options::default(),
         )
         .unwrap();
-        let (pairs, _) = fill(2, "request_log", &serde_json::to_value(&analysis).unwrap()).unwrap();
+        let (pairs, _) =
+            fill_as(2, "request_log", &serde_json::to_value(&analysis).unwrap()).unwrap();
         assert_eq!(pairs.get("itl_p50.p50"), Some("22"));
         assert_eq!(pairs.get("itl_p99.p99"), Some("60"));
         assert!(pairs.get("tpot.p50").is_some() && pairs.get("decode.p50").is_some());
@@ -843,14 +851,14 @@ mod tests {
             ..NcuAnalysis::default()
         };
         let v = serde_json::to_value(&a).unwrap();
-        let (pairs, what) = fill(4, "ncu_csv", &v).unwrap();
+        let (pairs, what) = fill_as(4, "ncu_csv", &v).unwrap();
         assert_eq!(what, "3 kernels");
         assert_eq!(pairs.get("kernels[0].name"), Some("attn"));
         // gemm: (80·30 + 40·10) / 40 = 70
         assert_eq!(pairs.get("kernels[1].sm_pct"), Some("70"));
         assert!(matches!(parse_step(4, &pairs), Ok(StepRecord::Regime(r)) if r.kernels.len() == 3));
 
-        let (pairs, _) = fill(5, "ncu_csv", &v).unwrap();
+        let (pairs, _) = fill_as(5, "ncu_csv", &v).unwrap();
         assert_eq!(pairs.get("kernels[0].share"), Some("0.5"));
         assert_eq!(pairs.get("kernels[1].time_ms"), Some("0.04"));
         assert_eq!(
@@ -863,8 +871,11 @@ mod tests {
         );
         assert!(parse_step(5, &pairs).is_ok());
 
-        assert!(fill(2, "ncu_csv", &v).is_none(), "a profile has no phases");
-        assert!(fill(4, "ncu_csv", &json!({"rows": "x"})).is_none());
+        assert!(
+            fill_as(2, "ncu_csv", &v).is_none(),
+            "a profile has no phases"
+        );
+        assert!(fill_as(4, "ncu_csv", &json!({"rows": "x"})).is_none());
     }
 
     #[test]
@@ -889,13 +900,13 @@ mod tests {
             total_ns: 1e7,
             notes: vec![],
         };
-        let (pairs, _) = fill(5, "nsys_kern_sum", &serde_json::to_value(&a).unwrap()).unwrap();
+        let (pairs, _) = fill_as(5, "nsys_kern_sum", &serde_json::to_value(&a).unwrap()).unwrap();
         assert_eq!(pairs.get("kernels[0].name"), Some("big"));
         assert_eq!(pairs.get("kernels[0].share"), Some("0.9"));
         assert_eq!(pairs.get("kernels[1].notes"), Some("100 launches"));
         assert_eq!(pairs.get("kernels[1].time_ms"), Some("1"));
         assert!(parse_step(5, &pairs).is_ok());
-        assert_eq!(kinds_for(6), &[] as &[&str]);
+        assert_eq!(kinds_for(6), &[] as &[Kind]);
     }
 
     #[test]

@@ -6,6 +6,7 @@ use std::collections::BTreeMap;
 use serde::{Deserialize, Serialize};
 
 use super::sizing::Sizing;
+use crate::analyze::{Analysis, Kind};
 use crate::pairs::Pairs;
 use crate::FieldError;
 
@@ -69,11 +70,16 @@ pub fn parse_observed(pairs: &Pairs) -> Result<Observed, Vec<FieldError>> {
 /// bucket is only a lower bound and is left out). Throughput is not taken from an
 /// artifact (whether a bench ran one replica or the fleet is not recorded, and metrics
 /// snapshots carry no window length): type it.
-pub fn from_analysis(kind: &str, analysis: &serde_json::Value) -> Observed {
-    if let ("prometheus_range", Some(window)) = (kind, analysis.get("window")) {
+pub fn from_analysis(analysis: &Analysis) -> Observed {
+    match analysis {
         // A Prometheus server's window: its summary reads as a capture's.
-        return from_analysis("prometheus", window);
+        Analysis::PrometheusRange(a) => from_json(Kind::Prometheus, &serde_json::json!(a.window)),
+        _ => from_json(analysis.kind(), &analysis.to_json()),
     }
+}
+
+/// [`from_analysis`] on the result's JSON: the figures are read by their paths.
+fn from_json(kind: Kind, analysis: &serde_json::Value) -> Observed {
     let at = |path: &[&str]| {
         path.iter()
             .try_fold(analysis, |v, k| v.get(k))
@@ -82,14 +88,14 @@ pub fn from_analysis(kind: &str, analysis: &serde_json::Value) -> Observed {
     };
     let mut out = Observed::new();
     let found = match kind {
-        "vllm_bench" => vec![
+        Kind::VllmBench => vec![
             ("ttft_p95_ms", at(&["ttft_ms", "p95"])),
             ("itl_p99_ms", at(&["itl_ms", "p99"])),
         ],
-        "request_log" | "otlp_spans" => {
+        Kind::RequestLog | Kind::OtlpSpans => {
             vec![("ttft_p95_ms", at(&["phases", "first_token_ms", "p95"]))]
         }
-        "prometheus" => {
+        Kind::Prometheus => {
             let seconds = |hist: &str, q: &str| {
                 let h = analysis.get("quantiles")?.get(hist)?;
                 let bound = h
@@ -240,17 +246,17 @@ mod tests {
         let e = complete(parse_observed(&pairs(&[])).unwrap(), &[]).unwrap_err();
         assert!(e.message.contains("at least one"));
         let bench = serde_json::json!({"ttft_ms": {"p95": 612.5}, "itl_ms": {"p99": 41.0}});
-        let from = from_analysis("vllm_bench", &bench);
+        let from = from_json(Kind::VllmBench, &bench);
         let done = complete(o.clone(), &[from]).unwrap();
         assert_eq!(done["ttft_p95_ms"], 700.0, "typed wins");
         assert_eq!(done["itl_p99_ms"], 41.0);
         let log = serde_json::json!({"phases": {"first_token_ms": {"p95": 380.0}}});
-        assert_eq!(from_analysis("request_log", &log)["ttft_p95_ms"], 380.0);
+        assert_eq!(from_json(Kind::RequestLog, &log)["ttft_p95_ms"], 380.0);
         let prom = serde_json::json!({"quantiles": {
             "ttft_s": {"p95": 0.42, "lower_bounds": []},
             "itl_s": {"p99": 2.5, "lower_bounds": ["p99"]}
         }});
-        let seen = from_analysis("prometheus", &prom);
+        let seen = from_json(Kind::Prometheus, &prom);
         assert!((seen["ttft_p95_ms"] - 420.0).abs() < 1e-9);
         assert!(
             !seen.contains_key("itl_p99_ms"),

@@ -15,13 +15,12 @@ mod vllm_bench;
 pub use request_log::decomposition;
 use sweep::sweep_sections;
 
-use serde::de::DeserializeOwned;
 use serde_json::Value;
 
 use crate::artifacts::Artifact;
 use crate::core::analyze::{
     otlp::OtlpSpansAnalysis, sweep::Slo, sweep::SweepAnalysis, vllm_bench::VllmBenchAnalysis, Kind,
-    Summary,
+    Of, Summary,
 };
 
 pub struct Table {
@@ -101,10 +100,8 @@ pub(super) fn summary_cells(s: &Summary) -> Vec<String> {
     ]
 }
 
-fn typed<T: DeserializeOwned>(a: &Artifact) -> Option<T> {
-    a.analysis
-        .as_ref()
-        .and_then(|v| serde_json::from_value(v.clone()).ok())
+fn typed<T: Of + Clone>(a: &Artifact) -> Option<T> {
+    a.analysis.as_ref().and_then(T::of).cloned()
 }
 
 /// The result sections of a finished analysis (empty otherwise).
