@@ -5,8 +5,8 @@
 //!   layer, per collective and per step) minimise the mean absolute relative error of the
 //!   expected decode step over every scored decode figure ([`crate::stats::fit`]); the
 //!   prefill riding in decode steps is costed at the house MFU, 0.5.
-//! - The prefill efficiency (1 / the fraction of the dense peak a prefill step's kernels
-//!   reach) and the request path are fitted together on the scored TTFTs (lone requests
+//! - The prefill efficiency (1 / the fraction of the GPU's measured matmul ceiling a
+//!   prefill step's kernels reach) and the request path are fitted together on the scored TTFTs (lone requests
 //!   and paced load) by the same least mean absolute relative error; a TTFT at paced load
 //!   also waits half the decode step in flight ([`ARRIVAL_WAIT`]).
 //! - Leave-one-source-out: each figure is predicted by constants fitted without any case
@@ -257,7 +257,7 @@ const TTFT_ROUNDS: usize = 8;
 /// Where the TTFT fit starts: the house MFU, 0.5.
 const TTFT_START: f64 = 1.0 / crate::estimate::defaults::MFU.value;
 
-/// The prefill efficiency (as 1 / the fraction of the dense peak) and the request path,
+/// The prefill efficiency (as 1 / the fraction of the matmul ceiling) and the request path,
 /// fitted together on the scored TTFTs by least mean absolute relative error (factor ≥ 1,
 /// request path ≥ 0). A lone prefill is max(compute, weight read) + KV + fixed: linear in
 /// the two constants once each case's bound is known, so the bounds are settled in rounds.
@@ -280,7 +280,7 @@ fn fit_ttft(points: &[&&Point], base: &Constants) -> (f64, f64) {
                         + wait.map_or(0.0, |b| ARRIVAL_WAIT * b.expected(&c));
                     Some(if parts.compute_bound(&c) {
                         Observation {
-                            x: vec![parts.compute_at_peak_ms, 1.0],
+                            x: vec![parts.compute_at_ceiling_ms(), 1.0],
                             offset: rest,
                             y: p.measured.ms,
                         }
@@ -399,7 +399,8 @@ pub fn constants_table(c: &Constants) -> Vec<(String, String)> {
         (
             "prefill efficiency (TTFT)".into(),
             format!(
-                "{} (a prefill step's GEMMs and attention reach {:.0} % of the dense peak)",
+                "{} (a prefill step's GEMMs and attention reach {:.0} % of the GPU's matmul \
+                 ceiling)",
                 sig(c.prefill_compute_factor),
                 100.0 / c.prefill_compute_factor
             ),

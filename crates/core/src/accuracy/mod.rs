@@ -335,7 +335,10 @@ pub fn markdown() -> String {
          adds a prefill's weight read (every expert its tokens touch) and its attention, and \
          runs its GEMMs (counted as the kernels run them: no matmul for the embedding \
          lookup, the LM head for the last prompt token only) at a fitted fraction of the \
-         dense peak; a lone request's TTFT adds the request path. memory-fit's KV pool is what vLLM's \
+         GPU's matmul ceiling (the fraction of its dense peak large BF16 matmuls were \
+         measured to reach, from the mamf-finder results of Stas Bekman's ml-engineering \
+         book; 80.3 %, the H100's, where a GPU has none); a lone request's TTFT adds the \
+         request path. memory-fit's KV pool is what vLLM's \
          start-up profile leaves: u × memory − weights − the profiling pass's activation \
          peak (the larger of the forward pass and the sampler run) − non-torch memory; CUDA \
          graphs come after the KV cache through vLLM 0.11.\n\n\

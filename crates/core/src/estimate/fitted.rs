@@ -12,7 +12,7 @@ pub const FITTED: Constants = Constants {
     step_ms: 0.9764,
     prefill_factor: 2.000,
     kv_bandwidth_factor: 1.000,
-    prefill_compute_factor: 1.499,
+    prefill_compute_factor: 1.302,
     request_ms: 24.03,
     decode_cases: 73,
     decode_sources: 21,

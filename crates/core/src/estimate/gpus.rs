@@ -82,6 +82,41 @@ pub struct GpuSpec {
     pub fp4_flops: Option<Sourced>,
     pub link: &'static str,
     pub link_bandwidth: Sourced,
+    /// The fraction of the dense BF16 peak a large matmul reaches at its best shape, where
+    /// it was measured ([`GpuSpec::matmul_ceiling`] gives the default elsewhere).
+    pub matmul_ceiling: Option<Sourced>,
+}
+
+/// Where the measured matmul ceilings come from: the maximum achievable matmul FLOPS
+/// (mamf-finder, BF16 inputs, no sparsity, the best of a search over shapes) that Stas
+/// Bekman's ml-engineering book publishes.
+pub const MATMUL_CEILING_SOURCE: &str =
+    "mamf-finder BF16 results, github.com/stas00/ml-engineering compute/accelerator/README.md";
+
+/// The matmul ceiling of a GPU nobody has measured: the H100 SXM's, 794.5 of 989 TFLOP/s.
+pub const DEFAULT_MATMUL_CEILING: f64 = 0.803;
+
+/// A measured maximum-achievable matmul figure, as a fraction of the catalog's dense BF16
+/// peak (the note gives the TFLOP/s measured, so the fraction can be checked).
+const fn mamf(value: f64, note: &'static str) -> Option<Sourced> {
+    Some(Sourced {
+        value,
+        provenance: Provenance::Measured,
+        note,
+    })
+}
+
+impl GpuSpec {
+    /// The fraction of the dense peak large matmuls reach on this GPU: measured where
+    /// [`MATMUL_CEILING_SOURCE`] has it, else [`DEFAULT_MATMUL_CEILING`].
+    pub fn matmul_ceiling(&self) -> Sourced {
+        self.matmul_ceiling.unwrap_or(Sourced {
+            value: DEFAULT_MATMUL_CEILING,
+            provenance: Provenance::Measured,
+            note: "not measured on this GPU: the H100 SXM's 80.3 % (794.5 of 989 TFLOP/s), \
+                   the default",
+        })
+    }
 }
 
 /// The GPUs the estimators know by name.
@@ -102,6 +137,10 @@ pub const GPUS: &[GpuSpec] = &[
         fp4_flops: None,
         link: "NVLink 4",
         link_bandwidth: sheet(450e9, "900 GB/s total NVLink = 450 GB/s each direction"),
+        matmul_ceiling: mamf(
+            0.803,
+            "794.5 of 989 TFLOP/s at 2048×2048×13312 (torch 2.7.0+cu126)",
+        ),
     },
     GpuSpec {
         name: "h100-pcie",
@@ -117,6 +156,7 @@ pub const GPUS: &[GpuSpec] = &[
             64e9,
             "128 GB/s total = 64 GB/s each direction; an NVLink bridge pair gives more",
         ),
+        matmul_ceiling: None,
     },
     GpuSpec {
         name: "h200",
@@ -129,6 +169,10 @@ pub const GPUS: &[GpuSpec] = &[
         fp4_flops: None,
         link: "NVLink 4",
         link_bandwidth: sheet(450e9, "900 GB/s total NVLink = 450 GB/s each direction"),
+        matmul_ceiling: mamf(
+            0.803,
+            "794.5 of 989 TFLOP/s: the H100 SXM's, which the table gives for the H200 too",
+        ),
     },
     GpuSpec {
         name: "a100-80gb",
@@ -141,6 +185,10 @@ pub const GPUS: &[GpuSpec] = &[
         fp4_flops: None,
         link: "NVLink 3",
         link_bandwidth: sheet(300e9, "600 GB/s total NVLink = 300 GB/s each direction"),
+        matmul_ceiling: mamf(
+            0.869,
+            "271.2 of 312 TFLOP/s on an A100 SXM at 1024×10240×5120 (torch 2.6.0+cu126)",
+        ),
     },
     GpuSpec {
         name: "a100-40gb",
@@ -153,6 +201,10 @@ pub const GPUS: &[GpuSpec] = &[
         fp4_flops: None,
         link: "NVLink 3",
         link_bandwidth: sheet(300e9, "600 GB/s total NVLink = 300 GB/s each direction"),
+        matmul_ceiling: mamf(
+            0.869,
+            "271.2 of 312 TFLOP/s on an A100 SXM at 1024×10240×5120 (torch 2.6.0+cu126)",
+        ),
     },
     GpuSpec {
         name: "l40s",
@@ -165,6 +217,7 @@ pub const GPUS: &[GpuSpec] = &[
         fp4_flops: None,
         link: "PCIe Gen4 x16",
         link_bandwidth: sheet(32e9, "64 GB/s total = 32 GB/s each direction; no NVLink"),
+        matmul_ceiling: None,
     },
     GpuSpec {
         name: "l4",
@@ -177,6 +230,7 @@ pub const GPUS: &[GpuSpec] = &[
         fp4_flops: None,
         link: "PCIe Gen4 x16",
         link_bandwidth: sheet(32e9, "64 GB/s total = 32 GB/s each direction; no NVLink"),
+        matmul_ceiling: None,
     },
     GpuSpec {
         name: "b200",
@@ -193,6 +247,10 @@ pub const GPUS: &[GpuSpec] = &[
         fp4_flops: Some(sheet(9e15, "dense FP4 tensor core, without sparsity")),
         link: "NVLink 5",
         link_bandwidth: sheet(900e9, "1.8 TB/s total NVLink = 900 GB/s each direction"),
+        matmul_ceiling: mamf(
+            0.776,
+            "1,745 of 2,250 TFLOP/s at 1792×16128×3072 (torch 2.7.1+cu128)",
+        ),
     },
     GpuSpec {
         name: "mi300x",
@@ -207,6 +265,11 @@ pub const GPUS: &[GpuSpec] = &[
         link_bandwidth: sheet(
             448e9,
             "7 links × 64 GB/s each direction, summed over all peers; a ring uses fewer links",
+        ),
+        matmul_ceiling: mamf(
+            0.511,
+            "668.4 of 1,307 TFLOP/s at 10240×15360×8192 (torch 2.5.1, ROCm 6.3, TunableOp on); \
+             the table's 51.4 % is of 1,300",
         ),
     },
     GpuSpec {
@@ -230,6 +293,7 @@ pub const GPUS: &[GpuSpec] = &[
             "600 GB/s total between a bridged pair = 300 GB/s each direction; PCIe Gen5 x16 \
              (64 GB/s each direction) beyond the pair",
         ),
+        matmul_ceiling: None,
     },
     GpuSpec {
         name: "h800",
@@ -249,6 +313,7 @@ pub const GPUS: &[GpuSpec] = &[
             "400 GB/s total NVLink = 200 GB/s each direction (the export variant's cut; the \
              H100 SXM has 900)",
         ),
+        matmul_ceiling: None,
     },
     GpuSpec {
         name: "h20",
@@ -267,6 +332,7 @@ pub const GPUS: &[GpuSpec] = &[
         fp4_flops: None,
         link: "NVLink 4",
         link_bandwidth: secondary(450e9, "900 GB/s total NVLink = 450 GB/s each direction"),
+        matmul_ceiling: None,
     },
     GpuSpec {
         name: "h20-141gb",
@@ -283,6 +349,7 @@ pub const GPUS: &[GpuSpec] = &[
         fp4_flops: None,
         link: "NVLink 4",
         link_bandwidth: secondary(450e9, "900 GB/s total NVLink = 450 GB/s each direction"),
+        matmul_ceiling: None,
     },
     GpuSpec {
         name: "l20",
@@ -304,6 +371,7 @@ pub const GPUS: &[GpuSpec] = &[
         fp4_flops: None,
         link: "PCIe Gen4 x16",
         link_bandwidth: secondary(32e9, "64 GB/s total = 32 GB/s each direction; no NVLink"),
+        matmul_ceiling: None,
     },
     GpuSpec {
         name: "b300",
@@ -335,6 +403,10 @@ pub const GPUS: &[GpuSpec] = &[
         )),
         link: "NVLink 5",
         link_bandwidth: sheet(900e9, "1.8 TB/s total NVLink = 900 GB/s each direction"),
+        matmul_ceiling: mamf(
+            0.786,
+            "1,769 of 2,250 TFLOP/s at 12288×18432×1024 (torch 2.9.1+cu130)",
+        ),
     },
     GpuSpec {
         name: "gb200",
@@ -363,6 +435,10 @@ pub const GPUS: &[GpuSpec] = &[
             900e9,
             "1.8 TB/s total NVLink = 900 GB/s each direction, to the NVL72 switch domain",
         ),
+        matmul_ceiling: mamf(
+            0.729,
+            "1,822 of 2,500 TFLOP/s at 4096×9728×2048 (torch 2.10.0 nightly, CUDA 13.0)",
+        ),
     },
     GpuSpec {
         name: "gb300",
@@ -386,6 +462,7 @@ pub const GPUS: &[GpuSpec] = &[
         fp4_flops: Some(sheet(15e15, "dense NVFP4, 15 PFLOP/s")),
         link: "NVLink 5 (72-GPU domain)",
         link_bandwidth: sheet(900e9, "1.8 TB/s total NVLink = 900 GB/s each direction"),
+        matmul_ceiling: None,
     },
     GpuSpec {
         name: "gh200",
@@ -406,6 +483,11 @@ pub const GPUS: &[GpuSpec] = &[
         link_bandwidth: recalled(
             450e9,
             "900 GB/s total GPU-to-GPU NVLink in NVL2/NVL32 systems = 450 GB/s each direction",
+        ),
+        matmul_ceiling: mamf(
+            0.837,
+            "828.6 of 990 TFLOP/s on the 900 W HBM3e GH200 at 1024×15360×4096 (torch \
+             2.6.0+cu126); the table's 83.8 % is of 989",
         ),
     },
     GpuSpec {
@@ -428,6 +510,7 @@ pub const GPUS: &[GpuSpec] = &[
             450e9,
             "900 GB/s total GPU-to-GPU NVLink in NVL2/NVL32 systems = 450 GB/s each direction",
         ),
+        matmul_ceiling: None,
     },
     GpuSpec {
         name: "mi325x",
@@ -447,6 +530,11 @@ pub const GPUS: &[GpuSpec] = &[
             "7 links × 64 GB/s each direction, summed over all peers (as the MI300X); a ring \
              uses fewer links",
         ),
+        matmul_ceiling: mamf(
+            0.600,
+            "784.9 of 1,307.4 TFLOP/s at 13312×10240×8192 (torch 2.6.0, ROCm 6.2.4, \
+             TunableOp on, 1,000 W); the table's 60.4 % is of 1,300",
+        ),
     },
     GpuSpec {
         name: "mi355x",
@@ -465,6 +553,11 @@ pub const GPUS: &[GpuSpec] = &[
             538e9,
             "7 links × about 76.8 GB/s each direction (153.6 GB/s per link both ways), summed \
              over all peers",
+        ),
+        matmul_ceiling: mamf(
+            0.622,
+            "1,565 of 2,516.6 TFLOP/s at 12288×8192×8192 (torch 2.8.0, ROCm 7.0.2, \
+             TunableOp off); the table's 68.0 % is of 2,300",
         ),
     },
 ];
@@ -586,6 +679,46 @@ mod tests {
         assert_eq!(find("GH200").unwrap().name, "gh200");
         assert_eq!(find("NVIDIA GH200 480GB").unwrap().name, "gh200-96gb");
         assert_eq!(find("H20 141GB").unwrap().name, "h20-141gb");
+    }
+
+    /// The matmul ceilings are the published maximum achievable BF16 matmul TFLOP/s over
+    /// the catalog's own dense BF16 peak, so the prefill compute divides by the peak it
+    /// was measured against.
+    #[test]
+    fn matmul_ceilings_are_the_measured_tflops_over_the_catalog_peak() {
+        #[rustfmt::skip]
+        let measured: &[(&str, f64)] = &[
+            ("a100-80gb", 271.2), ("a100-40gb", 271.2), ("gh200", 828.6),
+            ("h100-sxm", 794.5), ("h200", 794.5), ("b300", 1769.0), ("b200", 1745.0),
+            ("gb200", 1822.0), ("mi355x", 1565.0), ("mi325x", 784.9), ("mi300x", 668.4),
+        ];
+        for &(name, tflops) in measured {
+            let g = find(name).unwrap();
+            let c = g
+                .matmul_ceiling
+                .unwrap_or_else(|| panic!("{name} has no ceiling"));
+            let want = tflops * 1e12 / g.bf16_flops.value;
+            assert!(
+                (c.value - want).abs() < 5e-4,
+                "{name}: {} vs {want}",
+                c.value
+            );
+            assert_eq!(c.provenance, Provenance::Measured);
+        }
+        let h100 = find("h100-sxm").unwrap().matmul_ceiling();
+        assert_eq!(h100.value, DEFAULT_MATMUL_CEILING);
+        for g in GPUS {
+            let c = g.matmul_ceiling();
+            assert!(
+                c.value > 0.0 && c.value <= 1.0 && !c.note.is_empty(),
+                "{}",
+                g.name
+            );
+            if !measured.iter().any(|(n, _)| *n == g.name) {
+                assert!(g.matmul_ceiling.is_none(), "{}", g.name);
+                assert_eq!(c.value, DEFAULT_MATMUL_CEILING, "{}", g.name);
+            }
+        }
     }
 
     #[test]

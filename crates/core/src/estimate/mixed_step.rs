@@ -20,6 +20,7 @@ use super::decode_floor::CONTEXT;
 use super::expected_cost::{self, Constants, PrefillParts};
 use super::fitted::FITTED;
 use super::fmt;
+use super::gpus;
 use super::input::{Parser, Rule};
 use super::setup::{self, need, opt, Mfu, Setup};
 use super::{Chain, EstimatorInfo, FieldError, FieldSpec, Inputs};
@@ -106,8 +107,10 @@ pub(crate) fn expected(
     let gemm_at_peak = s.step_gemm_ms_at_peak(tokens, 1.0 + batch);
     let attention_flops = s.chunk_attention_flops(chunk);
     let attention_at_peak = attention_flops / s.gpu.spec.bf16_flops.value * 1e3;
+    let ceiling = s.gpu.spec.matmul_ceiling();
     let parts = PrefillParts {
         compute_at_peak_ms: gemm_at_peak + attention_at_peak,
+        matmul_ceiling: ceiling.value,
         weights_ms,
         kv_ms,
         fixed: s.basis((0.0, 0.0), 0.0, tokens),
@@ -119,8 +122,9 @@ pub(crate) fn expected(
         format!(
             "({} GEMMs as the kernels run them (the layers for every token, the LM head for \
              {} (the embedding lookup is no matmul)) + {} attention over the chunk ({} at \
-             the 16-bit peak)) at peak × {} (prefill reaches {}% of the dense peak; fitted \
-             on {} published TTFTs from {} sources)",
+             the 16-bit peak)) at peak / {} (the GPU's matmul ceiling: large BF16 matmuls \
+             reach {:.1}% of the dense peak on {}, {}; {}) × {} (prefill reaches {}% of that \
+             ceiling; fitted on {} published TTFTs from {} sources)",
             fmt::ms(gemm_at_peak),
             if batch > 0.0 {
                 format!("the last prompt token and the {} decodes", fmt::num(batch))
@@ -129,6 +133,11 @@ pub(crate) fn expected(
             },
             fmt::ms(attention_at_peak),
             fmt::flop(attention_flops),
+            fmt::num(ceiling.value),
+            ceiling.value * 100.0,
+            s.gpu.spec.name,
+            ceiling.note,
+            gpus::MATMUL_CEILING_SOURCE,
             fmt::num(c.prefill_compute_factor),
             fmt::pct(1.0 / c.prefill_compute_factor),
             c.ttft_cases,
@@ -528,6 +537,47 @@ mod tests {
         let floor = ok("decode-floor", setup);
         assert!(num(&mixed, "step_ms") >= num(&floor, "floor_ms"));
         assert!(num(&mixed, "expected_ms") >= num(&floor, "expected_ms"));
+    }
+
+    /// A lone prefill's compute runs at the GPU's measured matmul ceiling times the
+    /// fitted efficiency, and its line says which ceiling and where it comes from.
+    #[test]
+    fn a_prefill_runs_at_the_gpus_matmul_ceiling() {
+        let c = super::FITTED;
+        let compute = |gpu: &str| {
+            let chain = ok(
+                "mixed-step",
+                &format!("model=llama-3.1-8b gpu={gpu} batch=0 context=0 chunk_tokens=4096"),
+            );
+            let line = chain
+                .lines
+                .iter()
+                .find(|l| l.key == "expected_compute_ms")
+                .unwrap()
+                .clone();
+            (line.value.as_f64().unwrap(), line.formula)
+        };
+        let (h100, text) = compute("h100-sxm");
+        assert!(text.contains("/ 0.803"), "{text}");
+        assert!(
+            text.contains("80.3% of the dense peak on h100-sxm"),
+            "{text}"
+        );
+        assert!(text.contains("794.5 of 989 TFLOP/s"), "{text}");
+        assert!(text.contains("ml-engineering"), "{text}");
+        // the H800 has the H100's peaks and no measurement of its own: the default
+        let (h800, text) = compute("h800");
+        assert!(text.contains("not measured on this GPU"), "{text}");
+        assert!((h800 - h100).abs() < 1e-9 * h100);
+        // the MI300X reaches 51.1 % of its peak: the same work at the same fitted
+        // efficiency takes 0.803 / 0.511 of the time it would at the H100's fraction
+        let (mi300x, text) = compute("mi300x");
+        assert!(text.contains("/ 0.511"), "{text}");
+        let at_peak = mi300x * 0.511 / c.prefill_compute_factor;
+        assert!(
+            at_peak > 0.0 && mi300x > at_peak * 1.9,
+            "{mi300x} vs {at_peak}"
+        );
     }
 
     #[test]
