@@ -4,10 +4,10 @@ use axum::body::Bytes;
 use axum::extract::State;
 use axum::http::StatusCode;
 use axum::Json;
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
 
-use super::prometheus::{object, text};
+use super::body::{self, Text};
 use crate::auth::{ApiUser, Role};
 use crate::error::{ApiResult, AppError, ErrorBody};
 use crate::extract::Path;
@@ -15,15 +15,16 @@ use crate::investigations::window::{self, IncidentWindow, WindowTelemetry};
 use crate::state::AppState;
 
 /// The body of `PUT /investigations/{id}/incident-window`.
-#[derive(ToSchema)]
-#[allow(dead_code)] // documents the body; the handler reads it field by field
+#[derive(Deserialize, ToSchema)]
 pub struct IncidentWindowInput {
     /// RFC 3339, `YYYY-MM-DD HH:MM[:SS]` (UTC) or Unix seconds; not in the future.
-    #[schema(example = "2026-12-02T14:00:00Z")]
-    pub start: String,
+    #[serde(default)]
+    #[schema(value_type = String, required = true, example = "2026-12-02T14:00:00Z")]
+    pub start: Text,
     /// After the start, at most 32 days later.
-    #[schema(example = "2026-12-02T15:00:00Z")]
-    pub end: String,
+    #[serde(default)]
+    #[schema(value_type = String, required = true, example = "2026-12-02T15:00:00Z")]
+    pub end: Text,
 }
 
 #[derive(Serialize, ToSchema)]
@@ -93,10 +94,10 @@ pub async fn put_window(
 ) -> ApiResult<Json<IncidentWindowView>> {
     user.require(Role::Editor)?;
     view(&state, id).await?;
-    let v = object(&body, "{start, end}")?;
+    let input: IncidentWindowInput = body::parse(&body, "{start, end}")?;
     let now = chrono::Utc::now().timestamp() as f64;
     let (start, end) =
-        crate::core::window::parse_incident(&text(&v, "start")?, &text(&v, "end")?, now)
+        crate::core::window::parse_incident(input.start.as_str(), input.end.as_str(), now)
             .map_err(AppError::Invalid)?;
     window::set(&state.pool, id, user.0.id, start, end).await?;
     Ok(Json(view(&state, id).await?))

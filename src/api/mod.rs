@@ -2,6 +2,7 @@
 //! handlers themselves (utoipa), so the document cannot drift from the code.
 
 pub(crate) mod artifacts;
+mod body;
 mod bubbles;
 mod captures;
 pub(crate) mod comparisons;

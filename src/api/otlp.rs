@@ -6,12 +6,12 @@ use axum::body::Bytes;
 use axum::extract::State;
 use axum::http::StatusCode;
 use axum::Json;
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
 use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 
-use super::prometheus::{object, text};
+use super::body::{self, Text};
 use crate::auth::{ApiUser, Role};
 use crate::error::{ApiResult, AppError, ErrorBody};
 use crate::extract::{Paging, Path};
@@ -26,19 +26,21 @@ pub fn router() -> OpenApiRouter<AppState> {
 }
 
 /// The body of `POST /investigations/{id}/otlp-spans`.
-#[derive(ToSchema)]
-#[allow(dead_code)] // documents the body; the handler reads it field by field
+#[derive(Deserialize, ToSchema)]
 pub struct SpansInput {
     /// The `service.name` the spans were sent under.
-    #[schema(example = "vllm-llama3")]
-    pub service: String,
+    #[serde(default)]
+    #[schema(value_type = String, required = true, example = "vllm-llama3")]
+    pub service: Text,
     /// RFC 3339, `YYYY-MM-DD HH:MM[:SS]` (UTC) or Unix seconds; spans that arrived at or
     /// after it.
-    #[schema(example = "2026-12-02T14:00:00Z")]
-    pub start: String,
+    #[serde(default)]
+    #[schema(value_type = String, required = true, example = "2026-12-02T14:00:00Z")]
+    pub start: Text,
     /// Spans that arrived before it.
-    #[schema(example = "2026-12-02T15:00:00Z")]
-    pub end: String,
+    #[serde(default)]
+    #[schema(value_type = String, required = true, example = "2026-12-02T15:00:00Z")]
+    pub end: Text,
 }
 
 #[derive(Serialize, ToSchema)]
@@ -131,11 +133,11 @@ async fn take_spans(
     body: Bytes,
 ) -> ApiResult<(StatusCode, Json<SpansQueued>)> {
     user.require(Role::Editor)?;
-    let v = object(&body, "{service, start, end}")?;
+    let input: SpansInput = body::parse(&body, "{service, start, end}")?;
     let fields = TakeFields {
-        service: text(&v, "service")?,
-        start: text(&v, "start")?,
-        end: text(&v, "end")?,
+        service: input.service.0,
+        start: input.start.0,
+        end: input.end.0,
     };
     let artifact = otlp::take(
         &state.artifacts(),

@@ -7,10 +7,10 @@ use axum::body::Bytes;
 use axum::extract::State;
 use axum::http::StatusCode;
 use axum::Json;
-use serde::Serialize;
-use serde_json::Value;
+use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
 
+use super::body::{self, Text};
 use crate::auth::{ApiUser, Role};
 use crate::error::{ApiResult, AppError, ErrorBody};
 use crate::prometheus_range::{self as prom, Source, WindowFields};
@@ -22,41 +22,56 @@ pub struct SourceList {
 }
 
 /// The body of `POST /prometheus-sources`.
-#[derive(ToSchema)]
-#[allow(dead_code)] // documents the body; the handler reads it field by field
+#[derive(Deserialize, ToSchema)]
 pub struct SourceInput {
-    #[schema(min_length = 1, max_length = 100)]
-    pub name: String,
+    #[serde(default)]
+    #[schema(value_type = String, required = true, min_length = 1, max_length = 100)]
+    pub name: Text,
     /// The server's base URL; its host:port must be on the capture allowlist.
-    #[schema(example = "http://10.0.0.9:9090")]
-    pub url: String,
+    #[serde(default)]
+    #[schema(value_type = String, required = true, example = "http://10.0.0.9:9090")]
+    pub url: Text,
     /// `none` (default), `bearer` or `basic`.
-    pub auth: Option<String>,
+    #[serde(default)]
+    #[schema(value_type = Option<String>)]
+    pub auth: Text,
     /// The basic-auth user name.
-    pub username: Option<String>,
+    #[serde(default)]
+    #[schema(value_type = Option<String>)]
+    pub username: Text,
     /// The bearer token or basic-auth password (kept for the fetches, never shown back).
-    pub secret: Option<String>,
+    #[serde(default)]
+    #[schema(value_type = Option<String>)]
+    pub secret: Text,
 }
 
 /// The body of `POST /investigations/{id}/prometheus`.
-#[derive(ToSchema)]
-#[allow(dead_code)]
+#[derive(Deserialize, ToSchema)]
 pub struct WindowInput {
     /// A registered source, by id or name (or give `url`).
-    pub source: Option<String>,
+    #[serde(default)]
+    #[schema(value_type = Option<String>)]
+    pub source: Text,
     /// A server's base URL (no auth); its host:port must be on the capture allowlist.
-    pub url: Option<String>,
+    #[serde(default)]
+    #[schema(value_type = Option<String>)]
+    pub url: Text,
     /// The window's start: RFC 3339, `YYYY-MM-DD HH:MM[:SS]` (UTC) or Unix seconds.
-    #[schema(example = "2026-12-02T14:00:00Z")]
-    pub start: String,
-    #[schema(example = "2026-12-02T15:00:00Z")]
-    pub end: String,
+    #[serde(default)]
+    #[schema(value_type = String, required = true, example = "2026-12-02T14:00:00Z")]
+    pub start: Text,
+    #[serde(default)]
+    #[schema(value_type = String, required = true, example = "2026-12-02T15:00:00Z")]
+    pub end: Text,
     /// Seconds between points of the series over time; raised so a series has at most
     /// 11,000 points. Default: about 300 points.
-    #[schema(minimum = 1)]
-    pub step: Option<f64>,
+    #[serde(default)]
+    #[schema(value_type = Option<f64>, minimum = 1)]
+    pub step: Text,
     /// `vllm` (default), `sglang` or `tgi`.
-    pub engine: Option<String>,
+    #[serde(default)]
+    #[schema(value_type = Option<String>)]
+    pub engine: Text,
 }
 
 #[derive(Serialize, ToSchema)]
@@ -66,24 +81,6 @@ pub struct WindowStarted {
     pub status: String,
     /// The artifact's API address.
     pub artifact: String,
-}
-
-/// A JSON value as the text a form field would carry.
-pub(crate) fn text(v: &Value, k: &str) -> Result<String, AppError> {
-    match v.get(k) {
-        Some(Value::String(s)) => Ok(s.clone()),
-        Some(Value::Number(n)) => Ok(n.to_string()),
-        Some(Value::Null) | None => Ok(String::new()),
-        Some(_) => Err(AppError::field(k, "a string")),
-    }
-}
-
-pub(crate) fn object(body: &[u8], shape: &str) -> Result<Value, AppError> {
-    let v = crate::api::json_body(body)?;
-    if !v.is_object() {
-        return Err(AppError::field("body", format!("a JSON object {shape}")));
-    }
-    Ok(v)
 }
 
 /// The registered Prometheus sources (admins); secrets are never included.
@@ -113,14 +110,14 @@ pub async fn create_source(
     body: Bytes,
 ) -> ApiResult<(StatusCode, Json<Source>)> {
     me.require(Role::Admin)?;
-    let v = object(&body, "{name, url, auth?, username?, secret?}")?;
+    let input: SourceInput = body::parse(&body, "{name, url, auth?, username?, secret?}")?;
     let allowed = crate::capture::allowed(&state.pool).await?;
     let source = prom::check_source(
-        &text(&v, "name")?,
-        &text(&v, "url")?,
-        &text(&v, "auth")?,
-        &text(&v, "username")?,
-        &text(&v, "secret")?,
+        input.name.as_str(),
+        input.url.as_str(),
+        input.auth.as_str(),
+        input.username.as_str(),
+        input.secret.as_str(),
         &allowed,
     )
     .map_err(AppError::Invalid)?;
@@ -172,14 +169,14 @@ pub async fn start_window(
     body: Bytes,
 ) -> ApiResult<(StatusCode, Json<WindowStarted>)> {
     user.require(Role::Editor)?;
-    let v = object(&body, "{source or url, start, end, step?, engine?}")?;
+    let input: WindowInput = body::parse(&body, "{source or url, start, end, step?, engine?}")?;
     let fields = WindowFields {
-        source: text(&v, "source")?,
-        url: text(&v, "url")?,
-        start: text(&v, "start")?,
-        end: text(&v, "end")?,
-        step: text(&v, "step")?,
-        engine: text(&v, "engine")?,
+        source: input.source.0,
+        url: input.url.0,
+        start: input.start.0,
+        end: input.end.0,
+        step: input.step.0,
+        engine: input.engine.0,
     };
     let artifact_id = prom::begin(&state, id, &fields, user.0.id).await?;
     Ok((

@@ -1,0 +1,90 @@
+//! Request bodies parsed once: a body is a typed struct that both reads the JSON and
+//! documents it in the OpenAPI document (its `ToSchema`), so the shape is written once.
+//! A problem is a 422 naming the field, as the hand-written readers said it.
+
+use serde::de::{DeserializeOwned, Error as _};
+use serde::{Deserialize, Deserializer};
+
+use crate::error::AppError;
+
+/// Text as a form field carries it: a string, a number (as its decimal text), or empty
+/// when the field is null or absent; anything else is "a string" on that field. Fields
+/// of this type take `#[serde(default)]` and state their documented type with
+/// `#[schema(value_type = …)]`.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Text(pub String);
+
+impl Text {
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+}
+
+impl<'de> Deserialize<'de> for Text {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        match serde_json::Value::deserialize(d)? {
+            serde_json::Value::String(s) => Ok(Text(s)),
+            serde_json::Value::Number(n) => Ok(Text(n.to_string())),
+            serde_json::Value::Null => Ok(Text::default()),
+            _ => Err(D::Error::custom("a string")),
+        }
+    }
+}
+
+/// A JSON object body read into `T`. Not JSON is a 422 on `body` naming the line and
+/// column; not an object, a 422 on `body` giving the expected `shape`; a field of the
+/// wrong type, a 422 on that field (its path, as `steps.1.observed`).
+pub(crate) fn parse<T: DeserializeOwned>(body: &[u8], shape: &str) -> Result<T, AppError> {
+    let v = super::json_body(body)?;
+    if !v.is_object() {
+        return Err(AppError::field("body", format!("a JSON object {shape}")));
+    }
+    serde_path_to_error::deserialize(v)
+        .map_err(|e| AppError::field(&e.path().to_string(), e.inner().to_string()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[derive(Debug, Deserialize)]
+    struct Window {
+        #[serde(default)]
+        start: Text,
+        #[serde(default)]
+        end: Text,
+    }
+
+    fn fields(e: AppError) -> Vec<(String, String)> {
+        e.fields()
+            .iter()
+            .map(|f| (f.field.clone(), f.message.clone()))
+            .collect()
+    }
+
+    #[test]
+    fn text_takes_strings_numbers_and_nothing() {
+        let w: Window = parse(
+            br#"{"start": "2026-12-02T14:00:00Z", "end": 1764687600}"#,
+            "",
+        )
+        .unwrap();
+        assert_eq!(w.start.as_str(), "2026-12-02T14:00:00Z");
+        assert_eq!(w.end.as_str(), "1764687600");
+        let w: Window = parse(br#"{"start": null}"#, "").unwrap();
+        assert_eq!((w.start.as_str(), w.end.as_str()), ("", ""));
+    }
+
+    #[test]
+    fn problems_name_the_field_or_the_body() {
+        let e = parse::<Window>(br#"{"start": ["x"]}"#, "{start, end}").unwrap_err();
+        assert_eq!(fields(e), [("start".into(), "a string".into())]);
+        let e = parse::<Window>(b"[1]", "{start, end}").unwrap_err();
+        assert_eq!(
+            fields(e),
+            [("body".into(), "a JSON object {start, end}".into())]
+        );
+        let e = parse::<Window>(b"{\"start\": ", "{start, end}").unwrap_err();
+        assert!(fields(e)[0].1.starts_with("not valid JSON at line 1"));
+    }
+}
