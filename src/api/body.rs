@@ -31,6 +31,33 @@ impl<'de> Deserialize<'de> for Text {
     }
 }
 
+/// A field that must be a JSON string when given (null included): absent is empty.
+/// For `#[serde(default, deserialize_with = "body::string")]`.
+pub(crate) fn string<'de, D: Deserializer<'de>>(d: D) -> Result<String, D::Error> {
+    match serde_json::Value::deserialize(d)? {
+        serde_json::Value::String(s) => Ok(s),
+        _ => Err(D::Error::custom("a string")),
+    }
+}
+
+/// A list of strings, or `what` as the field's problem.
+pub(crate) fn strings<'de, D: Deserializer<'de>>(
+    d: D,
+    what: &'static str,
+) -> Result<Vec<String>, D::Error> {
+    Vec::<String>::deserialize(serde_json::Value::deserialize(d)?)
+        .map_err(|_| D::Error::custom(what))
+}
+
+/// A switch: true or false, null or absent being false.
+pub(crate) fn switch<'de, D: Deserializer<'de>>(d: D) -> Result<bool, D::Error> {
+    match serde_json::Value::deserialize(d)? {
+        serde_json::Value::Bool(b) => Ok(b),
+        serde_json::Value::Null => Ok(false),
+        _ => Err(D::Error::custom("true or false")),
+    }
+}
+
 /// A JSON object body read into `T`. Not JSON is a 422 on `body` naming the line and
 /// column; not an object, a 422 on `body` giving the expected `shape`; a field of the
 /// wrong type, a 422 on that field (its path, as `steps.1.observed`).

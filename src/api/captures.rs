@@ -21,18 +21,22 @@ pub fn router() -> OpenApiRouter<AppState> {
 }
 
 /// What to capture.
+// Each field is taken as the form's field would be (a number or its text), so the
+// capture's own checks name what is wrong with it.
 #[derive(Deserialize, ToSchema)]
-#[allow(dead_code)] // documents the body; the handler reads it field by field
 pub struct CaptureBody {
     /// The engine's metrics URL; its host:port must be on the admin's allowlist.
-    #[schema(example = "http://10.0.0.5:8000/metrics")]
-    url: String,
+    #[serde(default)]
+    #[schema(value_type = String, required = true, example = "http://10.0.0.5:8000/metrics")]
+    url: Value,
     /// The window, 1 to 3600 seconds.
-    #[schema(example = 60, minimum = 1, maximum = 3600)]
-    seconds: u32,
+    #[serde(default)]
+    #[schema(value_type = u32, required = true, example = 60, minimum = 1, maximum = 3600)]
+    seconds: Value,
     /// Seconds between scrapes (≥ 1); absent: only at the start and the end.
-    #[schema(example = 5, minimum = 1)]
-    interval_s: Option<u32>,
+    #[serde(default)]
+    #[schema(value_type = Option<u32>, example = 5, minimum = 1)]
+    interval_s: Value,
 }
 
 #[derive(Serialize, ToSchema)]
@@ -45,12 +49,12 @@ pub struct CaptureStarted {
 }
 
 /// A JSON value as the text a form field would carry (numbers as written).
-fn as_text(v: Option<&Value>) -> String {
+fn as_text(v: &Value) -> String {
     match v {
-        Some(Value::String(s)) => s.clone(),
-        Some(Value::Number(n)) => n.to_string(),
-        Some(Value::Null) | None => String::new(),
-        Some(other) => other.to_string(),
+        Value::String(s) => s.clone(),
+        Value::Number(n) => n.to_string(),
+        Value::Null => String::new(),
+        other => other.to_string(),
     }
 }
 
@@ -74,11 +78,11 @@ async fn start_capture(
     body: Bytes,
 ) -> ApiResult<(StatusCode, Json<CaptureStarted>)> {
     user.require(Role::Editor)?;
-    let json = super::json_body(&body)?;
+    let input: CaptureBody = super::body::parse(&body, "{url, seconds, interval_s?}")?;
     let (url, seconds, interval) = (
-        as_text(json.get("url")),
-        as_text(json.get("seconds")),
-        as_text(json.get("interval_s")),
+        as_text(&input.url),
+        as_text(&input.seconds),
+        as_text(&input.interval_s),
     );
     let artifact_id =
         crate::capture::begin(&state, id, [&url, &seconds, &interval], user.0.id).await?;

@@ -9,7 +9,7 @@ use axum::extract::{RawQuery, State};
 use axum::http::StatusCode;
 use axum::Json;
 use chrono::{DateTime, Utc};
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
 
 use crate::auth::{ApiUser, Role};
@@ -223,22 +223,24 @@ pub struct SynonymList {
 }
 
 /// A group's terms (the body of POST and PUT; read by [`SynonymInput::read`]).
-#[derive(ToSchema)]
-#[allow(dead_code)]
+#[derive(Deserialize, ToSchema)]
 pub struct SynonymInput {
     /// 2–12 words or phrases (each at most 60 characters, no commas).
-    pub terms: Vec<String>,
+    #[serde(default, deserialize_with = "terms")]
+    pub terms: Option<Vec<String>>,
+}
+
+fn terms<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<Vec<String>>, D::Error> {
+    crate::api::body::strings(d, "a list of strings (words or phrases)").map(Some)
 }
 
 impl SynonymInput {
     /// The body's `terms`; anything but a list of strings is a 422 naming `terms`.
     fn read(body: &[u8]) -> Result<Vec<String>, AppError> {
-        let value = crate::api::json_body(body)?;
-        let terms = value
-            .get("terms")
-            .ok_or_else(|| AppError::field("terms", "a list of words or phrases is required"))?;
-        serde_json::from_value::<Vec<String>>(terms.clone())
-            .map_err(|_| AppError::field("terms", "a list of strings (words or phrases)"))
+        let input: SynonymInput = crate::api::body::parse(body, "{terms}")?;
+        input
+            .terms
+            .ok_or_else(|| AppError::field("terms", "a list of words or phrases is required"))
     }
 }
 

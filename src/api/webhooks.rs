@@ -5,9 +5,10 @@ use axum::body::Bytes;
 use axum::extract::State;
 use axum::http::StatusCode;
 use axum::Json;
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
 
+use super::body;
 use crate::auth::{ApiUser, Role};
 use crate::core::webhook;
 use crate::error::{ApiResult, AppError, ErrorBody};
@@ -19,45 +20,35 @@ pub struct WebhookList {
     pub items: Vec<Webhook>,
 }
 
-/// The body of `POST /webhooks` (read by [`read`]; its exact shape is in the document).
-#[derive(ToSchema)]
-#[allow(dead_code)]
+/// The body of `POST /webhooks` (its exact shape, with the bounds [`webhook::check`]
+/// applies, is written in `api/contract.rs`).
+#[derive(Deserialize, ToSchema)]
 pub struct WebhookInput {
+    #[serde(default, deserialize_with = "body::string")]
     pub url: String,
+    #[serde(default, deserialize_with = "event_names")]
     pub events: Vec<String>,
+    #[serde(default, deserialize_with = "body::string")]
     pub secret: String,
-    pub slack: Option<bool>,
+    #[serde(default, deserialize_with = "body::switch")]
+    #[schema(value_type = Option<bool>)]
+    pub slack: bool,
+}
+
+fn event_names<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Vec<String>, D::Error> {
+    body::strings(d, "a list of event names")
 }
 
 fn read(body: &[u8], allowed: &crate::webhooks::Allowed) -> Result<webhook::Endpoint, AppError> {
-    let v = crate::api::json_body(body)?;
-    if !v.is_object() {
-        return Err(AppError::field(
-            "body",
-            "a JSON object {url, events, secret, slack?}",
-        ));
-    }
-    let text = |k: &str| -> Result<String, AppError> {
-        match v.get(k) {
-            Some(serde_json::Value::String(s)) => Ok(s.clone()),
-            None => Ok(String::new()),
-            Some(_) => Err(AppError::field(k, "a string")),
-        }
-    };
-    let url = text("url")?;
-    let secret = text("secret")?;
-    let events = match v.get("events") {
-        None => Vec::new(),
-        Some(e) => serde_json::from_value::<Vec<String>>(e.clone())
-            .map_err(|_| AppError::field("events", "a list of event names"))?,
-    };
-    let slack = match v.get("slack") {
-        None | Some(serde_json::Value::Null) => false,
-        Some(serde_json::Value::Bool(b)) => *b,
-        Some(_) => return Err(AppError::field("slack", "true or false")),
-    };
-    webhook::check(&url, &events, &secret, slack, &|ip| allowed.contains(ip))
-        .map_err(AppError::Invalid)
+    let input: WebhookInput = body::parse(body, "{url, events, secret, slack?}")?;
+    webhook::check(
+        &input.url,
+        &input.events,
+        &input.secret,
+        input.slack,
+        &|ip| allowed.contains(ip),
+    )
+    .map_err(AppError::Invalid)
 }
 
 /// Every endpoint with its latest deliveries (admins).
