@@ -111,7 +111,7 @@ pub fn app(state: AppState) -> Router {
         // The OTLP/HTTP receiver: token-only (no session, no CSRF), its own body limits.
         .route(
             "/v1/traces",
-            axum::routing::post(crate::otlp::receiver::receive),
+            axum::routing::post(crate::api::otlp_receiver::receive),
         )
         .layer(DefaultBodyLimit::max(state.config.body_limit))
         .layer(

@@ -12,6 +12,7 @@ mod incident_window;
 mod investigations;
 mod journal;
 mod otlp;
+pub(crate) mod otlp_receiver;
 mod prometheus;
 pub(crate) mod proposals;
 mod search;

@@ -9,8 +9,6 @@
 //! the request-log pipeline like an uploaded file. The analysis reads only that blob, so
 //! it sees exactly the spans counted in `built_spans`, never a half-received export.
 
-pub mod receiver;
-
 use std::collections::BTreeMap;
 use std::time::Duration;
 

@@ -339,7 +339,7 @@ async fn handle(state: &AppState, request: Request) -> Result<Response, Refusal>
                     "reading an export: {e}"
                 )))
             })??;
-    let stored = super::store(&state.pool, groups, refused, &state.config.otlp, user_id)
+    let stored = crate::otlp::store(&state.pool, groups, refused, &state.config.otlp, user_id)
         .await
         .map_err(|e| app(e.into()))?;
     let rejected = stored.rejected_spans();
