@@ -2,12 +2,16 @@
 //! (`../shared/tools/gen_requests.py`) uploaded to the real server (release build, a child
 //! process) over HTTP until the analysis is done and every row is in `request_rows`;
 //! beside it, in the same run against the same PostgreSQL, `psql \copy` of the same rows
-//! as CSV into a plain table.
+//! as CSV into a plain table, and DuckDB loading the same JSONL file into a database
+//! file and computing the same 21 phase quantiles (7 phases × p50, p95, p99). Each round
+//! runs the three one after another, so they alternate over the rounds.
 //!
 //! `DATABASE_URL=postgres://postgres@127.0.0.1:5432/postgres cargo bench --bench ingest`
 //!
 //! Env: PJ_BENCH_ROWS (default 1000000), PJ_BENCH_RUNS (default 3), PJ_BENCH_DATA (where
-//! the generated rows are kept between runs; default target/bench-data), PSQL (default psql).
+//! the generated rows are kept between runs; default target/bench-data), PSQL (default psql),
+//! PJ_BENCH_PYTHON (a Python with `duckdb` installed; default PERFJOURNAL_PYTHON, else
+//! python3).
 
 #[path = "common/mod.rs"]
 mod common;
@@ -35,6 +39,20 @@ const PLAIN_TABLE: &str = "CREATE TABLE copy_reference (request_id text, arrival
      batch_size_at_admission bigint, kv_blocks_used bigint, prefix_cache_hit_tokens bigint, \
      model_version text, tenant text)";
 
+/// DuckDB's side: the JSONL file into a table of a database file, then the quantiles of
+/// the seven phases the analysis summarizes; prints the row count.
+const DUCKDB_LOAD: &str = r#"
+import sys, duckdb
+jsonl, db = sys.argv[1], sys.argv[2]
+con = duckdb.connect(db)
+con.execute("CREATE TABLE requests AS SELECT * FROM read_json_auto(?, format = 'newline_delimited')", [jsonl])
+phases = ["tokenize_ms", "queue_wait_ms", "prefill_ms", "first_token_ms", "decode_ms", "detokenize_ms", "total_ms"]
+cols = ", ".join(f"quantile_cont({p}, [0.5, 0.95, 0.99])" for p in phases)
+row = con.execute(f"SELECT count(*), {cols} FROM requests").fetchone()
+assert sum(len(q) for q in row[1:]) == 21
+print(row[0])
+"#;
+
 fn main() -> anyhow::Result<()> {
     let Ok(url) = std::env::var("DATABASE_URL") else {
         println!(
@@ -47,6 +65,17 @@ fn main() -> anyhow::Result<()> {
     let rows = common::env_usize("PJ_BENCH_ROWS", 1_000_000);
     let runs = common::env_usize("PJ_BENCH_RUNS", 3);
     let psql = std::env::var("PSQL").unwrap_or_else(|_| "psql".into());
+    let python = std::env::var("PJ_BENCH_PYTHON")
+        .or_else(|_| std::env::var("PERFJOURNAL_PYTHON"))
+        .unwrap_or_else(|_| "python3".into());
+    let has_duckdb = Command::new(&python)
+        .args(["-c", "import duckdb"])
+        .status()
+        .is_ok_and(|s| s.success());
+    anyhow::ensure!(
+        has_duckdb,
+        "{python} cannot import duckdb: `{python} -m pip install duckdb`, or set PJ_BENCH_PYTHON"
+    );
     let data = std::env::var_os("PJ_BENCH_DATA")
         .map(PathBuf::from)
         .unwrap_or_else(|| manifest.join("target/bench-data"));
@@ -73,6 +102,7 @@ fn main() -> anyhow::Result<()> {
     // over the run includes what the allocator keeps between uploads.
     let server = rt.block_on(Server::start(&url, work.path(), &[]))?;
     let mut reference = Vec::new();
+    let mut duck = Vec::new();
     let mut upload = Vec::new();
     let mut analysis = Vec::new();
     let mut total = Vec::new();
@@ -85,14 +115,16 @@ fn main() -> anyhow::Result<()> {
     for run in 1..=runs {
         server::warm(&jsonl)?;
         server::warm(&csv)?;
-        let r = rt.block_on(one_run(&server, &psql, &jsonl, &csv, rows))?;
+        let r = rt.block_on(one_run(&server, &psql, &python, &jsonl, &csv, rows))?;
         println!(
-            "run {run}/{runs}: psql \\copy {:.2} s; ours {:.2} s = upload {:.2} s ({:.0} MB/s) + analysis and COPY {:.2} s \
+            "run {run}/{runs}: DuckDB {:.2} s ({:.2} CPU-s); psql \\copy {:.2} s; ours {:.2} s = upload {:.2} s ({:.0} MB/s) + analysis and COPY {:.2} s \
              (worker: parse {:.2} s busy, waiting on PostgreSQL {:.2} s); written to the blob store {:.1} MB \
              ({:.1}% of the upload); server peak RSS {:.0} MiB ({:.0} MiB until the upload answered, \
              {:.0} MiB before it); CPU-seconds on the machine: psql's load {:.2} (PostgreSQL {:.2}), ours {:.2} (PostgreSQL {:.2}, the server {:.2}, its busiest thread {:.2}); \
              taken by the host meanwhile: {:.2} and {:.2}; \
              load average {}",
+            r.duckdb,
+            r.duckdb_cpu,
             r.reference,
             r.upload + r.analysis,
             r.upload,
@@ -116,6 +148,7 @@ fn main() -> anyhow::Result<()> {
             common::loadavg()
         );
         reference.push(r.reference);
+        duck.push((r.duckdb, r.duckdb_cpu));
         upload.push(r.upload);
         analysis.push(r.analysis);
         total.push(r.upload + r.analysis);
@@ -143,6 +176,11 @@ fn main() -> anyhow::Result<()> {
                 .join(" "),
         ]
     };
+    t.row(line(
+        "DuckDB: JSONL into a database file + 21 quantiles",
+        &duck.iter().map(|d| d.0).collect::<Vec<_>>(),
+        jsonl_bytes,
+    ));
     t.row(line(
         "psql \\copy CSV into a plain table",
         &reference,
@@ -179,6 +217,11 @@ fn main() -> anyhow::Result<()> {
     let cores = std::thread::available_parallelism().map_or(1, |n| n.get()) as f64;
     let of = |pick: fn(&(f64, f64, f64)) -> f64| median(&cpu.iter().map(pick).collect::<Vec<_>>());
     println!(
+        "CPU-seconds the machine spent during DuckDB's load (median): {:.2} in {:.2} s",
+        median(&duck.iter().map(|d| d.1).collect::<Vec<_>>()),
+        median(&duck.iter().map(|d| d.0).collect::<Vec<_>>()),
+    );
+    println!(
         "CPU-seconds the machine spent (medians): psql's load {:.2} in {:.2} s, of which \
          PostgreSQL {:.2}; ours {:.2} in {:.2} s, of which PostgreSQL {:.2} and the server {:.2} \
          (the rest: the client); {cores:.0} cores give at most {:.2} CPU-seconds in psql's time",
@@ -191,9 +234,14 @@ fn main() -> anyhow::Result<()> {
         of(|c| c.2),
         cores * median(&reference),
     );
-    let ratio = median(&reference) / median(&total);
+    let duckdb = median(&duck.iter().map(|d| d.0).collect::<Vec<_>>());
+    let faster = duckdb.min(median(&reference));
+    let ratio = faster / median(&total);
     println!(
-        "ours / psql \\copy (rows/s, medians): {ratio:.2}x; target >= 1.0x: {}",
+        "ours / DuckDB {:.2}x, ours / psql \\copy {:.2}x (rows/s, medians); ours / the faster \
+         of the two: {ratio:.2}x; target >= 1.0x: {}",
+        duckdb / median(&total),
+        median(&reference) / median(&total),
         if ratio >= 1.0 { "MET" } else { "NOT MET" }
     );
     Ok(())
@@ -228,6 +276,9 @@ fn inputs(manifest: &Path, data: &Path, rows: usize) -> anyhow::Result<(PathBuf,
 
 struct Run {
     reference: f64,
+    /// DuckDB's load and quantiles, and the machine's CPU-seconds meanwhile.
+    duckdb: f64,
+    duckdb_cpu: f64,
     upload: f64,
     analysis: f64,
     parse: f64,
@@ -258,10 +309,12 @@ struct Run {
 async fn one_run(
     server: &Server,
     psql: &str,
+    python: &str,
     jsonl: &Path,
     csv: &Path,
     rows: usize,
 ) -> anyhow::Result<Run> {
+    let (duckdb, duckdb_cpu) = duckdb_load(python, jsonl, rows)?;
     sqlx::query("DROP TABLE IF EXISTS copy_reference")
         .execute(&server.pool)
         .await?;
@@ -327,6 +380,8 @@ async fn one_run(
     let f = |k: &str| timing[k].as_f64().unwrap_or(f64::NAN);
     let run = Run {
         reference,
+        duckdb,
+        duckdb_cpu,
         upload: secs(up),
         analysis: secs(total - up),
         parse: f("parse_s"),
@@ -347,4 +402,33 @@ async fn one_run(
         .execute(&server.pool)
         .await?;
     Ok(run)
+}
+
+/// DuckDB's load of the JSONL file into a new database file and its quantiles: the
+/// seconds and the machine's CPU-seconds. The file is removed after.
+fn duckdb_load(python: &str, jsonl: &Path, rows: usize) -> anyhow::Result<(f64, f64)> {
+    let db = jsonl.with_extension("duckdb");
+    let remove = |db: &Path| {
+        let _ = std::fs::remove_file(db);
+        let _ = std::fs::remove_file(db.with_extension("duckdb.wal"));
+    };
+    remove(&db);
+    let (busy, _) = common::machine_cpu_secs();
+    let t = Instant::now();
+    let out = Command::new(python)
+        .args(["-c", DUCKDB_LOAD])
+        .arg(jsonl)
+        .arg(&db)
+        .output()?;
+    let seconds = secs(t.elapsed());
+    let cpu = common::machine_cpu_secs().0 - busy;
+    remove(&db);
+    anyhow::ensure!(
+        out.status.success(),
+        "DuckDB's load failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let loaded: usize = String::from_utf8_lossy(&out.stdout).trim().parse()?;
+    anyhow::ensure!(loaded == rows, "DuckDB loaded {loaded} rows");
+    Ok((seconds, cpu))
 }
