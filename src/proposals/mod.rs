@@ -10,6 +10,7 @@ use serde::Serialize;
 use sqlx::types::Json;
 use sqlx::{PgPool, Postgres, Transaction};
 
+use crate::core::analyze::Kind;
 use crate::core::method::setup_check::{gpu_identity, model_identity};
 use crate::core::pairs::Pairs;
 use crate::core::proposal::evidence::{self, Facets};
@@ -480,30 +481,36 @@ impl EvidenceRow {
 }
 
 /// Columns of a search document plus a comparison's weight precision and the output
-/// throughput a benchmark measured.
-const EVIDENCE_COLUMNS: &str = "x.title, x.url, d.model, d.gpu, d.engine, d.engine_version, \
+/// throughput a benchmark measured (its kind bound by its slug).
+fn evidence_columns() -> String {
+    let bench = Kind::VllmBench.slug();
+    format!(
+        "x.title, x.url, d.model, d.gpu, d.engine, d.engine_version, \
      CASE WHEN d.kind = 'comparison' THEN (SELECT c.baseline_config->>'weight_dtype' \
      FROM comparisons c WHERE c.id = d.source_id) END AS precision, \
      CASE WHEN d.kind = 'artifact' THEN (SELECT (a.analysis->>'output_throughput')::float8 \
-         FROM artifacts a WHERE a.id = d.source_id AND a.kind = 'vllm_bench') \
+         FROM artifacts a WHERE a.id = d.source_id AND a.kind = '{bench}') \
      WHEN d.kind = 'comparison' THEN (SELECT avg((a.analysis->>'output_throughput')::float8) \
          FROM comparison_artifacts ca JOIN artifacts a ON a.id = ca.artifact_id \
          WHERE ca.comparison_id = d.source_id AND ca.side = 'candidate' \
-         AND a.kind = 'vllm_bench') END AS measured, \
+         AND a.kind = '{bench}') END AS measured, \
      CASE WHEN d.kind = 'artifact' THEN (SELECT COALESCE( \
          (a.analysis->'config'->>'max_concurrency')::float8, \
          (a.analysis->>'request_throughput')::float8 \
              * (a.analysis->'e2el_ms'->>'mean')::float8 / 1000.0) \
-         FROM artifacts a WHERE a.id = d.source_id AND a.kind = 'vllm_bench' \
+         FROM artifacts a WHERE a.id = d.source_id AND a.kind = '{bench}' \
          AND jsonb_typeof(a.analysis->'config'->'max_concurrency') IS DISTINCT FROM 'string') \
-     END AS measured_concurrency";
+     END AS measured_concurrency"
+    )
+}
 
 pub async fn evidence(pool: &PgPool, p: &Proposal) -> sqlx::Result<Vec<EvidenceItem>> {
     let rows: Vec<EvidenceRow> = sqlx::query_as(&format!(
-        "SELECT e.kind, e.source_id, e.note, {EVIDENCE_COLUMNS} FROM proposal_evidence e \
+        "SELECT e.kind, e.source_id, e.note, {} FROM proposal_evidence e \
          LEFT JOIN search_documents d ON d.kind = e.kind AND d.source_id = e.source_id \
          LEFT JOIN search_texts x ON x.kind = e.kind AND x.source_id = e.source_id \
-         WHERE e.proposal_id = $1 ORDER BY e.added_at, e.kind, e.source_id"
+         WHERE e.proposal_id = $1 ORDER BY e.added_at, e.kind, e.source_id",
+        evidence_columns()
     ))
     .bind(p.id)
     .fetch_all(pool)
@@ -551,7 +558,7 @@ async fn sweep_measurement(
 /// before" uses).
 pub async fn suggestions(pool: &PgPool, p: &Proposal) -> sqlx::Result<Vec<EvidenceItem>> {
     let rows: Vec<EvidenceRow> = sqlx::query_as(&format!(
-        "SELECT d.kind, d.source_id, '' AS note, {EVIDENCE_COLUMNS} FROM search_documents d \
+        "SELECT d.kind, d.source_id, '' AS note, {} FROM search_documents d \
          JOIN search_texts x USING (kind, source_id) \
          WHERE d.kind IN ('journal', 'comparison', 'artifact') \
          AND (d.model = $2 OR d.gpu = $3) \
@@ -560,7 +567,8 @@ pub async fn suggestions(pool: &PgPool, p: &Proposal) -> sqlx::Result<Vec<Eviden
          ORDER BY (d.model IS NOT DISTINCT FROM $2)::int + (d.gpu IS NOT DISTINCT FROM $3)::int \
              + (d.engine IS NOT DISTINCT FROM $4)::int \
              + (d.engine_version IS NOT DISTINCT FROM $5)::int DESC, d.doc_date DESC \
-         LIMIT 8"
+         LIMIT 8",
+        evidence_columns()
     ))
     .bind(p.id)
     .bind(model_identity(&p.input.model_name()))
