@@ -13,6 +13,7 @@ pub use perfjournal_core as core;
 pub mod db;
 pub mod error;
 pub mod extract;
+pub mod files;
 pub mod grafana;
 pub mod http_metrics;
 pub mod investigations;

@@ -11,13 +11,11 @@ use utoipa::ToSchema;
 use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 
-use crate::artifacts::download::download;
-use crate::artifacts::upload::{
-    check_declared_length, parse_upload_query, receive_multipart, UploadQuery,
-};
 use crate::artifacts::{self, Artifact};
 use crate::auth::{ApiUser, Role};
 use crate::error::{ApiError, ApiResult, AppError};
+use crate::files::download::download;
+use crate::files::{check_declared_length, parse_upload_query, receive_multipart, UploadQuery};
 use crate::state::AppState;
 
 pub fn router() -> OpenApiRouter<AppState> {

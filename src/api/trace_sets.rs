@@ -168,7 +168,7 @@ async fn create_trace_set(
 /// or a file over the upload limit refuses the whole upload: the traces it had stored
 /// are deleted again.
 #[utoipa::path(post, path = "/trace-sets/upload", tag = "trace sets",
-    params(crate::artifacts::upload::UploadQuery),
+    params(crate::files::UploadQuery),
     request_body(content = TraceSetUpload, content_type = "multipart/form-data", description = "the rank traces, or archives of them"),
     responses(
         (status = 201, body = TraceSetDoc),
@@ -184,7 +184,8 @@ async fn upload_trace_set(
     req: axum::extract::Request,
 ) -> ApiResult<(StatusCode, Json<TraceSetDoc>)> {
     user.require(Role::Editor)?;
-    let id = trace_sets::upload(&state.artifacts(), req, raw.as_deref(), &user.0).await?;
+    let id =
+        crate::files::trace_set::upload(&state.artifacts(), req, raw.as_deref(), &user.0).await?;
     answer(&state, id).await
 }
 

@@ -3,10 +3,8 @@
 
 pub mod columns;
 pub mod decomposition;
-pub mod download;
 pub mod ingest;
 pub mod spool;
-pub mod upload;
 
 use std::sync::Arc;
 

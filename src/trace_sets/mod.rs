@@ -108,27 +108,6 @@ impl Ask {
     }
 }
 
-/// Receives the traces of an upload (files or archives) and makes the set of them; the
-/// name (query, or a form field before the files) is checked before any file is read.
-/// Returns the set's id.
-pub async fn upload(
-    store: &crate::artifacts::ArtifactStore,
-    req: axum::extract::Request,
-    raw_query: Option<&str>,
-    user: &crate::auth::User,
-) -> Result<i64, AppError> {
-    let (query, owner) = crate::artifacts::upload::parse_upload_query(raw_query)?;
-    let (name, traces) = upload::receive_traces(store, req, owner, user, query.name).await?;
-    let ask = Ask {
-        name,
-        artifacts: traces.iter().map(|a| a.id).collect(),
-        investigation: owner.investigation_id,
-    };
-    let id = create(&store.pool, &ask, user.id).await?;
-    store.jobs.notify_one();
-    Ok(id)
-}
-
 /// Every artifact and the investigation checked; all problems at once.
 async fn check(pool: &PgPool, ask: &Ask) -> Result<Option<i64>, AppError> {
     let mut errors = Vec::new();

@@ -1,6 +1,7 @@
-//! Uploading a whole trace set at once: a multipart body of rank traces, or of
-//! archives of a profiler output folder (`.tar`, `.tar.gz`/`.tgz`, `.zip`) whose trace
-//! files are unpacked, each into its own artifact. Every trace goes through the same
+//! Uploading a whole trace set at once: rank traces, or archives of a profiler output
+//! folder (`.tar`, `.tar.gz`/`.tgz`, `.zip`) whose trace files are unpacked, each into
+//! its own artifact (the multipart body is read in [`crate::files::trace_set`], which
+//! hands each file here as a byte stream). Every trace goes through the same
 //! path as a single upload ([`crate::artifacts::receive`]: streamed to the blob store and
 //! analysed as it arrives). An archive is first kept in a temporary file (a zip's
 //! directory sits at its end), then read entry by entry on a blocking thread through a
@@ -11,7 +12,6 @@
 use std::io::Read;
 use std::path::Path;
 
-use axum::extract::{FromRequest, Multipart, Request};
 use bytes::Bytes;
 use futures::StreamExt;
 use tokio::io::AsyncWriteExt;
@@ -24,14 +24,14 @@ use crate::error::AppError;
 
 /// How an uploaded file is read.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum Archive {
+pub enum Archive {
     Tar,
     TarGz,
     Zip,
 }
 
 /// An archive by its name; anything else is one trace.
-fn archive_of(name: &str) -> Option<Archive> {
+pub fn archive_of(name: &str) -> Option<Archive> {
     let n = name.to_ascii_lowercase();
     if n.ends_with(".tar.gz") || n.ends_with(".tgz") {
         Some(Archive::TarGz)
@@ -304,114 +304,8 @@ fn pax_path(data: &[u8]) -> Result<Option<String>, String> {
     Ok(path)
 }
 
-/// The traces stored so far by one upload; deleted again unless kept.
-struct Stored<'a> {
-    store: &'a ArtifactStore,
-    user: &'a crate::auth::User,
-    list: Vec<Artifact>,
-}
-
-impl Stored<'_> {
-    async fn undo(self) {
-        for a in self.list {
-            if let Err(e) =
-                artifacts::delete(&self.store.pool, &self.store.blobs, a.id, self.user).await
-            {
-                tracing::error!(id = a.id, error = %e, "removing a trace of a refused set upload");
-            }
-        }
-    }
-}
-
-/// Receives every file of the body (unpacking archives) as trace artifacts; all of them,
-/// or nothing and the reason. The set's name comes from the query, or from a `name`
-/// field before the files (as a form sends it); it is checked before the first file.
-pub async fn receive_traces(
-    store: &ArtifactStore,
-    req: Request,
-    owner: Owner,
-    user: &crate::auth::User,
-    name: Option<String>,
-) -> Result<(String, Vec<Artifact>), AppError> {
-    let mut stored = Stored {
-        store,
-        user,
-        list: Vec::new(),
-    };
-    match receive_all(store, req, owner, user.id, name, &mut stored.list).await {
-        Ok(name) => Ok((name, stored.list)),
-        Err(e) => {
-            stored.undo().await;
-            Err(e)
-        }
-    }
-}
-
-async fn receive_all(
-    store: &ArtifactStore,
-    req: Request,
-    owner: Owner,
-    user_id: i64,
-    mut set_name: Option<String>,
-    list: &mut Vec<Artifact>,
-) -> Result<String, AppError> {
-    let mut form = Multipart::from_request(req, &())
-        .await
-        .map_err(|e| AppError::BadRequest(format!("the multipart body is malformed: {e}")))?;
-    let mut files = 0;
-    while let Some(field) = form
-        .next_field()
-        .await
-        .map_err(|e| AppError::BadRequest(format!("the multipart body is malformed: {e}")))?
-    {
-        if field.file_name().is_none() && field.name() == Some("name") {
-            let text = field.text().await.map_err(|e| {
-                AppError::BadRequest(format!("the multipart body is malformed: {e}"))
-            })?;
-            set_name = Some(text);
-            continue;
-        }
-        if field.file_name().is_none() && field.name() != Some("file") {
-            continue;
-        }
-        if files == 0 {
-            let mut errors = Vec::new();
-            match super::clean_set_name(set_name.as_deref(), &mut errors) {
-                Some(n) => set_name = Some(n),
-                None => return Err(AppError::Invalid(errors)),
-            }
-        }
-        files += 1;
-        let name =
-            artifacts::clean_name(field.file_name()).map_err(|e| AppError::Invalid(vec![e]))?;
-        match archive_of(&name) {
-            None => {
-                let a = artifacts::receive(store, owner, &name, field, user_id, None).await?;
-                let checked = check_trace(&a, &name, list.len());
-                // Kept in the list either way, so a refusal deletes it too.
-                list.push(a);
-                checked?;
-            }
-            Some(kind) => unpack_into(store, owner, user_id, &name, kind, field, list).await?,
-        }
-    }
-    if files == 0 {
-        return Err(AppError::field(
-            "file",
-            "no file in the form: choose the rank traces, or an archive of the profiler folder",
-        ));
-    }
-    if list.is_empty() {
-        return Err(AppError::field(
-            "file",
-            "no trace in the upload: the archives hold no .json or .json.gz file",
-        ));
-    }
-    Ok(set_name.unwrap_or_default())
-}
-
 /// A stored upload must be a PyTorch trace, and the set not too large.
-fn check_trace(a: &Artifact, name: &str, before: usize) -> Result<(), AppError> {
+pub fn check_trace(a: &Artifact, name: &str, before: usize) -> Result<(), AppError> {
     if before >= MAX_RANKS {
         return Err(AppError::field(
             "file",
@@ -432,15 +326,19 @@ fn check_trace(a: &Artifact, name: &str, before: usize) -> Result<(), AppError> 
 
 /// An archive: kept in a temporary file (bounded by the upload limit), then each trace
 /// member received as an artifact.
-async fn unpack_into(
+pub async fn unpack_into<S, E>(
     store: &ArtifactStore,
     owner: Owner,
     user_id: i64,
     archive_name: &str,
     kind: Archive,
-    mut field: axum::extract::multipart::Field<'_>,
+    mut body: S,
     list: &mut Vec<Artifact>,
-) -> Result<(), AppError> {
+) -> Result<(), AppError>
+where
+    S: futures::Stream<Item = Result<Bytes, E>> + Unpin,
+    E: std::fmt::Display,
+{
     // In the data dir's spool folder, emptied at every start: a crash mid-upload leaves
     // nothing behind for good.
     let spool = store.spool().dir;
@@ -455,7 +353,7 @@ async fn unpack_into(
         .await
         .map_err(|e| AppError::Internal(e.into()))?;
     let mut size: u64 = 0;
-    while let Some(chunk) = field.next().await {
+    while let Some(chunk) = body.next().await {
         let chunk = chunk.map_err(|e| {
             AppError::BadRequest(format!(
                 "the upload was interrupted ({e}); nothing was stored"

@@ -33,7 +33,8 @@ async fn upload_trace_set(
     req: axum::extract::Request,
 ) -> Result<Response> {
     user.require(Role::Editor)?;
-    let id = trace_sets::upload(&state.artifacts(), req, raw.as_deref(), &user.0).await?;
+    let id =
+        crate::files::trace_set::upload(&state.artifacts(), req, raw.as_deref(), &user.0).await?;
     Ok(Redirect::to(&format!("/trace-sets/{id}")).into_response())
 }
 

@@ -13,13 +13,13 @@ use axum_htmx::HxRequest;
 use serde::Deserialize;
 
 use super::{render, PageCtx};
-use crate::artifacts::download::download;
-use crate::artifacts::upload::{check_declared_length, parse_upload_query, receive_multipart};
 use crate::artifacts::{self, decomposition, Artifact};
 use crate::auth::{CurrentUser, Role};
 use crate::core::analyze::Options;
 use crate::core::fmt::{bytes, ByteStyle};
 use crate::error::{AppError, Result};
+use crate::files::download::download;
+use crate::files::{check_declared_length, parse_upload_query, receive_multipart};
 use crate::state::AppState;
 
 pub mod views;

@@ -5,7 +5,7 @@ use axum::body::Body;
 use axum::http::header;
 use axum::response::{IntoResponse, Response};
 
-use super::Artifact;
+use crate::artifacts::Artifact;
 use crate::error::AppError;
 use crate::storage::BlobStore;
 

@@ -1,12 +1,18 @@
-//! An upload as both the API and the pages receive it: the query naming its owner, the
-//! declared length checked before any byte is read, and the file part of a multipart body.
+//! An artifact's bytes as HTTP carries them, for both the API and the pages. In: the
+//! query naming the owner, the declared length checked before any byte is read, and the
+//! parts of a multipart body handed to the areas as byte streams (an artifact's file
+//! here, a trace set's files in [`trace_set`]). Out: the download ([`download`]). The
+//! areas below never see a request, a multipart field or a response.
+
+pub mod download;
+pub mod trace_set;
 
 use axum::extract::{FromRequest, Multipart, Request};
 use axum::http::header;
 use serde::Deserialize;
 use utoipa::IntoParams;
 
-use super::{Artifact, ArtifactStore, Owner};
+use crate::artifacts::{self, Artifact, ArtifactStore, Owner};
 use crate::core::FieldError;
 use crate::error::AppError;
 
@@ -96,10 +102,10 @@ pub async fn receive_multipart(
         if field.file_name().is_none() && field.name() != Some("file") {
             continue;
         }
-        let file_name = super::clean_name(name.or(field.file_name()))
+        let file_name = artifacts::clean_name(name.or(field.file_name()))
             .map_err(|e| AppError::Invalid(vec![e]))?;
         return Ok(
-            super::receive(store, owner, &file_name, field, user_id, idempotency_key).await?,
+            artifacts::receive(store, owner, &file_name, field, user_id, idempotency_key).await?,
         );
     }
 }
