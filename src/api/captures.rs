@@ -84,8 +84,13 @@ async fn start_capture(
         as_text(&input.seconds),
         as_text(&input.interval_s),
     );
-    let artifact_id =
-        crate::capture::begin(&state, id, [&url, &seconds, &interval], user.0.id).await?;
+    let artifact_id = crate::capture::begin(
+        &state.artifacts(),
+        id,
+        [&url, &seconds, &interval],
+        user.0.id,
+    )
+    .await?;
     Ok((
         StatusCode::ACCEPTED,
         Json(CaptureStarted {

@@ -178,7 +178,7 @@ pub async fn start_window(
         step: input.step.0,
         engine: input.engine.0,
     };
-    let artifact_id = prom::begin(&state, id, &fields, user.0.id).await?;
+    let artifact_id = prom::begin(&state.artifacts(), id, &fields, user.0.id).await?;
     Ok((
         StatusCode::ACCEPTED,
         Json(WindowStarted {

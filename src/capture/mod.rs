@@ -370,13 +370,13 @@ pub async fn fail_abandoned(pool: &PgPool) -> sqlx::Result<u64> {
 /// Starts a capture for an investigation from the fields as typed (page or API): 404
 /// for a missing investigation, 422 naming each refused field (nothing is stored).
 pub async fn begin(
-    state: &crate::state::AppState,
+    store: &ArtifactStore,
     investigation_id: i64,
     fields: [&str; 3],
     user_id: i64,
 ) -> Result<i64, crate::error::AppError> {
     use crate::error::AppError;
-    if crate::investigations::db::get(&state.pool, investigation_id)
+    if crate::investigations::db::get(&store.pool, investigation_id)
         .await?
         .is_none()
     {
@@ -385,7 +385,7 @@ pub async fn begin(
         )));
     }
     let [url, seconds, interval_s] = fields;
-    let allowed = allowed(&state.pool).await?;
+    let allowed = allowed(&store.pool).await?;
     let request = parse_request(url, seconds, interval_s, &allowed).map_err(AppError::Invalid)?;
-    Ok(start(&state.artifacts(), investigation_id, request, user_id).await?)
+    Ok(start(store, investigation_id, request, user_id).await?)
 }

@@ -23,7 +23,6 @@ use crate::core::analyze::Kind;
 use crate::core::capture::check_target;
 use crate::core::FieldError;
 use crate::error::AppError;
-use crate::state::AppState;
 
 /// How long one question to the server may take.
 const QUERY_TIMEOUT_S: u64 = 30;
@@ -340,12 +339,12 @@ pub async fn parse_request(
 /// Starts fetching a window for an investigation: 404 for a missing investigation, 422
 /// naming each refused field (nothing is stored); else the artifact's id, at once.
 pub async fn begin(
-    state: &AppState,
+    store: &ArtifactStore,
     investigation_id: i64,
     fields: &WindowFields,
     user_id: i64,
 ) -> Result<i64, AppError> {
-    if crate::investigations::db::get(&state.pool, investigation_id)
+    if crate::investigations::db::get(&store.pool, investigation_id)
         .await?
         .is_none()
     {
@@ -353,10 +352,10 @@ pub async fn begin(
             "no investigation {investigation_id}"
         )));
     }
-    let request = parse_request(&state.pool, fields)
+    let request = parse_request(&store.pool, fields)
         .await?
         .map_err(AppError::Invalid)?;
-    Ok(start(&state.artifacts(), investigation_id, request, user_id).await?)
+    Ok(start(store, investigation_id, request, user_id).await?)
 }
 
 async fn start(

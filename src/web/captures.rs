@@ -101,7 +101,7 @@ async fn start_capture(
         form.seconds.as_str(),
         form.interval_s.as_str(),
     ];
-    match capture::begin(&state, id, fields, user.0.id).await {
+    match capture::begin(&state.artifacts(), id, fields, user.0.id).await {
         Ok(artifact) => Ok(Redirect::to(&format!("/artifacts/{artifact}")).into_response()),
         Err(AppError::Invalid(errors)) => capture_page(&state, ctx, id, form, errors).await,
         Err(e) => Err(e),

@@ -202,7 +202,7 @@ async fn start_window(
     Form(form): Form<WindowFields>,
 ) -> Result<Response> {
     user.require(Role::Editor)?;
-    match prom::begin(&state, id, &form, user.0.id).await {
+    match prom::begin(&state.artifacts(), id, &form, user.0.id).await {
         Ok(artifact) => Ok(Redirect::to(&format!("/artifacts/{artifact}")).into_response()),
         Err(AppError::Invalid(errors)) => window_page(&state, ctx, id, Some(form), errors).await,
         Err(e) => Err(e),
