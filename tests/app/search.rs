@@ -1403,6 +1403,7 @@ async fn admins_extend_the_thesaurus_on_the_page_and_through_the_api() {
         (json!({"terms": ["preemption"]}), "terms"),
         (json!({"terms": "preemption"}), "terms"),
         (json!({}), "terms"),
+        (json!(["preemption", "swap"]), "body"),
         (json!({"terms": ["preemption", "the"]}), "terms[1]"),
         (json!({"terms": ["preemption", "a, b"]}), "terms[1]"),
         (json!({"terms": ["preemption", "Preemption"]}), "terms[1]"),
