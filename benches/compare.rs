@@ -8,10 +8,8 @@
 //!     reading the two runs, and the statistics of one series (TTFT) — as `compare` runs
 //!     them now (each side sorted once) and as before (a sort per statistic and test).
 //! (b) The request decomposition page (`GET /artifacts/{id}/requests`) over 1,000,000
-//!     rows: unfiltered, `tenant=batch`, `by=tenant`; from the column copy (now) and from
-//!     SQL ordered-set aggregates (the previous path, which the page still takes for logs
-//!     without a column copy: the bench sets the copy aside for that row), each beside
-//!     `EXPLAIN ANALYZE` of its queries.
+//!     rows: unfiltered, `tenant=batch`, `by=tenant`, each beside the chunk read and the
+//!     selection timed in this process.
 //!
 //! `DATABASE_URL=postgres://postgres@127.0.0.1:5432/postgres cargo bench --bench compare`
 //! Env: BENCH_FRESH=1 (rebuild the bench database), PJ_BENCH_ROWS (1000000),
@@ -27,7 +25,6 @@ use std::str::FromStr;
 use std::time::Instant;
 
 use common::{median, num, secs, Table};
-use perfjournal::artifacts::decomposition;
 use perfjournal::artifacts::{self, columns, ingest, Owner};
 use perfjournal::config::Config;
 use perfjournal::core::analyze::request_columns::{self, Filter as ColumnFilter, GroupBy};
@@ -94,41 +91,6 @@ async fn ensure_log(
     Ok(a.id)
 }
 
-/// `Execution Time` of `EXPLAIN (ANALYZE)` of `sql` with the page's five binds, ms.
-async fn explain_ms(
-    pool: &PgPool,
-    sql: &str,
-    id: i64,
-    tenant: Option<&str>,
-) -> anyhow::Result<f64> {
-    let plan: serde_json::Value =
-        sqlx::query_scalar(&format!("EXPLAIN (ANALYZE, FORMAT JSON) {sql}"))
-            .bind(id)
-            .bind(tenant)
-            .bind(None::<String>)
-            .bind(None::<f64>)
-            .bind(None::<f64>)
-            .fetch_one(pool)
-            .await?;
-    plan[0]["Execution Time"]
-        .as_f64()
-        .ok_or_else(|| anyhow::anyhow!("no execution time in {plan}"))
-}
-
-/// `EXPLAIN ANALYZE` of the previous facet query (a filter menu's distinct values), ms.
-async fn explain_facet(pool: &PgPool, col: &str, id: i64) -> anyhow::Result<f64> {
-    let plan: serde_json::Value = sqlx::query_scalar(&format!(
-        "EXPLAIN (ANALYZE, FORMAT JSON) SELECT DISTINCT {col} FROM request_rows \
-         WHERE artifact_id = $1 AND {col} IS NOT NULL ORDER BY 1 LIMIT 200"
-    ))
-    .bind(id)
-    .fetch_one(pool)
-    .await?;
-    plan[0]["Execution Time"]
-        .as_f64()
-        .ok_or_else(|| anyhow::anyhow!("no execution time in {plan}"))
-}
-
 async fn run() -> anyhow::Result<()> {
     let url = std::env::var("DATABASE_URL").map_err(|_| {
         anyhow::anyhow!(
@@ -186,9 +148,6 @@ async fn run() -> anyhow::Result<()> {
     )
     .await?;
     let after = ensure_log(&state, user, "bench-after.jsonl", side, 8, 0.9, work.path()).await?;
-    sqlx::query("VACUUM ANALYZE request_rows")
-        .execute(&pool)
-        .await?;
 
     // The release server on the bench database.
     let mut server =
@@ -346,137 +305,63 @@ async fn run() -> anyhow::Result<()> {
     ];
     let mut t = Table::new(&[
         "GET /artifacts/{id}/requests (1M rows)",
-        "path",
         "median s",
         "min s",
         "max s",
-        "database side, ms (median)",
+        "in process, ms (median)",
     ]);
-    for column_copy in [true, false] {
-        if !column_copy {
-            // The previous path: the page computes in SQL when a log has no column copy.
-            sqlx::query("DROP TABLE IF EXISTS bench_saved_chunks")
-                .execute(&pool)
+    for (label, query, tenant, by) in pages {
+        let mut times = Vec::new();
+        for _ in 0..runs {
+            let t0 = Instant::now();
+            let r = client
+                .get(format!("{base}/artifacts/{big}/requests?{query}"))
+                .header("cookie", &cookie)
+                .send()
                 .await?;
-            sqlx::query(
-                "CREATE TABLE bench_saved_chunks AS SELECT * FROM request_column_chunks WHERE artifact_id = $1",
-            )
-            .bind(big)
-            .execute(&pool)
-            .await?;
-            sqlx::query("DELETE FROM request_columns WHERE artifact_id = $1")
-                .bind(big)
-                .execute(&pool)
-                .await?;
+            let status = r.status();
+            let html = r.text().await?;
+            times.push(secs(t0.elapsed()));
+            anyhow::ensure!(
+                status.is_success() && html.contains("id=\"decomposition\""),
+                "the page answered {status}"
+            );
         }
-        for (label, query, tenant, by) in pages {
-            let mut times = Vec::new();
-            for _ in 0..runs {
-                let t0 = Instant::now();
-                let r = client
-                    .get(format!("{base}/artifacts/{big}/requests?{query}"))
-                    .header("cookie", &cookie)
-                    .send()
-                    .await?;
-                let status = r.status();
-                let html = r.text().await?;
-                times.push(secs(t0.elapsed()));
-                anyhow::ensure!(
-                    status.is_success() && html.contains("id=\"decomposition\""),
-                    "the page answered {status}"
-                );
+        // Beside it, in this process: the chunk read and the selection.
+        let f = ColumnFilter {
+            tenant,
+            ..ColumnFilter::default()
+        };
+        let group = by.map(|_| GroupBy::Tenant);
+        let (mut read, mut select) = (Vec::new(), Vec::new());
+        for _ in 0..runs {
+            let t0 = Instant::now();
+            let chunks = columns::load(&pool, big, &f).await?;
+            read.push(secs(t0.elapsed()) * 1e3);
+            let t0 = Instant::now();
+            request_columns::decompose(&chunks, &f, None);
+            if group.is_some() {
+                request_columns::decompose(&chunks, &f, group);
             }
-            // Beside it, the database's part: for the column copy the chunk read (timed
-            // here, as EXPLAIN ANALYZE does not read the bytea out) and the selection in
-            // this process; for SQL, EXPLAIN ANALYZE of the aggregate(s) and the facets.
-            let explained = if column_copy {
-                let f = ColumnFilter {
-                    tenant,
-                    ..ColumnFilter::default()
-                };
-                let group = by.map(|_| GroupBy::Tenant);
-                let (mut read, mut select) = (Vec::new(), Vec::new());
-                for _ in 0..runs {
-                    let t0 = Instant::now();
-                    let chunks = columns::load(&pool, big, &f).await?;
-                    read.push(secs(t0.elapsed()) * 1e3);
-                    let t0 = Instant::now();
-                    request_columns::decompose(&chunks, &f, None);
-                    if group.is_some() {
-                        request_columns::decompose(&chunks, &f, group);
-                    }
-                    select.push(secs(t0.elapsed()) * 1e3);
-                }
-                format!(
-                    "chunk read {:.0} + selection {:.0} (in process)",
-                    median(&read),
-                    median(&select)
-                )
-            } else {
-                let mut ms =
-                    explain_ms(&pool, &decomposition::decomposition_sql(None), big, tenant).await?;
-                if let Some(col) = by {
-                    ms += explain_ms(
-                        &pool,
-                        &decomposition::decomposition_sql(Some(col)),
-                        big,
-                        tenant,
-                    )
-                    .await?;
-                }
-                for col in ["tenant", "model_version"] {
-                    ms += explain_facet(&pool, col, big).await?;
-                }
-                format!("EXPLAIN ANALYZE {ms:.0}")
-            };
-            t.row(vec![
-                label.into(),
-                if column_copy {
-                    "column copy (now)".into()
-                } else {
-                    "SQL aggregates (previous)".into()
-                },
-                format!("{:.3}", median(&times)),
-                format!("{:.3}", common::min(&times)),
-                format!("{:.3}", common::max(&times)),
-                explained,
-            ]);
+            select.push(secs(t0.elapsed()) * 1e3);
         }
+        t.row(vec![
+            label.into(),
+            format!("{:.3}", median(&times)),
+            format!("{:.3}", common::min(&times)),
+            format!("{:.3}", common::max(&times)),
+            format!(
+                "chunk read {:.0} + selection {:.0}",
+                median(&read),
+                median(&select)
+            ),
+        ]);
     }
-    // Put the column copy back for the next run.
-    sqlx::query("INSERT INTO request_columns (artifact_id, rows) VALUES ($1, $2)")
-        .bind(big)
-        .bind(rows as i64)
-        .execute(&pool)
-        .await?;
-    sqlx::query("INSERT INTO request_column_chunks SELECT * FROM bench_saved_chunks")
-        .execute(&pool)
-        .await?;
-    sqlx::query("DROP TABLE bench_saved_chunks")
-        .execute(&pool)
-        .await?;
     t.print(&format!(
         "(b) Request decomposition over {} rows, median of {runs} (target < 1 s); load average {}",
         num(rows as f64, 0),
         common::loadavg()
     ));
-    // What the copy adds to a load: writing it, in a transaction rolled back after.
-    let chunks = columns::load(&pool, big, &ColumnFilter::default()).await?;
-    let mut write = Vec::new();
-    for _ in 0..3 {
-        let mut tx = pool.begin().await?;
-        let t0 = Instant::now();
-        columns::store(&mut tx, big, rows as u64, &chunks).await?;
-        write.push(secs(t0.elapsed()));
-        tx.rollback().await?;
-    }
-    println!(
-        "writing the column copy of {} rows ({} chunks, {:.0} MB) at load: {:.3} s (median of 3, rolled back)",
-        num(rows as f64, 0),
-        chunks.len(),
-        chunks.iter().map(|c| c.encode().len()).sum::<usize>() as f64 / common::MB,
-        median(&write)
-    );
     server.kill().await;
     Ok(())
 }

@@ -1,6 +1,6 @@
 //! Issue #15, telemetry ingest end to end: 1,000,000 per-request JSONL rows
 //! (`../shared/tools/gen_requests.py`) uploaded to the real server (release build, a child
-//! process) over HTTP until the analysis is done and every row is in `request_rows`;
+//! process) over HTTP until the analysis is done and every row is stored;
 //! beside it, in the same run against the same PostgreSQL, `psql \copy` of the same rows
 //! as CSV into a plain table, and DuckDB loading the same JSONL file into a database
 //! file and computing the same 21 phase quantiles (7 phases × p50, p95, p99). Each round
@@ -117,7 +117,7 @@ fn main() -> anyhow::Result<()> {
         server::warm(&csv)?;
         let r = rt.block_on(one_run(&server, &psql, &python, &jsonl, &csv, rows))?;
         println!(
-            "run {run}/{runs}: DuckDB {:.2} s ({:.2} CPU-s); psql \\copy {:.2} s; ours {:.2} s = upload {:.2} s ({:.0} MB/s) + analysis and COPY {:.2} s \
+            "run {run}/{runs}: DuckDB {:.2} s ({:.2} CPU-s); psql \\copy {:.2} s; ours {:.2} s = upload {:.2} s ({:.0} MB/s) + analysis and store {:.2} s \
              (worker: parse {:.2} s busy, waiting on PostgreSQL {:.2} s); written to the blob store {:.1} MB \
              ({:.1}% of the upload); server peak RSS {:.0} MiB ({:.0} MiB until the upload answered, \
              {:.0} MiB before it); CPU-seconds on the machine: psql's load {:.2} (PostgreSQL {:.2}), ours {:.2} (PostgreSQL {:.2}, the server {:.2}, its busiest thread {:.2}); \
@@ -187,7 +187,7 @@ fn main() -> anyhow::Result<()> {
         csv_bytes,
     ));
     t.row(line(
-        "ours: upload + analysis + COPY (HTTP)",
+        "ours: upload + analysis + store (HTTP)",
         &total,
         jsonl_bytes,
     ));
@@ -197,7 +197,7 @@ fn main() -> anyhow::Result<()> {
         jsonl_bytes,
     ));
     t.row(line(
-        "  analysis + COPY, to status done",
+        "  analysis + store, to status done",
         &analysis,
         jsonl_bytes,
     ));
@@ -370,11 +370,12 @@ async fn one_run(
     let busiest_thread =
         common::busiest_thread_secs(&threads, &common::thread_cpu_secs(server.process.pid));
     let (_, peak_mib) = server.rss_mib();
-    let loaded: i64 =
-        sqlx::query_scalar("SELECT count(*) FROM request_rows WHERE artifact_id = $1")
-            .bind(id)
-            .fetch_one(&server.pool)
-            .await?;
+    let loaded: i64 = sqlx::query_scalar(
+        "SELECT coalesce(sum(rows), 0)::bigint FROM request_column_chunks WHERE artifact_id = $1",
+    )
+    .bind(id)
+    .fetch_one(&server.pool)
+    .await?;
     anyhow::ensure!(loaded as usize == rows, "the server loaded {loaded} rows");
     let timing = server.timing(id).unwrap_or_default();
     let f = |k: &str| timing[k].as_f64().unwrap_or(f64::NAN);

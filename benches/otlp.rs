@@ -1,8 +1,8 @@
 //! OTLP request spans end to end: vLLM-shaped `llm_request` spans exported to the real
 //! server (release build, a child process) on `POST /v1/traces` as protobuf, a batch per
 //! request and four in flight, as an SDK's batch processor sends them; then the window
-//! analysed on demand until its artifact is done and every span is a row of
-//! `request_rows`. Beside it, in the same run, the same requests uploaded as a request
+//! analysed on demand until its artifact is done and every span is a stored request
+//! row. Beside it, in the same run, the same requests uploaded as a request
 //! log (JSONL) until analysed.
 //!
 //! `DATABASE_URL=postgres://postgres@127.0.0.1:5432/postgres cargo bench --bench otlp`
@@ -211,10 +211,12 @@ async fn one_run(
         .wait_analyzed(artifact, Duration::from_secs(900))
         .await?;
     let end_to_end = secs(t.elapsed());
-    let rows: i64 = sqlx::query_scalar("SELECT count(*) FROM request_rows WHERE artifact_id = $1")
-        .bind(artifact)
-        .fetch_one(&server.pool)
-        .await?;
+    let rows: i64 = sqlx::query_scalar(
+        "SELECT coalesce(sum(rows), 0)::bigint FROM request_column_chunks WHERE artifact_id = $1",
+    )
+    .bind(artifact)
+    .fetch_one(&server.pool)
+    .await?;
     anyhow::ensure!(rows as usize == spans, "{rows} rows of {spans} spans");
 
     sqlx::query("CHECKPOINT").execute(&server.pool).await?;

@@ -1,6 +1,6 @@
 //! The background worker: claims queued artifacts (SKIP LOCKED, so replicas share the
 //! queue), streams each blob through its analyzer off the async threads, reports
-//! progress, stores the result; request logs are also bulk-loaded with COPY.
+//! progress, stores the result; request logs are also stored as column chunks.
 
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
@@ -9,7 +9,7 @@ use std::time::{Duration, Instant};
 use sqlx::PgPool;
 
 use super::spool::{self, Spool};
-use super::ArtifactStore;
+use super::{columns, ArtifactStore};
 use crate::core::analyze::{self, otlp, request_columns, request_log, AnalyzeError, Kind, Options};
 use crate::core::blob::BlobEncoding;
 use crate::storage::BlobStore;
@@ -347,7 +347,7 @@ async fn process_with(
 
 /// Where an analysis spent its time: `parse` is the analyzer's own work (decompression
 /// included; time spent waiting for the database is not), `db` the time the worker
-/// waited on PostgreSQL (the COPY of request rows, storing the result).
+/// waited on PostgreSQL (writing the rows' chunks, storing the result).
 #[derive(Default)]
 struct Timing {
     parse: Duration,
@@ -406,9 +406,9 @@ static STREAMED_LOADS: tokio::sync::Semaphore = tokio::sync::Semaphore::const_ne
 /// Feeds an upload's bytes to its analyzer as they arrive. It holds the first
 /// [`crate::storage::HEAD_BYTES`] until it can tell the content's kind (as the stored
 /// row will), then starts the analyzer on a blocking thread and hands it every chunk.
-/// Kinds whose rows go to the database (request logs, spans) are parsed and sent to
-/// COPY as they arrive, into a table of a transaction that commits only once the upload
-/// is stored and its row written (under an id reserved now); an upload that breaks off
+/// Kinds whose rows go to the database (request logs, spans) are parsed and their
+/// chunks written as they arrive, in a transaction that commits only once the upload is
+/// stored and its row written (under an id reserved now); an upload that breaks off
 /// rolls it back. Dropping the feed ends the analyzer's input.
 pub struct StreamFeed {
     head: Vec<u8>,
@@ -670,13 +670,14 @@ async fn analyze_blob(
     Ok(json)
 }
 
-/// Loads every request row into the artifact's partition of `request_rows` with one
-/// binary COPY, replacing earlier rows of the same artifact, and builds the request-log
-/// analysis from the same rows. Rows are parsed on a blocking thread and handed over in
-/// ~1 MiB batches through a small channel, so memory stays bounded and parsing overlaps
-/// the server's COPY work. `reader` gives the original bytes: the stored blob, or the
-/// upload's body as it arrives; then `stored` says when artifact `id`'s row exists, and
-/// the load commits only on that word (rolls back when it never comes).
+/// Loads every request row into the artifact's column chunks (replacing earlier rows of
+/// the same artifact) and builds the request-log analysis from the same rows. Rows are
+/// parsed on blocking threads (one per core, [`request_log::for_each_request`]) and each
+/// chunk of 16,384 rows is handed over through a small channel as it fills, so memory
+/// stays bounded and parsing overlaps the database's writes. `reader` gives the original
+/// bytes: the stored blob, or the upload's body as it arrives; then `stored` says when
+/// artifact `id`'s row exists, and the load commits only on that word (rolls back when
+/// it never comes).
 #[allow(clippy::too_many_arguments)]
 async fn load_request_rows(
     state: &ArtifactStore,
@@ -688,11 +689,7 @@ async fn load_request_rows(
     stored: Option<tokio::sync::oneshot::Receiver<i64>>,
     timing: &mut Timing,
 ) -> Result<serde_json::Value, Failure> {
-    let (tx, mut rx) = tokio::sync::mpsc::channel::<Vec<u8>>(4);
-    // Sent batches come back to be filled again: a fresh MiB for each would be faulted
-    // in and zeroed by the kernel every time, since freed memory is returned at once
-    // (src/memory.rs). At most the batches in flight are ever made.
-    let (recycle, recycled) = std::sync::mpsc::channel::<Vec<u8>>();
+    let (tx, mut rx) = tokio::sync::mpsc::channel::<request_columns::Encoded>(2);
     // Beside an upload, the load (its connection and open transaction) may last only so
     // long; past that it is given up and the parser told to stop at its next row.
     let deadline = stored
@@ -708,42 +705,34 @@ async fn load_request_rows(
         let input = analyze::decompressing_reader(counted, options.max_decompressed_bytes);
         let mut acc = request_log::Accumulator::new(&options);
         let mut columns = request_columns::ColumnBuilder::new();
-        let mut batch = Vec::with_capacity(1 << 20);
-        batch.extend_from_slice(request_log::COPY_BINARY_HEADER);
         let mut spans = otlp::SpanCounts::default();
+        let mut send = |chunk: request_columns::Chunk| -> Result<(), AnalyzeError> {
+            let waited = Instant::now();
+            tx.blocking_send(chunk.into_encoded())
+                .map_err(|_| AnalyzeError::malformed("the database load stopped"))?;
+            blocked += waited.elapsed();
+            Ok(())
+        };
         let each_row = |row: request_log::RequestRow| -> Result<(), AnalyzeError> {
             if stop.load(Ordering::Relaxed) {
                 return Err(AnalyzeError::malformed("the load was given up"));
             }
-            row.write_copy_binary(id, &mut batch);
             acc.add(&row);
-            columns.add(&row);
-            if batch.len() >= 1 << 20 {
-                let next = match recycled.try_recv() {
-                    Ok(mut reused) => {
-                        reused.clear();
-                        reused
-                    }
-                    Err(_) => Vec::with_capacity(1 << 20),
-                };
-                let full = std::mem::replace(&mut batch, next);
-                let waited = Instant::now();
-                tx.blocking_send(full)
-                    .map_err(|_| AnalyzeError::malformed("the database load stopped"))?;
-                blocked += waited.elapsed();
+            match columns.add(&row) {
+                Some(full) => send(full),
+                None => Ok(()),
             }
-            Ok(())
         };
         if kind == Kind::OtlpSpans {
             otlp::for_each_request(input, options.max_decompressed_bytes, &mut spans, each_row)?;
         } else {
             request_log::for_each_request(input, each_row)?;
         }
-        batch.extend_from_slice(request_log::COPY_BINARY_TRAILER);
-        // The last rows go first: PostgreSQL ends the COPY while the percentiles are sorted.
-        let waited = Instant::now();
-        let _ = tx.blocking_send(batch);
-        blocked += waited.elapsed();
+        let (rows, last) = columns.finish();
+        if let Some(last) = last {
+            send(last)?;
+        }
+        drop(send);
         let analysis = if kind == Kind::OtlpSpans {
             analyze::Analysis::OtlpSpans(otlp::OtlpSpansAnalysis {
                 requests: acc.finish(),
@@ -753,31 +742,16 @@ async fn load_request_rows(
             analyze::Analysis::RequestLog(acc.finish())
         }
         .to_json();
-        let columns = columns.finish();
         let busy = started.elapsed().saturating_sub(blocked);
-        Ok::<_, AnalyzeError>((analysis, columns, busy))
+        Ok::<_, AnalyzeError>((analysis, rows, busy))
     });
 
     let db = |e: sqlx::Error| internal_failure("loading rows into the database", e);
+    // The chunks go in one transaction: an abort (a malformed line, a body cut short)
+    // leaves nothing, and readers see the artifact's earlier rows until the commit.
     let mut tx = state.pool.begin().await.map_err(db)?;
-    // The rows go into a table of their own, made in this transaction (so COPY can write
-    // them frozen, and an abort leaves nothing), attached as the artifact's partition at
-    // the end; the CHECK lets ATTACH skip scanning them (see the migration
-    // 20261201000170_request_rows_partitioned.sql).
-    let staging = format!("request_rows_load_{}", uuid::Uuid::new_v4().simple());
-    sqlx::query(&format!(
-        "CREATE TABLE {staging} (LIKE request_rows INCLUDING DEFAULTS, CHECK (artifact_id = {id}))"
-    ))
-    .execute(&mut *tx)
-    .await
-    .map_err(db)?;
-    let columns = request_log::COPY_COLUMNS.join(", ");
-    let mut copy = tx
-        .copy_in_raw(&format!(
-            "COPY {staging} (artifact_id, {columns}) FROM STDIN WITH (FORMAT binary, FREEZE)"
-        ))
-        .await
-        .map_err(db)?;
+    columns::begin(&mut tx, id).await.map_err(db)?;
+    let mut seq = 0i32;
     let mut send_error = None;
     loop {
         let next = match deadline {
@@ -788,7 +762,6 @@ async fn load_request_rows(
                     // the rows are loaded from the stored file once the upload completes.
                     given_up.store(true, Ordering::Relaxed);
                     drop(rx);
-                    let _ = copy.abort("the body arrived too slowly").await;
                     let _ = tx.rollback().await;
                     tracing::info!(
                         id,
@@ -800,10 +773,10 @@ async fn load_request_rows(
             },
             None => rx.recv().await,
         };
-        let Some(batch) = next else { break };
+        let Some(chunk) = next else { break };
         let sending = Instant::now();
-        let sent = copy.send(batch.as_slice()).await;
-        let _ = recycle.send(batch);
+        let sent = columns::put(&mut tx, id, seq, &chunk).await;
+        seq += 1;
         timing.db += sending.elapsed();
         if let Err(e) = sent {
             send_error = Some(e);
@@ -815,18 +788,18 @@ async fn load_request_rows(
         .await
         .map_err(|e| internal_failure("the row reader", e))?;
     match (send_error, produced) {
-        (None, Ok((analysis, columns, busy))) => {
+        (None, Ok((analysis, rows, busy))) => {
             timing.parse += busy;
             let finishing = Instant::now();
-            copy.finish().await.map_err(db)?;
+            columns::finish(&mut tx, id, rows).await.map_err(db)?;
             if let Some(stored) = stored {
                 // Rows of an upload that broke off (or was refused) are never committed.
                 if stored.await.ok() != Some(id) {
                     return Err(Failure::Failed("the upload did not complete".into()));
                 }
             }
-            // The lock a foreign key would take, once for the whole load: the artifact
-            // cannot be deleted (its trigger removes its rows) until these rows commit.
+            // The artifact cannot be deleted until these rows commit (its deletion takes
+            // them along); one that went while they were read gets none.
             let present = sqlx::query("SELECT 1 FROM artifacts WHERE id = $1 FOR KEY SHARE")
                 .bind(id)
                 .fetch_optional(&mut *tx)
@@ -837,48 +810,12 @@ async fn load_request_rows(
                     "the artifact was deleted while it was being analysed".into(),
                 ));
             }
-            store_columns(&mut tx, id, columns).await.map_err(db)?;
-            // Rows loaded before (an analysis run again) are replaced: dropping their
-            // partition locks `request_rows` against readers until the commit, so the
-            // swap is the last thing before it.
-            let partition = format!("request_rows_{id}");
-            for statement in [
-                format!("DROP TABLE IF EXISTS {partition}"),
-                format!("ALTER TABLE {staging} RENAME TO {partition}"),
-                format!(
-                    "ALTER TABLE request_rows ATTACH PARTITION {partition} FOR VALUES IN ({id})"
-                ),
-            ] {
-                sqlx::query(&statement)
-                    .execute(&mut *tx)
-                    .await
-                    .map_err(db)?;
-            }
             tx.commit().await.map_err(db)?;
             timing.db += finishing.elapsed();
             Ok(analysis)
         }
-        (Some(e), _) => {
-            let _ = copy.abort("send failed").await;
-            Err(db(e))
-        }
-        (None, Err(e)) => {
-            let _ = copy.abort("malformed input").await;
-            Err(e.into())
-        }
-    }
-}
-
-/// The decomposition page's column copy of the rows just loaded (in the load's
-/// transaction); a log with too many tenant/model pairs gets none and the page computes in SQL.
-async fn store_columns(
-    tx: &mut sqlx::PgConnection,
-    id: i64,
-    columns: Option<(u64, Vec<request_columns::Chunk>)>,
-) -> sqlx::Result<()> {
-    match columns {
-        Some((rows, chunks)) => crate::artifacts::columns::store(tx, id, rows, &chunks).await,
-        None => crate::artifacts::columns::forget(tx, id).await,
+        (Some(e), _) => Err(db(e)),
+        (None, Err(e)) => Err(e.into()),
     }
 }
 

@@ -33,9 +33,9 @@ impl Drop for SpooledFile {
 /// `progress` counts the raw bytes read.
 pub fn analyze(
     kind: Kind,
-    reader: impl Read,
+    reader: impl Read + Send,
     opts: &Options,
-    progress: &dyn Fn(u64),
+    progress: &(dyn Fn(u64) + Sync),
     spool: &Spool,
 ) -> Result<Analysis, AnalyzeError> {
     if !kind.needs_file() {

@@ -4,7 +4,6 @@
 //! and keep the result for the trace's investigation, where it is step 3's evidence.
 
 use chrono::{DateTime, Utc};
-use futures::TryStreamExt;
 use sqlx::types::Json;
 use sqlx::PgPool;
 
@@ -118,15 +117,12 @@ async fn log_queue(
     clip: Option<(f64, f64)>,
 ) -> Result<QueueTimeline, AppError> {
     let mut builder = RequestQueue::new(clip);
-    let mut rows = sqlx::query_as::<_, (Option<f64>, Option<f64>, Option<f64>, Option<f64>)>(
-        "SELECT arrival_ts, tokenize_ms, queue_wait_ms, total_ms FROM request_rows
-         WHERE artifact_id = $1",
-    )
-    .bind(artifact)
-    .fetch(pool);
-    while let Some((arrival, tokenize, wait, total)) = rows.try_next().await? {
-        builder.add(arrival, tokenize, wait, total);
-    }
+    crate::artifacts::columns::each(pool, artifact, &Default::default(), |chunk| {
+        for r in chunk.iter() {
+            builder.add(r.arrival_ts, r.tokenize_ms(), r.queue_wait_ms(), r.total_ms());
+        }
+    })
+    .await?;
     Ok(builder.finish())
 }
 

@@ -11,7 +11,8 @@ use sqlx::types::Json;
 use sqlx::PgPool;
 
 use crate::artifacts::{self, Artifact};
-use crate::core::analyze::request_log::{outcome, Outcome, RequestLogAnalysis};
+use crate::core::analyze::request_columns::RowView;
+use crate::core::analyze::request_log::{Outcome, RequestLogAnalysis};
 use crate::core::analyze::vllm_bench::VllmBenchAnalysis;
 use crate::core::analyze::{Kind, Of};
 use crate::core::method::comparison::{compare, Defect, ItlSource, Report, Request, Run, Series};
@@ -179,36 +180,20 @@ fn bench_run(field: &str, a: &Artifact) -> Result<Run, FieldError> {
     })
 }
 
-type RequestRowValues = (
-    Option<f64>,
-    Option<f64>,
-    Option<f64>,
-    Option<f64>,
-    Option<f64>,
-    Option<f64>,
-    Option<f64>,
-    Option<i64>,
-    Option<i64>,
-    Option<String>,
-    Option<String>,
-    Option<String>,
-);
-
-/// One run from a request log's loaded rows. ITL is each request's `itl_p50_ms` when
-/// the log carries that field, and otherwise each request's TPOT,
+/// One run from a request log's stored rows, in arrival order (rows without an arrival
+/// time last, ties in file order). ITL is each request's `itl_p50_ms` when the log
+/// carries that field, and otherwise each request's TPOT,
 /// `decode_ms ÷ (output_tokens − 1)` (computed here: a per-request figure from
 /// per-request ones); the run says which ([`ItlSource`]).
 async fn log_run(pool: &PgPool, a: &Artifact) -> Result<Run, AppError> {
-    let rows: Vec<RequestRowValues> = sqlx::query_as(
-        "SELECT first_token_ms, total_ms, queue_wait_ms, prefill_ms, decode_ms,
-                itl_p50_ms, itl_p99_ms, prompt_tokens, output_tokens,
-                extra->>'status', extra->>'finish_reason', extra->>'error'
-         FROM request_rows WHERE artifact_id = $1
-         ORDER BY arrival_ts NULLS LAST, request_id NULLS LAST",
-    )
-    .bind(a.id)
-    .fetch_all(pool)
-    .await?;
+    let chunks = crate::artifacts::columns::load_all(pool, a.id).await?;
+    let mut rows: Vec<RowView> = chunks.iter().flat_map(|c| c.iter()).collect();
+    rows.sort_by(|x, y| match (x.arrival_ts, y.arrival_ts) {
+        (Some(x), Some(y)) => x.total_cmp(&y),
+        (Some(_), None) => std::cmp::Ordering::Less,
+        (None, Some(_)) => std::cmp::Ordering::Greater,
+        (None, None) => std::cmp::Ordering::Equal,
+    });
     let mut cols: BTreeMap<Series, Vec<f64>> = BTreeMap::new();
     let mut push = |s: Series, v: Option<f64>| {
         if let Some(v) = v.filter(|v| v.is_finite()) {
@@ -218,41 +203,27 @@ async fn log_run(pool: &PgPool, a: &Artifact) -> Result<Run, AppError> {
     let mut prompts = Vec::new();
     let mut output_tokens = 0u64;
     let (mut errors, mut cancelled) = (0u64, 0u64);
-    for (
-        ttft,
-        total,
-        queue,
-        prefill,
-        decode,
-        itl50,
-        itl99,
-        prompt,
-        output,
-        status,
-        finish,
-        error,
-    ) in &rows
-    {
-        match outcome(status.as_deref(), finish.as_deref(), error.as_deref()) {
+    for r in &rows {
+        match r.outcome {
             Outcome::Succeeded => {}
             Outcome::Errored => errors += 1,
             Outcome::Cancelled => cancelled += 1,
         }
-        push(Series::TtftMs, *ttft);
-        push(Series::E2elMs, *total);
-        push(Series::QueueWaitMs, *queue);
-        push(Series::PrefillMs, *prefill);
-        push(Series::DecodeMs, *decode);
-        push(Series::ItlMs, *itl50);
-        push(Series::ItlP99Ms, *itl99);
+        push(Series::TtftMs, r.first_token_ms());
+        push(Series::E2elMs, r.total_ms());
+        push(Series::QueueWaitMs, r.queue_wait_ms());
+        push(Series::PrefillMs, r.prefill_ms());
+        push(Series::DecodeMs, r.decode_ms());
+        push(Series::ItlMs, r.itl_p50_ms);
+        push(Series::ItlP99Ms, r.itl_p99_ms);
         // Time per output token after the first: decode time over the later tokens.
-        if let (Some(d), Some(o)) = (decode, output.filter(|o| *o > 1)) {
+        if let (Some(d), Some(o)) = (r.decode_ms(), r.output_tokens.filter(|o| *o > 1)) {
             push(Series::TpotMs, Some(d / (o - 1) as f64));
         }
-        if let Some(p) = prompt {
-            prompts.push(*p as f64);
+        if let Some(p) = r.prompt_tokens {
+            prompts.push(p as f64);
         }
-        output_tokens += output.unwrap_or(0).max(0) as u64;
+        output_tokens += r.output_tokens.unwrap_or(0).max(0) as u64;
     }
     let itl_source = if cols.contains_key(&Series::ItlMs) {
         Some(ItlSource::RequestItlP50)

@@ -99,19 +99,11 @@ async fn request_log_uploads_analyzes_and_loads_its_rows() {
             "{p}"
         );
     }
-    let rows: i64 = sqlx::query_scalar("SELECT count(*) FROM request_rows WHERE artifact_id = $1")
-        .bind(id)
-        .fetch_one(&app.pool)
-        .await
-        .unwrap();
-    assert_eq!(rows, 200);
-    let extra: Value =
-        sqlx::query_scalar("SELECT extra FROM request_rows WHERE artifact_id = $1 LIMIT 1")
-            .bind(id)
-            .fetch_one(&app.pool)
-            .await
-            .unwrap();
-    assert_eq!(extra["region"], "eu", "unknown fields are kept");
+    assert_eq!(common::uploads::stored_rows(&app.pool, id).await, 200);
+    let file = app
+        .api("GET", &format!("/api/v1/artifacts/{id}/download"), &token, None)
+        .await;
+    assert!(file.body.contains("\"region\""), "unknown fields are kept in the file");
 
     // The decomposition page, filtered and grouped.
     let page = app
@@ -140,45 +132,39 @@ async fn request_log_uploads_analyzes_and_loads_its_rows() {
     assert!(!page.select("#section-phases table tbody tr").is_empty());
     assert_eq!(page.select("#section-phases svg.chart").len(), 1);
 
-    // Analysed again, its rows are replaced (the artifact's partition is swapped), not
-    // added to; the page still reads them.
+    // Analysed again, its rows are replaced, not added to; the page still reads them.
     perfjournal::artifacts::requeue(&app.pool, id, &Default::default())
         .await
         .unwrap();
     app.drain_queue().await;
     assert_eq!(fetch(&mut app, &token, id).await["status"], "done");
-    let again: (i64, i64) = sqlx::query_as(
-        "SELECT count(*), count(DISTINCT tableoid) FROM request_rows WHERE artifact_id = $1",
-    )
-    .bind(id)
-    .fetch_one(&app.pool)
-    .await
-    .unwrap();
-    assert_eq!(again, (200, 1), "200 rows, in one partition");
+    let chunks: i64 =
+        sqlx::query_scalar("SELECT count(*) FROM request_column_chunks WHERE artifact_id = $1")
+            .bind(id)
+            .fetch_one(&app.pool)
+            .await
+            .unwrap();
+    assert_eq!(chunks, 1, "one chunk of 200 rows, not two");
+    assert_eq!(common::uploads::stored_rows(&app.pool, id).await, 200);
     let page = app
         .get(&format!("/artifacts/{id}/requests?tenant=batch"))
         .await;
     assert!(page.select("#decomposition thead th")[0].contains("100 requests"));
 
-    // Its rows go with the artifact (a trigger drops its partition).
+    // Its rows go with the artifact.
     sqlx::query("DELETE FROM artifacts WHERE id = $1")
         .bind(id)
         .execute(&app.pool)
         .await
         .unwrap();
-    let left: i64 = sqlx::query_scalar("SELECT count(*) FROM request_rows WHERE artifact_id = $1")
-        .bind(id)
-        .fetch_one(&app.pool)
-        .await
-        .unwrap();
-    assert_eq!(left, 0);
-    let partitions: i64 = sqlx::query_scalar(
-        "SELECT count(*) FROM pg_inherits WHERE inhparent = 'request_rows'::regclass",
-    )
-    .fetch_one(&app.pool)
-    .await
-    .unwrap();
-    assert_eq!(partitions, 0, "the partition was dropped");
+    assert_eq!(common::uploads::stored_rows(&app.pool, id).await, 0);
+    let entries: i64 =
+        sqlx::query_scalar("SELECT count(*) FROM request_columns WHERE artifact_id = $1")
+            .bind(id)
+            .fetch_one(&app.pool)
+            .await
+            .unwrap();
+    assert_eq!(entries, 0);
 }
 
 /// A log with gaps: phases, tenants, model versions and arrival times missing on some
@@ -221,25 +207,108 @@ fn ragged_request_log(n: usize) -> Vec<u8> {
     out.into_bytes()
 }
 
+/// The decomposition by PostgreSQL's ordered-set aggregates (`percentile_cont`) over the
+/// same lines, read from their JSON text into a table of one connection: how the page
+/// computed before the rows had a single store, and an independent check of it now.
+async fn reference_numbers(
+    conn: &mut sqlx::PgConnection,
+    f: &perfjournal::artifacts::decomposition::RequestFilter,
+    group: Option<&str>,
+) -> Vec<perfjournal::core::analyze::request_columns::GroupNumbers> {
+    use perfjournal::core::analyze::request_columns::{GroupNumbers, PHASES, TTFT_PARTS};
+    use sqlx::Row;
+    let mut cols: Vec<String> = PHASES
+        .iter()
+        .map(|p| {
+            format!(
+                "percentile_cont(ARRAY[0.5, 0.9, 0.95, 0.99]) WITHIN GROUP (ORDER BY {p}) AS {p}_q, \
+                 avg({p}) AS {p}_mean"
+            )
+        })
+        .collect();
+    cols.push("sum(first_token_ms) AS ttft_total".into());
+    for i in TTFT_PARTS {
+        let p = PHASES[i];
+        cols.push(format!(
+            "sum({p}) FILTER (WHERE first_token_ms IS NOT NULL) AS {p}_in_ttft"
+        ));
+    }
+    let select = cols.join(", ");
+    let filter = "($1::text IS NULL OR tenant = $1) AND ($2::text IS NULL OR model_version = $2) \
+         AND ($3::float8 IS NULL OR arrival_ts >= $3) AND ($4::float8 IS NULL OR arrival_ts < $4)";
+    let sql = match group {
+        Some(col) => format!(
+            "SELECT {col} AS grp, count(*) AS n, {select} FROM reference_rows WHERE {filter} \
+             GROUP BY {col} ORDER BY count(*) DESC, {col} NULLS FIRST LIMIT 50"
+        ),
+        None => format!(
+            "SELECT NULL::text AS grp, count(*) AS n, {select} FROM reference_rows WHERE {filter}"
+        ),
+    };
+    let rows = sqlx::query(&sql)
+        .bind(&f.tenant)
+        .bind(&f.model_version)
+        .bind(f.from)
+        .bind(f.to)
+        .fetch_all(&mut *conn)
+        .await
+        .unwrap();
+    rows.iter()
+        .map(|row| {
+            let mut g = GroupNumbers {
+                group: row.get("grp"),
+                rows: row.get::<i64, _>("n") as u64,
+                ttft_total: row.get("ttft_total"),
+                ..GroupNumbers::default()
+            };
+            for (p, out) in PHASES.iter().zip(g.phases.iter_mut()) {
+                let q: Option<Vec<f64>> = row.get(format!("{p}_q").as_str());
+                out.quantiles = q.and_then(|q| <[f64; 4]>::try_from(q).ok());
+                out.mean = row.get(format!("{p}_mean").as_str());
+            }
+            for (k, i) in TTFT_PARTS.iter().enumerate() {
+                g.in_ttft[k] = row.get(format!("{}_in_ttft", PHASES[*i]).as_str());
+            }
+            g
+        })
+        .collect()
+}
+
 #[tokio::test]
-async fn the_column_copy_gives_the_sql_aggregates_numbers() {
+async fn the_stored_rows_give_the_numbers_of_sql_aggregates_over_the_same_lines() {
     use perfjournal::artifacts::decomposition::{self, RequestFilter};
     let (mut app, token) = editor_app().await;
-    let r = upload(
-        &mut app,
-        &token,
-        "name=ragged.jsonl",
-        ragged_request_log(3_000),
-    )
-    .await;
+    let file = ragged_request_log(3_000);
+    let r = upload(&mut app, &token, "name=ragged.jsonl", file.clone()).await;
     assert_eq!(r.status, StatusCode::CREATED, "{}", r.body);
     let id = r.json()["id"].as_i64().unwrap();
-    let copied: i64 = sqlx::query_scalar("SELECT rows FROM request_columns WHERE artifact_id = $1")
+    let stored: i64 = sqlx::query_scalar("SELECT rows FROM request_columns WHERE artifact_id = $1")
         .bind(id)
         .fetch_one(&app.pool)
         .await
         .unwrap();
-    assert_eq!(copied, 3_000, "the load writes the column copy");
+    assert_eq!(stored, 3_000, "the load stores every row");
+    // The same lines, parsed by PostgreSQL, into a table of this connection.
+    let lines: Vec<String> = String::from_utf8(file)
+        .unwrap()
+        .lines()
+        .map(str::to_string)
+        .collect();
+    let mut conn = app.pool.acquire().await.unwrap();
+    let phases = perfjournal::core::analyze::request_columns::PHASES
+        .iter()
+        .map(|p| format!("(j->>'{p}')::float8 AS {p}"))
+        .collect::<Vec<_>>()
+        .join(", ");
+    sqlx::query(&format!(
+        "CREATE TEMP TABLE reference_rows AS SELECT j->>'tenant' AS tenant, \
+         j->>'model_version' AS model_version, (j->>'arrival_ts')::float8 AS arrival_ts, {phases} \
+         FROM (SELECT line::jsonb AS j FROM unnest($1::text[]) AS line) AS l"
+    ))
+    .bind(&lines)
+    .execute(&mut *conn)
+    .await
+    .unwrap();
     let from = "1764400100";
     let to = "1764401000.25";
     for (tenant, model, from, to, by) in [
@@ -253,19 +322,10 @@ async fn the_column_copy_gives_the_sql_aggregates_numbers() {
         ("nobody", "", "", "", "tenant"),
     ] {
         let f = RequestFilter::parse(tenant, model, from, to, by).unwrap();
-        let (all, grouped) = decomposition::numbers_from_columns(&app.pool, id, &f, f.by)
-            .await
-            .unwrap()
-            .expect("a column copy");
-        let sql_all = decomposition::numbers_in_sql(&app.pool, id, &f, None)
-            .await
-            .unwrap();
+        let (all, grouped) = decomposition::numbers(&app.pool, id, &f).await.unwrap();
+        let sql_all = reference_numbers(&mut conn, &f, None).await;
         let sql_grouped = match f.by {
-            Some(col) => Some(
-                decomposition::numbers_in_sql(&app.pool, id, &f, Some(col))
-                    .await
-                    .unwrap(),
-            ),
+            Some(col) => Some(reference_numbers(&mut conn, &f, Some(col)).await),
             None => None,
         };
         let case = format!("{tenant}/{model}/{from}/{to}/{by}");
@@ -275,7 +335,7 @@ async fn the_column_copy_gives_the_sql_aggregates_numbers() {
             same_numbers(&g, &s, &case);
         }
     }
-    // The filter menus from the copy list what the rows hold.
+    // The filter menus list what the rows hold.
     let (tenants, models) = decomposition::facets(&app.pool, id).await.unwrap();
     assert_eq!(tenants, ["batch", "chat", "eval"]);
     assert_eq!(models, ["m0", "m1", "m2"]);
@@ -313,7 +373,7 @@ fn same_numbers(
 async fn big_files_are_analyzed_in_the_background_with_progress() {
     let (mut app, token) = editor_app().await;
     // Over the inline limit: the upload answers while its rows are still being
-    // committed (they went to COPY as the body arrived), and the page polls until done.
+    // committed (they were stored as the body arrived), and the page polls until done.
     let mut body = request_log(1);
     let line = body.clone();
     while (body.len() as u64) <= perfjournal::artifacts::INLINE_ANALYSIS_BYTES {
@@ -1015,13 +1075,9 @@ async fn a_step_saved_through_the_api_links_its_evidence_as_the_page_does() {
         .contains(&format!("step 3 filled from artifact {mine}")));
 }
 
-/// Tables whose name starts with `request_rows_` (one partition per request log).
-async fn partition_exists(app: &TestApp, id: i64) -> bool {
-    sqlx::query_scalar::<_, bool>("SELECT to_regclass($1) IS NOT NULL")
-        .bind(format!("request_rows_{id}"))
-        .fetch_one(&app.pool)
-        .await
-        .unwrap()
+/// Whether the artifact has request rows stored.
+async fn rows_exist(app: &TestApp, id: i64) -> bool {
+    common::uploads::stored_rows(&app.pool, id).await > 0
 }
 
 #[tokio::test]
@@ -1046,7 +1102,7 @@ async fn the_uploader_or_an_admin_deletes_an_artifact_and_everything_it_left() {
     let id = r.json()["id"].as_i64().unwrap();
     app.drain_queue().await;
     assert_eq!(fetch(&mut app, &eve, id).await["status"], "done");
-    assert!(partition_exists(&app, id).await);
+    assert!(rows_exist(&app, id).await);
     let blobs_before = common::uploads::files_under(&app.blob_dir).len();
 
     // Neither a viewer nor another editor may; nothing changes.
@@ -1071,13 +1127,7 @@ async fn the_uploader_or_an_admin_deletes_an_artifact_and_everything_it_left() {
         .api("GET", &format!("/api/v1/artifacts/{id}"), &eve, None)
         .await;
     assert_eq!(r.status, StatusCode::NOT_FOUND);
-    let rows: i64 = sqlx::query_scalar("SELECT count(*) FROM request_rows WHERE artifact_id = $1")
-        .bind(id)
-        .fetch_one(&app.pool)
-        .await
-        .unwrap();
-    assert_eq!(rows, 0);
-    assert!(!partition_exists(&app, id).await);
+    assert!(!rows_exist(&app, id).await);
     assert_eq!(
         common::uploads::files_under(&app.blob_dir).len(),
         blobs_before - 1,

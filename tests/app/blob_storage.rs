@@ -329,7 +329,7 @@ async fn a_body_cut_after_megabytes_leaves_no_row_no_blob_and_no_temporary_file(
     assert_eq!(artifact_count(&app).await, 0);
     let left = files_under(&app.blob_dir);
     assert!(left.is_empty(), "files left under the blob dir: {left:?}");
-    // The rows sent to COPY while the body arrived were never committed.
+    // The rows stored while the body arrived were never committed.
     assert_no_load_left(&app).await;
 }
 
@@ -345,20 +345,9 @@ async fn open_transactions(pool: &sqlx::PgPool) -> i64 {
     .unwrap()
 }
 
-/// The tables of request rows: the parent and each artifact's partition, by name.
-async fn row_tables(pool: &sqlx::PgPool) -> Vec<String> {
-    sqlx::query_scalar(
-        "SELECT relname::text FROM pg_class WHERE relname LIKE 'request_rows%' AND relkind IN ('r', 'p')
-         ORDER BY 1",
-    )
-    .fetch_all(pool)
-    .await
-    .unwrap()
-}
-
 /// No load of request rows is left open or committed: no transaction still open on
-/// the database (waited for: a load rolls back once its upload is given up), no row in
-/// `request_rows`, no table but the parent.
+/// the database (waited for: a load rolls back once its upload is given up), no chunk of
+/// rows stored.
 async fn assert_no_load_left(app: &TestApp) {
     let mut open = -1i64;
     for _ in 0..100 {
@@ -372,13 +361,16 @@ async fn assert_no_load_left(app: &TestApp) {
         open, 0,
         "a transaction is still open after the upload ended"
     );
-    let rows: i64 = sqlx::query_scalar("SELECT count(*) FROM request_rows")
+    let chunks: i64 = sqlx::query_scalar("SELECT count(*) FROM request_column_chunks")
         .fetch_one(&app.pool)
         .await
         .unwrap();
-    assert_eq!(rows, 0);
-    let tables = row_tables(&app.pool).await;
-    assert_eq!(tables, vec!["request_rows".to_string()]);
+    assert_eq!(chunks, 0);
+    let entries: i64 = sqlx::query_scalar("SELECT count(*) FROM request_columns")
+        .fetch_one(&app.pool)
+        .await
+        .unwrap();
+    assert_eq!(entries, 0);
 }
 
 #[tokio::test]
@@ -392,20 +384,12 @@ async fn a_big_request_log_is_loaded_while_it_arrives_as_from_its_stored_file() 
     let id = r.json()["id"].as_i64().unwrap();
     let loaded = settled(&mut app, &token, id).await;
     assert_eq!(loaded["status"], "done", "{loaded}");
-    // No worker took it: the rows went to COPY as the body arrived.
+    // No worker took it: the rows were stored as the body arrived.
     assert_eq!(app.drain_queue().await, 0, "no job was left for a worker");
     let pool = app.pool.clone();
     let rows = |id: i64| {
         let pool = pool.clone();
-        async move {
-            sqlx::query_as::<_, (i64, f64)>(
-                "SELECT count(*), sum(queue_wait_ms) FROM request_rows WHERE artifact_id = $1",
-            )
-            .bind(id)
-            .fetch_one(&pool)
-            .await
-            .unwrap()
-        }
+        async move { common::uploads::stored_queue_sum(&pool, id).await }
     };
     let analysis = |id: i64| stored_analysis(pool.clone(), id);
     let (count, queue_sum) = rows(id).await;
@@ -473,13 +457,7 @@ async fn a_request_log_arriving_too_slowly_gives_up_its_open_load_and_is_loaded_
     assert_eq!(loaded["status"], "done", "{loaded}");
     // Loaded from the stored file by the upload itself, not left to a worker.
     assert_eq!(app.drain_queue().await, 0, "no job was left for a worker");
-    let (count, queue_sum): (i64, f64) = sqlx::query_as(
-        "SELECT count(*), sum(queue_wait_ms) FROM request_rows WHERE artifact_id = $1",
-    )
-    .bind(id)
-    .fetch_one(&app.pool)
-    .await
-    .unwrap();
+    let (count, queue_sum) = common::uploads::stored_queue_sum(&app.pool, id).await;
     assert_eq!(count, n as i64);
     let expected: f64 = (0..n).map(|i| 20.0 + (i % 50) as f64).sum();
     assert!(
@@ -490,12 +468,12 @@ async fn a_request_log_arriving_too_slowly_gives_up_its_open_load_and_is_loaded_
         stored_analysis(app.pool.clone(), id).await["rows_total"],
         n as i64
     );
-    // Only the artifact's own partition is left: the given-up load's table was rolled back.
-    let tables = row_tables(&app.pool).await;
-    assert_eq!(
-        tables,
-        vec!["request_rows".to_string(), format!("request_rows_{id}")]
-    );
+    // Only the artifact's own rows are left: the given-up load was rolled back.
+    let stored: Vec<i64> = sqlx::query_scalar("SELECT artifact_id FROM request_columns")
+        .fetch_all(&app.pool)
+        .await
+        .unwrap();
+    assert_eq!(stored, vec![id]);
     assert_downloads_as_uploaded(&app, &token, id, &body).await;
 }
 

@@ -249,11 +249,7 @@ async fn two_replicas_share_sessions_jobs_blobs_and_search() {
         attempts, 1,
         "claimed and analysed once across the two replicas"
     );
-    let rows: i64 = sqlx::query_scalar("SELECT count(*) FROM request_rows WHERE artifact_id = $1")
-        .bind(id)
-        .fetch_one(&pool)
-        .await
-        .unwrap();
+    let rows = common::uploads::stored_rows(&pool, id).await;
     assert_eq!(rows, 500, "the rows were loaded once");
     let bytes = http
         .get(format!("{}/api/v1/artifacts/{id}/download", b.base))

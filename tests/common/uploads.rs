@@ -149,3 +149,27 @@ pub fn multipart(parts: &[(&str, Option<&str>, Vec<u8>)]) -> (String, Vec<u8>) {
     body.extend_from_slice(format!("--{boundary}--\r\n").as_bytes());
     (format!("multipart/form-data; boundary={boundary}"), body)
 }
+
+/// Request rows stored for an artifact: the rows of its column chunks (0 when it has none).
+pub async fn stored_rows(pool: &sqlx::PgPool, id: i64) -> i64 {
+    sqlx::query_scalar(
+        "SELECT coalesce(sum(rows), 0)::bigint FROM request_column_chunks WHERE artifact_id = $1",
+    )
+    .bind(id)
+    .fetch_one(pool)
+    .await
+    .unwrap()
+}
+
+/// The request rows stored for an artifact, read back from its chunks: how many, and the
+/// sum of their queue waits (ms).
+pub async fn stored_queue_sum(pool: &sqlx::PgPool, id: i64) -> (i64, f64) {
+    let chunks = perfjournal::artifacts::columns::load_all(pool, id).await.unwrap();
+    let rows = chunks.iter().map(|c| c.rows() as i64).sum();
+    let queue = chunks
+        .iter()
+        .flat_map(|c| c.iter())
+        .filter_map(|r| r.queue_wait_ms())
+        .sum();
+    (rows, queue)
+}

@@ -426,12 +426,7 @@ async fn a_replica_finishes_an_analysis_whose_server_was_killed() {
         );
         tokio::time::sleep(Duration::from_millis(200)).await;
     }
-    let loaded: i64 =
-        sqlx::query_scalar("SELECT count(*) FROM request_rows WHERE artifact_id = $1")
-            .bind(artifact)
-            .fetch_one(&pool)
-            .await
-            .unwrap();
+    let loaded = common::uploads::stored_rows(&pool, artifact).await;
     assert_eq!(loaded, rows as i64);
 }
 

@@ -44,7 +44,7 @@ pub use crate::stats::Summary;
 pub use detect::{detect, is_gzip, DETECT_HEAD_BYTES};
 pub use prometheus::{parse_snapshot, window, Snapshot};
 pub use readers::{decompressing_reader, CountingReader, SizeCapExceeded};
-pub use request_log::{for_each_request, RequestRow, COPY_COLUMNS};
+pub use request_log::{for_each_request, RequestRow};
 
 /// Default cap on decompressed bytes (64 GiB): far above any real trace, low
 /// enough that a gzip bomb stops long before it fills a disk or the clock.
@@ -141,7 +141,7 @@ impl Kind {
         }
     }
 
-    /// Kinds whose content is per-request rows: loaded into `request_rows` and analysed
+    /// Kinds whose content is per-request rows: stored as column chunks and analysed
     /// by the request-log analysis (phase quantiles, decomposition, comparisons).
     pub fn has_request_rows(self) -> bool {
         matches!(self, Kind::RequestLog | Kind::OtlpSpans)
@@ -543,9 +543,9 @@ fn dotted(rest: &str) -> String {
 /// compressed) bytes consumed so far, about every MiB and once at the end.
 pub fn analyze(
     kind: Kind,
-    reader: impl Read,
+    reader: impl Read + Send,
     opts: &Options,
-    progress: &dyn Fn(u64),
+    progress: &(dyn Fn(u64) + Sync),
 ) -> Result<Analysis, AnalyzeError> {
     if kind == Kind::Unknown {
         return Err(AnalyzeError::NotAnalyzed);
@@ -609,7 +609,6 @@ pub(crate) mod test_support {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use std::cell::Cell;
 
     #[test]
     fn the_first_number_out_of_range_is_named_by_its_path() {
@@ -673,16 +672,16 @@ mod tests {
             ));
         }
         let gz = test_support::gzip(text.as_bytes());
-        let last = Cell::new(0u64);
-        let calls = Cell::new(0u32);
+        let last = std::sync::atomic::AtomicU64::new(0);
+        let calls = std::sync::atomic::AtomicU64::new(0);
         let progress = |n: u64| {
-            assert!(n >= last.get());
-            last.set(n);
-            calls.set(calls.get() + 1);
+            assert!(n >= last.load(std::sync::atomic::Ordering::Relaxed));
+            last.store(n, std::sync::atomic::Ordering::Relaxed);
+            calls.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         };
         let a = analyze(Kind::RequestLog, &gz[..], &Options::default(), &progress).unwrap();
-        assert_eq!(last.get(), gz.len() as u64, "final progress = raw bytes");
-        assert!(calls.get() >= 1);
+        assert_eq!(last.into_inner(), gz.len() as u64, "final progress = raw bytes");
+        assert!(calls.into_inner() >= 1);
         match a {
             Analysis::RequestLog(r) => assert_eq!(r.rows, 20_000),
             other => panic!("unexpected {:?}", other.kind()),

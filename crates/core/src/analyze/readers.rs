@@ -16,12 +16,12 @@ pub struct CountingReader<'a, R> {
     inner: R,
     count: u64,
     next_report: u64,
-    progress: &'a dyn Fn(u64),
+    progress: &'a (dyn Fn(u64) + Sync),
     finished: bool,
 }
 
 impl<'a, R: Read> CountingReader<'a, R> {
-    pub fn new(inner: R, progress: &'a dyn Fn(u64)) -> Self {
+    pub fn new(inner: R, progress: &'a (dyn Fn(u64) + Sync)) -> Self {
         CountingReader {
             inner,
             count: 0,
@@ -435,7 +435,6 @@ impl<R: Read> Read for NanToNull<R> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use std::cell::RefCell;
 
     /// A reader that returns at most `step` bytes per call, to exercise
     /// boundaries inside multi-byte characters and tokens.
@@ -515,11 +514,11 @@ mod tests {
     #[test]
     fn counting_reader_reports_progress() {
         let data = vec![0u8; 3 << 20];
-        let seen = RefCell::new(Vec::new());
-        let cb = |n: u64| seen.borrow_mut().push(n);
+        let seen = std::sync::Mutex::new(Vec::new());
+        let cb = |n: u64| seen.lock().unwrap().push(n);
         let r = CountingReader::new(&data[..], &cb);
         assert_eq!(read_all(r).unwrap().len(), data.len());
-        let seen = seen.into_inner();
+        let seen = seen.into_inner().unwrap();
         assert!(seen.len() >= 3, "{seen:?}");
         assert_eq!(*seen.last().unwrap(), data.len() as u64);
     }

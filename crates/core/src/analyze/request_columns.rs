@@ -1,16 +1,21 @@
-//! A column copy of a request log's phase times, and the decomposition page's numbers
-//! computed from it: per phase the exact p50/p90/p95/p99 (`percentile_cont`'s rule,
-//! linear between order statistics), the mean, and the sums behind each part's share of
-//! TTFT — the same numbers the SQL ordered-set aggregates give, without a sort per phase.
+//! The one store of a request log's rows: columns in chunks, and the numbers computed
+//! from them. The decomposition page's per-phase p50/p90/p95/p99 (`percentile_cont`'s
+//! rule, linear between order statistics), means and the sums behind each part's share
+//! of TTFT; the comparison's per-request series; the queue timeline of bubbles.
 //!
-//! Rows are kept per (tenant, model version) in chunks of at most [`CHUNK_ROWS`], in file
-//! order, as 8 columns of f64: arrival time, then the [`PHASES`]. A missing value is NaN
-//! (the parser refuses NaN in the input, so NaN cannot be a real value). Pure: no I/O.
+//! Rows are kept in file order, in chunks of at most [`CHUNK_ROWS`]. Each chunk holds
+//! what a reader of single rows needs: the arrival time, the seven [`PHASES`], the
+//! request's ITL p50/p99, its prompt and output tokens, how it ended ([`Outcome`]), and
+//! its tenant and model version as indices into the chunk's own lists of names. A
+//! missing float is NaN (the parser refuses NaN in the input, so NaN cannot be a real
+//! value); a missing count is [`MISSING_COUNT`]; a missing name is [`NO_NAME`]. The other
+//! fields of a row (request id, batch size, KV blocks, prefix hits, unknown fields) are in
+//! the stored file and its analysis; no reader needs them row by row. Pure: no I/O.
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
-use super::request_log::{self, RequestRow};
+use super::request_log::{self, Outcome, RequestRow};
 use crate::stats::mean;
 use crate::stats::quantile::quantiles_select;
 
@@ -30,36 +35,105 @@ pub const TTFT_PARTS: [usize; 3] = request_log::TTFT_PARTS;
 /// The percentiles the page shows.
 pub const PERCENTILES: [f64; 4] = [0.5, 0.9, 0.95, 0.99];
 
-/// Rows per chunk: 1 MiB of data; a time window skips whole chunks outside it.
+/// Rows per chunk (about 1.7 MB encoded); a time window skips whole chunks outside it.
 pub const CHUNK_ROWS: usize = 16_384;
 
-/// More distinct (tenant, model version) pairs than this and no column copy is kept (the
-/// page then computes in SQL): each pair has its own chunks.
-pub const MAX_KEYS: usize = 1_000;
+/// A chunk is closed early once its tenant and model names come to this many bytes, so
+/// a log of long distinct names cannot grow one chunk without bound.
+pub const MAX_NAME_BYTES: usize = 1 << 20;
 
-const COLUMNS: usize = 1 + PHASES.len();
+/// A row without a tenant (or model version).
+pub const NO_NAME: u32 = u32::MAX;
 
-/// Rows of one tenant and model version.
-#[derive(Debug, Clone, PartialEq)]
+/// A row without a token count.
+pub const MISSING_COUNT: i64 = i64::MIN;
+
+/// Float columns: arrival, the seven phases, ITL p50, ITL p99.
+const FLOATS: usize = 1 + PHASES.len() + 2;
+/// Bytes per row in [`Chunk::encode`]: the floats, two i64 counts, two u32 name
+/// indices and the outcome byte.
+pub const ROW_BYTES: usize = FLOATS * 8 + 2 * 8 + 2 * 4 + 1;
+
+/// Rows of a request log, column by column.
+#[derive(Debug, Clone, PartialEq, Default)]
 pub struct Chunk {
-    pub tenant: Option<String>,
-    pub model_version: Option<String>,
+    /// Distinct tenants of the chunk; a row's `tenant` indexes this list.
+    pub tenants: Vec<String>,
+    /// Distinct model versions of the chunk; a row's `model` indexes this list.
+    pub models: Vec<String>,
+    pub tenant: Vec<u32>,
+    pub model: Vec<u32>,
     /// Arrival time (epoch seconds), NaN when absent.
     pub arrival: Vec<f64>,
     /// One column per phase of [`PHASES`] (ms), NaN when absent.
     pub phases: [Vec<f64>; 7],
+    /// The request's own ITL p50 and p99 (ms per token), NaN when absent.
+    pub itl: [Vec<f64>; 2],
+    /// Prompt and output tokens, [`MISSING_COUNT`] when absent.
+    pub tokens: [Vec<i64>; 2],
+    /// How the request ended ([`outcome_code`]).
+    pub outcome: Vec<u8>,
+}
+
+/// One row of a chunk, as its readers see it.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct RowView<'a> {
+    pub tenant: Option<&'a str>,
+    pub model_version: Option<&'a str>,
+    pub arrival_ts: Option<f64>,
+    /// The seven [`PHASES`], ms.
+    pub phases: [Option<f64>; 7],
+    pub itl_p50_ms: Option<f64>,
+    pub itl_p99_ms: Option<f64>,
+    pub prompt_tokens: Option<i64>,
+    pub output_tokens: Option<i64>,
+    pub outcome: Outcome,
+}
+
+impl RowView<'_> {
+    pub fn first_token_ms(&self) -> Option<f64> {
+        self.phases[TTFT]
+    }
+    pub fn queue_wait_ms(&self) -> Option<f64> {
+        self.phases[1]
+    }
+    pub fn prefill_ms(&self) -> Option<f64> {
+        self.phases[2]
+    }
+    pub fn decode_ms(&self) -> Option<f64> {
+        self.phases[4]
+    }
+    pub fn total_ms(&self) -> Option<f64> {
+        self.phases[6]
+    }
+    pub fn tokenize_ms(&self) -> Option<f64> {
+        self.phases[0]
+    }
+}
+
+/// The byte an [`Outcome`] is stored as.
+pub fn outcome_code(o: Outcome) -> u8 {
+    match o {
+        Outcome::Succeeded => 0,
+        Outcome::Errored => 1,
+        Outcome::Cancelled => 2,
+    }
+}
+
+fn outcome_of_code(code: u8) -> Option<Outcome> {
+    match code {
+        0 => Some(Outcome::Succeeded),
+        1 => Some(Outcome::Errored),
+        2 => Some(Outcome::Cancelled),
+        _ => None,
+    }
+}
+
+fn float(x: f64) -> Option<f64> {
+    (!x.is_nan()).then_some(x)
 }
 
 impl Chunk {
-    fn new(tenant: Option<&str>, model_version: Option<&str>) -> Self {
-        Chunk {
-            tenant: tenant.map(str::to_string),
-            model_version: model_version.map(str::to_string),
-            arrival: Vec::new(),
-            phases: Default::default(),
-        }
-    }
-
     pub fn rows(&self) -> usize {
         self.arrival.len()
     }
@@ -71,65 +145,159 @@ impl Chunk {
         Some(present.fold((first, first), |(lo, hi), v| (lo.min(v), hi.max(v))))
     }
 
-    /// The 8 columns one after the other, little-endian f64.
+    fn name(names: &[String], i: u32) -> Option<&str> {
+        names.get(i as usize).map(String::as_str)
+    }
+
+    /// Row `i` (< [`Chunk::rows`]).
+    pub fn row(&self, i: usize) -> RowView<'_> {
+        let count = |x: i64| (x != MISSING_COUNT).then_some(x);
+        RowView {
+            tenant: Self::name(&self.tenants, self.tenant[i]),
+            model_version: Self::name(&self.models, self.model[i]),
+            arrival_ts: float(self.arrival[i]),
+            phases: std::array::from_fn(|p| float(self.phases[p][i])),
+            itl_p50_ms: float(self.itl[0][i]),
+            itl_p99_ms: float(self.itl[1][i]),
+            prompt_tokens: count(self.tokens[0][i]),
+            output_tokens: count(self.tokens[1][i]),
+            outcome: outcome_of_code(self.outcome[i]).unwrap_or(Outcome::Succeeded),
+        }
+    }
+
+    /// Every row, in file order.
+    pub fn iter(&self) -> impl Iterator<Item = RowView<'_>> {
+        (0..self.rows()).map(|i| self.row(i))
+    }
+
+    fn float_columns(&self) -> impl Iterator<Item = &Vec<f64>> {
+        std::iter::once(&self.arrival)
+            .chain(self.phases.iter())
+            .chain(self.itl.iter())
+    }
+
+    /// The columns one after the other, little-endian: the floats (arrival, phases,
+    /// ITL p50, p99), the two counts, the two name indices, the outcome bytes.
     pub fn encode(&self) -> Vec<u8> {
-        let mut out = Vec::with_capacity(self.rows() * COLUMNS * 8);
-        for col in std::iter::once(&self.arrival).chain(self.phases.iter()) {
+        let mut out = Vec::with_capacity(self.rows() * ROW_BYTES);
+        for col in self.float_columns() {
             for v in col {
                 out.extend_from_slice(&v.to_le_bytes());
             }
         }
+        for col in &self.tokens {
+            for v in col {
+                out.extend_from_slice(&v.to_le_bytes());
+            }
+        }
+        for col in [&self.tenant, &self.model] {
+            for v in col {
+                out.extend_from_slice(&v.to_le_bytes());
+            }
+        }
+        out.extend_from_slice(&self.outcome);
         out
     }
 
-    /// The inverse of [`Chunk::encode`] for `rows` rows.
+    /// The inverse of [`Chunk::encode`] for `rows` rows with the chunk's name lists;
+    /// refuses data of another length, a name index past its list and an unknown outcome.
     pub fn decode(
-        tenant: Option<String>,
-        model_version: Option<String>,
+        tenants: Vec<String>,
+        models: Vec<String>,
         rows: usize,
         data: &[u8],
     ) -> Result<Chunk, String> {
-        if data.len() != rows * COLUMNS * 8 {
+        if data.len() != rows * ROW_BYTES {
             return Err(format!(
                 "a column chunk of {rows} rows holds {} bytes, not {}",
                 data.len(),
-                rows * COLUMNS * 8
+                rows * ROW_BYTES
             ));
         }
-        let mut cols = data.chunks_exact(rows * 8).map(|col| {
+        let (floats, rest) = data.split_at(rows * FLOATS * 8);
+        let (counts, rest) = rest.split_at(rows * 2 * 8);
+        let (names, outcome) = rest.split_at(rows * 2 * 4);
+        let mut f = floats.chunks_exact(rows.max(1) * 8).map(|col| {
             col.chunks_exact(8)
                 .map(|b| f64::from_le_bytes(b.try_into().expect("8 bytes")))
                 .collect::<Vec<f64>>()
         });
-        let arrival = cols.next().unwrap_or_default();
-        let phases = std::array::from_fn(|_| cols.next().unwrap_or_default());
+        let mut next_f = || f.next().unwrap_or_default();
+        let arrival = next_f();
+        let phases = std::array::from_fn(|_| next_f());
+        let itl = std::array::from_fn(|_| next_f());
+        let mut c = counts.chunks_exact(rows.max(1) * 8).map(|col| {
+            col.chunks_exact(8)
+                .map(|b| i64::from_le_bytes(b.try_into().expect("8 bytes")))
+                .collect::<Vec<i64>>()
+        });
+        let tokens = std::array::from_fn(|_| c.next().unwrap_or_default());
+        let mut n = names.chunks_exact(rows.max(1) * 4).map(|col| {
+            col.chunks_exact(4)
+                .map(|b| u32::from_le_bytes(b.try_into().expect("4 bytes")))
+                .collect::<Vec<u32>>()
+        });
+        let (tenant, model) = (n.next().unwrap_or_default(), n.next().unwrap_or_default());
+        for (col, list, what) in [(&tenant, &tenants, "tenant"), (&model, &models, "model")] {
+            if let Some(bad) = col
+                .iter()
+                .find(|&&i| i != NO_NAME && i as usize >= list.len())
+            {
+                return Err(format!(
+                    "a column chunk names {what} {bad} of {}",
+                    list.len()
+                ));
+            }
+        }
+        if let Some(bad) = outcome.iter().find(|&&b| outcome_of_code(b).is_none()) {
+            return Err(format!("a column chunk holds an unknown outcome {bad}"));
+        }
         Ok(Chunk {
+            tenants,
+            models,
             tenant,
-            model_version,
+            model,
             arrival,
             phases,
+            itl,
+            tokens,
+            outcome: outcome.to_vec(),
         })
     }
+}
 
-    fn push(&mut self, row: &RequestRow) {
-        let v = |x: Option<f64>| x.unwrap_or(f64::NAN);
-        self.arrival.push(v(row.arrival_ts));
-        for (col, x) in self.phases.iter_mut().zip(row.phases()) {
-            col.push(v(x));
+/// A chunk ready to be stored: its name lists, arrival range, row count and
+/// [`Chunk::encode`]d columns.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Encoded {
+    pub tenants: Vec<String>,
+    pub models: Vec<String>,
+    pub arrival_range: Option<(f64, f64)>,
+    pub rows: usize,
+    pub data: Vec<u8>,
+}
+
+impl Chunk {
+    /// The chunk as it is stored.
+    pub fn into_encoded(self) -> Encoded {
+        Encoded {
+            arrival_range: self.arrival_range(),
+            rows: self.rows(),
+            data: self.encode(),
+            tenants: self.tenants,
+            models: self.models,
         }
     }
 }
 
-/// Collects rows into chunks while a log is read.
+/// Collects rows into chunks while a log is read; a chunk is handed back as it fills.
 #[derive(Default)]
 pub struct ColumnBuilder {
-    /// `tenant \0 model` (each prefixed by a presence byte) → index into `open`.
-    keys: HashMap<String, usize, foldhash::fast::RandomState>,
-    key_buf: String,
-    open: Vec<Chunk>,
-    full: Vec<Chunk>,
+    open: Chunk,
+    tenant_ids: HashMap<String, u32, foldhash::fast::RandomState>,
+    model_ids: HashMap<String, u32, foldhash::fast::RandomState>,
+    name_bytes: usize,
     rows: u64,
-    too_many_keys: bool,
 }
 
 impl ColumnBuilder {
@@ -137,55 +305,74 @@ impl ColumnBuilder {
         Self::default()
     }
 
-    pub fn add(&mut self, row: &RequestRow) {
-        if self.too_many_keys {
-            return;
+    fn id_of(
+        ids: &mut HashMap<String, u32, foldhash::fast::RandomState>,
+        names: &mut Vec<String>,
+        name_bytes: &mut usize,
+        name: Option<&str>,
+    ) -> u32 {
+        let Some(name) = name else { return NO_NAME };
+        if let Some(&id) = ids.get(name) {
+            return id;
         }
-        self.rows += 1;
-        let (tenant, model) = (row.tenant.as_deref(), row.model_version.as_deref());
-        self.key_buf.clear();
-        for part in [tenant, model] {
-            match part {
-                Some(s) => {
-                    self.key_buf.push('+');
-                    self.key_buf.push_str(s);
-                }
-                None => self.key_buf.push('-'),
-            }
-            self.key_buf.push('\0');
-        }
-        let i = match self.keys.get(self.key_buf.as_str()) {
-            Some(&i) => i,
-            None => {
-                if self.keys.len() >= MAX_KEYS {
-                    self.too_many_keys = true;
-                    self.open = Vec::new();
-                    self.full = Vec::new();
-                    return;
-                }
-                self.open.push(Chunk::new(tenant, model));
-                self.keys.insert(self.key_buf.clone(), self.open.len() - 1);
-                self.open.len() - 1
-            }
-        };
-        let chunk = &mut self.open[i];
-        chunk.push(row);
-        if chunk.rows() >= CHUNK_ROWS {
-            let done = std::mem::replace(chunk, Chunk::new(tenant, model));
-            self.full.push(done);
-        }
+        let id = names.len() as u32;
+        names.push(name.to_string());
+        ids.insert(name.to_string(), id);
+        *name_bytes += name.len();
+        id
     }
 
-    /// The rows counted and their chunks; `None` when the log has more than
-    /// [`MAX_KEYS`] (tenant, model version) pairs.
-    pub fn finish(self) -> Option<(u64, Vec<Chunk>)> {
-        if self.too_many_keys {
-            return None;
+    /// Adds a row; returns a chunk when this row filled one.
+    pub fn add(&mut self, row: &RequestRow) -> Option<Chunk> {
+        self.rows += 1;
+        let c = &mut self.open;
+        let v = |x: Option<f64>| x.unwrap_or(f64::NAN);
+        let tenant = Self::id_of(
+            &mut self.tenant_ids,
+            &mut c.tenants,
+            &mut self.name_bytes,
+            row.tenant.as_deref(),
+        );
+        let model = Self::id_of(
+            &mut self.model_ids,
+            &mut c.models,
+            &mut self.name_bytes,
+            row.model_version.as_deref(),
+        );
+        c.tenant.push(tenant);
+        c.model.push(model);
+        c.arrival.push(v(row.arrival_ts));
+        for (col, x) in c.phases.iter_mut().zip(row.phases()) {
+            col.push(v(x));
         }
-        let mut chunks = self.full;
-        chunks.extend(self.open.into_iter().filter(|c| c.rows() > 0));
-        Some((self.rows, chunks))
+        c.itl[0].push(v(row.itl_p50_ms));
+        c.itl[1].push(v(row.itl_p99_ms));
+        c.tokens[0].push(row.prompt_tokens.unwrap_or(MISSING_COUNT));
+        c.tokens[1].push(row.output_tokens.unwrap_or(MISSING_COUNT));
+        c.outcome.push(outcome_code(row.outcome()));
+        (c.rows() >= CHUNK_ROWS || self.name_bytes >= MAX_NAME_BYTES).then(|| self.close())
     }
+
+    fn close(&mut self) -> Chunk {
+        self.tenant_ids.clear();
+        self.model_ids.clear();
+        self.name_bytes = 0;
+        std::mem::take(&mut self.open)
+    }
+
+    /// The rows counted, and the last chunk when it holds any.
+    pub fn finish(mut self) -> (u64, Option<Chunk>) {
+        let last = (self.open.rows() > 0).then(|| self.close());
+        (self.rows, last)
+    }
+}
+
+/// All the chunks of `rows` (for tests and benches; a load hands them on as they fill).
+pub fn chunks_of<'a>(rows: impl IntoIterator<Item = &'a RequestRow>) -> Vec<Chunk> {
+    let mut b = ColumnBuilder::new();
+    let mut out: Vec<Chunk> = rows.into_iter().filter_map(|r| b.add(r)).collect();
+    out.extend(b.finish().1);
+    out
 }
 
 /// Which rows count: the page's filters.
@@ -200,106 +387,130 @@ pub struct Filter<'a> {
 }
 
 impl Filter<'_> {
-    fn keeps_chunk(&self, c: &Chunk) -> bool {
-        let key = |want: Option<&str>, have: &Option<String>| {
-            want.is_none_or(|w| have.as_deref() == Some(w))
-        };
-        key(self.tenant, &c.tenant) && key(self.model_version, &c.model_version)
+    fn keeps_arrival(&self, t: f64) -> bool {
+        self.from.is_none_or(|f| t >= f) && self.to.is_none_or(|to| t < to)
     }
 
-    fn keeps_arrival(&self, t: f64) -> bool {
-        // NaN (no arrival time) fails both comparisons, as NULL does in SQL.
-        self.from.is_none_or(|f| t >= f) && self.to.is_none_or(|to| t < to)
+    fn windowed(&self) -> bool {
+        self.from.is_some() || self.to.is_some()
+    }
+
+    /// The index a wanted name has in `names`: `Ok(None)` when any will do, `Err` when
+    /// the chunk has no row with it.
+    fn wanted(want: Option<&str>, names: &[String]) -> Result<Option<u32>, ()> {
+        match want {
+            None => Ok(None),
+            Some(w) => names
+                .iter()
+                .position(|n| n == w)
+                .map(|i| Some(i as u32))
+                .ok_or(()),
+        }
     }
 }
 
-/// Grouping of the page.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum GroupBy {
     Tenant,
     ModelVersion,
 }
 
-/// One phase over the selected rows (ms); `None` when no selected row has the phase.
+/// One phase's numbers over a group's rows.
 #[derive(Debug, Clone, Copy, PartialEq, Default)]
 pub struct PhaseNumbers {
-    /// At [`PERCENTILES`].
+    /// p50, p90, p95, p99 (`None` when no row has the phase).
     pub quantiles: Option<[f64; 4]>,
     pub mean: Option<f64>,
 }
 
-/// The numbers of one group (or of all selected rows).
+/// The decomposition of one group (or of all rows when `group` is `None`).
 #[derive(Debug, Clone, PartialEq, Default)]
 pub struct GroupNumbers {
-    /// The tenant or model version; `None` for rows without one, or when not grouped.
     pub group: Option<String>,
     pub rows: u64,
     pub phases: [PhaseNumbers; 7],
-    /// Sum of TTFT over the rows that have one (ms).
+    /// Σ first_token_ms over rows that have it.
     pub ttft_total: Option<f64>,
-    /// Per part of [`TTFT_PARTS`]: its sum over the rows that have a TTFT (ms).
+    /// Σ of each [`TTFT_PARTS`] phase over rows that have a TTFT.
     pub in_ttft: [Option<f64>; 3],
 }
 
-/// The decomposition of the rows `filter` selects: one entry when `by` is `None` (also
-/// when nothing is selected), else one per group, most rows first (then by name).
+/// A row left out by the filter.
+const SKIP: u32 = u32::MAX;
+
+/// The numbers over the rows `filter` keeps, one entry in all (`by` = `None`) or one per
+/// group, most rows first (ties by name). Each phase is computed on its own thread.
 pub fn decompose(chunks: &[Chunk], filter: &Filter, by: Option<GroupBy>) -> Vec<GroupNumbers> {
-    // Which rows of which chunk count, and the group of each kept chunk.
-    let windowed = filter.from.is_some() || filter.to.is_some();
-    let mut kept: Vec<(&Chunk, Option<Vec<bool>>, usize)> = Vec::new();
     let mut groups: Vec<GroupNumbers> = Vec::new();
-    for c in chunks.iter().filter(|c| filter.keeps_chunk(c)) {
-        let mask = windowed.then(|| {
-            c.arrival
-                .iter()
-                .map(|&t| filter.keeps_arrival(t))
-                .collect::<Vec<bool>>()
-        });
-        let n = match &mask {
-            Some(m) => m.iter().filter(|k| **k).count(),
-            None => c.rows(),
-        };
-        if n == 0 {
+    let mut group_of_name: HashMap<Option<&str>, u32> = HashMap::new();
+    // Per kept chunk, each row's group (SKIP when the filter leaves it out).
+    let mut kept: Vec<(&Chunk, Vec<u32>)> = Vec::new();
+    for c in chunks {
+        let (Ok(want_t), Ok(want_m)) = (
+            Filter::wanted(filter.tenant, &c.tenants),
+            Filter::wanted(filter.model_version, &c.models),
+        ) else {
             continue;
-        }
-        let name = match by {
-            None => None,
-            Some(GroupBy::Tenant) => c.tenant.clone(),
-            Some(GroupBy::ModelVersion) => c.model_version.clone(),
         };
-        let g = match groups.iter().position(|g| g.group == name) {
-            Some(g) => g,
-            None => {
-                groups.push(GroupNumbers {
-                    group: name,
-                    ..GroupNumbers::default()
-                });
-                groups.len() - 1
+        let (names, of_row): (&[String], &[u32]) = match by {
+            Some(GroupBy::Tenant) => (&c.tenants, &c.tenant),
+            Some(GroupBy::ModelVersion) => (&c.models, &c.model),
+            None => (&[], &[]),
+        };
+        // The chunk's name index → group, resolved on first use (the last slot: no name).
+        let mut local: Vec<u32> = vec![SKIP; names.len() + 1];
+        let mut slots = Vec::with_capacity(c.rows());
+        let mut any = false;
+        for i in 0..c.rows() {
+            let keep = want_t.is_none_or(|w| c.tenant[i] == w)
+                && want_m.is_none_or(|w| c.model[i] == w)
+                && (!filter.windowed() || filter.keeps_arrival(c.arrival[i]));
+            if !keep {
+                slots.push(SKIP);
+                continue;
             }
-        };
-        groups[g].rows += n as u64;
-        kept.push((c, mask, g));
+            let at = match by {
+                None => 0,
+                Some(_) => of_row[i].min(names.len() as u32) as usize,
+            };
+            if local[at] == SKIP {
+                let name = names.get(at).map(String::as_str);
+                local[at] = *group_of_name.entry(name).or_insert_with(|| {
+                    groups.push(GroupNumbers {
+                        group: name.map(str::to_string),
+                        ..GroupNumbers::default()
+                    });
+                    groups.len() as u32 - 1
+                });
+            }
+            groups[local[at] as usize].rows += 1;
+            slots.push(local[at]);
+            any = true;
+        }
+        if any {
+            kept.push((c, slots));
+        }
     }
     if by.is_none() && groups.is_empty() {
         groups.push(GroupNumbers::default());
     }
-    // Each (group, phase) is independent: spread them over the cores (two here).
-    let tasks: Vec<(usize, usize)> = (0..groups.len())
-        .flat_map(|g| (0..PHASES.len()).map(move |p| (g, p)))
-        .collect();
+    let sizes: Vec<usize> = groups.iter().map(|g| g.rows as usize).collect();
     let next = AtomicUsize::new(0);
     let workers = std::thread::available_parallelism()
         .map_or(1, |n| n.get())
-        .clamp(1, tasks.len().max(1));
-    let done: Vec<PhaseOfGroup> = std::thread::scope(|scope| {
+        .clamp(1, PHASES.len());
+    let done: Vec<PhaseOfGroups> = std::thread::scope(|scope| {
         let handles: Vec<_> = (0..workers)
             .map(|_| {
                 scope.spawn(|| {
                     let mut out = Vec::new();
-                    while let Some(&(g, p)) = tasks.get(next.fetch_add(1, Ordering::Relaxed)) {
-                        out.push(phase_of_group(&kept, g, p, groups[g].rows as usize));
+                    loop {
+                        let p = next.fetch_add(1, Ordering::Relaxed);
+                        if p >= PHASES.len() {
+                            break out;
+                        }
+                        out.push(phase_of_groups(&kept, &sizes, p));
                     }
-                    out
                 })
             })
             .collect();
@@ -309,63 +520,57 @@ pub fn decompose(chunks: &[Chunk], filter: &Filter, by: Option<GroupBy>) -> Vec<
             .collect()
     });
     for d in done {
-        let group = &mut groups[d.group];
-        group.phases[d.phase] = d.numbers;
-        if d.phase == TTFT {
-            group.ttft_total = d.sum;
-        }
-        if let Some(k) = TTFT_PARTS.iter().position(|&part| part == d.phase) {
-            group.in_ttft[k] = d.in_ttft;
+        for (g, (numbers, sum, in_ttft)) in groups.iter_mut().zip(d.per_group) {
+            g.phases[d.phase] = numbers;
+            if d.phase == TTFT {
+                g.ttft_total = sum;
+            }
+            if let Some(k) = TTFT_PARTS.iter().position(|&part| part == d.phase) {
+                g.in_ttft[k] = in_ttft;
+            }
         }
     }
     groups.sort_by(|a, b| b.rows.cmp(&a.rows).then_with(|| a.group.cmp(&b.group)));
     groups
 }
 
-/// One phase of one group.
-struct PhaseOfGroup {
-    group: usize,
+/// One phase over every group: (numbers, Σ values, Σ values of rows with a TTFT).
+struct PhaseOfGroups {
     phase: usize,
-    numbers: PhaseNumbers,
-    /// Sum of the phase's values (`None` without any).
-    sum: Option<f64>,
-    /// Sum over the rows that have a TTFT (`None` without any).
-    in_ttft: Option<f64>,
+    per_group: Vec<(PhaseNumbers, Option<f64>, Option<f64>)>,
 }
 
-/// Gathers phase `p` of the selected rows of group `g` (in chunk order) and computes.
-fn phase_of_group(
-    kept: &[(&Chunk, Option<Vec<bool>>, usize)],
-    g: usize,
-    p: usize,
-    rows: usize,
-) -> PhaseOfGroup {
-    let mut values = Vec::with_capacity(rows);
-    let mut in_ttft: Option<f64> = None;
-    for (c, mask, _) in kept.iter().filter(|k| k.2 == g) {
+/// One pass over the kept rows for phase `p`: each value goes to its group's list.
+fn phase_of_groups(kept: &[(&Chunk, Vec<u32>)], sizes: &[usize], p: usize) -> PhaseOfGroups {
+    let mut values: Vec<Vec<f64>> = sizes.iter().map(|&n| Vec::with_capacity(n)).collect();
+    let mut in_ttft: Vec<Option<f64>> = vec![None; sizes.len()];
+    for (c, slots) in kept {
         let (column, ttft) = (&c.phases[p], &c.phases[TTFT]);
-        for i in 0..c.rows() {
+        for (i, &g) in slots.iter().enumerate() {
             let v = column[i];
-            if v.is_nan() || mask.as_ref().is_some_and(|m| !m[i]) {
+            if g == SKIP || v.is_nan() {
                 continue;
             }
-            values.push(v);
+            values[g as usize].push(v);
             if !ttft[i].is_nan() {
-                *in_ttft.get_or_insert(0.0) += v;
+                *in_ttft[g as usize].get_or_insert(0.0) += v;
             }
         }
     }
-    let sum = (!values.is_empty()).then(|| values.iter().sum());
-    PhaseOfGroup {
-        group: g,
+    let per_group = values
+        .iter_mut()
+        .zip(in_ttft)
+        .map(|(v, in_ttft)| {
+            let sum = (!v.is_empty()).then(|| v.iter().sum());
+            (phase_numbers(v), sum, in_ttft)
+        })
+        .collect();
+    PhaseOfGroups {
         phase: p,
-        numbers: phase_numbers(&mut values),
-        sum,
-        in_ttft,
+        per_group,
     }
 }
 
-/// Quantiles and mean of the values (reordered).
 fn phase_numbers(values: &mut [f64]) -> PhaseNumbers {
     let Some(mean) = mean(values) else {
         return PhaseNumbers::default();
@@ -376,8 +581,7 @@ fn phase_numbers(values: &mut [f64]) -> PhaseNumbers {
     }
 }
 
-/// [`PERCENTILES`] of non-empty values by PostgreSQL's `percentile_cont` rule (the same
-/// linear rule as numpy's), by selection: see [`quantiles_select`].
+/// p50, p90, p95, p99 of non-empty values without NaN (reordered in place).
 pub fn quantiles(values: &mut [f64]) -> [f64; 4] {
     quantiles_select(values, PERCENTILES)
 }
@@ -419,10 +623,12 @@ mod tests {
     }
 
     fn chunks(rows: &[RequestRow]) -> Vec<Chunk> {
-        let mut b = ColumnBuilder::new();
-        rows.iter().for_each(|r| b.add(r));
-        let (n, chunks) = b.finish().unwrap();
-        assert_eq!(n, rows.len() as u64);
+        let chunks = chunks_of(rows);
+        assert_eq!(
+            chunks.iter().map(Chunk::rows).sum::<usize>(),
+            rows.len(),
+            "every row in a chunk"
+        );
         chunks
     }
 
@@ -465,24 +671,69 @@ mod tests {
     fn chunks_round_trip_and_split() {
         let rows = rows();
         let chunks = chunks(&rows);
-        // 6 (tenant, model) pairs; 40,000 rows in chunks of at most CHUNK_ROWS.
-        assert!(chunks
-            .iter()
-            .all(|c| c.rows() <= CHUNK_ROWS && c.rows() > 0));
-        assert_eq!(chunks.iter().map(Chunk::rows).sum::<usize>(), 40_000);
+        // 40,000 rows in file order, in chunks of CHUNK_ROWS and the rest.
+        let sizes: Vec<usize> = chunks.iter().map(Chunk::rows).collect();
+        assert_eq!(sizes, vec![CHUNK_ROWS, CHUNK_ROWS, 40_000 - 2 * CHUNK_ROWS]);
         for c in &chunks {
-            let back = Chunk::decode(
-                c.tenant.clone(),
-                c.model_version.clone(),
-                c.rows(),
-                &c.encode(),
-            )
-            .unwrap();
+            let back =
+                Chunk::decode(c.tenants.clone(), c.models.clone(), c.rows(), &c.encode()).unwrap();
             // NaN != NaN: compare the bytes.
             assert_eq!(back.encode(), c.encode());
-            assert_eq!(back.tenant, c.tenant);
+            assert_eq!(back.tenants, c.tenants);
         }
-        assert!(Chunk::decode(None, None, 3, &[0u8; 10]).is_err());
+        // Rows read back as they went in, in file order.
+        let back: Vec<RowView> = chunks.iter().flat_map(Chunk::iter).collect();
+        for (r, v) in rows.iter().zip(&back) {
+            assert_eq!(v.tenant, r.tenant.as_deref());
+            assert_eq!(v.model_version, r.model_version.as_deref());
+            assert_eq!(v.arrival_ts, r.arrival_ts);
+            assert_eq!(v.phases, r.phases());
+            assert_eq!(v.output_tokens, r.output_tokens);
+            assert_eq!(v.outcome, Outcome::Succeeded);
+        }
+        assert!(Chunk::decode(vec![], vec![], 3, &[0u8; 10]).is_err());
+        assert!(Chunk::decode(vec![], vec![], 0, &[]).unwrap().rows() == 0);
+    }
+
+    #[test]
+    fn counts_outcomes_and_itl_survive_the_round_trip() {
+        let mut failed = row(Some("t"), None, Some(1.0), 3.0);
+        failed.itl_p50_ms = Some(12.5);
+        failed.prompt_tokens = Some(1024);
+        failed.extra.insert("status".into(), serde_json::json!(503));
+        let mut cancelled = row(None, Some("m"), None, 4.0);
+        cancelled
+            .extra
+            .insert("finish_reason".into(), serde_json::json!("abort"));
+        let chunks = chunks(&[failed, cancelled]);
+        let c = Chunk::decode(
+            chunks[0].tenants.clone(),
+            chunks[0].models.clone(),
+            2,
+            &chunks[0].encode(),
+        )
+        .unwrap();
+        let (a, b) = (c.row(0), c.row(1));
+        assert_eq!((a.outcome, b.outcome), (Outcome::Errored, Outcome::Cancelled));
+        assert_eq!((a.itl_p50_ms, a.itl_p99_ms), (Some(12.5), None));
+        assert_eq!((a.prompt_tokens, b.prompt_tokens), (Some(1024), None));
+        assert_eq!((a.tenant, b.tenant), (Some("t"), None));
+        assert_eq!((a.model_version, b.model_version), (None, Some("m")));
+    }
+
+    #[test]
+    fn a_damaged_chunk_is_refused() {
+        let c = chunks(&[row(Some("t"), None, None, 1.0)]).remove(0);
+        let mut data = c.encode();
+        // The tenant index names a second tenant the chunk does not list.
+        let at = FLOATS * 8 + 2 * 8;
+        data[at..at + 4].copy_from_slice(&1u32.to_le_bytes());
+        let e = Chunk::decode(c.tenants.clone(), vec![], 1, &data).unwrap_err();
+        assert!(e.contains("tenant 1 of 1"), "{e}");
+        let mut data = c.encode();
+        *data.last_mut().unwrap() = 9;
+        let e = Chunk::decode(c.tenants.clone(), vec![], 1, &data).unwrap_err();
+        assert!(e.contains("unknown outcome 9"), "{e}");
     }
 
     #[test]
@@ -583,11 +834,23 @@ mod tests {
     }
 
     #[test]
-    fn too_many_pairs_keep_no_copy() {
-        let mut b = ColumnBuilder::new();
-        for i in 0..=MAX_KEYS {
-            b.add(&row(Some(&format!("t{i}")), None, None, 1.0));
+    fn many_long_names_close_a_chunk_early() {
+        let long = "x".repeat(100_000);
+        let rows: Vec<RequestRow> = (0..25)
+            .map(|i| row(Some(&format!("{long}{i}")), None, None, 1.0))
+            .collect();
+        let chunks = chunks(&rows);
+        assert!(chunks.len() >= 2, "{} chunks", chunks.len());
+        for c in &chunks {
+            let bytes: usize = c.tenants.iter().map(String::len).sum();
+            assert!(bytes <= MAX_NAME_BYTES + 100_010, "{bytes}");
         }
-        assert!(b.finish().is_none());
+        // Thousands of tenants are fine: grouped numbers list each one.
+        let rows: Vec<RequestRow> = (0..5_000)
+            .map(|i| row(Some(&format!("t{i}")), None, None, i as f64))
+            .collect();
+        let got = decompose(&chunks_of(&rows), &Filter::default(), Some(GroupBy::Tenant));
+        assert_eq!(got.len(), 5_000);
+        assert!(got.iter().all(|g| g.rows == 1));
     }
 }

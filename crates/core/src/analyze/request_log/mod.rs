@@ -212,7 +212,7 @@ pub const SAMPLE_ROWS: usize = 1_000_000;
 /// dominant phase, tenants and model versions. Filters from `opts` are
 /// applied while streaming. Columns are kept as one f64 per row per phase
 /// (NaN = missing), for at most [`SAMPLE_ROWS`] rows.
-pub fn analyze<R: Read>(reader: R, opts: &Options) -> Result<RequestLogAnalysis, AnalyzeError> {
+pub fn analyze<R: Read + Send>(reader: R, opts: &Options) -> Result<RequestLogAnalysis, AnalyzeError> {
     let mut acc = Accumulator::new(opts);
     for_each_request(reader, |row: RequestRow| -> Result<(), AnalyzeError> {
         acc.add(&row);
@@ -915,26 +915,44 @@ mod tests {
     }
 
     #[test]
-    fn binary_copy_rows_have_the_column_layout_postgres_expects() {
-        let row = RequestRow {
-            request_id: Some("r1".into()),
-            queue_wait_ms: Some(2.5),
-            prompt_tokens: Some(7),
-            ..RequestRow::default()
-        };
-        let mut out = Vec::new();
-        row.write_copy_binary(42, &mut out);
-        assert_eq!(&out[..2], &20i16.to_be_bytes(), "artifact id + 19 columns");
-        assert_eq!(&out[2..6], &8i32.to_be_bytes());
-        assert_eq!(&out[6..14], &42i64.to_be_bytes());
-        assert_eq!(&out[14..18], &2i32.to_be_bytes());
-        assert_eq!(&out[18..20], b"r1");
-        // arrival_ts is null, then tokenize null, then queue wait 2.5.
-        assert_eq!(&out[20..24], &(-1i32).to_be_bytes());
-        assert_eq!(&out[24..28], &(-1i32).to_be_bytes());
-        assert_eq!(&out[32..40], &2.5f64.to_bits().to_be_bytes());
-        // The last field is jsonb: version byte 1, then "{}".
-        assert_eq!(&out[out.len() - 7..], &[0, 0, 0, 3, 1, b'{', b'}']);
-        assert_eq!(COPY_BINARY_HEADER.len(), 19);
+    fn a_file_of_many_blocks_reads_in_order_with_true_line_numbers() {
+        // About 5 MB: several blocks for the parsing threads, with blank lines, CRLF
+        // endings and a BOM.
+        let mut text = String::from("\u{FEFF}");
+        let mut want = Vec::new();
+        for i in 0..40_000u64 {
+            if i % 1000 == 7 {
+                text.push_str("  \r\n");
+                continue;
+            }
+            text.push_str(&format!(
+                "{{\"request_id\":\"r{i}\",\"queue_wait_ms\":{i}.5,\"tenant\":\"t{}\",\"pad\":\"{}\"}}\r\n",
+                i % 3,
+                "x".repeat(100)
+            ));
+            want.push((i + 1, format!("r{i}")));
+        }
+        let mut got = Vec::new();
+        let n = for_each_request(text.as_bytes(), |r| -> Result<(), AnalyzeError> {
+            got.push((r.line, r.request_id.unwrap()));
+            Ok(())
+        })
+        .unwrap();
+        assert_eq!(n as usize, want.len());
+        assert_eq!(got, want);
+
+        // The first bad line of the file is the one named, however far in.
+        let mut bad = text.clone();
+        let at = bad.match_indices("{\"request_id\":\"r31234\"").next().unwrap().0;
+        bad.insert_str(at, "oops");
+        let e = for_each_request(bad.as_bytes(), |_| Ok::<(), AnalyzeError>(())).unwrap_err();
+        assert!(e.to_string().contains("line 31235"), "{e}");
+
+        // A line past the limit in the middle of the file.
+        let mut long = text.clone();
+        let at = long.match_indices("{\"request_id\":\"r20000\"").next().unwrap().0;
+        long.insert_str(at, &format!("{{\"pad\":\"{}\"}}\n", "y".repeat(MAX_LINE_BYTES + 10)));
+        let e = for_each_request(long.as_bytes(), |_| Ok::<(), AnalyzeError>(())).unwrap_err();
+        assert!(e.to_string().contains("line 20001") && e.to_string().contains("longer than"), "{e}");
     }
 }

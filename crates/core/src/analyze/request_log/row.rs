@@ -2,11 +2,10 @@
 //! and checked, and its binary COPY form.
 
 use super::MAX_LINE_BYTES;
-use crate::analyze::readers::{read_line_bounded, Line};
 use crate::analyze::{decompressing_reader, AnalyzeError, DEFAULT_MAX_DECOMPRESSED_BYTES};
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
-use std::io::{BufReader, Read};
+use std::io::Read;
 
 /// One request line. Known fields are typed; everything else is in `extra`.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
@@ -66,34 +65,6 @@ impl RequestRow {
     }
 }
 
-/// Column order of [`RequestRow::write_copy_binary`] (after the artifact id), for
-/// `COPY <the artifact's partition of request_rows> (artifact_id, <these columns>) FROM STDIN
-/// WITH (FORMAT binary)`.
-/// Types: `request_id` text, `arrival_ts` float8 (epoch seconds), `*_ms`
-/// float8, token/batch/block counts int8, `model_version`/`tenant` text,
-/// `extra` jsonb (`{}` when empty).
-pub const COPY_COLUMNS: &[&str] = &[
-    "request_id",
-    "arrival_ts",
-    "tokenize_ms",
-    "queue_wait_ms",
-    "prefill_ms",
-    "first_token_ms",
-    "decode_ms",
-    "itl_p50_ms",
-    "itl_p99_ms",
-    "detokenize_ms",
-    "total_ms",
-    "prompt_tokens",
-    "output_tokens",
-    "batch_size_at_admission",
-    "kv_blocks_used",
-    "prefix_cache_hit_tokens",
-    "model_version",
-    "tenant",
-    "extra",
-];
-
 const FLOAT_FIELDS: [&str; 10] = [
     "arrival_ts",
     "tokenize_ms",
@@ -138,6 +109,19 @@ impl RequestRow {
         self.decode_ms.map(|d| d / steps as f64)
     }
 
+    /// How the request ended, from its `status`, `finish_reason` and `error` fields
+    /// (kept among the unknown fields); a number or other JSON value counts as its text,
+    /// and JSON null as absent.
+    pub fn outcome(&self) -> super::Outcome {
+        let text = |k: &str| match self.extra.get(k) {
+            None | Some(Value::Null) => None,
+            Some(Value::String(s)) => Some(std::borrow::Cow::Borrowed(s.as_str())),
+            Some(v) => Some(std::borrow::Cow::Owned(v.to_string())),
+        };
+        let (status, finish, error) = (text("status"), text("finish_reason"), text("error"));
+        super::outcome(status.as_deref(), finish.as_deref(), error.as_deref())
+    }
+
     fn floats(&self) -> [Option<f64>; 10] {
         [
             self.arrival_ts,
@@ -152,105 +136,140 @@ impl RequestRow {
             self.total_ms,
         ]
     }
-
-    fn ints(&self) -> [Option<i64>; 5] {
-        [
-            self.prompt_tokens,
-            self.output_tokens,
-            self.batch_size_at_admission,
-            self.kv_blocks_used,
-            self.prefix_cache_hit_tokens,
-        ]
-    }
 }
 
-/// Start of a PostgreSQL binary COPY stream: signature, flags, header extension length
-/// (PostgreSQL docs, "COPY", File Formats → Binary Format).
-pub const COPY_BINARY_HEADER: &[u8] = b"PGCOPY\n\xff\r\n\0\0\0\0\0\0\0\0\0";
-/// End of a binary COPY stream: a field count of −1.
-pub const COPY_BINARY_TRAILER: &[u8] = &[0xff, 0xff];
+/// Bytes of the file handed to a parsing thread at a time (cut at a line end).
+const BLOCK_BYTES: usize = 1 << 20;
 
-impl RequestRow {
-    /// One row in PostgreSQL's binary COPY format, `artifact_id` first, then the
-    /// columns of [`COPY_COLUMNS`]. The server reads floats and integers as bytes
-    /// instead of parsing text, which is most of a COPY's cost.
-    pub fn write_copy_binary(&self, artifact_id: i64, out: &mut Vec<u8>) {
-        let fields = 1 + COPY_COLUMNS.len() as i16;
-        out.extend_from_slice(&fields.to_be_bytes());
-        out.extend_from_slice(&8i32.to_be_bytes());
-        out.extend_from_slice(&artifact_id.to_be_bytes());
-        binary_text(out, self.request_id.as_deref());
-        for v in self.floats() {
-            match v {
-                Some(x) => {
-                    out.extend_from_slice(&8i32.to_be_bytes());
-                    out.extend_from_slice(&x.to_bits().to_be_bytes());
-                }
-                None => out.extend_from_slice(&(-1i32).to_be_bytes()),
-            }
-        }
-        for v in self.ints() {
-            match v {
-                Some(x) => {
-                    out.extend_from_slice(&8i32.to_be_bytes());
-                    out.extend_from_slice(&x.to_be_bytes());
-                }
-                None => out.extend_from_slice(&(-1i32).to_be_bytes()),
-            }
-        }
-        binary_text(out, self.model_version.as_deref());
-        binary_text(out, self.tenant.as_deref());
-        // jsonb's binary form: a version byte (1), then the JSON text.
-        let written;
-        let extra = if self.extra.is_empty() {
-            "{}"
-        } else {
-            written = serde_json::to_string(&self.extra).unwrap_or_else(|_| "{}".to_string());
-            written.as_str()
-        };
-        out.extend_from_slice(&(extra.len() as i32 + 1).to_be_bytes());
-        out.push(1);
-        out.extend_from_slice(extra.as_bytes());
-    }
-}
+/// Blocks waiting for each parsing thread, and parsed blocks waiting to be handed on.
+const BLOCKS_QUEUED: usize = 2;
 
-fn binary_text(out: &mut Vec<u8>, v: Option<&str>) {
-    match v {
-        Some(s) => {
-            out.extend_from_slice(&(s.len() as i32).to_be_bytes());
-            out.extend_from_slice(s.as_bytes());
-        }
-        None => out.extend_from_slice(&(-1i32).to_be_bytes()),
-    }
-}
-
-/// Stream every request line of `reader` (gzip is undone transparently) to
-/// `cb`, in file order. Empty lines are skipped; any malformed line stops the
-/// stream with a `Malformed` error naming it. Returns the number of rows.
-/// The callback's error type only needs `From<AnalyzeError>` (e.g. `anyhow::Error`).
-pub fn for_each_request<R: Read, E: From<AnalyzeError>>(
+/// Stream every request line of `reader` (gzip is undone transparently) to `cb`, in
+/// file order. Empty lines are skipped; any malformed line stops the stream with a
+/// `Malformed` error naming it (the first one in the file). Returns the number of rows.
+///
+/// The file is read in blocks of whole lines, parsed on one thread per core, and the
+/// rows handed to `cb` on the calling thread in file order; at most a few blocks are in
+/// memory at once. The callback's error type only needs `From<AnalyzeError>`.
+pub fn for_each_request<R: Read + Send, E: From<AnalyzeError>>(
     reader: R,
     mut cb: impl FnMut(RequestRow) -> Result<(), E>,
 ) -> Result<u64, E> {
-    let input = decompressing_reader(reader, DEFAULT_MAX_DECOMPRESSED_BYTES);
-    let mut r = BufReader::with_capacity(256 << 10, input);
-    let mut buf = Vec::with_capacity(4096);
-    let mut line_no = 0u64;
-    let mut rows = 0u64;
-    loop {
-        match read_line_bounded(&mut r, &mut buf, MAX_LINE_BYTES).map_err(AnalyzeError::from)? {
-            Line::Eof => break,
-            Line::TooLong => {
-                return Err(AnalyzeError::at_line(
-                    line_no + 1,
-                    format!("line is longer than {MAX_LINE_BYTES} bytes; is this really one request per line?"),
-                )
-                .into())
-            }
-            Line::Got => {}
+    use std::sync::mpsc::sync_channel;
+    type Parsed = Result<Vec<RequestRow>, AnalyzeError>;
+    let workers = std::thread::available_parallelism().map_or(1, |n| n.get().clamp(1, 8));
+    std::thread::scope(|scope| {
+        let mut to_workers = Vec::with_capacity(workers);
+        let mut from_workers = Vec::with_capacity(workers);
+        for _ in 0..workers {
+            let (work, blocks) = sync_channel::<Result<Block, AnalyzeError>>(BLOCKS_QUEUED);
+            let (parsed, results) = sync_channel::<Parsed>(BLOCKS_QUEUED);
+            scope.spawn(move || {
+                for block in blocks {
+                    let rows = block.and_then(|b| parse_block(&b.data, b.first_line));
+                    if parsed.send(rows).is_err() {
+                        break;
+                    }
+                }
+            });
+            to_workers.push(work);
+            from_workers.push(results);
         }
-        line_no += 1;
-        let mut bytes: &[u8] = &buf;
+        // Block n goes to thread n mod workers, and is taken back from it in turn: the
+        // order of the file needs no sorting. An error of the reading itself travels as
+        // a block, so it is reported after the rows before it.
+        scope.spawn(move || {
+            let mut n = 0usize;
+            split_blocks(reader, |block| {
+                let sent = to_workers[n % to_workers.len()].send(block).is_ok();
+                n += 1;
+                sent
+            });
+        });
+        let mut rows = 0u64;
+        for n in 0.. {
+            let Ok(parsed) = from_workers[n % from_workers.len()].recv() else {
+                break;
+            };
+            for row in parsed? {
+                rows += 1;
+                cb(row)?;
+            }
+        }
+        Ok(rows)
+    })
+}
+
+/// Whole lines of the file, the first of them line `first_line` (1-based).
+struct Block {
+    first_line: u64,
+    data: Vec<u8>,
+}
+
+/// Reads the (decompressed) file in blocks of about [`BLOCK_BYTES`] that end at a line
+/// end (the last may not), handing each to `send` until it returns false. A line longer
+/// than [`MAX_LINE_BYTES`] with no end in sight, or a read error, is handed on as an
+/// error in its place.
+fn split_blocks<R: Read>(
+    reader: R,
+    mut send: impl FnMut(Result<Block, AnalyzeError>) -> bool,
+) {
+    let mut input = decompressing_reader(reader, DEFAULT_MAX_DECOMPRESSED_BYTES);
+    let mut carry: Vec<u8> = Vec::new();
+    let mut first_line = 1u64;
+    loop {
+        let mut data = std::mem::take(&mut carry);
+        let want = BLOCK_BYTES.saturating_sub(data.len()).max(64 << 10);
+        data.reserve(want);
+        let got = match (&mut input).take(want as u64).read_to_end(&mut data) {
+            Ok(got) => got,
+            Err(e) => {
+                send(Err(e.into()));
+                return;
+            }
+        };
+        let eof = got < want;
+        if !eof {
+            match memchr::memrchr(b'\n', &data) {
+                Some(end) => carry = data.split_off(end + 1),
+                None if data.len() > MAX_LINE_BYTES => {
+                    send(Err(too_long(first_line)));
+                    return;
+                }
+                None => {
+                    // One line so far, not ended yet: read on.
+                    carry = data;
+                    continue;
+                }
+            }
+        }
+        if data.is_empty() {
+            return;
+        }
+        let lines = memchr::memchr_iter(b'\n', &data).count() as u64;
+        if !send(Ok(Block { first_line, data })) || eof {
+            return;
+        }
+        first_line += lines;
+    }
+}
+
+fn too_long(line_no: u64) -> AnalyzeError {
+    AnalyzeError::at_line(
+        line_no,
+        format!("line is longer than {MAX_LINE_BYTES} bytes; is this really one request per line?"),
+    )
+}
+
+/// The rows of a block's lines (blank lines skipped).
+fn parse_block(data: &[u8], first_line: u64) -> Result<Vec<RequestRow>, AnalyzeError> {
+    let mut rows = Vec::with_capacity(data.len() / 256);
+    for (k, line) in data.split(|b| *b == b'\n').enumerate() {
+        let line_no = first_line + k as u64;
+        if line.len() > MAX_LINE_BYTES {
+            return Err(too_long(line_no));
+        }
+        let mut bytes = line;
         if line_no == 1 {
             bytes = bytes.strip_prefix(b"\xEF\xBB\xBF").unwrap_or(bytes);
         }
@@ -262,11 +281,9 @@ pub fn for_each_request<R: Read, E: From<AnalyzeError>>(
             return Err(AnalyzeError::at_line(
                 line_no,
                 format!("{field} contains a NUL character (\\u0000), which cannot be stored"),
-            )
-            .into());
+            ));
         }
-        rows += 1;
-        cb(row)?;
+        rows.push(row);
     }
     Ok(rows)
 }
