@@ -6,9 +6,7 @@ use crate::core::window::parse_optional_time;
 use sqlx::PgPool;
 
 use super::columns;
-use crate::core::analyze::request_columns::{
-    self, Filter as ColumnFilter, GroupBy, GroupNumbers,
-};
+use crate::core::analyze::request_columns::{self, Filter as ColumnFilter, GroupBy, GroupNumbers};
 use crate::core::FieldError;
 
 /// Filters of the decomposition page, validated.

@@ -119,7 +119,12 @@ async fn log_queue(
     let mut builder = RequestQueue::new(clip);
     crate::artifacts::columns::each(pool, artifact, &Default::default(), |chunk| {
         for r in chunk.iter() {
-            builder.add(r.arrival_ts, r.tokenize_ms(), r.queue_wait_ms(), r.total_ms());
+            builder.add(
+                r.arrival_ts,
+                r.tokenize_ms(),
+                r.queue_wait_ms(),
+                r.total_ms(),
+            );
         }
     })
     .await?;

@@ -101,9 +101,17 @@ async fn request_log_uploads_analyzes_and_loads_its_rows() {
     }
     assert_eq!(common::uploads::stored_rows(&app.pool, id).await, 200);
     let file = app
-        .api("GET", &format!("/api/v1/artifacts/{id}/download"), &token, None)
+        .api(
+            "GET",
+            &format!("/api/v1/artifacts/{id}/download"),
+            &token,
+            None,
+        )
         .await;
-    assert!(file.body.contains("\"region\""), "unknown fields are kept in the file");
+    assert!(
+        file.body.contains("\"region\""),
+        "unknown fields are kept in the file"
+    );
 
     // The decomposition page, filtered and grouped.
     let page = app

@@ -790,9 +790,9 @@ fn request_log_failing(n: usize, queue: f64, tag: &str, every: usize) -> Vec<u8>
 async fn every_request_counts_and_errors_come_from_the_rows() {
     let (mut app, token) = editor_app().await;
     // More rows than the 2,000 the comparison used to keep per run.
-    let before =
-        upload_analyzed(&mut app, &token, "all.jsonl", request_log(2600, 900.0, "a")).await;
-    let after = upload_analyzed(&mut app, &token, "ok.jsonl", request_log(2600, 880.0, "b")).await;
+    let (log_a, log_b) = (request_log(2600, 900.0, "a"), request_log(2600, 880.0, "b"));
+    let before = upload_analyzed(&mut app, &token, "all.jsonl", log_a.clone()).await;
+    let after = upload_analyzed(&mut app, &token, "ok.jsonl", log_b.clone()).await;
     let doc = created(
         &mut app,
         &token,
@@ -802,6 +802,27 @@ async fn every_request_counts_and_errors_come_from_the_rows() {
     let ttft = &doc["metrics"]["ttft_ms"]["p95"];
     assert_eq!(ttft["n_before"], 2600, "{ttft}");
     assert_eq!(ttft["n_after"], 2600, "{ttft}");
+    // The stored rows give the p95 the lines of each file give (to rounding: the
+    // comparison interpolates between order statistics in its own arithmetic).
+    let p95_of = |log: &[u8]| {
+        let values: Vec<f64> = std::str::from_utf8(log)
+            .unwrap()
+            .lines()
+            .map(|l| {
+                serde_json::from_str::<Value>(l).unwrap()["first_token_ms"]
+                    .as_f64()
+                    .unwrap()
+            })
+            .collect();
+        perfjournal::core::stats::quantile(&values, 0.95).unwrap()
+    };
+    for (side, log) in [("before", &log_a), ("after", &log_b)] {
+        let (got, want) = (ttft[side].as_f64().unwrap(), p95_of(log));
+        assert!(
+            (got - want).abs() <= 1e-12 * want,
+            "{side}: {got} vs {want}"
+        );
+    }
     assert_ne!(doc["verdict"], "invalid_comparison", "{}", reasons(&doc));
     // One request in ten fails on the candidate: its rows say so, and that breaks it.
     let failing = request_log_failing(2600, 880.0, "c", 10);

@@ -243,7 +243,13 @@ fn close(a: f64, b: f64) -> bool {
 fn assert_rows_equal_spans(rows: &[Row], reqs: &[Req]) {
     assert_eq!(rows.len(), reqs.len());
     for (row, r) in rows.iter().zip(reqs) {
-        assert!(close(row.0, r.start), "{}: arrival {} vs {}", r.id, row.0, r.start);
+        assert!(
+            close(row.0, r.start),
+            "{}: arrival {} vs {}",
+            r.id,
+            row.0,
+            r.start
+        );
         for (got, want) in [
             (row.1, r.queue),
             (row.2, r.prefill),

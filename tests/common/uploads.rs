@@ -164,7 +164,9 @@ pub async fn stored_rows(pool: &sqlx::PgPool, id: i64) -> i64 {
 /// The request rows stored for an artifact, read back from its chunks: how many, and the
 /// sum of their queue waits (ms).
 pub async fn stored_queue_sum(pool: &sqlx::PgPool, id: i64) -> (i64, f64) {
-    let chunks = perfjournal::artifacts::columns::load_all(pool, id).await.unwrap();
+    let chunks = perfjournal::artifacts::columns::load_all(pool, id)
+        .await
+        .unwrap();
     let rows = chunks.iter().map(|c| c.rows() as i64).sum();
     let queue = chunks
         .iter()

@@ -680,7 +680,11 @@ mod tests {
             calls.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         };
         let a = analyze(Kind::RequestLog, &gz[..], &Options::default(), &progress).unwrap();
-        assert_eq!(last.into_inner(), gz.len() as u64, "final progress = raw bytes");
+        assert_eq!(
+            last.into_inner(),
+            gz.len() as u64,
+            "final progress = raw bytes"
+        );
         assert!(calls.into_inner() >= 1);
         match a {
             Analysis::RequestLog(r) => assert_eq!(r.rows, 20_000),

@@ -714,7 +714,10 @@ mod tests {
         )
         .unwrap();
         let (a, b) = (c.row(0), c.row(1));
-        assert_eq!((a.outcome, b.outcome), (Outcome::Errored, Outcome::Cancelled));
+        assert_eq!(
+            (a.outcome, b.outcome),
+            (Outcome::Errored, Outcome::Cancelled)
+        );
         assert_eq!((a.itl_p50_ms, a.itl_p99_ms), (Some(12.5), None));
         assert_eq!((a.prompt_tokens, b.prompt_tokens), (Some(1024), None));
         assert_eq!((a.tenant, b.tenant), (Some("t"), None));

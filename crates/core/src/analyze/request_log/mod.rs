@@ -212,7 +212,10 @@ pub const SAMPLE_ROWS: usize = 1_000_000;
 /// dominant phase, tenants and model versions. Filters from `opts` are
 /// applied while streaming. Columns are kept as one f64 per row per phase
 /// (NaN = missing), for at most [`SAMPLE_ROWS`] rows.
-pub fn analyze<R: Read + Send>(reader: R, opts: &Options) -> Result<RequestLogAnalysis, AnalyzeError> {
+pub fn analyze<R: Read + Send>(
+    reader: R,
+    opts: &Options,
+) -> Result<RequestLogAnalysis, AnalyzeError> {
     let mut acc = Accumulator::new(opts);
     for_each_request(reader, |row: RequestRow| -> Result<(), AnalyzeError> {
         acc.add(&row);
@@ -943,16 +946,30 @@ mod tests {
 
         // The first bad line of the file is the one named, however far in.
         let mut bad = text.clone();
-        let at = bad.match_indices("{\"request_id\":\"r31234\"").next().unwrap().0;
+        let at = bad
+            .match_indices("{\"request_id\":\"r31234\"")
+            .next()
+            .unwrap()
+            .0;
         bad.insert_str(at, "oops");
         let e = for_each_request(bad.as_bytes(), |_| Ok::<(), AnalyzeError>(())).unwrap_err();
         assert!(e.to_string().contains("line 31235"), "{e}");
 
         // A line past the limit in the middle of the file.
         let mut long = text.clone();
-        let at = long.match_indices("{\"request_id\":\"r20000\"").next().unwrap().0;
-        long.insert_str(at, &format!("{{\"pad\":\"{}\"}}\n", "y".repeat(MAX_LINE_BYTES + 10)));
+        let at = long
+            .match_indices("{\"request_id\":\"r20000\"")
+            .next()
+            .unwrap()
+            .0;
+        long.insert_str(
+            at,
+            &format!("{{\"pad\":\"{}\"}}\n", "y".repeat(MAX_LINE_BYTES + 10)),
+        );
         let e = for_each_request(long.as_bytes(), |_| Ok::<(), AnalyzeError>(())).unwrap_err();
-        assert!(e.to_string().contains("line 20001") && e.to_string().contains("longer than"), "{e}");
+        assert!(
+            e.to_string().contains("line 20001") && e.to_string().contains("longer than"),
+            "{e}"
+        );
     }
 }
