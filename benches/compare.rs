@@ -339,9 +339,9 @@ async fn run() -> anyhow::Result<()> {
             let chunks = columns::load(&pool, big, &f).await?;
             read.push(secs(t0.elapsed()) * 1e3);
             let t0 = Instant::now();
-            request_columns::decompose(&chunks, &f, None);
+            request_columns::decompose(&chunks, &f, None, 1);
             if group.is_some() {
-                request_columns::decompose(&chunks, &f, group);
+                request_columns::decompose(&chunks, &f, group, 50);
             }
             select.push(secs(t0.elapsed()) * 1e3);
         }

@@ -105,12 +105,9 @@ pub async fn numbers(
     let group = f.by;
     crate::memory::spawn_blocking(move || {
         let f = column_filter(&tenant, &model, from, to);
-        let all = request_columns::decompose(&chunks, &f, None);
-        let grouped = group.map(|col| {
-            let mut g = request_columns::decompose(&chunks, &f, Some(group_by(col)));
-            g.truncate(MAX_GROUPS);
-            g
-        });
+        let all = request_columns::decompose(&chunks, &f, None, 1);
+        let grouped = group
+            .map(|col| request_columns::decompose(&chunks, &f, Some(group_by(col)), MAX_GROUPS));
         (all, grouped)
     })
     .await

@@ -732,7 +732,6 @@ async fn load_request_rows(
         if let Some(last) = last {
             send(last)?;
         }
-        drop(send);
         let analysis = if kind == Kind::OtlpSpans {
             analyze::Analysis::OtlpSpans(otlp::OtlpSpansAnalysis {
                 requests: acc.finish(),

@@ -439,11 +439,20 @@ pub struct GroupNumbers {
 const SKIP: u32 = u32::MAX;
 
 /// The numbers over the rows `filter` keeps, one entry in all (`by` = `None`) or one per
-/// group, most rows first (ties by name). Each phase is computed on its own thread.
-pub fn decompose(chunks: &[Chunk], filter: &Filter, by: Option<GroupBy>) -> Vec<GroupNumbers> {
-    let mut groups: Vec<GroupNumbers> = Vec::new();
-    let mut group_of_name: HashMap<Option<&str>, u32> = HashMap::new();
-    // Per kept chunk, each row's group (SKIP when the filter leaves it out).
+/// group for the `max_groups` largest groups, most rows first (ties by name). Each phase
+/// is computed on its own thread.
+pub fn decompose(
+    chunks: &[Chunk],
+    filter: &Filter,
+    by: Option<GroupBy>,
+    max_groups: usize,
+) -> Vec<GroupNumbers> {
+    // First each kept row's key (its group's name), counted; only the `max_groups`
+    // largest groups are then computed, so a log of a million distinct tenants costs a
+    // count per name here, not a million groups' numbers.
+    let mut keys: Vec<(Option<&str>, u64)> = Vec::new();
+    let mut key_of_name: HashMap<Option<&str>, u32> = HashMap::new();
+    // Per kept chunk, each row's key (SKIP when the filter leaves it out).
     let mut kept: Vec<(&Chunk, Vec<u32>)> = Vec::new();
     for c in chunks {
         let (Ok(want_t), Ok(want_m)) = (
@@ -457,14 +466,14 @@ pub fn decompose(chunks: &[Chunk], filter: &Filter, by: Option<GroupBy>) -> Vec<
             Some(GroupBy::ModelVersion) => (&c.models, &c.model),
             None => (&[], &[]),
         };
-        // The chunk's name index → group, resolved on first use (the last slot: no name).
+        // The chunk's name index → key, resolved on first use (the last slot: no name).
         let mut local: Vec<u32> = vec![SKIP; names.len() + 1];
         let mut slots = Vec::with_capacity(c.rows());
         let mut any = false;
-        for i in 0..c.rows() {
+        for (i, &arrival) in c.arrival.iter().enumerate() {
             let keep = want_t.is_none_or(|w| c.tenant[i] == w)
                 && want_m.is_none_or(|w| c.model[i] == w)
-                && (!filter.windowed() || filter.keeps_arrival(c.arrival[i]));
+                && (!filter.windowed() || filter.keeps_arrival(arrival));
             if !keep {
                 slots.push(SKIP);
                 continue;
@@ -475,20 +484,45 @@ pub fn decompose(chunks: &[Chunk], filter: &Filter, by: Option<GroupBy>) -> Vec<
             };
             if local[at] == SKIP {
                 let name = names.get(at).map(String::as_str);
-                local[at] = *group_of_name.entry(name).or_insert_with(|| {
-                    groups.push(GroupNumbers {
-                        group: name.map(str::to_string),
-                        ..GroupNumbers::default()
-                    });
-                    groups.len() as u32 - 1
+                local[at] = *key_of_name.entry(name).or_insert_with(|| {
+                    keys.push((name, 0));
+                    keys.len() as u32 - 1
                 });
             }
-            groups[local[at] as usize].rows += 1;
+            keys[local[at] as usize].1 += 1;
             slots.push(local[at]);
             any = true;
         }
         if any {
             kept.push((c, slots));
+        }
+    }
+    drop(key_of_name);
+    // The largest groups, most rows first, ties by name (no name first).
+    let mut order: Vec<u32> = (0..keys.len() as u32).collect();
+    let rank = |&a: &u32, &b: &u32| {
+        let (x, y) = (keys[a as usize], keys[b as usize]);
+        y.1.cmp(&x.1).then_with(|| x.0.cmp(&y.0))
+    };
+    if order.len() > max_groups {
+        order.select_nth_unstable_by(max_groups, rank);
+        order.truncate(max_groups);
+    }
+    order.sort_by(rank);
+    let mut group_of_key = vec![SKIP; keys.len()];
+    let mut groups: Vec<GroupNumbers> = Vec::with_capacity(order.len());
+    for (g, &k) in order.iter().enumerate() {
+        group_of_key[k as usize] = g as u32;
+        let (name, rows) = keys[k as usize];
+        groups.push(GroupNumbers {
+            group: name.map(str::to_string),
+            rows,
+            ..GroupNumbers::default()
+        });
+    }
+    for (_, slots) in &mut kept {
+        for slot in slots.iter_mut().filter(|s| **s != SKIP) {
+            *slot = group_of_key[*slot as usize];
         }
     }
     if by.is_none() && groups.is_empty() {
@@ -530,7 +564,6 @@ pub fn decompose(chunks: &[Chunk], filter: &Filter, by: Option<GroupBy>) -> Vec<
             }
         }
     }
-    groups.sort_by(|a, b| b.rows.cmp(&a.rows).then_with(|| a.group.cmp(&b.group)));
     groups
 }
 
@@ -771,7 +804,7 @@ mod tests {
             ),
         ];
         for (f, by) in cases {
-            let got = decompose(&chunks, &f, by);
+            let got = decompose(&chunks, &f, by, usize::MAX);
             let selected: Vec<&RequestRow> = rows
                 .iter()
                 .filter(|r| f.tenant.is_none_or(|t| r.tenant.as_deref() == Some(t)))
@@ -831,7 +864,12 @@ mod tests {
             }
         }
         // The ungrouped tenant filter has no rows without a tenant; grouping keeps them.
-        let by_tenant = decompose(&chunks, &Filter::default(), Some(GroupBy::Tenant));
+        let by_tenant = decompose(
+            &chunks,
+            &Filter::default(),
+            Some(GroupBy::Tenant),
+            usize::MAX,
+        );
         let names: Vec<Option<&str>> = by_tenant.iter().map(|g| g.group.as_deref()).collect();
         assert_eq!(names, vec![Some("chat"), None, Some("batch")]);
     }
@@ -852,8 +890,17 @@ mod tests {
         let rows: Vec<RequestRow> = (0..5_000)
             .map(|i| row(Some(&format!("t{i}")), None, None, i as f64))
             .collect();
-        let got = decompose(&chunks_of(&rows), &Filter::default(), Some(GroupBy::Tenant));
+        let chunks = chunks_of(&rows);
+        let got = decompose(
+            &chunks,
+            &Filter::default(),
+            Some(GroupBy::Tenant),
+            usize::MAX,
+        );
         assert_eq!(got.len(), 5_000);
         assert!(got.iter().all(|g| g.rows == 1));
+        // Asked for the 50 largest, only those are computed: here the first 50 names.
+        let top = decompose(&chunks, &Filter::default(), Some(GroupBy::Tenant), 50);
+        assert_eq!(top, got[..50].to_vec());
     }
 }
