@@ -77,10 +77,18 @@ async fn ensure_log(
     let a = artifacts::receive(&state.artifacts(), Owner::default(), name, body, user, None)
         .await
         .map_err(|e| anyhow::anyhow!("upload failed: {e}"))?;
-    while ingest::process_next(&state.artifacts()).await? {}
-    let done = artifacts::get(&state.pool, a.id)
-        .await?
-        .ok_or_else(|| anyhow::anyhow!("the artifact vanished"))?;
+    // A big log is loaded while its body arrives and finishes after `receive` answers;
+    // a small one waits for a worker.
+    let done = loop {
+        while ingest::process_next(&state.artifacts()).await? {}
+        let a = artifacts::get(&state.pool, a.id)
+            .await?
+            .ok_or_else(|| anyhow::anyhow!("the artifact vanished"))?;
+        if a.status != "analyzing" && a.status != "queued" {
+            break a;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(200)).await;
+    };
     anyhow::ensure!(done.status == "done", "analysis ended {}", done.status);
     println!(
         "loaded {name}: {} requests in {:.1} s (setup, untimed)",
