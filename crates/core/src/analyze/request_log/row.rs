@@ -236,14 +236,20 @@ fn split_blocks<R: Read>(
     let mut carry: Vec<u8> = Vec::new();
     let mut first_line = 1u64;
     loop {
-        let mut data = match spent.try_recv() {
-            Ok(mut reused) => {
+        // The part line left from the last block starts the next one: in a buffer that
+        // came back when it is short (the usual case), else in its own (a long line
+        // still arriving is not copied again for every read).
+        let reused = (carry.len() < 64 << 10)
+            .then(|| spent.try_recv().ok())
+            .flatten();
+        let mut data = match reused {
+            Some(mut reused) => {
                 reused.clear();
                 reused.extend_from_slice(&carry);
                 carry.clear();
                 reused
             }
-            Err(_) => std::mem::take(&mut carry),
+            None => std::mem::take(&mut carry),
         };
         let want = BLOCK_BYTES.saturating_sub(data.len()).max(64 << 10);
         let (eof, failed) = fill(&mut input, &mut data, want);
