@@ -56,15 +56,6 @@ pub async fn finish(conn: &mut PgConnection, artifact_id: i64, rows: u64) -> sql
     Ok(())
 }
 
-/// The rows stored for the artifact, `None` when it has none (not loaded yet, or its
-/// load failed).
-pub async fn rows(pool: &PgPool, artifact_id: i64) -> sqlx::Result<Option<i64>> {
-    sqlx::query_scalar("SELECT rows FROM request_columns WHERE artifact_id = $1")
-        .bind(artifact_id)
-        .fetch_optional(pool)
-        .await
-}
-
 /// The query of [`load`] (binds: artifact id, tenant, model version, from, to).
 pub const LOAD_SQL: &str = "SELECT tenants, models, rows, data FROM request_column_chunks \
      WHERE artifact_id = $1 AND ($2::text IS NULL OR $2 = ANY (tenants)) \
