@@ -146,12 +146,7 @@ async fn request_log_uploads_analyzes_and_loads_its_rows() {
         .unwrap();
     app.drain_queue().await;
     assert_eq!(fetch(&mut app, &token, id).await["status"], "done");
-    let chunks: i64 =
-        sqlx::query_scalar("SELECT count(*) FROM request_column_chunks WHERE artifact_id = $1")
-            .bind(id)
-            .fetch_one(&app.pool)
-            .await
-            .unwrap();
+    let chunks = common::uploads::stored_entries(&app.pool, "request_column_chunks", id).await;
     assert_eq!(chunks, 1, "one chunk of 200 rows, not two");
     assert_eq!(common::uploads::stored_rows(&app.pool, id).await, 200);
     let page = app
@@ -166,12 +161,7 @@ async fn request_log_uploads_analyzes_and_loads_its_rows() {
         .await
         .unwrap();
     assert_eq!(common::uploads::stored_rows(&app.pool, id).await, 0);
-    let entries: i64 =
-        sqlx::query_scalar("SELECT count(*) FROM request_columns WHERE artifact_id = $1")
-            .bind(id)
-            .fetch_one(&app.pool)
-            .await
-            .unwrap();
+    let entries = common::uploads::stored_entries(&app.pool, "request_columns", id).await;
     assert_eq!(entries, 0);
 }
 

@@ -175,3 +175,15 @@ pub async fn stored_queue_sum(pool: &sqlx::PgPool, id: i64) -> (i64, f64) {
         .sum();
     (rows, queue)
 }
+
+/// The artifact's rows in `request_columns` (its one entry, or none) and in
+/// `request_column_chunks` (its chunks): `table` is one of the two.
+pub async fn stored_entries(pool: &sqlx::PgPool, table: &str, id: i64) -> i64 {
+    sqlx::query_scalar(&format!(
+        "SELECT count(*) FROM {table} WHERE artifact_id = $1"
+    ))
+    .bind(id)
+    .fetch_one(pool)
+    .await
+    .unwrap()
+}
