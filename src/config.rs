@@ -6,6 +6,8 @@ use std::time::Duration;
 
 use clap::Args;
 
+use crate::otlp::OtlpLimits;
+
 /// Settings shared by every subcommand that touches the database.
 #[derive(Debug, Clone, Args)]
 pub struct DbArgs {
@@ -408,7 +410,7 @@ pub struct Config {
     pub streamed_load_budget: Duration,
     pub max_uploads_per_user: usize,
     pub max_uploads: usize,
-    /// Proxies whose X-Forwarded-For names the client (see auth::throttle::client_ip).
+    /// Proxies whose X-Forwarded-For names the client (see auth::client::client_ip).
     pub trusted_proxies: Vec<crate::auth::throttle::ProxyNet>,
     /// Grafana to annotate (see [`crate::grafana`]); unset: annotations wait, unsent.
     pub grafana: Option<crate::grafana::Target>,
@@ -418,39 +420,6 @@ pub struct Config {
     pub otlp: OtlpLimits,
     /// Link-local networks webhooks may reach (see [`crate::webhooks::Allowed`]).
     pub webhook_allowed: crate::webhooks::Allowed,
-}
-
-/// How OTLP spans are received and kept.
-#[derive(Debug, Clone)]
-pub struct OtlpLimits {
-    /// Seconds of one window.
-    pub window_s: i64,
-    pub max_rows_per_window: i64,
-    pub body_limit: usize,
-    pub max_decompressed: usize,
-    /// Spans read from one export.
-    pub max_spans_per_export: u64,
-    /// Seconds back a span may start; the limits below count over it.
-    pub retention_s: i64,
-    pub max_services: i64,
-    pub max_windows: i64,
-    pub max_windows_per_user: i64,
-}
-
-impl Default for OtlpLimits {
-    fn default() -> Self {
-        OtlpLimits {
-            window_s: 3600,
-            max_rows_per_window: 200_000,
-            body_limit: 16 << 20,
-            max_decompressed: 64 << 20,
-            max_spans_per_export: 16_384,
-            retention_s: 30 * 86_400,
-            max_services: 100,
-            max_windows: 20_000,
-            max_windows_per_user: 5_000,
-        }
-    }
 }
 
 impl Default for Config {

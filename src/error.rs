@@ -1,5 +1,7 @@
-//! One error type for the whole shell. Pages render it as an HTML error page, the JSON
-//! API as `{"error": {...}}` (through [`ApiError`]); 5xx details are logged, never sent.
+//! The shell's error: what the store can say (`perfjournal_store::Error`, converted one
+//! to one) plus what only a request can meet (no session, a wrong method, a throttle).
+//! Pages render it as an HTML error page, the JSON API as `{"error": {...}}` (through
+//! [`ApiError`]); 5xx details are logged, never sent.
 
 use axum::http::{header, HeaderValue, StatusCode};
 use axum::response::{Html, IntoResponse, Redirect, Response};
@@ -7,6 +9,8 @@ use axum::Json;
 use serde::Serialize;
 
 use crate::core::FieldError;
+pub use perfjournal_store::error::new_reference;
+use perfjournal_store::error::{summarize, Error as StoreError};
 
 pub type Result<T, E = AppError> = std::result::Result<T, E>;
 
@@ -49,16 +53,32 @@ pub enum AppError {
     #[error("{0}")]
     BadGateway(String),
     #[error("database error")]
-    Database(#[from] sqlx::Error),
-    #[error("template error")]
-    Render(#[from] askama::Error),
+    Database(sqlx::Error),
     #[error("internal error")]
-    Internal(#[from] anyhow::Error),
+    Internal(anyhow::Error),
 }
 
-fn summarize(errors: &[FieldError]) -> String {
-    let parts: Vec<String> = errors.iter().map(|e| e.to_string()).collect();
-    format!("invalid input: {}", parts.join("; "))
+/// What the store said, as the shell answers it: the same kinds, one to one. Whatever
+/// the store's error is made from (a database error, an upload's or a deletion's refusal,
+/// `anyhow`) comes through it, so a handler's `?` takes all of them.
+impl<E: Into<StoreError>> From<E> for AppError {
+    fn from(e: E) -> Self {
+        match e.into() {
+            StoreError::NotFound(m) => AppError::NotFound(m),
+            StoreError::Forbidden(m) => AppError::Forbidden(m),
+            StoreError::BadRequest(m) => AppError::BadRequest(m),
+            StoreError::Invalid(f) => AppError::Invalid(f),
+            StoreError::Conflict(m) => AppError::Conflict(m),
+            StoreError::PayloadTooLarge(m) => AppError::PayloadTooLarge(m),
+            StoreError::StorageFull(m) => AppError::StorageFull(m),
+            StoreError::RequestTimeout(m) => AppError::RequestTimeout(m),
+            StoreError::TooManyUploads(m) => AppError::TooManyUploads(m),
+            StoreError::UploadsBusy(m) => AppError::UploadsBusy(m),
+            StoreError::BadGateway(m) => AppError::BadGateway(m),
+            StoreError::Database(e) => AppError::Database(e),
+            StoreError::Internal(e) => AppError::Internal(e),
+        }
+    }
 }
 
 impl AppError {
@@ -93,9 +113,7 @@ impl AppError {
                 StatusCode::SERVICE_UNAVAILABLE
             }
             AppError::Database(sqlx::Error::RowNotFound) => StatusCode::NOT_FOUND,
-            AppError::Database(_) | AppError::Render(_) | AppError::Internal(_) => {
-                StatusCode::INTERNAL_SERVER_ERROR
-            }
+            AppError::Database(_) | AppError::Internal(_) => StatusCode::INTERNAL_SERVER_ERROR,
         }
     }
 
@@ -299,11 +317,6 @@ fn wraps_unreachable_database(e: &anyhow::Error) -> bool {
     e.chain()
         .filter_map(|cause| cause.downcast_ref::<sqlx::Error>())
         .any(database_unreachable)
-}
-
-/// A short random reference that ties what a user was told to the log line with the details.
-pub fn new_reference() -> String {
-    uuid::Uuid::new_v4().simple().to_string()[..12].to_string()
 }
 
 #[cfg(test)]

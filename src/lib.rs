@@ -1,36 +1,28 @@
 //! perfjournal: guided performance investigations for LLM serving, with a journal.
+//!
+//! This crate is the HTTP shell: the JSON API, the pages, the server and the CLI. The
+//! areas' services live in `perfjournal-store` and the pure computations in
+//! `perfjournal-core`; both are re-exported under the names the shell has always used.
+
+pub use perfjournal_core as core;
+pub use perfjournal_store::{
+    artifacts, bubbles, capture, comparisons, db, grafana, investigations, memory, otlp,
+    prometheus_range, proposals, search, storage, sweeps, trace_diffs, trace_sets, training,
+    webhooks,
+};
 
 pub mod api;
-pub mod artifacts;
 pub mod auth;
-pub mod bubbles;
-pub mod capture;
 pub mod charts;
 pub mod cli;
-pub mod comparisons;
 pub mod config;
-pub use perfjournal_core as core;
-pub mod db;
 pub mod error;
 pub mod extract;
 pub mod files;
-pub mod grafana;
 pub mod http_metrics;
-pub mod investigations;
-pub mod memory;
-pub mod otlp;
-pub mod prometheus_range;
-pub mod proposals;
-pub mod search;
 pub mod server;
 pub mod state;
-pub mod storage;
-pub mod sweeps;
-pub mod trace_diffs;
-pub mod trace_sets;
-pub mod training;
 pub mod web;
-pub mod webhooks;
 
 #[cfg(test)]
 #[path = "../crates/core/src/test_skip.rs"]

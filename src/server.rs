@@ -25,8 +25,8 @@ use tower_sessions::cookie::SameSite;
 use tower_sessions::{CachingSessionStore, Expiry, SessionManagerLayer};
 use tower_sessions_sqlx_store::PostgresStore;
 
-use crate::auth::cache::SessionCopies;
 use crate::auth::extract::{require_api_user, require_login};
+use crate::auth::sessions::SessionCopies;
 use crate::error::{ApiError, AppError};
 use crate::state::AppState;
 

@@ -223,7 +223,7 @@ fn sort_export(
     raw: Vec<u8>,
     gzip: bool,
     encoding: Encoding,
-    limits: &crate::config::OtlpLimits,
+    limits: &crate::otlp::OtlpLimits,
 ) -> Result<
     (
         Vec<otlp::Group>,

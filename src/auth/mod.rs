@@ -1,17 +1,16 @@
-//! Accounts, roles, sessions, API tokens, CSRF and the login throttle.
+//! Sessions, CSRF and the extractors that tell a handler who is asking. Accounts, roles,
+//! tokens, single sign-on and the throttle are the store's (`perfjournal_store::auth`),
+//! re-exported here so a handler names one `auth`.
 
-pub mod cache;
+pub mod client;
 pub mod csrf;
-pub mod external;
 pub mod extract;
-pub mod oidc;
-pub mod password;
-pub mod throttle;
-pub mod tokens;
-pub mod users;
+pub mod sessions;
 
 pub use extract::{ApiUser, CurrentUser};
-pub use users::{Role, User};
+pub use perfjournal_store::auth::{
+    cache, external, oidc, password, throttle, tokens, users, Role, User,
+};
 
 /// Session keys.
 pub(crate) const SESSION_USER: &str = "uid";

@@ -238,7 +238,7 @@ pub async fn run(cli: Cli) -> ExitCode {
 }
 
 async fn execute(db: &DbArgs, command: Command) -> anyhow::Result<()> {
-    let database = Database::open(db).await?;
+    let database = Database::open(db.database_url.as_deref(), &db.data_dir).await?;
     let result = match command {
         Command::Serve(args) => {
             let blobs = match &args.s3_bucket {

@@ -283,7 +283,7 @@ async fn log_in(
         }));
     }
     let peer = connect.map(|Extension(ConnectInfo(addr))| addr.ip());
-    let ip = crate::auth::throttle::client_ip(peer, &headers, &state.config.trusted_proxies);
+    let ip = crate::auth::client::client_ip(peer, &headers, &state.config.trusted_proxies);
     if let Err(retry_after) = state.throttle.check(&form.name, ip) {
         tracing::warn!(user = %form.name, ?ip, "login throttled");
         return Err(AppError::TooManyRequests { retry_after });

@@ -7,6 +7,7 @@ use axum::extract::State;
 use axum::response::{IntoResponse, Redirect, Response};
 use axum::routing::{get, post};
 use axum::{Form, Router};
+use perfjournal_store::Error as StoreError;
 use serde::Deserialize;
 
 use super::{render, FormErrors, PageCtx};
@@ -14,7 +15,7 @@ use crate::auth::{CurrentUser, Role};
 use crate::capture::{self, AllowedHost};
 use crate::core::capture::{parse_allow_entry, MAX_SECONDS, MIN_INTERVAL_S};
 use crate::core::FieldError;
-use crate::error::{AppError, Result};
+use crate::error::Result;
 use crate::state::AppState;
 
 pub fn routes() -> Router<AppState> {
@@ -103,8 +104,8 @@ async fn start_capture(
     ];
     match capture::begin(&state.artifacts(), id, fields, user.0.id).await {
         Ok(artifact) => Ok(Redirect::to(&format!("/artifacts/{artifact}")).into_response()),
-        Err(AppError::Invalid(errors)) => capture_page(&state, ctx, id, form, errors).await,
-        Err(e) => Err(e),
+        Err(StoreError::Invalid(errors)) => capture_page(&state, ctx, id, form, errors).await,
+        Err(e) => Err(e.into()),
     }
 }
 

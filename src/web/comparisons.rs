@@ -10,6 +10,7 @@ use axum::http::StatusCode;
 use axum::response::{IntoResponse, Redirect, Response};
 use axum::routing::get;
 use axum::Router;
+use perfjournal_store::Error as StoreError;
 
 use super::{render, FormErrors, PageCtx};
 use crate::artifacts::Artifact;
@@ -207,15 +208,15 @@ async fn create_comparison(
         .map_err(|e| AppError::BadRequest(format!("the form is malformed: {e}")))?;
     let created = match NewComparison::from_form(&pairs) {
         Ok(input) => crate::investigations::record_comparison(&state.pool, input, user.0.id).await,
-        Err(errors) => Err(AppError::Invalid(errors)),
+        Err(errors) => Err(StoreError::Invalid(errors)),
     };
     match created {
         Ok(id) => Ok(Redirect::to(&format!("/comparisons/{id}")).into_response()),
-        Err(AppError::Invalid(errors)) => {
+        Err(StoreError::Invalid(errors)) => {
             let page = list_page(&state, ctx, FormState { pairs }, errors.into(), None).await?;
             Ok((StatusCode::UNPROCESSABLE_ENTITY, render(&page)?).into_response())
         }
-        Err(e) => Err(e),
+        Err(e) => Err(e.into()),
     }
 }
 
@@ -433,7 +434,7 @@ async fn show_comparison(
                     .collect();
                 (pictures(report, &before, &after), None, names)
             }
-            Err(AppError::Invalid(errors)) => {
+            Err(StoreError::Invalid(errors)) => {
                 (
                     Vec::new(),
                     Some(format!(
@@ -443,7 +444,7 @@ async fn show_comparison(
                     Vec::new(),
                 )
             }
-            Err(e) => return Err(e),
+            Err(e) => return Err(e.into()),
         };
     let name_of = |id: &i64| -> (i64, String) {
         let name = names
@@ -604,7 +605,7 @@ async fn side_points(
 ) -> Result<std::result::Result<(Artifact, Vec<SweepPoint>), Vec<FieldError>>> {
     let points = match sweeps::load_points(&state.pool, &sweeps::Source::Artifact(id)).await {
         Ok(p) => p,
-        Err(e) => return Ok(Err(side_errors(side, e)?)),
+        Err(e) => return Ok(Err(side_errors(side, e.into())?)),
     };
     let series = Some(series.trim()).filter(|s| !s.is_empty());
     let answer = match sweeps::answer(&points, series, None) {
@@ -826,8 +827,8 @@ async fn compare_windows(
                     };
                     result = Some(window_result((b, name(b)), (a, name(a)), &c));
                 }
-                Err(AppError::Invalid(e)) => errors.extend(e),
-                Err(e) => return Err(e),
+                Err(StoreError::Invalid(e)) => errors.extend(e),
+                Err(e) => return Err(e.into()),
             }
         }
     }

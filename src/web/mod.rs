@@ -111,7 +111,10 @@ pub async fn method_not_allowed(method: Method, uri: Uri) -> Response {
 
 /// Renders a template, turning a template failure into a logged 500.
 pub fn render(t: &impl Template) -> Result<Html<String>> {
-    Ok(Html(t.render()?))
+    let html = t
+        .render()
+        .map_err(|e| AppError::Internal(anyhow::Error::new(e).context("rendering a page")))?;
+    Ok(Html(html))
 }
 
 /// A text export the browser saves as a file (`Content-Disposition: attachment`) rather

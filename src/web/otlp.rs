@@ -11,10 +11,11 @@ use axum::{Form, Router};
 use super::{render, FormErrors, PageCtx};
 use crate::auth::{CurrentUser, Role};
 use crate::core::FieldError;
-use crate::error::{AppError, Result};
+use crate::error::Result;
 use crate::extract::Path;
 use crate::otlp::TakeFields;
 use crate::state::AppState;
+use perfjournal_store::Error as StoreError;
 
 pub fn routes() -> Router<AppState> {
     Router::new()
@@ -95,7 +96,7 @@ async fn take(
     let max_rows = state.config.otlp.max_rows_per_window;
     match crate::otlp::take(&state.artifacts(), id, &form, max_rows, user.0.id).await {
         Ok(artifact) => Ok(Redirect::to(&format!("/artifacts/{artifact}")).into_response()),
-        Err(AppError::Invalid(errors)) => page(&state, ctx, id, Some(form), errors).await,
-        Err(e) => Err(e),
+        Err(StoreError::Invalid(errors)) => page(&state, ctx, id, Some(form), errors).await,
+        Err(e) => Err(e.into()),
     }
 }

@@ -15,6 +15,7 @@ use crate::error::{AppError, Result};
 use crate::extract::Path;
 use crate::prometheus_range::{self as prom, Source, WindowFields};
 use crate::state::AppState;
+use perfjournal_store::Error as StoreError;
 
 pub fn routes() -> Router<AppState> {
     Router::new()
@@ -96,8 +97,8 @@ async fn add(
                 tracing::info!(admin = %me.0.name, source = %source.name, "Prometheus source added");
                 Ok(Redirect::to("/admin/prometheus").into_response())
             }
-            Err(AppError::Invalid(errors)) => sources_page(&state, ctx, form, errors).await,
-            Err(e) => Err(e),
+            Err(StoreError::Invalid(errors)) => sources_page(&state, ctx, form, errors).await,
+            Err(e) => Err(e.into()),
         },
         Err(errors) => sources_page(&state, ctx, form, errors).await,
     }
@@ -204,7 +205,7 @@ async fn start_window(
     user.require(Role::Editor)?;
     match prom::begin(&state.artifacts(), id, &form, user.0.id).await {
         Ok(artifact) => Ok(Redirect::to(&format!("/artifacts/{artifact}")).into_response()),
-        Err(AppError::Invalid(errors)) => window_page(&state, ctx, id, Some(form), errors).await,
-        Err(e) => Err(e),
+        Err(StoreError::Invalid(errors)) => window_page(&state, ctx, id, Some(form), errors).await,
+        Err(e) => Err(e.into()),
     }
 }

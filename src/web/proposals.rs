@@ -10,6 +10,7 @@ use axum::http::StatusCode;
 use axum::response::{IntoResponse, Redirect, Response};
 use axum::routing::{get, post};
 use axum::{Json, Router};
+use perfjournal_store::Error as StoreError;
 
 use super::{render, FormErrors, PageCtx};
 use crate::auth::{CurrentUser, Role};
@@ -292,7 +293,7 @@ async fn edit(
         Ok(prepared) => match proposals::edit(&state.pool, id, user.0.id, version, &prepared).await
         {
             Ok(_) => Ok(Redirect::to(&format!("/proposals/{id}")).into_response()),
-            Err(AppError::Conflict(what)) => {
+            Err(StoreError::Conflict(what)) => {
                 // Keep the person's inputs, on the current version.
                 let current = load(&state, id).await?;
                 let errors = FormErrors::default();
@@ -306,7 +307,7 @@ async fn edit(
                 };
                 Ok((StatusCode::CONFLICT, render(&page)?).into_response())
             }
-            Err(e) => Err(e),
+            Err(e) => Err(e.into()),
         },
         Err(errors) => refused(ctx, Some(id), version, &pairs, errors),
     }
@@ -511,7 +512,7 @@ async fn review(
     .await;
     let (status, error) = match outcome {
         Ok(_) => return Ok(Redirect::to(&format!("/proposals/{id}#history")).into_response()),
-        Err(AppError::Invalid(errors)) => (
+        Err(StoreError::Invalid(errors)) => (
             StatusCode::UNPROCESSABLE_ENTITY,
             errors
                 .iter()
@@ -519,8 +520,8 @@ async fn review(
                 .collect::<Vec<_>>()
                 .join("; "),
         ),
-        Err(AppError::Conflict(what)) => (StatusCode::CONFLICT, what),
-        Err(e) => return Err(e),
+        Err(StoreError::Conflict(what)) => (StatusCode::CONFLICT, what),
+        Err(e) => return Err(e.into()),
     };
     let form = ReviewForm {
         state: pairs.raw("state").unwrap_or("").to_string(),

@@ -9,6 +9,7 @@ use axum::response::{IntoResponse, Redirect, Response};
 use axum::routing::{get, post};
 use axum::{Form, Router};
 use axum_htmx::{HxHistoryRestoreRequest, HxRequest};
+use perfjournal_store::Error as StoreError;
 use serde::Deserialize;
 
 use super::{render, FormErrors, PageCtx};
@@ -94,10 +95,10 @@ async fn add_group(
     me.require(Role::Admin)?;
     match thesaurus::create(&state.pool, &form.terms(), me.0.id).await {
         Ok(_) => Ok(Redirect::to("/admin/thesaurus").into_response()),
-        Err(AppError::Invalid(errors)) => {
+        Err(StoreError::Invalid(errors)) => {
             render_thesaurus(&state, ctx, errors, "new".into(), form.terms).await
         }
-        Err(e) => Err(e),
+        Err(e) => Err(e.into()),
     }
 }
 
@@ -114,10 +115,10 @@ async fn save_group(
         Ok(false) => Err(AppError::not_found(format!(
             "there is no synonym group {id}"
         ))),
-        Err(AppError::Invalid(errors)) => {
+        Err(StoreError::Invalid(errors)) => {
             render_thesaurus(&state, ctx, errors, id.to_string(), form.terms).await
         }
-        Err(e) => Err(e),
+        Err(e) => Err(e.into()),
     }
 }
 

@@ -18,8 +18,9 @@ use axum::http::{header, Request, StatusCode};
 use common::uploads::{artifact_json, editor_app, upload_analyzed};
 use common::TestApp;
 use perfjournal::auth::Role;
-use perfjournal::config::{Config, OtlpLimits};
+use perfjournal::config::Config;
 use perfjournal::core::analyze::otlp::{Message, Status};
+use perfjournal::otlp::OtlpLimits;
 use serde_json::{json, Value};
 
 /// The start of the hour two days ago: closed when the tests run, and inside the spans'

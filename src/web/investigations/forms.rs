@@ -6,6 +6,7 @@ use axum::extract::State;
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Redirect, Response};
 use axum::Form;
+use perfjournal_store::Error as StoreError;
 
 use crate::auth::{CurrentUser, Role};
 use crate::core::method::expected::{self, Expected};
@@ -114,7 +115,7 @@ pub(super) async fn save_step(
             );
             Ok((StatusCode::CONFLICT, render(&page)?).into_response())
         }
-        Err(AppError::Invalid(errors)) => refused(
+        Err(StoreError::Invalid(errors)) => refused(
             ctx,
             loaded,
             step,
@@ -123,7 +124,7 @@ pub(super) async fn save_step(
             AttachForm::default(),
             Vec::new(),
         ),
-        Err(e) => Err(e),
+        Err(e) => Err(e.into()),
     }
 }
 
