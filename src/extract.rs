@@ -67,11 +67,20 @@ where
 /// previous page) in the list's own order, at most `limit` of them (default
 /// [`Paging::DEFAULT`], at most [`Paging::MAX`]). A value that does not parse answers 422
 /// naming the parameter; the list's other parameters (its filters) are the handler's and are
-/// carried into the next page's link.
+/// carried into the next page's link. The same type documents the two parameters in the
+/// API's document (`params(Paging)`), so what is read and what is declared are one list.
+#[derive(utoipa::IntoParams)]
+#[into_params(parameter_in = Query)]
 pub struct Paging {
+    /// The id of the last item of the previous page (as in `next`).
+    #[param(minimum = 1)]
     pub after: Option<i64>,
+    /// Items per page, 1–200 (default 50).
+    #[param(minimum = 1, maximum = 200, required = false, default = 50)]
     pub limit: i64,
+    #[param(ignore)]
     path: String,
+    #[param(ignore)]
     others: Vec<(String, String)>,
 }
 

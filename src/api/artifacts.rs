@@ -265,7 +265,7 @@ pub struct ArtifactSummary {
 
 /// Uploads, newest first, a page at a time; `investigation` keeps one investigation's.
 #[utoipa::path(get, path = "/artifacts", tag = "artifacts",
-    params(super::PageParams, ("investigation" = Option<i64>, Query, minimum = 1, description = "only this investigation's uploads")),
+    params(crate::extract::Paging, ("investigation" = Option<i64>, Query, minimum = 1, description = "only this investigation's uploads")),
     responses((status = 200, body = super::Page<ArtifactSummary>), (status = 422, body = crate::error::ErrorBody)))]
 async fn list_artifacts(
     _: ApiUser,

@@ -274,7 +274,7 @@ pub struct ComparisonSummary {
 
 /// Comparisons, newest first, a page at a time.
 #[utoipa::path(get, path = "/comparisons", tag = "comparisons",
-    params(super::PageParams),
+    params(crate::extract::Paging),
     responses((status = 200, body = super::Page<ComparisonSummary>), (status = 422, body = crate::error::ErrorBody)))]
 async fn list_comparisons(
     _: ApiUser,

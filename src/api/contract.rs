@@ -11,6 +11,7 @@
 
 use serde_json::{json, Value};
 
+use super::body::some_text;
 use crate::core::method::bubbles as bubble_rules;
 
 /// A positive artifact (or other row) id.
@@ -24,15 +25,6 @@ fn ids(max: Option<u64>) -> Value {
         list["maxItems"] = json!(max);
     }
     list
-}
-
-/// Text with something in it besides spaces.
-fn some_text(max: Option<u64>) -> Value {
-    let mut text = json!({"type": "string", "minLength": 1, "pattern": "\\S"});
-    if let Some(max) = max {
-        text["maxLength"] = json!(max);
-    }
-    text
 }
 
 const PERCENTILES: [&str; 4] = ["p50", "p90", "p95", "p99"];
@@ -463,71 +455,6 @@ fn parameters() -> Vec<(&'static str, &'static str, &'static str, Value)> {
     ]
 }
 
-/// Component schemas replaced whole.
-fn components() -> Vec<(&'static str, Value)> {
-    use crate::core::recall::thesaurus::{MAX_TERMS, MAX_TERM_CHARS};
-    vec![
-        (
-            "WebhookInput",
-            json!({
-                "type": "object",
-                "required": ["url", "events", "secret"],
-                "properties": {
-                    "url": {"type": "string", "maxLength": 2000,
-                        "description": "http:// or https://, with a host and no credentials",
-                        "pattern": "^https?://[^\\s\\x00-\\x1f\\x7f-\\x9f/?#@]+([/?#][^\\s\\x00-\\x1f\\x7f-\\x9f]*)?$"},
-                    "events": {"type": "array", "minItems": 1, "maxItems": 50,
-                        "items": {"type": "string", "enum": crate::core::webhook::EVENTS.iter().map(|(n, _)| *n).collect::<Vec<_>>()}},
-                    "secret": {"type": "string", "minLength": 16, "maxLength": 200,
-                        "description": "16–200 characters, no space at either end, no control characters",
-                        "pattern": "^[^\\s\\x00-\\x1f\\x7f-\\x9f]([^\\x00-\\x1f\\x7f-\\x9f]*[^\\s\\x00-\\x1f\\x7f-\\x9f])?$"},
-                    "slack": {"type": ["boolean", "null"]}
-                }
-            }),
-        ),
-        (
-            "SynonymInput",
-            json!({
-                "type": "object",
-                "required": ["terms"],
-                "properties": {"terms": {
-                    "type": "array",
-                    "minItems": 2,
-                    "maxItems": MAX_TERMS,
-                    "uniqueItems": true,
-                    "description": "2–12 words or phrases, each with a letter or digit, at most \
-                        60 characters, no commas, none repeated (ignoring case)",
-                    "items": {"type": "string", "maxLength": MAX_TERM_CHARS,
-                        "pattern": "^[^,]*[^\\W_][^,]*$"}
-                }}
-            }),
-        ),
-        (
-            "NewInvestigation",
-            json!({
-                "type": "object",
-                "required": ["title"],
-                "description": "What a new investigation starts from: the symptom as reported.",
-                "properties": {
-                    "title": some_text(Some(200)),
-                    "service": {"type": "string", "maxLength": 100},
-                    "symptom": {"type": "string", "description": "Free text: what was seen, where, when."},
-                    "tags": {"type": "array", "maxItems": 12, "items": {"type": "string",
-                        "pattern": "^\\s*[\\w.:/-]{1,40}\\s*$",
-                        "description": "one tag: up to 40 letters, digits, '-', '_', '.', ':' or '/'"}},
-                    "steps": {"type": "object", "propertyNames": {"pattern": "^[0-7]$"},
-                        "additionalProperties": {"type": "object"},
-                        "description": "Steps to record at once, by number: {\"1\": {\"metric\": \
-                            \"ttft\", \"percentile\": \"p95\", \"observed\": 3200, \"target\": 800}}, \
-                            each validated like PUT /investigations/{id}/steps/{step}. One invalid \
-                            step refuses the whole request (422, fields named steps.1.observed), and \
-                            nothing is created."}
-                }
-            }),
-        ),
-    ]
-}
-
 /// Writes the shapes into the document (as JSON: some of them use JSON Schema words,
 /// such as `not` and `const`, that utoipa's types do not carry).
 pub(crate) fn apply(doc: &mut Value) {
@@ -559,9 +486,6 @@ pub(crate) fn apply(doc: &mut Value) {
         }
     }
     if let Some(Value::Object(known)) = doc.pointer_mut("/components/schemas") {
-        for (name, body) in components() {
-            known.insert(name.to_string(), body);
-        }
         known.insert("NewJournalEntry".into(), journal_entry(false));
         known.insert("JournalEntryEdit".into(), journal_entry(true));
         for (_, name, body) in step_bodies() {

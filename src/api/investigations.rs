@@ -23,13 +23,12 @@ use crate::investigations::{self as inv, ChangedField, Loaded, StepState};
 use crate::state::AppState;
 
 /// What a new investigation starts from: the symptom as reported.
-#[derive(Deserialize, ToSchema)]
+#[derive(Deserialize)]
 pub struct NewInvestigation {
     /// 1–200 characters, not only spaces.
-    #[schema(min_length = 1, max_length = 200, pattern = "\\S")]
     pub title: String,
+    /// At most 100 characters.
     #[serde(default)]
-    #[schema(max_length = 100)]
     pub service: String,
     /// Free text: what was seen, where, when.
     #[serde(default)]
@@ -41,9 +40,36 @@ pub struct NewInvestigation {
     /// `PUT /investigations/{id}/steps/{step}`. One invalid step refuses the whole
     /// request (422, fields named `steps.1.observed`), and nothing is created.
     #[serde(default)]
-    #[schema(value_type = Object)]
     pub steps: BTreeMap<String, serde_json::Value>,
 }
+
+impl utoipa::PartialSchema for NewInvestigation {
+    fn schema() -> utoipa::openapi::RefOr<utoipa::openapi::schema::Schema> {
+        super::body::schema(serde_json::json!({
+            "type": "object",
+            "required": ["title"],
+            "description": "What a new investigation starts from: the symptom as reported.",
+            "properties": {
+                "title": super::body::some_text(Some(200)),
+                "service": {"type": "string", "maxLength": 100},
+                "symptom": {"type": "string", "description": "Free text: what was seen, where, when."},
+                "tags": {"type": "array", "maxItems": 12, "items": {"type": "string",
+                    "pattern": "^\\s*[\\w.:/-]{1,40}\\s*$",
+                    "description": "one tag: up to 40 letters, digits, '-', '_', '.', ':' or '/'"}},
+                "steps": {"type": "object",
+                    "propertyNames": {"type": "string", "pattern": "^[0-7]$"},
+                    "additionalProperties": {"type": "object"},
+                    "description": "Steps to record at once, by number: {\"1\": {\"metric\": \
+                        \"ttft\", \"percentile\": \"p95\", \"observed\": 3200, \"target\": 800}}, \
+                        each validated like PUT /investigations/{id}/steps/{step}. One invalid \
+                        step refuses the whole request (422, fields named steps.1.observed), and \
+                        nothing is created."}
+            }
+        }))
+    }
+}
+
+impl ToSchema for NewInvestigation {}
 
 #[derive(Serialize, ToSchema)]
 pub struct Created {
@@ -235,7 +261,7 @@ fn prefilled_steps(
 
 /// Investigations, most recently changed first, a page at a time.
 #[utoipa::path(get, path = "/investigations", tag = "investigations",
-    params(super::PageParams),
+    params(crate::extract::Paging),
     responses((status = 200, body = super::Page<InvestigationSummary>), (status = 422, body = ErrorBody)))]
 pub async fn list_investigations(
     State(state): State<AppState>,

@@ -82,7 +82,7 @@ pub struct EntryDetail {
 
 /// Published entries, newest first (by entry date), a page at a time.
 #[utoipa::path(get, path = "/journal", tag = "journal",
-    params(super::PageParams),
+    params(crate::extract::Paging),
     responses((status = 200, body = super::Page<EntrySummary>), (status = 422, body = ErrorBody)))]
 pub async fn list_entries(
     State(state): State<AppState>,

@@ -67,19 +67,6 @@ pub struct Page<T: ToSchema> {
     pub next: Option<String>,
 }
 
-/// The paging parameters every list takes.
-#[derive(utoipa::IntoParams)]
-#[into_params(parameter_in = Query)]
-#[allow(dead_code)]
-pub struct PageParams {
-    /// The id of the last item of the previous page (as in `next`).
-    #[param(minimum = 1)]
-    after: Option<i64>,
-    /// Items per page, 1–200 (default 50).
-    #[param(minimum = 1, maximum = 200)]
-    limit: Option<i64>,
-}
-
 impl<T: ToSchema> Page<T> {
     /// The page from rows fetched with [`Paging::fetch`](crate::extract::Paging::fetch).
     pub fn new<R>(

@@ -63,7 +63,7 @@ fn queued(artifact_id: i64) -> Json<SpansQueued> {
 /// The span windows received on `/v1/traces`, newest first; `service` keeps one
 /// service's. A window holds one service's request spans over `--otlp-window-minutes`.
 #[utoipa::path(get, path = "/otlp/windows", tag = "otlp",
-    params(super::PageParams, ("service" = Option<String>, Query, description = "only this service's windows")),
+    params(crate::extract::Paging, ("service" = Option<String>, Query, description = "only this service's windows")),
     responses((status = 200, body = super::Page<Window>), (status = 422, body = ErrorBody)))]
 async fn list_windows(
     _: ApiUser,

@@ -204,7 +204,7 @@ pub struct ProposalSummary {
 
 /// Proposals, newest first, a page at a time.
 #[utoipa::path(get, path = "/proposals", tag = "proposals",
-    params(super::PageParams),
+    params(crate::extract::Paging),
     responses((status = 200, body = super::Page<ProposalSummary>), (status = 422, body = crate::error::ErrorBody)))]
 async fn list_proposals(
     _: ApiUser,

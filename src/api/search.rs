@@ -223,12 +223,34 @@ pub struct SynonymList {
 }
 
 /// A group's terms (the body of POST and PUT; read by [`SynonymInput::read`]).
-#[derive(Deserialize, ToSchema)]
+#[derive(Deserialize)]
 pub struct SynonymInput {
     /// 2–12 words or phrases (each at most 60 characters, no commas).
     #[serde(default, deserialize_with = "terms")]
     pub terms: Option<Vec<String>>,
 }
+
+impl utoipa::PartialSchema for SynonymInput {
+    fn schema() -> utoipa::openapi::RefOr<utoipa::openapi::schema::Schema> {
+        use crate::core::recall::thesaurus::{MAX_TERMS, MAX_TERM_CHARS};
+        crate::api::body::schema(serde_json::json!({
+            "type": "object",
+            "required": ["terms"],
+            "properties": {"terms": {
+                "type": "array",
+                "minItems": 2,
+                "maxItems": MAX_TERMS,
+                "uniqueItems": true,
+                "description": "2–12 words or phrases, each with a letter or digit, at most \
+                    60 characters, no commas, none repeated (ignoring case)",
+                "items": {"type": "string", "maxLength": MAX_TERM_CHARS,
+                    "pattern": "^[^,]*[^\\W_][^,]*$"}
+            }}
+        }))
+    }
+}
+
+impl ToSchema for SynonymInput {}
 
 fn terms<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<Vec<String>>, D::Error> {
     crate::api::body::strings(d, "a list of strings (words or phrases)").map(Some)

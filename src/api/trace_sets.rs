@@ -95,20 +95,6 @@ async fn load(state: &AppState, id: i64) -> Result<TraceSetDoc, AppError> {
     })
 }
 
-/// The body of `POST /trace-sets`.
-#[derive(ToSchema)]
-#[allow(dead_code)] // describes the body in the OpenAPI document; read by `Ask::from_json`
-pub struct TraceSetAsk {
-    /// The run the ranks are from, 1–200 characters.
-    #[schema(min_length = 1, max_length = 200)]
-    pub name: String,
-    /// The rank traces: PyTorch-trace artifact ids, each once.
-    #[schema(min_items = 1, max_items = 1024)]
-    pub artifacts: Vec<i64>,
-    /// The investigation the set belongs to (default: its traces').
-    pub investigation: Option<i64>,
-}
-
 /// The multipart body of `POST /trace-sets/upload`.
 #[derive(ToSchema)]
 #[allow(dead_code)] // describes the body in the OpenAPI document
@@ -141,7 +127,7 @@ async fn answer(state: &AppState, id: i64) -> ApiResult<(StatusCode, Json<TraceS
 /// without its rank, fails the set with the artifacts named. Bad input answers 422
 /// naming the field; nothing is stored.
 #[utoipa::path(post, path = "/trace-sets", tag = "trace sets",
-    request_body(content = TraceSetAsk, description = "{\"name\": \"TP=4 decode\", \"artifacts\": [12, 13, 14, 15]}"),
+    request_body(content = Ask, description = "{\"name\": \"TP=4 decode\", \"artifacts\": [12, 13, 14, 15]}"),
     responses(
         (status = 201, body = TraceSetDoc),
         (status = 202, body = TraceSetDoc),

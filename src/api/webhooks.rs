@@ -20,9 +20,8 @@ pub struct WebhookList {
     pub items: Vec<Webhook>,
 }
 
-/// The body of `POST /webhooks` (its exact shape, with the bounds [`webhook::check`]
-/// applies, is written in `api/contract.rs`).
-#[derive(Deserialize, ToSchema)]
+/// The body of `POST /webhooks`. Its schema states the bounds [`webhook::check`] applies.
+#[derive(Deserialize)]
 pub struct WebhookInput {
     #[serde(default, deserialize_with = "body::string")]
     pub url: String,
@@ -31,9 +30,31 @@ pub struct WebhookInput {
     #[serde(default, deserialize_with = "body::string")]
     pub secret: String,
     #[serde(default, deserialize_with = "body::switch")]
-    #[schema(value_type = Option<bool>)]
     pub slack: bool,
 }
+
+impl utoipa::PartialSchema for WebhookInput {
+    fn schema() -> utoipa::openapi::RefOr<utoipa::openapi::schema::Schema> {
+        let events: Vec<&str> = webhook::EVENTS.iter().map(|(n, _)| *n).collect();
+        body::schema(serde_json::json!({
+            "type": "object",
+            "required": ["url", "events", "secret"],
+            "properties": {
+                "url": {"type": "string", "maxLength": 2000,
+                    "description": "http:// or https://, with a host and no credentials",
+                    "pattern": "^https?://[^\\s\\x00-\\x1f\\x7f-\\x9f/?#@]+([/?#][^\\s\\x00-\\x1f\\x7f-\\x9f]*)?$"},
+                "events": {"type": "array", "minItems": 1, "maxItems": 50,
+                    "items": {"type": "string", "enum": events}},
+                "secret": {"type": "string", "minLength": 16, "maxLength": 200,
+                    "description": "16–200 characters, no space at either end, no control characters",
+                    "pattern": "^[^\\s\\x00-\\x1f\\x7f-\\x9f]([^\\x00-\\x1f\\x7f-\\x9f]*[^\\s\\x00-\\x1f\\x7f-\\x9f])?$"},
+                "slack": {"type": ["boolean", "null"]}
+            }
+        }))
+    }
+}
+
+impl ToSchema for WebhookInput {}
 
 fn event_names<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Vec<String>, D::Error> {
     body::strings(d, "a list of event names")
