@@ -272,3 +272,49 @@ async fn server_flags_work_without_serve() {
     .await
     .unwrap();
 }
+
+/// An install from before the session table was a migration: the session store made the
+/// table at start-up. Migrating it again keeps the table and the sessions in it.
+#[tokio::test]
+async fn a_session_table_made_by_the_session_store_is_kept_by_the_migration() {
+    let (pool, _url) = fresh_db().await;
+    // Back to the older state: the table as the session store creates it, holding a
+    // session, and the migration that now makes it not yet run.
+    sqlx::query("DROP SCHEMA tower_sessions CASCADE")
+        .execute(&pool)
+        .await
+        .unwrap();
+    sqlx::query("DELETE FROM _sqlx_migrations WHERE version = 20261207000000")
+        .execute(&pool)
+        .await
+        .unwrap();
+    tower_sessions_sqlx_store::PostgresStore::new(pool.clone())
+        .migrate()
+        .await
+        .unwrap();
+    sqlx::query(
+        "INSERT INTO tower_sessions.session (id, data, expiry_date) \
+         VALUES ('kept', '\\x00', now() + interval '1 hour')",
+    )
+    .execute(&pool)
+    .await
+    .unwrap();
+
+    perfjournal::db::migrate(&pool).await.unwrap();
+
+    let kept: i64 =
+        sqlx::query_scalar("SELECT count(*) FROM tower_sessions.session WHERE id = 'kept'")
+            .fetch_one(&pool)
+            .await
+            .unwrap();
+    assert_eq!(
+        kept, 1,
+        "the session saved before the migration is still there"
+    );
+    let ran: bool =
+        sqlx::query_scalar("SELECT success FROM _sqlx_migrations WHERE version = 20261207000000")
+            .fetch_one(&pool)
+            .await
+            .unwrap();
+    assert!(ran);
+}
