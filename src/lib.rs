@@ -16,6 +16,7 @@ pub mod auth;
 pub mod charts;
 pub mod cli;
 pub mod config;
+pub mod documents;
 pub mod error;
 pub mod extract;
 pub mod files;

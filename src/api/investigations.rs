@@ -16,9 +16,9 @@ use utoipa::ToSchema;
 use crate::auth::{ApiUser, Role};
 use crate::core::method::record::{parse_step_in, step_pairs, Records, StepRecord};
 use crate::core::FieldError;
+use crate::documents::step::{step_json, StepJson};
 use crate::error::{ApiError, ApiResult, AppError, ErrorBody, ErrorDetail};
 use crate::investigations::db::{self, Investigation};
-use crate::investigations::step_doc::{step_json, StepJson};
 use crate::investigations::{self as inv, ChangedField, Loaded, StepState};
 use crate::state::AppState;
 

@@ -14,9 +14,9 @@ use utoipa::ToSchema;
 use super::investigations::EntryLink;
 use crate::auth::{ApiUser, Role};
 use crate::core::method::JournalEntry;
+use crate::documents::step::ExpectedJson;
 use crate::error::{ApiResult, AppError, ErrorBody};
 use crate::investigations::journal::{self, Revision, SaveError, StoredEntry};
-use crate::investigations::step_doc::ExpectedJson;
 use crate::state::AppState;
 
 #[derive(Serialize, ToSchema)]

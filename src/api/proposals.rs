@@ -14,8 +14,8 @@ use utoipa_axum::routes;
 use crate::auth::{ApiUser, Role};
 use crate::core::pairs;
 use crate::core::proposal::{outcome, Score, JSON_INPUTS};
+use crate::documents::proposal::{load, ProposalDoc};
 use crate::error::{ApiResult, AppError};
-use crate::proposals::doc::{load, ProposalDoc};
 use crate::proposals::{self};
 use crate::state::AppState;
 

@@ -18,8 +18,8 @@ use crate::auth::ApiUser;
 use crate::core::estimate::Chain;
 use crate::core::training::drills::{self, Drill};
 use crate::core::training::TOLERANCE;
+use crate::documents::replay::{replay_doc, ReplayDoc};
 use crate::error::{ApiResult, AppError, ErrorBody};
-use crate::investigations::replay::{replay_doc, ReplayDoc};
 use crate::state::AppState;
 use crate::training;
 

@@ -688,5 +688,5 @@ async fn export_json(
     _: PageCtx,
     Path(id): Path<i64>,
 ) -> Result<Response> {
-    Ok(Json(crate::proposals::doc::load(&state.pool, id).await?).into_response())
+    Ok(Json(crate::documents::proposal::load(&state.pool, id).await?).into_response())
 }

@@ -4,9 +4,7 @@
 
 pub mod db;
 pub mod journal;
-pub mod replay;
 pub mod seed;
-pub mod step_doc;
 pub mod window;
 
 use chrono::{DateTime, Utc};

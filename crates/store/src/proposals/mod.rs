@@ -2,7 +2,6 @@
 //! anything is written; saves and reviews carry the version they started from and an
 //! older one is refused with what changed since (409).
 
-pub mod doc;
 pub mod seed;
 
 use chrono::{DateTime, Utc};

@@ -3,12 +3,11 @@
 use serde::Serialize;
 use sqlx::PgPool;
 
-use super::{Event, EvidenceItem, Observation, Proposal};
-use crate::error::Error;
+use crate::error::AppError;
+use crate::proposals::{self, Event, EvidenceItem, Observation, Proposal};
 
 /// A proposal as the API (and the JSON export) returns it.
-#[derive(Serialize)]
-#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+#[derive(Serialize, utoipa::ToSchema)]
 pub struct ProposalDoc {
     pub id: i64,
     /// The proposal page.
@@ -20,24 +19,24 @@ pub struct ProposalDoc {
     /// Send it back with a review; a stale one gets 409.
     pub version: i32,
     /// The inputs as checked (defaults filled in).
-    #[cfg_attr(feature = "openapi", schema(value_type = Object))]
+    #[schema(value_type = Object)]
     pub input: serde_json::Value,
     /// `memory_fit` (the memory-fit estimator's results, max_model_len = prompt p95 +
     /// output p95), `kv_concurrency`, `batch`, `decode_step_ms`, `itl_p99_ms`,
     /// `ttft_p95_ms`, `tokens_per_s_per_replica`, `replicas_needed`,
     /// `cost_per_hour_usd`, `cost_per_million_tokens_usd`, the worked `figures`, and
     /// `runs`: each estimator call with its exact inputs and chain.
-    #[cfg_attr(feature = "openapi", schema(value_type = Object))]
+    #[schema(value_type = Object)]
     pub sizing: serde_json::Value,
     /// Replicas and cost if prompts, outputs or arrivals are 30 % / 50 % higher, or the
     /// prefix hit rate halves.
-    #[cfg_attr(feature = "openapi", schema(value_type = Vec<Object>))]
+    #[schema(value_type = Vec<Object>)]
     pub sensitivity: serde_json::Value,
-    #[cfg_attr(feature = "openapi", schema(value_type = Vec<Object>))]
+    #[schema(value_type = Vec<Object>)]
     pub evidence: serde_json::Value,
-    #[cfg_attr(feature = "openapi", schema(value_type = Vec<Object>))]
+    #[schema(value_type = Vec<Object>)]
     pub history: serde_json::Value,
-    #[cfg_attr(feature = "openapi", schema(value_type = Vec<Object>))]
+    #[schema(value_type = Vec<Object>)]
     pub observations: serde_json::Value,
     pub created_at: chrono::DateTime<chrono::Utc>,
     pub updated_at: chrono::DateTime<chrono::Utc>,
@@ -72,12 +71,12 @@ pub fn doc(
 }
 
 /// The whole document of proposal `id` (404 when there is none).
-pub async fn load(pool: &PgPool, id: i64) -> Result<ProposalDoc, Error> {
-    let p = super::get(pool, id)
+pub async fn load(pool: &PgPool, id: i64) -> Result<ProposalDoc, AppError> {
+    let p = proposals::get(pool, id)
         .await?
-        .ok_or_else(|| Error::not_found(format!("no proposal {id}")))?;
-    let evidence = super::evidence(pool, &p).await?;
-    let history = super::events(pool, id, 0).await?;
-    let observations = super::observations(pool, id).await?;
+        .ok_or_else(|| AppError::not_found(format!("no proposal {id}")))?;
+    let evidence = proposals::evidence(pool, &p).await?;
+    let history = proposals::events(pool, id, 0).await?;
+    let observations = proposals::observations(pool, id).await?;
     Ok(doc(&p, &evidence, &history, &observations))
 }

@@ -5,15 +5,14 @@
 use serde::Serialize;
 use sqlx::PgPool;
 
-use super::step_doc::{step_json, StepJson};
-use super::{self as inv, journal};
+use super::step::{step_json, StepJson};
 use crate::auth::User;
 use crate::error::Result;
+use crate::investigations::{self as inv, journal};
 use crate::training::{self, ReplayAnswer};
 
 /// The journal entry a replay reveals.
-#[derive(Serialize)]
-#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+#[derive(Serialize, utoipa::ToSchema)]
 pub struct ReplayEntry {
     pub id: i64,
     pub url: String,
@@ -30,8 +29,7 @@ pub struct ReplayEntry {
 }
 
 /// A blind replay of a published investigation.
-#[derive(Serialize)]
-#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+#[derive(Serialize, utoipa::ToSchema)]
 pub struct ReplayDoc {
     pub investigation_id: i64,
     pub title: String,

@@ -4,17 +4,16 @@
 use chrono::{DateTime, Utc};
 use serde::Serialize;
 
-use super::{Loaded, StepState};
 use crate::core::method::expected::Expected;
 use crate::core::method::order::STEPS;
 use crate::core::method::record::observed_at;
+use crate::investigations::{Loaded, StepState};
 
 /// An estimate attached to a step as its expected value.
-#[derive(Serialize)]
-#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+#[derive(Serialize, utoipa::ToSchema)]
 pub struct ExpectedJson {
     pub estimator: String,
-    #[cfg_attr(feature = "openapi", schema(value_type = Object))]
+    #[schema(value_type = Object)]
     pub inputs: serde_json::Value,
     pub result_key: String,
     pub expected: f64,
@@ -43,8 +42,7 @@ impl ExpectedJson {
     }
 }
 
-#[derive(Serialize)]
-#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+#[derive(Serialize, utoipa::ToSchema)]
 pub struct StepJson {
     pub number: u8,
     pub slug: &'static str,
@@ -58,16 +56,16 @@ pub struct StepJson {
     /// Bumped by every save (0 until recorded); a save may name it as `version`.
     pub version: i32,
     /// The step's record as stored (null until recorded).
-    #[cfg_attr(feature = "openapi", schema(value_type = Option<Object>))]
+    #[schema(value_type = Option<Object>)]
     pub data: serde_json::Value,
     /// What the app computed: step 1 `gap_ratio`, step 2 `dominant_phase` and next
     /// checks, step 3 `classification`, step 4 regimes and decode band, step 5 ranked
     /// kernels, step 6 ranked Amdahl ceilings, step 7 the configuration diff and verdict.
-    #[cfg_attr(feature = "openapi", schema(value_type = Value))]
+    #[schema(value_type = Value)]
     pub results: serde_json::Value,
     /// The value this step observes, with its unit and dimension (steps 1, 4 and 7):
     /// an expected value must be of the same dimension.
-    #[cfg_attr(feature = "openapi", schema(value_type = Option<Object>))]
+    #[schema(value_type = Option<Object>)]
     pub observed: Option<ObservedJson>,
     pub expected: Option<ExpectedJson>,
 }
