@@ -8,10 +8,11 @@ use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
 
 use super::body::{self, Text};
+use super::wire::{IncidentWindow, WindowTelemetry};
 use crate::auth::{ApiUser, Role};
 use crate::error::{ApiResult, AppError, ErrorBody};
 use crate::extract::Path;
-use crate::investigations::window::{self, IncidentWindow, WindowTelemetry};
+use crate::investigations::window;
 use crate::state::AppState;
 
 /// The body of `PUT /investigations/{id}/incident-window`.
@@ -54,11 +55,11 @@ async fn view(state: &AppState, id: i64) -> Result<IncidentWindowView, AppError>
         .into_iter()
         .map(|t| TelemetryView {
             against_window: t.against(win.as_ref()),
-            artifact: t,
+            artifact: t.into(),
         })
         .collect();
     Ok(IncidentWindowView {
-        window: win,
+        window: win.map(Into::into),
         telemetry,
     })
 }

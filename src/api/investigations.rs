@@ -13,13 +13,14 @@ use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
 
+use super::wire::ChangedField;
 use crate::auth::{ApiUser, Role};
 use crate::core::method::record::{parse_step_in, step_pairs, Records, StepRecord};
 use crate::core::FieldError;
 use crate::documents::step::{step_json, StepJson};
 use crate::error::{ApiError, ApiResult, AppError, ErrorBody, ErrorDetail};
 use crate::investigations::db::{self, Investigation};
-use crate::investigations::{self as inv, ChangedField, Loaded, StepState};
+use crate::investigations::{self as inv, Loaded, StepState};
 use crate::state::AppState;
 
 /// What a new investigation starts from: the symptom as reported.
@@ -354,7 +355,7 @@ pub async fn put_step(
             },
             version: conflict.current,
             saved_by: conflict.by,
-            changed: conflict.changed,
+            changed: conflict.changed.into_iter().map(Into::into).collect(),
         };
         return Ok((StatusCode::CONFLICT, Json(body)).into_response());
     }

@@ -21,6 +21,7 @@ pub(crate) mod trace_diffs;
 pub(crate) mod trace_sets;
 pub(crate) mod training;
 mod webhooks;
+mod wire;
 
 use axum::extract::State;
 use axum::Json;
@@ -143,14 +144,21 @@ pub fn router() -> OpenApiRouter<AppState> {
 /// User names locked out of signing in now, per client address (admins).
 #[utoipa::path(get, path = "/admin/login-locks", tag = "account",
     responses(
-        (status = 200, body = Vec<crate::auth::throttle::LockedName>),
+        (status = 200, body = Vec<wire::LockedName>),
         (status = 403, body = crate::error::ErrorBody)))]
 async fn list_login_locks(
     State(state): State<AppState>,
     me: ApiUser,
-) -> crate::error::ApiResult<Json<Vec<crate::auth::throttle::LockedName>>> {
+) -> crate::error::ApiResult<Json<Vec<wire::LockedName>>> {
     me.require(crate::auth::Role::Admin)?;
-    Ok(Json(state.throttle.locked_names()))
+    Ok(Json(
+        state
+            .throttle
+            .locked_names()
+            .into_iter()
+            .map(Into::into)
+            .collect(),
+    ))
 }
 
 #[derive(Serialize, ToSchema)]

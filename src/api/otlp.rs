@@ -12,10 +12,11 @@ use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 
 use super::body::{self, Text};
+use super::wire::Window;
 use crate::auth::{ApiUser, Role};
 use crate::error::{ApiResult, AppError, ErrorBody};
 use crate::extract::{Paging, Path};
-use crate::otlp::{self, TakeFields, Window};
+use crate::otlp::{self, TakeFields};
 use crate::state::AppState;
 
 pub fn router() -> OpenApiRouter<AppState> {
@@ -88,7 +89,7 @@ async fn list_windows(
         paging.fetch(),
     )
     .await?;
-    Ok(super::Page::new(&paging, rows, |w| w.id, |w| w))
+    Ok(super::Page::new(&paging, rows, |w| w.id, Window::from))
 }
 
 /// Builds a window's artifact from the spans received so far and queues its analysis

@@ -11,9 +11,10 @@ use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
 
 use super::body::{self, Text};
+use super::wire::Source;
 use crate::auth::{ApiUser, Role};
 use crate::error::{ApiResult, AppError, ErrorBody};
-use crate::prometheus_range::{self as prom, Source, WindowFields};
+use crate::prometheus_range::{self as prom, WindowFields};
 use crate::state::AppState;
 
 #[derive(Serialize, ToSchema)]
@@ -92,7 +93,11 @@ pub async fn list_sources(
 ) -> ApiResult<Json<SourceList>> {
     me.require(Role::Admin)?;
     Ok(Json(SourceList {
-        items: prom::list_sources(&state.pool).await?,
+        items: prom::list_sources(&state.pool)
+            .await?
+            .into_iter()
+            .map(Into::into)
+            .collect(),
     }))
 }
 
@@ -127,7 +132,7 @@ pub async fn create_source(
         .into_iter()
         .find(|s| s.id == id)
         .ok_or_else(|| AppError::not_found(format!("source {id} was removed meanwhile")))?;
-    Ok((StatusCode::CREATED, Json(row)))
+    Ok((StatusCode::CREATED, Json(row.into())))
 }
 
 /// Removes a source (admins); artifacts fetched from it stay.

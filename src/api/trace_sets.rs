@@ -10,6 +10,7 @@ use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 
 use crate::auth::{ApiUser, Role};
+use crate::core::analyze::trace_set::MAX_RANKS;
 use crate::error::{ApiResult, AppError};
 use crate::extract::Path;
 use crate::state::AppState;
@@ -95,6 +96,40 @@ async fn load(state: &AppState, id: i64) -> Result<TraceSetDoc, AppError> {
     })
 }
 
+/// The body of `POST /trace-sets`, read once into the store's `Ask` by its `from_json`
+/// (which names every problem at once, as the page's form does), and described in the
+/// document by this type.
+pub struct TraceSetAsk(Ask);
+
+impl TraceSetAsk {
+    fn parse(body: &[u8]) -> Result<TraceSetAsk, AppError> {
+        Ask::from_json(&super::json_body(body)?)
+            .map(TraceSetAsk)
+            .map_err(AppError::Invalid)
+    }
+}
+
+impl utoipa::PartialSchema for TraceSetAsk {
+    fn schema() -> utoipa::openapi::RefOr<utoipa::openapi::schema::Schema> {
+        super::body::schema(serde_json::json!({
+            "type": "object",
+            "description": "The body of `POST /trace-sets`.",
+            "required": ["name", "artifacts"],
+            "properties": {
+                "name": {"type": "string", "minLength": 1, "maxLength": 200,
+                    "description": "The run the ranks are from, 1–200 characters."},
+                "artifacts": {"type": "array", "minItems": 1, "maxItems": MAX_RANKS,
+                    "items": {"type": "integer", "format": "int64"},
+                    "description": "The rank traces: PyTorch-trace artifact ids, each once."},
+                "investigation": {"type": ["integer", "null"], "format": "int64",
+                    "description": "The investigation the set belongs to (default: its traces')."}
+            }
+        }))
+    }
+}
+
+impl ToSchema for TraceSetAsk {}
+
 /// The multipart body of `POST /trace-sets/upload`.
 #[derive(ToSchema)]
 #[allow(dead_code)] // describes the body in the OpenAPI document
@@ -127,7 +162,7 @@ async fn answer(state: &AppState, id: i64) -> ApiResult<(StatusCode, Json<TraceS
 /// without its rank, fails the set with the artifacts named. Bad input answers 422
 /// naming the field; nothing is stored.
 #[utoipa::path(post, path = "/trace-sets", tag = "trace sets",
-    request_body(content = Ask, description = "{\"name\": \"TP=4 decode\", \"artifacts\": [12, 13, 14, 15]}"),
+    request_body(content = TraceSetAsk, description = "{\"name\": \"TP=4 decode\", \"artifacts\": [12, 13, 14, 15]}"),
     responses(
         (status = 201, body = TraceSetDoc),
         (status = 202, body = TraceSetDoc),
@@ -139,7 +174,7 @@ async fn create_trace_set(
     body: Bytes,
 ) -> ApiResult<(StatusCode, Json<TraceSetDoc>)> {
     user.require(Role::Editor)?;
-    let ask = Ask::from_json(&super::json_body(&body)?).map_err(AppError::Invalid)?;
+    let TraceSetAsk(ask) = TraceSetAsk::parse(&body)?;
     let id = trace_sets::create(&state.pool, &ask, user.0.id).await?;
     state.jobs.notify_one();
     answer(&state, id).await

@@ -9,11 +9,12 @@ use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
 
 use super::body;
+use super::wire::Webhook;
 use crate::auth::{ApiUser, Role};
 use crate::core::webhook;
 use crate::error::{ApiResult, AppError, ErrorBody};
 use crate::state::AppState;
-use crate::webhooks::{self as hooks, Webhook};
+use crate::webhooks as hooks;
 
 #[derive(Serialize, ToSchema)]
 pub struct WebhookList {
@@ -81,7 +82,9 @@ pub async fn list_webhooks(
 ) -> ApiResult<Json<WebhookList>> {
     me.require(Role::Admin)?;
     let items = hooks::list(&state.pool).await?;
-    Ok(Json(WebhookList { items }))
+    Ok(Json(WebhookList {
+        items: items.into_iter().map(Into::into).collect(),
+    }))
 }
 
 /// Adds an endpoint (admins). Deliveries are signed with `secret`:
@@ -105,7 +108,7 @@ pub async fn create_webhook(
         .into_iter()
         .find(|h| h.id == id)
         .ok_or_else(|| AppError::not_found(format!("webhook {id} was removed meanwhile")))?;
-    Ok((StatusCode::CREATED, Json(hook)))
+    Ok((StatusCode::CREATED, Json(hook.into())))
 }
 
 /// Removes an endpoint and its delivery log (admins).

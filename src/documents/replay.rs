@@ -9,7 +9,25 @@ use super::step::{step_json, StepJson};
 use crate::auth::User;
 use crate::error::Result;
 use crate::investigations::{self as inv, journal};
-use crate::training::{self, ReplayAnswer};
+use crate::training;
+
+/// What a learner wrote before the reveal.
+#[derive(Serialize, utoipa::ToSchema)]
+pub struct ReplayAnswer {
+    pub diagnosis: String,
+    pub next_measurement: String,
+    pub at: chrono::DateTime<chrono::Utc>,
+}
+
+impl From<training::ReplayAnswer> for ReplayAnswer {
+    fn from(a: training::ReplayAnswer) -> Self {
+        ReplayAnswer {
+            diagnosis: a.diagnosis,
+            next_measurement: a.next_measurement,
+            at: a.at,
+        }
+    }
+}
 
 /// The journal entry a replay reveals.
 #[derive(Serialize, utoipa::ToSchema)]
@@ -95,7 +113,7 @@ pub async fn replay_doc(pool: &PgPool, user: &User, id: i64) -> Result<ReplayDoc
         symptom: loaded.investigation.symptom.clone(),
         steps,
         hidden_steps: (shown..8).collect(),
-        answer,
+        answer: answer.map(Into::into),
         journal_entry,
         good_for_training: training::is_marked(pool, id).await?,
     })

@@ -18,10 +18,10 @@ use super::{render, FormErrors, PageCtx};
 use crate::auth::{CurrentUser, Role};
 use crate::core::method::record::{evaluate, Evaluation, Records, StepRecord};
 use crate::core::method::record_view::{record_view, RecordView};
-use crate::documents::replay::{replay_doc, ReplayDoc, ReplayEntry};
+use crate::documents::replay::{replay_doc, ReplayAnswer, ReplayDoc, ReplayEntry};
 use crate::error::{AppError, Result};
 use crate::state::AppState;
-use crate::training::{self, ReplayAnswer, Replayable};
+use crate::training::{self, Replayable};
 use crate::web::bubbles::BubblesView;
 use crate::web::investigations::{step_results, StepResults};
 

@@ -200,7 +200,6 @@ impl LoginThrottle {
 
 /// A lock on a user name, as the admin page and API list it.
 #[derive(Debug, Clone, serde::Serialize)]
-#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct LockedName {
     pub name: String,
     /// The client address the name is locked for (absent when the address was unknown).

@@ -221,7 +221,6 @@ pub struct StepConflict {
 
 /// A field of a step as the other save left it and as this save sent it.
 #[derive(Debug, Clone, serde::Serialize)]
-#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct ChangedField {
     pub name: String,
     pub theirs: String,

@@ -11,7 +11,6 @@ use crate::core::window::{show_time, span};
 
 /// The window as recorded, with who set it.
 #[derive(Debug, Clone, Serialize, sqlx::FromRow)]
-#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct IncidentWindow {
     pub starts_at: DateTime<Utc>,
     pub ends_at: DateTime<Utc>,
@@ -112,7 +111,6 @@ pub async fn clear(pool: &PgPool, investigation: i64, user: i64) -> sqlx::Result
 /// Telemetry of the investigation read over a time window (a Prometheus window, OTLP
 /// spans), with its range and how it sits against the incident window.
 #[derive(Debug, Clone, Serialize, sqlx::FromRow)]
-#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct WindowTelemetry {
     pub id: i64,
     pub name: String,

@@ -206,7 +206,6 @@ pub async fn store(
 
 /// A window as listed.
 #[derive(Debug, Clone, Serialize, sqlx::FromRow)]
-#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct Window {
     pub id: i64,
     pub service: String,
@@ -217,7 +216,6 @@ pub struct Window {
     /// Spans received but not kept.
     pub ignored: i64,
     /// Spans not kept, by reason.
-    #[cfg_attr(feature = "openapi", schema(value_type = Object))]
     pub ignored_reasons: serde_json::Value,
     /// The window's artifact, once built.
     pub artifact_id: Option<i64>,

@@ -36,7 +36,6 @@ const MAX_ANSWER_BYTES: usize = 32 << 20;
 /// A registered server, as listed (its secret is never sent back: `has_secret` says
 /// whether one is kept).
 #[derive(Debug, Clone, Serialize, sqlx::FromRow)]
-#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct Source {
     pub id: i64,
     pub name: String,

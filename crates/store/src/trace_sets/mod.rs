@@ -18,19 +18,13 @@ use crate::core::analyze::Kind;
 use crate::core::FieldError;
 use crate::error::Error;
 
-// What to group, as asked: what the pages and the upload build, and the body of
-// `POST /trace-sets` (read by `Ask::from_json`, which names every problem at once). Its
-// doc comment below is the body's description in the API's document.
-/// The body of `POST /trace-sets`.
+/// What to group, as asked: what the pages and the upload build, and the body of
+/// `POST /trace-sets` (read by [`Ask::from_json`], which names every problem at once).
 #[derive(Debug, Clone, PartialEq)]
-#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
-#[cfg_attr(feature = "openapi", schema(as = TraceSetAsk))]
 pub struct Ask {
     /// The run the ranks are from, 1–200 characters.
-    #[cfg_attr(feature = "openapi", schema(min_length = 1, max_length = 200))]
     pub name: String,
     /// The rank traces: PyTorch-trace artifact ids, each once.
-    #[cfg_attr(feature = "openapi", schema(min_items = 1, max_items = 1024))]
     pub artifacts: Vec<i64>,
     /// The investigation the set belongs to (default: its traces').
     pub investigation: Option<i64>,

@@ -191,7 +191,6 @@ pub async fn require_replayable(pool: &PgPool, id: i64) -> Result<()> {
 
 /// What a learner wrote before the reveal.
 #[derive(Debug, Clone, Serialize, sqlx::FromRow)]
-#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct ReplayAnswer {
     pub diagnosis: String,
     pub next_measurement: String,

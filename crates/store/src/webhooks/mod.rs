@@ -18,7 +18,6 @@ use crate::core::webhook::{self, backoff_seconds, Endpoint, MAX_ATTEMPTS};
 /// A registered endpoint with its latest deliveries, as the page and the API show it
 /// (its secret is never read back).
 #[derive(Debug, Clone, Serialize)]
-#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct Webhook {
     pub id: i64,
     pub url: String,
@@ -30,7 +29,6 @@ pub struct Webhook {
 }
 
 #[derive(Debug, Clone, sqlx::FromRow, Serialize)]
-#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct WebhookDelivery {
     pub id: i64,
     pub event: String,
