@@ -113,6 +113,7 @@ mod tests {
             crate::api::webhooks::WebhookInput::schema(),
             crate::api::search::SynonymInput::schema(),
             crate::api::investigations::NewInvestigation::schema(),
+            crate::api::trace_sets::TraceSetAsk::schema(),
         ] {
             let json = serde_json::to_value(&schema).unwrap();
             assert_eq!(json["type"], "object", "{json}");

@@ -1,9 +1,10 @@
-//! The session record and the user, as every page reads them, kept in memory for at most
-//! [`FRESH_FOR`]. A signed-in page view reads both before its own queries: two of an entry
-//! page's four queries (docs/pages.md has the profile). What this process changes it
-//! also changes here at once (a session saved or deleted, a user's role, password or
-//! disabled flag set), so the change applies to this process's next request; a change made
-//! through another replica (or the CLI) applies here within [`FRESH_FOR`]. The one window
+//! Copies kept in memory for at most [`FRESH_FOR`]: the user, as the session and token
+//! checks read it, and (through [`Fresh`]) the binary's copy of session records. A
+//! signed-in page view reads both before its own queries: two of an entry page's four
+//! queries (docs/pages.md has the profile). What this process changes it also changes
+//! here at once (a session saved or deleted, a user's role, password or disabled flag
+//! set), so the change applies to this process's next request; a change made through
+//! another replica (or the CLI) applies here within [`FRESH_FOR`]. The one window
 //! left here: a request already reading from PostgreSQL when the change lands may store
 //! the copy it read afterwards, which then serves for at most [`FRESH_FOR`], as on another
 //! replica.
