@@ -27,6 +27,7 @@ const MAX_FACETS: usize = 1000;
 /// Per-tenant breakdowns listed (largest tenants first).
 const MAX_TENANT_BREAKDOWNS: usize = 50;
 
+mod plain;
 mod row;
 pub use row::*;
 

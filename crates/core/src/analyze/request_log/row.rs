@@ -65,7 +65,7 @@ impl RequestRow {
     }
 }
 
-const FLOAT_FIELDS: [&str; 10] = [
+pub(super) const FLOAT_FIELDS: [&str; 10] = [
     "arrival_ts",
     "tokenize_ms",
     "queue_wait_ms",
@@ -78,7 +78,7 @@ const FLOAT_FIELDS: [&str; 10] = [
     "total_ms",
 ];
 
-const INT_FIELDS: [&str; 5] = [
+pub(super) const INT_FIELDS: [&str; 5] = [
     "prompt_tokens",
     "output_tokens",
     "batch_size_at_admission",
@@ -323,7 +323,14 @@ fn parse_block(
     first_line: u64,
     rows: &mut Vec<RequestRow>,
 ) -> Result<(), AnalyzeError> {
-    for (k, line) in data.split(|b| *b == b'\n').enumerate() {
+    let mut start = 0;
+    let ends = memchr::memchr_iter(b'\n', data).chain(std::iter::once(data.len()));
+    for (k, end) in ends.enumerate() {
+        if start > data.len() {
+            break;
+        }
+        let line = &data[start..end];
+        start = end + 1;
         let line_no = first_line + k as u64;
         if line.len() > MAX_LINE_BYTES {
             return Err(too_long(line_no));
@@ -332,7 +339,10 @@ fn parse_block(
         if line_no == 1 {
             bytes = bytes.strip_prefix(b"\xEF\xBB\xBF").unwrap_or(bytes);
         }
-        if bytes.iter().all(u8::is_ascii_whitespace) {
+        // A line's first byte is nearly always its `{`: blank lines are rare.
+        if bytes.first().is_none_or(u8::is_ascii_whitespace)
+            && bytes.iter().all(u8::is_ascii_whitespace)
+        {
             continue;
         }
         let row = parse_row(bytes, line_no)?;
@@ -349,26 +359,25 @@ fn parse_block(
 
 /// Parse one JSON line into a [`RequestRow`].
 pub fn parse_row(bytes: &[u8], line_no: u64) -> Result<RequestRow, AnalyzeError> {
-    // Most lines hold exactly the method's fields with plain types: read those straight
-    // into the row. Anything else (unknown fields, quoted numbers, RFC 3339 times,
-    // errors) takes the general path below, which keeps extras and explains problems.
-    // The line is checked as UTF-8 once, here: parsing from a `str` then skips the
-    // check serde_json would otherwise make for every key and string (7 % of the worker's
-    // samples in a profile of the load).
-    if let Ok(text) = std::str::from_utf8(bytes) {
-        if let Ok(k) = serde_json::from_str::<KnownFields>(text) {
-            let row = k.into_row(line_no);
-            if row
-                .floats()
-                .into_iter()
-                .flatten()
-                .all(crate::analyze::in_range)
-            {
-                return Ok(row);
-            }
-            // A number out of range: the general path names the field and the line.
+    // Most lines hold exactly the method's fields with plain types: read those in one
+    // pass (`plain`). Anything else (unknown fields, quoted numbers, RFC 3339 times,
+    // escapes, errors) takes the general path below, which keeps extras and explains
+    // problems; so does a number out of range, which it names with its field.
+    if let Some(row) = super::plain::read_plain(bytes, line_no) {
+        if row
+            .floats()
+            .into_iter()
+            .flatten()
+            .all(crate::analyze::in_range)
+        {
+            return Ok(row);
         }
     }
+    parse_general(bytes, line_no)
+}
+
+/// Any line: through a JSON value, keeping unknown fields and naming what is wrong.
+fn parse_general(bytes: &[u8], line_no: u64) -> Result<RequestRow, AnalyzeError> {
     let value: Value = match serde_json::from_slice(bytes) {
         Ok(v) => v,
         Err(e) => return Err(line_error(bytes, line_no, &e)),
@@ -413,75 +422,6 @@ pub fn parse_row(bytes: &[u8], line_no: u64) -> Result<RequestRow, AnalyzeError>
     }
     row.extra = map;
     Ok(row)
-}
-
-/// A request line holding only the method's fields, each with its plain JSON type.
-#[derive(Deserialize)]
-#[serde(deny_unknown_fields)]
-struct KnownFields<'a> {
-    #[serde(borrow, default)]
-    request_id: Option<std::borrow::Cow<'a, str>>,
-    #[serde(default)]
-    arrival_ts: Option<f64>,
-    #[serde(default)]
-    tokenize_ms: Option<f64>,
-    #[serde(default)]
-    queue_wait_ms: Option<f64>,
-    #[serde(default)]
-    prefill_ms: Option<f64>,
-    #[serde(default)]
-    first_token_ms: Option<f64>,
-    #[serde(default)]
-    decode_ms: Option<f64>,
-    #[serde(default)]
-    itl_p50_ms: Option<f64>,
-    #[serde(default)]
-    itl_p99_ms: Option<f64>,
-    #[serde(default)]
-    detokenize_ms: Option<f64>,
-    #[serde(default)]
-    total_ms: Option<f64>,
-    #[serde(default)]
-    prompt_tokens: Option<i64>,
-    #[serde(default)]
-    output_tokens: Option<i64>,
-    #[serde(default)]
-    batch_size_at_admission: Option<i64>,
-    #[serde(default)]
-    kv_blocks_used: Option<i64>,
-    #[serde(default)]
-    prefix_cache_hit_tokens: Option<i64>,
-    #[serde(borrow, default)]
-    model_version: Option<std::borrow::Cow<'a, str>>,
-    #[serde(borrow, default)]
-    tenant: Option<std::borrow::Cow<'a, str>>,
-}
-
-impl KnownFields<'_> {
-    fn into_row(self, line: u64) -> RequestRow {
-        RequestRow {
-            line,
-            request_id: self.request_id.map(|s| s.into_owned()),
-            arrival_ts: self.arrival_ts,
-            tokenize_ms: self.tokenize_ms,
-            queue_wait_ms: self.queue_wait_ms,
-            prefill_ms: self.prefill_ms,
-            first_token_ms: self.first_token_ms,
-            decode_ms: self.decode_ms,
-            itl_p50_ms: self.itl_p50_ms,
-            itl_p99_ms: self.itl_p99_ms,
-            detokenize_ms: self.detokenize_ms,
-            total_ms: self.total_ms,
-            prompt_tokens: self.prompt_tokens,
-            output_tokens: self.output_tokens,
-            batch_size_at_admission: self.batch_size_at_admission,
-            kv_blocks_used: self.kv_blocks_used,
-            prefix_cache_hit_tokens: self.prefix_cache_hit_tokens,
-            model_version: self.model_version.map(|s| s.into_owned()),
-            tenant: self.tenant.map(|s| s.into_owned()),
-            extra: Map::new(),
-        }
-    }
 }
 
 /// Explain a JSON error on a line, calling out Python's NaN/Infinity tokens.
@@ -729,4 +669,200 @@ pub(crate) fn days_from_civil(y: i64, m: i64, d: i64) -> i64 {
     let doy = (153 * mp + 2) / 5 + d - 1;
     let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
     era * 146_097 + doe - 719_468
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::plain::read_plain;
+    use super::*;
+
+    /// SplitMix64: the same lines on every run.
+    struct Rng(u64);
+    impl Rng {
+        fn next(&mut self) -> u64 {
+            self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
+            let mut z = self.0;
+            z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+            z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+            z ^ (z >> 31)
+        }
+        fn below(&mut self, n: u64) -> u64 {
+            self.next() % n
+        }
+    }
+
+    /// A JSON number in one of the forms exporters write, now and then a malformed one.
+    fn number(r: &mut Rng) -> String {
+        // `lo` to `lo + span - 1` random digits.
+        fn digits(r: &mut Rng, lo: u64, span: u64) -> String {
+            let n = lo + r.below(span);
+            (0..n.max(1))
+                .map(|_| char::from(b'0' + r.below(10) as u8))
+                .collect()
+        }
+        let sign = if r.below(5) == 0 { "-" } else { "" };
+        let int = {
+            let d = digits(r, 1, 12);
+            let d = d.trim_start_matches('0');
+            if d.is_empty() {
+                "0".to_string()
+            } else {
+                d.to_string()
+            }
+        };
+        // Mostly the plain forms; now and then (one field in 50) another.
+        match r.below(100) {
+            0 => [
+                "-0",
+                "-0.0",
+                "1e22",
+                "1e23",
+                "9007199254740993.0",
+                "0.1",
+                "01",
+                "1.",
+                ".5",
+                "1e",
+                "1e+5",
+                "2E+022",
+                "-",
+                "1.5e-400",
+                "1e400",
+                "18446744073709551616",
+            ][r.below(16) as usize]
+                .to_string(),
+            1 => format!("{sign}{}", digits(r, 15, 8)),
+            2..=20 => format!("{sign}{int}"),
+            21..=30 => format!("{sign}{int}.{}e{}", digits(r, 1, 3), r.below(12)),
+            31..=35 => format!("{sign}{int}E-{}", r.below(12)),
+            36..=50 => format!("{sign}0.{}", digits(r, 1, 8)),
+            _ => format!("{sign}{int}.{}", digits(r, 1, 6)),
+        }
+    }
+
+    fn text(r: &mut Rng) -> String {
+        match r.below(40) {
+            0..=4 => "\"caf\u{e9} \u{1F680}\"".to_string(),
+            5 => "\"with \\\"quote\\\"\"".to_string(),
+            6..=8 => "\"\"".to_string(),
+            9 => "7".to_string(),
+            _ => format!("\"t-{}\"", r.below(1000)),
+        }
+    }
+
+    fn line(r: &mut Rng) -> String {
+        let names: Vec<&str> = FLOAT_FIELDS
+            .iter()
+            .chain(INT_FIELDS.iter())
+            .chain(["request_id", "model_version", "tenant"].iter())
+            .copied()
+            .collect();
+        let ws = |r: &mut Rng| [" ", "", "", "\t", "\r\n "][r.below(5) as usize];
+        let mut parts = Vec::new();
+        for name in &names {
+            if r.below(6) == 0 {
+                continue;
+            }
+            let value = if r.below(15) == 0 {
+                "null".to_string()
+            } else if ["request_id", "model_version", "tenant"].contains(name) {
+                text(r)
+            } else if INT_FIELDS.contains(name) && r.below(50) != 0 {
+                let n = r.next() % 10u64.pow(1 + r.below(12) as u32);
+                let sign = if r.below(9) == 0 && n != 0 { "-" } else { "" };
+                format!("{sign}{n}")
+            } else if r.below(300) == 0 {
+                format!("\"{}\"", number(r))
+            } else {
+                number(r)
+            };
+            parts.push(format!("{}\"{name}\"{}:{}{value}", ws(r), ws(r), ws(r)));
+        }
+        match r.below(30) {
+            0 => parts.push("\"status\":\"ok\"".into()),
+            1 if !parts.is_empty() => parts.push(parts[0].clone()),
+            _ => {}
+        }
+        // Shuffled: any order is a line.
+        for i in (1..parts.len()).rev() {
+            parts.swap(i, r.below(i as u64 + 1) as usize);
+        }
+        format!("{}{{{}{}}}{}", ws(r), parts.join(","), ws(r), ws(r))
+    }
+
+    #[test]
+    fn a_plain_line_reads_as_the_general_reader_reads_it() {
+        let mut r = Rng(7);
+        let (mut plain, mut general) = (0, 0);
+        for n in 0..60_000 {
+            let line = line(&mut r);
+            let reference = parse_general(line.as_bytes(), n);
+            match read_plain(line.as_bytes(), n) {
+                // Out of range: `parse_row` hands it to the general reader, which
+                // names the field.
+                Some(row)
+                    if !row
+                        .floats()
+                        .into_iter()
+                        .flatten()
+                        .all(crate::analyze::in_range) =>
+                {
+                    assert!(reference.is_err(), "{line}");
+                    general += 1;
+                }
+                Some(row) => {
+                    plain += 1;
+                    let reference = reference.unwrap_or_else(|e| panic!("{line}: {e}"));
+                    // Bit for bit, so -0.0 and 0.0 are told apart.
+                    let bits = |r: &RequestRow| r.floats().map(|x| x.map(f64::to_bits));
+                    assert_eq!(bits(&row), bits(&reference), "{line}");
+                    assert_eq!(row, reference, "{line}");
+                }
+                None => general += 1,
+            }
+        }
+        // Most lines are plain; every kind the plain reader declines came up too.
+        assert!(
+            plain > 20_000 && general > 5_000,
+            "{plain} plain, {general} not"
+        );
+    }
+
+    #[test]
+    fn the_plain_reader_declines_what_it_cannot_read_exactly() {
+        for line in [
+            r#"{"tenant":"a","tenant":"b"}"#,
+            r#"{"prefill_ms":"12.5"}"#,
+            r#"{"prefill_ms":-0}"#,
+            r#"{"prefill_ms":1e23}"#,
+            r#"{"prefill_ms":12345678901234567890}"#,
+            r#"{"prefill_ms":9007199254740993.5}"#,
+            r#"{"prompt_tokens":12.0}"#,
+            r#"{"tenant":"a\nb"}"#,
+            r#"{"status":"ok"}"#,
+            r#"{"prefill_ms":1}x"#,
+            r#"{"prefill_ms":1,}"#,
+            r#"{"prefill_ms":01}"#,
+            r#"["prefill_ms",1]"#,
+            "{\"tenant\":\"a\u{1}\"}",
+        ] {
+            assert_eq!(read_plain(line.as_bytes(), 1), None, "{line}");
+        }
+        let row = read_plain(
+            br#" { "prefill_ms" : 12.5 , "tenant":null,"prompt_tokens":-3 } "#,
+            4,
+        )
+        .unwrap();
+        assert_eq!(
+            (row.line, row.prefill_ms, row.tenant, row.prompt_tokens),
+            (4, Some(12.5), None, Some(-3))
+        );
+        assert_eq!(
+            read_plain(b"{}", 1),
+            Some(RequestRow {
+                line: 1,
+                ..RequestRow::default()
+            })
+        );
+    }
 }

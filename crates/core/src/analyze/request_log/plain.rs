@@ -1,0 +1,318 @@
+//! The reader for the common line: one flat JSON object holding only the method's
+//! fields, numbers as plain JSON numbers, strings without escapes. It reads such a line
+//! in one pass over its bytes, with no intermediate value and no allocation besides the
+//! row's own texts, and answers `None` for anything else: another field, a quoted
+//! number, an escape, a duplicate, a malformed line. The general reader (`parse_row`)
+//! then reads the line, keeps what is unknown and explains what is wrong, so this one
+//! never needs to.
+//!
+//! Numbers come out exactly as the general reader's JSON parser makes them. A decimal
+//! with at most 19 digits whose digits fit in 53 bits and whose power of ten is within
+//! ±22 is one correctly rounded division or multiplication of two exact doubles (the
+//! parser does the same); any other number is left to the general reader.
+
+use super::RequestRow;
+#[cfg(test)]
+use super::{FLOAT_FIELDS, INT_FIELDS};
+
+/// The row of a line, or `None` when the line is not of the plain kind.
+pub(super) fn read_plain(bytes: &[u8], line: u64) -> Option<RequestRow> {
+    let mut r = Reader { b: bytes, i: 0 };
+    let mut row = RequestRow {
+        line,
+        ..RequestRow::default()
+    };
+    // One bit per field: a name given twice is for the general reader.
+    let mut seen = 0u32;
+    r.skip_ws();
+    r.eat(b'{')?;
+    r.skip_ws();
+    if r.peek() == Some(b'}') {
+        r.i += 1;
+    } else {
+        loop {
+            r.skip_ws();
+            let key = r.plain_string()?;
+            let field = field_of(key)?;
+            if seen & (1 << field) != 0 {
+                return None;
+            }
+            seen |= 1 << field;
+            r.skip_ws();
+            r.eat(b':')?;
+            r.skip_ws();
+            r.value_into(&mut row, field)?;
+            r.skip_ws();
+            match r.next()? {
+                b',' => continue,
+                b'}' => break,
+                _ => return None,
+            }
+        }
+    }
+    r.skip_ws();
+    (r.i == bytes.len()).then_some(row)
+}
+
+/// The field a name is, in the order of [`float_slot`], [`int_slot`] and [`text_slot`]:
+/// the ten floats (arrival first, as `FLOAT_FIELDS`), the five integers (as
+/// `INT_FIELDS`), then the three texts.
+fn field_of(key: &[u8]) -> Option<usize> {
+    Some(match key {
+        b"arrival_ts" => 0,
+        b"tokenize_ms" => 1,
+        b"queue_wait_ms" => 2,
+        b"prefill_ms" => 3,
+        b"first_token_ms" => 4,
+        b"decode_ms" => 5,
+        b"itl_p50_ms" => 6,
+        b"itl_p99_ms" => 7,
+        b"detokenize_ms" => 8,
+        b"total_ms" => 9,
+        b"prompt_tokens" => 10,
+        b"output_tokens" => 11,
+        b"batch_size_at_admission" => 12,
+        b"kv_blocks_used" => 13,
+        b"prefix_cache_hit_tokens" => 14,
+        b"request_id" => 15,
+        b"model_version" => 16,
+        b"tenant" => 17,
+        _ => return None,
+    })
+}
+
+struct Reader<'a> {
+    b: &'a [u8],
+    i: usize,
+}
+
+/// What the general reader's JSON parser does with the digits and the power of ten:
+/// exact below 2^53 and ±22, so one rounding.
+const POW10: [f64; 23] = [
+    1e0, 1e1, 1e2, 1e3, 1e4, 1e5, 1e6, 1e7, 1e8, 1e9, 1e10, 1e11, 1e12, 1e13, 1e14, 1e15, 1e16,
+    1e17, 1e18, 1e19, 1e20, 1e21, 1e22,
+];
+
+/// A number as written: its sign, its digits as an integer, the power of ten they are
+/// scaled by, and whether it had a fraction or an exponent.
+struct Number {
+    negative: bool,
+    digits: u64,
+    exponent: i32,
+    integer: bool,
+}
+
+impl Reader<'_> {
+    fn peek(&self) -> Option<u8> {
+        self.b.get(self.i).copied()
+    }
+
+    fn next(&mut self) -> Option<u8> {
+        let c = self.peek()?;
+        self.i += 1;
+        Some(c)
+    }
+
+    fn eat(&mut self, want: u8) -> Option<()> {
+        (self.next()? == want).then_some(())
+    }
+
+    fn skip_ws(&mut self) {
+        while let Some(b' ' | b'\t' | b'\r' | b'\n') = self.peek() {
+            self.i += 1;
+        }
+    }
+
+    /// A string's bytes between its quotes, when it has no escape and no control
+    /// character (which JSON forbids raw).
+    fn plain_string(&mut self) -> Option<&[u8]> {
+        self.eat(b'"')?;
+        let start = self.i;
+        // Names and values are short: a plain loop beats a vectorised search here.
+        loop {
+            match *self.b.get(self.i)? {
+                b'"' => break,
+                b'\\' => return None,
+                c if c < 0x20 => return None,
+                _ => self.i += 1,
+            }
+        }
+        self.i += 1;
+        Some(&self.b[start..self.i - 1])
+    }
+
+    fn value_into(&mut self, row: &mut RequestRow, field: usize) -> Option<()> {
+        if self.b[self.i..].starts_with(b"null") {
+            self.i += 4;
+            return Some(());
+        }
+        let (floats, ints) = (10, 5);
+        if field < floats {
+            let x = self.number()?.float()?;
+            *float_slot(row, field) = Some(x);
+        } else if field < floats + ints {
+            let n = self.number()?;
+            *int_slot(row, field - floats) = Some(n.int()?);
+        } else {
+            let s = std::str::from_utf8(self.plain_string()?).ok()?.to_owned();
+            *text_slot(row, field - floats - ints) = Some(s);
+        }
+        Some(())
+    }
+
+    /// JSON's number grammar: `-? (0 | [1-9][0-9]*) (. [0-9]+)? ([eE] [+-]? [0-9]+)?`,
+    /// with at most 19 digits and an exponent of at most 4 digits.
+    fn number(&mut self) -> Option<Number> {
+        let negative = self.peek() == Some(b'-');
+        if negative {
+            self.i += 1;
+        }
+        let mut digits = 0u64;
+        let mut count = 0;
+        let mut exponent = 0i32;
+        let mut integer = true;
+        let first = self.peek()?;
+        if !first.is_ascii_digit() {
+            return None;
+        }
+        // One leading zero at most.
+        if first == b'0' && self.b.get(self.i + 1).is_some_and(u8::is_ascii_digit) {
+            return None;
+        }
+        while let Some(c @ b'0'..=b'9') = self.peek() {
+            count += 1;
+            if count > 19 {
+                return None;
+            }
+            digits = digits * 10 + u64::from(c - b'0');
+            self.i += 1;
+        }
+        if self.peek() == Some(b'.') {
+            integer = false;
+            self.i += 1;
+            let start = self.i;
+            while let Some(c @ b'0'..=b'9') = self.peek() {
+                count += 1;
+                if count > 19 {
+                    return None;
+                }
+                digits = digits * 10 + u64::from(c - b'0');
+                exponent -= 1;
+                self.i += 1;
+            }
+            if self.i == start {
+                return None;
+            }
+        }
+        if let Some(b'e' | b'E') = self.peek() {
+            integer = false;
+            self.i += 1;
+            let negative_exp = match self.peek()? {
+                b'-' => {
+                    self.i += 1;
+                    true
+                }
+                b'+' => {
+                    self.i += 1;
+                    false
+                }
+                _ => false,
+            };
+            let start = self.i;
+            let mut e = 0i32;
+            while let Some(c @ b'0'..=b'9') = self.peek() {
+                e = e * 10 + i32::from(c - b'0');
+                self.i += 1;
+                if self.i - start > 4 {
+                    return None;
+                }
+            }
+            if self.i == start {
+                return None;
+            }
+            exponent += if negative_exp { -e } else { e };
+        }
+        Some(Number {
+            negative,
+            digits,
+            exponent,
+            integer,
+        })
+    }
+}
+
+impl Number {
+    fn float(&self) -> Option<f64> {
+        if self.integer {
+            // Whole numbers: the parser's integer, then its conversion to a double
+            // ("-0" is the parser's float -0.0, left to it).
+            if self.negative && self.digits == 0 {
+                return None;
+            }
+            let x = self.digits as f64;
+            return Some(if self.negative { -x } else { x });
+        }
+        if self.digits > 1 << 53 || self.exponent.unsigned_abs() as usize >= POW10.len() {
+            return None;
+        }
+        let m = self.digits as f64;
+        let p = POW10[self.exponent.unsigned_abs() as usize];
+        let x = if self.exponent >= 0 { m * p } else { m / p };
+        Some(if self.negative { -x } else { x })
+    }
+
+    /// A whole number written as one (no fraction, no exponent), within 18 digits.
+    fn int(&self) -> Option<i64> {
+        if !self.integer || self.digits >= 1_000_000_000_000_000_000 {
+            return None;
+        }
+        if self.negative && self.digits == 0 {
+            return None;
+        }
+        let n = self.digits as i64;
+        Some(if self.negative { -n } else { n })
+    }
+}
+
+#[cfg(test)]
+#[test]
+fn the_field_numbers_follow_the_row_lists() {
+    let names = FLOAT_FIELDS.iter().chain(INT_FIELDS.iter());
+    let names = names.chain(["request_id", "model_version", "tenant"].iter());
+    for (k, name) in names.enumerate() {
+        assert_eq!(field_of(name.as_bytes()), Some(k), "{name}");
+    }
+}
+
+fn float_slot(row: &mut RequestRow, k: usize) -> &mut Option<f64> {
+    match k {
+        0 => &mut row.arrival_ts,
+        1 => &mut row.tokenize_ms,
+        2 => &mut row.queue_wait_ms,
+        3 => &mut row.prefill_ms,
+        4 => &mut row.first_token_ms,
+        5 => &mut row.decode_ms,
+        6 => &mut row.itl_p50_ms,
+        7 => &mut row.itl_p99_ms,
+        8 => &mut row.detokenize_ms,
+        _ => &mut row.total_ms,
+    }
+}
+
+fn int_slot(row: &mut RequestRow, k: usize) -> &mut Option<i64> {
+    match k {
+        0 => &mut row.prompt_tokens,
+        1 => &mut row.output_tokens,
+        2 => &mut row.batch_size_at_admission,
+        3 => &mut row.kv_blocks_used,
+        _ => &mut row.prefix_cache_hit_tokens,
+    }
+}
+
+fn text_slot(row: &mut RequestRow, k: usize) -> &mut Option<String> {
+    match k {
+        0 => &mut row.request_id,
+        1 => &mut row.model_version,
+        _ => &mut row.tenant,
+    }
+}
