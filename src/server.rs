@@ -174,6 +174,8 @@ pub async fn serve(state: AppState, bind: &str) -> anyhow::Result<()> {
             }
         },
     ));
+    // Uploads are compressed once their analysis is over.
+    let compactor = tokio::spawn(crate::artifacts::compact::run_compactor(state.artifacts()));
     let blob_sweeper = tokio::spawn(sweep_blobs(state.clone()));
     // OTLP span windows are analysed once they close.
     let span_windows = tokio::spawn(crate::otlp::sweep(state.artifacts()));
@@ -238,6 +240,7 @@ pub async fn serve(state: AppState, bind: &str) -> anyhow::Result<()> {
     indexer.abort();
     worker.abort();
     blob_sweeper.abort();
+    compactor.abort();
     span_windows.abort();
     hooks.abort();
     if let Some(g) = grafana {

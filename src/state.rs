@@ -36,6 +36,8 @@ pub struct Shared {
     pub blobs: BlobStore,
     /// Wakes the analysis worker when an upload is queued.
     pub jobs: Arc<Notify>,
+    /// Wakes the compactor when an analysis ends (see artifacts::compact).
+    pub compactions: Arc<Notify>,
     /// The search index, kept in memory and in step with the database.
     pub search: Arc<Searcher>,
     /// Users as the session and token checks read them, for at most a second.
@@ -57,6 +59,7 @@ impl AppState {
             pool: self.pool.clone(),
             blobs: self.blobs.clone(),
             jobs: self.jobs.clone(),
+            compactions: self.compactions.clone(),
             upload_limit: self.config.upload_limit,
             max_decompressed_bytes: self.config.max_decompressed_bytes,
             upload_idle_timeout: self.config.upload_idle_timeout,
@@ -89,6 +92,7 @@ impl AppState {
             metrics: Arc::new(HttpMetrics::new()),
             blobs,
             jobs: Arc::new(Notify::new()),
+            compactions: Arc::new(Notify::new()),
             search: Arc::new(Searcher::new()),
             users: Arc::new(UserCopies::default()),
             embedded: None,

@@ -43,7 +43,7 @@ impl Process {
             // The worker's timing lines; not the slow-statement warnings of queries timed on purpose.
             .env(
                 "RUST_LOG",
-                "warn,sqlx::query=error,perfjournal::artifacts=info",
+                "warn,sqlx::query=error,perfjournal_store::artifacts=info",
             )
             .env("RUST_BACKTRACE", "1")
             .stdout(std::process::Stdio::null())

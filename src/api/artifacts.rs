@@ -153,6 +153,9 @@ pub struct ArtifactDoc {
     /// How the file is kept on disk: identity (as uploaded, e.g. a file compressed
     /// already) or zstd. Downloads always return the bytes as uploaded.
     pub blob_encoding: String,
+    /// True while the file is kept as uploaded, to be compressed once its analysis is
+    /// over (then `blob_encoding` becomes zstd and `stored_bytes` shrinks).
+    pub compress_pending: bool,
     pub progress_bytes: i64,
     /// The SHA-256 of the bytes as uploaded (the download's hash), in hex.
     pub sha256: String,
@@ -181,6 +184,7 @@ impl From<Artifact> for ArtifactDoc {
             size_bytes: a.size_bytes,
             stored_bytes: a.stored_bytes,
             blob_encoding: a.blob_encoding.slug().to_string(),
+            compress_pending: a.compress_pending,
             progress_bytes: a.progress_bytes,
             sha256: a.sha256,
             investigation: a.investigation_id,

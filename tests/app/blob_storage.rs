@@ -168,6 +168,24 @@ async fn text_uploads_are_stored_as_zstd_and_every_reader_gets_the_original_byte
         let a = fetch(&mut app, &token, id).await;
         assert_eq!(a["status"], "done", "{name}: {}", a["error"]);
 
+        // Until the compactor passes, the disk holds the file as uploaded, under the
+        // hash of its bytes, and the page says what comes next.
+        assert_eq!(a["blob_encoding"], "identity", "{name}");
+        assert_eq!(a["compress_pending"], true, "{name}");
+        let files = blob_files(&app, &sha256(&body));
+        assert_eq!(files.len(), 1, "{name}: {files:?}");
+        assert!(std::fs::read(&files[0]).unwrap() == body, "{name}");
+        assert_downloads_as_uploaded(&app, &token, id, &body).await;
+        let page = app.get(&format!("/artifacts/{id}")).await;
+        let note = page.select("#stored-note").join("");
+        assert!(
+            note.contains("stored as uploaded until its analysis is over, then with zstd"),
+            "{name}: {note:?}"
+        );
+        assert_eq!(app.compact_blobs().await, 1, "{name}");
+        let a = fetch(&mut app, &token, id).await;
+        assert_eq!(a["compress_pending"], false, "{name}");
+
         // The name is the hash of the bytes as uploaded; the disk holds a zstd stream.
         assert_eq!(a["sha256"], sha256(&body), "{name}");
         assert_eq!(a["size_bytes"], body.len() as i64, "{name}");
@@ -226,11 +244,68 @@ async fn text_uploads_are_stored_as_zstd_and_every_reader_gets_the_original_byte
         assert_eq!(again["progress_bytes"], a["size_bytes"], "{name}");
     }
 
-    // The same content again shares the blob.
+    // The same content again shares the blob once compressed, and both rows name it.
     let before = files_under(&app.blob_dir).len();
-    let r = upload(&mut app, &token, "again.jsonl", request_log(20_000)).await;
+    let body = request_log(20_000);
+    let r = upload(&mut app, &token, "again.jsonl", body.clone()).await;
     assert_eq!(r.status, StatusCode::CREATED, "{}", r.body);
+    let id = r.json()["id"].as_i64().unwrap();
+    app.drain_queue().await;
+    assert_eq!(app.compact_blobs().await, 1);
     assert_eq!(files_under(&app.blob_dir).len(), before);
+    assert_eq!(fetch(&mut app, &token, id).await["blob_encoding"], "zstd");
+    assert_downloads_as_uploaded(&app, &token, id, &body).await;
+}
+
+/// Uploads a request log and runs its analysis; its id.
+async fn uploaded_and_analyzed(app: &mut TestApp, token: &str, body: &[u8]) -> i64 {
+    let r = upload(app, token, "requests.jsonl", body.to_vec()).await;
+    assert_eq!(r.status, StatusCode::CREATED, "{}", r.body);
+    app.drain_queue().await;
+    r.json()["id"].as_i64().unwrap()
+}
+
+#[tokio::test]
+async fn a_reader_that_named_the_uncompressed_blob_gets_the_compressed_one() {
+    // A download or an analysis reads the row, then opens the blob; the compactor may
+    // switch the row and remove the uncompressed file in between.
+    let (mut app, token) = editor_app().await;
+    let body = request_log(5_000);
+    let id = uploaded_and_analyzed(&mut app, &token, &body).await;
+    let first = fetch(&mut app, &token, id).await;
+    assert_eq!(first["blob_encoding"], "identity");
+    assert_eq!(app.compact_blobs().await, 1);
+    // The row as the reader saw it before the switch.
+    sqlx::query("UPDATE artifacts SET blob_encoding = 'identity' WHERE id = $1")
+        .bind(id)
+        .execute(&app.pool)
+        .await
+        .unwrap();
+    let files = blob_files(&app, &sha256(&body));
+    assert_eq!(files.len(), 1, "only the compressed blob: {files:?}");
+    assert_downloads_as_uploaded(&app, &token, id, &body).await;
+    let again = reanalyze(&mut app, &token, id).await;
+    assert_eq!(again["status"], "done", "{}", again["error"]);
+    assert_eq!(again["analysis"], first["analysis"]);
+}
+
+#[tokio::test]
+async fn a_stored_file_that_no_longer_matches_its_hash_is_left_as_it_is() {
+    let (mut app, token) = editor_app().await;
+    let body = request_log(5_000);
+    let id = uploaded_and_analyzed(&mut app, &token, &body).await;
+    // A disk fault (or a hand) changed the file after it was stored.
+    let file = blob_files(&app, &sha256(&body)).pop().unwrap();
+    let mut damaged = body.clone();
+    damaged[100] ^= 1;
+    std::fs::write(&file, &damaged).unwrap();
+    assert_eq!(app.compact_blobs().await, 0);
+    let a = fetch(&mut app, &token, id).await;
+    assert_eq!(a["blob_encoding"], "identity");
+    assert_eq!(a["compress_pending"], false, "not tried again");
+    // Nothing was written under another name, and the file is not touched.
+    assert_eq!(files_under(&app.blob_dir).len(), 1);
+    assert!(std::fs::read(&file).unwrap() == damaged);
 }
 
 #[tokio::test]
@@ -270,6 +345,8 @@ async fn a_blob_stored_before_compression_still_downloads_analyzes_and_goes_with
     let r = upload(&mut app, &token, "old.jsonl", body.clone()).await;
     assert_eq!(r.status, StatusCode::CREATED, "{}", r.body);
     let id = r.json()["id"].as_i64().unwrap();
+    app.drain_queue().await;
+    app.compact_blobs().await;
     let first = fetch(&mut app, &token, id).await;
     // Made into what a server before compression left: the file as uploaded under its
     // hash, and a row that knows nothing of encodings.
@@ -546,7 +623,9 @@ async fn an_analysis_failing_deep_in_a_big_file_keeps_the_file_and_says_where() 
     );
     println!("failed as: {error}");
 
-    // The file is kept, compressed, and downloads as uploaded.
+    // The file is kept, compressed once the analysis failed, and downloads as uploaded.
+    assert_eq!(app.compact_blobs().await, 1);
+    let a = fetch(&mut app, &token, id).await;
     assert_eq!(a["blob_encoding"], "zstd");
     assert_downloads_as_uploaded(&app, &token, id, &body).await;
     let page = app.get(&format!("/artifacts/{id}")).await;

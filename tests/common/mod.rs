@@ -403,6 +403,14 @@ impl TestApp {
         n
     }
 
+    /// Compresses the stored uploads whose analysis is over, as the background
+    /// compactor does; how many contents it compressed.
+    pub async fn compact_blobs(&self) -> usize {
+        perfjournal::artifacts::compact::compact_pending(&self.state.artifacts())
+            .await
+            .unwrap()
+    }
+
     /// Opens an investigation through the API and returns its id.
     pub async fn open_investigation(&mut self, token: &str, title: &str) -> i64 {
         let r = self

@@ -35,6 +35,14 @@ impl BlobEncoding {
         }
     }
 
+    /// The content's other way of being stored.
+    pub fn other(self) -> Self {
+        match self {
+            BlobEncoding::Identity => BlobEncoding::Zstd,
+            BlobEncoding::Zstd => BlobEncoding::Identity,
+        }
+    }
+
     /// The ending of the stored object's name: a zstd blob and an identity blob of the
     /// same content can never be taken for one another.
     pub fn suffix(self) -> &'static str {

@@ -326,12 +326,15 @@ async fn process_with(
             if let Some(name) = name {
                 announce_failed(&mut tx, job.id, &name, kind.slug(), &message).await?;
                 tx.commit().await?;
+                state.compactions.notify_one();
                 return Ok(Some(message));
             }
             tx.commit().await?;
             0
         }
     };
+    // Its blob, kept as uploaded until now, can be compressed (see `compact`).
+    state.compactions.notify_one();
     // What the analysis left (its result and buffers, dropped by now) goes back to the
     // system, with the free pages of threads that have ended since (src/memory.rs).
     crate::memory::release_thread_heap();

@@ -2,6 +2,7 @@
 //! detected kind, and the analysis a background worker stores next to them.
 
 pub mod columns;
+pub mod compact;
 pub mod decomposition;
 pub mod ingest;
 pub mod spool;
@@ -25,6 +26,9 @@ pub struct ArtifactStore {
     pub blobs: BlobStore,
     /// Wakes the analysis worker when an upload is queued.
     pub jobs: Arc<Notify>,
+    /// Wakes the compactor when an analysis ends, its blob maybe waiting to be
+    /// compressed ([`compact`]).
+    pub compactions: Arc<Notify>,
     /// Largest upload, bytes.
     pub upload_limit: u64,
     /// Gzip-bomb guard for analysis, bytes.
@@ -136,6 +140,8 @@ pub struct Artifact {
     /// How the blob is kept on disk, and how many bytes that takes.
     pub blob_encoding: BlobEncoding,
     pub stored_bytes: i64,
+    /// Kept as uploaded until its analysis is over, then compressed ([`compact`]).
+    pub compress_pending: bool,
     pub gzip: bool,
     pub status: String,
     pub error: Option<String>,
@@ -197,6 +203,7 @@ impl<'r> sqlx::FromRow<'r, sqlx::postgres::PgRow> for Artifact {
                 },
             )?,
             stored_bytes: row.try_get("stored_bytes")?,
+            compress_pending: row.try_get("compress_pending")?,
             gzip: row.try_get("gzip")?,
             status: row.try_get("status")?,
             error: row.try_get("error")?,
@@ -224,6 +231,9 @@ impl Artifact {
     pub fn stored_note(&self) -> Option<String> {
         if !self.has_file() {
             return None;
+        }
+        if self.compress_pending {
+            return Some("stored as uploaded until its analysis is over, then with zstd".into());
         }
         crate::core::blob::stored_note(
             self.blob_encoding,
@@ -277,7 +287,7 @@ impl Artifact {
 pub const EMPTY_SHA256: &str = "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855";
 
 const COLUMNS: &str = "a.id, a.investigation_id, a.journal_entry_id, a.name, a.kind, a.sha256, \
-     a.size_bytes, a.blob_encoding, COALESCE(a.stored_bytes, a.size_bytes) AS stored_bytes, a.gzip, a.status, a.error, a.progress_bytes, a.analysis::text AS analysis_text, a.analyzer_version, \
+     a.size_bytes, a.blob_encoding, COALESCE(a.stored_bytes, a.size_bytes) AS stored_bytes, a.compress_pending, a.gzip, a.status, a.error, a.progress_bytes, a.analysis::text AS analysis_text, a.analyzer_version, \
      a.uploaded_by, u.name AS uploader, a.created_at, a.analyzed_at, a.source_url";
 
 /// The kind of a stored upload, from its first bytes (gunzipped when gzip).
@@ -345,21 +355,23 @@ pub async fn insert_row<'e>(
     executor: impl sqlx::PgExecutor<'e>,
     row: &ArtifactRow<'_>,
 ) -> sqlx::Result<i64> {
-    let (sha256, size, encoding, stored) = match row.blob {
+    let (sha256, size, encoding, stored, compress_pending) = match row.blob {
         Some(b) => (
             b.sha256.as_str(),
             b.size as i64,
             b.encoding.slug(),
             Some(b.stored_size as i64),
+            b.compress_later,
         ),
-        None => (EMPTY_SHA256, 0, BlobEncoding::Identity.slug(), None),
+        None => (EMPTY_SHA256, 0, BlobEncoding::Identity.slug(), None, false),
     };
     sqlx::query_scalar(
         "INSERT INTO artifacts (investigation_id, journal_entry_id, name, kind, sha256, size_bytes,
                                 gzip, status, error, uploaded_by, options, blob_encoding,
-                                stored_bytes, id, idempotency_key, source_url)
+                                stored_bytes, id, idempotency_key, source_url, compress_pending)
          VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13,
-                 COALESCE($14, nextval(pg_get_serial_sequence('artifacts', 'id'))), $15, $16)
+                 COALESCE($14, nextval(pg_get_serial_sequence('artifacts', 'id'))), $15, $16,
+                 $17)
          RETURNING id",
     )
     .bind(row.owner.investigation_id)
@@ -378,6 +390,7 @@ pub async fn insert_row<'e>(
     .bind(row.id)
     .bind(row.idempotency_key)
     .bind(row.source_url)
+    .bind(compress_pending)
     .fetch_one(executor)
     .await
 }

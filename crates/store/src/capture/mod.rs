@@ -261,7 +261,7 @@ pub(crate) async fn settle(
             let queued = sqlx::query(
                 "UPDATE artifacts SET sha256 = $2, size_bytes = $3, gzip = false, status = 'queued',
                         error = NULL, progress_bytes = 0, updated_at = now(),
-                        blob_encoding = $4, stored_bytes = $5
+                        blob_encoding = $4, stored_bytes = $5, compress_pending = $6
                  WHERE id = $1 AND status = 'capturing'",
             )
             .bind(id)
@@ -269,6 +269,7 @@ pub(crate) async fn settle(
             .bind(blob.size as i64)
             .bind(blob.encoding.slug())
             .bind(blob.stored_size as i64)
+            .bind(blob.compress_later)
             .execute(&store.pool)
             .await;
             match queued {

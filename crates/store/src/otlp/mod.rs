@@ -389,7 +389,8 @@ pub async fn build(store: &ArtifactStore, window_id: i64) -> Result<Option<i64>,
             sqlx::query_scalar(
                 "UPDATE artifacts SET sha256 = $2, size_bytes = $3, stored_bytes = $4,
                     blob_encoding = $5, gzip = false, status = 'queued', error = NULL,
-                    progress_bytes = 0, attempts = 0, updated_at = now()
+                    progress_bytes = 0, attempts = 0, updated_at = now(),
+                    compress_pending = $6
              WHERE id = $1 RETURNING id",
             )
             .bind(id)
@@ -397,6 +398,7 @@ pub async fn build(store: &ArtifactStore, window_id: i64) -> Result<Option<i64>,
             .bind(blob.size as i64)
             .bind(blob.stored_size as i64)
             .bind(blob.encoding.slug())
+            .bind(blob.compress_later)
             .fetch_optional(&mut *tx)
             .await?
         }

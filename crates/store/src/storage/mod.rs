@@ -67,6 +67,10 @@ pub struct StoredBlob {
     pub head: Vec<u8>,
     /// True when the same content was already stored.
     pub existed: bool,
+    /// Stored as uploaded for now, to be compressed once its analysis is over (see
+    /// [`BlobStore::put_stream`]); the row that points at it says so, and the
+    /// compactor (`artifacts::compact`) takes it from there.
+    pub compress_later: bool,
 }
 
 #[derive(Clone)]
@@ -147,15 +151,56 @@ impl BlobStore {
         Ok(BlobStore::new(Arc::new(s3)))
     }
 
-    /// Streams `body` into the store, hashing the original bytes on the way and, unless
-    /// its first bytes show a compressed format, compressing them with zstd. Over `limit`
-    /// bytes, or when the body fails mid-way, the partial object is removed and nothing
-    /// is kept.
+    /// Streams `body` into the store as it comes, hashing the original bytes on the way.
+    /// Over `limit` bytes, or when the body fails mid-way, the partial object is removed
+    /// and nothing is kept.
     ///
-    /// Three stages run at once, joined by small channels so the slowest sets the pace:
-    /// this task receives the body; a thread hashes it; another compresses it (zstd
-    /// blobs only); and the writer puts the stored bytes into the object.
-    pub async fn put_stream<S, E>(&self, mut body: S, limit: u64) -> Result<StoredBlob, StoreError>
+    /// Compression waits: zstd costs about a CPU-second per 400 MB, as much as parsing
+    /// the rows, and an upload's analysis runs beside its body on the same cores. So a
+    /// body whose first bytes show no compressed format is kept as it came, marked
+    /// [`StoredBlob::compress_later`], and compressed by [`BlobStore::compress`] once its
+    /// analysis is over.
+    pub async fn put_stream<S, E>(&self, body: S, limit: u64) -> Result<StoredBlob, StoreError>
+    where
+        S: Stream<Item = Result<Bytes, E>> + Unpin,
+        E: std::fmt::Display,
+    {
+        self.store_stream(body, limit, false).await
+    }
+
+    /// The zstd blob of content stored as uploaded (`sha256`), written beside it: the
+    /// original is read back, hashed again and compressed on the way. The new blob is
+    /// returned only when the bytes still hash to their name; a damaged original is an
+    /// error and nothing is kept. The caller points its rows at the new blob and then
+    /// removes the original.
+    pub async fn compress(&self, sha256: &str) -> Result<StoredBlob, StoreError> {
+        let original = self.open(sha256, BlobEncoding::Identity).await?;
+        let stored = self.store_stream(original, u64::MAX, true).await?;
+        if stored.sha256 != sha256 {
+            if !stored.existed {
+                self.delete(&stored.sha256, stored.encoding).await?;
+            }
+            return Err(StoreError::Body(format!(
+                "the stored file {sha256} no longer hashes to its name (it reads as {}); \
+                 it is kept as it is",
+                stored.sha256
+            )));
+        }
+        Ok(stored)
+    }
+
+    /// Streams `body` into the store, hashed on the way; compressed with zstd as it
+    /// comes when `compress_now` and its first bytes show no compressed format.
+    ///
+    /// Up to four stages run at once, joined by small channels so the slowest sets the
+    /// pace: this task receives the body; a thread hashes it; another compresses it
+    /// (when compressing now); and the writer puts the stored bytes into the object.
+    async fn store_stream<S, E>(
+        &self,
+        mut body: S,
+        limit: u64,
+        compress_now: bool,
+    ) -> Result<StoredBlob, StoreError>
     where
         S: Stream<Item = Result<Bytes, E>> + Unpin,
         E: std::fmt::Display,
@@ -209,7 +254,7 @@ impl BlobStore {
                         let group = std::mem::take(&mut group);
                         let chosen = *encoding.get_or_insert_with(|| {
                             let chosen = crate::core::blob::encoding_for(&head);
-                            if chosen == BlobEncoding::Zstd {
+                            if chosen == BlobEncoding::Zstd && compress_now {
                                 compressor = Some(spawn_compressor(to_writer.clone()));
                             }
                             chosen
@@ -279,6 +324,13 @@ impl BlobStore {
             .await
             .map_err(|e| StoreError::Body(format!("the hashing thread failed: {e}")))?;
         let sha256 = hex::encode(digest);
+        // Compressible content not compressed now is kept as it came, for later.
+        let compress_later = encoding == BlobEncoding::Zstd && !compress_now;
+        let encoding = if compress_later {
+            BlobEncoding::Identity
+        } else {
+            encoding
+        };
         let target = blob_path(&sha256, encoding);
         let existed = self.store.head(&target).await.is_ok();
         // Moving over an existing blob refreshes its age, so the sweeper cannot take a
@@ -291,6 +343,7 @@ impl BlobStore {
             stored_size,
             head,
             existed,
+            compress_later,
         })
     }
 
@@ -311,7 +364,26 @@ impl BlobStore {
     /// The original bytes of a blob, as uploaded, streamed (a zstd blob is decompressed
     /// on the way, a block at a time). Every reader of blobs goes through here or
     /// through [`BlobStore::reader`], which is this for a remote store.
+    ///
+    /// A blob is asked for in the encoding its row named when it was read; when that
+    /// object is gone, the content's other encoding is read instead. Both hold the same
+    /// original bytes (the name is their hash), and the compactor removes a blob stored
+    /// as uploaded right after its rows point at the compressed one: a reader that
+    /// looked at the row just before then still gets the file.
     pub async fn open(
+        &self,
+        sha256: &str,
+        encoding: BlobEncoding,
+    ) -> Result<OriginalBytes, StoreError> {
+        match self.open_as(sha256, encoding).await {
+            Err(e) if is_not_found(&e) => {
+                self.open_as(sha256, encoding.other()).await.map_err(|_| e)
+            }
+            opened => opened,
+        }
+    }
+
+    async fn open_as(
         &self,
         sha256: &str,
         encoding: BlobEncoding,
@@ -332,6 +404,21 @@ impl BlobStore {
     /// [`BlobStore::open`]'s stream bridged to `Read` (call this on the runtime; read
     /// from a blocking thread).
     pub async fn reader(
+        &self,
+        sha256: &str,
+        encoding: BlobEncoding,
+    ) -> Result<Box<dyn std::io::Read + Send + 'static>, StoreError> {
+        // The other encoding when this one is gone, as in `open`.
+        match self.reader_as(sha256, encoding).await {
+            Err(e) if is_not_found(&e) => self
+                .reader_as(sha256, encoding.other())
+                .await
+                .map_err(|_| e),
+            opened => opened,
+        }
+    }
+
+    async fn reader_as(
         &self,
         sha256: &str,
         encoding: BlobEncoding,
@@ -365,7 +452,7 @@ impl BlobStore {
                 }
             });
         }
-        let reader = tokio_util::io::StreamReader::new(self.open(sha256, encoding).await?);
+        let reader = tokio_util::io::StreamReader::new(self.open_as(sha256, encoding).await?);
         Ok(Box::new(tokio_util::io::SyncIoBridge::new(reader)))
     }
 
@@ -459,6 +546,11 @@ impl BlobStore {
         }
         Ok(removed)
     }
+}
+
+/// Whether the error says the object is not there.
+fn is_not_found(e: &StoreError) -> bool {
+    matches!(e, StoreError::Store(object_store::Error::NotFound { .. }))
 }
 
 /// The compressing thread: where its input goes, and its outcome.
@@ -589,10 +681,26 @@ mod tests {
             .chunks(chunk.max(1))
             .map(|c| Ok(Bytes::copy_from_slice(c)))
             .collect();
-        let blob = store
+        let mut blob = store
             .put_stream(futures::stream::iter(chunks), u64::MAX)
             .await
             .unwrap();
+        if blob.compress_later {
+            // Kept as it came, then compressed as the compactor does it.
+            assert_eq!(blob.encoding, BlobEncoding::Identity);
+            assert_eq!(blob.stored_size, blob.size);
+            let compressed = store.compress(&blob.sha256).await.unwrap();
+            assert_eq!(
+                (&compressed.sha256, compressed.size),
+                (&blob.sha256, blob.size)
+            );
+            assert!(!compressed.compress_later);
+            store
+                .delete(&blob.sha256, BlobEncoding::Identity)
+                .await
+                .unwrap();
+            blob = compressed;
+        }
         let mut streamed = Vec::new();
         let mut s = store.open(&blob.sha256, blob.encoding).await.unwrap();
         while let Some(c) = s.next().await {
@@ -686,6 +794,8 @@ mod tests {
             }
         };
         let text = put(text(100_000)).await;
+        assert!(text.compress_later);
+        let text = store.compress(&text.sha256).await.unwrap();
         let gz = put({
             use std::io::Write;
             let mut e = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
@@ -695,7 +805,9 @@ mod tests {
         .await;
         assert_eq!(text.encoding, BlobEncoding::Zstd);
         assert_eq!(gz.encoding, BlobEncoding::Identity);
-        // Only the zstd blob of the text is in use: the gzip one goes.
+        assert!(!gz.compress_later, "a compressed format is kept as it came");
+        // Only the zstd blob of the text is in use: the gzip one and the text as
+        // uploaded go.
         let keep = (text.sha256.clone(), BlobEncoding::Zstd);
         let removed = store
             .sweep(Duration::ZERO, |sha, encoding| {
@@ -704,7 +816,7 @@ mod tests {
             })
             .await
             .unwrap();
-        assert_eq!(removed, 1);
+        assert_eq!(removed, 2);
         assert!(store.open(&text.sha256, text.encoding).await.is_ok());
         assert!(store.open(&gz.sha256, gz.encoding).await.is_err());
     }
