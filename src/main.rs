@@ -7,6 +7,7 @@ use perfjournal::cli::{parse, run};
 static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
 fn main() -> ExitCode {
+    perfjournal::memory::no_transparent_huge_pages();
     perfjournal::memory::purge_freed_pages_at_once();
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
