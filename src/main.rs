@@ -8,7 +8,7 @@ static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
 fn main() -> ExitCode {
     perfjournal::memory::no_transparent_huge_pages();
-    perfjournal::memory::purge_freed_pages_at_once();
+    perfjournal::memory::purge_freed_pages_soon();
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         // An idle blocking thread ends after a second (tokio's default is ten): what a
