@@ -716,12 +716,12 @@ async fn load_request_rows(
             blocked += waited.elapsed();
             Ok(())
         };
-        let each_row = |row: request_log::RequestRow| -> Result<(), AnalyzeError> {
+        let each_row = |row: &request_log::RequestRow| -> Result<(), AnalyzeError> {
             if stop.load(Ordering::Relaxed) {
                 return Err(AnalyzeError::malformed("the load was given up"));
             }
-            acc.add(&row);
-            match columns.add(&row) {
+            acc.add(row);
+            match columns.add(row) {
                 Some(full) => send(full),
                 None => Ok(()),
             }

@@ -581,7 +581,7 @@ pub fn for_each_request<R: Read, E: From<AnalyzeError>>(
     reader: R,
     max_decompressed_bytes: u64,
     counts: &mut SpanCounts,
-    mut cb: impl FnMut(RequestRow) -> Result<(), E>,
+    mut cb: impl FnMut(&RequestRow) -> Result<(), E>,
 ) -> Result<u64, E> {
     let input = std::io::BufReader::with_capacity(
         256 << 10,
@@ -604,7 +604,7 @@ pub fn for_each_request<R: Read, E: From<AnalyzeError>>(
                 *counts.engines.entry(engine.into()).or_default() += 1;
                 rows += 1;
                 row.line = rows;
-                cb(row)
+                cb(&row)
             }
             Err(why) => {
                 counts.ignore(why);
@@ -646,7 +646,7 @@ pub fn analyze<R: Read>(reader: R, opts: &Options) -> Result<OtlpSpansAnalysis, 
         opts.max_decompressed_bytes,
         &mut counts,
         |row| -> Result<(), AnalyzeError> {
-            acc.add(&row);
+            acc.add(row);
             Ok(())
         },
     )?;

@@ -218,8 +218,8 @@ pub fn analyze<R: Read + Send>(
     opts: &Options,
 ) -> Result<RequestLogAnalysis, AnalyzeError> {
     let mut acc = Accumulator::new(opts);
-    for_each_request(reader, |row: RequestRow| -> Result<(), AnalyzeError> {
-        acc.add(&row);
+    for_each_request(reader, |row: &RequestRow| -> Result<(), AnalyzeError> {
+        acc.add(row);
         Ok(())
     })?;
     Ok(acc.finish())
@@ -676,8 +676,8 @@ mod tests {
         let mut acc = Accumulator::new(opts).with_sample_cap(cap);
         for_each_request(
             text.as_bytes(),
-            |row: RequestRow| -> Result<(), AnalyzeError> {
-                acc.add(&row);
+            |row: &RequestRow| -> Result<(), AnalyzeError> {
+                acc.add(row);
                 Ok(())
             },
         )
@@ -823,7 +823,7 @@ mod tests {
         let text = "\u{feff}{\"request_id\": 7, \"arrival_ts\": \"2025-01-02T03:04:05.5Z\", \"prompt_tokens\": 12.0, \"queue_wait_ms\": \"3.5\", \"gpu\": {\"kind\": \"h100\"}, \"tenant\": null}\r\n";
         let mut rows = Vec::new();
         let n = for_each_request(text.as_bytes(), |r| -> Result<(), AnalyzeError> {
-            rows.push(r);
+            rows.push(r.clone());
             Ok(())
         })
         .unwrap();
@@ -982,7 +982,7 @@ mod tests {
         }
         let mut got = Vec::new();
         let n = for_each_request(text.as_bytes(), |r| -> Result<(), AnalyzeError> {
-            got.push((r.line, r.request_id.unwrap()));
+            got.push((r.line, r.request_id.clone().unwrap()));
             Ok(())
         })
         .unwrap();

@@ -150,10 +150,12 @@ const BLOCKS_QUEUED: usize = 1;
 ///
 /// The file is read in blocks of whole lines, parsed on one thread per core, and the
 /// rows handed to `cb` on the calling thread in file order; at most a few blocks are in
-/// memory at once. The callback's error type only needs `From<AnalyzeError>`.
+/// memory at once. A block's rows go back to the thread that parsed them, which drops
+/// them: their texts are freed where they were allocated, off the calling thread. The
+/// callback's error type only needs `From<AnalyzeError>`.
 pub fn for_each_request<R: Read + Send, E: From<AnalyzeError>>(
     reader: R,
-    mut cb: impl FnMut(RequestRow) -> Result<(), E>,
+    mut cb: impl FnMut(&RequestRow) -> Result<(), E>,
 ) -> Result<u64, E> {
     use std::sync::mpsc::{channel, sync_channel};
     type Parsed = Result<Vec<RequestRow>, AnalyzeError>;
@@ -176,6 +178,7 @@ pub fn for_each_request<R: Read + Send, E: From<AnalyzeError>>(
                 for block in blocks {
                     let rows = block.and_then(|b| {
                         let mut rows = fresh_rows.try_recv().unwrap_or_default();
+                        rows.clear();
                         let parsed = parse_block(&b.data, b.first_line, &mut rows);
                         let _ = spent_blocks.send(b.data);
                         parsed.map(|()| rows)
@@ -206,8 +209,8 @@ pub fn for_each_request<R: Read + Send, E: From<AnalyzeError>>(
             let Ok(parsed) = from_workers[n % from_workers.len()].recv() else {
                 break;
             };
-            let mut parsed = parsed?;
-            for row in parsed.drain(..) {
+            let parsed = parsed?;
+            for row in &parsed {
                 rows += 1;
                 cb(row)?;
             }
