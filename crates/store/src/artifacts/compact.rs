@@ -73,10 +73,11 @@ async fn compact(state: &ArtifactStore, sha256: &str) -> sqlx::Result<bool> {
             return Ok(false);
         }
     };
-    // Every row of this content that still points at the uncompressed blob.
+    // Every row of this content waiting for it (each leaves the queue here, so the
+    // pass always ends).
     let switched = sqlx::query(
         "UPDATE artifacts SET blob_encoding = $2, stored_bytes = $3, compress_pending = false
-         WHERE sha256 = $1 AND blob_encoding = 'identity' AND compress_pending",
+         WHERE sha256 = $1 AND compress_pending",
     )
     .bind(sha256)
     .bind(blob.encoding.slug())
