@@ -12,7 +12,6 @@
 //! parser does the same); any other number is left to the general reader.
 
 use super::RequestRow;
-#[cfg(test)]
 use super::{FLOAT_FIELDS, INT_FIELDS};
 
 /// The row of a line, or `None` when the line is not of the plain kind.
@@ -146,7 +145,7 @@ impl Reader<'_> {
             self.i += 4;
             return Some(());
         }
-        let (floats, ints) = (10, 5);
+        let (floats, ints) = (FLOAT_FIELDS.len(), INT_FIELDS.len());
         if field < floats {
             let x = self.number()?.float()?;
             *float_slot(row, field) = Some(x);
@@ -274,16 +273,6 @@ impl Number {
     }
 }
 
-#[cfg(test)]
-#[test]
-fn the_field_numbers_follow_the_row_lists() {
-    let names = FLOAT_FIELDS.iter().chain(INT_FIELDS.iter());
-    let names = names.chain(["request_id", "model_version", "tenant"].iter());
-    for (k, name) in names.enumerate() {
-        assert_eq!(field_of(name.as_bytes()), Some(k), "{name}");
-    }
-}
-
 fn float_slot(row: &mut RequestRow, k: usize) -> &mut Option<f64> {
     match k {
         0 => &mut row.arrival_ts,
@@ -314,5 +303,19 @@ fn text_slot(row: &mut RequestRow, k: usize) -> &mut Option<String> {
         0 => &mut row.request_id,
         1 => &mut row.model_version,
         _ => &mut row.tenant,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_field_numbers_follow_the_row_lists() {
+        let names = FLOAT_FIELDS.iter().chain(INT_FIELDS.iter());
+        let names = names.chain(["request_id", "model_version", "tenant"].iter());
+        for (k, name) in names.enumerate() {
+            assert_eq!(field_of(name.as_bytes()), Some(k), "{name}");
+        }
     }
 }
