@@ -626,8 +626,8 @@ mod tests {
 
     fn row(tenant: Option<&str>, model: Option<&str>, arrival: Option<f64>, v: f64) -> RequestRow {
         RequestRow {
-            tenant: tenant.map(str::to_string),
-            model_version: model.map(str::to_string),
+            tenant: tenant.map(Into::into),
+            model_version: model.map(Into::into),
             arrival_ts: arrival,
             tokenize_ms: Some(v / 10.0),
             queue_wait_ms: Some(v),
@@ -837,8 +837,10 @@ mod tests {
                     .copied()
                     .filter(|r| match by {
                         None => true,
-                        Some(GroupBy::Tenant) => r.tenant == g.group,
-                        Some(GroupBy::ModelVersion) => r.model_version == g.group,
+                        Some(GroupBy::Tenant) => r.tenant.as_deref() == g.group.as_deref(),
+                        Some(GroupBy::ModelVersion) => {
+                            r.model_version.as_deref() == g.group.as_deref()
+                        }
                     })
                     .collect();
                 assert_eq!(g.rows, mine.len() as u64, "{:?}", g.group);

@@ -338,8 +338,8 @@ pub fn map_span(span: &Span) -> Result<(Engine, RequestRow), &'static str> {
         Engine::Vllm => REQUEST_ID,
         Engine::Sglang => SGLANG_RID,
     };
-    row.request_id = get(id_key).and_then(text);
-    row.model_version = get(RESPONSE_MODEL).and_then(text);
+    row.request_id = get(id_key).and_then(text).map(Into::into);
+    row.model_version = get(RESPONSE_MODEL).and_then(text).map(Into::into);
     if row.field_with_nul().is_some() {
         return Err(reason::NUL_TEXT);
     }

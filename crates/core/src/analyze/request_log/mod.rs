@@ -29,6 +29,7 @@ const MAX_TENANT_BREAKDOWNS: usize = 50;
 
 mod plain;
 mod row;
+pub use plain::Hint;
 pub use row::*;
 
 /// How one request ended, as far as its optional `status`, `finish_reason` and `error`
@@ -982,7 +983,7 @@ mod tests {
         }
         let mut got = Vec::new();
         let n = for_each_request(text.as_bytes(), |r| -> Result<(), AnalyzeError> {
-            got.push((r.line, r.request_id.clone().unwrap()));
+            got.push((r.line, r.request_id.as_deref().unwrap().to_string()));
             Ok(())
         })
         .unwrap();

@@ -1,8 +1,9 @@
 //! One request line of the telemetry: its typed fields, how a line is read
 //! and checked, and its binary COPY form.
 
-use super::MAX_LINE_BYTES;
+use super::{Hint, MAX_LINE_BYTES};
 use crate::analyze::{decompressing_reader, AnalyzeError, DEFAULT_MAX_DECOMPRESSED_BYTES};
+use compact_str::CompactString;
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 use std::io::Read;
@@ -12,7 +13,7 @@ use std::io::Read;
 pub struct RequestRow {
     /// 1-based line number in the (decompressed) file.
     pub line: u64,
-    pub request_id: Option<String>,
+    pub request_id: Option<CompactString>,
     /// Arrival time, seconds since the Unix epoch (numbers as given; RFC 3339
     /// strings such as `2025-01-02T03:04:05.5Z` are converted).
     pub arrival_ts: Option<f64>,
@@ -31,8 +32,8 @@ pub struct RequestRow {
     pub batch_size_at_admission: Option<i64>,
     pub kv_blocks_used: Option<i64>,
     pub prefix_cache_hit_tokens: Option<i64>,
-    pub model_version: Option<String>,
-    pub tenant: Option<String>,
+    pub model_version: Option<CompactString>,
+    pub tenant: Option<CompactString>,
     /// Fields not listed above, as given.
     pub extra: Map<String, Value>,
 }
@@ -327,6 +328,7 @@ fn parse_block(
     rows: &mut Vec<RequestRow>,
 ) -> Result<(), AnalyzeError> {
     let mut start = 0;
+    let mut hint = Hint::default();
     let ends = memchr::memchr_iter(b'\n', data).chain(std::iter::once(data.len()));
     for (k, end) in ends.enumerate() {
         if start > data.len() {
@@ -348,25 +350,19 @@ fn parse_block(
         {
             continue;
         }
-        let row = parse_row(bytes, line_no)?;
-        if let Some(field) = row.field_with_nul() {
-            return Err(AnalyzeError::at_line(
-                line_no,
-                format!("{field} contains a NUL character (\\u0000), which cannot be stored"),
-            ));
-        }
-        rows.push(row);
+        rows.push(parse_row(bytes, line_no, &mut hint)?);
     }
     Ok(())
 }
 
-/// Parse one JSON line into a [`RequestRow`].
-pub fn parse_row(bytes: &[u8], line_no: u64) -> Result<RequestRow, AnalyzeError> {
+/// Parse one JSON line into a [`RequestRow`]; `hint` carries the order of the fields
+/// from one line of a file to the next (a new one for the first line).
+pub fn parse_row(bytes: &[u8], line_no: u64, hint: &mut Hint) -> Result<RequestRow, AnalyzeError> {
     // Most lines hold exactly the method's fields with plain types: read those in one
     // pass (`plain`). Anything else (unknown fields, quoted numbers, RFC 3339 times,
     // escapes, errors) takes the general path below, which keeps extras and explains
     // problems; so does a number out of range, which it names with its field.
-    if let Some(row) = super::plain::read_plain(bytes, line_no) {
+    if let Some(row) = super::plain::read_plain(bytes, line_no, hint) {
         if row
             .floats()
             .into_iter()
@@ -376,7 +372,15 @@ pub fn parse_row(bytes: &[u8], line_no: u64) -> Result<RequestRow, AnalyzeError>
             return Ok(row);
         }
     }
-    parse_general(bytes, line_no)
+    // Only here can a text hold a NUL: the plain reader takes no escape.
+    let row = parse_general(bytes, line_no)?;
+    if let Some(field) = row.field_with_nul() {
+        return Err(AnalyzeError::at_line(
+            line_no,
+            format!("{field} contains a NUL character (\\u0000), which cannot be stored"),
+        ));
+    }
+    Ok(row)
 }
 
 /// Any line: through a JSON value, keeping unknown fields and naming what is wrong.
@@ -504,11 +508,11 @@ fn take_text(
     map: &mut Map<String, Value>,
     key: &str,
     line: u64,
-) -> Result<Option<String>, AnalyzeError> {
+) -> Result<Option<CompactString>, AnalyzeError> {
     match map.remove(key) {
         None | Some(Value::Null) => Ok(None),
-        Some(Value::String(s)) => Ok(Some(s)),
-        Some(Value::Number(n)) => Ok(Some(n.to_string())),
+        Some(Value::String(s)) => Ok(Some(s.into())),
+        Some(Value::Number(n)) => Ok(Some(n.to_string().into())),
         Some(other) => Err(AnalyzeError::at_line(
             line,
             format!("field '{key}' must be a string, got {}", type_name(&other)),
@@ -797,10 +801,15 @@ mod tests {
     fn a_plain_line_reads_as_the_general_reader_reads_it() {
         let mut r = Rng(7);
         let (mut plain, mut general) = (0, 0);
+        // One hint over the lines, whose fields come in any order: a line is read with
+        // what the earlier ones taught, then again once it taught its own order.
+        let mut hint = Hint::default();
         for n in 0..60_000 {
             let line = line(&mut r);
             let reference = parse_general(line.as_bytes(), n);
-            match read_plain(line.as_bytes(), n) {
+            let first = read_plain(line.as_bytes(), n, &mut hint);
+            assert_eq!(read_plain(line.as_bytes(), n, &mut hint), first, "{line}");
+            match first {
                 // Out of range: `parse_row` hands it to the general reader, which
                 // names the field.
                 Some(row)
@@ -849,11 +858,20 @@ mod tests {
             r#"["prefill_ms",1]"#,
             "{\"tenant\":\"a\u{1}\"}",
         ] {
-            assert_eq!(read_plain(line.as_bytes(), 1), None, "{line}");
+            assert_eq!(
+                read_plain(line.as_bytes(), 1, &mut Hint::default()),
+                None,
+                "{line}"
+            );
+            // Nor once the line taught the hint its names.
+            let mut taught = Hint::default();
+            read_plain(line.as_bytes(), 1, &mut taught);
+            assert_eq!(read_plain(line.as_bytes(), 1, &mut taught), None, "{line}");
         }
         let row = read_plain(
             br#" { "prefill_ms" : 12.5 , "tenant":null,"prompt_tokens":-3 } "#,
             4,
+            &mut Hint::default(),
         )
         .unwrap();
         assert_eq!(
@@ -861,7 +879,7 @@ mod tests {
             (4, Some(12.5), None, Some(-3))
         );
         assert_eq!(
-            read_plain(b"{}", 1),
+            read_plain(b"{}", 1, &mut Hint::default()),
             Some(RequestRow {
                 line: 1,
                 ..RequestRow::default()
