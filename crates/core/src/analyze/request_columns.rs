@@ -312,7 +312,7 @@ impl ColumnBuilder {
         name: Option<&str>,
     ) -> u32 {
         let Some(name) = name else { return NO_NAME };
-        if let Some(&id) = ids.get(name) {
+        if let Some(id) = crate::analyze::request_log::known_name(names, ids, name) {
             return id;
         }
         let id = names.len() as u32;

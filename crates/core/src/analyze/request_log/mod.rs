@@ -161,13 +161,34 @@ struct Facets {
     overflow_rows: u64,
 }
 
+/// Names up to which a list is searched in order rather than through its index: a
+/// log's tenants and model versions are usually a handful, and comparing a few short
+/// names costs less than hashing one.
+const FEW_NAMES: usize = 8;
+
+/// The position of `name` in `names` (which `index` maps), if there.
+pub(crate) fn known_name(
+    names: &[impl AsRef<str>],
+    index: &HashMap<String, u32, foldhash::fast::RandomState>,
+    name: &str,
+) -> Option<u32> {
+    if names.len() <= FEW_NAMES {
+        names
+            .iter()
+            .position(|n| n.as_ref() == name)
+            .map(|i| i as u32)
+    } else {
+        index.get(name).copied()
+    }
+}
+
 /// Index used for "no value" and for values past the cardinality cap.
 const NO_FACET: u32 = u32::MAX;
 
 impl Facets {
     fn add(&mut self, v: Option<&str>) -> u32 {
         let Some(v) = v else { return NO_FACET };
-        if let Some(&i) = self.index.get(v) {
+        if let Some(i) = known_name(&self.names, &self.index, v) {
             self.rows[i as usize] += 1;
             return i;
         }

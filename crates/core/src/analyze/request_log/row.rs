@@ -66,6 +66,16 @@ impl RequestRow {
     }
 }
 
+impl RequestRow {
+    /// Every field empty again, as at line `line`: a row written over in place.
+    pub(super) fn reset(&mut self, line: u64) {
+        *self = RequestRow {
+            line,
+            ..RequestRow::default()
+        };
+    }
+}
+
 pub(super) const FLOAT_FIELDS: [&str; 10] = [
     "arrival_ts",
     "tokenize_ms",
@@ -179,7 +189,6 @@ pub fn for_each_request<R: Read + Send, E: From<AnalyzeError>>(
                 for block in blocks {
                     let rows = block.and_then(|b| {
                         let mut rows = fresh_rows.try_recv().unwrap_or_default();
-                        rows.clear();
                         let parsed = parse_block(&b.data, b.first_line, &mut rows);
                         let _ = spent_blocks.send(b.data);
                         parsed.map(|()| rows)
@@ -321,13 +330,15 @@ fn too_long(line_no: u64) -> AnalyzeError {
     )
 }
 
-/// Appends the rows of a block's lines to `rows` (blank lines skipped).
+/// The rows of a block's lines (blank lines skipped) into `rows`, whose rows from an
+/// earlier block are written over in place.
 fn parse_block(
     data: &[u8],
     first_line: u64,
     rows: &mut Vec<RequestRow>,
 ) -> Result<(), AnalyzeError> {
     let mut start = 0;
+    let mut filled = 0;
     let mut hint = Hint::default();
     let ends = memchr::memchr_iter(b'\n', data).chain(std::iter::once(data.len()));
     for (k, end) in ends.enumerate() {
@@ -350,37 +361,47 @@ fn parse_block(
         {
             continue;
         }
-        rows.push(parse_row(bytes, line_no, &mut hint)?);
+        if filled == rows.len() {
+            rows.push(RequestRow::default());
+        }
+        parse_row(bytes, line_no, &mut hint, &mut rows[filled])?;
+        filled += 1;
     }
+    rows.truncate(filled);
     Ok(())
 }
 
-/// Parse one JSON line into a [`RequestRow`]; `hint` carries the order of the fields
-/// from one line of a file to the next (a new one for the first line).
-pub fn parse_row(bytes: &[u8], line_no: u64, hint: &mut Hint) -> Result<RequestRow, AnalyzeError> {
+/// Parse one JSON line into `row` (whatever it held is replaced); `hint` carries the
+/// order of the fields from one line of a file to the next (a new one for the first
+/// line).
+pub fn parse_row(
+    bytes: &[u8],
+    line_no: u64,
+    hint: &mut Hint,
+    row: &mut RequestRow,
+) -> Result<(), AnalyzeError> {
     // Most lines hold exactly the method's fields with plain types: read those in one
     // pass (`plain`). Anything else (unknown fields, quoted numbers, RFC 3339 times,
     // escapes, errors) takes the general path below, which keeps extras and explains
     // problems; so does a number out of range, which it names with its field.
-    if let Some(row) = super::plain::read_plain(bytes, line_no, hint) {
-        if row
+    if super::plain::read_plain(bytes, line_no, hint, row).is_some()
+        && row
             .floats()
             .into_iter()
             .flatten()
             .all(crate::analyze::in_range)
-        {
-            return Ok(row);
-        }
+    {
+        return Ok(());
     }
     // Only here can a text hold a NUL: the plain reader takes no escape.
-    let row = parse_general(bytes, line_no)?;
+    *row = parse_general(bytes, line_no)?;
     if let Some(field) = row.field_with_nul() {
         return Err(AnalyzeError::at_line(
             line_no,
             format!("{field} contains a NUL character (\\u0000), which cannot be stored"),
         ));
     }
-    Ok(row)
+    Ok(())
 }
 
 /// Any line: through a JSON value, keeping unknown fields and naming what is wrong.
@@ -680,8 +701,13 @@ pub(crate) fn days_from_civil(y: i64, m: i64, d: i64) -> i64 {
 
 #[cfg(test)]
 mod tests {
-    use super::super::plain::read_plain;
     use super::*;
+
+    /// The plain reader's row of a line, into a fresh row.
+    fn read_plain(bytes: &[u8], line: u64, hint: &mut Hint) -> Option<RequestRow> {
+        let mut row = RequestRow::default();
+        super::super::plain::read_plain(bytes, line, hint, &mut row).map(|()| row)
+    }
 
     /// SplitMix64: the same lines on every run.
     struct Rng(u64);
@@ -804,11 +830,23 @@ mod tests {
         // One hint over the lines, whose fields come in any order: a line is read with
         // what the earlier ones taught, then again once it taught its own order.
         let mut hint = Hint::default();
+        let (mut held, mut previous) = (RequestRow::default(), RequestRow::default());
+        previous.extra.insert("gpu".into(), Value::from("h100"));
         for n in 0..60_000 {
             let line = line(&mut r);
             let reference = parse_general(line.as_bytes(), n);
             let first = read_plain(line.as_bytes(), n, &mut hint);
             assert_eq!(read_plain(line.as_bytes(), n, &mut hint), first, "{line}");
+            // Written over a row that held the line before: nothing of it stays.
+            let reused = super::super::plain::read_plain(line.as_bytes(), n, &mut hint, &mut held)
+                .map(|()| held.clone());
+            assert_eq!(reused, first, "{line}");
+            if reused.is_none() {
+                held = previous.clone();
+            }
+            if let Some(row) = &first {
+                previous = row.clone();
+            }
             match first {
                 // Out of range: `parse_row` hands it to the general reader, which
                 // names the field.
