@@ -10,23 +10,21 @@
 /// version libmimalloc-sys builds by default; the crate names no constant for it).
 const MI_OPTION_PURGE_DELAY: libmimalloc_sys::mi_option_t = 15;
 
-/// Pages mimalloc frees go back to the system 10 ms after they were freed (its default
-/// for ordinary pages, set here so a new version cannot move it unseen). Purging at
-/// once made every buffer the next upload chunk needed fault in afresh: for a 1M-row
-/// request log, 2.58 CPU-s of the server against 2.29 with 2 ms (162 against 181–204
-/// MiB peak, 2026-12-07 morning). Later that day, with the rest of the load faster, the
-/// page faults were 11 % of the server's samples during the upload (hyper's receive
-/// buffers, growing columns); 10 ms against 2 ms took the server from 1.32 to 1.21
-/// CPU-s, at 227–244 against 241–253 MiB peak. (A trace upload on a disk slowed to
-/// 150 MB/s had peaked at 271–308 MiB with the defaults, measured while huge pages were
-/// still on, below.) Call first thing in `main`.
+/// Pages mimalloc frees go back to the system after 2 ms (20 ms for an arena's)
+/// instead of its default 10 ms (100 ms). An upload frees buffers on other threads than
+/// those that made them, at hundreds of MB/s: with the default delays, a trace upload on
+/// a disk slowed to 150 MB/s peaked at 271–308 MiB, against 203–228 MiB purging at once
+/// (measured before huge pages were turned off, below). Purging at once made every
+/// buffer the next upload chunk needed fault in afresh: for a 1M-row request log, 2.58
+/// CPU-s of the server against 2.29 with 2 ms, at 162 against 181–204 MiB peak. Call
+/// first thing in `main`.
 pub fn purge_freed_pages_soon() {
     // SAFETY: mi_option_set only stores an integer option; it may be called at any time.
     unsafe { libmimalloc_sys::mi_option_set(MI_OPTION_PURGE_DELAY, PURGE_DELAY_MS) }
 }
 
 /// See [`purge_freed_pages_soon`].
-const PURGE_DELAY_MS: std::ffi::c_long = 10;
+const PURGE_DELAY_MS: std::ffi::c_long = 2;
 
 /// Transparent huge pages off for this process. mimalloc asks the kernel for huge
 /// pages on its segments, and purging freed pages at once (above) hands them back: the
